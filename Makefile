@@ -1,0 +1,39 @@
+# Basra online — the front door. `make help` lists the targets.
+
+CARGO ?= cargo
+
+.PHONY: help run play test bench lint fmt rules k8s-check
+
+help: ## List the targets
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+run: ## Start the whole backend on its embedded defaults (not built yet: see README)
+	@echo "The services (accounts, matchmaking, game-session) are not built yet; see README.md, 'Status'." >&2
+	@echo "What runs today: 'make rules' (the rules tool) and 'make test'." >&2
+	@exit 1
+
+play: ## Play in the terminal (not built yet: see README)
+	@echo "The terminal client is not built yet; see README.md, 'Status'." >&2
+	@exit 1
+
+rules: ## Run the rules tool: JSON lines on stdin, answers on stdout
+	$(CARGO) run --quiet --release -p basra-rules
+
+test: ## Run every test (unit, property, integration, doc)
+	$(CARGO) test --workspace --all-targets
+	$(CARGO) test --workspace --doc
+
+bench: ## Run the benchmarks (figures go in README.md, 'Performance')
+	$(CARGO) bench -p basra-engine --bench engine
+	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- 10000
+
+lint: ## cargo fmt --check and clippy with warnings as errors
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt: ## Format the code
+	$(CARGO) fmt --all
+
+k8s-check: ## Validate the Kubernetes manifests (not built yet)
+	@echo "deploy/k8s is not built yet." >&2
+	@exit 1

@@ -1,0 +1,645 @@
+//! What a played card takes (RULES.md §6–§14): the exact largest disjoint cover of number
+//! cards, Q/K pairs, J and Komi sweeps, and which kind of Basra a play makes.
+//!
+//! The search works on counts per value, not on subsets of cards: cards of one value are
+//! interchangeable for the size of a cover, so it asks for the fewest cards to leave out such
+//! that the rest splits into groups of the played value. Among the covers of the largest
+//! size, the canonical one takes the lowest table positions of each value, and the covers
+//! that differ in their counts per value are compared by their sorted positions. Everything
+//! lives on the stack; nothing is allocated.
+
+use serde::{Deserialize, Serialize};
+
+use crate::card::{Card, CardSet, Rank};
+use crate::error::RuleError;
+use crate::settings::{KomiBasra, Settings};
+
+/// The three kinds of Basra (RULES.md §12–§14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BasraKind {
+    /// A number card, Q or K that leaves the table empty.
+    Basra,
+    /// A J played onto a table holding exactly one J.
+    Jack,
+    /// The 7D played onto a table that another rank could have taken as a Basra.
+    Komi,
+}
+
+impl BasraKind {
+    /// The points this kind is worth under `settings`.
+    pub fn points(self, settings: &Settings) -> u32 {
+        match self {
+            BasraKind::Basra => settings.basra_points,
+            BasraKind::Jack => settings.jack_basra_points,
+            BasraKind::Komi => settings.komi_basra_points,
+        }
+    }
+}
+
+/// The outcome of playing one card onto a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capture {
+    /// The table cards taken (the played card is not included).
+    pub taken: CardSet,
+    /// The Basra the play makes, before the last-card rule (§16) is applied.
+    pub basra: Option<BasraKind>,
+    /// Whether other sets of the same size could be taken instead (the player may name one).
+    pub alternatives: bool,
+}
+
+/// The largest set of table number cards that splits into disjoint groups of one sum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cover {
+    /// Table positions taken (bit `i` = the card at position `i`, 0 = laid longest ago).
+    pub positions: u64,
+    /// Whether another set of the same size exists.
+    pub alternatives: bool,
+}
+
+/// Per value 1..=10, the table positions holding a number card of that value.
+type ValueMasks = [u64; 11];
+/// Per value 1..=10, a number of cards.
+type Counts = [u8; 11];
+
+fn value_masks(table: &[Card], max_value: u8) -> ValueMasks {
+    let mut masks = [0u64; 11];
+    for (position, card) in table.iter().enumerate() {
+        if let Some(value) = card.value().filter(|&v| v <= max_value) {
+            masks[usize::from(value)] |= 1 << position;
+        }
+    }
+    masks
+}
+
+/// The exact largest disjoint cover of table number cards by groups summing to `value`,
+/// with the canonical tie-break of RULES.md §6.
+///
+/// # Panics
+/// If `value` is not in `1..=10` or the table holds more than 64 cards.
+pub fn largest_cover(table: &[Card], value: u8) -> Cover {
+    assert!((1..=10).contains(&value), "a sum is between 1 and 10");
+    assert!(table.len() <= 64, "a table holds at most 52 cards");
+    let v = usize::from(value);
+    let masks = value_masks(table, value);
+    // A card of the played value is a group alone; taking it never costs another card.
+    let forced = masks[v];
+    let mut counts: Counts = [0; 11];
+    let mut small_cards = 0u8;
+    let mut small_total = 0u32;
+    // Which sums some subset of the smaller cards reaches, as a bitset; bit v tells whether
+    // any group of two or more cards exists at all.
+    let mut reachable: u32 = 1;
+    for x in 1..v {
+        counts[x] = masks[x].count_ones() as u8;
+        small_cards += counts[x];
+        small_total += x as u32 * u32::from(counts[x]);
+        for _ in 0..counts[x] {
+            reachable |= reachable << x;
+        }
+    }
+    if reachable & (1 << v) == 0 {
+        return Cover {
+            positions: forced,
+            alternatives: false,
+        };
+    }
+    let mut search = ExclusionSearch {
+        masks: &masks,
+        counts,
+        value,
+        small_total,
+        best: None,
+        found: 0,
+        partial_class: false,
+    };
+    for left_out in 0..=small_cards {
+        let mut excluded = [0u8; 11];
+        search.exclude(1, left_out, &mut excluded, 0);
+        if let Some(best) = search.best {
+            return Cover {
+                positions: forced | best,
+                alternatives: search.found > 1 || search.partial_class,
+            };
+        }
+    }
+    unreachable!("leaving out every smaller card always leaves a (possibly empty) cover")
+}
+
+/// Enumerates the multisets of smaller cards to leave out, `left_out` cards at a time.
+struct ExclusionSearch<'a> {
+    masks: &'a ValueMasks,
+    counts: Counts,
+    value: u8,
+    small_total: u32,
+    /// The canonical cover found so far at this level, as positions.
+    best: Option<u64>,
+    /// How many different count vectors cover at this level.
+    found: u32,
+    /// Whether some cover takes some but not all cards of one value.
+    partial_class: bool,
+}
+
+impl ExclusionSearch<'_> {
+    fn exclude(&mut self, x: usize, left_out: u8, excluded: &mut Counts, excluded_total: u32) {
+        let v = usize::from(self.value);
+        if left_out == 0 {
+            self.consider(excluded, excluded_total);
+            return;
+        }
+        if x >= v {
+            return;
+        }
+        for k in 0..=self.counts[x].min(left_out) {
+            excluded[x] = k;
+            self.exclude(x + 1, left_out - k, excluded, excluded_total + x as u32 * u32::from(k));
+        }
+        excluded[x] = 0;
+    }
+
+    fn consider(&mut self, excluded: &Counts, excluded_total: u32) {
+        let value = u32::from(self.value);
+        if (self.small_total - excluded_total) % value != 0 {
+            return;
+        }
+        let mut taken = [0u8; 11];
+        for x in 1..usize::from(self.value) {
+            taken[x] = self.counts[x] - excluded[x];
+        }
+        if !can_partition(&mut taken.clone(), self.value) {
+            return;
+        }
+        let mut positions = 0;
+        for x in 1..usize::from(self.value) {
+            positions |= lowest_bits(self.masks[x], taken[x]);
+            if taken[x] > 0 && taken[x] < self.counts[x] {
+                self.partial_class = true;
+            }
+        }
+        self.found += 1;
+        if self.best.is_none_or(|best| lexicographically_smaller(positions, best)) {
+            self.best = Some(positions);
+        }
+    }
+}
+
+/// The `n` lowest set bits of `mask`.
+fn lowest_bits(mut mask: u64, n: u8) -> u64 {
+    let mut out = 0;
+    for _ in 0..n {
+        let low = mask & mask.wrapping_neg();
+        out |= low;
+        mask ^= low;
+    }
+    out
+}
+
+/// For two position sets of equal size: whether `a`'s sorted positions come first.
+fn lexicographically_smaller(a: u64, b: u64) -> bool {
+    let differ = a ^ b;
+    differ != 0 && a & differ & differ.wrapping_neg() != 0
+}
+
+/// Whether the cards counted in `counts` (values 1..=`value`) split exactly into disjoint
+/// groups that each sum to `value`. `counts` is restored before returning.
+fn can_partition(counts: &mut Counts, value: u8) -> bool {
+    // The largest card left must be in some group; build that group from parts no larger.
+    let Some(largest) = (1..=usize::from(value)).rev().find(|&x| counts[x] > 0) else {
+        return true;
+    };
+    counts[largest] -= 1;
+    let ok = complete_group(counts, value - largest as u8, largest, value);
+    counts[largest] += 1;
+    ok
+}
+
+fn complete_group(counts: &mut Counts, need: u8, max_part: usize, value: u8) -> bool {
+    if need == 0 {
+        return can_partition(counts, value);
+    }
+    for part in (1..=max_part.min(usize::from(need))).rev() {
+        if counts[part] > 0 {
+            counts[part] -= 1;
+            let ok = complete_group(counts, need - part as u8, part, value);
+            counts[part] += 1;
+            if ok {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+fn positions_to_cards(table: &[Card], mut positions: u64) -> CardSet {
+    let mut cards = CardSet::EMPTY;
+    while positions != 0 {
+        cards.insert(table[positions.trailing_zeros() as usize]);
+        positions &= positions - 1;
+    }
+    cards
+}
+
+fn all_cards(table: &[Card]) -> CardSet {
+    table.iter().copied().collect()
+}
+
+/// What `card` takes from `table` when the player names no choice (the canonical capture).
+pub fn capture(table: &[Card], card: Card, settings: &Settings) -> Capture {
+    let basra_if_cleared = |taken: CardSet| {
+        (!table.is_empty() && taken.len() == table.len()).then_some(BasraKind::Basra)
+    };
+    if table.is_empty() {
+        return Capture {
+            taken: CardSet::EMPTY,
+            basra: None,
+            alternatives: false,
+        };
+    }
+    if card == Card::KOMI {
+        let basra = komi_basra_applies(table, settings.komi_basra).then_some(BasraKind::Komi);
+        return Capture {
+            taken: all_cards(table),
+            basra,
+            alternatives: false,
+        };
+    }
+    let rank = card.rank();
+    if rank == Rank::JACK {
+        let jack_basra = table.len() == 1 && table[0].is_jack();
+        return Capture {
+            taken: all_cards(table),
+            basra: jack_basra.then_some(BasraKind::Jack),
+            alternatives: false,
+        };
+    }
+    match card.value() {
+        Some(value) => {
+            let cover = largest_cover(table, value);
+            let taken = positions_to_cards(table, cover.positions);
+            Capture {
+                taken,
+                basra: basra_if_cleared(taken),
+                alternatives: cover.alternatives,
+            }
+        }
+        None => {
+            let taken: CardSet = table.iter().copied().filter(|c| c.rank() == rank).collect();
+            Capture {
+                taken,
+                basra: basra_if_cleared(taken),
+                alternatives: false,
+            }
+        }
+    }
+}
+
+/// What `card` takes from `table` when the player names the cards to take. The choice must
+/// be a legal capture: the largest (or, with `allow_partial_capture`, any non-empty) set of
+/// groups of the card's value; J, Q, K and the Komi take a fixed set that can only be
+/// named as it is.
+pub fn chosen_capture(
+    table: &[Card],
+    card: Card,
+    choice: CardSet,
+    settings: &Settings,
+) -> Result<Capture, RuleError> {
+    let canonical = capture(table, card, settings);
+    let on_table = all_cards(table);
+    if let Some(stray) = choice.difference(on_table).iter().next() {
+        return Err(RuleError::NotOnTable(stray));
+    }
+    let value = match card.value() {
+        Some(value) if card != Card::KOMI || table.is_empty() => value,
+        _ => {
+            return if choice == canonical.taken {
+                Ok(canonical)
+            } else {
+                Err(RuleError::FixedCapture {
+                    card,
+                    takes: canonical.taken,
+                })
+            };
+        }
+    };
+    let mut counts: Counts = [0; 11];
+    let mut total = 0u32;
+    for named in choice {
+        match named.value().filter(|&x| x <= value) {
+            Some(x) => {
+                counts[usize::from(x)] += 1;
+                total += u32::from(x);
+            }
+            None => return Err(RuleError::NotInSum { card: named, value }),
+        }
+    }
+    if total % u32::from(value) != 0 || !can_partition(&mut counts, value) {
+        return Err(RuleError::NotGroups { value });
+    }
+    let largest = canonical.taken.len();
+    let size_ok = if settings.allow_partial_capture {
+        choice.len() > 0 || largest == 0
+    } else {
+        choice.len() == largest
+    };
+    if !size_ok {
+        return Err(RuleError::NotLargest {
+            named: choice.len(),
+            largest,
+        });
+    }
+    let cleared = !table.is_empty() && choice.len() == table.len();
+    Ok(Capture {
+        taken: choice,
+        basra: cleared.then_some(BasraKind::Basra),
+        alternatives: canonical.alternatives,
+    })
+}
+
+/// Whether a Komi played onto this non-empty table is a Komi Basra (RULES.md §14).
+pub fn komi_basra_applies(table: &[Card], rule: KomiBasra) -> bool {
+    if table.is_empty() {
+        return false;
+    }
+    let mut counts: Counts = [0; 11];
+    let mut total = 0u32;
+    let mut largest = 0u8;
+    let mut all_numbers = true;
+    for card in table {
+        match card.value() {
+            Some(x) => {
+                counts[usize::from(x)] += 1;
+                total += u32::from(x);
+                largest = largest.max(x);
+            }
+            None => all_numbers = false,
+        }
+    }
+    match rule {
+        KomiBasra::SingleCard => table.len() == 1 && !table[0].is_jack(),
+        KomiBasra::SumAtMost10 => all_numbers && total <= 10,
+        KomiBasra::AnyValue if all_numbers => (largest..=10)
+            .any(|v| total % u32::from(v) == 0 && can_partition(&mut counts, v)),
+        KomiBasra::AnyValue => {
+            let rank = table[0].rank();
+            (rank == Rank::QUEEN || rank == Rank::KING) && table.iter().all(|c| c.rank() == rank)
+        }
+    }
+}
+
+/// Whether some single card other than a sweeper could take all of `table` as a Basra —
+/// the "easy Basra" a careful player does not leave behind.
+pub fn clearable(table: &[Card]) -> bool {
+    komi_basra_applies(table, KomiBasra::AnyValue) || (table.len() == 1 && table[0].is_jack())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cards(text: &str) -> Vec<Card> {
+        text.split_whitespace().map(|c| c.parse().unwrap()).collect()
+    }
+
+    fn set(text: &str) -> CardSet {
+        cards(text).into_iter().collect()
+    }
+
+    fn rules() -> Settings {
+        Settings::default()
+    }
+
+    #[test]
+    fn lowest_bits_and_lexicographic_order() {
+        assert_eq!(lowest_bits(0b1011_0100, 2), 0b0001_0100);
+        assert_eq!(lowest_bits(0b1011_0100, 0), 0);
+        // {0, 3} comes before {1, 2}.
+        assert!(lexicographically_smaller(0b1001, 0b0110));
+        assert!(!lexicographically_smaller(0b0110, 0b1001));
+        assert!(!lexicographically_smaller(0b0110, 0b0110));
+    }
+
+    #[test]
+    fn partition_into_groups() {
+        let mut counts = [0u8; 11];
+        counts[5] = 1;
+        counts[4] = 1;
+        counts[1] = 1;
+        counts[10] = 1;
+        assert!(can_partition(&mut counts, 10));
+        counts[1] = 0;
+        assert!(!can_partition(&mut counts, 10));
+        assert_eq!(counts[5], 1, "counts are restored");
+    }
+
+    #[test]
+    fn the_rules_example_takes_the_eight_and_ace_plus_seven() {
+        let table = cards("AS 7H KC 8D");
+        let got = capture(&table, "8S".parse().unwrap(), &rules());
+        assert_eq!(got.taken, set("AS 7H 8D"));
+        assert_eq!(got.basra, None);
+        assert!(!got.alternatives);
+    }
+
+    #[test]
+    fn nine_takes_eight_plus_ace_from_the_seed_example() {
+        let table = cards("AS 7H KC 8D");
+        let got = capture(&table, "9S".parse().unwrap(), &rules());
+        assert_eq!(got.taken, set("AS 8D"));
+    }
+
+    #[test]
+    fn ten_clears_ten_five_four_one_as_a_basra() {
+        let table = cards("10H 5C 4D AS");
+        let got = capture(&table, "10S".parse().unwrap(), &rules());
+        assert_eq!(got.taken, set("10H 5C 4D AS"));
+        assert_eq!(got.basra, Some(BasraKind::Basra));
+    }
+
+    #[test]
+    fn eight_clears_eight_seven_one_as_a_basra() {
+        let table = cards("8H 7C AD");
+        let got = capture(&table, "8S".parse().unwrap(), &rules());
+        assert_eq!(got.basra, Some(BasraKind::Basra));
+    }
+
+    #[test]
+    fn most_cards_beats_fewer_groups() {
+        // 6 alone takes {6}; 1+2+3 takes three cards; both can be taken together.
+        let table = cards("6C AD 2H 3S 4C");
+        let got = capture(&table, "6S".parse().unwrap(), &rules());
+        // Groups of 6: {6}, {1,2,3}, {2,4}. Largest disjoint: {6} + {1,2,3} = 4 cards,
+        // or {6} + {2,4} = 3 cards.
+        assert_eq!(got.taken, set("6C AD 2H 3S"));
+    }
+
+    #[test]
+    fn disjoint_pairs_are_all_taken() {
+        // 5 = 2+3 = 1+4: the pairs are disjoint, so both are taken.
+        let table = cards("2C AD 4H 3S");
+        let got = capture(&table, "5S".parse().unwrap(), &rules());
+        assert_eq!(got.taken, set("2C AD 4H 3S"));
+        assert_eq!(got.basra, Some(BasraKind::Basra));
+        assert!(!got.alternatives);
+    }
+
+    #[test]
+    fn canonical_tie_break_prefers_the_oldest_positions() {
+        // 7 = 1+2+4 = 1+3+3 = 3+4; the largest captures are three cards, sharing the ace:
+        // positions [0,1,2] and [0,3,4]. The first compares smaller.
+        let table = cards("AC 2D 4H 3S 3C");
+        let got = capture(&table, "7S".parse().unwrap(), &rules());
+        assert_eq!(got.taken, set("AC 2D 4H"));
+        assert!(got.alternatives);
+    }
+
+    #[test]
+    fn equal_values_take_the_oldest_card() {
+        let table = cards("3C 3D 3H");
+        let got = capture(&table, "6S".parse().unwrap(), &rules());
+        assert_eq!(got.taken, set("3C 3D"));
+        assert!(got.alternatives);
+    }
+
+    #[test]
+    fn same_rank_is_a_group_of_one() {
+        let table = cards("5C 5D 2H 3S");
+        let got = capture(&table, "5S".parse().unwrap(), &rules());
+        assert_eq!(got.taken, set("5C 5D 2H 3S"));
+        assert_eq!(got.basra, Some(BasraKind::Basra));
+    }
+
+    #[test]
+    fn queen_and_king_take_only_their_rank() {
+        let table = cards("QC 2D QH KS");
+        let queen = capture(&table, "QS".parse().unwrap(), &rules());
+        assert_eq!(queen.taken, set("QC QH"));
+        assert_eq!(queen.basra, None);
+        let king = capture(&cards("KC"), "KS".parse().unwrap(), &rules());
+        assert_eq!(king.basra, Some(BasraKind::Basra));
+        let nothing = capture(&cards("2D QH"), "KS".parse().unwrap(), &rules());
+        assert!(nothing.taken.is_empty());
+    }
+
+    #[test]
+    fn jack_sweeps_but_is_a_basra_only_onto_a_lone_jack() {
+        let sweep = capture(&cards("2D QH 9C"), "JS".parse().unwrap(), &rules());
+        assert_eq!(sweep.taken, set("2D QH 9C"));
+        assert_eq!(sweep.basra, None);
+        let jack = capture(&cards("JD"), "JS".parse().unwrap(), &rules());
+        assert_eq!(jack.basra, Some(BasraKind::Jack));
+        let two = capture(&cards("JD 2C"), "JS".parse().unwrap(), &rules());
+        assert_eq!(two.basra, None);
+        let empty = capture(&[], "JS".parse().unwrap(), &rules());
+        assert!(empty.taken.is_empty() && empty.basra.is_none());
+    }
+
+    #[test]
+    fn komi_sweeps_and_is_a_basra_onto_tables_one_card_could_clear() {
+        let komi = Card::KOMI;
+        let r = rules();
+        let single = capture(&cards("9C"), komi, &r);
+        assert_eq!(single.basra, Some(BasraKind::Komi));
+        let groups = capture(&cards("2C 4D 3H 3S"), komi, &r);
+        assert_eq!(groups.basra, Some(BasraKind::Komi), "2+4 and 3+3 make 6");
+        let queens = capture(&cards("QC QD"), komi, &r);
+        assert_eq!(queens.basra, Some(BasraKind::Komi));
+        let mixed = capture(&cards("QC KD"), komi, &r);
+        assert_eq!(mixed.basra, None);
+        assert_eq!(mixed.taken, set("QC KD"));
+        let uneven = capture(&cards("2C 9D"), komi, &r);
+        assert_eq!(uneven.basra, None, "2+9 = 11 splits into no common sum");
+        let with_jack = capture(&cards("JC"), komi, &r);
+        assert_eq!(with_jack.basra, None);
+        let on_empty = capture(&[], komi, &r);
+        assert!(on_empty.taken.is_empty() && on_empty.basra.is_none());
+    }
+
+    #[test]
+    fn komi_basra_settings() {
+        use KomiBasra::*;
+        let t = |text: &str| cards(text);
+        assert!(komi_basra_applies(&t("6C 6D"), AnyValue));
+        assert!(!komi_basra_applies(&t("6C 6D"), SumAtMost10));
+        assert!(komi_basra_applies(&t("6C 4D"), SumAtMost10));
+        assert!(!komi_basra_applies(&t("QC"), SumAtMost10));
+        assert!(komi_basra_applies(&t("QC"), SingleCard));
+        assert!(komi_basra_applies(&t("8C"), SingleCard));
+        assert!(!komi_basra_applies(&t("JC"), SingleCard));
+        assert!(!komi_basra_applies(&t("6C 4D"), SingleCard));
+    }
+
+    #[test]
+    fn a_komi_lying_on_the_table_is_an_ordinary_seven() {
+        let got = capture(&[Card::KOMI], "7S".parse().unwrap(), &rules());
+        assert_eq!(got.taken, set("7D"));
+        assert_eq!(got.basra, Some(BasraKind::Basra));
+        let got = capture(&cards("7D AC"), "8S".parse().unwrap(), &rules());
+        assert_eq!(got.taken, set("7D AC"));
+    }
+
+    #[test]
+    fn named_choices_must_be_largest_groups() {
+        let table = cards("AC 2D 4H 3S 3C");
+        let r = rules();
+        let seven = "7S".parse().unwrap();
+        let other = chosen_capture(&table, seven, set("AC 3S 3C"), &r).unwrap();
+        assert_eq!(other.taken, set("AC 3S 3C"));
+        assert_eq!(
+            chosen_capture(&table, seven, set("AC 2D 3S"), &r),
+            Err(RuleError::NotGroups { value: 7 })
+        );
+        assert_eq!(
+            chosen_capture(&table, seven, set("3S 4H"), &r),
+            Err(RuleError::NotLargest {
+                named: 2,
+                largest: 3
+            })
+        );
+        assert_eq!(
+            chosen_capture(&table, seven, set("9S"), &r),
+            Err(RuleError::NotOnTable("9S".parse().unwrap()))
+        );
+        let five = "5S".parse().unwrap();
+        let table = cards("AD 4H 5C");
+        assert_eq!(
+            chosen_capture(&table, five, set("5C"), &r),
+            Err(RuleError::NotLargest {
+                named: 1,
+                largest: 3
+            })
+        );
+        let partial = Settings {
+            allow_partial_capture: true,
+            ..r
+        };
+        assert_eq!(
+            chosen_capture(&table, five, set("5C"), &partial).unwrap().taken,
+            set("5C")
+        );
+        assert_eq!(
+            chosen_capture(&table, five, CardSet::EMPTY, &partial),
+            Err(RuleError::NotLargest {
+                named: 0,
+                largest: 3
+            })
+        );
+        let table = cards("QC 5H");
+        assert!(matches!(
+            chosen_capture(&table, five, set("QC"), &r),
+            Err(RuleError::NotInSum { .. })
+        ));
+        assert!(matches!(
+            chosen_capture(&table, "JS".parse().unwrap(), set("QC"), &r),
+            Err(RuleError::FixedCapture { .. })
+        ));
+        assert!(chosen_capture(&table, "JS".parse().unwrap(), set("QC 5H"), &r).is_ok());
+    }
+
+    #[test]
+    fn nothing_to_take_leaves_the_card() {
+        let got = capture(&cards("9C 8D"), "5S".parse().unwrap(), &rules());
+        assert!(got.taken.is_empty());
+        let got = capture(&[], "5S".parse().unwrap(), &rules());
+        assert!(got.taken.is_empty() && got.basra.is_none());
+    }
+}
