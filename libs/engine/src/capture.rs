@@ -152,7 +152,12 @@ impl ExclusionSearch<'_> {
         }
         for k in 0..=self.counts[x].min(left_out) {
             excluded[x] = k;
-            self.exclude(x + 1, left_out - k, excluded, excluded_total + x as u32 * u32::from(k));
+            self.exclude(
+                x + 1,
+                left_out - k,
+                excluded,
+                excluded_total + x as u32 * u32::from(k),
+            );
         }
         excluded[x] = 0;
     }
@@ -177,7 +182,10 @@ impl ExclusionSearch<'_> {
             }
         }
         self.found += 1;
-        if self.best.is_none_or(|best| lexicographically_smaller(positions, best)) {
+        if self
+            .best
+            .is_none_or(|best| lexicographically_smaller(positions, best))
+        {
             self.best = Some(positions);
         }
     }
@@ -377,8 +385,9 @@ pub fn komi_basra_applies(table: &[Card], rule: KomiBasra) -> bool {
     match rule {
         KomiBasra::SingleCard => table.len() == 1 && !table[0].is_jack(),
         KomiBasra::SumAtMost10 => all_numbers && total <= 10,
-        KomiBasra::AnyValue if all_numbers => (largest..=10)
-            .any(|v| total % u32::from(v) == 0 && can_partition(&mut counts, v)),
+        KomiBasra::AnyValue if all_numbers => {
+            (largest..=10).any(|v| total % u32::from(v) == 0 && can_partition(&mut counts, v))
+        }
         KomiBasra::AnyValue => {
             let rank = table[0].rank();
             (rank == Rank::QUEEN || rank == Rank::KING) && table.iter().all(|c| c.rank() == rank)
@@ -397,7 +406,9 @@ mod tests {
     use super::*;
 
     fn cards(text: &str) -> Vec<Card> {
-        text.split_whitespace().map(|c| c.parse().unwrap()).collect()
+        text.split_whitespace()
+            .map(|c| c.parse().unwrap())
+            .collect()
     }
 
     fn set(text: &str) -> CardSet {
@@ -613,7 +624,9 @@ mod tests {
             ..r
         };
         assert_eq!(
-            chosen_capture(&table, five, set("5C"), &partial).unwrap().taken,
+            chosen_capture(&table, five, set("5C"), &partial)
+                .unwrap()
+                .taken,
             set("5C")
         );
         assert_eq!(

@@ -133,7 +133,10 @@ impl FromStr for Card {
 
     fn from_str(text: &str) -> Result<Card, ParseCardError> {
         let error = || ParseCardError(text.to_owned());
-        let split = text.len().checked_sub(1).filter(|&at| text.is_char_boundary(at));
+        let split = text
+            .len()
+            .checked_sub(1)
+            .filter(|&at| text.is_char_boundary(at));
         let (rank, suit) = text.split_at(split.ok_or_else(error)?);
         let suit = match suit {
             "C" => Suit::Clubs,

@@ -106,6 +106,16 @@ impl Deck {
         Deck::from_cards(cards)
     }
 
+    /// A deck with every card dealt (for tests that set up an end-of-round position).
+    #[cfg(test)]
+    pub(crate) fn empty() -> Deck {
+        Deck {
+            cards: Deck::shuffled(&Seed([0; 32]), 0).cards,
+            top: 0,
+            len: 0,
+        }
+    }
+
     /// How many cards are left.
     pub fn len(&self) -> u8 {
         self.len
@@ -173,7 +183,10 @@ mod tests {
         // matches can no longer be checked.
         let deck = Deck::shuffled(&Seed([0; 32]), 0);
         let top: Vec<String> = deck.iter().take(8).map(|c| c.to_string()).collect();
-        assert_eq!(top.join(" "), include_str!("../tests/data/seed0_round0_top8.txt").trim());
+        assert_eq!(
+            top.join(" "),
+            include_str!("../tests/data/seed0_round0_top8.txt").trim()
+        );
     }
 
     #[test]

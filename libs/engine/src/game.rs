@@ -69,14 +69,17 @@ impl Game {
 
     /// Applies an action, appending the events it caused to `events` (reuse the buffer on
     /// hot paths). On error nothing changes and nothing is appended.
-    pub fn apply_into(&mut self, action: &Action, events: &mut Vec<Event>) -> Result<(), RuleError> {
+    pub fn apply_into(
+        &mut self,
+        action: &Action,
+        events: &mut Vec<Event>,
+    ) -> Result<(), RuleError> {
         if self.result.is_some() {
             return Err(RuleError::MatchOver);
         }
         match *action {
             Action::Play { seat, card, take } => {
-                self.round
-                    .play(&self.settings, seat, card, take, events)?;
+                self.round.play(&self.settings, seat, card, take, events)?;
                 if self.round.is_over() {
                     self.end_round(events);
                 }
@@ -93,13 +96,12 @@ impl Game {
     }
 
     fn end_round(&mut self, events: &mut Vec<Event>) {
-        let score = self.round.finish(&self.settings, &mut self.carry, self.totals);
+        let score = self
+            .round
+            .finish(&self.settings, &mut self.carry, self.totals);
         self.totals = score.totals;
         events.push(Event::RoundEnded(score));
-        let [a, b] = self.totals;
-        let target = self.settings.target_score;
-        if a.max(b) >= target && a != b {
-            let winner = if a > b { Side(0) } else { Side(1) };
+        if let Some(winner) = winner(self.totals, self.settings.target_score) {
             self.end_match(winner, EndReason::TargetReached, events);
             return;
         }
@@ -177,6 +179,17 @@ impl Game {
     }
 }
 
+/// The side that has won after a round with these totals (RULES.md §20): it reached the
+/// target with a total higher than the other's. Equal totals at or above it play on.
+fn winner(totals: [u32; 2], target: u32) -> Option<Side> {
+    let [a, b] = totals;
+    match a.cmp(&b) {
+        std::cmp::Ordering::Greater if a >= target => Some(Side(0)),
+        std::cmp::Ordering::Less if b >= target => Some(Side(1)),
+        _ => None,
+    }
+}
+
 /// The dealer of round `round`: round 0 is dealt by the last seat, so seat 0 plays first;
 /// the deal then passes to the next seat each round (RULES.md §5).
 fn dealer_of(settings: &Settings, round: u32) -> Seat {
@@ -216,11 +229,51 @@ pub enum ReplayError {
 
 /// Replays a match from its settings, seed and action log: every event, in order, exactly
 /// as the match produced them.
-pub fn replay(settings: Settings, seed: Seed, actions: &[Action]) -> Result<(Game, Vec<Event>), ReplayError> {
+pub fn replay(
+    settings: Settings,
+    seed: Seed,
+    actions: &[Action],
+) -> Result<(Game, Vec<Event>), ReplayError> {
     let (mut game, mut events) = Game::new(settings, seed)?;
     for (index, action) in actions.iter().enumerate() {
         game.apply_into(action, &mut events)
             .map_err(|error| ReplayError::Action { index, error })?;
     }
     Ok((game, events))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_match_ends_when_a_side_reaches_the_target_alone_in_the_lead() {
+        assert_eq!(winner([101, 40], 101), Some(Side(0)));
+        assert_eq!(winner([100, 40], 101), None);
+        assert_eq!(winner([120, 130], 101), Some(Side(1)));
+        assert_eq!(
+            winner([110, 110], 101),
+            None,
+            "equal totals play another round"
+        );
+        assert_eq!(winner([90, 90], 101), None);
+        assert_eq!(winner([0, 1], 1), Some(Side(1)));
+    }
+
+    #[test]
+    fn dealing_passes_to_the_next_seat_each_round() {
+        let two = Settings::default();
+        assert_eq!(
+            (0..4).map(|r| dealer_of(&two, r).0).collect::<Vec<_>>(),
+            [1, 0, 1, 0]
+        );
+        let four = Settings {
+            seats: crate::Seats::Four,
+            ..two
+        };
+        assert_eq!(
+            (0..5).map(|r| dealer_of(&four, r).0).collect::<Vec<_>>(),
+            [3, 0, 1, 2, 3]
+        );
+    }
 }

@@ -110,7 +110,14 @@ impl Round {
         round.deal_hands(events);
         let mut starting = [Card::KOMI; DEAL_SIZE];
         for slot in &mut starting {
-            *slot = round.deck.draw().expect("a full deck holds the starting table");
+            *slot = round
+                .deck
+                .draw()
+                .expect("a full deck holds the starting table");
+        }
+        // The four cards lie face up first; then, left to right, a J or the Komi goes under
+        // the deck and the next top card takes its place.
+        for slot in &mut starting {
             while settings.clean_start_table && (slot.is_jack() || *slot == Card::KOMI) {
                 round.deck.put_under(*slot);
                 *slot = round.deck.draw().expect("the deck is never empty here");
@@ -330,14 +337,301 @@ fn card_points(pile: CardSet) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::BasraKind;
+    use crate::settings::Seats;
+
+    fn card(text: &str) -> Card {
+        text.parse().unwrap()
+    }
+
+    fn cards(text: &str) -> Vec<Card> {
+        text.split_whitespace().map(card).collect()
+    }
+
+    fn set(text: &str) -> CardSet {
+        cards(text).into_iter().collect()
+    }
+
+    /// A deck in index order (AC AD AH AS 2C … KS) with `front` moved to the top.
+    fn deck_with(front: &str) -> Deck {
+        let front = cards(front);
+        let mut all: Vec<Card> = front.clone();
+        all.extend(Card::all().filter(|c| !front.contains(c)));
+        Deck::from_cards(all.try_into().unwrap())
+    }
+
+    /// The last plays of a round: the deck is empty, hands and table as given.
+    fn ending(hands: [&str; 2], table: &str, turn: u8, last_capturer: Option<u8>) -> Round {
+        let mut round = Round::start(
+            &Settings::default(),
+            0,
+            deck_with(""),
+            Seat(1),
+            &mut Vec::new(),
+        );
+        round.deck = Deck::empty();
+        round.hands = [set(hands[0]), set(hands[1]), CardSet::EMPTY, CardSet::EMPTY];
+        round.table = Table::new();
+        for c in cards(table) {
+            round.table.push(c);
+        }
+        round.turn = Seat(turn);
+        round.last_capturer = last_capturer.map(Seat);
+        round.piles = [CardSet::EMPTY; 2];
+        round
+    }
+
+    #[test]
+    fn deal_gives_blocks_of_four_from_the_seat_after_the_dealer_then_the_table() {
+        let mut events = Vec::new();
+        let round = Round::start(&Settings::default(), 0, deck_with(""), Seat(0), &mut events);
+        assert_eq!(round.hand(Seat(1)), set("AC AD AH AS"));
+        assert_eq!(round.hand(Seat(0)), set("2C 2D 2H 2S"));
+        assert_eq!(round.table(), cards("3C 3D 3H 3S").as_slice());
+        assert_eq!(
+            round.turn(),
+            Seat(1),
+            "the player after the dealer plays first"
+        );
+        assert_eq!(round.deck().len(), 40);
+        assert_eq!(
+            events[0],
+            Event::RoundStarted {
+                round: 0,
+                dealer: Seat(0)
+            }
+        );
+        assert!(matches!(events[1], Event::HandDealt { seat: Seat(1), .. }));
+        assert!(matches!(events[2], Event::HandDealt { seat: Seat(0), .. }));
+        assert!(matches!(events[3], Event::TableDealt { .. }));
+        assert_eq!(events[4], Event::Turn { seat: Seat(1) });
+    }
+
+    #[test]
+    fn four_seats_deal_sixteen_cards_then_the_table() {
+        let rules = Settings {
+            seats: Seats::Four,
+            ..Settings::default()
+        };
+        let round = Round::start(&rules, 0, deck_with(""), Seat(3), &mut Vec::new());
+        assert_eq!(round.hand(Seat(0)), set("AC AD AH AS"));
+        assert_eq!(round.hand(Seat(1)), set("2C 2D 2H 2S"));
+        assert_eq!(round.hand(Seat(3)), set("4C 4D 4H 4S"));
+        assert_eq!(round.table(), cards("5C 5D 5H 5S").as_slice());
+        assert_eq!(round.turn(), Seat(0));
+        assert_eq!(round.deck().len(), 32);
+    }
+
+    #[test]
+    fn jacks_and_the_komi_leave_the_starting_table_for_the_bottom_of_the_deck() {
+        let top = "AC AD AH AS 2C 2D 2H 2S JC 5H 7D 6S JD 9C";
+        let mut events = Vec::new();
+        let round = Round::start(
+            &Settings::default(),
+            0,
+            deck_with(top),
+            Seat(0),
+            &mut events,
+        );
+        // JC is replaced by JD, which is replaced by 9C; 7D is replaced by the next card.
+        let next = Card::all().find(|c| !cards(top).contains(c)).unwrap();
+        assert_eq!(round.table(), [card("9C"), card("5H"), next, card("6S")]);
+        assert_eq!(
+            events[3],
+            Event::TableDealt {
+                cards: [card("9C"), card("5H"), next, card("6S")]
+            }
+        );
+        let bottom: Vec<Card> = round.deck().iter().collect();
+        assert_eq!(&bottom[bottom.len() - 3..], cards("JC JD 7D").as_slice());
+        assert_eq!(round.deck().len(), 40);
+        let raw = Settings {
+            clean_start_table: false,
+            ..Settings::default()
+        };
+        let round = Round::start(&raw, 0, deck_with(top), Seat(0), &mut Vec::new());
+        assert_eq!(round.table(), cards("JC 5H 7D 6S").as_slice());
+    }
+
+    #[test]
+    fn hands_are_dealt_again_when_all_are_empty() {
+        let rules = Settings::default();
+        let mut events = Vec::new();
+        let mut round = Round::start(&rules, 0, deck_with(""), Seat(0), &mut events);
+        for _ in 0..8 {
+            let seat = round.turn();
+            let card = round.hand(seat).iter().next().unwrap();
+            round.play(&rules, seat, card, None, &mut events).unwrap();
+        }
+        assert_eq!(round.hand(Seat(0)).len(), 4);
+        assert_eq!(round.hand(Seat(1)).len(), 4);
+        assert_eq!(round.deck().len(), 32);
+        assert_eq!(round.turn(), Seat(1), "turns keep going seat by seat");
+        let deals = events
+            .iter()
+            .filter(|e| matches!(e, Event::HandDealt { .. }))
+            .count();
+        assert_eq!(deals, 4);
+    }
+
+    #[test]
+    fn turn_and_hand_are_checked_and_refusals_change_nothing() {
+        let rules = Settings::default();
+        let round = Round::start(&rules, 0, deck_with(""), Seat(0), &mut Vec::new());
+        let before = round.clone();
+        let mut copy = round.clone();
+        let mut events = Vec::new();
+        assert_eq!(
+            copy.play(&rules, Seat(0), card("2C"), None, &mut events),
+            Err(RuleError::NotYourTurn {
+                seat: Seat(0),
+                turn: Seat(1)
+            })
+        );
+        assert_eq!(
+            copy.play(&rules, Seat(1), card("2C"), None, &mut events),
+            Err(RuleError::CardNotInHand {
+                seat: Seat(1),
+                card: card("2C")
+            })
+        );
+        assert_eq!(
+            copy.play(&rules, Seat(2), card("AC"), None, &mut events),
+            Err(RuleError::NoSuchSeat {
+                seat: Seat(2),
+                seats: 2
+            })
+        );
+        assert_eq!(
+            copy.play(&rules, Seat(1), card("AC"), Some(set("3C")), &mut events),
+            Err(RuleError::NotInSum {
+                card: card("3C"),
+                value: 1
+            })
+        );
+        assert_eq!(copy, before);
+        assert!(events.is_empty());
+    }
+
+    #[test]
+    fn a_basra_with_the_last_card_counts_unless_the_setting_says_otherwise() {
+        for (last_card_basra, expected) in [(true, Some(BasraKind::Basra)), (false, None)] {
+            let rules = Settings {
+                last_card_basra,
+                ..Settings::default()
+            };
+            let mut round = ending(["5S", ""], "5C", 0, None);
+            let mut events = Vec::new();
+            round
+                .play(&rules, Seat(0), card("5S"), None, &mut events)
+                .unwrap();
+            assert_eq!(
+                events,
+                [Event::CardPlayed {
+                    seat: Seat(0),
+                    card: card("5S"),
+                    taken: set("5C"),
+                    basra: expected
+                }]
+            );
+            assert!(round.is_over());
+            let score = round.finish(&rules, &mut 0, [0, 0]);
+            assert_eq!(score.basra_points[0], if last_card_basra { 10 } else { 0 });
+        }
+    }
+
+    #[test]
+    fn leftovers_go_to_the_last_capturer_and_are_not_a_basra() {
+        let rules = Settings::default();
+        let mut round = ending(["9S", ""], "2C 3D", 0, Some(1));
+        round.piles[1] = set("KC KD");
+        let mut events = Vec::new();
+        round
+            .play(&rules, Seat(0), card("9S"), None, &mut events)
+            .unwrap();
+        let score = round.finish(&rules, &mut 0, [0, 0]);
+        assert_eq!(score.leftovers, set("2C 3D 9S"));
+        assert_eq!(score.last_capturer, Some(Seat(1)));
+        assert_eq!(score.piles, [0, 5]);
+        assert_eq!(score.basras, [[0; 3]; 2]);
+        assert_eq!(score.points, [0, 30]);
+    }
+
+    #[test]
+    fn leftovers_are_out_of_play_when_nobody_captured() {
+        let rules = Settings::default();
+        let mut round = ending(["9S", ""], "2C 3D", 0, None);
+        round
+            .play(&rules, Seat(0), card("9S"), None, &mut Vec::new())
+            .unwrap();
+        let score = round.finish(&rules, &mut 0, [0, 0]);
+        assert_eq!(score.piles, [0, 0]);
+        assert_eq!(score.last_capturer, None);
+        assert_eq!(score.points, [0, 0], "a tie gives the majority to nobody");
+    }
+
+    #[test]
+    fn majority_ties_follow_the_setting() {
+        let tied = |majority_tie, carry: &mut u32| {
+            let rules = Settings {
+                majority_tie,
+                ..Settings::default()
+            };
+            let mut round = ending(["", ""], "", 0, Some(0));
+            round.piles = [set("2C 3C"), set("2D 3D")];
+            round.finish(&rules, carry, [0, 0]).majority_points
+        };
+        assert_eq!(tied(MajorityTie::Nobody, &mut 0), [0, 0]);
+        assert_eq!(tied(MajorityTie::Both, &mut 0), [30, 30]);
+        let mut carry = 0;
+        assert_eq!(tied(MajorityTie::CarryOver, &mut carry), [0, 0]);
+        assert_eq!(carry, 30);
+        assert_eq!(tied(MajorityTie::CarryOver, &mut carry), [0, 0]);
+        assert_eq!(carry, 60, "ties keep adding to the carried award");
+        let rules = Settings {
+            majority_tie: MajorityTie::CarryOver,
+            ..Settings::default()
+        };
+        let mut round = ending(["", ""], "", 0, Some(0));
+        round.piles = [set("2C 3C 4C"), set("2D")];
+        let score = round.finish(&rules, &mut carry, [5, 7]);
+        assert_eq!(score.majority_points, [90, 0]);
+        assert_eq!(score.totals, [95, 7]);
+        assert_eq!(carry, 0);
+    }
+
+    #[test]
+    fn partners_share_a_pile() {
+        let rules = Settings {
+            seats: Seats::Four,
+            ..Settings::default()
+        };
+        let mut round = Round::start(&rules, 0, deck_with(""), Seat(1), &mut Vec::new());
+        // Seat 2 holds the 2s; the table holds the 5s. Play to seat 2 without captures.
+        round.table = Table::new();
+        for c in cards("5C 5D") {
+            round.table.push(c);
+        }
+        round.hands[2] = set("5H");
+        round
+            .play(&rules, Seat(2), card("5H"), None, &mut Vec::new())
+            .unwrap();
+        assert_eq!(round.piles()[0], set("5C 5D 5H"));
+        assert_eq!(round.turn(), Seat(3));
+    }
 
     #[test]
     fn card_points_count_jacks_aces_two_of_clubs_and_ten_of_diamonds() {
         assert_eq!(card_points(CardSet::FULL), 4 + 4 + 2 + 3);
-        let pile: CardSet = ["2C", "10D", "2D", "10H"]
-            .iter()
-            .map(|c| c.parse::<Card>().unwrap())
-            .collect();
-        assert_eq!(card_points(pile), 5);
+        assert_eq!(card_points(set("2C 10D 2D 10H")), 5);
+        let rules = Settings {
+            card_points: true,
+            ..Settings::default()
+        };
+        let mut round = ending(["", ""], "", 0, Some(0));
+        round.piles = [set("JC AS 2C"), set("10D 4H")];
+        let score = round.finish(&rules, &mut 0, [0, 0]);
+        assert_eq!(score.card_points, [4, 3]);
+        assert_eq!(score.points, [34, 3]);
     }
 }

@@ -57,7 +57,9 @@ impl View {
             dealer: round.dealer(),
             turn: game.turn(),
             hand: viewer.map_or(CardSet::EMPTY, |seat| round.hand(seat)),
-            hand_sizes: (0..seats).map(|s| round.hand(Seat(s)).len() as u8).collect(),
+            hand_sizes: (0..seats)
+                .map(|s| round.hand(Seat(s)).len() as u8)
+                .collect(),
             table: round.table().to_vec(),
             pile_sizes: round.piles().map(|pile| pile.len() as u8),
             totals: game.totals(),
