@@ -65,10 +65,7 @@ fn capture_answers_match_the_rules_examples_exactly() {
     assert_eq!(answers[3], json!({"taken":["6C","6D"],"basra":"none"}));
     assert_eq!(answers[4], json!({"taken":[],"basra":"none"}));
     // 7 = 4+1+2 (positions 0, 2, 5) or 3+3+1 (2, 3, 4): the first compares smaller.
-    assert_eq!(
-        answers[5],
-        json!({"taken":["4D","AS","2D"],"basra":"none"})
-    );
+    assert_eq!(answers[5], json!({"taken":["4D","AS","2D"],"basra":"none"}));
 }
 
 #[test]

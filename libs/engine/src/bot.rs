@@ -6,8 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::capture::clearable;
 use crate::card::{Card, CardSet};
+use crate::deck::Seed;
 use crate::event::Action;
-use crate::game::LegalPlay;
+use crate::game::{Game, LegalPlay};
+use crate::settings::{Settings, SettingsError};
 use crate::view::View;
 
 /// How a bot picks its card.
@@ -34,6 +36,33 @@ pub fn choose(policy: Policy, view: &View, rng: &mut impl RngCore) -> Option<Act
         card,
         take: None,
     })
+}
+
+/// Plays a whole match between bots, `policies[seat]` for each seat, and returns the
+/// finished game with its action log. Each bot sees only its own view.
+pub fn self_play(
+    settings: Settings,
+    seed: Seed,
+    policies: &[Policy],
+    rng: &mut impl RngCore,
+) -> Result<(Game, Vec<Action>), SettingsError> {
+    let (mut game, _) = Game::new(settings, seed)?;
+    assert_eq!(
+        policies.len(),
+        usize::from(settings.seat_count()),
+        "one policy per seat"
+    );
+    let mut actions = Vec::new();
+    let mut events = Vec::new();
+    while let Some(seat) = game.turn() {
+        let view = game.view(Some(seat));
+        let action = choose(policies[seat.index()], &view, rng).expect("the seat to move plays");
+        events.clear();
+        game.apply_into(&action, &mut events)
+            .expect("bots play only legal cards");
+        actions.push(action);
+    }
+    Ok((game, actions))
 }
 
 /// A uniformly random card of `hand`.
@@ -91,9 +120,7 @@ fn greedy_score(view: &View, play: &LegalPlay) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deck::Seed;
-    use crate::game::Game;
-    use crate::settings::Settings;
+    use crate::seat::Side;
     use rand_chacha::ChaCha8Rng;
     use rand_core::SeedableRng;
 
@@ -114,5 +141,27 @@ mod tests {
             assert_eq!(seat, turn);
             assert!(game.round().hand(turn).contains(card));
         }
+    }
+
+    #[test]
+    fn greedy_beats_random() {
+        // The full 10,000-match measurement is `make bench` (examples/bot_duel.rs).
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let matches = 200;
+        let mut greedy_wins = 0;
+        for i in 0..matches {
+            let greedy_seat = i % 2;
+            let mut policies = [Policy::Random; 2];
+            policies[greedy_seat] = Policy::Greedy;
+            let seed = Seed([i as u8; 32]);
+            let (game, _) = self_play(Settings::default(), seed, &policies, &mut rng).unwrap();
+            if game.result().unwrap().winner == Side(greedy_seat as u8) {
+                greedy_wins += 1;
+            }
+        }
+        assert!(
+            greedy_wins * 100 >= matches * 75,
+            "greedy won {greedy_wins} of {matches}"
+        );
     }
 }
