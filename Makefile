@@ -1,6 +1,10 @@
 # Basra online — the front door. `make help` lists the targets.
 
 CARGO ?= cargo
+# What the tests talk to (see README, "Quick start"). Override to point elsewhere.
+DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
+REDIS_URL ?= redis://127.0.0.1:6379
+export DATABASE_URL REDIS_URL
 
 .PHONY: help run play test bench lint fmt rules k8s-check
 
