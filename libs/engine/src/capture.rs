@@ -104,6 +104,27 @@ pub fn largest_cover(table: &[Card], value: u8) -> Cover {
             alternatives: false,
         };
     }
+    // A card that is in no group at all is never taken; dropping those first keeps the
+    // exclusion search below small. (One pass is enough: a card whose groups all need an
+    // unusable card would make that card usable.)
+    let mut usable = counts;
+    for x in 1..v {
+        if counts[x] == 0 {
+            continue;
+        }
+        let mut others: u32 = 1;
+        for (y, &count) in counts.iter().enumerate().take(v).skip(1) {
+            for _ in 0..count - u8::from(y == x) {
+                others |= others << y;
+            }
+        }
+        if others & (1 << (v - x)) == 0 {
+            small_cards -= counts[x];
+            small_total -= x as u32 * u32::from(counts[x]);
+            usable[x] = 0;
+        }
+    }
+    let counts = usable;
     let mut search = ExclusionSearch {
         masks: &masks,
         counts,
@@ -164,22 +185,18 @@ impl ExclusionSearch<'_> {
 
     fn consider(&mut self, excluded: &Counts, excluded_total: u32) {
         let value = u32::from(self.value);
-        if (self.small_total - excluded_total) % value != 0 {
+        if !(self.small_total - excluded_total).is_multiple_of(value) {
             return;
         }
-        let mut taken = [0u8; 11];
-        for x in 1..usize::from(self.value) {
-            taken[x] = self.counts[x] - excluded[x];
-        }
+        let taken: Counts = std::array::from_fn(|x| self.counts[x] - excluded[x]);
         if !can_partition(&mut taken.clone(), self.value) {
             return;
         }
         let mut positions = 0;
-        for x in 1..usize::from(self.value) {
-            positions |= lowest_bits(self.masks[x], taken[x]);
-            if taken[x] > 0 && taken[x] < self.counts[x] {
-                self.partial_class = true;
-            }
+        for ((&mask, &took), &had) in self.masks.iter().zip(&taken).zip(&self.counts) {
+            positions |= lowest_bits(mask, took);
+            // Another card of the same value could be taken instead.
+            self.partial_class |= took > 0 && took < had;
         }
         self.found += 1;
         if self
@@ -340,12 +357,12 @@ pub fn chosen_capture(
             None => return Err(RuleError::NotInSum { card: named, value }),
         }
     }
-    if total % u32::from(value) != 0 || !can_partition(&mut counts, value) {
+    if !total.is_multiple_of(u32::from(value)) || !can_partition(&mut counts, value) {
         return Err(RuleError::NotGroups { value });
     }
     let largest = canonical.taken.len();
     let size_ok = if settings.allow_partial_capture {
-        choice.len() > 0 || largest == 0
+        !choice.is_empty() || largest == 0
     } else {
         choice.len() == largest
     };
@@ -385,9 +402,8 @@ pub fn komi_basra_applies(table: &[Card], rule: KomiBasra) -> bool {
     match rule {
         KomiBasra::SingleCard => table.len() == 1 && !table[0].is_jack(),
         KomiBasra::SumAtMost10 => all_numbers && total <= 10,
-        KomiBasra::AnyValue if all_numbers => {
-            (largest..=10).any(|v| total % u32::from(v) == 0 && can_partition(&mut counts, v))
-        }
+        KomiBasra::AnyValue if all_numbers => (largest..=10)
+            .any(|v| total.is_multiple_of(u32::from(v)) && can_partition(&mut counts, v)),
         KomiBasra::AnyValue => {
             let rank = table[0].rank();
             (rank == Rank::QUEEN || rank == Rank::KING) && table.iter().all(|c| c.rank() == rank)

@@ -338,12 +338,10 @@ fn rule_16_to_19_round_end_and_scoring_add_up_in_whole_matches() {
                 let majority = score.majority_points;
                 assert_eq!(majority[0] > 0, score.piles[0] > score.piles[1]);
                 assert_eq!(majority[1] > 0, score.piles[1] > score.piles[0]);
-                for side in 0..2 {
-                    assert_eq!(
-                        score.points[side],
-                        score.basra_points[side] + majority[side] + score.card_points[side]
-                    );
-                }
+                let parts = [0, 1].map(|side| {
+                    score.basra_points[side] + majority[side] + score.card_points[side]
+                });
+                assert_eq!(score.points, parts);
                 assert_eq!(score.card_points.iter().sum::<u32>() > 0, card_points);
             }
         }
