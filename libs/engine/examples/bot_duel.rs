@@ -39,8 +39,8 @@ fn main() {
             if let Event::RoundEnded(score) = event {
                 rounds += 1;
                 for (who, side) in [(0, greedy), (1, 1 - greedy)] {
-                    for kind in 0..3 {
-                        basras[who][kind] += u64::from(score.basras[side][kind]);
+                    for (total, &count) in basras[who].iter_mut().zip(&score.basras[side]) {
+                        *total += u64::from(count);
                     }
                 }
             }
