@@ -104,10 +104,25 @@ pub fn largest_cover(table: &[Card], value: u8) -> Cover {
             alternatives: false,
         };
     }
-    // A card that is in no group at all is never taken; dropping those first keeps the
-    // exclusion search below small. (One pass is enough: a card whose groups all need an
+    // Most tables need at most one card left out; try that before anything costlier.
+    let mut search = ExclusionSearch {
+        masks: &masks,
+        counts,
+        value,
+        small_total,
+        best: None,
+        found: 0,
+        partial_class: false,
+    };
+    if let Some(cover) = search.fewest_left_out(0..=small_cards.min(1)) {
+        return Cover {
+            positions: forced | cover.positions,
+            ..cover
+        };
+    }
+    // A card that is in no group at all is never taken; dropping those keeps the search
+    // small when many cards must stay. (One pass is enough: a card whose groups all need an
     // unusable card would make that card usable.)
-    let mut usable = counts;
     for x in 1..v {
         if counts[x] == 0 {
             continue;
@@ -119,32 +134,18 @@ pub fn largest_cover(table: &[Card], value: u8) -> Cover {
             }
         }
         if others & (1 << (v - x)) == 0 {
-            small_cards -= counts[x];
-            small_total -= x as u32 * u32::from(counts[x]);
-            usable[x] = 0;
+            search.small_total -= x as u32 * u32::from(counts[x]);
+            search.counts[x] = 0;
         }
     }
-    let counts = usable;
-    let mut search = ExclusionSearch {
-        masks: &masks,
-        counts,
-        value,
-        small_total,
-        best: None,
-        found: 0,
-        partial_class: false,
-    };
-    for left_out in 0..=small_cards {
-        let mut excluded = [0u8; 11];
-        search.exclude(1, left_out, &mut excluded, 0);
-        if let Some(best) = search.best {
-            return Cover {
-                positions: forced | best,
-                alternatives: search.found > 1 || search.partial_class,
-            };
-        }
+    let small_cards = search.counts.iter().sum::<u8>();
+    let cover = search
+        .fewest_left_out(0..=small_cards)
+        .expect("leaving out every smaller card always leaves a (possibly empty) cover");
+    Cover {
+        positions: forced | cover.positions,
+        ..cover
     }
-    unreachable!("leaving out every smaller card always leaves a (possibly empty) cover")
 }
 
 /// Enumerates the multisets of smaller cards to leave out, `left_out` cards at a time.
@@ -162,6 +163,21 @@ struct ExclusionSearch<'a> {
 }
 
 impl ExclusionSearch<'_> {
+    /// The canonical cover that leaves out the fewest cards, trying these many in turn.
+    fn fewest_left_out(&mut self, tries: std::ops::RangeInclusive<u8>) -> Option<Cover> {
+        for left_out in tries {
+            let mut excluded = [0u8; 11];
+            self.exclude(1, left_out, &mut excluded, 0);
+            if let Some(best) = self.best {
+                return Some(Cover {
+                    positions: best,
+                    alternatives: self.found > 1 || self.partial_class,
+                });
+            }
+        }
+        None
+    }
+
     fn exclude(&mut self, x: usize, left_out: u8, excluded: &mut Counts, excluded_total: u32) {
         let v = usize::from(self.value);
         if left_out == 0 {
