@@ -348,6 +348,12 @@ proptest! {
         prop_assert_eq!(game, over);
     }
 
+}
+
+proptest! {
+    // The search is the hot path of every play; check it harder than the whole-match laws.
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
     #[test]
     fn largest_capture_agrees_with_brute_force(
         table in prop::sample::subsequence((0u8..52).collect::<Vec<_>>(), 0..=12).prop_shuffle(),
