@@ -1,1 +1,26 @@
-//! Placeholder: being written.
+//! What every Basra online service shares, written once.
+//!
+//! | module | what it gives a service |
+//! |---|---|
+//! | [`config`] | typed settings: embedded TOML defaults, an optional file, `BASRA_…` environment variables; validated before any socket is bound |
+//! | [`telemetry`] | tracing with an `EnvFilter`, JSON logs in production, OpenTelemetry OTLP export when an endpoint is set |
+//! | [`auth`] | Ed25519 JWT access tokens: issuing, verifying, and the tower [`AuthLayer`] that puts the verified [`Caller`] into each request |
+//! | [`error`] | the one mapping from service errors to gRPC status codes; internal errors are logged, never shown |
+//! | [`serve`](mod@serve) | the gRPC server: auth, health, reflection, graceful drain |
+//! | [`shutdown`] | a [`CancellationToken`](tokio_util::sync::CancellationToken) cancelled on SIGTERM or SIGINT |
+//! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts) |
+//!
+//! A service's `main` is, in order: [`config::load`], [`telemetry::init`],
+//! bind the listener, [`shutdown::on_signal`], [`serve::serve`].
+
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod ratelimit;
+pub mod serve;
+pub mod shutdown;
+pub mod telemetry;
+
+pub use auth::{AuthLayer, Caller, Role, TokenIssuer, TokenVerifier};
+pub use error::{ServiceError, to_status};
+pub use serve::serve;

@@ -1,0 +1,341 @@
+//! Issuing and verifying access tokens: EdDSA (Ed25519) JWTs with a `kid`
+//! header, so keys can rotate (verifiers accept several keys at once).
+
+use std::{collections::HashMap, fmt, sync::Arc, time::Duration};
+
+use chrono::{DateTime, Utc};
+use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
+use jsonwebtoken::{
+    Algorithm, DecodingKey, EncodingKey, Header, Validation, errors::ErrorKind,
+    get_current_timestamp,
+};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::{AuthError, Caller, Role};
+
+/// Clock skew tolerated between the issuing and the verifying machine. Small:
+/// access tokens live minutes, so a large leeway would extend them noticeably.
+const LEEWAY_SECONDS: u64 = 30;
+
+/// An Ed25519 key pair with its key id (`kid`), used by accounts to sign
+/// access tokens.
+pub struct SigningKey {
+    kid: String,
+    key: ed25519_dalek::SigningKey,
+}
+
+impl SigningKey {
+    /// A fresh random key with a random `kid` (`dev-…`), for development and
+    /// tests: tokens signed with it stop verifying when the process restarts.
+    pub fn generate() -> SigningKey {
+        let mut rng = rand::rng();
+        let mut seed = [0u8; 32];
+        rng.fill_bytes(&mut seed);
+        let mut id = [0u8; 8];
+        rng.fill_bytes(&mut id);
+        let kid = id.iter().fold(String::from("dev-"), |mut kid, byte| {
+            kid.push_str(&format!("{byte:02x}"));
+            kid
+        });
+        SigningKey {
+            kid,
+            key: ed25519_dalek::SigningKey::from_bytes(&seed),
+        }
+    }
+
+    /// A configured key: `private_pem` is a PKCS#8 PEM Ed25519 private key
+    /// (`-----BEGIN PRIVATE KEY-----`, as written by
+    /// `openssl genpkey -algorithm ed25519`).
+    pub fn from_pem(kid: &str, private_pem: &str) -> Result<SigningKey, AuthError> {
+        check_kid(kid)?;
+        let key = ed25519_dalek::SigningKey::from_pkcs8_pem(private_pem).map_err(|err| {
+            AuthError::Key(format!(
+                "signing key {kid:?} is not an Ed25519 private key in PKCS#8 PEM \
+                 (`openssl genpkey -algorithm ed25519`): {err}"
+            ))
+        })?;
+        Ok(SigningKey {
+            kid: kid.to_owned(),
+            key,
+        })
+    }
+
+    /// The key id written into each token's header.
+    pub fn kid(&self) -> &str {
+        &self.kid
+    }
+
+    /// The public key as SPKI PEM (`-----BEGIN PUBLIC KEY-----`): what the
+    /// other services are configured with to verify tokens.
+    pub fn public_pem(&self) -> String {
+        self.key
+            .verifying_key()
+            .to_public_key_pem(Default::default())
+            .expect("an Ed25519 public key always encodes as PEM")
+    }
+}
+
+// The private key never appears in logs.
+impl fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SigningKey")
+            .field("kid", &self.kid)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An access token and when it stops being accepted.
+#[derive(Debug, Clone)]
+pub struct IssuedToken {
+    /// The JWT, sent by clients as `authorization: Bearer <token>`.
+    pub token: String,
+    /// The token's `exp`.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// The claims accounts writes. `sub`, `role` and `guest` make the [`Caller`];
+/// `jti` makes every token unique (and traceable in logs).
+#[derive(Serialize)]
+struct IssuedClaims<'a> {
+    sub: Uuid,
+    role: Role,
+    guest: bool,
+    iss: &'a str,
+    aud: &'a str,
+    iat: u64,
+    exp: u64,
+    jti: Uuid,
+}
+
+/// The claims a verifier reads (iss, aud and exp are checked by jsonwebtoken).
+#[derive(Deserialize)]
+struct VerifiedClaims {
+    sub: Uuid,
+    role: Role,
+    guest: bool,
+}
+
+/// Issues access tokens: EdDSA JWTs with a `kid` header and the claims `sub`
+/// (user id), `role`, `guest`, `iss`, `aud`, `iat`, `exp` and `jti`.
+pub struct TokenIssuer {
+    kid: String,
+    public_pem: String,
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    issuer: String,
+    audience: String,
+}
+
+impl TokenIssuer {
+    /// An issuer signing with `key`, writing `iss` = `issuer` and `aud` =
+    /// `audience`.
+    pub fn new(key: SigningKey, issuer: &str, audience: &str) -> TokenIssuer {
+        let der = key
+            .key
+            .to_pkcs8_der()
+            .expect("an Ed25519 private key always encodes as PKCS#8");
+        TokenIssuer {
+            encoding: EncodingKey::from_ed_der(der.as_bytes()),
+            decoding: DecodingKey::from_ed_der(key.key.verifying_key().as_bytes()),
+            public_pem: key.public_pem(),
+            kid: key.kid,
+            issuer: issuer.to_owned(),
+            audience: audience.to_owned(),
+        }
+    }
+
+    /// A token saying who `caller` is, valid for `ttl` from now.
+    pub fn issue(&self, caller: &Caller, ttl: Duration) -> Result<IssuedToken, AuthError> {
+        // jsonwebtoken's own clock, so that issuing and checking agree.
+        let iat = get_current_timestamp();
+        let exp = iat.saturating_add(ttl.as_secs());
+        let claims = IssuedClaims {
+            sub: caller.user_id,
+            role: caller.role,
+            guest: caller.guest,
+            iss: &self.issuer,
+            aud: &self.audience,
+            iat,
+            exp,
+            jti: Uuid::now_v7(),
+        };
+        let mut header = Header::new(Algorithm::EdDSA);
+        header.kid = Some(self.kid.clone());
+        let token = jsonwebtoken::encode(&header, &claims, &self.encoding)
+            .map_err(|err| AuthError::Key(format!("cannot sign a token: {err}")))?;
+        let expires_at = i64::try_from(exp)
+            .ok()
+            .and_then(|exp| DateTime::from_timestamp(exp, 0))
+            .ok_or_else(|| AuthError::Key(format!("token lifetime {ttl:?} is out of range")))?;
+        Ok(IssuedToken { token, expires_at })
+    }
+
+    /// The key id of the signing key.
+    pub fn kid(&self) -> &str {
+        &self.kid
+    }
+
+    /// The signing key's public key as SPKI PEM (see
+    /// [`SigningKey::public_pem`]).
+    pub fn public_pem(&self) -> &str {
+        &self.public_pem
+    }
+
+    /// A verifier accepting exactly this issuer's tokens (same key, issuer
+    /// and audience): what accounts itself, or a one-process dev setup, uses.
+    pub fn verifier(&self) -> TokenVerifier {
+        TokenVerifier::from_keys(
+            HashMap::from([(self.kid.clone(), self.decoding.clone())]),
+            &self.issuer,
+            &self.audience,
+        )
+    }
+}
+
+impl fmt::Debug for TokenIssuer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenIssuer")
+            .field("kid", &self.kid)
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Verifies access tokens: only EdDSA, the `kid` must name a known key, `iss`
+/// and `aud` must match, `exp` must not be past (30 s leeway). Cheap to
+/// clone (the keys are shared).
+#[derive(Clone)]
+pub struct TokenVerifier {
+    inner: Arc<VerifierInner>,
+}
+
+struct VerifierInner {
+    keys: HashMap<String, DecodingKey>,
+    validation: Validation,
+}
+
+impl TokenVerifier {
+    /// A verifier accepting tokens signed by any of `keys` (`(kid, SPKI PEM
+    /// public key)`; several during a key rotation) with this issuer and
+    /// audience.
+    pub fn new(
+        keys: Vec<(String, String)>,
+        issuer: &str,
+        audience: &str,
+    ) -> Result<TokenVerifier, AuthError> {
+        if keys.is_empty() {
+            return Err(AuthError::Key(
+                "no token verification keys are configured".into(),
+            ));
+        }
+        let mut decoding = HashMap::with_capacity(keys.len());
+        for (kid, pem) in keys {
+            check_kid(&kid)?;
+            let public = ed25519_dalek::VerifyingKey::from_public_key_pem(&pem).map_err(|err| {
+                AuthError::Key(format!(
+                    "verification key {kid:?} is not an Ed25519 public key in SPKI PEM \
+                     (`-----BEGIN PUBLIC KEY-----`): {err}"
+                ))
+            })?;
+            let key = DecodingKey::from_ed_der(public.as_bytes());
+            if decoding.insert(kid.clone(), key).is_some() {
+                return Err(AuthError::Key(format!(
+                    "verification key id {kid:?} is listed twice"
+                )));
+            }
+        }
+        Ok(TokenVerifier::from_keys(decoding, issuer, audience))
+    }
+
+    fn from_keys(keys: HashMap<String, DecodingKey>, issuer: &str, audience: &str) -> Self {
+        let mut validation = Validation::new(Algorithm::EdDSA);
+        validation.leeway = LEEWAY_SECONDS;
+        validation.set_issuer(&[issuer]);
+        validation.set_audience(&[audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        TokenVerifier {
+            inner: Arc::new(VerifierInner { keys, validation }),
+        }
+    }
+
+    /// Who the token says the caller is, if the token is acceptable.
+    pub fn verify(&self, token: &str) -> Result<Caller, AuthError> {
+        // The header is read unverified only to pick the key; the signature
+        // is then checked with that key, for EdDSA alone.
+        let header = jsonwebtoken::decode_header(token).map_err(|err| match err.kind() {
+            // An `alg` jsonwebtoken does not know (e.g. "none") fails here.
+            ErrorKind::Json(_) => AuthError::Invalid(
+                "unsupported token header: only EdDSA-signed tokens are accepted".into(),
+            ),
+            _ => AuthError::Malformed,
+        })?;
+        if header.alg != Algorithm::EdDSA {
+            return Err(AuthError::Invalid(format!(
+                "algorithm {:?} is not accepted: only EdDSA-signed tokens are",
+                header.alg
+            )));
+        }
+        let kid = header
+            .kid
+            .ok_or_else(|| AuthError::Invalid("the token header has no key id (kid)".into()))?;
+        let key = self.inner.keys.get(&kid).ok_or_else(|| {
+            // The kid is the caller's text: shorten it before echoing it.
+            let shown: String = kid.chars().take(64).collect();
+            AuthError::Invalid(format!("signed with an unknown key (kid {shown:?})"))
+        })?;
+        let data = jsonwebtoken::decode::<VerifiedClaims>(token, key, &self.inner.validation)
+            .map_err(|err| verify_error(err.into_kind()))?;
+        let claims = data.claims;
+        Ok(Caller {
+            user_id: claims.sub,
+            role: claims.role,
+            guest: claims.guest,
+        })
+    }
+}
+
+impl fmt::Debug for TokenVerifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut kids: Vec<&String> = self.inner.keys.keys().collect();
+        kids.sort();
+        f.debug_struct("TokenVerifier")
+            .field("kids", &kids)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A jsonwebtoken failure in the words of [`AuthError`].
+fn verify_error(kind: ErrorKind) -> AuthError {
+    match kind {
+        ErrorKind::ExpiredSignature => AuthError::Expired,
+        ErrorKind::InvalidToken | ErrorKind::Base64(_) | ErrorKind::Utf8(_) => AuthError::Malformed,
+        ErrorKind::InvalidSignature => AuthError::Invalid("bad signature".into()),
+        ErrorKind::InvalidAlgorithm => {
+            AuthError::Invalid("only EdDSA-signed tokens are accepted".into())
+        }
+        ErrorKind::InvalidIssuer => AuthError::Invalid("issued by someone else (iss)".into()),
+        ErrorKind::InvalidAudience => {
+            AuthError::Invalid("issued for another audience (aud)".into())
+        }
+        ErrorKind::MissingRequiredClaim(claim) => {
+            AuthError::Invalid(format!("the claim {claim:?} is missing"))
+        }
+        ErrorKind::InvalidClaimFormat(claim) => {
+            AuthError::Invalid(format!("the claim {claim:?} is malformed"))
+        }
+        ErrorKind::Json(err) => AuthError::Invalid(format!("unexpected claims: {err}")),
+        other => AuthError::Invalid(format!("{other:?}")),
+    }
+}
+
+fn check_kid(kid: &str) -> Result<(), AuthError> {
+    if kid.is_empty() || kid.len() > 64 || !kid.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(AuthError::Key(format!(
+            "key id {kid:?} must be 1 to 64 printable ASCII characters"
+        )));
+    }
+    Ok(())
+}

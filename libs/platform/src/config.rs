@@ -1,0 +1,184 @@
+//! Typed settings, loaded once at start and validated before any socket is
+//! bound, so a bad configuration stops the service with a clear message
+//! instead of a half-started pod.
+//!
+//! Sources, later ones overriding earlier ones:
+//! 1. the TOML defaults the service embeds (`include_str!("../config/default.toml")`);
+//! 2. the TOML file named by `BASRA_CONFIG_FILE`, if set;
+//! 3. environment variables `BASRA_<SECTION>__<KEY>`, e.g. `BASRA_DATABASE__URL`
+//!    sets `url` in `[database]` (two underscores between section and key;
+//!    single underscores belong to the key: `BASRA_SERVER__DRAIN_SECONDS`).
+
+use std::{collections::HashMap, net::SocketAddr, path::PathBuf, time::Duration};
+
+use config::{Config, Environment, File, FileFormat};
+use serde::{Deserialize, de::DeserializeOwned};
+
+/// The environment variable naming an optional TOML settings file.
+pub const CONFIG_FILE_VAR: &str = "BASRA_CONFIG_FILE";
+/// The prefix of every settings environment variable.
+const ENV_PREFIX: &str = "BASRA";
+
+/// Checks a settings value beyond what its type says (ranges, formats,
+/// combinations). The error names the bad key: `server.drain_seconds must be
+/// at most 3600`.
+pub trait Validate {
+    /// `Err` with a message naming the bad key if the settings are unusable.
+    fn validate(&self) -> Result<(), String>;
+}
+
+/// Why settings could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file named by `BASRA_CONFIG_FILE` could not be read.
+    #[error("cannot read the settings file {path} (from {CONFIG_FILE_VAR}): {source}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A source is not valid TOML, or a value has the wrong type or is
+    /// missing (the message names the key).
+    #[error("invalid settings: {0}")]
+    Load(#[from] config::ConfigError),
+    /// [`Validate`] rejected the settings.
+    #[error("invalid settings: {0}")]
+    Invalid(String),
+}
+
+/// Loads `T` from `defaults_toml`, `BASRA_CONFIG_FILE` and the `BASRA_…`
+/// environment variables of this process, and validates it.
+pub fn load<T: DeserializeOwned + Validate>(defaults_toml: &str) -> Result<T, ConfigError> {
+    // Non-UTF-8 variables cannot be BASRA settings; skip them rather than panic.
+    let env = std::env::vars_os()
+        .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)));
+    load_with_env(defaults_toml, env)
+}
+
+/// [`load`] with the given environment instead of the process's (tests, and
+/// callers that assemble settings themselves).
+pub fn load_with_env<T: DeserializeOwned + Validate>(
+    defaults_toml: &str,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<T, ConfigError> {
+    let prefix = format!("{ENV_PREFIX}_");
+    let mut vars: HashMap<String, String> = env
+        .into_iter()
+        .filter(|(key, _)| key.starts_with(&prefix))
+        .collect();
+    // Not a setting itself: it names where settings are.
+    let file = vars.remove(CONFIG_FILE_VAR);
+
+    let mut builder = Config::builder().add_source(File::from_str(defaults_toml, FileFormat::Toml));
+    if let Some(path) = file.filter(|path| !path.is_empty()) {
+        let path = PathBuf::from(path);
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::File {
+            path: path.clone(),
+            source,
+        })?;
+        builder = builder.add_source(File::from_str(&text, FileFormat::Toml));
+    }
+    let settings: T = builder
+        .add_source(
+            Environment::with_prefix(ENV_PREFIX)
+                .prefix_separator("_")
+                .separator("__")
+                // No `try_parsing`: numbers and bools parse from the text
+                // anyway, and it would rewrite strings that look like numbers
+                // ("007" into "7").
+                .source(Some(vars.into_iter().collect())),
+        )
+        .build()?
+        .try_deserialize()?;
+    settings.validate().map_err(ConfigError::Invalid)?;
+    Ok(settings)
+}
+
+/// The `[server]` section every service has.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    /// Where the gRPC server listens, e.g. `0.0.0.0:50051`.
+    pub listen: SocketAddr,
+    /// How long in-flight calls get to finish after SIGTERM.
+    pub drain_seconds: u64,
+}
+
+impl ServerSettings {
+    /// The longest drain we accept: Kubernetes' grace period must cover it.
+    pub const MAX_DRAIN_SECONDS: u64 = 3600;
+
+    /// [`drain_seconds`](Self::drain_seconds) as a duration.
+    pub fn drain(&self) -> Duration {
+        Duration::from_secs(self.drain_seconds)
+    }
+}
+
+impl Validate for ServerSettings {
+    fn validate(&self) -> Result<(), String> {
+        if self.drain_seconds > Self::MAX_DRAIN_SECONDS {
+            return Err(format!(
+                "server.drain_seconds must be at most {}, not {}",
+                Self::MAX_DRAIN_SECONDS,
+                self.drain_seconds
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The `[telemetry]` section every service has.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySettings {
+    /// A tracing filter such as `info,accounts=debug`; `RUST_LOG` overrides it.
+    pub filter: String,
+    /// JSON log lines (production) instead of human-readable ones.
+    #[serde(default)]
+    pub json: bool,
+    /// Where to send OpenTelemetry traces over OTLP/gRPC, e.g.
+    /// `http://otel-collector:4317`; unset or empty means no trace export.
+    #[serde(default)]
+    pub otlp_endpoint: Option<String>,
+}
+
+impl TelemetrySettings {
+    /// The OTLP endpoint, if one is set (an empty string counts as unset, so
+    /// `BASRA_TELEMETRY__OTLP_ENDPOINT=` turns export off).
+    pub fn otlp_endpoint(&self) -> Option<&str> {
+        self.otlp_endpoint
+            .as_deref()
+            .filter(|endpoint| !endpoint.is_empty())
+    }
+}
+
+impl Default for TelemetrySettings {
+    /// `info`, human-readable, no export: for tools and tests.
+    fn default() -> Self {
+        TelemetrySettings {
+            filter: "info".into(),
+            json: false,
+            otlp_endpoint: None,
+        }
+    }
+}
+
+impl Validate for TelemetrySettings {
+    fn validate(&self) -> Result<(), String> {
+        tracing_subscriber::EnvFilter::try_new(&self.filter).map_err(|err| {
+            format!(
+                "telemetry.filter {:?} is not a valid tracing filter: {err}",
+                self.filter
+            )
+        })?;
+        if let Some(endpoint) = self.otlp_endpoint()
+            && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
+        {
+            return Err(format!(
+                "telemetry.otlp_endpoint {endpoint:?} must be an http:// or https:// URL"
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,134 @@
+//! The gRPC server every service runs: its routes behind the [`AuthLayer`],
+//! plus gRPC health and reflection, and a graceful, bounded shutdown.
+
+mod severable;
+
+use std::{pin::pin, time::Duration};
+
+use tokio::net::TcpListener;
+use tokio_stream::StreamExt as _;
+use tokio_util::sync::CancellationToken;
+use tonic::{
+    service::Routes,
+    transport::{Server, server::TcpIncoming},
+};
+use tonic_health::{ServingStatus, server::HealthReporter};
+
+use crate::auth::AuthLayer;
+use severable::Severable;
+
+/// The health service's name, as listed by reflection.
+const HEALTH_SERVICE: &str = "grpc.health.v1.Health";
+const REFLECTION_V1: &str = "grpc.reflection.v1.ServerReflection";
+const REFLECTION_V1ALPHA: &str = "grpc.reflection.v1alpha.ServerReflection";
+
+/// How long connections get to close after the drain deadline has cut them.
+const CUT_GRACE: Duration = Duration::from_secs(1);
+
+/// Why [`serve`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The reflection service could not read the descriptor sets.
+    #[error("cannot build the reflection service: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    /// The server itself failed.
+    #[error("grpc server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// Serves `routes` on `listener` until `shutdown` is cancelled.
+///
+/// Every call goes through `auth`. The server also answers gRPC health (the
+/// overall status `""` and each name in `service_names` SERVING) and gRPC
+/// reflection v1 and v1alpha (from [`basra_proto::FILE_DESCRIPTOR_SET`],
+/// listing `service_names`, health and reflection).
+///
+/// When `shutdown` is cancelled: every service goes NOT_SERVING, the listener
+/// closes, and in-flight calls get up to `drain` to finish (open connections
+/// are told to go away, so clients reconnect elsewhere). Connections still
+/// open after `drain` (long streams) are cut, then `serve` returns.
+pub async fn serve(
+    listener: TcpListener,
+    routes: Routes,
+    service_names: &[&str],
+    auth: AuthLayer,
+    shutdown: CancellationToken,
+    drain: Duration,
+) -> Result<(), ServeError> {
+    let local_addr = listener.local_addr().ok();
+    let (reporter, health) = tonic_health::server::health_reporter();
+    set_status(&reporter, service_names, ServingStatus::Serving).await;
+    let routes = routes
+        .add_service(health)
+        .add_service(reflection(service_names).build_v1()?)
+        .add_service(reflection(service_names).build_v1alpha()?);
+
+    // `stop` ends accepting, `cut` ends connections still open after the
+    // drain deadline: tonic alone would wait for them forever.
+    let stop = CancellationToken::new();
+    let cut = CancellationToken::new();
+    let incoming = TcpIncoming::from(listener)
+        // Game events are small and latency-sensitive: no Nagle delay.
+        .with_nodelay(Some(true))
+        .map({
+            let cut = cut.clone();
+            move |conn| conn.map(|stream| Severable::new(stream, cut.clone()))
+        });
+    let server = Server::builder()
+        // Finds vanished clients (a phone losing its network) holding
+        // streams open, so their seats can time out.
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+        .trace_fn(crate::telemetry::grpc_span)
+        .layer(auth)
+        .add_routes(routes)
+        .serve_with_incoming_shutdown(incoming, stop.clone().cancelled_owned());
+    let mut server = pin!(server);
+    tracing::info!(addr = ?local_addr, services = ?service_names, "serving");
+
+    tokio::select! {
+        result = &mut server => return result.map_err(ServeError::from),
+        () = shutdown.cancelled() => {}
+    }
+
+    tracing::info!(
+        drain_seconds = drain.as_secs_f64(),
+        "shutting down: not serving, draining"
+    );
+    set_status(&reporter, service_names, ServingStatus::NotServing).await;
+    stop.cancel();
+    match tokio::time::timeout(drain, &mut server).await {
+        Ok(result) => result?,
+        Err(_elapsed) => {
+            tracing::warn!("drain deadline passed: cutting the remaining connections");
+            cut.cancel();
+            if tokio::time::timeout(CUT_GRACE, &mut server).await.is_err() {
+                tracing::warn!("connections still open after being cut; returning anyway");
+            }
+        }
+    }
+    tracing::info!("server stopped");
+    Ok(())
+}
+
+/// Sets the overall status (`""`) and each service's.
+async fn set_status(reporter: &HealthReporter, service_names: &[&str], status: ServingStatus) {
+    reporter.set_service_status("", status).await;
+    for name in service_names {
+        reporter.set_service_status(name, status).await;
+    }
+}
+
+/// A reflection builder knowing every Basra type and health, advertising only
+/// the services this server runs (not every service in the descriptor set).
+fn reflection<'b>(service_names: &[&str]) -> tonic_reflection::server::Builder<'b> {
+    let builder = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(basra_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .with_service_name(HEALTH_SERVICE)
+        .with_service_name(REFLECTION_V1)
+        .with_service_name(REFLECTION_V1ALPHA);
+    service_names
+        .iter()
+        .fold(builder, |builder, name| builder.with_service_name(*name))
+}

@@ -1,0 +1,191 @@
+//! Logs and traces: `tracing` with an `EnvFilter`, human-readable or JSON log
+//! lines, and OpenTelemetry trace export over OTLP/gRPC when an endpoint is
+//! configured.
+
+use opentelemetry::{propagation::Extractor, trace::TracerProvider as _};
+use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_sdk::{Resource, propagation::TraceContextPropagator, trace::SdkTracerProvider};
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+use tracing_subscriber::{
+    EnvFilter, Layer as _, filter, fmt, layer::SubscriberExt as _, util::SubscriberInitExt as _,
+};
+
+use crate::config::TelemetrySettings;
+
+/// Why telemetry could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// The filter (from settings or `RUST_LOG`) does not parse.
+    #[error("invalid log filter {filter:?}: {message}")]
+    Filter {
+        /// The filter text.
+        filter: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The OTLP exporter could not be built (e.g. a malformed endpoint).
+    #[error("cannot set up OTLP trace export: {0}")]
+    Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
+    /// A global subscriber is already installed (init called twice).
+    #[error("cannot install the tracing subscriber: {0}")]
+    Install(#[from] tracing_subscriber::util::TryInitError),
+}
+
+/// Keeps trace export running; dropping it flushes the spans not yet sent
+/// and shuts the exporter down. Hold it in `main` until the server returns.
+#[must_use = "dropping the guard stops trace export"]
+#[derive(Debug)]
+pub struct TelemetryGuard {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl Drop for TelemetryGuard {
+    fn drop(&mut self) {
+        let Some(provider) = self.provider.take() else {
+            return;
+        };
+        // Shutting down blocks until the exporter has sent the last batch;
+        // the exporter's connection runs on the Tokio runtime, so on a
+        // multi-thread runtime tell Tokio this thread is about to block.
+        let shutdown = move || {
+            if let Err(err) = provider.shutdown() {
+                // The subscriber may already be gone: say it on stderr too.
+                eprintln!("telemetry: cannot flush traces: {err}");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(shutdown)
+            }
+            _ => shutdown(),
+        }
+    }
+}
+
+/// Installs the global tracing subscriber for `service`.
+///
+/// - an `EnvFilter` from `settings.filter`, or from `RUST_LOG` when set;
+/// - log lines on stdout, JSON when `settings.json`;
+/// - the OpenTelemetry layer exporting spans over OTLP/gRPC, only when
+///   `settings.otlp_endpoint` is set, with W3C trace context propagation
+///   (incoming `traceparent` headers continue the caller's trace, see
+///   [`grpc_span`]).
+///
+/// Call it once, inside the Tokio runtime (the exporter's connection runs on
+/// it), before anything logs.
+pub fn init(
+    service: &'static str,
+    settings: &TelemetrySettings,
+) -> Result<TelemetryGuard, TelemetryError> {
+    let filter_text = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|value| !value.is_empty())
+        .unwrap_or_else(|| settings.filter.clone());
+    let filter = EnvFilter::try_new(&filter_text).map_err(|err| TelemetryError::Filter {
+        filter: filter_text.clone(),
+        message: err.to_string(),
+    })?;
+
+    let (json, plain) = if settings.json {
+        let json = fmt::layer()
+            .json()
+            .flatten_event(true)
+            .with_current_span(true);
+        (Some(json.with_span_list(false)), None)
+    } else {
+        (None, Some(fmt::layer()))
+    };
+
+    let provider = match settings.otlp_endpoint() {
+        Some(endpoint) => {
+            let exporter = opentelemetry_otlp::SpanExporter::builder()
+                .with_tonic()
+                .with_endpoint(endpoint)
+                .build()?;
+            Some(
+                SdkTracerProvider::builder()
+                    .with_batch_exporter(exporter)
+                    .with_resource(Resource::builder().with_service_name(service).build())
+                    .build(),
+            )
+        }
+        None => None,
+    };
+    let otel = provider.as_ref().map(|provider| {
+        tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer(service))
+            .with_filter(filter::filter_fn(|metadata| {
+                !is_export_plumbing(metadata.target())
+            }))
+    });
+
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(json)
+        .with(plain)
+        .with(otel)
+        .try_init()?;
+    if let Some(provider) = &provider {
+        opentelemetry::global::set_tracer_provider(provider.clone());
+        opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    }
+    tracing::debug!(service, filter = %filter_text, otlp = settings.otlp_endpoint(), "telemetry ready");
+    Ok(TelemetryGuard { provider })
+}
+
+/// Spans and events of the exporter's own gRPC client: exporting them would
+/// make every export produce more spans to export.
+fn is_export_plumbing(target: &str) -> bool {
+    const PLUMBING: &[&str] = &[
+        "opentelemetry",
+        "h2",
+        "hyper",
+        "hyper_util",
+        "tonic::transport",
+        "tower::buffer",
+    ];
+    PLUMBING.iter().any(|prefix| {
+        target
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+    })
+}
+
+/// The span of one gRPC call (used by [`serve`](crate::serve::serve)): named
+/// after the method, and a child of the caller's trace when the request
+/// carries W3C trace context and trace export is on.
+pub fn grpc_span(request: &http::Request<()>) -> tracing::Span {
+    let path = request.uri().path();
+    let (service, method) = path
+        .trim_start_matches('/')
+        .split_once('/')
+        .unwrap_or((path, ""));
+    let span = tracing::info_span!(
+        "grpc",
+        otel.name = %path.trim_start_matches('/'),
+        otel.kind = "server",
+        rpc.system = "grpc",
+        rpc.service = %service,
+        rpc.method = %method,
+    );
+    let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.extract(&HeaderExtractor(request.headers()))
+    });
+    // Fails only when no OpenTelemetry layer is installed: nothing to link.
+    let _ = span.set_parent(parent);
+    span
+}
+
+/// Reads trace context from http headers (opentelemetry-http has this too,
+/// but it is one more dependency for ten lines).
+struct HeaderExtractor<'a>(&'a http::HeaderMap);
+
+impl Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|value| value.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(http::HeaderName::as_str).collect()
+    }
+}

@@ -1,0 +1,434 @@
+//! The server as clients see it: a real tonic server on 127.0.0.1:0 with a
+//! real generated service behind the auth layer, and real gRPC clients.
+
+use std::{
+    net::SocketAddr,
+    time::{Duration, Instant},
+};
+
+use basra_platform::{
+    auth::{self, AuthLayer, Caller, Role, SigningKey, TokenIssuer},
+    serve::{ServeError, serve},
+};
+use basra_proto::basra::game::v1::{
+    CloseRoomRequest, CloseRoomResponse, DrainReplicaRequest, DrainReplicaResponse, GetRoomRequest,
+    GetRoomResponse, ListRoomsRequest, ListRoomsResponse,
+    game_admin_client::GameAdminClient,
+    game_admin_server::{GameAdmin, GameAdminServer},
+};
+use tokio::{net::TcpListener, task::JoinHandle};
+use tokio_util::sync::CancellationToken;
+use tonic::{
+    Code, Request, Response, Status,
+    service::Routes,
+    transport::{Channel, Endpoint},
+};
+use tonic_health::pb::{
+    HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+};
+use uuid::Uuid;
+
+const GAME_ADMIN: &str = "basra.game.v1.GameAdmin";
+/// GetRoom is public here (it is not in the real API): it shows what a
+/// public method sees.
+const PUBLIC: &[&str] = &["/basra.game.v1.GameAdmin/GetRoom"];
+
+/// A GameAdmin that reports what it saw instead of administering anything.
+struct Probe;
+
+#[tonic::async_trait]
+impl GameAdmin for Probe {
+    /// Protected: answers with the caller in the response metadata.
+    async fn list_rooms(
+        &self,
+        request: Request<ListRoomsRequest>,
+    ) -> Result<Response<ListRoomsResponse>, Status> {
+        let caller = auth::caller(&request)?;
+        let peer = request.remote_addr().is_some();
+        let mut response = Response::new(ListRoomsResponse::default());
+        let metadata = response.metadata_mut();
+        metadata.insert("x-caller-id", caller.user_id.to_string().parse().unwrap());
+        metadata.insert("x-caller-role", caller.role.as_str().parse().unwrap());
+        metadata.insert("x-peer-known", peer.to_string().parse().unwrap());
+        Ok(response)
+    }
+
+    /// Public: says whether a caller came along.
+    async fn get_room(
+        &self,
+        request: Request<GetRoomRequest>,
+    ) -> Result<Response<GetRoomResponse>, Status> {
+        let seen = match auth::caller(&request) {
+            Ok(caller) => format!("caller {}", caller.user_id),
+            Err(_) => "anonymous".to_owned(),
+        };
+        Err(Status::not_found(seen))
+    }
+
+    /// Operators only.
+    async fn close_room(
+        &self,
+        request: Request<CloseRoomRequest>,
+    ) -> Result<Response<CloseRoomResponse>, Status> {
+        auth::require_role(&auth::caller(&request)?, Role::Operator)?;
+        Ok(Response::new(CloseRoomResponse::default()))
+    }
+
+    /// A slow call, to watch draining.
+    async fn drain_replica(
+        &self,
+        _request: Request<DrainReplicaRequest>,
+    ) -> Result<Response<DrainReplicaResponse>, Status> {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        Ok(Response::new(DrainReplicaResponse::default()))
+    }
+}
+
+struct App {
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+    server: JoinHandle<Result<(), ServeError>>,
+    issuer: TokenIssuer,
+}
+
+impl App {
+    async fn spawn(drain: Duration) -> App {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let issuer = TokenIssuer::new(SigningKey::generate(), "basra-accounts", "basra");
+        let auth = AuthLayer::new(issuer.verifier(), PUBLIC);
+        let shutdown = CancellationToken::new();
+        let routes = Routes::new(GameAdminServer::new(Probe));
+        let server = tokio::spawn(serve(
+            listener,
+            routes,
+            &[GAME_ADMIN],
+            auth,
+            shutdown.clone(),
+            drain,
+        ));
+        App {
+            addr,
+            shutdown,
+            server,
+            issuer,
+        }
+    }
+
+    async fn channel(&self) -> Channel {
+        Endpoint::from_shared(format!("http://{}", self.addr))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap()
+    }
+
+    fn token(&self, caller: &Caller) -> String {
+        self.issuer
+            .issue(caller, Duration::from_secs(60))
+            .unwrap()
+            .token
+    }
+}
+
+fn player() -> Caller {
+    Caller {
+        user_id: Uuid::now_v7(),
+        role: Role::Player,
+        guest: false,
+    }
+}
+
+fn with_auth<T>(message: T, authorization: &str) -> Request<T> {
+    let mut request = Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", authorization.parse().unwrap());
+    request
+}
+
+fn assert_status(result: Result<impl std::fmt::Debug, Status>, code: Code, message: &str) {
+    let status = result.expect_err("the call should fail");
+    assert_eq!(status.code(), code, "{status:?}");
+    assert!(
+        status.message().contains(message),
+        "{message:?} not in {status:?}"
+    );
+}
+
+#[tokio::test]
+async fn protected_methods_need_a_valid_token() {
+    let app = App::spawn(Duration::from_secs(1)).await;
+    let mut client = GameAdminClient::new(app.channel().await);
+
+    let none = client.list_rooms(ListRoomsRequest::default()).await;
+    assert_status(none, Code::Unauthenticated, "missing access token");
+
+    let basic = client
+        .list_rooms(with_auth(ListRoomsRequest::default(), "Basic dXNlcg=="))
+        .await;
+    assert_status(basic, Code::Unauthenticated, "malformed");
+
+    let garbage = client
+        .list_rooms(with_auth(ListRoomsRequest::default(), "Bearer abc"))
+        .await;
+    assert_status(garbage, Code::Unauthenticated, "malformed");
+
+    // A well-formed token from a key this server does not know.
+    let stranger = TokenIssuer::new(SigningKey::generate(), "basra-accounts", "basra");
+    let token = stranger
+        .issue(&player(), Duration::from_secs(60))
+        .unwrap()
+        .token;
+    let foreign = client
+        .list_rooms(with_auth(
+            ListRoomsRequest::default(),
+            &format!("Bearer {token}"),
+        ))
+        .await;
+    assert_status(foreign, Code::Unauthenticated, "unknown key");
+}
+
+#[tokio::test]
+async fn the_handler_sees_the_verified_caller() {
+    let app = App::spawn(Duration::from_secs(1)).await;
+    let mut client = GameAdminClient::new(app.channel().await);
+    let caller = player();
+    let bearer = format!("Bearer {}", app.token(&caller));
+
+    let response = client
+        .list_rooms(with_auth(ListRoomsRequest::default(), &bearer))
+        .await;
+    let metadata = response.unwrap().metadata().clone();
+    assert_eq!(
+        metadata.get("x-caller-id").unwrap(),
+        caller.user_id.to_string().as_str()
+    );
+    assert_eq!(metadata.get("x-caller-role").unwrap(), "player");
+    // The peer address survives the server's connection wrapper (accounts
+    // rate-limits logins by it).
+    assert_eq!(metadata.get("x-peer-known").unwrap(), "true");
+
+    // The scheme is case-insensitive.
+    let lower = format!("bearer {}", app.token(&caller));
+    client
+        .list_rooms(with_auth(ListRoomsRequest::default(), &lower))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn roles_are_enforced_by_the_handler() {
+    let app = App::spawn(Duration::from_secs(1)).await;
+    let mut client = GameAdminClient::new(app.channel().await);
+    let as_player = format!("Bearer {}", app.token(&player()));
+    let denied = client
+        .close_room(with_auth(CloseRoomRequest::default(), &as_player))
+        .await;
+    assert_status(denied, Code::PermissionDenied, "operator role");
+
+    let operator = Caller {
+        role: Role::Operator,
+        ..player()
+    };
+    let as_operator = format!("Bearer {}", app.token(&operator));
+    client
+        .close_room(with_auth(CloseRoomRequest::default(), &as_operator))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn public_methods_pass_without_a_token() {
+    let app = App::spawn(Duration::from_secs(1)).await;
+    let mut client = GameAdminClient::new(app.channel().await);
+
+    // No token: the handler runs, with no caller.
+    let anonymous = client.get_room(GetRoomRequest::default()).await;
+    assert_status(anonymous, Code::NotFound, "anonymous");
+
+    // A bad token on a public method is ignored, not refused.
+    let bad = client
+        .get_room(with_auth(GetRoomRequest::default(), "Bearer abc"))
+        .await;
+    assert_status(bad, Code::NotFound, "anonymous");
+
+    // A good one is still verified and passed on.
+    let caller = player();
+    let bearer = format!("Bearer {}", app.token(&caller));
+    let known = client
+        .get_room(with_auth(GetRoomRequest::default(), &bearer))
+        .await;
+    assert_status(known, Code::NotFound, &format!("caller {}", caller.user_id));
+}
+
+#[tokio::test]
+async fn health_serves_then_goes_not_serving_on_shutdown() {
+    let drain = Duration::from_millis(300);
+    let app = App::spawn(drain).await;
+    let mut health = HealthClient::new(app.channel().await);
+
+    for service in ["", GAME_ADMIN] {
+        let request = HealthCheckRequest {
+            service: service.into(),
+        };
+        let status = health.check(request).await.unwrap().into_inner().status();
+        assert_eq!(status, ServingStatus::Serving, "{service:?}");
+    }
+    let unknown = health
+        .check(HealthCheckRequest {
+            service: "nope.Nope".into(),
+        })
+        .await;
+    assert_eq!(unknown.unwrap_err().code(), Code::NotFound);
+
+    let mut watch = health
+        .watch(HealthCheckRequest {
+            service: GAME_ADMIN.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status(),
+        ServingStatus::Serving
+    );
+
+    let stopping = Instant::now();
+    app.shutdown.cancel();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status(),
+        ServingStatus::NotServing
+    );
+
+    // The watch stream never ends by itself: the server waits out the drain
+    // deadline, cuts the connection and returns.
+    tokio::time::timeout(Duration::from_secs(5), app.server)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let took = stopping.elapsed();
+    assert!(
+        took >= drain && took < drain + Duration::from_secs(2),
+        "{took:?}"
+    );
+    // Cut, not left hanging: the client sees the stream end.
+    let after = tokio::time::timeout(Duration::from_secs(2), watch.message()).await;
+    assert!(
+        matches!(after, Ok(Err(_) | Ok(None))),
+        "the stream should have ended: {after:?}"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_lets_in_flight_calls_finish_and_refuses_new_connections() {
+    let app = App::spawn(Duration::from_secs(10)).await;
+    let mut client = GameAdminClient::new(app.channel().await);
+    let bearer = format!("Bearer {}", app.token(&player()));
+    let slow = tokio::spawn(async move {
+        client
+            .drain_replica(with_auth(DrainReplicaRequest::default(), &bearer))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let stopping = Instant::now();
+    app.shutdown.cancel();
+    slow.await.unwrap().expect("the in-flight call completes");
+    tokio::time::timeout(Duration::from_secs(5), app.server)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    // Returned when the call was done, long before the 10 s deadline.
+    assert!(
+        stopping.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        stopping.elapsed()
+    );
+
+    let endpoint = Endpoint::from_shared(format!("http://{}", app.addr)).unwrap();
+    assert!(
+        endpoint.connect().await.is_err(),
+        "the listener should be closed"
+    );
+}
+
+#[tokio::test]
+async fn reflection_lists_the_served_services() {
+    use tonic_reflection::pb::{v1, v1alpha};
+
+    let app = App::spawn(Duration::from_secs(1)).await;
+    let channel = app.channel().await;
+
+    let mut client = v1::server_reflection_client::ServerReflectionClient::new(channel.clone());
+    let request = v1::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(v1::server_reflection_request::MessageRequest::ListServices(
+            String::new(),
+        )),
+    };
+    let mut responses = client
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let response = responses.message().await.unwrap().unwrap();
+    let Some(v1::server_reflection_response::MessageResponse::ListServicesResponse(list)) =
+        response.message_response
+    else {
+        panic!("unexpected reflection answer {response:?}");
+    };
+    let mut names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            GAME_ADMIN,
+            "grpc.health.v1.Health",
+            "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection",
+        ]
+    );
+
+    // The descriptors behind a service resolve (what grpcurl needs to call it).
+    let request = v1::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(
+            v1::server_reflection_request::MessageRequest::FileContainingSymbol(format!(
+                "{GAME_ADMIN}.ListRooms"
+            )),
+        ),
+    };
+    let mut responses = client
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let response = responses.message().await.unwrap().unwrap();
+    assert!(
+        matches!(
+            response.message_response,
+            Some(v1::server_reflection_response::MessageResponse::FileDescriptorResponse(ref files))
+                if !files.file_descriptor_proto.is_empty()
+        ),
+        "{response:?}"
+    );
+
+    // The older v1alpha protocol, still used by many tools, answers too.
+    let mut alpha = v1alpha::server_reflection_client::ServerReflectionClient::new(channel);
+    let request = v1alpha::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(
+            v1alpha::server_reflection_request::MessageRequest::ListServices(String::new()),
+        ),
+    };
+    let mut responses = alpha
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let response = responses.message().await.unwrap().unwrap();
+    assert!(format!("{response:?}").contains(GAME_ADMIN), "{response:?}");
+}
