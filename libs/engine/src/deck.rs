@@ -69,12 +69,43 @@ impl<'de> Deserialize<'de> for Seed {
 }
 
 /// The undealt cards, top first. A fixed ring of 52 slots: cards come off the top and a
-/// cleaned starting table puts cards back under the bottom.
-#[derive(Clone, PartialEq, Eq)]
+/// cleaned starting table puts cards back under the bottom. Serialized as the list of cards
+/// left, top first.
+#[derive(Clone)]
 pub struct Deck {
     cards: [Card; 52],
     top: u8,
     len: u8,
+}
+
+impl PartialEq for Deck {
+    fn eq(&self, other: &Deck) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Deck {}
+
+impl Serialize for Deck {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Deck {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Deck, D::Error> {
+        let cards = Vec::<Card>::deserialize(deserializer)?;
+        if cards.len() > 52 {
+            return Err(serde::de::Error::custom("a deck holds at most 52 cards"));
+        }
+        let mut slots = [Card::KOMI; 52];
+        slots[..cards.len()].copy_from_slice(&cards);
+        Ok(Deck {
+            cards: slots,
+            top: 0,
+            len: cards.len() as u8,
+        })
+    }
 }
 
 impl fmt::Debug for Deck {

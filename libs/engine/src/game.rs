@@ -1,6 +1,8 @@
 //! A whole match: rounds until a side reaches the target score (RULES.md §20), resignation,
 //! and replay from the seed and the action log.
 
+use serde::{Deserialize, Serialize};
+
 use crate::capture::{self, Capture};
 use crate::card::Card;
 use crate::deck::{Deck, Seed};
@@ -12,8 +14,9 @@ use crate::settings::{Settings, SettingsError};
 use crate::view::View;
 
 /// The authoritative state of a match. Every change goes through [`Game::apply`]; a refused
-/// action leaves the state exactly as it was.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// action leaves the state exactly as it was. It serializes whole (seed, deck order and all
+/// hands included) for the server's store — never send it to a client; send a [`View`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Game {
     settings: Settings,
     seed: Seed,

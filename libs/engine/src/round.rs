@@ -1,6 +1,8 @@
 //! One round: the deal, the plays, the end-of-round leftovers and the round's scoring
 //! (RULES.md §2–§5, §10–§11, §16–§19).
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 use crate::capture::{self, Capture};
 use crate::card::{Card, CardSet, Rank, Suit};
 use crate::deck::Deck;
@@ -12,8 +14,9 @@ use crate::settings::{MajorityTie, Settings};
 /// Cards per hand in every deal, and on the starting table.
 pub const DEAL_SIZE: usize = 4;
 
-/// The table, in laying order (position 0 has lain longest). Fixed capacity, no allocation.
-#[derive(Clone, PartialEq, Eq)]
+/// The table, in laying order (position 0 has lain longest). Fixed capacity, no allocation;
+/// serialized as the list of its cards.
+#[derive(Clone)]
 struct Table {
     cards: [Card; 52],
     len: u8,
@@ -55,6 +58,34 @@ impl Table {
     }
 }
 
+impl PartialEq for Table {
+    fn eq(&self, other: &Table) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Table {}
+
+impl Serialize for Table {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.as_slice().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Table {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Table, D::Error> {
+        let cards = Vec::<Card>::deserialize(deserializer)?;
+        if cards.len() > 52 {
+            return Err(serde::de::Error::custom("a table holds at most 52 cards"));
+        }
+        let mut table = Table::new();
+        for card in cards {
+            table.push(card);
+        }
+        Ok(table)
+    }
+}
+
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.as_slice()).finish()
@@ -62,7 +93,7 @@ impl std::fmt::Debug for Table {
 }
 
 /// The state of one round.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Round {
     index: u32,
     seats: u8,

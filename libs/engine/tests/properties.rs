@@ -299,6 +299,27 @@ proptest! {
     }
 
     #[test]
+    fn a_stored_game_plays_on_exactly_like_the_original(
+        settings in settings(),
+        seed in any::<[u8; 32]>(),
+        choices in prop::collection::vec(any::<u8>(), 1..64),
+        stop in 0usize..200,
+    ) {
+        // What the server keeps in its store between two plays.
+        let (actions, events) = play_match(settings, seed, &choices, |_, _| {});
+        let stop = stop.min(actions.len());
+        let (game, _) = replay(settings, Seed(seed), &actions[..stop]).unwrap();
+        let stored = serde_json::to_string(&game).unwrap();
+        let mut restored: Game = serde_json::from_str(&stored).unwrap();
+        prop_assert_eq!(&restored, &game);
+        let mut rest = Vec::new();
+        for action in &actions[stop..] {
+            restored.apply_into(action, &mut rest).unwrap();
+        }
+        prop_assert_eq!(&rest[..], &events[events.len() - rest.len()..]);
+    }
+
+    #[test]
     fn illegal_actions_change_nothing(
         settings in settings(),
         seed in any::<[u8; 32]>(),
