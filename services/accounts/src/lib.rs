@@ -1,1 +1,193 @@
-//! Placeholder: being written.
+//! The Basra online accounts service: guest and password sign-in, rotating
+//! refresh tokens, Ed25519 access tokens, profiles, Glicko-2 ratings, the
+//! leaderboard, match history and the internal, idempotent `RecordMatch`.
+//!
+//! - [`domain`]: validated request values (usernames, passwords, names, ids).
+//! - [`store`]: the [`Store`] trait with [`PgStore`] (PostgreSQL, migrations in
+//!   `migrations/`) and [`MemoryStore`] (embedded dev mode).
+//! - [`service`]: the gRPC service over any store.
+//! - [`rating`]: Glicko-2 changes of a match; [`record`]: match records;
+//!   [`refresh`]: refresh tokens; [`password`]: argon2id.
+//! - [`settings`]: typed settings; [`App`] / [`run`]: start from settings.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), accounts::AccountsError> {
+//! let settings = accounts::Settings::load().expect("valid settings");
+//! let app = accounts::App::build(&settings).await?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+//! app.run(listener, tokio_util::sync::CancellationToken::new()).await
+//! # }
+//! ```
+
+pub mod domain;
+pub mod error;
+pub mod password;
+pub mod rating;
+pub mod record;
+pub mod refresh;
+pub mod service;
+pub mod settings;
+pub mod store;
+
+use std::time::Duration;
+
+use basra_platform::auth::{AuthLayer, SigningKey, TokenIssuer};
+use basra_platform::ratelimit::RateLimiter;
+use secrecy::ExposeSecret;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use error::AccountsError;
+pub use service::{
+    AccountsService, PUBLIC_METHODS, SERVICE_NAME, ServiceConfig, issue_service_token,
+};
+pub use settings::Settings;
+pub use store::{LeaderboardRules, MemoryStore, PgStore, Store};
+
+use crate::error::Result;
+use crate::password::PasswordHasherPool;
+use crate::settings::DatabaseKind;
+
+/// Serves `service` on `listener` until `shutdown` is cancelled: access
+/// tokens checked by the platform's auth layer (except [`PUBLIC_METHODS`]),
+/// plus gRPC health and reflection; in-flight calls get `drain` to finish.
+pub async fn serve<S: Store>(
+    listener: TcpListener,
+    service: AccountsService<S>,
+    shutdown: CancellationToken,
+    drain: Duration,
+) -> Result<()> {
+    let auth = AuthLayer::new(service.verifier(), PUBLIC_METHODS);
+    let routes = tonic::service::Routes::new(service.into_server());
+    basra_platform::serve(listener, routes, &[SERVICE_NAME], auth, shutdown, drain)
+        .await
+        .map_err(|e| AccountsError::Internal(format!("grpc server: {e}")))
+}
+
+/// The signing key the settings name, or a fresh development key.
+pub fn signing_key(settings: &Settings) -> Result<SigningKey> {
+    match settings.auth.signing_key_file() {
+        Some(path) => {
+            let pem = std::fs::read_to_string(path).map_err(|e| {
+                AccountsError::Internal(format!(
+                    "cannot read auth.signing_key_file {}: {e}",
+                    path.display()
+                ))
+            })?;
+            let key = SigningKey::from_pem(&settings.auth.signing_key_id, &pem)
+                .map_err(|e| AccountsError::Internal(e.to_string()))?;
+            tracing::info!(kid = key.kid(), file = %path.display(), "signing key loaded");
+            Ok(key)
+        }
+        None => {
+            let key = SigningKey::generate();
+            tracing::warn!(
+                kid = key.kid(),
+                public_key = %key.public_pem(),
+                "no auth.signing_key_file configured: generated a DEVELOPMENT signing key; \
+                 tokens stop verifying when this process restarts"
+            );
+            Ok(key)
+        }
+    }
+}
+
+/// The service's configuration from settings, with `key` signing tokens.
+pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceConfig> {
+    let limits = &settings.login_limits;
+    Ok(ServiceConfig {
+        issuer: TokenIssuer::new(key, &settings.auth.issuer, &settings.auth.audience),
+        access_ttl: settings.auth.access_ttl(),
+        refresh_ttl: settings.auth.refresh_ttl(),
+        passwords: PasswordHasherPool::new(
+            settings.passwords.memory_kib,
+            settings.passwords.iterations,
+        )?,
+        account_limiter: RateLimiter::new(
+            limits.per_account_max,
+            Duration::from_secs(limits.per_account_window_seconds),
+        ),
+        peer_limiter: RateLimiter::new(
+            limits.per_peer_max,
+            Duration::from_secs(limits.per_peer_window_seconds),
+        ),
+        leaderboard: LeaderboardRules {
+            min_ranked_matches: settings.leaderboard.min_ranked_matches,
+        },
+    })
+}
+
+/// A service ready to serve: its store connected (and migrated) and its
+/// signing key loaded, as the settings say.
+#[derive(Debug)]
+pub struct App {
+    service: AppService,
+    drain: Duration,
+}
+
+#[derive(Debug)]
+enum AppService {
+    Memory(AccountsService<MemoryStore>),
+    Postgres(AccountsService<PgStore>),
+}
+
+impl App {
+    /// Connects the store and loads the key. Fails (before any socket is
+    /// bound) when the database is unreachable or the key unusable.
+    pub async fn build(settings: &Settings) -> Result<App> {
+        let config = service_config(settings, signing_key(settings)?)?;
+        let service = match settings.database.kind() {
+            DatabaseKind::Memory => {
+                tracing::warn!("database.url is \"memory\": accounts live in this process only");
+                AppService::Memory(AccountsService::new(MemoryStore::new(), config))
+            }
+            DatabaseKind::Postgres => {
+                let store = PgStore::connect(
+                    settings.database.url.expose_secret(),
+                    settings.database.max_connections,
+                )
+                .await?;
+                if settings.database.migrate {
+                    store.migrate().await?;
+                    tracing::info!("database migrations applied");
+                }
+                AppService::Postgres(AccountsService::new(store, config))
+            }
+        };
+        Ok(App {
+            service,
+            drain: settings.server.drain(),
+        })
+    }
+
+    /// Mints a service token signed by this app's key.
+    pub fn issue_service_token(
+        &self,
+        service_id: uuid::Uuid,
+        ttl: Duration,
+    ) -> Result<basra_platform::auth::IssuedToken> {
+        let issuer = match &self.service {
+            AppService::Memory(s) => s.issuer(),
+            AppService::Postgres(s) => s.issuer(),
+        };
+        issue_service_token(issuer, service_id, ttl)
+    }
+
+    /// Serves on `listener` until `shutdown` is cancelled.
+    pub async fn run(self, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
+        match self.service {
+            AppService::Memory(s) => serve(listener, s, shutdown, self.drain).await,
+            AppService::Postgres(s) => serve(listener, s, shutdown, self.drain).await,
+        }
+    }
+}
+
+/// [`App::build`] then [`App::run`]: the service as the settings describe
+/// it, on `listener`, until `shutdown` is cancelled.
+pub async fn run(
+    listener: TcpListener,
+    settings: &Settings,
+    shutdown: CancellationToken,
+) -> Result<()> {
+    App::build(settings).await?.run(listener, shutdown).await
+}

@@ -1,0 +1,274 @@
+//! Validated values parsed at the API boundary: once a handler holds a
+//! [`Username`] or a [`Password`], it meets the rules of `accounts.proto`.
+
+use chrono::{DateTime, Utc};
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::error::{AccountsError, Result};
+
+/// Fewest characters in a username.
+pub const USERNAME_MIN: usize = 3;
+/// Most characters in a username.
+pub const USERNAME_MAX: usize = 20;
+/// Fewest characters in a password.
+pub const PASSWORD_MIN: usize = 8;
+/// Most characters in a password (argon2 would take more, but nobody needs it).
+pub const PASSWORD_MAX: usize = 128;
+/// Most characters in a display name.
+pub const DISPLAY_NAME_MAX: usize = 24;
+/// Most characters in a guest device id.
+pub const DEVICE_ID_MAX: usize = 128;
+/// Most characters in a match or room id.
+pub const MATCH_ID_MAX: usize = 64;
+
+/// A login name: 3..20 characters of `A-Z a-z 0-9 _ .`, unique without regard
+/// to case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Username(String);
+
+impl Username {
+    /// Checks `raw` against the username rules.
+    pub fn parse(raw: &str) -> Result<Username> {
+        let len = raw.chars().count();
+        if len == 0 {
+            return Err(AccountsError::invalid("username", "must not be empty"));
+        }
+        if !(USERNAME_MIN..=USERNAME_MAX).contains(&len) {
+            return Err(AccountsError::invalid(
+                "username",
+                format!("must be {USERNAME_MIN} to {USERNAME_MAX} characters long, not {len}"),
+            ));
+        }
+        if let Some(bad) = raw
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '.'))
+        {
+            return Err(AccountsError::invalid(
+                "username",
+                format!("may contain only letters A-Z, digits, '_' and '.', not {bad:?}"),
+            ));
+        }
+        Ok(Username(raw.to_owned()))
+    }
+
+    /// The username as the user typed it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The case-insensitive key: unique among accounts.
+    pub fn key(&self) -> String {
+        self.0.to_ascii_lowercase()
+    }
+}
+
+/// A password of 8..128 characters, kept out of `Debug` output and logs.
+#[derive(Debug, Clone)]
+pub struct Password(SecretString);
+
+impl Password {
+    /// Checks `raw` against the password rules.
+    pub fn parse(raw: &str) -> Result<Password> {
+        let len = raw.chars().count();
+        if len < PASSWORD_MIN {
+            return Err(AccountsError::invalid(
+                "password",
+                format!("is too weak: use at least {PASSWORD_MIN} characters"),
+            ));
+        }
+        if len > PASSWORD_MAX {
+            return Err(AccountsError::invalid(
+                "password",
+                format!("must be at most {PASSWORD_MAX} characters long"),
+            ));
+        }
+        Ok(Password(SecretString::from(raw)))
+    }
+
+    /// A password presented at Login: any non-empty one up to the maximum
+    /// length (the strength rules apply when a password is chosen).
+    pub fn presented(raw: &str) -> Result<Password> {
+        if raw.is_empty() {
+            return Err(AccountsError::invalid("password", "must not be empty"));
+        }
+        if raw.chars().count() > PASSWORD_MAX {
+            return Err(AccountsError::invalid(
+                "password",
+                format!("must be at most {PASSWORD_MAX} characters long"),
+            ));
+        }
+        Ok(Password(SecretString::from(raw)))
+    }
+
+    /// The password itself, for hashing.
+    pub fn expose(&self) -> &str {
+        self.0.expose_secret()
+    }
+}
+
+/// The name shown to other players: 1..24 characters, trimmed, no control
+/// characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DisplayName(String);
+
+impl DisplayName {
+    /// Checks `raw` (trimmed) against the display name rules.
+    pub fn parse(raw: &str) -> Result<DisplayName> {
+        let name = raw.trim();
+        let len = name.chars().count();
+        if len == 0 {
+            return Err(AccountsError::invalid("display_name", "must not be empty"));
+        }
+        if len > DISPLAY_NAME_MAX {
+            return Err(AccountsError::invalid(
+                "display_name",
+                format!("must be at most {DISPLAY_NAME_MAX} characters long, not {len}"),
+            ));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(AccountsError::invalid(
+                "display_name",
+                "must not contain control characters",
+            ));
+        }
+        Ok(DisplayName(name.to_owned()))
+    }
+
+    /// Parses `raw`, or answers `None` when it is empty (the caller then picks a
+    /// default).
+    pub fn parse_optional(raw: &str) -> Result<Option<DisplayName>> {
+        if raw.trim().is_empty() {
+            Ok(None)
+        } else {
+            DisplayName::parse(raw).map(Some)
+        }
+    }
+
+    /// A guest's generated name such as "Guest 4821".
+    pub fn random_guest() -> DisplayName {
+        DisplayName(format!("Guest {:04}", rand::random_range(0..10_000u32)))
+    }
+
+    /// The display name of a new registered account: its username.
+    pub fn from_username(username: &Username) -> DisplayName {
+        DisplayName(username.as_str().to_owned())
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A guest's device identifier: 1..128 characters, no control characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceId(String);
+
+impl DeviceId {
+    /// Checks `raw` against the device id rules.
+    pub fn parse(raw: &str) -> Result<DeviceId> {
+        let len = raw.chars().count();
+        if len == 0 {
+            return Err(AccountsError::invalid("device_id", "must not be empty"));
+        }
+        if len > DEVICE_ID_MAX {
+            return Err(AccountsError::invalid(
+                "device_id",
+                format!("must be at most {DEVICE_ID_MAX} characters long, not {len}"),
+            ));
+        }
+        if raw.chars().any(char::is_control) {
+            return Err(AccountsError::invalid(
+                "device_id",
+                "must not contain control characters",
+            ));
+        }
+        Ok(DeviceId(raw.to_owned()))
+    }
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Checks a match or room id: 1..64 printable ASCII characters without spaces.
+pub fn parse_opaque_id(field: &'static str, raw: &str) -> Result<String> {
+    if raw.is_empty() {
+        return Err(AccountsError::invalid(field, "must not be empty"));
+    }
+    if raw.len() > MATCH_ID_MAX {
+        return Err(AccountsError::invalid(
+            field,
+            format!("must be at most {MATCH_ID_MAX} characters long"),
+        ));
+    }
+    if !raw.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(AccountsError::invalid(
+            field,
+            "must be printable ASCII without spaces",
+        ));
+    }
+    Ok(raw.to_owned())
+}
+
+/// The current time, truncated to microseconds: what PostgreSQL stores, so both
+/// stores compare and order times the same way.
+pub fn now() -> DateTime<Utc> {
+    truncate_micros(Utc::now())
+}
+
+/// `t` without its sub-microsecond part.
+pub fn truncate_micros(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(t.timestamp_micros()).unwrap_or(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usernames() {
+        for ok in ["abc", "Alice_92", "a.b.c", "x".repeat(20).as_str()] {
+            assert!(Username::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "ab",
+            &"x".repeat(21),
+            "has space",
+            "émile",
+            "semi;colon",
+        ] {
+            assert!(Username::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Username::parse("AliCe").unwrap().key(), "alice");
+    }
+
+    #[test]
+    fn passwords() {
+        assert!(Password::parse("1234567").is_err());
+        assert!(Password::parse("12345678").is_ok());
+        assert!(Password::parse(&"p".repeat(128)).is_ok());
+        assert!(Password::parse(&"p".repeat(129)).is_err());
+        // Characters, not bytes.
+        assert!(Password::parse(&"é".repeat(100)).is_ok());
+        let debug = format!("{:?}", Password::parse("hunter2hunter2").unwrap());
+        assert!(!debug.contains("hunter2"), "{debug}");
+    }
+
+    #[test]
+    fn display_names_and_devices() {
+        assert_eq!(DisplayName::parse("  Bob  ").unwrap().as_str(), "Bob");
+        assert!(DisplayName::parse("   ").is_err());
+        assert!(DisplayName::parse(&"n".repeat(25)).is_err());
+        assert!(DisplayName::parse("a\u{7}b").is_err());
+        assert!(DisplayName::parse_optional("").unwrap().is_none());
+        assert!(DisplayName::random_guest().as_str().starts_with("Guest "));
+        assert!(DeviceId::parse("").is_err());
+        assert!(DeviceId::parse(&"d".repeat(129)).is_err());
+        assert!(DeviceId::parse(&"d".repeat(128)).is_ok());
+        assert!(parse_opaque_id("match_id", "m 1").is_err());
+        assert!(parse_opaque_id("match_id", "0192-abc").is_ok());
+    }
+}

@@ -1,0 +1,114 @@
+//! The one error type of the accounts service and its gRPC status codes.
+
+use std::time::Duration;
+
+use basra_platform::error::ServiceError;
+use tonic::Code;
+
+/// Everything that can go wrong in the accounts service, from bad input to a
+/// lost database connection. Each variant maps to one gRPC code
+/// ([`ServiceError::code`]); the message of a client-side error is shown to the
+/// client as is, an internal one is logged with its cause and answered with a
+/// generic message.
+#[derive(Debug, thiserror::Error)]
+pub enum AccountsError {
+    /// A request field does not meet its rules.
+    #[error("{field}: {reason}")]
+    InvalidArgument {
+        /// The offending field, as named in the proto.
+        field: &'static str,
+        /// What is wrong, for the client developer.
+        reason: String,
+    },
+    /// The username belongs to another account.
+    #[error("username is already taken")]
+    UsernameTaken,
+    /// Unknown username or wrong password (deliberately not told apart).
+    #[error("invalid username or password")]
+    BadCredentials,
+    /// The refresh token is unknown, expired, revoked or was already used.
+    #[error("refresh token is invalid, expired or already used: sign in again")]
+    BadRefreshToken,
+    /// The device's guest account was upgraded to a registered account.
+    #[error("this device's guest account was registered: sign in with Login")]
+    GuestUpgraded,
+    /// Register was called with the token of an account that is not a guest.
+    #[error("this account is already registered")]
+    AlreadyRegistered,
+    /// Too many login attempts for this account or from this address.
+    #[error("too many login attempts: retry in {}s", retry_after.as_secs().max(1))]
+    RateLimited {
+        /// How long until the next attempt is allowed.
+        retry_after: Duration,
+    },
+    /// No such user.
+    #[error("no such user")]
+    UserNotFound,
+    /// The caller is authenticated but not allowed to do this.
+    #[error("{0}")]
+    PermissionDenied(&'static str),
+    /// The request needs a valid access token.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// The database could not be reached; the call may be retried.
+    #[error("the database is unavailable: retry later")]
+    Unavailable(#[source] sqlx::Error),
+    /// A database error that is not the client's fault.
+    #[error("database error")]
+    Database(#[source] sqlx::Error),
+    /// Anything else that is not the client's fault.
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = AccountsError> = std::result::Result<T, E>;
+
+impl AccountsError {
+    /// An [`AccountsError::InvalidArgument`] for `field`.
+    pub fn invalid(field: &'static str, reason: impl Into<String>) -> AccountsError {
+        AccountsError::InvalidArgument {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<sqlx::Error> for AccountsError {
+    fn from(err: sqlx::Error) -> AccountsError {
+        match err {
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed => AccountsError::Unavailable(err),
+            other => AccountsError::Database(other),
+        }
+    }
+}
+
+impl ServiceError for AccountsError {
+    fn code(&self) -> Code {
+        match self {
+            AccountsError::InvalidArgument { .. } => Code::InvalidArgument,
+            AccountsError::UsernameTaken => Code::AlreadyExists,
+            AccountsError::BadCredentials
+            | AccountsError::BadRefreshToken
+            | AccountsError::Unauthenticated(_) => Code::Unauthenticated,
+            AccountsError::GuestUpgraded | AccountsError::AlreadyRegistered => {
+                Code::FailedPrecondition
+            }
+            AccountsError::RateLimited { .. } => Code::ResourceExhausted,
+            AccountsError::UserNotFound => Code::NotFound,
+            AccountsError::PermissionDenied(_) => Code::PermissionDenied,
+            AccountsError::Unavailable(_) => Code::Unavailable,
+            AccountsError::Database(_) | AccountsError::Internal(_) => Code::Internal,
+        }
+    }
+}
+
+impl From<AccountsError> for tonic::Status {
+    fn from(err: AccountsError) -> tonic::Status {
+        basra_platform::error::to_status(&err)
+    }
+}

@@ -1,0 +1,115 @@
+//! Password hashing with argon2id, off the async threads.
+
+use std::sync::{Arc, OnceLock};
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::{Algorithm, Argon2, Params, Version};
+
+use crate::domain::Password;
+use crate::error::{AccountsError, Result};
+
+/// Hashes and checks passwords as argon2id PHC strings
+/// (`$argon2id$v=19$m=…,t=…,p=…$salt$hash`). The parameters of a stored hash
+/// travel in the string, so changing the cost affects new hashes only.
+#[derive(Clone)]
+pub struct PasswordHasherPool {
+    argon2: Arc<Argon2<'static>>,
+    // A hash of a random password, checked when the username is unknown so that
+    // a failed login takes as long whether or not the account exists.
+    dummy: Arc<OnceLock<String>>,
+}
+
+impl std::fmt::Debug for PasswordHasherPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PasswordHasherPool")
+            .field("params", self.argon2.params())
+            .finish()
+    }
+}
+
+impl PasswordHasherPool {
+    /// argon2id with `memory_kib` KiB, `iterations` passes and one lane. The
+    /// OWASP minimum is 19 MiB and 2 passes.
+    pub fn new(memory_kib: u32, iterations: u32) -> Result<PasswordHasherPool> {
+        let params = Params::new(memory_kib, iterations, 1, None)
+            .map_err(|e| AccountsError::Internal(format!("bad argon2 parameters: {e}")))?;
+        Ok(PasswordHasherPool {
+            argon2: Arc::new(Argon2::new(Algorithm::Argon2id, Version::V0x13, params)),
+            dummy: Arc::new(OnceLock::new()),
+        })
+    }
+
+    /// The PHC string of `password` with a fresh random salt.
+    pub async fn hash(&self, password: &Password) -> Result<String> {
+        let argon2 = Arc::clone(&self.argon2);
+        let password = password.clone();
+        tokio::task::spawn_blocking(move || hash_with(&argon2, password.expose()))
+            .await
+            .map_err(|e| AccountsError::Internal(format!("password hashing task: {e}")))?
+    }
+
+    /// Whether `password` matches the PHC string `hash`; `None` checks against a
+    /// dummy hash and always answers false, taking as long as a real check.
+    pub async fn verify(&self, password: &Password, hash: Option<String>) -> Result<bool> {
+        let argon2 = Arc::clone(&self.argon2);
+        let dummy = Arc::clone(&self.dummy);
+        let password = password.clone();
+        tokio::task::spawn_blocking(move || {
+            let (hash, real) = match hash {
+                Some(hash) => (hash, true),
+                None => {
+                    let dummy = match dummy.get() {
+                        Some(d) => d.clone(),
+                        None => {
+                            let d = hash_with(&argon2, &random_string())?;
+                            dummy.get_or_init(|| d).clone()
+                        }
+                    };
+                    (dummy, false)
+                }
+            };
+            let parsed = PasswordHash::new(&hash)
+                .map_err(|e| AccountsError::Internal(format!("stored password hash: {e}")))?;
+            let matches = argon2
+                .verify_password(password.expose().as_bytes(), &parsed)
+                .is_ok();
+            Ok(matches && real)
+        })
+        .await
+        .map_err(|e| AccountsError::Internal(format!("password check task: {e}")))?
+    }
+}
+
+fn hash_with(argon2: &Argon2<'_>, password: &str) -> Result<String> {
+    let salt_bytes: [u8; 16] = rand::random();
+    let salt = SaltString::encode_b64(&salt_bytes)
+        .map_err(|e| AccountsError::Internal(format!("password salt: {e}")))?;
+    argon2
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| AccountsError::Internal(format!("password hashing: {e}")))
+}
+
+fn random_string() -> String {
+    let bytes: [u8; 24] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn hash_then_verify() {
+        let pool = PasswordHasherPool::new(1024, 1).unwrap();
+        let pw = Password::parse("correct horse").unwrap();
+        let hash = pool.hash(&pw).await.unwrap();
+        assert!(hash.starts_with("$argon2id$v=19$m=1024,t=1,p=1$"), "{hash}");
+        assert!(pool.verify(&pw, Some(hash.clone())).await.unwrap());
+        let wrong = Password::parse("wrong horse").unwrap();
+        assert!(!pool.verify(&wrong, Some(hash.clone())).await.unwrap());
+        assert!(!pool.verify(&pw, None).await.unwrap());
+        // Salted: the same password hashes differently.
+        assert_ne!(hash, pool.hash(&pw).await.unwrap());
+    }
+}

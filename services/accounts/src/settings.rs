@@ -1,0 +1,253 @@
+//! Typed settings: [`DEFAULTS`] (embedded `config/default.toml`), then the file
+//! named by `BASRA_CONFIG_FILE`, then `BASRA_<SECTION>__<KEY>` environment
+//! variables. [`Settings::load`] validates everything before a socket is bound.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+/// The embedded default settings.
+pub const DEFAULTS: &str = include_str!("../config/default.toml");
+
+/// Every setting of the accounts service.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Listen address and drain time.
+    pub server: ServerSettings,
+    /// Logs and traces.
+    pub telemetry: TelemetrySettings,
+    /// Where data lives.
+    pub database: DatabaseSettings,
+    /// Tokens and keys.
+    pub auth: AuthSettings,
+    /// Login rate limits.
+    pub login_limits: LoginLimitSettings,
+    /// Password hashing cost.
+    pub passwords: PasswordSettings,
+    /// Who is listed on the leaderboard.
+    pub leaderboard: LeaderboardSettings,
+}
+
+/// `[database]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseSettings {
+    /// A PostgreSQL URL, or `memory`. Secret: it may hold a password.
+    pub url: SecretString,
+    /// Pool size.
+    pub max_connections: u32,
+    /// Whether to apply pending migrations at start.
+    pub migrate: bool,
+}
+
+/// Where the service keeps its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatabaseKind {
+    /// In process memory (embedded dev mode).
+    Memory,
+    /// PostgreSQL.
+    Postgres,
+}
+
+impl DatabaseSettings {
+    /// Which store the URL selects.
+    pub fn kind(&self) -> DatabaseKind {
+        if self.url.expose_secret() == "memory" {
+            DatabaseKind::Memory
+        } else {
+            DatabaseKind::Postgres
+        }
+    }
+}
+
+/// `[auth]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSettings {
+    /// The `iss` of access tokens.
+    pub issuer: String,
+    /// The `aud` of access tokens.
+    pub audience: String,
+    /// Access token lifetime.
+    pub access_token_ttl_seconds: u64,
+    /// Refresh token lifetime.
+    pub refresh_token_ttl_seconds: u64,
+    /// PKCS#8 PEM Ed25519 private key file; empty: generate a development key.
+    pub signing_key_file: PathBuf,
+    /// The key id (`kid`) of that key.
+    pub signing_key_id: String,
+}
+
+impl AuthSettings {
+    /// Access token lifetime.
+    pub fn access_ttl(&self) -> Duration {
+        Duration::from_secs(self.access_token_ttl_seconds)
+    }
+
+    /// Refresh token lifetime.
+    pub fn refresh_ttl(&self) -> Duration {
+        Duration::from_secs(self.refresh_token_ttl_seconds)
+    }
+
+    /// The signing key file, if one is configured.
+    pub fn signing_key_file(&self) -> Option<&std::path::Path> {
+        (!self.signing_key_file.as_os_str().is_empty()).then_some(self.signing_key_file.as_path())
+    }
+}
+
+/// `[login_limits]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoginLimitSettings {
+    /// Attempts per account per window.
+    pub per_account_max: u32,
+    /// The per-account window.
+    pub per_account_window_seconds: u64,
+    /// Attempts per peer address per window.
+    pub per_peer_max: u32,
+    /// The per-peer window.
+    pub per_peer_window_seconds: u64,
+}
+
+/// `[passwords]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordSettings {
+    /// argon2id memory in KiB.
+    pub memory_kib: u32,
+    /// argon2id passes.
+    pub iterations: u32,
+}
+
+/// `[leaderboard]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaderboardSettings {
+    /// Ranked matches needed to be listed.
+    pub min_ranked_matches: u32,
+}
+
+/// The longest access token lifetime accepted: they cannot be revoked.
+pub const MAX_ACCESS_TTL_SECONDS: u64 = 24 * 3600;
+/// The longest refresh token lifetime accepted.
+pub const MAX_REFRESH_TTL_SECONDS: u64 = 365 * 24 * 3600;
+
+impl Settings {
+    /// Loads and validates the settings of this process.
+    pub fn load() -> Result<Settings, ConfigError> {
+        config::load(DEFAULTS)
+    }
+
+    /// The embedded defaults with `env` applied as if they were environment
+    /// variables (tests and tools).
+    pub fn from_env(
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Settings, ConfigError> {
+        config::load_with_env(DEFAULTS, env)
+    }
+}
+
+impl Validate for Settings {
+    fn validate(&self) -> Result<(), String> {
+        self.server.validate()?;
+        self.telemetry.validate()?;
+
+        let url = self.database.url.expose_secret();
+        if self.database.kind() == DatabaseKind::Postgres
+            && !(url.starts_with("postgres://") || url.starts_with("postgresql://"))
+        {
+            return Err(
+                "database.url must be a postgres:// URL or \"memory\" (the value is not shown: it may hold a password)"
+                    .into(),
+            );
+        }
+        if self.database.max_connections == 0 {
+            return Err("database.max_connections must be at least 1".into());
+        }
+
+        let auth = &self.auth;
+        if auth.issuer.trim().is_empty() || auth.audience.trim().is_empty() {
+            return Err("auth.issuer and auth.audience must not be empty".into());
+        }
+        if !(1..=MAX_ACCESS_TTL_SECONDS).contains(&auth.access_token_ttl_seconds) {
+            return Err(format!(
+                "auth.access_token_ttl_seconds must be between 1 and {MAX_ACCESS_TTL_SECONDS}, not {}",
+                auth.access_token_ttl_seconds
+            ));
+        }
+        if !(auth.access_token_ttl_seconds..=MAX_REFRESH_TTL_SECONDS)
+            .contains(&auth.refresh_token_ttl_seconds)
+        {
+            return Err(format!(
+                "auth.refresh_token_ttl_seconds must be between access_token_ttl_seconds and {MAX_REFRESH_TTL_SECONDS}, not {}",
+                auth.refresh_token_ttl_seconds
+            ));
+        }
+        if auth.signing_key_file().is_some() && auth.signing_key_id.trim().is_empty() {
+            return Err("auth.signing_key_id must be set when auth.signing_key_file is".into());
+        }
+
+        let limits = &self.login_limits;
+        if limits.per_account_max == 0 || limits.per_peer_max == 0 {
+            return Err("login_limits.per_account_max and per_peer_max must be at least 1".into());
+        }
+        if limits.per_account_window_seconds == 0 || limits.per_peer_window_seconds == 0 {
+            return Err("login_limits windows must be at least 1 second".into());
+        }
+
+        if self.passwords.memory_kib < 8 || self.passwords.iterations == 0 {
+            return Err(
+                "passwords.memory_kib must be at least 8 and passwords.iterations at least 1"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_load_and_validate() {
+        let s = Settings::from_env(Vec::new()).unwrap();
+        assert_eq!(s.database.kind(), DatabaseKind::Memory);
+        assert_eq!(s.auth.access_ttl(), Duration::from_secs(900));
+        assert!(s.auth.signing_key_file().is_none());
+    }
+
+    #[test]
+    fn environment_overrides_and_bad_values_are_named() {
+        let s = Settings::from_env(env(&[
+            ("BASRA_DATABASE__URL", "postgres://u@h/db"),
+            ("BASRA_AUTH__ACCESS_TOKEN_TTL_SECONDS", "60"),
+        ]))
+        .unwrap();
+        assert_eq!(s.database.kind(), DatabaseKind::Postgres);
+        assert_eq!(s.auth.access_token_ttl_seconds, 60);
+
+        let err = Settings::from_env(env(&[("BASRA_DATABASE__URL", "mysql://x")])).unwrap_err();
+        assert!(err.to_string().contains("database.url"), "{err}");
+        let err =
+            Settings::from_env(env(&[("BASRA_AUTH__SIGNING_KEY_FILE", "/k.pem")])).unwrap_err();
+        assert!(err.to_string().contains("signing_key_id"), "{err}");
+        let err =
+            Settings::from_env(env(&[("BASRA_AUTH__ACCESS_TOKEN_TTL_SECONDS", "0")])).unwrap_err();
+        assert!(
+            err.to_string().contains("access_token_ttl_seconds"),
+            "{err}"
+        );
+    }
+}

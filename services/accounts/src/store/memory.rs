@@ -1,0 +1,512 @@
+//! The in-memory store of the embedded dev mode: everything behind one mutex,
+//! so each method is atomic like a PostgreSQL transaction. Data is lost when
+//! the process ends.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{
+    Counts, GuestUpgrade, HistoryCursor, HistoryEntry, LeaderboardCursor, LeaderboardRow,
+    LeaderboardRules, NewAccount, NewGuest, NewSession, Profile, RatingChange, Recorded, Rotation,
+    Store, User,
+};
+use crate::domain::DeviceId;
+use crate::error::{AccountsError, Result};
+use crate::rating::{Rating, rate};
+use crate::record::{BasraCounts, MatchRecord};
+use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
+
+/// A [`Store`] in process memory.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStore {
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    users: HashMap<Uuid, User>,
+    username_keys: HashMap<String, Uuid>,
+    devices: HashMap<String, Uuid>,
+    passwords: HashMap<Uuid, String>,
+    refresh: HashMap<TokenHash, RefreshTokenRecord>,
+    ratings: HashMap<Uuid, RatingRow>,
+    matches: HashMap<String, MatchRecord>,
+    players: HashMap<Uuid, Vec<PlayerRow>>,
+    changes: HashMap<String, Vec<RatingChange>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct RatingRow {
+    rating: Rating,
+    ranked_matches: u32,
+}
+
+#[derive(Debug, Clone)]
+struct PlayerRow {
+    match_id: String,
+    seat: u8,
+    ended_at: DateTime<Utc>,
+    won: bool,
+    lost: bool,
+    basras: BasraCounts,
+    change: Option<RatingChange>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves no half-done step behind (each
+        // method checks before it writes), so a poisoned lock is still usable.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Inner {
+    fn new_user(&mut self, user: User) {
+        self.ratings.insert(
+            user.id,
+            RatingRow {
+                rating: Rating::default(),
+                ranked_matches: 0,
+            },
+        );
+        self.users.insert(user.id, user);
+    }
+
+    fn listed(&self, rules: LeaderboardRules) -> Vec<LeaderboardRow> {
+        let mut rows: Vec<LeaderboardRow> = self
+            .ratings
+            .iter()
+            .filter(|(_, r)| r.ranked_matches >= rules.min_ranked_matches)
+            .filter_map(|(id, r)| {
+                let user = self.users.get(id).filter(|u| !u.is_guest)?;
+                Some(LeaderboardRow {
+                    user_id: *id,
+                    display_name: user.display_name.clone(),
+                    rating: r.rating.rating,
+                    ranked_matches: r.ranked_matches,
+                })
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.rating
+                .total_cmp(&a.rating)
+                .then(b.ranked_matches.cmp(&a.ranked_matches))
+                .then(a.user_id.cmp(&b.user_id))
+        });
+        rows
+    }
+}
+
+/// Whether `row` comes after `cursor` in leaderboard order.
+fn after_cursor(row: &LeaderboardRow, cursor: &LeaderboardCursor) -> bool {
+    row.rating < cursor.rating
+        || (row.rating == cursor.rating
+            && (row.ranked_matches < cursor.ranked_matches
+                || (row.ranked_matches == cursor.ranked_matches && row.user_id > cursor.user_id)))
+}
+
+impl Store for MemoryStore {
+    async fn guest_login(
+        &self,
+        device: &DeviceId,
+        new: NewGuest,
+        session: NewSession,
+    ) -> Result<User> {
+        let mut inner = self.lock();
+        if inner.refresh.contains_key(&session.hash) {
+            return Err(AccountsError::Internal(
+                "refresh token hash collision".into(),
+            ));
+        }
+        let user = match inner.devices.get(device.as_str()) {
+            Some(id) => inner
+                .users
+                .get(id)
+                .cloned()
+                .ok_or_else(|| AccountsError::Internal("device without user".into()))?,
+            None => {
+                let user = User {
+                    id: new.id,
+                    username: None,
+                    display_name: new.display_name.as_str().to_owned(),
+                    is_guest: true,
+                    created_at: new.now,
+                };
+                inner.devices.insert(device.as_str().to_owned(), user.id);
+                inner.new_user(user.clone());
+                user
+            }
+        };
+        if user.is_guest {
+            inner
+                .refresh
+                .insert(session.hash, session.token_for(user.id));
+        }
+        Ok(user)
+    }
+
+    async fn create_account(&self, new: NewAccount) -> Result<User> {
+        let mut inner = self.lock();
+        let key = new.username.key();
+        if inner.username_keys.contains_key(&key) {
+            return Err(AccountsError::UsernameTaken);
+        }
+        let user = User {
+            id: new.id,
+            username: Some(new.username.as_str().to_owned()),
+            display_name: new.display_name.as_str().to_owned(),
+            is_guest: false,
+            created_at: new.now,
+        };
+        inner.username_keys.insert(key, user.id);
+        inner.passwords.insert(user.id, new.password_hash);
+        inner.new_user(user.clone());
+        Ok(user)
+    }
+
+    async fn upgrade_guest(&self, up: GuestUpgrade) -> Result<User> {
+        let mut inner = self.lock();
+        let user = inner
+            .users
+            .get(&up.user_id)
+            .cloned()
+            .ok_or(AccountsError::UserNotFound)?;
+        if !user.is_guest {
+            return Err(AccountsError::AlreadyRegistered);
+        }
+        let key = up.username.key();
+        if inner.username_keys.contains_key(&key) {
+            return Err(AccountsError::UsernameTaken);
+        }
+        let user = User {
+            username: Some(up.username.as_str().to_owned()),
+            display_name: up
+                .display_name
+                .map_or(user.display_name, |d| d.as_str().to_owned()),
+            is_guest: false,
+            ..user
+        };
+        inner.username_keys.insert(key, user.id);
+        inner.passwords.insert(user.id, up.password_hash);
+        inner.users.insert(user.id, user.clone());
+        for token in inner.refresh.values_mut() {
+            if token.user_id == user.id && token.revoked_at.is_none() {
+                token.revoked_at = Some(up.now);
+            }
+        }
+        Ok(user)
+    }
+
+    async fn password_credentials(&self, username_key: &str) -> Result<Option<(User, String)>> {
+        let inner = self.lock();
+        Ok(inner.username_keys.get(username_key).and_then(|id| {
+            Some((
+                inner.users.get(id)?.clone(),
+                inner.passwords.get(id)?.clone(),
+            ))
+        }))
+    }
+
+    async fn user(&self, id: Uuid) -> Result<Option<User>> {
+        Ok(self.lock().users.get(&id).cloned())
+    }
+
+    async fn insert_refresh_token(&self, token: RefreshTokenRecord) -> Result<()> {
+        let mut inner = self.lock();
+        if !inner.users.contains_key(&token.user_id) {
+            return Err(AccountsError::UserNotFound);
+        }
+        if inner.refresh.contains_key(&token.hash) {
+            return Err(AccountsError::Internal(
+                "refresh token hash collision".into(),
+            ));
+        }
+        inner.refresh.insert(token.hash, token);
+        Ok(())
+    }
+
+    async fn refresh_token(&self, hash: TokenHash) -> Result<Option<RefreshTokenRecord>> {
+        Ok(self.lock().refresh.get(&hash).cloned())
+    }
+
+    async fn rotate_refresh_token(
+        &self,
+        presented: TokenHash,
+        next: TokenHash,
+        next_expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Rotation> {
+        let mut inner = self.lock();
+        let Some(token) = inner.refresh.get(&presented).cloned() else {
+            return Ok(Rotation::Unknown);
+        };
+        match token.state(now) {
+            TokenState::Valid => {}
+            TokenState::Reused => {
+                for t in inner.refresh.values_mut() {
+                    if t.family_id == token.family_id && t.revoked_at.is_none() {
+                        t.revoked_at = Some(now);
+                    }
+                }
+                return Ok(Rotation::Rejected(TokenState::Reused));
+            }
+            state => return Ok(Rotation::Rejected(state)),
+        }
+        let user = inner
+            .users
+            .get(&token.user_id)
+            .cloned()
+            .ok_or_else(|| AccountsError::Internal("refresh token without user".into()))?;
+        if inner.refresh.contains_key(&next) {
+            return Err(AccountsError::Internal(
+                "refresh token hash collision".into(),
+            ));
+        }
+        if let Some(t) = inner.refresh.get_mut(&presented) {
+            t.used_at = Some(now);
+        }
+        inner.refresh.insert(
+            next,
+            RefreshTokenRecord {
+                hash: next,
+                family_id: token.family_id,
+                user_id: token.user_id,
+                issued_at: now,
+                expires_at: next_expires_at,
+                used_at: None,
+                revoked_at: None,
+            },
+        );
+        Ok(Rotation::Rotated { user })
+    }
+
+    async fn revoke_refresh_family(
+        &self,
+        presented: TokenHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Uuid>> {
+        let mut inner = self.lock();
+        let Some(token) = inner.refresh.get(&presented).cloned() else {
+            return Ok(None);
+        };
+        for t in inner.refresh.values_mut() {
+            if t.family_id == token.family_id && t.revoked_at.is_none() {
+                t.revoked_at = Some(now);
+            }
+        }
+        Ok(Some(token.user_id))
+    }
+
+    async fn revoke_user_refresh_tokens(&self, user_id: Uuid, now: DateTime<Utc>) -> Result<u64> {
+        let mut inner = self.lock();
+        let mut revoked = 0;
+        for t in inner.refresh.values_mut() {
+            if t.user_id == user_id && t.revoked_at.is_none() {
+                t.revoked_at = Some(now);
+                revoked += 1;
+            }
+        }
+        Ok(revoked)
+    }
+
+    async fn profile(&self, user_id: Uuid, rules: LeaderboardRules) -> Result<Option<Profile>> {
+        let inner = self.lock();
+        let Some(user) = inner.users.get(&user_id).cloned() else {
+            return Ok(None);
+        };
+        let rating = inner.ratings.get(&user_id).copied().unwrap_or(RatingRow {
+            rating: Rating::default(),
+            ranked_matches: 0,
+        });
+        let rows = inner
+            .players
+            .get(&user_id)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let count = |f: fn(&PlayerRow) -> bool| rows.iter().filter(|r| f(r)).count() as u32;
+        let basras = rows
+            .iter()
+            .fold(BasraCounts::default(), |acc, r| BasraCounts {
+                basra: acc.basra + r.basras.basra,
+                jack: acc.jack + r.basras.jack,
+                komi: acc.komi + r.basras.komi,
+            });
+        let leaderboard_rank = inner
+            .listed(rules)
+            .iter()
+            .position(|r| r.user_id == user_id)
+            .map(|i| i as u32 + 1);
+        Ok(Some(Profile {
+            user,
+            rating: rating.rating,
+            ranked_matches: rating.ranked_matches,
+            matches_played: rows.len() as u32,
+            wins: count(|r| r.won),
+            losses: count(|r| r.lost),
+            basras,
+            leaderboard_rank,
+        }))
+    }
+
+    async fn leaderboard(
+        &self,
+        rules: LeaderboardRules,
+        after: Option<LeaderboardCursor>,
+        limit: u32,
+    ) -> Result<Vec<LeaderboardRow>> {
+        let inner = self.lock();
+        Ok(inner
+            .listed(rules)
+            .into_iter()
+            .filter(|row| after.as_ref().is_none_or(|c| after_cursor(row, c)))
+            .take(limit as usize)
+            .collect())
+    }
+
+    async fn leaderboard_position(
+        &self,
+        user_id: Uuid,
+        rules: LeaderboardRules,
+    ) -> Result<Option<(u32, LeaderboardRow)>> {
+        let inner = self.lock();
+        Ok(inner
+            .listed(rules)
+            .into_iter()
+            .enumerate()
+            .find(|(_, r)| r.user_id == user_id)
+            .map(|(i, r)| (i as u32 + 1, r)))
+    }
+
+    async fn record_match(&self, record: &MatchRecord, _now: DateTime<Utc>) -> Result<Recorded> {
+        let mut inner = self.lock();
+        if inner.matches.contains_key(&record.match_id) {
+            return Ok(Recorded {
+                already_recorded: true,
+                rating_changes: inner
+                    .changes
+                    .get(&record.match_id)
+                    .cloned()
+                    .unwrap_or_default(),
+            });
+        }
+        let mut current = HashMap::new();
+        for (seat, user_id) in record.players() {
+            let row = inner.ratings.get(&user_id).ok_or_else(|| {
+                AccountsError::invalid(
+                    "record.seats",
+                    format!("seat {}: unknown user {user_id}", seat.seat),
+                )
+            })?;
+            current.insert(user_id, row.rating);
+        }
+        let updates = rate(record, &current);
+        let changes: Vec<RatingChange> = updates
+            .iter()
+            .map(|u| RatingChange {
+                user_id: u.user_id,
+                seat: u.seat,
+                rating_before: u.before.rating,
+                rating_after: u.after.rating,
+                deviation_after: u.after.deviation,
+            })
+            .collect();
+        for u in &updates {
+            if let Some(row) = inner.ratings.get_mut(&u.user_id) {
+                row.rating = u.after;
+                row.ranked_matches += 1;
+            }
+        }
+        for (seat, user_id) in record.players() {
+            let side = usize::from(seat.side);
+            let row = PlayerRow {
+                match_id: record.match_id.clone(),
+                seat: seat.seat,
+                ended_at: record.ended_at,
+                won: record.winner_side == Some(seat.side),
+                lost: record.winner_side.is_some_and(|w| w != seat.side),
+                basras: record.basra_counts.get(side).copied().unwrap_or_default(),
+                change: changes.iter().find(|c| c.user_id == user_id).copied(),
+            };
+            inner.players.entry(user_id).or_default().push(row);
+        }
+        inner
+            .changes
+            .insert(record.match_id.clone(), changes.clone());
+        inner
+            .matches
+            .insert(record.match_id.clone(), record.clone());
+        Ok(Recorded {
+            already_recorded: false,
+            rating_changes: changes,
+        })
+    }
+
+    async fn match_history(
+        &self,
+        user_id: Uuid,
+        after: Option<HistoryCursor>,
+        limit: u32,
+    ) -> Result<Vec<HistoryEntry>> {
+        let inner = self.lock();
+        let mut rows: Vec<&PlayerRow> = inner
+            .players
+            .get(&user_id)
+            .map(|rows| rows.iter().collect())
+            .unwrap_or_default();
+        rows.sort_by(|a, b| {
+            b.ended_at
+                .cmp(&a.ended_at)
+                .then_with(|| b.match_id.cmp(&a.match_id))
+        });
+        Ok(rows
+            .into_iter()
+            .filter(|r| {
+                after.as_ref().is_none_or(|c| {
+                    (r.ended_at, r.match_id.as_str()) < (c.ended_at, c.match_id.as_str())
+                })
+            })
+            .take(limit as usize)
+            .filter_map(|r| {
+                let m = inner.matches.get(&r.match_id)?;
+                Some(HistoryEntry {
+                    match_id: m.match_id.clone(),
+                    room_id: m.room_id.clone(),
+                    ranked: m.ranked,
+                    settings: m.settings,
+                    seats: m.seats.clone(),
+                    your_seat: r.seat,
+                    winner_side: m.winner_side,
+                    end_reason: m.end_reason,
+                    final_totals: m.final_totals.clone(),
+                    rounds: m.rounds.len() as u32,
+                    your_rating_change: r.change,
+                    started_at: m.started_at,
+                    ended_at: m.ended_at,
+                })
+            })
+            .collect())
+    }
+
+    async fn counts(&self) -> Result<Counts> {
+        let inner = self.lock();
+        Ok(Counts {
+            users: inner.users.len() as u64,
+            credentials: inner.passwords.len() as u64,
+            refresh_tokens: inner.refresh.len() as u64,
+            revoked_refresh_tokens: inner
+                .refresh
+                .values()
+                .filter(|t| t.revoked_at.is_some())
+                .count() as u64,
+            matches: inner.matches.len() as u64,
+        })
+    }
+}

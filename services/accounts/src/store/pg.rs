@@ -1,0 +1,807 @@
+//! The PostgreSQL store. Queries use sqlx's runtime API (no compile-time
+//! checking, so building needs no database); migrations are embedded from
+//! `migrations/` and run by [`PgStore::migrate`].
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+use sqlx::types::Json;
+use sqlx::{Postgres, Row, Transaction};
+use uuid::Uuid;
+
+use super::{
+    Counts, GuestUpgrade, HistoryCursor, HistoryEntry, LeaderboardCursor, LeaderboardRow,
+    LeaderboardRules, NewAccount, NewGuest, NewSession, Profile, RatingChange, Recorded, Rotation,
+    Store, User,
+};
+use crate::domain::DeviceId;
+use crate::error::{AccountsError, Result};
+use crate::rating::{Rating, rate};
+use crate::record::{BasraCounts, EndReason, MatchRecord, SeatRecord};
+use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
+
+/// A [`Store`] on PostgreSQL.
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+/// The migrations of `services/accounts/migrations`, embedded at build time.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+impl PgStore {
+    /// A store on an existing pool (tests get one per fresh database).
+    pub fn new(pool: PgPool) -> PgStore {
+        PgStore { pool }
+    }
+
+    /// Connects a pool of at most `max_connections` to `url`.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<PgStore> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect(url)
+            .await?;
+        Ok(PgStore { pool })
+    }
+
+    /// Applies the pending migrations.
+    pub async fn migrate(&self) -> Result<()> {
+        MIGRATOR
+            .run(&self.pool)
+            .await
+            .map_err(|e| AccountsError::Internal(format!("database migration failed: {e}")))
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}
+
+fn user_from_row(row: &PgRow) -> Result<User> {
+    Ok(User {
+        id: row.try_get("id")?,
+        username: row.try_get("username")?,
+        display_name: row.try_get("display_name")?,
+        is_guest: row.try_get("is_guest")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+fn token_from_row(row: &PgRow) -> Result<RefreshTokenRecord> {
+    let hash: Vec<u8> = row.try_get("token_hash")?;
+    Ok(RefreshTokenRecord {
+        hash: hash
+            .try_into()
+            .map_err(|_| AccountsError::Internal("stored token hash is not 32 bytes".into()))?,
+        family_id: row.try_get("family_id")?,
+        user_id: row.try_get("user_id")?,
+        issued_at: row.try_get("issued_at")?,
+        expires_at: row.try_get("expires_at")?,
+        used_at: row.try_get("used_at")?,
+        revoked_at: row.try_get("revoked_at")?,
+    })
+}
+
+/// Whether `err` is a unique violation of `constraint`.
+fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
+    match err {
+        sqlx::Error::Database(db) => {
+            db.is_unique_violation() && db.constraint().is_some_and(|c| c == constraint)
+        }
+        _ => false,
+    }
+}
+
+fn to_u32(n: i64) -> u32 {
+    u32::try_from(n.max(0)).unwrap_or(u32::MAX)
+}
+
+async fn insert_rating(
+    tx: &mut Transaction<'_, Postgres>,
+    user_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let r = Rating::default();
+    sqlx::query(
+        "INSERT INTO ratings (user_id, rating, deviation, volatility, ranked_matches, updated_at)
+         VALUES ($1, $2, $3, $4, 0, $5)",
+    )
+    .bind(user_id)
+    .bind(r.rating)
+    .bind(r.deviation)
+    .bind(r.volatility)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+impl Store for PgStore {
+    async fn guest_login(
+        &self,
+        device: &DeviceId,
+        new: NewGuest,
+        session: NewSession,
+    ) -> Result<User> {
+        // One statement, so one round trip and one implicit transaction: find
+        // the device's user or create it (user, device, rating), then store
+        // the sign-in's refresh token if the user is still a guest.
+        const SIGN_IN: &str = "WITH existing AS (
+                 SELECT u.id, u.username, u.display_name, u.is_guest, u.created_at
+                 FROM device_identities d JOIN users u ON u.id = d.user_id
+                 WHERE d.device_id = $1
+             ), created AS (
+                 INSERT INTO users (id, username, username_key, display_name, is_guest, created_at)
+                 SELECT $2, NULL, NULL, $3, TRUE, $4
+                 WHERE NOT EXISTS (SELECT 1 FROM existing)
+                 RETURNING id, username, display_name, is_guest, created_at
+             ), device AS (
+                 INSERT INTO device_identities (device_id, user_id, created_at)
+                 SELECT $1, id, $4 FROM created
+             ), rating AS (
+                 INSERT INTO ratings (user_id, rating, deviation, volatility, ranked_matches, updated_at)
+                 SELECT id, $5, $6, $7, 0, $4 FROM created
+             ), signed_in AS (
+                 SELECT * FROM existing UNION ALL SELECT * FROM created
+             ), token AS (
+                 INSERT INTO refresh_tokens (token_hash, family_id, user_id, issued_at, expires_at)
+                 SELECT $8, $9, id, $10, $11 FROM signed_in WHERE is_guest
+             )
+             SELECT * FROM signed_in";
+        let r = Rating::default();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = sqlx::query(SIGN_IN)
+                .bind(device.as_str())
+                .bind(new.id)
+                .bind(new.display_name.as_str())
+                .bind(new.now)
+                .bind(r.rating)
+                .bind(r.deviation)
+                .bind(r.volatility)
+                .bind(session.hash.as_slice())
+                .bind(session.family_id)
+                .bind(session.issued_at)
+                .bind(session.expires_at)
+                .fetch_one(&self.pool)
+                .await;
+            match result {
+                Ok(row) => return user_from_row(&row),
+                // A concurrent first sign-in of the same device created the
+                // guest first: the retry finds it.
+                Err(err) if attempt == 1 && is_unique_violation(&err, "device_identities_pkey") => {
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
+    async fn create_account(&self, new: NewAccount) -> Result<User> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query(
+            "INSERT INTO users (id, username, username_key, display_name, is_guest, created_at)
+             VALUES ($1, $2, $3, $4, FALSE, $5)
+             RETURNING id, username, display_name, is_guest, created_at",
+        )
+        .bind(new.id)
+        .bind(new.username.as_str())
+        .bind(new.username.key())
+        .bind(new.display_name.as_str())
+        .bind(new.now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|err| {
+            if is_unique_violation(&err, "users_username_key_key") {
+                AccountsError::UsernameTaken
+            } else {
+                err.into()
+            }
+        })?;
+        let user = user_from_row(&row)?;
+        sqlx::query(
+            "INSERT INTO password_credentials (user_id, password_hash, updated_at) VALUES ($1, $2, $3)",
+        )
+        .bind(new.id)
+        .bind(&new.password_hash)
+        .bind(new.now)
+        .execute(&mut *tx)
+        .await?;
+        insert_rating(&mut tx, new.id, new.now).await?;
+        tx.commit().await?;
+        Ok(user)
+    }
+
+    async fn upgrade_guest(&self, up: GuestUpgrade) -> Result<User> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query("SELECT is_guest FROM users WHERE id = $1 FOR UPDATE")
+            .bind(up.user_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(AccountsError::UserNotFound)?;
+        if !row.try_get::<bool, _>("is_guest")? {
+            return Err(AccountsError::AlreadyRegistered);
+        }
+        let row = sqlx::query(
+            "UPDATE users
+             SET username = $2, username_key = $3, display_name = COALESCE($4, display_name),
+                 is_guest = FALSE, upgraded_at = $5
+             WHERE id = $1
+             RETURNING id, username, display_name, is_guest, created_at",
+        )
+        .bind(up.user_id)
+        .bind(up.username.as_str())
+        .bind(up.username.key())
+        .bind(up.display_name.as_ref().map(|d| d.as_str()))
+        .bind(up.now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|err| {
+            if is_unique_violation(&err, "users_username_key_key") {
+                AccountsError::UsernameTaken
+            } else {
+                err.into()
+            }
+        })?;
+        let user = user_from_row(&row)?;
+        sqlx::query(
+            "INSERT INTO password_credentials (user_id, password_hash, updated_at) VALUES ($1, $2, $3)",
+        )
+        .bind(up.user_id)
+        .bind(&up.password_hash)
+        .bind(up.now)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE refresh_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL",
+        )
+        .bind(up.user_id)
+        .bind(up.now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(user)
+    }
+
+    async fn password_credentials(&self, username_key: &str) -> Result<Option<(User, String)>> {
+        let row = sqlx::query(
+            "SELECT u.id, u.username, u.display_name, u.is_guest, u.created_at, p.password_hash
+             FROM users u JOIN password_credentials p ON p.user_id = u.id
+             WHERE u.username_key = $1",
+        )
+        .bind(username_key)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| Ok((user_from_row(&row)?, row.try_get("password_hash")?)))
+            .transpose()
+    }
+
+    async fn user(&self, id: Uuid) -> Result<Option<User>> {
+        let row = sqlx::query(
+            "SELECT id, username, display_name, is_guest, created_at FROM users WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(user_from_row).transpose()
+    }
+
+    async fn insert_refresh_token(&self, token: RefreshTokenRecord) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO refresh_tokens
+                 (token_hash, family_id, user_id, issued_at, expires_at, used_at, revoked_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(token.hash.as_slice())
+        .bind(token.family_id)
+        .bind(token.user_id)
+        .bind(token.issued_at)
+        .bind(token.expires_at)
+        .bind(token.used_at)
+        .bind(token.revoked_at)
+        .execute(&self.pool)
+        .await
+        .map_err(|err| match &err {
+            sqlx::Error::Database(db) if db.is_foreign_key_violation() => {
+                AccountsError::UserNotFound
+            }
+            _ => err.into(),
+        })?;
+        Ok(())
+    }
+
+    async fn refresh_token(&self, hash: TokenHash) -> Result<Option<RefreshTokenRecord>> {
+        let row = sqlx::query("SELECT * FROM refresh_tokens WHERE token_hash = $1")
+            .bind(hash.as_slice())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(token_from_row).transpose()
+    }
+
+    async fn rotate_refresh_token(
+        &self,
+        presented: TokenHash,
+        next: TokenHash,
+        next_expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Rotation> {
+        let mut tx = self.pool.begin().await?;
+        // The row lock makes concurrent exchanges of one token queue up: the
+        // second sees it used.
+        let Some(row) =
+            sqlx::query("SELECT * FROM refresh_tokens WHERE token_hash = $1 FOR UPDATE")
+                .bind(presented.as_slice())
+                .fetch_optional(&mut *tx)
+                .await?
+        else {
+            return Ok(Rotation::Unknown);
+        };
+        let token = token_from_row(&row)?;
+        match token.state(now) {
+            TokenState::Valid => {}
+            TokenState::Reused => {
+                sqlx::query(
+                    "UPDATE refresh_tokens SET revoked_at = $2
+                     WHERE family_id = $1 AND revoked_at IS NULL",
+                )
+                .bind(token.family_id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                return Ok(Rotation::Rejected(TokenState::Reused));
+            }
+            state => return Ok(Rotation::Rejected(state)),
+        }
+        sqlx::query("UPDATE refresh_tokens SET used_at = $2 WHERE token_hash = $1")
+            .bind(presented.as_slice())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO refresh_tokens (token_hash, family_id, user_id, issued_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(next.as_slice())
+        .bind(token.family_id)
+        .bind(token.user_id)
+        .bind(now)
+        .bind(next_expires_at)
+        .execute(&mut *tx)
+        .await?;
+        let row = sqlx::query(
+            "SELECT id, username, display_name, is_guest, created_at FROM users WHERE id = $1",
+        )
+        .bind(token.user_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let user = user_from_row(&row)?;
+        tx.commit().await?;
+        Ok(Rotation::Rotated { user })
+    }
+
+    async fn revoke_refresh_family(
+        &self,
+        presented: TokenHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Uuid>> {
+        let row = sqlx::query(
+            "WITH t AS (SELECT family_id, user_id FROM refresh_tokens WHERE token_hash = $1),
+                  r AS (UPDATE refresh_tokens SET revoked_at = $2
+                        WHERE family_id = (SELECT family_id FROM t) AND revoked_at IS NULL)
+             SELECT user_id FROM t",
+        )
+        .bind(presented.as_slice())
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|r| r.try_get("user_id")).transpose()?)
+    }
+
+    async fn revoke_user_refresh_tokens(&self, user_id: Uuid, now: DateTime<Utc>) -> Result<u64> {
+        let done = sqlx::query(
+            "UPDATE refresh_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL",
+        )
+        .bind(user_id)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn profile(&self, user_id: Uuid, rules: LeaderboardRules) -> Result<Option<Profile>> {
+        let Some(row) = sqlx::query(
+            "SELECT u.id, u.username, u.display_name, u.is_guest, u.created_at,
+                    r.rating, r.deviation, r.volatility, r.ranked_matches,
+                    s.played, s.wins, s.losses, s.basras, s.jack_basras, s.komi_basras
+             FROM users u
+             JOIN ratings r ON r.user_id = u.id
+             CROSS JOIN LATERAL (
+                 SELECT count(*) AS played,
+                        count(*) FILTER (WHERE won) AS wins,
+                        count(*) FILTER (WHERE lost) AS losses,
+                        COALESCE(sum(basras), 0)::BIGINT AS basras,
+                        COALESCE(sum(jack_basras), 0)::BIGINT AS jack_basras,
+                        COALESCE(sum(komi_basras), 0)::BIGINT AS komi_basras
+                 FROM match_players WHERE user_id = u.id
+             ) s
+             WHERE u.id = $1",
+        )
+        .bind(user_id)
+        .fetch_optional(&self.pool)
+        .await?
+        else {
+            return Ok(None);
+        };
+        let user = user_from_row(&row)?;
+        let leaderboard_rank = self
+            .leaderboard_position(user_id, rules)
+            .await?
+            .map(|(rank, _)| rank);
+        Ok(Some(Profile {
+            user,
+            rating: Rating {
+                rating: row.try_get("rating")?,
+                deviation: row.try_get("deviation")?,
+                volatility: row.try_get("volatility")?,
+            },
+            ranked_matches: to_u32(i64::from(row.try_get::<i32, _>("ranked_matches")?)),
+            matches_played: to_u32(row.try_get("played")?),
+            wins: to_u32(row.try_get("wins")?),
+            losses: to_u32(row.try_get("losses")?),
+            basras: BasraCounts {
+                basra: to_u32(row.try_get("basras")?),
+                jack: to_u32(row.try_get("jack_basras")?),
+                komi: to_u32(row.try_get("komi_basras")?),
+            },
+            leaderboard_rank,
+        }))
+    }
+
+    async fn leaderboard(
+        &self,
+        rules: LeaderboardRules,
+        after: Option<LeaderboardCursor>,
+        limit: u32,
+    ) -> Result<Vec<LeaderboardRow>> {
+        // Rating and ranked matches both descend, so "after the cursor" is a
+        // row comparison on them, with the user id (ascending) breaking ties.
+        let rows = sqlx::query(
+            "SELECT r.user_id, u.display_name, r.rating, r.ranked_matches
+             FROM ratings r JOIN users u ON u.id = r.user_id
+             WHERE NOT u.is_guest AND r.ranked_matches >= $1
+               AND ($2::DOUBLE PRECISION IS NULL
+                    OR (r.rating, r.ranked_matches) < ($2, $3)
+                    OR ((r.rating, r.ranked_matches) = ($2, $3) AND r.user_id > $4))
+             ORDER BY r.rating DESC, r.ranked_matches DESC, r.user_id
+             LIMIT $5",
+        )
+        .bind(i32::try_from(rules.min_ranked_matches).unwrap_or(i32::MAX))
+        .bind(after.map(|c| c.rating))
+        .bind(after.map(|c| i32::try_from(c.ranked_matches).unwrap_or(i32::MAX)))
+        .bind(after.map(|c| c.user_id))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(LeaderboardRow {
+                    user_id: row.try_get("user_id")?,
+                    display_name: row.try_get("display_name")?,
+                    rating: row.try_get("rating")?,
+                    ranked_matches: to_u32(i64::from(row.try_get::<i32, _>("ranked_matches")?)),
+                })
+            })
+            .collect()
+    }
+
+    async fn leaderboard_position(
+        &self,
+        user_id: Uuid,
+        rules: LeaderboardRules,
+    ) -> Result<Option<(u32, LeaderboardRow)>> {
+        let row = sqlx::query(
+            "SELECT me.user_id, u.display_name, me.rating, me.ranked_matches,
+                    (SELECT count(*) FROM ratings r JOIN users ru ON ru.id = r.user_id
+                     WHERE NOT ru.is_guest AND r.ranked_matches >= $2
+                       AND ((r.rating, r.ranked_matches) > (me.rating, me.ranked_matches)
+                            OR ((r.rating, r.ranked_matches) = (me.rating, me.ranked_matches)
+                                AND r.user_id < me.user_id))) AS ahead
+             FROM ratings me JOIN users u ON u.id = me.user_id
+             WHERE me.user_id = $1 AND NOT u.is_guest AND me.ranked_matches >= $2",
+        )
+        .bind(user_id)
+        .bind(i32::try_from(rules.min_ranked_matches).unwrap_or(i32::MAX))
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            let ahead: i64 = row.try_get("ahead")?;
+            Ok((
+                to_u32(ahead + 1),
+                LeaderboardRow {
+                    user_id: row.try_get("user_id")?,
+                    display_name: row.try_get("display_name")?,
+                    rating: row.try_get("rating")?,
+                    ranked_matches: to_u32(i64::from(row.try_get::<i32, _>("ranked_matches")?)),
+                },
+            ))
+        })
+        .transpose()
+    }
+
+    async fn record_match(&self, record: &MatchRecord, now: DateTime<Utc>) -> Result<Recorded> {
+        let mut tx = self.pool.begin().await?;
+        // The primary key is the idempotency guard: a concurrent recording of
+        // the same match waits here for the first to commit, then conflicts.
+        let inserted = sqlx::query(
+            "INSERT INTO matches (match_id, room_id, ranked, settings, seats, seed, actions, rounds,
+                                  final_totals, basra_counts, winner_side, end_reason,
+                                  started_at, ended_at, recorded_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+             ON CONFLICT (match_id) DO NOTHING",
+        )
+        .bind(&record.match_id)
+        .bind(&record.room_id)
+        .bind(record.ranked)
+        .bind(Json(&record.settings))
+        .bind(Json(&record.seats))
+        .bind(record.seed.as_slice())
+        .bind(Json(&record.actions))
+        .bind(Json(&record.rounds))
+        .bind(Json(&record.final_totals))
+        .bind(Json(&record.basra_counts))
+        .bind(record.winner_side.map(i16::from))
+        .bind(record.end_reason.as_str())
+        .bind(record.started_at)
+        .bind(record.ended_at)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        if inserted.rows_affected() == 0 {
+            tx.rollback().await?;
+            let rows = sqlx::query(
+                "SELECT seat, user_id, rating_before, rating_after, deviation_after
+                 FROM match_players
+                 WHERE match_id = $1 AND rating_after IS NOT NULL
+                 ORDER BY seat",
+            )
+            .bind(&record.match_id)
+            .fetch_all(&self.pool)
+            .await?;
+            let rating_changes = rows
+                .iter()
+                .map(|row| {
+                    Ok(RatingChange {
+                        user_id: row.try_get("user_id")?,
+                        seat: u8::try_from(row.try_get::<i16, _>("seat")?).unwrap_or(u8::MAX),
+                        rating_before: row.try_get("rating_before")?,
+                        rating_after: row.try_get("rating_after")?,
+                        deviation_after: row.try_get("deviation_after")?,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Recorded {
+                already_recorded: true,
+                rating_changes,
+            });
+        }
+
+        // Lock the players' ratings in id order (no deadlock between matches
+        // sharing players) and read them.
+        let mut ids: Vec<Uuid> = record.players().map(|(_, id)| id).collect();
+        ids.sort();
+        let rows = sqlx::query(
+            "SELECT user_id, rating, deviation, volatility FROM ratings
+             WHERE user_id = ANY($1) ORDER BY user_id FOR UPDATE",
+        )
+        .bind(&ids)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut current = HashMap::new();
+        for row in &rows {
+            current.insert(
+                row.try_get::<Uuid, _>("user_id")?,
+                Rating {
+                    rating: row.try_get("rating")?,
+                    deviation: row.try_get("deviation")?,
+                    volatility: row.try_get("volatility")?,
+                },
+            );
+        }
+        if let Some((seat, id)) = record.players().find(|(_, id)| !current.contains_key(id)) {
+            // Dropping the transaction rolls the match row back.
+            return Err(AccountsError::invalid(
+                "record.seats",
+                format!("seat {}: unknown user {id}", seat.seat),
+            ));
+        }
+
+        let updates = rate(record, &current);
+        let changes: Vec<RatingChange> = updates
+            .iter()
+            .map(|u| RatingChange {
+                user_id: u.user_id,
+                seat: u.seat,
+                rating_before: u.before.rating,
+                rating_after: u.after.rating,
+                deviation_after: u.after.deviation,
+            })
+            .collect();
+
+        let players: Vec<(&SeatRecord, Uuid)> = record.players().collect();
+        let change_of = |id: Uuid| changes.iter().find(|c| c.user_id == id);
+        let basras_of = |side: u8| {
+            record
+                .basra_counts
+                .get(usize::from(side))
+                .copied()
+                .unwrap_or_default()
+        };
+        sqlx::query(
+            "INSERT INTO match_players (match_id, seat, side, user_id, won, lost, basras,
+                                        jack_basras, komi_basras, rating_before, rating_after,
+                                        deviation_after, ended_at)
+             SELECT $1, p.seat, p.side, p.user_id, p.won, p.lost, p.basras, p.jack, p.komi,
+                    p.before, p.after, p.deviation, $2
+             FROM UNNEST($3::SMALLINT[], $4::SMALLINT[], $5::UUID[], $6::BOOLEAN[], $7::BOOLEAN[],
+                         $8::INT[], $9::INT[], $10::INT[], $11::DOUBLE PRECISION[],
+                         $12::DOUBLE PRECISION[], $13::DOUBLE PRECISION[])
+                  AS p(seat, side, user_id, won, lost, basras, jack, komi, before, after, deviation)",
+        )
+        .bind(&record.match_id)
+        .bind(record.ended_at)
+        .bind(players.iter().map(|(s, _)| i16::from(s.seat)).collect::<Vec<_>>())
+        .bind(players.iter().map(|(s, _)| i16::from(s.side)).collect::<Vec<_>>())
+        .bind(players.iter().map(|(_, id)| *id).collect::<Vec<_>>())
+        .bind(
+            players
+                .iter()
+                .map(|(s, _)| record.winner_side == Some(s.side))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            players
+                .iter()
+                .map(|(s, _)| record.winner_side.is_some_and(|w| w != s.side))
+                .collect::<Vec<_>>(),
+        )
+        .bind(players.iter().map(|(s, _)| clamp_i32(basras_of(s.side).basra)).collect::<Vec<_>>())
+        .bind(players.iter().map(|(s, _)| clamp_i32(basras_of(s.side).jack)).collect::<Vec<_>>())
+        .bind(players.iter().map(|(s, _)| clamp_i32(basras_of(s.side).komi)).collect::<Vec<_>>())
+        .bind(players.iter().map(|(_, id)| change_of(*id).map(|c| c.rating_before)).collect::<Vec<_>>())
+        .bind(players.iter().map(|(_, id)| change_of(*id).map(|c| c.rating_after)).collect::<Vec<_>>())
+        .bind(players.iter().map(|(_, id)| change_of(*id).map(|c| c.deviation_after)).collect::<Vec<_>>())
+        .execute(&mut *tx)
+        .await?;
+
+        if !updates.is_empty() {
+            sqlx::query(
+                "UPDATE ratings r
+                 SET rating = n.rating, deviation = n.deviation, volatility = n.volatility,
+                     ranked_matches = r.ranked_matches + 1, updated_at = $1
+                 FROM UNNEST($2::UUID[], $3::DOUBLE PRECISION[], $4::DOUBLE PRECISION[],
+                             $5::DOUBLE PRECISION[]) AS n(user_id, rating, deviation, volatility)
+                 WHERE r.user_id = n.user_id",
+            )
+            .bind(now)
+            .bind(updates.iter().map(|u| u.user_id).collect::<Vec<_>>())
+            .bind(updates.iter().map(|u| u.after.rating).collect::<Vec<_>>())
+            .bind(
+                updates
+                    .iter()
+                    .map(|u| u.after.deviation)
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                updates
+                    .iter()
+                    .map(|u| u.after.volatility)
+                    .collect::<Vec<_>>(),
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        let mut rating_changes = changes;
+        rating_changes.sort_by_key(|c| c.seat);
+        Ok(Recorded {
+            already_recorded: false,
+            rating_changes,
+        })
+    }
+
+    async fn match_history(
+        &self,
+        user_id: Uuid,
+        after: Option<HistoryCursor>,
+        limit: u32,
+    ) -> Result<Vec<HistoryEntry>> {
+        let rows = sqlx::query(
+            "SELECT m.match_id, m.room_id, m.ranked, m.settings, m.seats, m.winner_side,
+                    m.end_reason, m.final_totals, jsonb_array_length(m.rounds) AS rounds,
+                    m.started_at, m.ended_at,
+                    p.seat, p.rating_before, p.rating_after, p.deviation_after
+             FROM match_players p JOIN matches m ON m.match_id = p.match_id
+             WHERE p.user_id = $1
+               AND ($2::TIMESTAMPTZ IS NULL OR (p.ended_at, p.match_id) < ($2, $3))
+             ORDER BY p.ended_at DESC, p.match_id DESC
+             LIMIT $4",
+        )
+        .bind(user_id)
+        .bind(after.as_ref().map(|c| c.ended_at))
+        .bind(after.as_ref().map(|c| c.match_id.as_str()))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let seat = u8::try_from(row.try_get::<i16, _>("seat")?).unwrap_or(u8::MAX);
+                let after: Option<f64> = row.try_get("rating_after")?;
+                let your_rating_change = match after {
+                    Some(rating_after) => Some(RatingChange {
+                        user_id,
+                        seat,
+                        rating_before: row
+                            .try_get::<Option<f64>, _>("rating_before")?
+                            .unwrap_or_default(),
+                        rating_after,
+                        deviation_after: row
+                            .try_get::<Option<f64>, _>("deviation_after")?
+                            .unwrap_or_default(),
+                    }),
+                    None => None,
+                };
+                let end_reason: String = row.try_get("end_reason")?;
+                Ok(HistoryEntry {
+                    match_id: row.try_get("match_id")?,
+                    room_id: row.try_get("room_id")?,
+                    ranked: row.try_get("ranked")?,
+                    settings: row
+                        .try_get::<Json<basra_engine::Settings>, _>("settings")?
+                        .0,
+                    seats: row.try_get::<Json<Vec<SeatRecord>>, _>("seats")?.0,
+                    your_seat: seat,
+                    winner_side: row
+                        .try_get::<Option<i16>, _>("winner_side")?
+                        .and_then(|w| u8::try_from(w).ok()),
+                    end_reason: EndReason::from_name(&end_reason).ok_or_else(|| {
+                        AccountsError::Internal(format!("stored end reason {end_reason:?}"))
+                    })?,
+                    final_totals: row.try_get::<Json<Vec<u32>>, _>("final_totals")?.0,
+                    rounds: to_u32(i64::from(row.try_get::<i32, _>("rounds")?)),
+                    your_rating_change,
+                    started_at: row.try_get("started_at")?,
+                    ended_at: row.try_get("ended_at")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn counts(&self) -> Result<Counts> {
+        let row = sqlx::query(
+            "SELECT (SELECT count(*) FROM users) AS users,
+                    (SELECT count(*) FROM password_credentials) AS credentials,
+                    (SELECT count(*) FROM refresh_tokens) AS refresh_tokens,
+                    (SELECT count(*) FROM refresh_tokens WHERE revoked_at IS NOT NULL) AS revoked,
+                    (SELECT count(*) FROM matches) AS matches",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        let n = |col: &str| -> Result<u64> { Ok(row.try_get::<i64, _>(col)?.max(0) as u64) };
+        Ok(Counts {
+            users: n("users")?,
+            credentials: n("credentials")?,
+            refresh_tokens: n("refresh_tokens")?,
+            revoked_refresh_tokens: n("revoked")?,
+            matches: n("matches")?,
+        })
+    }
+}
+
+fn clamp_i32(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}

@@ -1,0 +1,226 @@
+//! Helpers shared by the test crates: match records to store, and a running
+//! service on 127.0.0.1:0 with real tonic clients.
+#![allow(dead_code)] // Each test crate uses its own part.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use accounts::record::{BasraCounts, EndReason, MatchRecord, SeatRecord, side_of};
+use accounts::store::{Counts, Store};
+use accounts::{AccountsService, Settings};
+use basra_platform::auth::{SigningKey, TokenIssuer};
+use basra_proto::basra::accounts::v1 as pb;
+use basra_proto::basra::accounts::v1::accounts_client::AccountsClient;
+use chrono::{DateTime, TimeZone, Utc};
+use ed25519_dalek::pkcs8::{EncodePrivateKey, spki::der::pem::LineEnding};
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+use uuid::Uuid;
+
+/// A fixed time, so records compare equal across stores.
+pub(crate) fn at(minute: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 1, 12, 0, 0).unwrap() + chrono::Duration::minutes(minute.into())
+}
+
+/// A finished 2-seat match between `a` (seat 0) and `b` (seat 1).
+pub(crate) fn duel(
+    match_id: &str,
+    a: Uuid,
+    b: Uuid,
+    winner: u8,
+    ranked: bool,
+    ended: u32,
+) -> MatchRecord {
+    record(match_id, &[Some(a), Some(b)], Some(winner), ranked, ended)
+}
+
+/// A finished match with these seats (`None` = a bot).
+pub(crate) fn record(
+    match_id: &str,
+    seats: &[Option<Uuid>],
+    winner: Option<u8>,
+    ranked: bool,
+    ended: u32,
+) -> MatchRecord {
+    let settings = basra_engine::Settings {
+        seats: if seats.len() == 4 {
+            basra_engine::settings::Seats::Four
+        } else {
+            basra_engine::settings::Seats::Two
+        },
+        ..Default::default()
+    };
+    MatchRecord {
+        match_id: match_id.to_owned(),
+        room_id: format!("room-{match_id}"),
+        ranked,
+        settings,
+        seats: seats
+            .iter()
+            .enumerate()
+            .map(|(i, user)| SeatRecord {
+                seat: i as u8,
+                side: side_of(i as u8),
+                user_id: *user,
+                is_bot: user.is_none(),
+                display_name: match user {
+                    Some(_) => format!("player {i}"),
+                    None => format!("bot {i}"),
+                },
+            })
+            .collect(),
+        seed: [7; 32],
+        actions: Vec::new(),
+        rounds: Vec::new(),
+        final_totals: vec![
+            if winner == Some(0) { 101 } else { 40 },
+            if winner == Some(1) { 101 } else { 40 },
+        ],
+        basra_counts: vec![
+            BasraCounts {
+                basra: 2,
+                jack: 1,
+                komi: 0,
+            },
+            BasraCounts {
+                basra: 1,
+                jack: 0,
+                komi: 1,
+            },
+        ],
+        winner_side: winner,
+        end_reason: if winner.is_some() {
+            EndReason::TargetReached
+        } else {
+            EndReason::Closed
+        },
+        started_at: at(ended.saturating_sub(20)),
+        ended_at: at(ended),
+    }
+}
+
+/// An Ed25519 private key in PKCS#8 PEM, as an operator would configure it.
+pub(crate) fn private_pem() -> String {
+    let key = ed25519_dalek::SigningKey::from_bytes(&rand::random());
+    key.to_pkcs8_pem(LineEnding::LF).unwrap().to_string()
+}
+
+/// The key id of test keys.
+pub(crate) const KID: &str = "test-key";
+
+/// The service under test, served on 127.0.0.1:0 until dropped.
+pub(crate) struct TestApp<S> {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// The service (for its store).
+    pub service: AccountsService<S>,
+    /// The signing key (PKCS#8 PEM, kid [`KID`]), for forging tokens.
+    pub key_pem: String,
+    /// Issuer and audience.
+    pub settings: Settings,
+    shutdown: CancellationToken,
+}
+
+impl<S> Drop for TestApp<S> {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// Settings for tests: cheap argon2 (debug builds are slow), a leaderboard
+/// listing anyone with one ranked match, plus `env` overrides.
+pub(crate) fn test_settings(env: &[(&str, &str)]) -> Settings {
+    let mut vars = vec![
+        ("BASRA_PASSWORDS__MEMORY_KIB", "1024"),
+        ("BASRA_PASSWORDS__ITERATIONS", "1"),
+        ("BASRA_LEADERBOARD__MIN_RANKED_MATCHES", "1"),
+    ];
+    vars.extend_from_slice(env);
+    Settings::from_env(vars.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())))
+        .expect("test settings")
+}
+
+/// Starts the service on `store` with [`test_settings`]`(env)`.
+pub(crate) async fn spawn_app_with<S: Store>(store: S, env: &[(&str, &str)]) -> TestApp<S> {
+    let settings = test_settings(env);
+    let key_pem = private_pem();
+    let key = SigningKey::from_pem(KID, &key_pem).unwrap();
+    let config = accounts::service_config(&settings, key).unwrap();
+    let service = AccountsService::new(store, config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let shutdown = CancellationToken::new();
+    tokio::spawn(accounts::serve(
+        listener,
+        service.clone(),
+        shutdown.clone(),
+        Duration::from_secs(1),
+    ));
+    TestApp {
+        addr,
+        service,
+        key_pem,
+        settings,
+        shutdown,
+    }
+}
+
+/// Starts the service on `store` with the test settings.
+pub(crate) async fn spawn_app<S: Store>(store: S) -> TestApp<S> {
+    spawn_app_with(store, &[]).await
+}
+
+impl<S: Store> TestApp<S> {
+    /// A channel to the service.
+    pub(crate) async fn channel(&self) -> Channel {
+        Channel::from_shared(format!("http://{}", self.addr))
+            .unwrap()
+            .connect()
+            .await
+            .expect("connect to the service")
+    }
+
+    /// A client of the Accounts service.
+    pub(crate) async fn client(&self) -> AccountsClient<Channel> {
+        AccountsClient::new(self.channel().await)
+    }
+
+    /// A service token (role service), as game-session would hold.
+    pub(crate) fn service_token(&self) -> String {
+        accounts::issue_service_token(
+            self.service.issuer(),
+            Uuid::now_v7(),
+            Duration::from_secs(300),
+        )
+        .unwrap()
+        .token
+    }
+
+    /// An issuer with another key but the same kid, issuer and audience.
+    pub(crate) fn foreign_issuer(&self) -> TokenIssuer {
+        TokenIssuer::new(
+            SigningKey::from_pem(KID, &private_pem()).unwrap(),
+            &self.settings.auth.issuer,
+            &self.settings.auth.audience,
+        )
+    }
+
+    /// Row counts of the store.
+    pub(crate) async fn counts(&self) -> Counts {
+        self.service.store().counts().await.unwrap()
+    }
+}
+
+/// `request` with `authorization: Bearer <token>`.
+pub(crate) fn authed<T>(token: &str, message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request
+}
+
+/// The tokens of a sign-in response.
+pub(crate) fn tokens(t: Option<pb::AuthTokens>) -> pb::AuthTokens {
+    t.expect("the response carries tokens")
+}

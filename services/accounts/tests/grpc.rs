@@ -1,0 +1,1040 @@
+//! The accounts service through real tonic clients, against the server bound
+//! to 127.0.0.1:0: once on PostgreSQL (a fresh database per test; fails when
+//! PostgreSQL is unreachable) and once on the in-memory store.
+
+mod common;
+
+use std::time::Duration;
+
+use accounts::store::Store;
+use basra_proto::basra::accounts::v1 as pb;
+use basra_proto::basra::common::v1 as common_pb;
+use common::{TestApp, authed, spawn_app, spawn_app_with, tokens};
+use tonic::Code;
+use uuid::Uuid;
+
+macro_rules! grpc_tests {
+    ($($name:ident),* $(,)?) => {
+        mod postgres {
+            $(
+                #[sqlx::test(migrations = "./migrations")]
+                async fn $name(pool: sqlx::PgPool) {
+                    super::cases::$name(accounts::PgStore::new(pool)).await;
+                }
+            )*
+        }
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::cases::$name(accounts::MemoryStore::new()).await;
+                }
+            )*
+        }
+    };
+}
+
+grpc_tests!(
+    account_lifecycle,
+    record_match_is_idempotent_and_rates_once,
+    bad_sign_up_input_is_refused_and_writes_nothing,
+    wrong_credentials_are_indistinguishable,
+    bad_refresh_tokens_are_refused,
+    record_match_needs_a_service_token_and_a_sane_record,
+    forged_and_expired_access_tokens_are_refused,
+    login_attempts_are_rate_limited_per_account_and_per_peer,
+    pagination_through_grpc,
+    health_and_reflection_answer,
+);
+
+/// `(code, message)` of a failed call.
+fn failure<T: std::fmt::Debug>(
+    result: Result<tonic::Response<T>, tonic::Status>,
+) -> (Code, String) {
+    let status = result.expect_err("the call should fail");
+    (status.code(), status.message().to_owned())
+}
+
+fn guest_req(device: &str) -> pb::GuestLoginRequest {
+    pb::GuestLoginRequest {
+        device_id: device.into(),
+        display_name: String::new(),
+    }
+}
+
+fn register_req(username: &str, password: &str) -> pb::RegisterRequest {
+    pb::RegisterRequest {
+        username: username.into(),
+        password: password.into(),
+        display_name: String::new(),
+    }
+}
+
+fn login_req(username: &str, password: &str) -> pb::LoginRequest {
+    pb::LoginRequest {
+        username: username.into(),
+        password: password.into(),
+    }
+}
+
+fn refresh_req(token: &str) -> pb::RefreshRequest {
+    pb::RefreshRequest {
+        refresh_token: token.into(),
+    }
+}
+
+fn ts(seconds: i64) -> prost_types::Timestamp {
+    prost_types::Timestamp { seconds, nanos: 0 }
+}
+
+/// A well-formed finished duel between `a` (seat 0, the winner) and `b`.
+fn match_record(match_id: &str, a: &str, b: &str, ranked: bool) -> pb::MatchRecord {
+    let card = |rank: common_pb::Rank, suit: common_pb::Suit| common_pb::Card {
+        rank: rank as i32,
+        suit: suit as i32,
+    };
+    pb::MatchRecord {
+        match_id: match_id.into(),
+        room_id: "room-1".into(),
+        ranked,
+        settings: Some(common_pb::RuleSettings {
+            seats: Some(2),
+            ..Default::default()
+        }),
+        seats: vec![
+            pb::RecordedSeat {
+                seat: 0,
+                user_id: a.into(),
+                is_bot: false,
+                display_name: "A".into(),
+            },
+            pb::RecordedSeat {
+                seat: 1,
+                user_id: b.into(),
+                is_bot: false,
+                display_name: "B".into(),
+            },
+        ],
+        seed: vec![9; 32],
+        actions: vec![
+            pb::RecordedAction {
+                seat: 1,
+                automatic: false,
+                at: Some(ts(1_800_000_010)),
+                action: Some(pb::recorded_action::Action::Play(pb::RecordedPlay {
+                    card: Some(card(common_pb::Rank::Seven, common_pb::Suit::Diamonds)),
+                    capture_choice: Some(pb::RecordedCapture {
+                        cards: vec![card(common_pb::Rank::Three, common_pb::Suit::Clubs)],
+                    }),
+                })),
+            },
+            pb::RecordedAction {
+                seat: 0,
+                automatic: true,
+                at: Some(ts(1_800_000_020)),
+                action: Some(pb::recorded_action::Action::Resign(pb::RecordedResign {})),
+            },
+        ],
+        rounds: vec![pb::RoundRecord {
+            round: 1,
+            dealer: 0,
+            sides: (0..2)
+                .map(|side| common_pb::SideRoundScore {
+                    side,
+                    pile_size: 26,
+                    basras: Some(common_pb::BasraCounts {
+                        basra: 1,
+                        jack: 0,
+                        komi: 0,
+                    }),
+                    basra_points: 10,
+                    majority_points: 0,
+                    card_points: 0,
+                    round_points: 10,
+                    total: 10,
+                })
+                .collect(),
+        }],
+        final_totals: vec![110, 10],
+        basra_counts: vec![
+            common_pb::BasraCounts {
+                basra: 3,
+                jack: 1,
+                komi: 0,
+            },
+            common_pb::BasraCounts {
+                basra: 1,
+                jack: 0,
+                komi: 0,
+            },
+        ],
+        winner_side: Some(0),
+        end_reason: common_pb::MatchEndReason::TargetReached as i32,
+        started_at: Some(ts(1_800_000_000)),
+        ended_at: Some(ts(1_800_000_600)),
+    }
+}
+
+/// base64url without padding, for hand-made tokens.
+fn b64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+async fn register<S: Store>(app: &TestApp<S>, username: &str) -> pb::AuthTokens {
+    let mut client = app.client().await;
+    tokens(
+        client
+            .register(register_req(username, "correct horse battery"))
+            .await
+            .unwrap()
+            .into_inner()
+            .tokens,
+    )
+}
+
+mod cases {
+    use super::*;
+
+    pub(super) async fn account_lifecycle<S: Store>(store: S) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+
+        // Guest sign-in: the same device gives the same account.
+        let guest = tokens(
+            client
+                .guest_login(pb::GuestLoginRequest {
+                    device_id: "device-1".into(),
+                    display_name: "Layla".into(),
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .tokens,
+        );
+        assert!(guest.is_guest);
+        assert_eq!(guest.display_name, "Layla");
+        let expires =
+            guest.access_token_expires_at.unwrap().seconds - chrono::Utc::now().timestamp();
+        assert!(
+            (890..=900).contains(&expires),
+            "15-minute access tokens, got {expires}s"
+        );
+        let again = tokens(
+            client
+                .guest_login(guest_req("device-1"))
+                .await
+                .unwrap()
+                .into_inner()
+                .tokens,
+        );
+        assert_eq!(again.user_id, guest.user_id);
+        assert_eq!(again.display_name, "Layla");
+        assert_ne!(again.refresh_token, guest.refresh_token);
+
+        let profile = client
+            .get_profile(authed(
+                &guest.access_token,
+                pb::GetProfileRequest::default(),
+            ))
+            .await
+            .unwrap()
+            .into_inner()
+            .profile
+            .unwrap();
+        assert!(profile.is_guest);
+        assert_eq!((profile.rating, profile.rating_deviation), (1500.0, 350.0));
+        assert_eq!(profile.username, "");
+
+        // Register with the guest's token: an upgrade in place.
+        let registered = client
+            .register(authed(
+                &guest.access_token,
+                register_req("Alice", "correct horse battery"),
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(registered.upgraded_guest);
+        let alice = tokens(registered.tokens);
+        assert_eq!(alice.user_id, guest.user_id);
+        assert!(!alice.is_guest);
+        assert_eq!(alice.display_name, "Layla", "the guest's name is kept");
+        // The guest's refresh tokens died with the upgrade; the device now
+        // has to use Login.
+        let (code, _) = failure(client.refresh(refresh_req(&again.refresh_token)).await);
+        assert_eq!(code, Code::Unauthenticated);
+        let (code, message) = failure(client.guest_login(guest_req("device-1")).await);
+        assert_eq!(code, Code::FailedPrecondition, "{message}");
+        assert!(message.contains("Login"), "{message}");
+        // A registered account cannot register again.
+        let (code, _) = failure(
+            client
+                .register(authed(
+                    &alice.access_token,
+                    register_req("alice2", "correct horse battery"),
+                ))
+                .await,
+        );
+        assert_eq!(code, Code::FailedPrecondition);
+
+        // Login is case-insensitive on the username.
+        let login = tokens(
+            client
+                .login(login_req("ALICE", "correct horse battery"))
+                .await
+                .unwrap()
+                .into_inner()
+                .tokens,
+        );
+        assert_eq!(login.user_id, alice.user_id);
+
+        // Refresh rotates; replaying the old token revokes the family.
+        let rotated = tokens(
+            client
+                .refresh(refresh_req(&login.refresh_token))
+                .await
+                .unwrap()
+                .into_inner()
+                .tokens,
+        );
+        assert_eq!(rotated.user_id, alice.user_id);
+        assert_ne!(rotated.refresh_token, login.refresh_token);
+        assert_ne!(rotated.access_token, login.access_token);
+        let (code, message) = failure(client.refresh(refresh_req(&login.refresh_token)).await);
+        assert_eq!(code, Code::Unauthenticated);
+        assert!(message.contains("sign in again"), "{message}");
+        let (code, _) = failure(client.refresh(refresh_req(&rotated.refresh_token)).await);
+        assert_eq!(code, Code::Unauthenticated, "the whole family is revoked");
+        // Other sign-ins are untouched.
+        let registered_session = tokens(
+            client
+                .refresh(refresh_req(&alice.refresh_token))
+                .await
+                .unwrap()
+                .into_inner()
+                .tokens,
+        );
+
+        // Logout revokes this sign-in; it is idempotent and needs no access token.
+        let session = tokens(
+            client
+                .login(login_req("alice", "correct horse battery"))
+                .await
+                .unwrap()
+                .into_inner()
+                .tokens,
+        );
+        let logout = || pb::LogoutRequest {
+            refresh_token: session.refresh_token.clone(),
+            all_sessions: false,
+        };
+        client.logout(logout()).await.unwrap();
+        client.logout(logout()).await.unwrap();
+        let (code, _) = failure(client.refresh(refresh_req(&session.refresh_token)).await);
+        assert_eq!(code, Code::Unauthenticated);
+        // Signing out everywhere needs the access token.
+        let (code, _) = failure(
+            client
+                .logout(pb::LogoutRequest {
+                    refresh_token: String::new(),
+                    all_sessions: true,
+                })
+                .await,
+        );
+        assert_eq!(code, Code::Unauthenticated);
+        client
+            .logout(authed(
+                &registered_session.access_token,
+                pb::LogoutRequest {
+                    refresh_token: String::new(),
+                    all_sessions: true,
+                },
+            ))
+            .await
+            .unwrap();
+        let (code, _) = failure(
+            client
+                .refresh(refresh_req(&registered_session.refresh_token))
+                .await,
+        );
+        assert_eq!(code, Code::Unauthenticated);
+
+        // Profile, leaderboard and history after a ranked match.
+        let bob = register(&app, "bob").await;
+        let record = match_record("match-1", &alice.user_id, &bob.user_id, true);
+        client
+            .record_match(authed(
+                &app.service_token(),
+                pb::RecordMatchRequest {
+                    record: Some(record),
+                },
+            ))
+            .await
+            .unwrap();
+        let me = client
+            .get_profile(authed(
+                &login.access_token,
+                pb::GetProfileRequest::default(),
+            ))
+            .await
+            .unwrap()
+            .into_inner()
+            .profile
+            .unwrap();
+        assert_eq!(me.username, "Alice");
+        assert!(!me.is_guest);
+        assert!(me.rating > 1500.0);
+        assert_eq!(
+            (me.ranked_matches, me.matches_played, me.wins, me.losses),
+            (1, 1, 1, 0)
+        );
+        assert_eq!(me.basras.unwrap().basra, 3);
+        assert_eq!(me.leaderboard_rank, Some(1));
+        let theirs = client
+            .get_profile(authed(
+                &login.access_token,
+                pb::GetProfileRequest {
+                    user_id: bob.user_id.clone(),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner()
+            .profile
+            .unwrap();
+        assert_eq!(
+            theirs.username, "",
+            "another player's login name is private"
+        );
+        assert_eq!(theirs.losses, 1);
+        let (code, _) = failure(
+            client
+                .get_profile(authed(
+                    &login.access_token,
+                    pb::GetProfileRequest {
+                        user_id: Uuid::now_v7().to_string(),
+                    },
+                ))
+                .await,
+        );
+        assert_eq!(code, Code::NotFound);
+
+        let board = client
+            .leaderboard(authed(&bob.access_token, pb::LeaderboardRequest::default()))
+            .await
+            .unwrap()
+            .into_inner();
+        let ranks: Vec<(u32, &str)> = board
+            .entries
+            .iter()
+            .map(|e| (e.rank, e.user_id.as_str()))
+            .collect();
+        assert_eq!(
+            ranks,
+            vec![(1, alice.user_id.as_str()), (2, bob.user_id.as_str())]
+        );
+        assert_eq!(board.next_page_token, "");
+        assert_eq!(board.caller.unwrap().rank, 2);
+
+        let history = client
+            .match_history(authed(
+                &login.access_token,
+                pb::MatchHistoryRequest::default(),
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(history.matches.len(), 1);
+        let m = &history.matches[0];
+        assert_eq!(
+            (m.match_id.as_str(), m.your_seat, m.winner_side, m.rounds),
+            ("match-1", 0, Some(0), 1)
+        );
+        assert_eq!(m.final_totals, vec![110, 10]);
+        assert_eq!(m.settings.unwrap().target_score, Some(101));
+        assert_eq!(m.started_at.unwrap().seconds, 1_800_000_000);
+        assert!(m.your_rating_change.as_ref().unwrap().rating_after > 1500.0);
+        let bob_history = client
+            .match_history(authed(
+                &bob.access_token,
+                pb::MatchHistoryRequest::default(),
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(bob_history.matches[0].your_seat, 1);
+    }
+
+    pub(super) async fn record_match_is_idempotent_and_rates_once<S: Store>(store: S) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+        let a = register(&app, "alice").await;
+        let b = register(&app, "bob").await;
+        let service = app.service_token();
+        let send = |record: pb::MatchRecord| {
+            authed(
+                &service,
+                pb::RecordMatchRequest {
+                    record: Some(record),
+                },
+            )
+        };
+
+        let first = client
+            .record_match(send(match_record("m-1", &a.user_id, &b.user_id, true)))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!first.already_recorded);
+        assert_eq!(first.rating_changes.len(), 2);
+        assert_eq!(first.rating_changes[0].user_id, a.user_id);
+        assert!(first.rating_changes[0].rating_after > first.rating_changes[0].rating_before);
+        assert!(first.rating_changes[1].rating_after < first.rating_changes[1].rating_before);
+
+        let second = client
+            .record_match(send(match_record("m-1", &a.user_id, &b.user_id, true)))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(second.already_recorded);
+        assert_eq!(second.rating_changes, first.rating_changes);
+        assert_eq!(app.counts().await.matches, 1);
+
+        let profile = client
+            .get_profile(authed(&a.access_token, pb::GetProfileRequest::default()))
+            .await
+            .unwrap()
+            .into_inner()
+            .profile
+            .unwrap();
+        assert_eq!(
+            profile.rating, first.rating_changes[0].rating_after,
+            "rated once"
+        );
+        assert_eq!((profile.ranked_matches, profile.matches_played), (1, 1));
+
+        // Unranked: recorded, no rating change.
+        let unranked = client
+            .record_match(send(match_record("m-2", &a.user_id, &b.user_id, false)))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(unranked.rating_changes.is_empty());
+        let profile = client
+            .get_profile(authed(&a.access_token, pb::GetProfileRequest::default()))
+            .await
+            .unwrap()
+            .into_inner()
+            .profile
+            .unwrap();
+        assert_eq!(profile.rating, first.rating_changes[0].rating_after);
+        assert_eq!((profile.ranked_matches, profile.matches_played), (1, 2));
+    }
+
+    pub(super) async fn bad_sign_up_input_is_refused_and_writes_nothing<S: Store>(store: S) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+        register(&app, "taken_name").await;
+        let before = app.counts().await;
+
+        let cases = [
+            (
+                register_req("", "correct horse"),
+                "username: must not be empty",
+            ),
+            (
+                register_req("ab", "correct horse"),
+                "username: must be 3 to 20",
+            ),
+            (
+                register_req(&"a".repeat(21), "correct horse"),
+                "username: must be 3 to 20",
+            ),
+            (
+                register_req("bad name", "correct horse"),
+                "username: may contain only",
+            ),
+            (register_req("good_name", "short"), "password: is too weak"),
+            (register_req("good_name", ""), "password: is too weak"),
+            (
+                register_req("good_name", &"p".repeat(129)),
+                "password: must be at most 128",
+            ),
+            (
+                pb::RegisterRequest {
+                    display_name: "n".repeat(25),
+                    ..register_req("good_name", "correct horse")
+                },
+                "display_name: must be at most 24",
+            ),
+        ];
+        for (request, expected) in cases {
+            let (code, message) = failure(client.register(request).await);
+            assert_eq!(code, Code::InvalidArgument, "{message}");
+            assert!(
+                message.starts_with(expected),
+                "{message:?} should start with {expected:?}"
+            );
+        }
+        let (code, message) = failure(
+            client
+                .register(register_req("TAKEN_NAME", "correct horse"))
+                .await,
+        );
+        assert_eq!(
+            (code, message.as_str()),
+            (Code::AlreadyExists, "username is already taken")
+        );
+
+        for device in [String::new(), "d".repeat(129)] {
+            let (code, message) = failure(client.guest_login(guest_req(&device)).await);
+            assert_eq!(code, Code::InvalidArgument);
+            assert!(message.starts_with("device_id: "), "{message}");
+        }
+        // A token that does not verify is not silently ignored by Register.
+        let (code, _) = failure(
+            client
+                .register(authed(
+                    "not.a.jwt",
+                    register_req("good_name", "correct horse"),
+                ))
+                .await,
+        );
+        assert_eq!(code, Code::Unauthenticated);
+        assert_eq!(app.counts().await, before, "nothing written");
+    }
+
+    pub(super) async fn wrong_credentials_are_indistinguishable<S: Store>(store: S) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+        register(&app, "alice").await;
+        let before = app.counts().await;
+        let (wrong_code, wrong) = failure(client.login(login_req("alice", "wrong password")).await);
+        let (unknown_code, unknown) =
+            failure(client.login(login_req("nobody", "wrong password")).await);
+        let (long_code, long) =
+            failure(client.login(login_req(&"x".repeat(300), "whatever1")).await);
+        assert_eq!(wrong_code, Code::Unauthenticated);
+        assert_eq!((unknown_code, long_code), (wrong_code, wrong_code));
+        assert_eq!(wrong, "invalid username or password");
+        assert_eq!(unknown, wrong);
+        assert_eq!(long, wrong);
+        let (code, message) = failure(client.login(login_req("", "x")).await);
+        assert_eq!(
+            (code, message.as_str()),
+            (Code::InvalidArgument, "username: must not be empty")
+        );
+        let (code, message) = failure(client.login(login_req("alice", "")).await);
+        assert_eq!(
+            (code, message.as_str()),
+            (Code::InvalidArgument, "password: must not be empty")
+        );
+        assert_eq!(app.counts().await, before, "no token issued");
+    }
+
+    pub(super) async fn bad_refresh_tokens_are_refused<S: Store>(store: S) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+        let guest = tokens(
+            client
+                .guest_login(guest_req("dev"))
+                .await
+                .unwrap()
+                .into_inner()
+                .tokens,
+        );
+        let before = app.counts().await;
+        let random_hex: String = (0..32)
+            .map(|_| format!("{:02x}", rand::random::<u8>()))
+            .collect();
+        for token in [
+            String::new(),
+            "nope".into(),
+            random_hex,
+            guest.access_token.clone(),
+        ] {
+            let (code, message) = failure(client.refresh(refresh_req(&token)).await);
+            assert_eq!(code, Code::Unauthenticated, "{token}");
+            assert!(message.contains("refresh token"), "{message}");
+        }
+        assert_eq!(app.counts().await, before);
+        // The real one still works (unknown tokens revoked nothing).
+        client
+            .refresh(refresh_req(&guest.refresh_token))
+            .await
+            .unwrap();
+    }
+
+    pub(super) async fn record_match_needs_a_service_token_and_a_sane_record<S: Store>(store: S) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+        let a = register(&app, "alice").await;
+        let b = register(&app, "bob").await;
+        let record = || match_record("m-1", &a.user_id, &b.user_id, true);
+        let request = |token: &str, record: pb::MatchRecord| {
+            authed(
+                token,
+                pb::RecordMatchRequest {
+                    record: Some(record),
+                },
+            )
+        };
+        let before = app.counts().await;
+
+        let (code, message) = failure(
+            client
+                .record_match(request(&a.access_token, record()))
+                .await,
+        );
+        assert_eq!(code, Code::PermissionDenied);
+        assert!(message.contains("service token"), "{message}");
+        let (code, _) = failure(
+            client
+                .record_match(pb::RecordMatchRequest {
+                    record: Some(record()),
+                })
+                .await,
+        );
+        assert_eq!(code, Code::Unauthenticated);
+
+        let service = app.service_token();
+        let mut bad_cases: Vec<(pb::MatchRecord, &str)> = Vec::new();
+        let mut r = record();
+        r.match_id.clear();
+        bad_cases.push((r, "record.match_id"));
+        let mut r = record();
+        r.seats.pop();
+        bad_cases.push((r, "record.seats: has 1 seats but settings.seats is 2"));
+        let mut r = record();
+        r.seats[1].user_id = a.user_id.clone();
+        bad_cases.push((r, "record.seats: seat 1: user"));
+        let mut r = record();
+        r.seats[1].user_id = Uuid::now_v7().to_string();
+        bad_cases.push((r, "record.seats: seat 1: unknown user"));
+        let mut r = record();
+        r.seed = vec![1; 31];
+        bad_cases.push((r, "record.seed: must be 32 bytes"));
+        let mut r = record();
+        r.settings = Some(common_pb::RuleSettings {
+            seats: Some(3),
+            ..Default::default()
+        });
+        bad_cases.push((r, "record.settings: seats must be 2 or 4"));
+        let mut r = record();
+        r.winner_side = Some(2);
+        bad_cases.push((r, "record.winner_side"));
+        let mut r = record();
+        r.end_reason = 0;
+        bad_cases.push((r, "record.end_reason"));
+        let mut r = record();
+        r.ended_at = Some(ts(1));
+        bad_cases.push((r, "record.ended_at: is before started_at"));
+        let mut r = record();
+        r.actions[0].action = None;
+        bad_cases.push((r, "record.actions: action 0"));
+        for (bad, expected) in bad_cases {
+            let (code, message) = failure(client.record_match(request(&service, bad)).await);
+            assert_eq!(code, Code::InvalidArgument, "{message}");
+            assert!(
+                message.starts_with(expected),
+                "{message:?} should start with {expected:?}"
+            );
+        }
+        let (code, _) = failure(
+            client
+                .record_match(authed(&service, pb::RecordMatchRequest { record: None }))
+                .await,
+        );
+        assert_eq!(code, Code::InvalidArgument);
+        assert_eq!(app.counts().await, before, "nothing written");
+        // The id is still free.
+        let ok = client
+            .record_match(request(&service, record()))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!ok.already_recorded);
+    }
+
+    pub(super) async fn forged_and_expired_access_tokens_are_refused<S: Store>(store: S) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+        let guest = tokens(
+            client
+                .guest_login(guest_req("dev"))
+                .await
+                .unwrap()
+                .into_inner()
+                .tokens,
+        );
+        let profile = |token: &str| authed(token, pb::GetProfileRequest::default());
+        client
+            .get_profile(profile(&guest.access_token))
+            .await
+            .unwrap();
+
+        let (iss, aud) = (&app.settings.auth.issuer, &app.settings.auth.audience);
+        let now = jsonwebtoken::get_current_timestamp();
+        let claims = |iat: u64, exp: u64| {
+            serde_json::json!({
+                "sub": guest.user_id, "role": "player", "guest": true,
+                "iss": iss, "aud": aud, "iat": iat, "exp": exp, "jti": Uuid::now_v7(),
+            })
+        };
+        let sign = |claims: &serde_json::Value| {
+            let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
+            header.kid = Some(common::KID.into());
+            let key = jsonwebtoken::EncodingKey::from_ed_pem(app.key_pem.as_bytes()).unwrap();
+            jsonwebtoken::encode(&header, claims, &key).unwrap()
+        };
+        // Sanity: a hand-signed token with the service's key is accepted.
+        client
+            .get_profile(profile(&sign(&claims(now, now + 60))))
+            .await
+            .unwrap();
+
+        let expired = sign(&claims(now - 3600, now - 600));
+        let mut parts: Vec<String> = guest.access_token.split('.').map(String::from).collect();
+        parts[1] = b64url(
+            serde_json::to_string(&claims(now, now + 600))
+                .unwrap()
+                .replace("\"player\"", "\"service\"")
+                .as_bytes(),
+        );
+        let tampered = parts.join(".");
+        let wrong_key = app
+            .foreign_issuer()
+            .issue(
+                &basra_platform::auth::Caller {
+                    user_id: guest.user_id.parse().unwrap(),
+                    role: basra_platform::auth::Role::Player,
+                    guest: true,
+                },
+                Duration::from_secs(600),
+            )
+            .unwrap()
+            .token;
+        let alg_none = format!(
+            "{}.{}.",
+            b64url(format!(r#"{{"alg":"none","typ":"JWT","kid":"{}"}}"#, common::KID).as_bytes()),
+            b64url(claims(now, now + 600).to_string().as_bytes())
+        );
+        for (name, token) in [
+            ("expired", expired),
+            ("tampered", tampered),
+            ("wrong key", wrong_key),
+            ("alg none", alg_none),
+            ("garbage", "garbage".into()),
+        ] {
+            let (code, message) = failure(client.get_profile(profile(&token)).await);
+            assert_eq!(code, Code::Unauthenticated, "{name}: {message}");
+            // A tampered token must not reach RecordMatch either.
+            let (code, _) = failure(
+                client
+                    .record_match(authed(&token, pb::RecordMatchRequest::default()))
+                    .await,
+            );
+            assert_eq!(code, Code::Unauthenticated, "{name}");
+        }
+        let (code, message) = failure(client.get_profile(pb::GetProfileRequest::default()).await);
+        assert_eq!(code, Code::Unauthenticated);
+        assert!(message.contains("missing access token"), "{message}");
+    }
+
+    pub(super) async fn login_attempts_are_rate_limited_per_account_and_per_peer<S: Store>(
+        store: S,
+    ) {
+        let app = spawn_app_with(
+            store,
+            &[
+                ("BASRA_LOGIN_LIMITS__PER_ACCOUNT_MAX", "3"),
+                ("BASRA_LOGIN_LIMITS__PER_PEER_MAX", "6"),
+            ],
+        )
+        .await;
+        let mut client = app.client().await;
+        register(&app, "alice").await;
+        for _ in 0..3 {
+            let (code, _) = failure(client.login(login_req("alice", "wrong password")).await);
+            assert_eq!(code, Code::Unauthenticated);
+        }
+        // The right password is refused too once the account's budget is spent.
+        let (code, message) = failure(
+            client
+                .login(login_req("alice", "correct horse battery"))
+                .await,
+        );
+        assert_eq!(code, Code::ResourceExhausted, "{message}");
+        assert!(message.contains("too many login attempts"), "{message}");
+        // Other accounts are limited by address: 2 attempts left of 6.
+        for name in ["bob", "carol"] {
+            let (code, _) = failure(client.login(login_req(name, "wrong password")).await);
+            assert_eq!(code, Code::Unauthenticated);
+        }
+        let (code, _) = failure(client.login(login_req("dave", "wrong password")).await);
+        assert_eq!(code, Code::ResourceExhausted);
+    }
+
+    pub(super) async fn pagination_through_grpc<S: Store>(store: S) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+        let service = app.service_token();
+        let mut players = Vec::new();
+        for i in 0..5 {
+            players.push(register(&app, &format!("player_{i}")).await);
+        }
+        // player_0 plays everyone and wins every time.
+        for (i, opponent) in players.iter().enumerate().skip(1) {
+            client
+                .record_match(authed(
+                    &service,
+                    pb::RecordMatchRequest {
+                        record: Some(match_record(
+                            &format!("m-{i}"),
+                            &players[0].user_id,
+                            &opponent.user_id,
+                            true,
+                        )),
+                    },
+                ))
+                .await
+                .unwrap();
+        }
+        let token = &players[0].access_token;
+        let mut seen = Vec::new();
+        let mut page_token = String::new();
+        loop {
+            let page = client
+                .leaderboard(authed(
+                    token,
+                    pb::LeaderboardRequest {
+                        page_size: 2,
+                        page_token: page_token.clone(),
+                    },
+                ))
+                .await
+                .unwrap()
+                .into_inner();
+            assert!(page.entries.len() <= 2);
+            assert_eq!(page.caller.as_ref().unwrap().rank, 1);
+            seen.extend(page.entries.iter().map(|e| (e.rank, e.user_id.clone())));
+            if page.next_page_token.is_empty() {
+                break;
+            }
+            page_token = page.next_page_token;
+        }
+        let ranks: Vec<u32> = seen.iter().map(|(r, _)| *r).collect();
+        assert_eq!(ranks, vec![1, 2, 3, 4, 5]);
+        assert_eq!(seen[0].1, players[0].user_id);
+
+        let mut matches = Vec::new();
+        let mut page_token = String::new();
+        loop {
+            let page = client
+                .match_history(authed(
+                    token,
+                    pb::MatchHistoryRequest {
+                        page_size: 3,
+                        page_token: page_token.clone(),
+                    },
+                ))
+                .await
+                .unwrap()
+                .into_inner();
+            matches.extend(page.matches.into_iter().map(|m| m.match_id));
+            if page.next_page_token.is_empty() {
+                break;
+            }
+            page_token = page.next_page_token;
+        }
+        matches.sort();
+        assert_eq!(matches, ["m-1", "m-2", "m-3", "m-4"]);
+
+        for bad in ["garbage", "lb1.1.2.3.4"] {
+            let (code, message) = failure(
+                client
+                    .leaderboard(authed(
+                        token,
+                        pb::LeaderboardRequest {
+                            page_size: 0,
+                            page_token: bad.into(),
+                        },
+                    ))
+                    .await,
+            );
+            assert_eq!(code, Code::InvalidArgument);
+            assert!(message.starts_with("page_token: "), "{message}");
+        }
+        let (code, _) = failure(
+            client
+                .match_history(authed(
+                    token,
+                    pb::MatchHistoryRequest {
+                        page_size: 0,
+                        page_token: "mh1.x".into(),
+                    },
+                ))
+                .await,
+        );
+        assert_eq!(code, Code::InvalidArgument);
+    }
+
+    pub(super) async fn health_and_reflection_answer<S: Store>(store: S) {
+        use tonic_health::pb::health_check_response::ServingStatus;
+        use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+        use tonic_reflection::pb::v1::ServerReflectionRequest;
+        use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+        use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+        use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+
+        let app = spawn_app(store).await;
+        let channel = app.channel().await;
+        let mut health = HealthClient::new(channel.clone());
+        for service in ["", accounts::SERVICE_NAME] {
+            let status = health
+                .check(HealthCheckRequest {
+                    service: service.into(),
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .status;
+            assert_eq!(status, ServingStatus::Serving as i32, "{service:?}");
+        }
+
+        let mut reflection = ServerReflectionClient::new(channel);
+        let request = ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        };
+        let mut responses = reflection
+            .server_reflection_info(tokio_stream::iter([request]))
+            .await
+            .unwrap()
+            .into_inner();
+        let response = responses.message().await.unwrap().unwrap();
+        let Some(MessageResponse::ListServicesResponse(list)) = response.message_response else {
+            panic!("unexpected reflection answer: {response:?}");
+        };
+        let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+        assert!(
+            names.contains(&accounts::SERVICE_NAME.to_owned()),
+            "{names:?}"
+        );
+        assert!(
+            names.contains(&"grpc.health.v1.Health".to_owned()),
+            "{names:?}"
+        );
+    }
+}

@@ -1,0 +1,768 @@
+//! The store contract: one suite, written once as generic functions, run
+//! against [`MemoryStore`] and against [`PgStore`] on a fresh PostgreSQL
+//! database per test (`#[sqlx::test]`, which needs `DATABASE_URL` and fails
+//! when PostgreSQL is unreachable).
+
+mod common;
+
+use accounts::AccountsError;
+use accounts::domain::{DeviceId, DisplayName, Username};
+use accounts::rating::Rating;
+use accounts::refresh::{NewRefreshToken, RefreshTokenRecord, TokenState};
+use accounts::store::{
+    GuestUpgrade, LeaderboardRules, NewAccount, NewGuest, NewSession, Rotation, Store, User,
+};
+use chrono::{DateTime, Utc};
+use common::{at, duel, record};
+use tokio::task::JoinSet;
+use uuid::Uuid;
+
+/// Generates one `memory::NAME` and one `postgres::NAME` test per contract.
+macro_rules! contract_tests {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::contract::$name(accounts::MemoryStore::new()).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[sqlx::test(migrations = "./migrations")]
+                async fn $name(pool: sqlx::PgPool) {
+                    super::contract::$name(accounts::PgStore::new(pool)).await;
+                }
+            )*
+        }
+    };
+}
+
+contract_tests!(
+    guest_login_gives_one_user_per_device,
+    concurrent_first_logins_of_a_device_make_one_guest,
+    accounts_are_unique_by_case_insensitive_username,
+    guest_upgrade_keeps_the_user_and_revokes_its_tokens,
+    guest_upgrade_refusals_change_nothing,
+    refresh_tokens_rotate_once_and_reuse_revokes_the_family,
+    expired_and_unknown_refresh_tokens_are_refused,
+    concurrent_rotations_of_one_token_have_one_winner,
+    logout_revokes_one_family_or_every_token,
+    ranked_match_is_recorded_once_and_rates_once,
+    unranked_closed_and_bot_matches_change_no_rating,
+    partnership_match_rates_every_human,
+    match_with_unknown_user_writes_nothing,
+    leaderboard_order_ties_and_pages,
+    match_history_newest_first_in_pages,
+);
+
+fn guest(name: &str) -> NewGuest {
+    NewGuest {
+        id: Uuid::now_v7(),
+        display_name: DisplayName::parse(name).unwrap(),
+        now: at(0),
+    }
+}
+
+fn session() -> NewSession {
+    NewSession {
+        hash: NewRefreshToken::generate().hash,
+        family_id: Uuid::now_v7(),
+        issued_at: at(0),
+        expires_at: at(1000),
+    }
+}
+
+async fn new_guest<S: Store>(store: &S, device: &str) -> User {
+    store
+        .guest_login(
+            &DeviceId::parse(device).unwrap(),
+            guest("Guest 1"),
+            session(),
+        )
+        .await
+        .unwrap()
+}
+
+async fn new_account<S: Store>(store: &S, username: &str) -> User {
+    let username = Username::parse(username).unwrap();
+    store
+        .create_account(NewAccount {
+            id: Uuid::now_v7(),
+            display_name: DisplayName::from_username(&username),
+            username,
+            password_hash: "$argon2id$fake".into(),
+            now: at(0),
+        })
+        .await
+        .unwrap()
+}
+
+fn token_for(
+    user: &User,
+    family: Uuid,
+    expires_at: DateTime<Utc>,
+) -> (NewRefreshToken, RefreshTokenRecord) {
+    let t = NewRefreshToken::generate();
+    let record = RefreshTokenRecord {
+        hash: t.hash,
+        family_id: family,
+        user_id: user.id,
+        issued_at: at(0),
+        expires_at,
+        used_at: None,
+        revoked_at: None,
+    };
+    (t, record)
+}
+
+const RULES: LeaderboardRules = LeaderboardRules {
+    min_ranked_matches: 1,
+};
+
+mod contract {
+    use super::*;
+
+    pub(super) async fn guest_login_gives_one_user_per_device<S: Store>(store: S) {
+        let device = DeviceId::parse("device-1").unwrap();
+        let first_session = session();
+        let first = store
+            .guest_login(&device, guest("Layla"), first_session)
+            .await
+            .unwrap();
+        assert!(first.is_guest);
+        // The sign-in's refresh token is stored with the new guest.
+        let token = store.refresh_token(first_session.hash).await.unwrap();
+        assert_eq!(token, Some(first_session.token_for(first.id)));
+        assert_eq!(first.display_name, "Layla");
+        assert_eq!(first.username, None);
+        // A second sign-in ignores the new guest it is offered.
+        let again = store
+            .guest_login(&device, guest("Other"), session())
+            .await
+            .unwrap();
+        assert_eq!(again, first);
+        assert_eq!(store.counts().await.unwrap().refresh_tokens, 2);
+        let other = new_guest(&store, "device-2").await;
+        assert_ne!(other.id, first.id);
+
+        let profile = store.profile(first.id, RULES).await.unwrap().unwrap();
+        assert_eq!(profile.rating, Rating::default());
+        assert_eq!(profile.ranked_matches, 0);
+        assert_eq!(profile.matches_played, 0);
+        assert_eq!(profile.leaderboard_rank, None);
+        assert_eq!(store.counts().await.unwrap().users, 2);
+    }
+
+    pub(super) async fn concurrent_first_logins_of_a_device_make_one_guest<S: Store>(store: S) {
+        let mut tasks = JoinSet::new();
+        for _ in 0..8 {
+            let store = store.clone();
+            tasks.spawn(async move {
+                store
+                    .guest_login(
+                        &DeviceId::parse("shared").unwrap(),
+                        guest("Race"),
+                        session(),
+                    )
+                    .await
+                    .unwrap()
+                    .id
+            });
+        }
+        let ids: Vec<Uuid> = tasks.join_all().await;
+        assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+        let counts = store.counts().await.unwrap();
+        assert_eq!((counts.users, counts.refresh_tokens), (1, 8));
+    }
+
+    pub(super) async fn accounts_are_unique_by_case_insensitive_username<S: Store>(store: S) {
+        let alice = new_account(&store, "Alice").await;
+        assert!(!alice.is_guest);
+        assert_eq!(alice.username.as_deref(), Some("Alice"));
+        let (found, hash) = store.password_credentials("alice").await.unwrap().unwrap();
+        assert_eq!(found, alice);
+        assert_eq!(hash, "$argon2id$fake");
+        assert!(
+            store.password_credentials("Alice").await.unwrap().is_none(),
+            "keys are lower case"
+        );
+        assert!(store.password_credentials("bob").await.unwrap().is_none());
+
+        let before = store.counts().await.unwrap();
+        let username = Username::parse("ALICE").unwrap();
+        let err = store
+            .create_account(NewAccount {
+                id: Uuid::now_v7(),
+                display_name: DisplayName::from_username(&username),
+                username,
+                password_hash: "x".into(),
+                now: at(1),
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(err, AccountsError::UsernameTaken), "{err:?}");
+        assert_eq!(store.counts().await.unwrap(), before);
+        assert_eq!(store.user(alice.id).await.unwrap(), Some(alice));
+        assert_eq!(store.user(Uuid::now_v7()).await.unwrap(), None);
+    }
+
+    pub(super) async fn guest_upgrade_keeps_the_user_and_revokes_its_tokens<S: Store>(store: S) {
+        let g = new_guest(&store, "phone").await;
+        let (_, token) = token_for(&g, Uuid::now_v7(), at(1000));
+        store.insert_refresh_token(token.clone()).await.unwrap();
+
+        let upgraded = store
+            .upgrade_guest(GuestUpgrade {
+                user_id: g.id,
+                username: Username::parse("Nour").unwrap(),
+                password_hash: "$argon2id$h".into(),
+                display_name: None,
+                now: at(5),
+            })
+            .await
+            .unwrap();
+        assert_eq!(upgraded.id, g.id);
+        assert!(!upgraded.is_guest);
+        assert_eq!(upgraded.username.as_deref(), Some("Nour"));
+        assert_eq!(
+            upgraded.display_name, g.display_name,
+            "keeps the guest's name"
+        );
+        assert_eq!(upgraded.created_at, g.created_at);
+
+        let stored = store.refresh_token(token.hash).await.unwrap().unwrap();
+        assert_eq!(stored.revoked_at, Some(at(5)));
+        assert_eq!(
+            store.password_credentials("nour").await.unwrap().unwrap().0,
+            upgraded
+        );
+        // The device now leads to the registered account, and gets no token.
+        let refused = session();
+        let found = store
+            .guest_login(&DeviceId::parse("phone").unwrap(), guest("X"), refused)
+            .await
+            .unwrap();
+        assert_eq!(found, upgraded);
+        assert_eq!(store.refresh_token(refused.hash).await.unwrap(), None);
+
+        let g2 = new_guest(&store, "tablet").await;
+        let renamed = store
+            .upgrade_guest(GuestUpgrade {
+                user_id: g2.id,
+                username: Username::parse("sami").unwrap(),
+                password_hash: "h".into(),
+                display_name: Some(DisplayName::parse("Sami A").unwrap()),
+                now: at(6),
+            })
+            .await
+            .unwrap();
+        assert_eq!(renamed.display_name, "Sami A");
+    }
+
+    pub(super) async fn guest_upgrade_refusals_change_nothing<S: Store>(store: S) {
+        let taken = new_account(&store, "taken").await;
+        let g = new_guest(&store, "phone").await;
+        let before = store.counts().await.unwrap();
+        let upgrade = |user_id, name: &str| GuestUpgrade {
+            user_id,
+            username: Username::parse(name).unwrap(),
+            password_hash: "h".into(),
+            display_name: None,
+            now: at(1),
+        };
+        let err = store
+            .upgrade_guest(upgrade(g.id, "TAKEN"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, AccountsError::UsernameTaken), "{err:?}");
+        let err = store
+            .upgrade_guest(upgrade(taken.id, "fresh"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, AccountsError::AlreadyRegistered), "{err:?}");
+        let err = store
+            .upgrade_guest(upgrade(Uuid::now_v7(), "fresh"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, AccountsError::UserNotFound), "{err:?}");
+        assert_eq!(store.counts().await.unwrap(), before);
+        assert_eq!(store.user(g.id).await.unwrap(), Some(g));
+        assert!(store.password_credentials("fresh").await.unwrap().is_none());
+    }
+
+    pub(super) async fn refresh_tokens_rotate_once_and_reuse_revokes_the_family<S: Store>(
+        store: S,
+    ) {
+        let user = new_account(&store, "dina").await;
+        let family = Uuid::now_v7();
+        let (_, first) = token_for(&user, family, at(1000));
+        store.insert_refresh_token(first.clone()).await.unwrap();
+        // Another sign-in of the same user, untouched by the theft below.
+        let (_, other) = token_for(&user, Uuid::now_v7(), at(1000));
+        store.insert_refresh_token(other.clone()).await.unwrap();
+
+        let second = NewRefreshToken::generate();
+        let rotated = store
+            .rotate_refresh_token(first.hash, second.hash, at(2000), at(10))
+            .await
+            .unwrap();
+        assert_eq!(rotated, Rotation::Rotated { user: user.clone() });
+        let stored_first = store.refresh_token(first.hash).await.unwrap().unwrap();
+        assert_eq!(stored_first.used_at, Some(at(10)));
+        let stored_second = store.refresh_token(second.hash).await.unwrap().unwrap();
+        assert_eq!(stored_second.family_id, family);
+        assert_eq!(stored_second.user_id, user.id);
+        assert_eq!(stored_second.expires_at, at(2000));
+        assert_eq!(stored_second.state(at(11)), TokenState::Valid);
+
+        // Replaying the used token is theft: the whole family goes.
+        let third = NewRefreshToken::generate();
+        let replay = store
+            .rotate_refresh_token(first.hash, third.hash, at(2000), at(20))
+            .await
+            .unwrap();
+        assert_eq!(replay, Rotation::Rejected(TokenState::Reused));
+        assert!(store.refresh_token(third.hash).await.unwrap().is_none());
+        let stored_second = store.refresh_token(second.hash).await.unwrap().unwrap();
+        assert_eq!(stored_second.revoked_at, Some(at(20)));
+        let after = store
+            .rotate_refresh_token(second.hash, third.hash, at(2000), at(21))
+            .await
+            .unwrap();
+        assert_eq!(after, Rotation::Rejected(TokenState::Revoked));
+        let untouched = store.refresh_token(other.hash).await.unwrap().unwrap();
+        assert_eq!(untouched.revoked_at, None);
+    }
+
+    pub(super) async fn expired_and_unknown_refresh_tokens_are_refused<S: Store>(store: S) {
+        let user = new_account(&store, "dina").await;
+        let (_, old) = token_for(&user, Uuid::now_v7(), at(5));
+        store.insert_refresh_token(old.clone()).await.unwrap();
+        let next = NewRefreshToken::generate();
+        let expired = store
+            .rotate_refresh_token(old.hash, next.hash, at(100), at(5))
+            .await
+            .unwrap();
+        assert_eq!(expired, Rotation::Rejected(TokenState::Expired));
+        let unknown = store
+            .rotate_refresh_token(NewRefreshToken::generate().hash, next.hash, at(100), at(1))
+            .await
+            .unwrap();
+        assert_eq!(unknown, Rotation::Unknown);
+        assert!(store.refresh_token(next.hash).await.unwrap().is_none());
+        assert_eq!(store.counts().await.unwrap().refresh_tokens, 1);
+    }
+
+    pub(super) async fn concurrent_rotations_of_one_token_have_one_winner<S: Store>(store: S) {
+        let user = new_account(&store, "dina").await;
+        let (_, token) = token_for(&user, Uuid::now_v7(), at(1000));
+        store.insert_refresh_token(token.clone()).await.unwrap();
+        let mut tasks = JoinSet::new();
+        for _ in 0..6 {
+            let store = store.clone();
+            tasks.spawn(async move {
+                store
+                    .rotate_refresh_token(
+                        token.hash,
+                        NewRefreshToken::generate().hash,
+                        at(2000),
+                        at(1),
+                    )
+                    .await
+                    .unwrap()
+            });
+        }
+        let results = tasks.join_all().await;
+        let winners = results
+            .iter()
+            .filter(|r| matches!(r, Rotation::Rotated { .. }))
+            .count();
+        assert_eq!(winners, 1, "{results:?}");
+        // The losers replayed a used token: the family is revoked.
+        let counts = store.counts().await.unwrap();
+        assert_eq!(counts.refresh_tokens, 2);
+        assert_eq!(counts.revoked_refresh_tokens, 2);
+    }
+
+    pub(super) async fn logout_revokes_one_family_or_every_token<S: Store>(store: S) {
+        let user = new_account(&store, "dina").await;
+        let other_user = new_account(&store, "emad").await;
+        let (_, a) = token_for(&user, Uuid::now_v7(), at(1000));
+        let (_, b) = token_for(&user, Uuid::now_v7(), at(1000));
+        let (_, c) = token_for(&other_user, Uuid::now_v7(), at(1000));
+        for t in [&a, &b, &c] {
+            store.insert_refresh_token(t.clone()).await.unwrap();
+        }
+        assert_eq!(
+            store.revoke_refresh_family(a.hash, at(1)).await.unwrap(),
+            Some(user.id)
+        );
+        let revoked = |t: &RefreshTokenRecord| {
+            let store = store.clone();
+            let hash = t.hash;
+            async move {
+                store
+                    .refresh_token(hash)
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .revoked_at
+                    .is_some()
+            }
+        };
+        assert!(revoked(&a).await);
+        assert!(!revoked(&b).await);
+        // Idempotent, and unknown tokens are fine.
+        assert_eq!(
+            store.revoke_refresh_family(a.hash, at(2)).await.unwrap(),
+            Some(user.id)
+        );
+        assert_eq!(
+            store
+                .refresh_token(a.hash)
+                .await
+                .unwrap()
+                .unwrap()
+                .revoked_at,
+            Some(at(1)),
+            "a second revocation keeps the first time"
+        );
+        let unknown = NewRefreshToken::generate().hash;
+        assert_eq!(
+            store.revoke_refresh_family(unknown, at(2)).await.unwrap(),
+            None
+        );
+
+        assert_eq!(
+            store
+                .revoke_user_refresh_tokens(user.id, at(3))
+                .await
+                .unwrap(),
+            1
+        );
+        assert!(revoked(&b).await);
+        assert!(!revoked(&c).await);
+
+        let err = store
+            .insert_refresh_token(
+                token_for(
+                    &User {
+                        id: Uuid::now_v7(),
+                        ..user
+                    },
+                    Uuid::now_v7(),
+                    at(9),
+                )
+                .1,
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, AccountsError::UserNotFound), "{err:?}");
+    }
+
+    pub(super) async fn ranked_match_is_recorded_once_and_rates_once<S: Store>(store: S) {
+        let a = new_account(&store, "alice").await;
+        let b = new_account(&store, "bob").await;
+        let m = duel("m-1", a.id, b.id, 0, true, 30);
+        let first = store.record_match(&m, at(31)).await.unwrap();
+        assert!(!first.already_recorded);
+        assert_eq!(first.rating_changes.len(), 2);
+        let (ca, cb) = (first.rating_changes[0], first.rating_changes[1]);
+        assert_eq!(
+            (ca.user_id, ca.seat, cb.user_id, cb.seat),
+            (a.id, 0, b.id, 1)
+        );
+        assert_eq!(ca.rating_before, 1500.0);
+        assert!(
+            ca.rating_after > 1500.0 && cb.rating_after < 1500.0,
+            "{first:?}"
+        );
+        assert!(ca.deviation_after < 350.0);
+
+        let pa = store.profile(a.id, RULES).await.unwrap().unwrap();
+        assert_eq!(pa.rating.rating, ca.rating_after);
+        assert_eq!(pa.rating.deviation, ca.deviation_after);
+        assert_eq!(
+            (pa.ranked_matches, pa.matches_played, pa.wins, pa.losses),
+            (1, 1, 1, 0)
+        );
+        assert_eq!((pa.basras.basra, pa.basras.jack, pa.basras.komi), (2, 1, 0));
+        assert_eq!(pa.leaderboard_rank, Some(1));
+        let pb = store.profile(b.id, RULES).await.unwrap().unwrap();
+        assert_eq!(
+            (pb.ranked_matches, pb.matches_played, pb.wins, pb.losses),
+            (1, 1, 0, 1)
+        );
+        assert_eq!((pb.basras.basra, pb.basras.jack, pb.basras.komi), (1, 0, 1));
+        assert_eq!(pb.leaderboard_rank, Some(2));
+
+        // The same match again, even with other content: nothing changes.
+        let mut again = duel("m-1", a.id, b.id, 1, true, 40);
+        again.room_id = "elsewhere".into();
+        let second = store.record_match(&again, at(41)).await.unwrap();
+        assert!(second.already_recorded);
+        assert_eq!(second.rating_changes, first.rating_changes);
+        assert_eq!(store.profile(a.id, RULES).await.unwrap().unwrap(), pa);
+        assert_eq!(store.counts().await.unwrap().matches, 1);
+        let history = store.match_history(a.id, None, 10).await.unwrap();
+        assert_eq!(history.len(), 1);
+        assert_eq!(history[0].room_id, "room-m-1");
+
+        // Concurrent duplicates of a new match: one recording.
+        let m2 = duel("m-2", a.id, b.id, 1, true, 50);
+        let mut tasks = JoinSet::new();
+        for _ in 0..4 {
+            let (store, m2) = (store.clone(), m2.clone());
+            tasks.spawn(async move { store.record_match(&m2, at(51)).await.unwrap() });
+        }
+        let results = tasks.join_all().await;
+        assert_eq!(results.iter().filter(|r| !r.already_recorded).count(), 1);
+        assert!(
+            results
+                .iter()
+                .all(|r| r.rating_changes == results[0].rating_changes)
+        );
+        let pa = store.profile(a.id, RULES).await.unwrap().unwrap();
+        assert_eq!(
+            (pa.ranked_matches, pa.matches_played, pa.wins, pa.losses),
+            (2, 2, 1, 1)
+        );
+    }
+
+    pub(super) async fn unranked_closed_and_bot_matches_change_no_rating<S: Store>(store: S) {
+        let a = new_account(&store, "alice").await;
+        let b = new_guest(&store, "dev").await;
+        let unranked = store
+            .record_match(&duel("u", a.id, b.id, 0, false, 1), at(2))
+            .await
+            .unwrap();
+        assert!(unranked.rating_changes.is_empty());
+        let closed = store
+            .record_match(
+                &record("c", &[Some(a.id), Some(b.id)], None, true, 3),
+                at(4),
+            )
+            .await
+            .unwrap();
+        assert!(closed.rating_changes.is_empty());
+        let bot = store
+            .record_match(&record("b", &[Some(a.id), None], Some(0), true, 5), at(6))
+            .await
+            .unwrap();
+        assert!(bot.rating_changes.is_empty());
+
+        let pa = store.profile(a.id, RULES).await.unwrap().unwrap();
+        assert_eq!(pa.rating, Rating::default());
+        assert_eq!(
+            (pa.ranked_matches, pa.matches_played, pa.wins, pa.losses),
+            (0, 3, 2, 0)
+        );
+        assert_eq!(pa.leaderboard_rank, None);
+        let history = store.match_history(a.id, None, 10).await.unwrap();
+        assert!(history.iter().all(|h| h.your_rating_change.is_none()));
+        assert_eq!(store.counts().await.unwrap().matches, 3);
+    }
+
+    pub(super) async fn partnership_match_rates_every_human<S: Store>(store: S) {
+        let a = new_account(&store, "a_1").await;
+        let b = new_account(&store, "b_1").await;
+        let c = new_account(&store, "c_1").await;
+        // Seats 0+2 (a and a bot) against 1+3 (b and c); side 1 wins.
+        let m = record(
+            "p",
+            &[Some(a.id), Some(b.id), None, Some(c.id)],
+            Some(1),
+            true,
+            9,
+        );
+        let r = store.record_match(&m, at(10)).await.unwrap();
+        let seats: Vec<(u8, Uuid)> = r
+            .rating_changes
+            .iter()
+            .map(|c| (c.seat, c.user_id))
+            .collect();
+        assert_eq!(seats, vec![(0, a.id), (1, b.id), (3, c.id)]);
+        assert!(r.rating_changes[0].rating_after < 1500.0);
+        assert!(r.rating_changes[1].rating_after > 1500.0);
+        assert_eq!(
+            r.rating_changes[1].rating_after,
+            r.rating_changes[2].rating_after
+        );
+        let pc = store.profile(c.id, RULES).await.unwrap().unwrap();
+        assert_eq!(
+            (pc.wins, pc.basras.basra, pc.basras.komi),
+            (1, 1, 1),
+            "side 1's basras"
+        );
+        let history = store.match_history(c.id, None, 10).await.unwrap();
+        assert_eq!(history[0].your_seat, 3);
+        assert_eq!(history[0].seats.len(), 4);
+        assert!(history[0].seats[2].is_bot);
+    }
+
+    pub(super) async fn match_with_unknown_user_writes_nothing<S: Store>(store: S) {
+        let a = new_account(&store, "alice").await;
+        let before = store.profile(a.id, RULES).await.unwrap().unwrap();
+        let m = duel("ghost", a.id, Uuid::now_v7(), 0, true, 1);
+        let err = store.record_match(&m, at(2)).await.unwrap_err();
+        assert!(
+            matches!(&err, AccountsError::InvalidArgument { reason, .. } if reason.contains("unknown user")),
+            "{err:?}"
+        );
+        assert_eq!(store.counts().await.unwrap().matches, 0);
+        assert_eq!(store.profile(a.id, RULES).await.unwrap().unwrap(), before);
+        // And the id is still free for a correct record.
+        let b = new_account(&store, "bob").await;
+        let ok = store
+            .record_match(&duel("ghost", a.id, b.id, 0, true, 1), at(3))
+            .await
+            .unwrap();
+        assert!(!ok.already_recorded);
+    }
+
+    pub(super) async fn leaderboard_order_ties_and_pages<S: Store>(store: S) {
+        let mut users = Vec::new();
+        for name in ["p_a", "p_b", "p_c", "p_d", "p_e", "p_f"] {
+            users.push(new_account(&store, name).await);
+        }
+        let g = new_guest(&store, "guest-device").await;
+        let [a, b, c, d, e, f] = [0, 1, 2, 3, 4, 5].map(|i| users[i].id);
+        // a and c win a first match each: equal rating and count, so the
+        // user id breaks the tie. e wins twice.
+        store
+            .record_match(&duel("1", a, b, 0, true, 1), at(1))
+            .await
+            .unwrap();
+        store
+            .record_match(&duel("2", c, d, 0, true, 2), at(2))
+            .await
+            .unwrap();
+        store
+            .record_match(&duel("3", e, f, 0, true, 3), at(3))
+            .await
+            .unwrap();
+        store
+            .record_match(&duel("4", e, f, 0, true, 4), at(4))
+            .await
+            .unwrap();
+        // The guest plays ranked too, but is never listed.
+        store
+            .record_match(&duel("5", g.id, b, 0, true, 5), at(5))
+            .await
+            .unwrap();
+
+        let all = store.leaderboard(RULES, None, 100).await.unwrap();
+        let ids: Vec<Uuid> = all.iter().map(|r| r.user_id).collect();
+        assert_eq!(ids.len(), 6, "{all:?}");
+        assert!(!ids.contains(&g.id));
+        assert_eq!(ids[0], e);
+        let (first, second) = if a < c { (a, c) } else { (c, a) };
+        assert_eq!(&ids[1..3], &[first, second]);
+        assert_eq!(all[1].rating, all[2].rating);
+        for pair in all.windows(2) {
+            assert!(pair[0].rating >= pair[1].rating, "{all:?}");
+        }
+        // Pages of 2 through the cursor give the same list.
+        let mut paged = Vec::new();
+        let mut after = None;
+        loop {
+            let page = store.leaderboard(RULES, after, 2).await.unwrap();
+            if page.is_empty() {
+                break;
+            }
+            after = Some(page.last().unwrap().cursor());
+            paged.extend(page);
+        }
+        assert_eq!(paged, all);
+        for (i, row) in all.iter().enumerate() {
+            let (rank, found) = store
+                .leaderboard_position(row.user_id, RULES)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!((rank as usize, &found), (i + 1, row));
+        }
+        assert_eq!(store.leaderboard_position(g.id, RULES).await.unwrap(), None);
+        // A stricter rule lists only e (two ranked matches) and b and f (two losses each).
+        let strict = LeaderboardRules {
+            min_ranked_matches: 2,
+        };
+        let listed: Vec<Uuid> = store
+            .leaderboard(strict, None, 100)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.user_id)
+            .collect();
+        assert_eq!(listed.len(), 3);
+        assert_eq!(listed[0], e);
+        assert!(listed.contains(&b) && listed.contains(&f));
+        assert_eq!(
+            store
+                .profile(a, strict)
+                .await
+                .unwrap()
+                .unwrap()
+                .leaderboard_rank,
+            None
+        );
+    }
+
+    pub(super) async fn match_history_newest_first_in_pages<S: Store>(store: S) {
+        let a = new_account(&store, "alice").await;
+        let b = new_account(&store, "bob").await;
+        let c = new_account(&store, "carol").await;
+        // Two matches end at the same time: the match id orders them.
+        for (id, ended) in [("h1", 10), ("h2", 20), ("h3b", 30), ("h3a", 30), ("h4", 40)] {
+            store
+                .record_match(&duel(id, a.id, b.id, 0, true, ended), at(ended + 1))
+                .await
+                .unwrap();
+        }
+        store
+            .record_match(&duel("other", b.id, c.id, 0, false, 50), at(51))
+            .await
+            .unwrap();
+
+        let all = store.match_history(a.id, None, 100).await.unwrap();
+        let ids: Vec<&str> = all.iter().map(|h| h.match_id.as_str()).collect();
+        assert_eq!(ids, ["h4", "h3b", "h3a", "h2", "h1"]);
+        let h = &all[0];
+        assert_eq!(h.your_seat, 0);
+        assert_eq!(h.winner_side, Some(0));
+        assert_eq!(h.final_totals, vec![101, 40]);
+        assert_eq!(h.ended_at, at(40));
+        assert_eq!(h.started_at, at(20));
+        assert_eq!(h.settings, basra_engine::Settings::default());
+        assert!(h.ranked);
+        let change = h.your_rating_change.expect("ranked");
+        assert_eq!((change.user_id, change.seat), (a.id, 0));
+
+        let mut paged = Vec::new();
+        let mut after = None;
+        loop {
+            let page = store.match_history(a.id, after.clone(), 2).await.unwrap();
+            if page.is_empty() {
+                break;
+            }
+            after = Some(page.last().unwrap().cursor());
+            paged.extend(page);
+        }
+        assert_eq!(paged, all);
+
+        let bob = store.match_history(b.id, None, 100).await.unwrap();
+        assert_eq!(bob.len(), 6);
+        assert_eq!(bob[0].match_id, "other");
+        assert_eq!(bob[0].your_seat, 0);
+        assert_eq!(bob[1].your_seat, 1);
+        assert!(
+            store
+                .match_history(Uuid::now_v7(), None, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+}
