@@ -30,6 +30,8 @@ test: ## Run every test (unit, property, integration, doc)
 bench: ## Run the benchmarks (figures go in README.md, 'Performance')
 	$(CARGO) bench -p basra-engine --bench engine
 	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- 10000
+	$(CARGO) run --quiet --release -p basra-engine --example capture_worst
+	$(CARGO) run --quiet --release -p accounts --example login_bench -- 64 5
 
 lint: ## cargo fmt --check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check
