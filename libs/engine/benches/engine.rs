@@ -64,6 +64,12 @@ fn capture_search(c: &mut Criterion) {
             "9C 9D 9H 8S 8C 8D 8H 6S 6C 6D 6H 4S",
             "5S",
         ),
+        // The slowest of 200,000 random tables (examples/capture_worst.rs).
+        (
+            "12_numbers_slowest_found",
+            "7S 8H 5D 6S 3S 2D AH 6H 2H AD 8C AS",
+            "10S",
+        ),
     ];
     for (name, table, played) in cases {
         let table = cards(table);

@@ -2,11 +2,13 @@
 //! cards, Q/K pairs, J and Komi sweeps, and which kind of Basra a play makes.
 //!
 //! The search works on counts per value, not on subsets of cards: cards of one value are
-//! interchangeable for the size of a cover, so it asks for the fewest cards to leave out such
-//! that the rest splits into groups of the played value. Among the covers of the largest
-//! size, the canonical one takes the lowest table positions of each value, and the covers
-//! that differ in their counts per value are compared by their sorted positions. Everything
-//! lives on the stack; nothing is allocated.
+//! interchangeable for the size of a cover. Most tables split whole, or nearly: the search
+//! first asks for the fewest cards (up to two) to leave out so that the rest splits into
+//! groups of the played value. When more must stay, it searches the groups to take instead,
+//! remembering the best of each count vector, then walks every cover of the largest size.
+//! Among those, the canonical one takes the oldest table cards of each value, and covers
+//! that differ in their counts per value are compared by their sorted positions. Up to about
+//! a dozen smaller cards everything lives on the stack; nothing is allocated.
 
 use serde::{Deserialize, Serialize};
 
@@ -104,62 +106,231 @@ pub fn largest_cover(table: &[Card], value: u8) -> Cover {
             alternatives: false,
         };
     }
-    // Most tables need at most one card left out; try that before anything costlier.
+    // Most tables need at most two cards left out; try that before anything costlier.
     let mut search = ExclusionSearch {
-        masks: &masks,
         counts,
         value,
         small_total,
-        best: None,
-        found: 0,
-        partial_class: false,
+        canonical: Canonical::new(&masks, counts),
     };
-    if let Some(cover) = search.fewest_left_out(0..=small_cards.min(1)) {
+    if let Some(cover) = search.fewest_left_out(0..=small_cards.min(2)) {
         return Cover {
             positions: forced | cover.positions,
             ..cover
         };
     }
-    // A card that is in no group at all is never taken; dropping those keeps the search
-    // small when many cards must stay. (One pass is enough: a card whose groups all need an
-    // unusable card would make that card usable.)
+    // Many cards must stay on the table: searching what to leave out would try too many
+    // sets. Search the groups to take instead, remembering each state's best.
+    let mut radix = [0u32; 11];
+    let mut states = 1u32;
     for x in 1..v {
-        if counts[x] == 0 {
-            continue;
-        }
-        let mut others: u32 = 1;
-        for (y, &count) in counts.iter().enumerate().take(v).skip(1) {
-            for _ in 0..count - u8::from(y == x) {
-                others |= others << y;
-            }
-        }
-        if others & (1 << (v - x)) == 0 {
-            search.small_total -= x as u32 * u32::from(counts[x]);
-            search.counts[x] = 0;
-        }
+        radix[x] = states;
+        states *= u32::from(counts[x]) + 1;
     }
-    let small_cards = search.counts.iter().sum::<u8>();
-    let cover = search
-        .fewest_left_out(0..=small_cards)
-        .expect("leaving out every smaller card always leaves a (possibly empty) cover");
+    // Up to about 12 smaller cards of mixed values fit the stack table; more are rare.
+    let mut stack_memo = [UNKNOWN; 4096];
+    let mut heap_memo = Vec::new();
+    let memo: &mut [u8] = if states as usize <= stack_memo.len() {
+        &mut stack_memo[..states as usize]
+    } else {
+        heap_memo.resize(states as usize, UNKNOWN);
+        &mut heap_memo
+    };
+    let mut search = CoverSearch {
+        value,
+        radix,
+        memo,
+        canonical: Canonical::new(&masks, counts),
+    };
+    let top = states - 1;
+    let most = search.most(&mut counts, top);
+    search.collect(&mut counts, top, most, &mut [0; 11], None);
+    let cover = search.canonical.cover().expect("some cover always exists");
     Cover {
         positions: forced | cover.positions,
         ..cover
     }
 }
 
+const UNKNOWN: u8 = u8::MAX;
+
+/// The largest value of the group just taken and the list of its other parts, packed.
+type Signature = Option<(usize, u64)>;
+
+/// The group being completed in [`CoverSearch::collect_group`].
+struct Group {
+    largest: usize,
+    /// The previous group's signature when it had the same largest value.
+    bound: Option<u64>,
+    /// Cards still to take, this group included.
+    target: u8,
+}
+
+/// The search over count vectors of the cards smaller than the played value: `most` finds
+/// how many cards the best cover takes (memoized per state), `collect` walks every cover
+/// of that size and keeps the canonical one.
+struct CoverSearch<'a> {
+    value: u8,
+    radix: [u32; 11],
+    memo: &'a mut [u8],
+    canonical: Canonical<'a>,
+}
+
+impl CoverSearch<'_> {
+    fn largest_present(&self, counts: &Counts) -> Option<usize> {
+        (1..usize::from(self.value)).rev().find(|&x| counts[x] > 0)
+    }
+
+    /// The most cards that groups of `value` take from the cards in `counts` (state `index`).
+    fn most(&mut self, counts: &mut Counts, index: u32) -> u8 {
+        let Some(x) = self.largest_present(counts) else {
+            return 0;
+        };
+        if self.memo[index as usize] != UNKNOWN {
+            return self.memo[index as usize];
+        }
+        // Either every card of the largest value is left on the table, or one of them is in
+        // a group whose other cards are no larger. (Copies are interchangeable, so "grouped
+        // first, then the rest left" covers every cover once.)
+        let copies = counts[x];
+        counts[x] = 0;
+        let left = self.most(counts, index - self.radix[x] * u32::from(copies));
+        counts[x] = copies - 1;
+        let rest = index - self.radix[x];
+        let grouped = self.most_with_group(counts, rest, self.value - x as u8, x, 1);
+        counts[x] = copies;
+        let most = left.max(grouped);
+        self.memo[index as usize] = most;
+        most
+    }
+
+    /// The most cards taken when a group still needs `need` from parts up to `max_part` and
+    /// holds `size` cards so far; 0 when the group cannot be completed.
+    fn most_with_group(
+        &mut self,
+        counts: &mut Counts,
+        index: u32,
+        need: u8,
+        max_part: usize,
+        size: u8,
+    ) -> u8 {
+        if need == 0 {
+            return size + self.most(counts, index);
+        }
+        let mut most = 0;
+        for part in (1..=max_part.min(usize::from(need))).rev() {
+            if counts[part] > 0 {
+                counts[part] -= 1;
+                let with = self.most_with_group(
+                    counts,
+                    index - self.radix[part],
+                    need - part as u8,
+                    part,
+                    size + 1,
+                );
+                counts[part] += 1;
+                most = most.max(with);
+            }
+        }
+        most
+    }
+
+    /// Visits every cover that takes `target` more cards from `counts`; `taken` holds the
+    /// counts taken on the way here. Groups sharing their largest value are visited in one
+    /// order only (non-increasing `signature`), so each cover is reached once.
+    fn collect(
+        &mut self,
+        counts: &mut Counts,
+        index: u32,
+        target: u8,
+        taken: &mut Counts,
+        previous: Signature,
+    ) {
+        let largest = self.largest_present(counts);
+        let Some(x) = largest.filter(|_| target > 0) else {
+            self.canonical.offer(taken);
+            return;
+        };
+        let copies = counts[x];
+        counts[x] = 0;
+        let none_taken = index - self.radix[x] * u32::from(copies);
+        if self.most(counts, none_taken) == target {
+            self.collect(counts, none_taken, target, taken, None);
+        }
+        counts[x] = copies - 1;
+        let bound = previous
+            .filter(|&(value, _)| value == x)
+            .map(|(_, sig)| sig);
+        taken[x] += 1;
+        let group = Group {
+            largest: x,
+            bound,
+            target,
+        };
+        self.collect_group(
+            counts,
+            index - self.radix[x],
+            self.value - x as u8,
+            x,
+            1,
+            0,
+            &group,
+            taken,
+        );
+        taken[x] -= 1;
+        counts[x] = copies;
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn collect_group(
+        &mut self,
+        counts: &mut Counts,
+        index: u32,
+        need: u8,
+        max_part: usize,
+        size: u8,
+        signature: u64,
+        group: &Group,
+        taken: &mut Counts,
+    ) {
+        if need == 0 {
+            let in_order = group.bound.is_none_or(|bound| signature <= bound);
+            if in_order && size <= group.target && size + self.most(counts, index) == group.target {
+                let previous = Some((group.largest, signature));
+                self.collect(counts, index, group.target - size, taken, previous);
+            }
+            return;
+        }
+        for part in (1..=max_part.min(usize::from(need))).rev() {
+            if counts[part] > 0 {
+                counts[part] -= 1;
+                taken[part] += 1;
+                // Parts come in non-increasing order; a 4-bit digit each, padded with zeros
+                // below, so comparing signatures compares part lists lexicographically.
+                let digit = (part as u64) << (4 * (10 - u32::from(size)));
+                self.collect_group(
+                    counts,
+                    index - self.radix[part],
+                    need - part as u8,
+                    part,
+                    size + 1,
+                    signature | digit,
+                    group,
+                    taken,
+                );
+                taken[part] -= 1;
+                counts[part] += 1;
+            }
+        }
+    }
+}
+
 /// Enumerates the multisets of smaller cards to leave out, `left_out` cards at a time.
 struct ExclusionSearch<'a> {
-    masks: &'a ValueMasks,
     counts: Counts,
     value: u8,
     small_total: u32,
-    /// The canonical cover found so far at this level, as positions.
-    best: Option<u64>,
-    /// How many different count vectors cover at this level.
-    found: u32,
-    /// Whether some cover takes some but not all cards of one value.
-    partial_class: bool,
+    canonical: Canonical<'a>,
 }
 
 impl ExclusionSearch<'_> {
@@ -168,11 +339,8 @@ impl ExclusionSearch<'_> {
         for left_out in tries {
             let mut excluded = [0u8; 11];
             self.exclude(1, left_out, &mut excluded, 0);
-            if let Some(best) = self.best {
-                return Some(Cover {
-                    positions: best,
-                    alternatives: self.found > 1 || self.partial_class,
-                });
+            if let Some(cover) = self.canonical.cover() {
+                return Some(cover);
             }
         }
         None
@@ -205,22 +373,58 @@ impl ExclusionSearch<'_> {
             return;
         }
         let taken: Counts = std::array::from_fn(|x| self.counts[x] - excluded[x]);
-        if !can_partition(&mut taken.clone(), self.value) {
-            return;
+        if can_partition(&mut taken.clone(), self.value) {
+            self.canonical.offer(&taken);
         }
+    }
+}
+
+/// Collects the covers of the largest size, given as counts taken per value, and keeps the
+/// canonical one: the oldest cards of each value, then the smallest sorted positions.
+struct Canonical<'a> {
+    masks: &'a ValueMasks,
+    /// The counts per value on the table.
+    all: Counts,
+    /// The canonical cover so far, as table positions.
+    best: Option<u64>,
+    /// Whether a different set of the same size exists.
+    alternatives: bool,
+}
+
+impl<'a> Canonical<'a> {
+    fn new(masks: &'a ValueMasks, all: Counts) -> Canonical<'a> {
+        Canonical {
+            masks,
+            all,
+            best: None,
+            alternatives: false,
+        }
+    }
+
+    fn offer(&mut self, taken: &Counts) {
         let mut positions = 0;
-        for ((&mask, &took), &had) in self.masks.iter().zip(&taken).zip(&self.counts) {
+        for ((&mask, &took), &had) in self.masks.iter().zip(taken).zip(&self.all) {
             positions |= lowest_bits(mask, took);
             // Another card of the same value could be taken instead.
-            self.partial_class |= took > 0 && took < had;
+            self.alternatives |= took > 0 && took < had;
         }
-        self.found += 1;
-        if self
-            .best
-            .is_none_or(|best| lexicographically_smaller(positions, best))
-        {
-            self.best = Some(positions);
+        match self.best {
+            Some(best) if best == positions => {}
+            Some(best) => {
+                self.alternatives = true;
+                if lexicographically_smaller(positions, best) {
+                    self.best = Some(positions);
+                }
+            }
+            None => self.best = Some(positions),
         }
+    }
+
+    fn cover(&self) -> Option<Cover> {
+        self.best.map(|positions| Cover {
+            positions,
+            alternatives: self.alternatives,
+        })
     }
 }
 
@@ -678,6 +882,21 @@ mod tests {
             Err(RuleError::FixedCapture { .. })
         ));
         assert!(chosen_capture(&table, "JS".parse().unwrap(), set("QC 5H"), &r).is_ok());
+    }
+
+    #[test]
+    fn a_crowded_table_is_searched_exactly() {
+        // 24 number cards; twelve must stay, and the search's state table is too big for
+        // the stack: 6+4 four times and 5+5 twice, the 9s, 8s and 7s have no partners.
+        let table: Vec<Card> = ["9", "8", "7", "6", "5", "4"]
+            .iter()
+            .flat_map(|rank| ["C", "D", "H", "S"].map(|suit| format!("{rank}{suit}")))
+            .map(|text| text.parse().unwrap())
+            .collect();
+        let got = capture(&table, "10S".parse().unwrap(), &rules());
+        let expected: CardSet = table[12..].iter().copied().collect();
+        assert_eq!(got.taken, expected);
+        assert!(!got.alternatives);
     }
 
     #[test]
