@@ -62,6 +62,8 @@ pub mod basra {
     }
 }
 
+pub mod convert;
+
 /// The encoded `google.protobuf.FileDescriptorSet` of every Basra proto file
 /// (and the well-known types they import), for gRPC server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] =
