@@ -1,1 +1,199 @@
-//! Placeholder: being written.
+//! The Basra online game-session service: authoritative play over a bidirectional gRPC
+//! stream per player, with every room's state in Redis so that any replica serves any
+//! player of any room.
+//!
+//! - [`room`]: a room (seats, the engine's full [`Game`](basra_engine::Game), timers) and
+//!   its pure state changes; [`events`]: the stored event log.
+//! - [`store`]: the [`RoomStore`](store::RoomStore) trait, [`RedisStore`](store::RedisStore)
+//!   (one atomic Lua compare-and-set per change) and [`MemoryStore`](store::MemoryStore).
+//! - [`core`]: load → apply → compare-and-set → retry ([`Core::mutate`]), timers, admission.
+//! - [`hub`]: per-replica fan-out of the store's notices to the local streams.
+//! - [`service`]: `Game` (Play, CreateRoom, SeatPlayer); [`admin`]: `GameAdmin`.
+//! - [`convert`]: the only way anything reaches a client: the engine's per-seat view and
+//!   `Event::for_viewer`.
+//! - [`outbox`]: finished matches to `Accounts.RecordMatch`, retried until they land.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), game_session::GameError> {
+//! let settings = game_session::Settings::load().expect("valid settings");
+//! let listener = tokio::net::TcpListener::bind(settings.server.listen).await.expect("bind");
+//! game_session::run_with_settings(listener, &settings, tokio_util::sync::CancellationToken::new()).await
+//! # }
+//! ```
+
+pub mod admin;
+pub mod convert;
+pub mod core;
+pub mod error;
+pub mod events;
+pub mod hub;
+pub mod outbox;
+pub mod record;
+pub mod room;
+pub mod service;
+pub mod settings;
+pub mod store;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicUsize};
+use std::time::Duration;
+
+use basra_platform::auth::{AuthLayer, TokenVerifier};
+use basra_proto::basra::game::v1::{game_admin_server::GameAdminServer, game_server::GameServer};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use crate::core::{Core, ServiceConfig};
+pub use error::GameError;
+pub use outbox::{AccountsLink, Credentials};
+pub use settings::Settings;
+pub use store::{MemoryStore, RedisStore, RoomStore};
+
+/// The gRPC service names this server answers (health and reflection list them).
+pub const SERVICE_NAMES: &[&str] = &["basra.game.v1.Game", "basra.game.v1.GameAdmin"];
+
+/// The largest client message accepted (a Play message is a few dozen bytes).
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
+/// A replica: its core and background tasks, ready to be served (alone by [`run`], or
+/// mounted with other services in one process by the dev mode).
+#[derive(Debug)]
+pub struct GameSession {
+    core: Arc<Core>,
+}
+
+impl GameSession {
+    /// Builds the replica and starts its background tasks (fan-out, timers, the outbox
+    /// forwarder when `accounts` is given); they stop when `shutdown` is cancelled.
+    pub fn start(
+        store: Arc<dyn RoomStore>,
+        config: ServiceConfig,
+        accounts: Option<AccountsLink>,
+        shutdown: CancellationToken,
+    ) -> GameSession {
+        let core = Arc::new(Core {
+            store: Arc::clone(&store),
+            hub: Arc::default(),
+            config,
+            open_streams: AtomicUsize::new(0),
+            shutdown: shutdown.clone(),
+            drain: CancellationToken::new(),
+            drain_deadline_ms: AtomicI64::new(0),
+        });
+        tokio::spawn(Arc::clone(&core.hub).run(store.notices(), shutdown.clone()));
+        tokio::spawn(Arc::clone(&core).run_timers(shutdown.clone()));
+        if let Some(link) = accounts {
+            tokio::spawn(outbox::run(
+                store,
+                link,
+                core.config.replica.clone(),
+                shutdown,
+            ));
+        }
+        GameSession { core }
+    }
+
+    /// The replica's core (tests and the dev mode look inside).
+    pub fn core(&self) -> &Arc<Core> {
+        &self.core
+    }
+
+    /// The gRPC routes: `Game` and `GameAdmin`.
+    pub fn routes(&self) -> tonic::service::Routes {
+        let game = GameServer::new(service::GameService::new(Arc::clone(&self.core)))
+            .max_decoding_message_size(MAX_MESSAGE_BYTES);
+        let admin = GameAdminServer::new(admin::AdminService::new(Arc::clone(&self.core)))
+            .max_decoding_message_size(MAX_MESSAGE_BYTES);
+        tonic::service::Routes::new(game).add_service(admin)
+    }
+}
+
+/// Serves a replica on `listener` until `shutdown` is cancelled. Tokens are checked with
+/// `verifier`; in-flight calls get `drain` to finish.
+pub async fn run(
+    listener: TcpListener,
+    store: Arc<dyn RoomStore>,
+    verifier: TokenVerifier,
+    config: ServiceConfig,
+    accounts: Option<AccountsLink>,
+    drain: Duration,
+    shutdown: CancellationToken,
+) -> Result<(), GameError> {
+    let background = shutdown.child_token();
+    let session = GameSession::start(store, config, accounts, background.clone());
+    let auth = AuthLayer::new(verifier, &[]);
+    let result = basra_platform::serve(
+        listener,
+        session.routes(),
+        SERVICE_NAMES,
+        auth,
+        shutdown,
+        drain,
+    )
+    .await;
+    background.cancel();
+    result.map_err(|err| GameError::Internal(format!("grpc server: {err}")))
+}
+
+/// [`run`] from loaded [`Settings`]: connects to Redis, reads the verification key and
+/// the accounts link.
+pub async fn run_with_settings(
+    listener: TcpListener,
+    settings: &Settings,
+    shutdown: CancellationToken,
+) -> Result<(), GameError> {
+    let pem = std::fs::read_to_string(&settings.auth.public_key_file).map_err(|err| {
+        GameError::Invalid(format!(
+            "auth.public_key_file {:?}: {err}",
+            settings.auth.public_key_file
+        ))
+    })?;
+    let verifier = TokenVerifier::new(
+        vec![(settings.auth.key_id.clone(), pem)],
+        &settings.auth.issuer,
+        &settings.auth.audience,
+    )
+    .map_err(|err| GameError::Invalid(err.to_string()))?;
+    let store = RedisStore::connect(
+        &settings.redis.url,
+        &settings.redis.prefix,
+        settings.game.closed_room_ttl_seconds,
+        shutdown.clone(),
+    )
+    .await?;
+    let replica = if settings.game.replica.is_empty() {
+        format!("game-session-{}", uuid::Uuid::now_v7().simple())
+    } else {
+        settings.game.replica.clone()
+    };
+    let config = ServiceConfig {
+        replica,
+        timing: settings.game.timing(),
+        max_streams: settings.game.max_streams,
+        join_timeout: settings.game.join_timeout(),
+        timer_poll: Duration::from_millis(settings.game.timer_poll_ms),
+        resync: Duration::from_millis(settings.game.resync_ms),
+    };
+    let accounts = if settings.accounts.url.is_empty() {
+        None
+    } else {
+        let mut link = AccountsLink::new(
+            &settings.accounts.url,
+            Credentials::Static(settings.accounts.service_token.clone()),
+        )
+        .map_err(GameError::Invalid)?;
+        link.retry_min = Duration::from_millis(settings.accounts.retry_min_ms);
+        link.retry_max = Duration::from_millis(settings.accounts.retry_max_ms);
+        Some(link)
+    };
+    run(
+        listener,
+        Arc::new(store),
+        verifier,
+        config,
+        accounts,
+        settings.server.drain(),
+        shutdown,
+    )
+    .await
+}

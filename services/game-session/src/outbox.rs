@@ -1,0 +1,161 @@
+//! The outbox forwarder: hands finished matches to `Accounts.RecordMatch` until each
+//! lands. Records wait in the store's durable outbox (a Redis stream with a consumer
+//! group); an entry is removed only after accounts answered OK (RecordMatch is
+//! idempotent by match id, so a retry after a lost answer is harmless). A failed entry
+//! stays pending and is claimed again after the current backoff, by this replica or any
+//! other (so a crashed replica's entries are not lost).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use basra_platform::auth::{Caller, TokenIssuer};
+use basra_proto::basra::accounts::v1::{
+    MatchRecord, RecordMatchRequest, accounts_client::AccountsClient,
+};
+use prost::Message as _;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::store::RoomStore;
+
+/// Where and how to call RecordMatch.
+#[derive(Clone)]
+pub struct AccountsLink {
+    /// The accounts channel (connects lazily).
+    pub channel: Channel,
+    /// The service token for each call.
+    pub credentials: Credentials,
+    /// First retry delay.
+    pub retry_min: Duration,
+    /// Longest retry delay.
+    pub retry_max: Duration,
+    /// How often to look for new records when idle.
+    pub poll: Duration,
+}
+
+impl std::fmt::Debug for AccountsLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccountsLink")
+            .field("retry_min", &self.retry_min)
+            .field("retry_max", &self.retry_max)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The service token game-session presents to accounts.
+#[derive(Clone)]
+pub enum Credentials {
+    /// A fixed token (from the settings).
+    Static(String),
+    /// Fresh tokens from an issuer (one-process dev mode, tests).
+    Issuer(Arc<TokenIssuer>, Caller),
+}
+
+impl Credentials {
+    fn token(&self) -> Option<String> {
+        match self {
+            Credentials::Static(token) => Some(token.clone()),
+            Credentials::Issuer(issuer, caller) => issuer
+                .issue(caller, Duration::from_secs(300))
+                .map(|issued| issued.token)
+                .map_err(|err| tracing::error!(error = %err, "cannot issue a service token"))
+                .ok(),
+        }
+    }
+}
+
+impl AccountsLink {
+    /// A link to `url` (connected lazily, so accounts may be down at start).
+    pub fn new(url: &str, credentials: Credentials) -> Result<AccountsLink, String> {
+        let channel = Endpoint::from_shared(url.to_owned())
+            .map_err(|err| format!("accounts.url {url:?}: {err}"))?
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(Duration::from_secs(10))
+            .connect_lazy();
+        Ok(AccountsLink {
+            channel,
+            credentials,
+            retry_min: Duration::from_millis(200),
+            retry_max: Duration::from_secs(30),
+            poll: Duration::from_millis(200),
+        })
+    }
+}
+
+/// Forwards outbox records until `shutdown`.
+pub async fn run(
+    store: Arc<dyn RoomStore>,
+    link: AccountsLink,
+    consumer: String,
+    shutdown: CancellationToken,
+) {
+    let mut client = AccountsClient::new(link.channel.clone());
+    let mut backoff = link.retry_min;
+    loop {
+        let entries = match store
+            .outbox_fetch(&consumer, backoff.as_millis() as u64, 16)
+            .await
+        {
+            Ok(entries) => entries,
+            Err(err) => {
+                tracing::warn!(error = %err, "outbox: cannot read");
+                Vec::new()
+            }
+        };
+        let idle = entries.is_empty();
+        let mut failed = false;
+        for entry in entries {
+            let record = match MatchRecord::decode(entry.payload.as_slice()) {
+                Ok(record) => record,
+                Err(err) => {
+                    tracing::error!(id = entry.id, error = %err, "outbox: undecodable record dropped");
+                    let _ = store.outbox_ack(&entry.id).await;
+                    continue;
+                }
+            };
+            let match_id = record.match_id.clone();
+            let mut request = tonic::Request::new(RecordMatchRequest {
+                record: Some(record),
+            });
+            if let Some(token) = link.credentials.token()
+                && let Ok(value) = format!("Bearer {token}").parse()
+            {
+                request.metadata_mut().insert("authorization", value);
+            }
+            match client.record_match(request).await {
+                Ok(response) => {
+                    tracing::info!(
+                        match_id,
+                        already_recorded = response.get_ref().already_recorded,
+                        "match recorded"
+                    );
+                    if let Err(err) = store.outbox_ack(&entry.id).await {
+                        tracing::warn!(match_id, error = %err, "outbox: cannot ack");
+                    }
+                }
+                Err(status) => {
+                    tracing::warn!(match_id, code = ?status.code(), message = status.message(), retry_in = ?backoff, "outbox: RecordMatch failed; will retry");
+                    failed = true;
+                }
+            }
+        }
+        backoff = if failed {
+            (backoff * 2).min(link.retry_max)
+        } else if idle {
+            backoff
+        } else {
+            link.retry_min
+        };
+        let wait = if failed {
+            backoff
+        } else if idle {
+            link.poll
+        } else {
+            Duration::ZERO
+        };
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}

@@ -1,0 +1,769 @@
+//! A room as stored in Redis: seats, the running match (the engine's full, secret
+//! [`Game`]), timers and the bookkeeping the match record needs. Every change is a pure
+//! method that pushes the resulting log events into [`Room::take_pending`]; the store
+//! then writes state and events in one atomic step.
+
+use basra_engine::{
+    Action, CardSet, EndReason, Event, Game, MajorityTie, RoundScore, Seat, Seed, Settings, bot,
+};
+use basra_proto::basra::common::v1::{BotLevel, MatchEndReason};
+use basra_proto::basra::game::v1::RejectCode;
+use serde::{Deserialize, Serialize};
+
+use crate::events::{LogEvent, StoredEvent};
+use crate::settings::Timing;
+
+/// Who sits in a seat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Occupant {
+    /// Nobody yet.
+    Open,
+    /// A player.
+    Player {
+        /// The user id.
+        user_id: String,
+    },
+    /// A bot.
+    Bot {
+        /// `BotLevel` as a number.
+        level: i32,
+    },
+}
+
+/// A seat and its connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatState {
+    /// Who sits here.
+    pub occupant: Occupant,
+    /// Whether the player has a live stream (bots: always).
+    pub connected: bool,
+    /// The live stream's id, if any.
+    pub conn_id: Option<String>,
+    /// The replica serving it.
+    pub replica: Option<String>,
+    /// When it connected (Unix milliseconds).
+    pub connected_at_ms: i64,
+    /// When a disconnected player loses the match.
+    pub grace_deadline_ms: Option<i64>,
+}
+
+/// The public facts of a seat, as events carry them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatSnapshot {
+    /// The seat.
+    pub seat: u8,
+    /// Who sits there.
+    pub occupant: Occupant,
+    /// Whether they are connected.
+    pub connected: bool,
+}
+
+/// Where a room is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Seats are open.
+    Waiting,
+    /// A match runs.
+    InProgress,
+    /// The match ended; a rematch may follow.
+    Finished,
+    /// Closed for good.
+    Closed,
+}
+
+/// One action of the running match's log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionRecord {
+    /// The engine action.
+    pub action: Action,
+    /// The server acted (timer or bot).
+    pub automatic: bool,
+    /// When (Unix milliseconds).
+    pub at_ms: i64,
+}
+
+/// A finished round of the running match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundRecord {
+    /// The dealer.
+    pub dealer: u8,
+    /// The engine's scoring.
+    pub score: RoundScore,
+}
+
+/// A refused client message: the code and a developer-facing message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reject {
+    /// Why.
+    pub code: RejectCode,
+    /// Explanation (English).
+    pub message: String,
+}
+
+impl Reject {
+    pub(crate) fn new(code: RejectCode, message: impl Into<String>) -> Reject {
+        Reject {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// A room.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Room {
+    /// The room id.
+    pub id: String,
+    /// The rules.
+    pub settings: Settings,
+    /// Ranked.
+    pub ranked: bool,
+    /// Spectators allowed.
+    pub allow_spectators: bool,
+    /// `RoomVisibility` as a number.
+    pub visibility: i32,
+    /// The seats.
+    pub seats: Vec<SeatState>,
+    /// Where the room is.
+    pub status: Status,
+    /// The timings every replica applies to this room.
+    pub timing: Timing,
+    /// The current (or last) match id; empty before the first.
+    pub match_id: String,
+    /// The running (or last) match: full secret state.
+    pub game: Option<Game>,
+    /// The match's action log.
+    pub actions: Vec<ActionRecord>,
+    /// The match's finished rounds.
+    pub rounds: Vec<RoundRecord>,
+    /// The dealer of the current round.
+    pub dealer: u8,
+    /// Majority points carried over.
+    pub carried: u32,
+    /// The match ended by this reason (set at the end).
+    pub end_reason: Option<i32>,
+    /// The seat that resigned or abandoned.
+    pub forfeit_seat: Option<u8>,
+    /// When the match started and ended.
+    pub started_at_ms: i64,
+    /// When the match ended.
+    pub ended_at_ms: i64,
+    /// When the room was created.
+    pub created_at_ms: i64,
+    /// When the last event happened.
+    pub last_event_ms: i64,
+    /// When the current turn times out.
+    pub turn_deadline_ms: Option<i64>,
+    /// When the bot to move plays.
+    pub bot_due_ms: Option<i64>,
+    /// Seats that asked for a rematch.
+    pub rematch: Vec<u8>,
+    /// When the rematch offer lapses.
+    pub rematch_deadline_ms: Option<i64>,
+    /// The seq of the room's last event.
+    pub seq: u64,
+    /// The seq of the last event that changed the game (what `based_on_seq` is checked
+    /// against).
+    pub game_seq: u64,
+    /// Events not yet stored.
+    #[serde(skip)]
+    pending: Vec<StoredEvent>,
+}
+
+impl Room {
+    /// A new room; the match starts at once when no seat is open (see [`Room::start_if_full`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: String,
+        settings: Settings,
+        occupants: Vec<Occupant>,
+        ranked: bool,
+        allow_spectators: bool,
+        visibility: i32,
+        timing: Timing,
+        now: i64,
+    ) -> Room {
+        let seats = occupants
+            .into_iter()
+            .map(|occupant| SeatState {
+                connected: matches!(occupant, Occupant::Bot { .. }),
+                occupant,
+                conn_id: None,
+                replica: None,
+                connected_at_ms: 0,
+                grace_deadline_ms: None,
+            })
+            .collect();
+        Room {
+            id,
+            settings,
+            ranked,
+            allow_spectators,
+            visibility,
+            seats,
+            status: Status::Waiting,
+            timing,
+            match_id: String::new(),
+            game: None,
+            actions: Vec::new(),
+            rounds: Vec::new(),
+            dealer: 0,
+            carried: 0,
+            end_reason: None,
+            forfeit_seat: None,
+            started_at_ms: 0,
+            ended_at_ms: 0,
+            created_at_ms: now,
+            last_event_ms: now,
+            turn_deadline_ms: None,
+            bot_due_ms: None,
+            rematch: Vec::new(),
+            rematch_deadline_ms: None,
+            seq: 0,
+            game_seq: 0,
+            pending: Vec::new(),
+        }
+    }
+
+    /// The events made since the last call, to be stored; the first has seq
+    /// `self.seq - len + 1`.
+    pub fn take_pending(&mut self) -> Vec<StoredEvent> {
+        std::mem::take(&mut self.pending)
+    }
+
+    fn push(&mut self, event: LogEvent, now: i64) {
+        self.seq += 1;
+        if event.changes_game() {
+            self.game_seq = self.seq;
+        }
+        self.last_event_ms = now;
+        self.pending.push(StoredEvent { at_ms: now, event });
+    }
+
+    /// The seat of `user_id`, if they have one.
+    pub fn seat_of(&self, user_id: &str) -> Option<u8> {
+        self.seats
+            .iter()
+            .position(
+                |seat| matches!(&seat.occupant, Occupant::Player { user_id: id } if id == user_id),
+            )
+            .map(|index| index as u8)
+    }
+
+    /// The public facts of every seat.
+    pub fn seat_snapshots(&self) -> Vec<SeatSnapshot> {
+        (0..self.seats.len())
+            .map(|i| self.snapshot(i as u8))
+            .collect()
+    }
+
+    fn snapshot(&self, seat: u8) -> SeatSnapshot {
+        let state = &self.seats[usize::from(seat)];
+        SeatSnapshot {
+            seat,
+            occupant: state.occupant.clone(),
+            connected: state.connected,
+        }
+    }
+
+    /// Starts the first match if every seat is taken and the room is waiting.
+    pub fn start_if_full(&mut self, seed: Seed, match_id: String, now: i64) {
+        if self.status != Status::Waiting || self.seats.iter().any(|s| s.occupant == Occupant::Open)
+        {
+            return;
+        }
+        self.start_match(seed, match_id, now);
+    }
+
+    fn start_match(&mut self, seed: Seed, match_id: String, now: i64) {
+        let (game, events) = Game::new(self.settings, seed).expect("settings were validated");
+        self.game = Some(game);
+        self.match_id = match_id;
+        self.status = Status::InProgress;
+        self.actions.clear();
+        self.rounds.clear();
+        self.carried = 0;
+        self.end_reason = None;
+        self.forfeit_seat = None;
+        self.started_at_ms = now;
+        self.ended_at_ms = 0;
+        self.rematch.clear();
+        self.rematch_deadline_ms = None;
+        self.absorb(events, now, false, String::new(), None);
+    }
+
+    /// Puts `user_id` in a seat of a waiting room (idempotent for a seated player).
+    pub fn seat_player(
+        &mut self,
+        user_id: &str,
+        preferred: Option<u32>,
+        seed: Seed,
+        match_id: String,
+        now: i64,
+    ) -> Result<u8, String> {
+        if let Some(seat) = self.seat_of(user_id) {
+            return Ok(seat);
+        }
+        if self.status != Status::Waiting {
+            return Err("the room is not waiting for players".into());
+        }
+        let seat = match preferred {
+            Some(wanted) => {
+                let index = usize::try_from(wanted).unwrap_or(usize::MAX);
+                match self.seats.get(index) {
+                    None => return Err(format!("there is no seat {wanted}")),
+                    Some(seat) if seat.occupant != Occupant::Open => {
+                        return Err(format!("seat {wanted} is taken"));
+                    }
+                    Some(_) => index,
+                }
+            }
+            None => self
+                .seats
+                .iter()
+                .position(|seat| seat.occupant == Occupant::Open)
+                .ok_or_else(|| "no seat is open".to_owned())?,
+        };
+        self.seats[seat].occupant = Occupant::Player {
+            user_id: user_id.to_owned(),
+        };
+        let snapshot = self.snapshot(seat as u8);
+        self.push(LogEvent::SeatChanged { seat: snapshot }, now);
+        self.start_if_full(seed, match_id, now);
+        Ok(seat as u8)
+    }
+
+    /// Turns the engine's events into log events, updating timers and records.
+    fn absorb(
+        &mut self,
+        events: Vec<Event>,
+        now: i64,
+        automatic: bool,
+        client_move_id: String,
+        end: Option<(MatchEndReason, u8)>,
+    ) {
+        let table_follows = events
+            .iter()
+            .any(|event| matches!(event, Event::TableDealt { .. }));
+        let mut deals = Vec::new();
+        let mut client_move_id = Some(client_move_id);
+        for event in events {
+            if let Event::HandDealt { .. } = event {
+                deals.push(event);
+                continue;
+            }
+            if !deals.is_empty() {
+                self.push_deal(std::mem::take(&mut deals), table_follows, now);
+            }
+            match event {
+                Event::MatchStarted { commitment, .. } => {
+                    let started = LogEvent::MatchStarted {
+                        match_id: self.match_id.clone(),
+                        ranked: self.ranked,
+                        seats: self.seat_snapshots(),
+                        commitment,
+                    };
+                    self.push(started, now);
+                }
+                Event::RoundStarted { round, dealer } => {
+                    self.dealer = dealer.0;
+                    self.push(LogEvent::RoundStarted { round, dealer }, now);
+                }
+                Event::TableDealt { cards } => {
+                    self.push(
+                        LogEvent::TableDealt {
+                            cards: cards.to_vec(),
+                        },
+                        now,
+                    );
+                }
+                Event::Turn { seat } => {
+                    let deadline = now + self.timing.turn_ms as i64;
+                    self.turn_deadline_ms = Some(deadline);
+                    self.bot_due_ms =
+                        matches!(self.seats[seat.index()].occupant, Occupant::Bot { .. })
+                            .then(|| now + self.timing.bot_delay_ms as i64);
+                    self.push(
+                        LogEvent::TurnStarted {
+                            seat,
+                            deadline_ms: deadline,
+                        },
+                        now,
+                    );
+                }
+                Event::CardPlayed { basra, .. } => {
+                    let basra_points = basra.map_or(0, |kind| kind.points(&self.settings));
+                    self.push(
+                        LogEvent::CardPlayed {
+                            played: event,
+                            basra_points,
+                            automatic,
+                            client_move_id: client_move_id.take().unwrap_or_default(),
+                        },
+                        now,
+                    );
+                }
+                Event::RoundEnded(score) => {
+                    let tie = score.piles[0] == score.piles[1];
+                    self.carried = if tie && self.settings.majority_tie == MajorityTie::CarryOver {
+                        self.carried + self.settings.majority_points
+                    } else {
+                        0
+                    };
+                    self.rounds.push(RoundRecord {
+                        dealer: self.dealer,
+                        score,
+                    });
+                    self.push(
+                        LogEvent::RoundEnded {
+                            score,
+                            carried: self.carried,
+                        },
+                        now,
+                    );
+                }
+                Event::HandDealt { .. } => unreachable!("deals are grouped above"),
+                Event::MatchEnded(result) => {
+                    let (reason, forfeit) = match (end, result.reason) {
+                        (Some((reason, seat)), _) => (reason, Some(seat)),
+                        (None, EndReason::Resigned { seat }) => {
+                            (MatchEndReason::Resigned, Some(seat.0))
+                        }
+                        (None, EndReason::TargetReached) => (MatchEndReason::TargetReached, None),
+                    };
+                    self.finish(
+                        Some(result.winner.0),
+                        reason,
+                        forfeit,
+                        result.totals,
+                        result.seed.0,
+                        now,
+                    );
+                }
+            }
+        }
+        if !deals.is_empty() {
+            self.push_deal(deals, table_follows, now);
+        }
+    }
+
+    fn finish(
+        &mut self,
+        winner_side: Option<u8>,
+        reason: MatchEndReason,
+        forfeit_seat: Option<u8>,
+        totals: [u32; 2],
+        seed: [u8; 32],
+        now: i64,
+    ) {
+        self.status = Status::Finished;
+        self.end_reason = Some(reason as i32);
+        self.forfeit_seat = forfeit_seat;
+        self.ended_at_ms = now;
+        self.turn_deadline_ms = None;
+        self.bot_due_ms = None;
+        for seat in &mut self.seats {
+            seat.grace_deadline_ms = None;
+        }
+        self.rematch_deadline_ms = Some(now + self.timing.rematch_ms as i64);
+        self.push(
+            LogEvent::MatchEnded {
+                match_id: self.match_id.clone(),
+                winner_side,
+                reason: reason as i32,
+                forfeit_seat,
+                totals,
+                seed,
+            },
+            now,
+        );
+    }
+
+    fn push_deal(&mut self, deals: Vec<Event>, table_follows: bool, now: i64) {
+        let game = self.game.as_ref().expect("a deal happens in a match");
+        let view = game.view(None);
+        let hand_counts = view.hand_sizes.iter().map(|&n| u32::from(n)).collect();
+        // The starting table is drawn after the hands (net four cards, whatever the cleaning).
+        let deck_remaining = u32::from(view.deck_left) + if table_follows { 4 } else { 0 };
+        self.push(
+            LogEvent::HandDealt {
+                deals,
+                hand_counts,
+                deck_remaining,
+            },
+            now,
+        );
+    }
+
+    fn running_game(&mut self) -> Result<&mut Game, Reject> {
+        match (&mut self.game, self.status) {
+            (Some(game), Status::InProgress) => Ok(game),
+            _ => Err(Reject::new(
+                RejectCode::NotInProgress,
+                "no match is running in this room",
+            )),
+        }
+    }
+
+    /// Plays a card for `seat`. On error the room is unchanged.
+    pub fn play(
+        &mut self,
+        seat: u8,
+        card: basra_engine::Card,
+        take: Option<CardSet>,
+        automatic: bool,
+        client_move_id: String,
+        now: i64,
+    ) -> Result<(), Reject> {
+        let action = Action::Play {
+            seat: Seat(seat),
+            card,
+            take,
+        };
+        let game = self.running_game()?;
+        let events = game.apply(&action).map_err(rule_reject)?;
+        self.actions.push(ActionRecord {
+            action,
+            automatic: automatic || self.is_bot(seat),
+            at_ms: now,
+        });
+        self.absorb(events, now, automatic, client_move_id, None);
+        Ok(())
+    }
+
+    fn is_bot(&self, seat: u8) -> bool {
+        matches!(
+            self.seats.get(usize::from(seat)).map(|s| &s.occupant),
+            Some(Occupant::Bot { .. })
+        )
+    }
+
+    /// `seat` resigns (or, with `abandoned`, is out of grace): the other side wins.
+    pub fn resign(&mut self, seat: u8, abandoned: bool, now: i64) -> Result<(), Reject> {
+        let action = Action::Resign { seat: Seat(seat) };
+        let game = self.running_game()?;
+        let events = game.apply(&action).map_err(rule_reject)?;
+        self.actions.push(ActionRecord {
+            action,
+            automatic: abandoned,
+            at_ms: now,
+        });
+        let end = abandoned.then_some((MatchEndReason::Abandoned, seat));
+        self.absorb(events, now, false, String::new(), end);
+        Ok(())
+    }
+
+    /// A stream for `seat` connected (replacing any other stream of the seat).
+    pub fn connect(&mut self, seat: u8, conn_id: &str, replica: &str, now: i64) {
+        let state = &mut self.seats[usize::from(seat)];
+        state.connected = true;
+        state.conn_id = Some(conn_id.to_owned());
+        state.replica = Some(replica.to_owned());
+        state.connected_at_ms = now;
+        state.grace_deadline_ms = None;
+        self.push(
+            LogEvent::ConnectionChanged {
+                seat,
+                connected: true,
+                grace_deadline_ms: None,
+                conn_id: conn_id.to_owned(),
+            },
+            now,
+        );
+    }
+
+    /// The stream `conn_id` of `seat` ended. Nothing happens when a newer stream has
+    /// replaced it. Returns whether anything changed.
+    pub fn disconnect(&mut self, seat: u8, conn_id: &str, now: i64) -> bool {
+        let in_progress = self.status == Status::InProgress;
+        let grace_ms = self.timing.grace_ms as i64;
+        let state = &mut self.seats[usize::from(seat)];
+        if state.conn_id.as_deref() != Some(conn_id) || !state.connected {
+            return false;
+        }
+        state.connected = false;
+        state.conn_id = None;
+        state.replica = None;
+        state.grace_deadline_ms = in_progress.then_some(now + grace_ms);
+        let grace = state.grace_deadline_ms;
+        self.push(
+            LogEvent::ConnectionChanged {
+                seat,
+                connected: false,
+                grace_deadline_ms: grace,
+                conn_id: conn_id.to_owned(),
+            },
+            now,
+        );
+        true
+    }
+
+    /// A quick-chat phrase from `seat`.
+    pub fn chat(&mut self, seat: u8, phrase: i32, now: i64) {
+        self.push(LogEvent::Chat { seat, phrase }, now);
+    }
+
+    /// `seat` asks for a rematch; when every player has, a new match starts.
+    pub fn ask_rematch(
+        &mut self,
+        seat: u8,
+        seed: Seed,
+        match_id: String,
+        now: i64,
+    ) -> Result<(), Reject> {
+        if self.status != Status::Finished {
+            return Err(Reject::new(
+                RejectCode::NotInProgress,
+                "a rematch can only be asked for after a match",
+            ));
+        }
+        if !self.rematch.contains(&seat) {
+            self.rematch.push(seat);
+        }
+        for (index, state) in self.seats.iter().enumerate() {
+            if matches!(state.occupant, Occupant::Bot { .. })
+                && !self.rematch.contains(&(index as u8))
+            {
+                self.rematch.push(index as u8);
+            }
+        }
+        self.rematch.sort_unstable();
+        let deadline = self.rematch_deadline_ms.unwrap_or(now);
+        self.push(
+            LogEvent::RematchOffered {
+                seat,
+                accepted: self.rematch.clone(),
+                deadline_ms: deadline,
+            },
+            now,
+        );
+        if self.rematch.len() == self.seats.len() {
+            self.start_match(seed, match_id, now);
+        }
+        Ok(())
+    }
+
+    /// `seat` leaves: frees the seat while waiting, declines the rematch (closing the room)
+    /// after a match. Refused during a match.
+    pub fn leave(&mut self, seat: u8, now: i64) -> Result<(), Reject> {
+        match self.status {
+            Status::Waiting => {
+                let state = &mut self.seats[usize::from(seat)];
+                state.occupant = Occupant::Open;
+                state.connected = false;
+                state.conn_id = None;
+                let snapshot = self.snapshot(seat);
+                self.push(LogEvent::SeatChanged { seat: snapshot }, now);
+                Ok(())
+            }
+            Status::Finished => {
+                self.status = Status::Closed;
+                Ok(())
+            }
+            Status::Closed => Ok(()),
+            Status::InProgress => Err(Reject::new(
+                RejectCode::NotInProgress,
+                "a match is running: resign instead of leaving",
+            )),
+        }
+    }
+
+    /// Closes the room (operators). Returns (a match was ended, closed now).
+    pub fn close(&mut self, now: i64) -> (bool, bool) {
+        if self.status == Status::Closed {
+            return (false, false);
+        }
+        let ended = self.status == Status::InProgress;
+        if ended {
+            let game = self.game.as_ref().expect("a match runs");
+            let totals = game.totals();
+            let seed = game.seed().0;
+            self.finish(None, MatchEndReason::Closed, None, totals, seed, now);
+        }
+        self.status = Status::Closed;
+        (ended, true)
+    }
+
+    /// The next moment something is due in this room (a bot's move, a turn timeout, a
+    /// grace period's end, the rematch window's end).
+    pub fn next_deadline(&self) -> Option<i64> {
+        match self.status {
+            Status::InProgress => [self.bot_due_ms, self.turn_deadline_ms]
+                .into_iter()
+                .chain(self.seats.iter().map(|s| s.grace_deadline_ms))
+                .flatten()
+                .min(),
+            Status::Finished => self.rematch_deadline_ms,
+            Status::Waiting | Status::Closed => None,
+        }
+    }
+
+    /// Does what is due at `now`: abandons a seat out of grace, plays a bot's move or a
+    /// timed-out turn (with the greedy bot), closes the room when the rematch window ends.
+    /// Returns whether anything changed.
+    pub fn on_timer(&mut self, now: i64) -> bool {
+        match self.status {
+            Status::InProgress => {
+                let out_of_grace = self
+                    .seats
+                    .iter()
+                    .position(|s| s.grace_deadline_ms.is_some_and(|at| at <= now));
+                if let Some(seat) = out_of_grace {
+                    return self.resign(seat as u8, true, now).is_ok();
+                }
+                let bot_due = self.bot_due_ms.is_some_and(|at| at <= now);
+                let timed_out = self.turn_deadline_ms.is_some_and(|at| at <= now);
+                if !(bot_due || timed_out) {
+                    return false;
+                }
+                let Some(game) = &self.game else { return false };
+                let Some(seat) = game.turn() else {
+                    return false;
+                };
+                let policy = match &self.seats[seat.index()].occupant {
+                    Occupant::Bot { level } if *level == BotLevel::Easy as i32 => {
+                        bot::Policy::Random
+                    }
+                    _ => bot::Policy::Greedy,
+                };
+                let view = game.view(Some(seat));
+                let Some(Action::Play { card, take, .. }) =
+                    bot::choose(policy, &view, &mut rand::rng())
+                else {
+                    return false;
+                };
+                let automatic = !bot_due;
+                self.play(seat.0, card, take, automatic, String::new(), now)
+                    .is_ok()
+            }
+            Status::Finished => {
+                if self.rematch_deadline_ms.is_some_and(|at| at <= now) {
+                    self.status = Status::Closed;
+                    true
+                } else {
+                    false
+                }
+            }
+            Status::Waiting | Status::Closed => false,
+        }
+    }
+}
+
+/// The reject answering a rule error.
+fn rule_reject(error: basra_engine::RuleError) -> Reject {
+    use basra_engine::RuleError as E;
+    let code = match error {
+        E::MatchOver => RejectCode::NotInProgress,
+        E::NoSuchSeat { .. } => RejectCode::NotSeated,
+        E::NotYourTurn { .. } => RejectCode::NotYourTurn,
+        E::CardNotInHand { .. } => RejectCode::CardNotInHand,
+        E::NotOnTable(_)
+        | E::NotInSum { .. }
+        | E::NotGroups { .. }
+        | E::NotLargest { .. }
+        | E::FixedCapture { .. } => RejectCode::IllegalCapture,
+    };
+    Reject::new(code, error.to_string())
+}

@@ -1,0 +1,658 @@
+//! The `Game` gRPC service: the Play stream, and the internal CreateRoom / SeatPlayer.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use basra_engine::CardSet;
+use basra_platform::auth::{self, Role};
+use basra_platform::ratelimit::RateLimiter;
+use basra_proto::basra::common::v1 as pb;
+use basra_proto::basra::game::v1::{
+    self as game, ClientMessage, CreateRoomRequest, CreateRoomResponse, RejectCode,
+    SeatPlayerRequest, SeatPlayerResponse, ServerEvent, client_message::Kind, game_server::Game,
+    seat_assignment::Occupant as PbOccupant, server_event::Event as E,
+};
+use rand::Rng as _;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status, Streaming};
+use tracing::Instrument as _;
+
+use crate::convert::{
+    card_from_pb, project, server_event, settings_from_pb, settings_to_pb, snapshot,
+};
+use crate::core::{Core, Mutation, StreamPermit, fresh_id, fresh_seed, now_ms};
+use crate::error::GameError;
+use crate::events::LogEvent;
+use crate::room::{Occupant, Reject, Room, Status as RoomStatus};
+
+/// The `Game` service over a [`Core`].
+#[derive(Debug, Clone)]
+pub struct GameService {
+    core: Arc<Core>,
+    chat: Arc<RateLimiter>,
+}
+
+impl GameService {
+    /// The service.
+    pub fn new(core: Arc<Core>) -> GameService {
+        GameService {
+            core,
+            chat: Arc::new(RateLimiter::new(5, Duration::from_secs(10))),
+        }
+    }
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<ServerEvent, Status>> + Send>>;
+
+fn invalid(message: impl Into<String>) -> Status {
+    GameError::Invalid(message.into()).into()
+}
+
+#[tonic::async_trait]
+impl Game for GameService {
+    type PlayStream = EventStream;
+
+    #[tracing::instrument(skip_all, fields(user_id, room_id))]
+    async fn play(
+        &self,
+        request: Request<Streaming<ClientMessage>>,
+    ) -> Result<Response<EventStream>, Status> {
+        let caller = auth::caller(&request)?;
+        let user_id = caller.user_id.to_string();
+        tracing::Span::current().record("user_id", user_id.as_str());
+        let permit = self.core.admit()?;
+        let mut inbound = request.into_inner();
+        let first = tokio::time::timeout(self.core.config.join_timeout, inbound.message())
+            .await
+            .map_err(|_| invalid("no join message within the join timeout"))??
+            .ok_or_else(|| invalid("the stream ended before its join message"))?;
+        let Some(Kind::Join(join)) = first.kind else {
+            return Err(invalid("the first message must be join"));
+        };
+        if join.room_id.is_empty() || join.room_id.len() > 128 {
+            return Err(invalid("join.room_id must be 1..128 characters"));
+        }
+        tracing::Span::current().record("room_id", join.room_id.as_str());
+        let loaded = self
+            .core
+            .store
+            .load(&join.room_id)
+            .await?
+            .ok_or_else(|| GameError::RoomNotFound(join.room_id.clone()))?;
+        let viewer = if join.spectate {
+            if !loaded.room.allow_spectators {
+                return Err(GameError::Denied("this room does not allow spectators".into()).into());
+            }
+            None
+        } else {
+            Some(loaded.room.seat_of(&user_id).ok_or_else(|| {
+                GameError::Denied("you have no seat in this room; ask to spectate".into())
+            })?)
+        };
+        let watch = self.core.hub.watch(&join.room_id);
+        let conn_id = uuid::Uuid::now_v7().to_string();
+        let mut connect_seq = 0;
+        if let Some(seat) = viewer {
+            let replica = self.core.config.replica.clone();
+            let connected = self
+                .core
+                .mutate(&join.room_id, None, |room, now| {
+                    room.connect(seat, &conn_id, &replica, now);
+                    Ok(())
+                })
+                .await?;
+            match connected {
+                Mutation::Done { room, .. } => connect_seq = room.seq,
+                _ => return Err(GameError::Internal("cannot connect".into()).into()),
+            }
+        }
+        let (tx, rx) = mpsc::channel(256);
+        let session = Session {
+            core: Arc::clone(&self.core),
+            chat: Arc::clone(&self.chat),
+            room_id: join.room_id,
+            viewer,
+            conn_id,
+            connect_seq,
+            delivered: 0,
+            seats: loaded.room.seats.len(),
+            settings: loaded.room.settings,
+            tx,
+            _permit: permit,
+        };
+        let span = tracing::Span::current();
+        tokio::spawn(
+            session
+                .run(inbound, watch, join.last_seen_seq)
+                .instrument(span),
+        );
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
+    }
+
+    #[tracing::instrument(skip_all, fields(room_id = %request.get_ref().room_id))]
+    async fn create_room(
+        &self,
+        request: Request<CreateRoomRequest>,
+    ) -> Result<Response<CreateRoomResponse>, Status> {
+        auth::require_role(&auth::caller(&request)?, Role::Service)?;
+        let request = request.into_inner();
+        if request.room_id.is_empty() || request.room_id.len() > 128 {
+            return Err(invalid("room_id must be 1..128 characters"));
+        }
+        if request.room_id.contains(['{', '}']) {
+            return Err(invalid("room_id must not contain braces"));
+        }
+        let settings = settings_from_pb(request.settings.as_ref()).map_err(invalid)?;
+        if request.seats.len() != usize::from(settings.seat_count()) {
+            return Err(invalid(format!(
+                "{} seats given for a {}-seat game",
+                request.seats.len(),
+                settings.seat_count()
+            )));
+        }
+        let mut occupants = Vec::new();
+        for (index, seat) in request.seats.iter().enumerate() {
+            let occupant = match &seat.occupant {
+                Some(PbOccupant::UserId(user_id)) if !user_id.is_empty() => {
+                    if occupants
+                        .iter()
+                        .any(|o| matches!(o, Occupant::Player { user_id: id } if id == user_id))
+                    {
+                        return Err(invalid(format!("user {user_id} is seated twice")));
+                    }
+                    Occupant::Player {
+                        user_id: user_id.clone(),
+                    }
+                }
+                Some(PbOccupant::Bot(bot)) => Occupant::Bot { level: bot.level },
+                Some(PbOccupant::Open(_)) => Occupant::Open,
+                _ => return Err(invalid(format!("seat {index} has no occupant"))),
+            };
+            occupants.push(occupant);
+        }
+        if request.ranked && occupants.iter().any(|o| matches!(o, Occupant::Bot { .. })) {
+            return Err(invalid("a room with a bot cannot be ranked"));
+        }
+        let now = now_ms();
+        let mut room = Room::new(
+            request.room_id.clone(),
+            settings,
+            occupants,
+            request.ranked,
+            request.allow_spectators,
+            request.visibility,
+            self.core.config.timing,
+            now,
+        );
+        room.start_if_full(fresh_seed(), fresh_id(), now);
+        let created = self.core.create(&mut room).await?;
+        let settings = if created {
+            room.settings
+        } else {
+            self.core
+                .store
+                .load(&request.room_id)
+                .await?
+                .map_or(room.settings, |loaded| loaded.room.settings)
+        };
+        tracing::info!(created, "room created");
+        Ok(Response::new(CreateRoomResponse {
+            room_id: request.room_id,
+            settings: Some(settings_to_pb(&settings)),
+            created,
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(room_id = %request.get_ref().room_id))]
+    async fn seat_player(
+        &self,
+        request: Request<SeatPlayerRequest>,
+    ) -> Result<Response<SeatPlayerResponse>, Status> {
+        auth::require_role(&auth::caller(&request)?, Role::Service)?;
+        let request = request.into_inner();
+        if request.user_id.is_empty() {
+            return Err(invalid("user_id is required"));
+        }
+        let outcome = self
+            .core
+            .mutate(&request.room_id, None, |room, now| {
+                room.seat_player(
+                    &request.user_id,
+                    request.preferred_seat,
+                    fresh_seed(),
+                    fresh_id(),
+                    now,
+                )
+                .map_err(|message| Reject::new(RejectCode::NotInProgress, message))
+            })
+            .await?;
+        match outcome {
+            Mutation::Done { value, room, .. } => Ok(Response::new(SeatPlayerResponse {
+                seat: u32::from(value),
+                settings: Some(settings_to_pb(&room.settings)),
+                ranked: room.ranked,
+            })),
+            Mutation::Rejected(reject) => Err(GameError::Precondition(reject.message).into()),
+            Mutation::AlreadyApplied(_) => {
+                Err(GameError::Internal("unexpected answer".into()).into())
+            }
+        }
+    }
+}
+
+/// Why a stream ends.
+enum End {
+    /// The client went away (or left): mark the seat disconnected.
+    Gone,
+    /// End with this status (already decided: replaced, draining, closed room).
+    Status(Status),
+    /// The room closed: end OK.
+    Closed,
+}
+
+/// One Play stream.
+struct Session {
+    core: Arc<Core>,
+    chat: Arc<RateLimiter>,
+    room_id: String,
+    viewer: Option<u8>,
+    conn_id: String,
+    /// The seq of this stream's own connect event.
+    connect_seq: u64,
+    /// The last seq sent on this stream.
+    delivered: u64,
+    seats: usize,
+    settings: basra_engine::Settings,
+    tx: mpsc::Sender<Result<ServerEvent, Status>>,
+    _permit: StreamPermit,
+}
+
+impl Session {
+    async fn run(
+        mut self,
+        mut inbound: Streaming<ClientMessage>,
+        mut watch: watch::Receiver<u64>,
+        last_seen: Option<u64>,
+    ) {
+        let end = match self.start(last_seen).await {
+            Ok(None) => self.serve(&mut inbound, &mut watch).await,
+            Ok(Some(end)) => end,
+            Err(err) => End::Status(err.into()),
+        };
+        match end {
+            End::Gone => tracing::debug!("client went away"),
+            End::Status(status) => {
+                tracing::debug!(code = ?status.code(), message = status.message(), "ending the stream");
+                let _ = self.tx.send(Err(status)).await;
+            }
+            End::Closed => {}
+        }
+        if let Some(seat) = self.viewer {
+            let conn_id = self.conn_id.clone();
+            let result = self
+                .core
+                .mutate(&self.room_id, None, |room, now| {
+                    if room.disconnect(seat, &conn_id, now) {
+                        Ok(())
+                    } else {
+                        Err(Reject::new(RejectCode::Unspecified, "not connected"))
+                    }
+                })
+                .await;
+            if let Err(err) = result {
+                tracing::warn!(error = %err, "cannot record the disconnect");
+            }
+        }
+        drop(watch);
+        self.core.hub.release(&self.room_id);
+        tracing::debug!(delivered = self.delivered, "stream ended");
+    }
+
+    /// The first events: the missed ones after `last_seen`, or a snapshot.
+    async fn start(&mut self, last_seen: Option<u64>) -> Result<Option<End>, GameError> {
+        let loaded = self
+            .core
+            .store
+            .load(&self.room_id)
+            .await?
+            .ok_or_else(|| GameError::RoomNotFound(self.room_id.clone()))?;
+        match last_seen {
+            Some(seen) if seen <= loaded.room.seq => self.delivered = seen,
+            _ => {
+                let event = snapshot(&loaded.room, self.viewer, loaded.room.seq, now_ms());
+                self.delivered = loaded.room.seq;
+                if self.tx.send(Ok(event)).await.is_err() {
+                    return Ok(Some(End::Gone));
+                }
+            }
+        }
+        self.catch_up().await
+    }
+
+    /// Sends every event after `delivered`. `Some` when the stream must end.
+    async fn catch_up(&mut self) -> Result<Option<End>, GameError> {
+        let after = self
+            .core
+            .store
+            .events_after(&self.room_id, self.delivered)
+            .await?;
+        if !after.exists {
+            return Ok(Some(End::Status(
+                GameError::RoomNotFound(self.room_id.clone()).into(),
+            )));
+        }
+        let now = now_ms();
+        for stored in &after.events {
+            let seq = self.delivered + 1;
+            if let (
+                Some(me),
+                LogEvent::ConnectionChanged {
+                    seat,
+                    connected: true,
+                    conn_id,
+                    ..
+                },
+            ) = (self.viewer, &stored.event)
+                && *seat == me
+                && *conn_id != self.conn_id
+                && seq > self.connect_seq
+            {
+                // Another stream took this seat after ours: it gets the seat.
+                return Ok(Some(End::Status(Status::failed_precondition(
+                    "a newer stream for this seat replaced this one",
+                ))));
+            }
+            let event = project(stored, seq, self.viewer, self.seats, &self.settings, now);
+            if self.tx.send(Ok(event)).await.is_err() {
+                return Ok(Some(End::Gone));
+            }
+            self.delivered = seq;
+        }
+        if after.closed {
+            return Ok(Some(End::Closed));
+        }
+        Ok(None)
+    }
+
+    async fn serve(
+        &mut self,
+        inbound: &mut Streaming<ClientMessage>,
+        watch: &mut watch::Receiver<u64>,
+    ) -> End {
+        let mut resync = tokio::time::interval(self.core.config.resync);
+        resync.reset();
+        let shutdown = self.core.shutdown.clone();
+        let drain = self.core.drain.clone();
+        loop {
+            let step = tokio::select! {
+                biased;
+                () = shutdown.cancelled() => {
+                    return End::Status(Status::unavailable("the replica is stopping; resume elsewhere with last_seen_seq"));
+                }
+                () = drain.cancelled() => {
+                    self.drain_delay().await;
+                    return End::Status(Status::unavailable("the replica is draining; resume elsewhere with last_seen_seq"));
+                }
+                message = inbound.message() => match message {
+                    Ok(Some(message)) => self.handle(message).await,
+                    Ok(None) => return End::Gone,
+                    Err(status) => {
+                        tracing::debug!(code = ?status.code(), message = status.message(), "inbound stream failed");
+                        return End::Gone;
+                    }
+                },
+                changed = watch.changed() => {
+                    if changed.is_err() {
+                        return End::Status(Status::unavailable("the replica is stopping"));
+                    }
+                    self.catch_up().await
+                }
+                _ = resync.tick() => self.catch_up().await,
+            };
+            match step {
+                Ok(None) => {}
+                Ok(Some(end)) => return end,
+                Err(err) => return End::Status(err.into()),
+            }
+        }
+    }
+
+    /// A random share of the drain deadline, so streams leave spread out.
+    async fn drain_delay(&self) {
+        let deadline = self
+            .core
+            .drain_deadline_ms
+            .load(std::sync::atomic::Ordering::SeqCst);
+        let left = (deadline - now_ms()).max(0) as u64;
+        if left > 0 {
+            let wait = rand::rng().random_range(0..=left);
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+        }
+    }
+
+    async fn send_local(&self, event: E) -> Result<Option<End>, GameError> {
+        let event = server_event(self.delivered, now_ms(), event);
+        if self.tx.send(Ok(event)).await.is_err() {
+            return Ok(Some(End::Gone));
+        }
+        Ok(None)
+    }
+
+    async fn reject(
+        &self,
+        code: RejectCode,
+        message: impl Into<String>,
+        client_move_id: &str,
+        applied_seq: Option<u64>,
+    ) -> Result<Option<End>, GameError> {
+        self.send_local(E::Rejected(game::Rejected {
+            code: code as i32,
+            message: message.into(),
+            client_move_id: client_move_id.to_owned(),
+            applied_seq,
+        }))
+        .await
+    }
+
+    async fn handle(&mut self, message: ClientMessage) -> Result<Option<End>, GameError> {
+        let Some(kind) = message.kind else {
+            return self
+                .reject(RejectCode::Malformed, "empty message", "", None)
+                .await;
+        };
+        if let Kind::Ping(ping) = kind {
+            return self
+                .send_local(E::Pong(game::Pong { nonce: ping.nonce }))
+                .await;
+        }
+        if let Kind::Join(_) = kind {
+            return self
+                .reject(RejectCode::Malformed, "join is sent once, first", "", None)
+                .await;
+        }
+        let Some(seat) = self.viewer else {
+            return self
+                .reject(RejectCode::NotSeated, "spectators cannot act", "", None)
+                .await;
+        };
+        let move_id = match &kind {
+            Kind::PlayCard(play) => play.client_move_id.clone(),
+            _ => String::new(),
+        };
+        if move_id.len() > 128 {
+            return self
+                .reject(
+                    RejectCode::Malformed,
+                    "client_move_id is longer than 128",
+                    "",
+                    None,
+                )
+                .await;
+        }
+        let mut leaving = false;
+        let outcome = match kind {
+            Kind::PlayCard(play) => {
+                let card = match play.card.as_ref().map(card_from_pb) {
+                    Some(Ok(card)) => card,
+                    Some(Err(message)) => {
+                        return self
+                            .reject(RejectCode::Malformed, message, &move_id, None)
+                            .await;
+                    }
+                    None => {
+                        return self
+                            .reject(
+                                RejectCode::Malformed,
+                                "play_card.card is required",
+                                &move_id,
+                                None,
+                            )
+                            .await;
+                    }
+                };
+                let take = match play.capture_choice {
+                    None => None,
+                    Some(choice) => {
+                        let mut set = CardSet::EMPTY;
+                        for card in &choice.cards {
+                            match card_from_pb(card) {
+                                Ok(card) => set.insert(card),
+                                Err(message) => {
+                                    return self
+                                        .reject(RejectCode::Malformed, message, &move_id, None)
+                                        .await;
+                                }
+                            }
+                        }
+                        Some(set)
+                    }
+                };
+                if !move_id.is_empty()
+                    && let Some(seq) = self
+                        .core
+                        .store
+                        .applied_move(&self.room_id, &crate::store::move_key(seat, &move_id))
+                        .await?
+                {
+                    return self
+                        .reject(
+                            RejectCode::AlreadyApplied,
+                            "this move was already played",
+                            &move_id,
+                            Some(seq),
+                        )
+                        .await;
+                }
+                let based_on = play.based_on_seq;
+                let id = move_id.clone();
+                self.core
+                    .mutate(&self.room_id, Some((seat, &move_id)), move |room, now| {
+                        if let Some(based) = based_on
+                            && based < room.game_seq
+                        {
+                            return Err(Reject::new(
+                                RejectCode::Stale,
+                                format!(
+                                    "the game changed after seq {based} (now at {}); look again",
+                                    room.game_seq
+                                ),
+                            ));
+                        }
+                        room.play(seat, card, take, false, id.clone(), now)
+                    })
+                    .await?
+            }
+            Kind::Resign(_) => {
+                self.core
+                    .mutate(&self.room_id, None, |room, now| {
+                        room.resign(seat, false, now)
+                    })
+                    .await?
+            }
+            Kind::QuickChat(chat) => {
+                let phrase = chat.phrase;
+                if !matches!(game::QuickChatPhrase::try_from(phrase), Ok(p) if p != game::QuickChatPhrase::Unspecified)
+                {
+                    return self
+                        .reject(RejectCode::Malformed, "unknown phrase", "", None)
+                        .await;
+                }
+                if self
+                    .chat
+                    .check(&format!("{}:{seat}", self.room_id))
+                    .is_err()
+                {
+                    return self
+                        .reject(
+                            RejectCode::RateLimited,
+                            "too many chat messages; wait a little",
+                            "",
+                            None,
+                        )
+                        .await;
+                }
+                self.core
+                    .mutate(&self.room_id, None, |room, now| {
+                        room.chat(seat, phrase, now);
+                        Ok(())
+                    })
+                    .await?
+            }
+            Kind::Rematch(_) => {
+                self.core
+                    .mutate(&self.room_id, None, |room, now| {
+                        room.ask_rematch(seat, fresh_seed(), fresh_id(), now)
+                    })
+                    .await?
+            }
+            Kind::Leave(_) => {
+                leaving = true;
+                self.core
+                    .mutate(&self.room_id, None, |room, now| room.leave(seat, now))
+                    .await?
+            }
+            Kind::Ping(_) | Kind::Join(_) => unreachable!("handled above"),
+        };
+        match outcome {
+            Mutation::Done { room, .. } => {
+                // Our own change reaches us at once, without waiting for the notice.
+                if let Some(end) = self.catch_up().await? {
+                    return Ok(Some(end));
+                }
+                if leaving {
+                    if room.status == RoomStatus::Waiting {
+                        // The seat is free now: this stream has nothing more to watch.
+                        self.viewer = None;
+                    }
+                    return Ok(Some(End::Closed));
+                }
+                Ok(None)
+            }
+            Mutation::Rejected(reject) => {
+                self.reject(reject.code, reject.message, &move_id, None)
+                    .await
+            }
+            Mutation::AlreadyApplied(seq) => {
+                self.reject(
+                    RejectCode::AlreadyApplied,
+                    "this move was already played",
+                    &move_id,
+                    Some(seq),
+                )
+                .await
+            }
+        }
+    }
+}
+
+/// The API's bot level for a stored occupant (used by admin views).
+pub fn occupant_bot_level(occupant: &Occupant) -> i32 {
+    match occupant {
+        Occupant::Bot { level } => *level,
+        _ => pb::BotLevel::Unspecified as i32,
+    }
+}

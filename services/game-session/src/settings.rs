@@ -1,0 +1,168 @@
+//! Typed settings: `config/default.toml`, then `BASRA_CONFIG_FILE`, then
+//! `BASRA_<SECTION>__<KEY>` environment variables (see `basra_platform::config`).
+
+use std::time::Duration;
+
+use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
+use serde::Deserialize;
+
+/// The embedded defaults.
+pub const DEFAULTS: &str = include_str!("../config/default.toml");
+
+/// Every setting of the service.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Listen address and drain.
+    pub server: ServerSettings,
+    /// Logs and traces.
+    pub telemetry: TelemetrySettings,
+    /// Where room state lives.
+    pub redis: RedisSettings,
+    /// Timers, limits and bots.
+    pub game: GameSettings,
+    /// The match-record outbox's destination.
+    pub accounts: AccountsSettings,
+    /// Access token verification.
+    pub auth: AuthSettings,
+}
+
+/// The `[redis]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisSettings {
+    /// `redis://host:port/db`.
+    pub url: String,
+    /// The prefix of every key this service writes.
+    pub prefix: String,
+}
+
+/// The `[game]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GameSettings {
+    /// This replica's name; empty: a random one.
+    pub replica: String,
+    /// Seconds per turn before the server plays for the player.
+    pub turn_seconds: u64,
+    /// Seconds a disconnected player keeps the seat during a match.
+    pub grace_seconds: u64,
+    /// Milliseconds a bot waits before it plays.
+    pub bot_delay_ms: u64,
+    /// Seconds the rematch offer stays open.
+    pub rematch_seconds: u64,
+    /// Most Play streams open at once on this replica.
+    pub max_streams: usize,
+    /// Seconds a new stream may take to send its Join.
+    pub join_timeout_seconds: u64,
+    /// Milliseconds between two looks for due deadlines.
+    pub timer_poll_ms: u64,
+    /// Milliseconds between two re-checks of the room log by an idle stream.
+    pub resync_ms: u64,
+    /// Seconds a closed room stays in Redis.
+    pub closed_room_ttl_seconds: u64,
+}
+
+/// The `[accounts]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccountsSettings {
+    /// The accounts service's URL; empty: no forwarder on this replica.
+    pub url: String,
+    /// The service token for RecordMatch.
+    pub service_token: String,
+    /// First retry delay of the forwarder.
+    pub retry_min_ms: u64,
+    /// Longest retry delay of the forwarder.
+    pub retry_max_ms: u64,
+}
+
+/// The `[auth]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSettings {
+    /// The `iss` access tokens must carry.
+    pub issuer: String,
+    /// The `aud` access tokens must carry.
+    pub audience: String,
+    /// The accounts public key file (SPKI PEM).
+    pub public_key_file: String,
+    /// The key id of that key.
+    pub key_id: String,
+}
+
+impl Settings {
+    /// Loads and validates the settings of this process.
+    pub fn load() -> Result<Settings, ConfigError> {
+        config::load(DEFAULTS)
+    }
+}
+
+impl Validate for Settings {
+    fn validate(&self) -> Result<(), String> {
+        self.server.validate()?;
+        self.telemetry.validate()?;
+        self.game.validate()?;
+        if self.redis.url.is_empty() {
+            return Err("redis.url must not be empty".into());
+        }
+        if self.redis.prefix.is_empty() || self.redis.prefix.contains(['{', '}']) {
+            return Err("redis.prefix must be non-empty and hold no braces".into());
+        }
+        if self.accounts.retry_min_ms == 0
+            || self.accounts.retry_min_ms > self.accounts.retry_max_ms
+        {
+            return Err("accounts.retry_min_ms must be in 1..=accounts.retry_max_ms".into());
+        }
+        Ok(())
+    }
+}
+
+impl Validate for GameSettings {
+    fn validate(&self) -> Result<(), String> {
+        if !(1..=3600).contains(&self.turn_seconds) {
+            return Err(format!(
+                "game.turn_seconds must be 1..=3600, not {}",
+                self.turn_seconds
+            ));
+        }
+        if self.max_streams == 0 {
+            return Err("game.max_streams must be at least 1".into());
+        }
+        if self.timer_poll_ms == 0 || self.resync_ms == 0 {
+            return Err("game.timer_poll_ms and game.resync_ms must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// The per-room timings, copied into each room when it is created so that every replica
+/// applies the same ones to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct Timing {
+    /// Milliseconds per turn.
+    pub turn_ms: u64,
+    /// Milliseconds of disconnect grace.
+    pub grace_ms: u64,
+    /// Milliseconds a bot waits.
+    pub bot_delay_ms: u64,
+    /// Milliseconds of rematch window.
+    pub rematch_ms: u64,
+}
+
+impl GameSettings {
+    /// The room timings these settings give.
+    pub fn timing(&self) -> Timing {
+        Timing {
+            turn_ms: self.turn_seconds * 1000,
+            grace_ms: self.grace_seconds * 1000,
+            bot_delay_ms: self.bot_delay_ms,
+            rematch_ms: self.rematch_seconds * 1000,
+        }
+    }
+
+    /// [`Self::join_timeout_seconds`] as a duration.
+    pub fn join_timeout(&self) -> Duration {
+        Duration::from_secs(self.join_timeout_seconds)
+    }
+}

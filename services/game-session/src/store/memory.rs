@@ -1,0 +1,245 @@
+//! The in-memory store of the embedded dev mode: one process, no Redis.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use tokio::sync::broadcast;
+
+use super::{Commit, CommitOutcome, EventsAfter, Loaded, Notice, OutboxEntry, RoomStore};
+use crate::error::Result;
+use crate::events::StoredEvent;
+use crate::room::{Room, Status};
+
+/// Rooms in this process's memory.
+#[derive(Debug)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+    notices: broadcast::Sender<Notice>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    rooms: HashMap<String, Stored>,
+    order: Vec<String>,
+    deadlines: HashMap<String, i64>,
+    outbox: VecDeque<Entry>,
+    next_outbox: u64,
+}
+
+#[derive(Debug)]
+struct Stored {
+    room: Room,
+    version: u64,
+    log: Vec<StoredEvent>,
+    moves: HashMap<String, u64>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    id: String,
+    payload: Vec<u8>,
+    delivered_at: Option<Instant>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> MemoryStore {
+        MemoryStore {
+            inner: Mutex::new(Inner::default()),
+            notices: broadcast::channel(4096).0,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::new()
+    }
+}
+
+#[tonic::async_trait]
+impl RoomStore for MemoryStore {
+    async fn load(&self, room_id: &str) -> Result<Option<Loaded>> {
+        Ok(self.lock().rooms.get(room_id).map(|stored| Loaded {
+            room: stored.room.clone(),
+            version: stored.version,
+        }))
+    }
+
+    async fn commit(&self, commit: Commit<'_>) -> Result<CommitOutcome> {
+        let room_id = commit.room.id.clone();
+        let mut inner = self.lock();
+        let current = inner.rooms.get(&room_id).map_or(0, |s| s.version);
+        if current != commit.expected_version {
+            return Ok(CommitOutcome::Conflict);
+        }
+        if let Some((key, _)) = &commit.applied_move
+            && let Some(seq) = inner.rooms.get(&room_id).and_then(|s| s.moves.get(key))
+        {
+            return Ok(CommitOutcome::AlreadyApplied { seq: *seq });
+        }
+        if current == 0 {
+            inner.order.push(room_id.clone());
+            inner.rooms.insert(
+                room_id.clone(),
+                Stored {
+                    room: commit.room.clone(),
+                    version: 0,
+                    log: Vec::new(),
+                    moves: HashMap::new(),
+                },
+            );
+        }
+        let stored = inner.rooms.get_mut(&room_id).expect("inserted above");
+        stored.room = commit.room.clone();
+        stored.version = current + 1;
+        stored.log.extend_from_slice(commit.events);
+        if let Some((key, seq)) = commit.applied_move {
+            stored.moves.insert(key, seq);
+        }
+        match commit.room.next_deadline() {
+            Some(at) if commit.room.status != Status::Closed => {
+                inner.deadlines.insert(room_id.clone(), at);
+            }
+            _ => {
+                inner.deadlines.remove(&room_id);
+            }
+        }
+        if let Some(payload) = commit.outbox {
+            inner.next_outbox += 1;
+            let id = format!("{}-0", inner.next_outbox);
+            inner.outbox.push_back(Entry {
+                id,
+                payload,
+                delivered_at: None,
+            });
+        }
+        drop(inner);
+        let _ = self.notices.send(Notice {
+            room_id: room_id.into(),
+            seq: commit.room.seq,
+        });
+        Ok(CommitOutcome::Committed {
+            version: current + 1,
+        })
+    }
+
+    async fn events_after(&self, room_id: &str, after: u64) -> Result<EventsAfter> {
+        let inner = self.lock();
+        let Some(stored) = inner.rooms.get(room_id) else {
+            return Ok(EventsAfter::default());
+        };
+        let from = usize::try_from(after)
+            .unwrap_or(usize::MAX)
+            .min(stored.log.len());
+        Ok(EventsAfter {
+            events: stored.log[from..].to_vec(),
+            closed: stored.room.status == Status::Closed,
+            exists: true,
+        })
+    }
+
+    async fn applied_move(&self, room_id: &str, key: &str) -> Result<Option<u64>> {
+        Ok(self
+            .lock()
+            .rooms
+            .get(room_id)
+            .and_then(|s| s.moves.get(key).copied()))
+    }
+
+    async fn due_rooms(&self, now_ms: i64, limit: usize) -> Result<Vec<String>> {
+        let inner = self.lock();
+        let mut due: Vec<(i64, &String)> = inner
+            .deadlines
+            .iter()
+            .filter(|(_, at)| **at <= now_ms)
+            .map(|(id, at)| (*at, id))
+            .collect();
+        due.sort();
+        Ok(due
+            .into_iter()
+            .take(limit)
+            .map(|(_, id)| id.clone())
+            .collect())
+    }
+
+    async fn claim_due(&self, room_id: &str, now_ms: i64, lease_ms: i64) -> Result<bool> {
+        let mut inner = self.lock();
+        match inner.deadlines.get_mut(room_id) {
+            Some(at) if *at <= now_ms => {
+                *at = now_ms + lease_ms;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn sync_deadline(
+        &self,
+        room_id: &str,
+        version: u64,
+        deadline: Option<i64>,
+    ) -> Result<()> {
+        let mut inner = self.lock();
+        if inner.rooms.get(room_id).map(|s| s.version) != Some(version) {
+            return Ok(());
+        }
+        match deadline {
+            Some(at) => inner.deadlines.insert(room_id.to_owned(), at),
+            None => inner.deadlines.remove(room_id),
+        };
+        Ok(())
+    }
+
+    async fn list_rooms(&self, offset: usize, count: usize) -> Result<Vec<String>> {
+        Ok(self
+            .lock()
+            .order
+            .iter()
+            .rev()
+            .skip(offset)
+            .take(count)
+            .cloned()
+            .collect())
+    }
+
+    async fn outbox_fetch(
+        &self,
+        _consumer: &str,
+        min_idle_ms: u64,
+        count: usize,
+    ) -> Result<Vec<OutboxEntry>> {
+        let mut inner = self.lock();
+        let now = Instant::now();
+        let mut out = Vec::new();
+        for entry in inner.outbox.iter_mut() {
+            let ready = entry
+                .delivered_at
+                .is_none_or(|at| now.duration_since(at).as_millis() >= u128::from(min_idle_ms));
+            if ready && out.len() < count {
+                entry.delivered_at = Some(now);
+                out.push(OutboxEntry {
+                    id: entry.id.clone(),
+                    payload: entry.payload.clone(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    async fn outbox_ack(&self, id: &str) -> Result<()> {
+        self.lock().outbox.retain(|entry| entry.id != id);
+        Ok(())
+    }
+
+    fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.notices.subscribe()
+    }
+}

@@ -1,0 +1,141 @@
+//! Where rooms live: the [`RoomStore`] trait, with [`RedisStore`] (production: state
+//! shared by every replica) and [`MemoryStore`] (the embedded one-process dev mode).
+//! Both pass the same contract suite (`tests/store_contract.rs`).
+
+mod memory;
+mod redis_store;
+
+use std::sync::Arc;
+
+use tokio::sync::broadcast;
+
+use crate::error::Result;
+use crate::events::StoredEvent;
+use crate::room::Room;
+
+pub use memory::MemoryStore;
+pub use redis_store::RedisStore;
+
+/// A room as loaded: its state and the version a commit must name.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The room.
+    pub room: Room,
+    /// Its version (bumped by every commit).
+    pub version: u64,
+}
+
+/// One atomic change to a room.
+#[derive(Debug)]
+pub struct Commit<'a> {
+    /// The new state. `room.seq` is the seq of the last of `events`.
+    pub room: &'a Room,
+    /// The version the change was computed from; 0 creates the room.
+    pub expected_version: u64,
+    /// The events to append, in order.
+    pub events: &'a [StoredEvent],
+    /// An idempotency key (seat and client move id) and the seq answering it. When the
+    /// key is already recorded, nothing is written.
+    pub applied_move: Option<(String, u64)>,
+    /// A finished match's record for the outbox (an encoded `MatchRecord`).
+    pub outbox: Option<Vec<u8>>,
+}
+
+/// What a commit did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// Written; the room is now at this version.
+    Committed {
+        /// The new version.
+        version: u64,
+    },
+    /// Another writer changed the room first (or it already exists, on create): reload
+    /// and retry.
+    Conflict,
+    /// The idempotency key was already recorded with this seq; nothing was written.
+    AlreadyApplied {
+        /// The seq that answered the key the first time.
+        seq: u64,
+    },
+}
+
+/// The events of a room after some seq.
+#[derive(Debug, Clone, Default)]
+pub struct EventsAfter {
+    /// The events, the first with seq `after + 1`.
+    pub events: Vec<StoredEvent>,
+    /// Whether the room is closed.
+    pub closed: bool,
+    /// Whether the room exists.
+    pub exists: bool,
+}
+
+/// A room got new events (or changed status): its id and last seq.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// The room.
+    pub room_id: Arc<str>,
+    /// Its last seq.
+    pub seq: u64,
+}
+
+/// An outbox entry: its id and the encoded match record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxEntry {
+    /// The entry id (for [`RoomStore::outbox_ack`]).
+    pub id: String,
+    /// The encoded `MatchRecord`.
+    pub payload: Vec<u8>,
+}
+
+/// Room storage. Every write is one atomic compare-and-set on the room's version.
+#[tonic::async_trait]
+pub trait RoomStore: Send + Sync + 'static {
+    /// The room, if it exists.
+    async fn load(&self, room_id: &str) -> Result<Option<Loaded>>;
+
+    /// Writes a change atomically: checks the version and the idempotency key, stores
+    /// the state, appends the events, records the key, sets the room's next deadline,
+    /// queues the outbox record and notifies every replica.
+    async fn commit(&self, commit: Commit<'_>) -> Result<CommitOutcome>;
+
+    /// The events after seq `after`, in order.
+    async fn events_after(&self, room_id: &str, after: u64) -> Result<EventsAfter>;
+
+    /// The seq recorded for an idempotency key.
+    async fn applied_move(&self, room_id: &str, key: &str) -> Result<Option<u64>>;
+
+    /// Rooms whose next deadline is at or before `now_ms`.
+    async fn due_rooms(&self, now_ms: i64, limit: usize) -> Result<Vec<String>>;
+
+    /// Claims a due room for `lease_ms` (its deadline moves to `now_ms + lease_ms`);
+    /// false when it is not due any more or another replica claimed it first.
+    async fn claim_due(&self, room_id: &str, now_ms: i64, lease_ms: i64) -> Result<bool>;
+
+    /// Resets a room's deadline from its state, if the room is still at `version`.
+    async fn sync_deadline(&self, room_id: &str, version: u64, deadline: Option<i64>)
+    -> Result<()>;
+
+    /// Room ids, newest first.
+    async fn list_rooms(&self, offset: usize, count: usize) -> Result<Vec<String>>;
+
+    /// Outbox entries for `consumer`: entries pending longer than `min_idle_ms` (failed
+    /// or abandoned deliveries) first, else new ones.
+    async fn outbox_fetch(
+        &self,
+        consumer: &str,
+        min_idle_ms: u64,
+        count: usize,
+    ) -> Result<Vec<OutboxEntry>>;
+
+    /// Removes a delivered outbox entry.
+    async fn outbox_ack(&self, id: &str) -> Result<()>;
+
+    /// Notices of new events in any room, from every replica.
+    fn notices(&self) -> broadcast::Receiver<Notice>;
+}
+
+/// The idempotency key of a client move.
+pub fn move_key(seat: u8, client_move_id: &str) -> String {
+    format!("{seat}:{client_move_id}")
+}

@@ -1,0 +1,517 @@
+//! Test helpers: replicas on port 0 over real Redis (a unique key prefix per test),
+//! tokens minted here, real tonic clients, a fake accounts server recording RecordMatch.
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use basra_engine::{Card, CardSet};
+use basra_platform::auth::{Caller, Role, SigningKey, TokenIssuer};
+use basra_proto::basra::accounts::v1 as acc;
+use basra_proto::basra::common::v1 as pb;
+use basra_proto::basra::game::v1::{
+    self as game, ClientMessage, CreateRoomRequest, SeatAssignment, ServerEvent,
+    client_message::Kind, game_client::GameClient, seat_assignment::Occupant,
+    server_event::Event as E,
+};
+use game_session::settings::Timing;
+use game_session::{AccountsLink, Credentials, RedisStore, RoomStore, ServiceConfig};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+use tonic::{Request, Status, Streaming};
+use uuid::Uuid;
+
+pub const WAIT: Duration = Duration::from_secs(20);
+
+pub fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+/// A unique key prefix, so tests never see each other's keys.
+pub fn prefix() -> String {
+    format!("test-gs-{}", Uuid::now_v7().simple())
+}
+
+/// A Redis store; panics (the test fails) when Redis is unreachable.
+pub async fn redis_store(prefix: &str) -> Arc<dyn RoomStore> {
+    let store = RedisStore::connect(&redis_url(), prefix, 600, CancellationToken::new())
+        .await
+        .unwrap_or_else(|err| panic!("Redis at {} is required: {err}", redis_url()));
+    Arc::new(store)
+}
+
+pub fn timing() -> Timing {
+    Timing {
+        turn_ms: 60_000,
+        grace_ms: 60_000,
+        bot_delay_ms: 0,
+        rematch_ms: 60_000,
+    }
+}
+
+pub fn config(replica: &str, timing: Timing) -> ServiceConfig {
+    ServiceConfig {
+        replica: replica.into(),
+        timing,
+        max_streams: 100,
+        join_timeout: Duration::from_secs(5),
+        timer_poll: Duration::from_millis(20),
+        resync: Duration::from_millis(500),
+    }
+}
+
+pub struct Tokens {
+    pub issuer: Arc<TokenIssuer>,
+}
+
+impl Tokens {
+    pub fn new() -> Tokens {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_env("TEST_LOG"))
+            .with_test_writer()
+            .try_init();
+        Tokens {
+            issuer: Arc::new(TokenIssuer::new(
+                SigningKey::generate(),
+                "basra-accounts",
+                "basra",
+            )),
+        }
+    }
+
+    pub fn token(&self, user_id: Uuid, role: Role) -> String {
+        self.issuer
+            .issue(
+                &Caller {
+                    user_id,
+                    role,
+                    guest: false,
+                },
+                Duration::from_secs(600),
+            )
+            .unwrap()
+            .token
+    }
+
+    pub fn service(&self) -> String {
+        self.token(Uuid::now_v7(), Role::Service)
+    }
+
+    pub fn service_credentials(&self) -> Credentials {
+        Credentials::Issuer(
+            Arc::clone(&self.issuer),
+            Caller {
+                user_id: Uuid::now_v7(),
+                role: Role::Service,
+                guest: false,
+            },
+        )
+    }
+}
+
+pub struct Replica {
+    pub addr: SocketAddr,
+    pub shutdown: CancellationToken,
+    pub handle: JoinHandle<Result<(), game_session::GameError>>,
+}
+
+impl Replica {
+    pub async fn spawn(
+        store: Arc<dyn RoomStore>,
+        tokens: &Tokens,
+        config: ServiceConfig,
+        accounts: Option<AccountsLink>,
+    ) -> Replica {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let handle = tokio::spawn(game_session::run(
+            listener,
+            store,
+            tokens.issuer.verifier(),
+            config,
+            accounts,
+            Duration::from_millis(300),
+            shutdown.clone(),
+        ));
+        Replica {
+            addr,
+            shutdown,
+            handle,
+        }
+    }
+
+    pub async fn channel(&self) -> Channel {
+        channel(self.addr).await
+    }
+
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.handle).await;
+    }
+}
+
+pub async fn channel(addr: SocketAddr) -> Channel {
+    tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
+pub fn authed<T>(message: T, token: &str) -> Request<T> {
+    let mut request = Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request
+}
+
+pub fn player_seat(user: Uuid) -> SeatAssignment {
+    SeatAssignment {
+        occupant: Some(Occupant::UserId(user.to_string())),
+    }
+}
+
+pub fn bot_seat(level: pb::BotLevel) -> SeatAssignment {
+    SeatAssignment {
+        occupant: Some(Occupant::Bot(game::BotSeat {
+            level: level as i32,
+        })),
+    }
+}
+
+pub fn low_target() -> pb::RuleSettings {
+    pb::RuleSettings {
+        target_score: Some(1),
+        ..Default::default()
+    }
+}
+
+pub async fn create_room(
+    channel: Channel,
+    tokens: &Tokens,
+    room_id: &str,
+    seats: Vec<SeatAssignment>,
+    settings: pb::RuleSettings,
+) -> Result<game::CreateRoomResponse, Status> {
+    GameClient::new(channel)
+        .create_room(authed(
+            CreateRoomRequest {
+                room_id: room_id.into(),
+                seats,
+                settings: Some(settings),
+                ranked: false,
+                allow_spectators: true,
+                visibility: pb::RoomVisibility::Private as i32,
+            },
+            &tokens.service(),
+        ))
+        .await
+        .map(|r| r.into_inner())
+}
+
+/// A player's stream, with a model of what the player knows.
+pub struct Player {
+    pub user: Uuid,
+    pub seat: u32,
+    pub tx: mpsc::Sender<ClientMessage>,
+    pub events: Streaming<ServerEvent>,
+    /// The cards the player holds, from its own events.
+    pub hand: CardSet,
+    /// Every event received, in order.
+    pub log: Vec<ServerEvent>,
+    pub last_seq: u64,
+    pub moves: u32,
+}
+
+pub fn card(c: &pb::Card) -> Card {
+    game_session::convert::card_from_pb(c).unwrap()
+}
+
+pub fn join_message(room_id: &str, last_seen_seq: Option<u64>) -> ClientMessage {
+    ClientMessage {
+        kind: Some(Kind::Join(game::Join {
+            room_id: room_id.into(),
+            last_seen_seq,
+            spectate: false,
+        })),
+    }
+}
+
+/// Opens a Play stream and sends Join; the error status if the server refuses.
+pub async fn open(
+    channel: Channel,
+    token: &str,
+    join: ClientMessage,
+) -> Result<(mpsc::Sender<ClientMessage>, Streaming<ServerEvent>), Status> {
+    let (tx, rx) = mpsc::channel(16);
+    tx.send(join).await.unwrap();
+    let request = authed(tokio_stream::wrappers::ReceiverStream::new(rx), token);
+    let response = GameClient::new(channel).play(request).await?;
+    Ok((tx, response.into_inner()))
+}
+
+impl Player {
+    pub async fn join(
+        channel: Channel,
+        tokens: &Tokens,
+        user: Uuid,
+        seat: u32,
+        room_id: &str,
+        last_seen_seq: Option<u64>,
+    ) -> Player {
+        let token = tokens.token(user, Role::Player);
+        let (tx, events) = open(channel, &token, join_message(room_id, last_seen_seq))
+            .await
+            .expect("join");
+        Player {
+            user,
+            seat,
+            tx,
+            events,
+            hand: CardSet::EMPTY,
+            log: Vec::new(),
+            last_seq: last_seen_seq.unwrap_or(0),
+            moves: 0,
+        }
+    }
+
+    /// The next event, checked against what this seat may know.
+    pub async fn next(&mut self) -> Result<ServerEvent, Status> {
+        let event = tokio::time::timeout(WAIT, self.events.message())
+            .await
+            .expect("an event in time")?
+            .ok_or_else(|| Status::ok("stream ended"))?;
+        self.observe(&event);
+        Ok(event)
+    }
+
+    /// Updates the model and checks that nothing hidden shows up.
+    pub fn observe(&mut self, event: &ServerEvent) {
+        match event.event.as_ref().expect("an event") {
+            E::Snapshot(snapshot) => {
+                let view = snapshot.view.as_ref().unwrap();
+                assert_eq!(view.your_seat, Some(self.seat));
+                self.hand = view.hand.iter().map(card).collect();
+                assert_eq!(
+                    view.hand_counts
+                        .get(self.seat as usize)
+                        .copied()
+                        .unwrap_or(0) as usize,
+                    self.hand.len()
+                );
+                assert!(event.seq >= self.last_seq || self.last_seq == 0);
+            }
+            E::Rejected(_) | E::Pong(_) => {
+                assert_eq!(event.seq, self.last_seq, "local events repeat the last seq");
+            }
+            logged => {
+                assert_eq!(
+                    event.seq,
+                    self.last_seq + 1,
+                    "logged events arrive in order, none lost or repeated: {logged:?}"
+                );
+                match logged {
+                    E::HandDealt(dealt) => {
+                        let cards: CardSet = dealt.cards.iter().map(card).collect();
+                        assert!(cards.len() == 4 || cards.is_empty());
+                        assert!(!cards.is_empty(), "a seat always gets its own deal");
+                        assert!(self.hand.is_empty(), "deals come when hands are empty");
+                        self.hand = cards;
+                        assert_eq!(dealt.hand_counts[self.seat as usize], 4);
+                    }
+                    E::CardPlayed(played) => {
+                        let c = card(played.card.as_ref().unwrap());
+                        if played.seat == self.seat {
+                            assert!(self.hand.contains(c), "I played a card of mine");
+                            self.hand.remove(c);
+                        } else {
+                            assert!(
+                                !self.hand.contains(c),
+                                "another seat played {c}, which I was shown as mine"
+                            );
+                            assert!(
+                                played.client_move_id.is_empty(),
+                                "others' move ids stay theirs"
+                            );
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if !matches!(event.event, Some(E::Rejected(_)) | Some(E::Pong(_))) {
+            self.last_seq = self.last_seq.max(event.seq);
+        }
+        self.log.push(event.clone());
+    }
+
+    pub async fn send(&self, kind: Kind) {
+        self.tx
+            .send(ClientMessage { kind: Some(kind) })
+            .await
+            .unwrap();
+    }
+
+    pub async fn play(&mut self, card: Card, move_id: &str) {
+        self.moves += 1;
+        self.send(Kind::PlayCard(game::PlayCard {
+            card: Some(game_session::convert::card_to_pb(card)),
+            capture_choice: None,
+            based_on_seq: Some(self.last_seq),
+            client_move_id: move_id.into(),
+        }))
+        .await;
+    }
+
+    /// Plays whenever it is this seat's turn until the match ends (or `stop_after` of
+    /// this seat's plays have been made); returns the MatchEnded if it came.
+    pub async fn play_on(&mut self, stop_after: Option<u32>) -> Option<game::MatchEnded> {
+        loop {
+            if stop_after.is_some_and(|n| self.moves >= n) {
+                return None;
+            }
+            let event = self.next().await.expect("the stream stays up");
+            match event.event.unwrap() {
+                E::TurnStarted(turn) if turn.seat == self.seat => {
+                    let card = self.hand.iter().next().expect("a card to play");
+                    let id = Uuid::now_v7().to_string();
+                    self.play(card, &id).await;
+                }
+                E::MatchEnded(ended) => return Some(ended),
+                E::Rejected(rejected) => panic!("unexpected reject: {rejected:?}"),
+                _ => {}
+            }
+        }
+    }
+
+    /// Reads events until one matches.
+    pub async fn until(&mut self, mut pred: impl FnMut(&E) -> bool) -> ServerEvent {
+        loop {
+            let event = self.next().await.expect("the stream stays up");
+            if pred(event.event.as_ref().unwrap()) {
+                return event;
+            }
+        }
+    }
+}
+
+/// The logged events of a log (no snapshot, reject or pong), by seq.
+pub fn logged(log: &[ServerEvent]) -> Vec<&ServerEvent> {
+    log.iter()
+        .filter(|e| {
+            !matches!(
+                e.event,
+                Some(E::Snapshot(_)) | Some(E::Rejected(_)) | Some(E::Pong(_))
+            )
+        })
+        .collect()
+}
+
+/// A fake accounts server: records RecordMatch calls by match id; refuses them while
+/// `down` is set.
+#[derive(Default, Clone)]
+pub struct FakeAccounts {
+    pub recorded: Arc<Mutex<HashMap<String, (acc::MatchRecord, u32)>>>,
+    pub calls: Arc<Mutex<u32>>,
+}
+
+#[tonic::async_trait]
+impl acc::accounts_server::Accounts for FakeAccounts {
+    async fn guest_login(
+        &self,
+        _: Request<acc::GuestLoginRequest>,
+    ) -> Result<tonic::Response<acc::GuestLoginResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn register(
+        &self,
+        _: Request<acc::RegisterRequest>,
+    ) -> Result<tonic::Response<acc::RegisterResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn login(
+        &self,
+        _: Request<acc::LoginRequest>,
+    ) -> Result<tonic::Response<acc::LoginResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn refresh(
+        &self,
+        _: Request<acc::RefreshRequest>,
+    ) -> Result<tonic::Response<acc::RefreshResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn logout(
+        &self,
+        _: Request<acc::LogoutRequest>,
+    ) -> Result<tonic::Response<acc::LogoutResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn get_profile(
+        &self,
+        _: Request<acc::GetProfileRequest>,
+    ) -> Result<tonic::Response<acc::GetProfileResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn leaderboard(
+        &self,
+        _: Request<acc::LeaderboardRequest>,
+    ) -> Result<tonic::Response<acc::LeaderboardResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn match_history(
+        &self,
+        _: Request<acc::MatchHistoryRequest>,
+    ) -> Result<tonic::Response<acc::MatchHistoryResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn record_match(
+        &self,
+        request: Request<acc::RecordMatchRequest>,
+    ) -> Result<tonic::Response<acc::RecordMatchResponse>, Status> {
+        let caller = basra_platform::auth::caller(&request)?;
+        basra_platform::auth::require_role(&caller, Role::Service)?;
+        *self.calls.lock().unwrap() += 1;
+        let record = request.into_inner().record.unwrap();
+        let mut recorded = self.recorded.lock().unwrap();
+        let already = recorded.contains_key(&record.match_id);
+        recorded
+            .entry(record.match_id.clone())
+            .or_insert((record, 0))
+            .1 += 1;
+        Ok(tonic::Response::new(acc::RecordMatchResponse {
+            rating_changes: Vec::new(),
+            already_recorded: already,
+        }))
+    }
+}
+
+/// Serves the fake accounts on `listener` until `shutdown`.
+pub fn serve_accounts(
+    listener: TcpListener,
+    fake: FakeAccounts,
+    tokens: &Tokens,
+    shutdown: CancellationToken,
+) -> JoinHandle<()> {
+    let auth = basra_platform::AuthLayer::new(tokens.issuer.verifier(), &[]);
+    let routes = tonic::service::Routes::new(acc::accounts_server::AccountsServer::new(fake));
+    tokio::spawn(async move {
+        basra_platform::serve(
+            listener,
+            routes,
+            &["basra.accounts.v1.Accounts"],
+            auth,
+            shutdown,
+            Duration::from_millis(100),
+        )
+        .await
+        .unwrap();
+    })
+}

@@ -1,0 +1,210 @@
+//! One contract suite for every `RoomStore`: the in-memory one and Redis (real Redis,
+//! unique prefix; the Redis run fails when Redis is unreachable).
+
+mod common;
+
+use std::sync::Arc;
+
+use basra_engine::Seed;
+use game_session::room::{Occupant, Room};
+use game_session::store::{Commit, CommitOutcome, MemoryStore, RoomStore, move_key};
+
+fn room(id: &str, now: i64) -> Room {
+    let mut room = Room::new(
+        id.into(),
+        basra_engine::Settings::default(),
+        vec![
+            Occupant::Player {
+                user_id: "a".into(),
+            },
+            Occupant::Player {
+                user_id: "b".into(),
+            },
+        ],
+        false,
+        false,
+        2,
+        common::timing(),
+        now,
+    );
+    room.start_if_full(Seed([1; 32]), "m1".into(), now);
+    room
+}
+
+async fn contract(store: Arc<dyn RoomStore>) {
+    let mut notices = store.notices();
+    let id = uuid::Uuid::now_v7().to_string();
+    let now = 1_000;
+    assert!(store.load(&id).await.unwrap().is_none());
+    assert!(!store.events_after(&id, 0).await.unwrap().exists);
+
+    // Create: version 0 → 1, the opening events at seqs 1..
+    let mut r = room(&id, now);
+    let events = r.take_pending();
+    assert!(!events.is_empty());
+    let create = Commit {
+        room: &r,
+        expected_version: 0,
+        events: &events,
+        applied_move: None,
+        outbox: None,
+    };
+    assert_eq!(
+        store.commit(create).await.unwrap(),
+        CommitOutcome::Committed { version: 1 }
+    );
+    let again = Commit {
+        room: &r,
+        expected_version: 0,
+        events: &events,
+        applied_move: None,
+        outbox: None,
+    };
+    assert_eq!(
+        store.commit(again).await.unwrap(),
+        CommitOutcome::Conflict,
+        "create twice conflicts"
+    );
+    let notice = notices.recv().await.unwrap();
+    assert_eq!((&*notice.room_id, notice.seq), (id.as_str(), r.seq));
+
+    let loaded = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(loaded.version, 1);
+    assert_eq!(loaded.room.seq, events.len() as u64);
+    let after = store.events_after(&id, 0).await.unwrap();
+    assert_eq!(after.events, events);
+    assert!(after.exists && !after.closed);
+    assert_eq!(
+        store.events_after(&id, 2).await.unwrap().events,
+        events[2..].to_vec()
+    );
+    assert_eq!(store.list_rooms(0, 10).await.unwrap(), vec![id.clone()]);
+
+    // A play with a move key: stored once; the key answers later attempts.
+    let mut played = loaded.room.clone();
+    let first_seq = played.seq + 1;
+    let card = played.game.as_ref().unwrap().legal_plays()[0].card;
+    played
+        .play(0, card, None, false, "x".into(), now + 1)
+        .unwrap();
+    let play_events = played.take_pending();
+    let key = move_key(0, "x");
+    let commit = Commit {
+        room: &played,
+        expected_version: 1,
+        events: &play_events,
+        applied_move: Some((key.clone(), first_seq)),
+        outbox: None,
+    };
+    assert_eq!(
+        store.commit(commit).await.unwrap(),
+        CommitOutcome::Committed { version: 2 }
+    );
+    assert_eq!(
+        store.applied_move(&id, &key).await.unwrap(),
+        Some(first_seq)
+    );
+    assert_eq!(
+        store.applied_move(&id, &move_key(1, "x")).await.unwrap(),
+        None
+    );
+    let stale = Commit {
+        room: &played,
+        expected_version: 1,
+        events: &play_events,
+        applied_move: None,
+        outbox: None,
+    };
+    assert_eq!(
+        store.commit(stale).await.unwrap(),
+        CommitOutcome::Conflict,
+        "a stale version is refused"
+    );
+    let dup = Commit {
+        room: &played,
+        expected_version: 2,
+        events: &play_events,
+        applied_move: Some((key.clone(), 99)),
+        outbox: None,
+    };
+    assert_eq!(
+        store.commit(dup).await.unwrap(),
+        CommitOutcome::AlreadyApplied { seq: first_seq }
+    );
+    let loaded = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(loaded.version, 2, "refused commits write nothing");
+    assert_eq!(
+        store.events_after(&id, 0).await.unwrap().events.len() as u64,
+        loaded.room.seq
+    );
+
+    // Deadlines: due, claimed once, synced back.
+    let deadline = loaded.room.next_deadline().unwrap();
+    assert!(store.due_rooms(deadline - 1, 10).await.unwrap().is_empty());
+    assert_eq!(
+        store.due_rooms(deadline, 10).await.unwrap(),
+        vec![id.clone()]
+    );
+    assert!(store.claim_due(&id, deadline, 5_000).await.unwrap());
+    assert!(
+        !store.claim_due(&id, deadline, 5_000).await.unwrap(),
+        "claimed once"
+    );
+    assert!(store.due_rooms(deadline, 10).await.unwrap().is_empty());
+    store.sync_deadline(&id, 1, Some(0)).await.unwrap();
+    assert!(
+        store.due_rooms(deadline, 10).await.unwrap().is_empty(),
+        "an old version does not sync"
+    );
+    store.sync_deadline(&id, 2, Some(deadline)).await.unwrap();
+    assert_eq!(
+        store.due_rooms(deadline, 10).await.unwrap(),
+        vec![id.clone()]
+    );
+
+    // Outbox: delivered, redelivered after the idle time until acked.
+    let mut closed = loaded.room.clone();
+    closed.close(now + 2);
+    let close_events = closed.take_pending();
+    let commit = Commit {
+        room: &closed,
+        expected_version: 2,
+        events: &close_events,
+        applied_move: None,
+        outbox: Some(b"record".to_vec()),
+    };
+    assert_eq!(
+        store.commit(commit).await.unwrap(),
+        CommitOutcome::Committed { version: 3 }
+    );
+    assert!(store.events_after(&id, 0).await.unwrap().closed);
+    assert!(
+        store.due_rooms(i64::MAX, 10).await.unwrap().is_empty(),
+        "closed rooms have no deadline"
+    );
+    let got = store.outbox_fetch("c1", 60_000, 10).await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].payload, b"record");
+    assert!(
+        store
+            .outbox_fetch("c2", 60_000, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "in flight"
+    );
+    let retry = store.outbox_fetch("c2", 0, 10).await.unwrap();
+    assert_eq!(retry.len(), 1, "redelivered once idle");
+    store.outbox_ack(&retry[0].id).await.unwrap();
+    assert!(store.outbox_fetch("c3", 0, 10).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_memory_store_keeps_the_contract() {
+    contract(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn the_redis_store_keeps_the_contract() {
+    contract(common::redis_store(&common::prefix()).await).await;
+}
