@@ -1,0 +1,14 @@
+//! `basra`: the terminal client and tools of Basra online.
+//!
+//! - [`session`]: sign-in and the connection to the one client endpoint.
+//! - [`lobby`]: getting a seat (queue, computer, private code, public lobby).
+//! - [`player`]: playing a room over the `Play` stream, for a person or a bot, resuming
+//!   after a dropped connection.
+//! - [`table`]: the client's model of its game, rebuilt from the events.
+//! - [`render`]: the terminal picture and announcements.
+
+pub mod lobby;
+pub mod player;
+pub mod render;
+pub mod session;
+pub mod table;

@@ -1,0 +1,130 @@
+//! Getting a seat: a quick match from the queue, a game against the computer, a private
+//! room by code, or a public room from the lobby.
+
+use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
+use basra_proto::basra::matchmaking::v1::{
+    CreateRoomRequest, FindMatchRequest, JoinRoomRequest, ListPublicRoomsRequest, MatchPreset,
+    PublicRoom, find_match_update::Update, join_room_request::Target,
+};
+
+use crate::session::Session;
+
+/// A seat in a room, ready to play.
+#[derive(Debug, Clone)]
+pub struct Seated {
+    /// The room.
+    pub room_id: String,
+    /// Our seat.
+    pub seat: u32,
+    /// The code friends join with (private rooms this client created).
+    pub join_code: Option<String>,
+}
+
+/// Queues for a match; `bots` lets a bot take the empty seat after a wait.
+pub async fn quick_match(
+    session: &Session,
+    ranked: bool,
+    bots: bool,
+    seats: u32,
+) -> anyhow::Result<Seated> {
+    let mut updates = session
+        .matchmaking()
+        .find_match(FindMatchRequest {
+            ticket_id: uuid::Uuid::now_v7().to_string(),
+            ranked,
+            preset: Some(MatchPreset {
+                seats: Some(seats),
+                target_score: None,
+            }),
+            allow_bots: Some(bots),
+        })
+        .await?
+        .into_inner();
+    while let Some(update) = updates.message().await? {
+        match update.update {
+            Some(Update::Queued(queued)) => {
+                eprintln!("queued: {} waiting", queued.players_waiting);
+            }
+            Some(Update::WindowWidened(window)) => {
+                eprintln!(
+                    "looking for ratings {:.0}–{:.0}{}",
+                    window.rating_min,
+                    window.rating_max,
+                    if window.bots_next {
+                        " (a bot joins soon)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            Some(Update::Matched(matched)) => {
+                return Ok(Seated {
+                    room_id: matched.room_id,
+                    seat: matched.seat,
+                    join_code: None,
+                });
+            }
+            Some(Update::Cancelled(cancelled)) => {
+                anyhow::bail!("the search was cancelled ({:?})", cancelled.reason());
+            }
+            None => {}
+        }
+    }
+    anyhow::bail!("the matchmaking stream ended without a match")
+}
+
+/// Creates a room; `bot_seats` are filled by the computer. Private rooms get a join code.
+pub async fn create_room(
+    session: &Session,
+    visibility: RoomVisibility,
+    bot_seats: Vec<u32>,
+    settings: RuleSettings,
+) -> anyhow::Result<Seated> {
+    let created = session
+        .matchmaking()
+        .create_room(CreateRoomRequest {
+            request_id: uuid::Uuid::now_v7().to_string(),
+            visibility: visibility as i32,
+            settings: Some(settings),
+            ranked: false,
+            bot_seats,
+            bot_level: BotLevel::Hard as i32,
+        })
+        .await?
+        .into_inner();
+    Ok(Seated {
+        room_id: created.room_id,
+        seat: created.seat,
+        join_code: (!created.join_code.is_empty()).then_some(created.join_code),
+    })
+}
+
+/// Joins a private room by its code, or a public room by its id.
+pub async fn join(session: &Session, target: Target) -> anyhow::Result<Seated> {
+    let joined = session
+        .matchmaking()
+        .join_room(JoinRoomRequest {
+            target: Some(target),
+            preferred_seat: None,
+        })
+        .await?
+        .into_inner();
+    Ok(Seated {
+        room_id: joined.room_id,
+        seat: joined.seat,
+        join_code: None,
+    })
+}
+
+/// The first page of open public rooms.
+pub async fn public_rooms(session: &Session) -> anyhow::Result<Vec<PublicRoom>> {
+    Ok(session
+        .matchmaking()
+        .list_public_rooms(ListPublicRoomsRequest {
+            page_size: 20,
+            ..Default::default()
+        })
+        .await?
+        .into_inner()
+        .rooms)
+}

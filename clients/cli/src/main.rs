@@ -1,0 +1,265 @@
+//! `basra`: play Basra in the terminal, run a bot, or answer rule questions.
+
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use basra::lobby::{self, Seated};
+use basra::player::{Driver, play_room};
+use basra::session::{Session, device_id};
+use basra_engine::bot::Policy;
+use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
+use basra_proto::basra::matchmaking::v1::join_room_request::Target;
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(
+    name = "basra",
+    version,
+    about = "Egyptian Basra online: play, bots and rules"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args)]
+struct Connection {
+    /// The backend's client endpoint (`basra dev` listens here by default).
+    #[arg(long, env = "BASRA_SERVER", default_value = "http://127.0.0.1:50051")]
+    server: String,
+    /// The name other players see.
+    #[arg(long, default_value = "")]
+    name: String,
+    /// Sign in as this device's guest instead of this machine's (kept in ~/.config/basra).
+    #[arg(long)]
+    device_id: Option<String>,
+}
+
+/// How to get a seat.
+#[derive(Subcommand, Clone)]
+enum Seat {
+    /// A match against the computer.
+    Computer,
+    /// A match from the queue (a bot fills in after a wait unless --no-bots).
+    Quick {
+        /// Play for rating.
+        #[arg(long)]
+        ranked: bool,
+        /// Wait for a person, however long.
+        #[arg(long)]
+        no_bots: bool,
+        /// 2 or 4 seats.
+        #[arg(long, default_value_t = 2)]
+        seats: u32,
+    },
+    /// Create a private room and show its code.
+    Create {
+        /// Points to win.
+        #[arg(long)]
+        target: Option<u32>,
+    },
+    /// Join a private room by its code.
+    Join {
+        /// The code a friend gave you.
+        code: String,
+    },
+    /// Browse the public rooms and join one.
+    Lobby,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Play in the terminal.
+    Play {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        seat: Option<Seat>,
+    },
+    /// Run a headless bot (demos, load and soak runs).
+    Bot {
+        #[command(flatten)]
+        connection: Connection,
+        /// How the bot picks its cards.
+        #[arg(long, value_enum, default_value_t = BotPolicy::Greedy)]
+        policy: BotPolicy,
+        /// The pause before each play, in milliseconds.
+        #[arg(long, default_value_t = 300)]
+        delay_ms: u64,
+        /// How many matches to play (0: forever).
+        #[arg(long, default_value_t = 1)]
+        matches: u32,
+        #[command(subcommand)]
+        seat: Option<Seat>,
+    },
+    /// Answer rule questions: JSON lines on stdin (see README, "The rules tool").
+    Rules,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BotPolicy {
+    Random,
+    Greedy,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Rules => rules(),
+        Command::Play { connection, seat } => {
+            let session = sign_in(&connection).await?;
+            println!("signed in as {}", session.display_name);
+            let seat = match seat {
+                Some(seat) => seat,
+                None => menu()?,
+            };
+            let seated = take_seat(&session, &seat).await?;
+            if let Some(code) = &seated.join_code {
+                println!("room code: {code}  (friends join with: basra play join {code})");
+            }
+            println!("{}", basra::render::HELP);
+            play_room(&session, &seated.room_id, Driver::Human).await?;
+            Ok(())
+        }
+        Command::Bot {
+            connection,
+            policy,
+            delay_ms,
+            matches,
+            seat,
+        } => {
+            let session = sign_in(&connection).await?;
+            let seat = seat.unwrap_or(Seat::Quick {
+                ranked: false,
+                no_bots: false,
+                seats: 2,
+            });
+            let policy = match policy {
+                BotPolicy::Random => Policy::Random,
+                BotPolicy::Greedy => Policy::Greedy,
+            };
+            let driver = Driver::Bot {
+                policy,
+                delay: Duration::from_millis(delay_ms),
+            };
+            let mut played = 0;
+            while matches == 0 || played < matches {
+                let seated = take_seat(&session, &seat).await?;
+                if let Some(code) = &seated.join_code {
+                    println!("room code: {code}");
+                }
+                let table = play_room(&session, &seated.room_id, driver).await?;
+                played += 1;
+                println!(
+                    "match {played} in room {}: {} – {}",
+                    seated.room_id, table.totals[0], table.totals[1]
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+async fn sign_in(connection: &Connection) -> anyhow::Result<Session> {
+    let device = match &connection.device_id {
+        Some(id) => id.clone(),
+        None => device_id()?,
+    };
+    Session::guest(&connection.server, &device, &connection.name).await
+}
+
+async fn take_seat(session: &Session, seat: &Seat) -> anyhow::Result<Seated> {
+    match seat {
+        Seat::Computer => {
+            lobby::create_room(
+                session,
+                RoomVisibility::Private,
+                vec![1],
+                RuleSettings::default(),
+            )
+            .await
+        }
+        Seat::Quick {
+            ranked,
+            no_bots,
+            seats,
+        } => lobby::quick_match(session, *ranked, !no_bots, *seats).await,
+        Seat::Create { target } => {
+            let settings = RuleSettings {
+                target_score: *target,
+                ..RuleSettings::default()
+            };
+            lobby::create_room(session, RoomVisibility::Private, Vec::new(), settings).await
+        }
+        Seat::Join { code } => lobby::join(session, Target::JoinCode(code.clone())).await,
+        Seat::Lobby => {
+            let rooms = lobby::public_rooms(session).await?;
+            if rooms.is_empty() {
+                anyhow::bail!("no public room is open; try `basra play quick`");
+            }
+            for (i, room) in rooms.iter().enumerate() {
+                let target = room
+                    .settings
+                    .as_ref()
+                    .and_then(|s| s.target_score)
+                    .unwrap_or(101);
+                println!(
+                    "{}. {} seats, to {target}, {} seated",
+                    i + 1,
+                    room.seats.len(),
+                    room.seats.iter().filter(|s| s.occupant != 1).count()
+                );
+            }
+            let pick = ask("join which room? ")?;
+            let room = pick
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| n.checked_sub(1))
+                .and_then(|i| rooms.get(i))
+                .ok_or_else(|| anyhow::anyhow!("{pick:?} is not a room number"))?;
+            lobby::join(session, Target::RoomId(room.room_id.clone())).await
+        }
+    }
+}
+
+fn menu() -> anyhow::Result<Seat> {
+    println!(
+        "1. play the computer\n2. quick match\n3. create a private room\n4. join by code\n5. public rooms"
+    );
+    loop {
+        let choice = ask("> ")?;
+        return Ok(match choice.trim() {
+            "1" => Seat::Computer,
+            "2" => Seat::Quick {
+                ranked: false,
+                no_bots: false,
+                seats: 2,
+            },
+            "3" => Seat::Create { target: None },
+            "4" => Seat::Join {
+                code: ask("code: ")?.trim().to_uppercase(),
+            },
+            "5" => Seat::Lobby,
+            _ => continue,
+        });
+    }
+}
+
+fn ask(prompt: &str) -> anyhow::Result<String> {
+    print!("{prompt}");
+    std::io::stdout().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(line)
+}
+
+fn rules() -> anyhow::Result<()> {
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        writeln!(stdout, "{}", basra_rules::answer(&line?))?;
+        stdout.flush()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,224 @@
+//! Plays one room to its end over the `Play` stream, for a person at the terminal or for a
+//! bot policy. A dropped stream is resumed from the last sequence seen.
+
+use std::time::Duration;
+
+use basra_engine::bot::{self, Policy};
+use basra_engine::{Action, Card, CardSet};
+use basra_proto::basra::game::v1::client_message::Kind;
+use basra_proto::basra::game::v1::server_event::Event;
+use basra_proto::basra::game::v1::{
+    CaptureChoice, ClientMessage, Join, PlayCard, QuickChat, QuickChatPhrase, Resign, ServerEvent,
+};
+use basra_proto::convert::{card_to_pb, cards_to_pb};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::render;
+use crate::session::Session;
+use crate::table::Table;
+
+/// Who decides the plays.
+#[derive(Debug, Clone, Copy)]
+pub enum Driver {
+    /// A person typing commands.
+    Human,
+    /// A bot policy, after `delay`.
+    Bot {
+        /// The policy.
+        policy: Policy,
+        /// The pause before each play.
+        delay: Duration,
+    },
+}
+
+/// How often a dropped stream is retried before giving up.
+const RESUME_ATTEMPTS: u32 = 8;
+
+/// Plays `room_id` until the match ends; returns the final model of the table.
+pub async fn play_room(session: &Session, room_id: &str, driver: Driver) -> anyhow::Result<Table> {
+    let mut table = Table::default();
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    let mut rng = ChaCha8Rng::seed_from_u64(uuid::Uuid::now_v7().as_u128() as u64);
+    let mut failures = 0;
+    loop {
+        let (tx, rx) = mpsc::channel(16);
+        tx.send(message(Kind::Join(Join {
+            room_id: room_id.to_owned(),
+            last_seen_seq: table.last_seq,
+            spectate: false,
+        })))
+        .await?;
+        let mut stream = match session.game().play(ReceiverStream::new(rx)).await {
+            Ok(response) => response.into_inner(),
+            Err(status) if retryable(&status) && failures < RESUME_ATTEMPTS => {
+                failures += 1;
+                backoff(failures).await;
+                continue;
+            }
+            Err(status) => return Err(status.into()),
+        };
+        // The turn (by its event sequence) a bot has already answered.
+        let mut answered: Option<u64> = None;
+        loop {
+            tokio::select! {
+                next = stream.message() => match next {
+                    Ok(Some(event)) => {
+                        failures = 0;
+                        table.apply(&event)?;
+                        if let Driver::Human = driver {
+                            render::announce(&table, &event);
+                        }
+                        if table.ended.is_some() {
+                            return Ok(table);
+                        }
+                        if matches!(event.event, Some(Event::Rejected(_))) {
+                            // Think again: the state moved on under the play.
+                            answered = None;
+                        }
+                        if let Driver::Bot { policy, delay } = driver
+                            && table.my_turn()
+                            && answered != table.last_seq
+                        {
+                            answered = table.last_seq;
+                            tokio::time::sleep(delay).await;
+                            if let Some(play) = bot_play(&table, policy, &mut rng) {
+                                tx.send(play).await?;
+                            }
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(status) if retryable(&status) => break,
+                    Err(status) => return Err(status.into()),
+                },
+                line = stdin.next_line(), if matches!(driver, Driver::Human) => {
+                    let Some(line) = line? else { return Ok(table) };
+                    match command(&table, &line) {
+                        Command::Send(msg) => tx.send(msg).await?,
+                        Command::Show(text) => println!("{text}"),
+                        Command::Quit => return Ok(table),
+                    }
+                }
+            }
+        }
+        failures += 1;
+        if failures > RESUME_ATTEMPTS {
+            anyhow::bail!("the game stream keeps dropping; giving up");
+        }
+        if let Driver::Human = driver {
+            println!("connection lost; resuming from event {:?}…", table.last_seq);
+        }
+        backoff(failures).await;
+    }
+}
+
+fn retryable(status: &tonic::Status) -> bool {
+    matches!(
+        status.code(),
+        tonic::Code::Unavailable
+            | tonic::Code::Cancelled
+            | tonic::Code::Unknown
+            | tonic::Code::Internal
+    )
+}
+
+async fn backoff(attempt: u32) {
+    tokio::time::sleep(Duration::from_millis(100 * 2u64.pow(attempt.min(5)))).await;
+}
+
+fn message(kind: Kind) -> ClientMessage {
+    ClientMessage { kind: Some(kind) }
+}
+
+fn play_message(table: &Table, card: Card, take: Option<CardSet>) -> ClientMessage {
+    message(Kind::PlayCard(PlayCard {
+        card: Some(card_to_pb(card)),
+        capture_choice: take.map(|cards| CaptureChoice {
+            cards: cards_to_pb(table.table.iter().copied().filter(|c| cards.contains(*c))),
+        }),
+        based_on_seq: table.last_seq,
+        client_move_id: uuid::Uuid::now_v7().to_string(),
+    }))
+}
+
+fn bot_play(table: &Table, policy: Policy, rng: &mut ChaCha8Rng) -> Option<ClientMessage> {
+    match bot::choose(policy, &table.view(), rng)? {
+        Action::Play { card, take, .. } => Some(play_message(table, card, take)),
+        Action::Resign { .. } => Some(message(Kind::Resign(Resign {}))),
+    }
+}
+
+/// What a line typed by the player asks for.
+#[derive(Debug)]
+pub enum Command {
+    /// A message to send.
+    Send(ClientMessage),
+    /// Text to show (help, or why the line was not understood).
+    Show(String),
+    /// Leave the game.
+    Quit,
+}
+
+/// Parses a line: a card (`7D`) or its number in the hand (`2`), optionally followed by
+/// `take` and the table cards to capture; `resign`; `chat <phrase>`; `help`; `quit`.
+pub fn command(table: &Table, line: &str) -> Command {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    match words.as_slice() {
+        [] => Command::Show(render::board(table)),
+        ["help" | "?"] => Command::Show(render::HELP.to_owned()),
+        ["quit" | "exit"] => Command::Quit,
+        ["resign"] => Command::Send(message(Kind::Resign(Resign {}))),
+        ["chat", phrase @ ..] => match chat_phrase(&phrase.join(" ")) {
+            Some(phrase) => Command::Send(message(Kind::QuickChat(QuickChat {
+                phrase: phrase as i32,
+            }))),
+            None => Command::Show(format!("phrases: {}", render::PHRASES.join(", "))),
+        },
+        [card, rest @ ..] => {
+            let Some(card) = hand_card(table, card) else {
+                return Command::Show(format!("{card:?} is not a card in your hand (type help)"));
+            };
+            let take = match rest {
+                [] => None,
+                ["take", cards @ ..] => match cards.iter().map(|c| c.parse::<Card>()).collect() {
+                    Ok(cards) => Some(cards),
+                    Err(error) => return Command::Show(error.to_string()),
+                },
+                _ => return Command::Show("after the card, write: take <table cards>".into()),
+            };
+            if !table.my_turn() {
+                return Command::Show("it is not your turn".into());
+            }
+            Command::Send(play_message(table, card, take))
+        }
+    }
+}
+
+fn hand_card(table: &Table, word: &str) -> Option<Card> {
+    if let Ok(n) = word.parse::<usize>() {
+        return n.checked_sub(1).and_then(|i| table.hand.nth(i));
+    }
+    word.to_uppercase()
+        .parse::<Card>()
+        .ok()
+        .filter(|card| table.hand.contains(*card))
+}
+
+fn chat_phrase(text: &str) -> Option<QuickChatPhrase> {
+    let index = render::PHRASES
+        .iter()
+        .position(|phrase| phrase.eq_ignore_ascii_case(text.trim()))?;
+    QuickChatPhrase::try_from(index as i32 + 1).ok()
+}
+
+/// The same event stream a bot or a person receives, for tests: applies every event.
+pub fn replay_events(events: &[ServerEvent]) -> anyhow::Result<Table> {
+    let mut table = Table::default();
+    for event in events {
+        table.apply(event)?;
+    }
+    Ok(table)
+}

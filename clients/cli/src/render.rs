@@ -1,0 +1,215 @@
+//! The terminal picture of a game: the table, your hand with what each card would take,
+//! piles, scores and whose turn it is; and one line per event worth telling.
+
+use std::fmt::Write as _;
+
+use basra_engine::{BasraKind, Card};
+use basra_proto::basra::common::v1 as common;
+use basra_proto::basra::game::v1::ServerEvent;
+use basra_proto::basra::game::v1::server_event::Event;
+use basra_proto::convert::{basra_from_pb, card_from_pb};
+
+use crate::table::Table;
+
+/// The quick-chat phrases, in the API's order.
+pub const PHRASES: [&str; 9] = [
+    "hello",
+    "good luck",
+    "nice play",
+    "nice basra",
+    "oops",
+    "thanks",
+    "hurry up",
+    "well played",
+    "good game",
+];
+
+/// What a player can type.
+pub const HELP: &str = "\
+play a card:      7D   (or its number in your hand: 2)
+name a capture:   8S take AS 7H
+resign:           resign
+quick chat:       chat nice basra   (hello, good luck, nice play, nice basra, oops,
+                                     thanks, hurry up, well played, good game)
+show the table:   (an empty line)
+leave:            quit";
+
+fn cards(cards: impl IntoIterator<Item = Card>) -> String {
+    let text: Vec<String> = cards.into_iter().map(|c| c.to_string()).collect();
+    if text.is_empty() {
+        "(empty)".to_owned()
+    } else {
+        text.join(" ")
+    }
+}
+
+fn name(table: &Table, seat: u32) -> String {
+    match table.names.get(seat as usize) {
+        Some(name) if !name.is_empty() => name.clone(),
+        _ => format!("seat {seat}"),
+    }
+}
+
+fn who(table: &Table, seat: u32) -> String {
+    if Some(seat) == table.seat {
+        "you".to_owned()
+    } else {
+        name(table, seat)
+    }
+}
+
+/// The whole board as the player sees it.
+pub fn board(table: &Table) -> String {
+    let mut out = String::new();
+    let my_side = table.seat.map_or(0, |s| (s % 2) as usize);
+    let _ = writeln!(
+        out,
+        "round {} · score you {} – {} them · piles you {} – {} them · deck {}",
+        table.round + 1,
+        table.totals[my_side],
+        table.totals[1 - my_side],
+        table.piles[my_side],
+        table.piles[1 - my_side],
+        table.deck_remaining
+    );
+    let _ = writeln!(out, "table: {}", cards(table.table.iter().copied()));
+    if table.seat.is_some() {
+        let plays = table.plays();
+        let mut hand = Vec::new();
+        for (i, play) in plays.iter().enumerate() {
+            let taken: Vec<Card> = table
+                .table
+                .iter()
+                .copied()
+                .filter(|c| play.capture.taken.contains(*c))
+                .collect();
+            let mut line = format!("{}. {}", i + 1, play.card);
+            if !taken.is_empty() {
+                let _ = write!(line, " takes {}", cards(taken));
+            }
+            if let Some(kind) = play.capture.basra {
+                let _ = write!(line, " — {}!", basra_name(kind));
+            }
+            if play.capture.alternatives {
+                line.push_str(" (or name another set)");
+            }
+            hand.push(line);
+        }
+        let _ = writeln!(out, "your hand: {}", hand.join(" · "));
+    }
+    match table.turn {
+        Some(_) if table.my_turn() => {
+            let _ = write!(out, "your turn{}", time_left(table));
+        }
+        Some(turn) => {
+            let _ = write!(out, "{} to play{}", name(table, turn), time_left(table));
+        }
+        None => {}
+    }
+    out
+}
+
+fn time_left(table: &Table) -> String {
+    let Some(deadline) = table.turn_deadline else {
+        return String::new();
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    format!(" ({} s left)", (deadline - now).max(0))
+}
+
+fn basra_name(kind: BasraKind) -> &'static str {
+    match kind {
+        BasraKind::Basra => "Basra",
+        BasraKind::Jack => "Jack Basra",
+        BasraKind::Komi => "Komi Basra",
+    }
+}
+
+/// Prints what `event` means to the player (after it was applied to `table`).
+pub fn announce(table: &Table, event: &ServerEvent) {
+    if let Some(line) = describe(table, event) {
+        println!("{line}");
+    }
+}
+
+fn describe(table: &Table, event: &ServerEvent) -> Option<String> {
+    Some(match event.event.as_ref()? {
+        Event::Snapshot(_) => format!("joined.\n{}", board(table)),
+        Event::MatchStarted(started) => format!(
+            "match started ({} seats, to {}); seed commitment {}",
+            started.seats.len(),
+            table.settings.target_score,
+            basra_engine::deck::hex(&started.seed_commitment)
+        ),
+        Event::RoundStarted(started) => format!("— round {} —", started.round + 1),
+        Event::CardPlayed(played) => {
+            let card = played.card.as_ref().and_then(|c| card_from_pb(c).ok())?;
+            let taken: Vec<Card> = played
+                .taken
+                .iter()
+                .filter_map(|c| card_from_pb(c).ok())
+                .collect();
+            let mut line = format!("{} played {card}", who(table, played.seat));
+            if taken.is_empty() {
+                line.push_str(" onto the table");
+            } else {
+                let _ = write!(line, " and took {}", cards(taken));
+            }
+            let kind = common::BasraKind::try_from(played.basra)
+                .ok()
+                .and_then(basra_from_pb);
+            if let Some(kind) = kind {
+                let _ = write!(line, " — {} (+{})!", basra_name(kind), played.basra_points);
+            }
+            if played.automatic {
+                line.push_str(" (played automatically: time ran out)");
+            }
+            line
+        }
+        Event::TurnStarted(_) => board(table),
+        Event::RoundEnded(ended) => {
+            let mut line = format!("round {} over:", ended.round + 1);
+            for side in &ended.sides {
+                let _ = write!(
+                    line,
+                    " side {}: {} cards, {} points (total {});",
+                    side.side, side.pile_size, side.round_points, side.total
+                );
+            }
+            line
+        }
+        Event::MatchEnded(ended) => {
+            let my_side = table.seat.map(|s| s % 2);
+            let verdict = match (ended.winner_side, my_side) {
+                (Some(w), Some(m)) if w == m => "you won",
+                (Some(_), Some(_)) => "you lost",
+                (Some(_), None) => "the match is decided",
+                (None, _) => "no winner",
+            };
+            format!(
+                "match over: {verdict}, {} – {}. Seed {} (replay it to check every deal).",
+                ended.totals.first().copied().unwrap_or(0),
+                ended.totals.get(1).copied().unwrap_or(0),
+                basra_engine::deck::hex(&ended.seed)
+            )
+        }
+        Event::ConnectionChanged(changed) => {
+            let state = if changed.state == 2 {
+                "left"
+            } else {
+                "is back"
+            };
+            format!("{} {state}", who(table, changed.seat))
+        }
+        Event::Chat(chat) => {
+            let phrase = PHRASES
+                .get((chat.phrase - 1).max(0) as usize)
+                .unwrap_or(&"…");
+            format!("{}: {phrase}", who(table, chat.seat))
+        }
+        Event::Rejected(rejected) => format!("not played: {}", rejected.message),
+        _ => return None,
+    })
+}

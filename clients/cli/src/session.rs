@@ -1,0 +1,100 @@
+//! A signed-in connection to the backend: one gRPC channel to the single client endpoint
+//! (`basra dev`, or the ingress in production), a guest sign-in remembered per device, and
+//! the access token attached to every call.
+
+use std::path::PathBuf;
+
+use basra_proto::basra::accounts::v1::{GuestLoginRequest, accounts_client::AccountsClient};
+use basra_proto::basra::game::v1::game_client::GameClient;
+use basra_proto::basra::matchmaking::v1::matchmaking_client::MatchmakingClient;
+use tonic::Request;
+use tonic::metadata::MetadataValue;
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+
+/// Adds `authorization: Bearer <token>` to every call.
+#[derive(Clone)]
+pub struct Bearer(MetadataValue<tonic::metadata::Ascii>);
+
+impl Interceptor for Bearer {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, tonic::Status> {
+        request
+            .metadata_mut()
+            .insert("authorization", self.0.clone());
+        Ok(request)
+    }
+}
+
+/// A signed-in guest.
+#[derive(Clone)]
+pub struct Session {
+    channel: Channel,
+    bearer: Bearer,
+    /// The account's id.
+    pub user_id: String,
+    /// The name others see.
+    pub display_name: String,
+}
+
+impl Session {
+    /// Connects to `server` and signs in as the guest of `device_id`.
+    pub async fn guest(server: &str, device_id: &str, name: &str) -> anyhow::Result<Session> {
+        let channel = Endpoint::from_shared(server.to_owned())?
+            .tcp_nodelay(true)
+            .connect()
+            .await
+            .map_err(|error| anyhow::anyhow!("cannot reach {server}: {error}"))?;
+        let tokens = AccountsClient::new(channel.clone())
+            .guest_login(GuestLoginRequest {
+                device_id: device_id.to_owned(),
+                display_name: name.to_owned(),
+            })
+            .await?
+            .into_inner()
+            .tokens
+            .ok_or_else(|| anyhow::anyhow!("the server answered a sign-in without tokens"))?;
+        let header = format!("Bearer {}", tokens.access_token).parse()?;
+        Ok(Session {
+            channel,
+            bearer: Bearer(header),
+            user_id: tokens.user_id,
+            display_name: tokens.display_name,
+        })
+    }
+
+    /// The game service, signed in.
+    pub fn game(&self) -> GameClient<InterceptedService<Channel, Bearer>> {
+        GameClient::with_interceptor(self.channel.clone(), self.bearer.clone())
+    }
+
+    /// The matchmaking service, signed in.
+    pub fn matchmaking(&self) -> MatchmakingClient<InterceptedService<Channel, Bearer>> {
+        MatchmakingClient::with_interceptor(self.channel.clone(), self.bearer.clone())
+    }
+}
+
+/// This machine's device id for guest sign-in, made once and kept in the user's config
+/// directory so the same guest comes back.
+pub fn device_id() -> anyhow::Result<String> {
+    let dir = config_dir();
+    let path = dir.join("device-id");
+    if let Ok(id) = std::fs::read_to_string(&path) {
+        let id = id.trim();
+        if !id.is_empty() {
+            return Ok(id.to_owned());
+        }
+    }
+    let id = format!("cli-{}", uuid::Uuid::now_v7());
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(&path, &id)?;
+    Ok(id)
+}
+
+fn config_dir() -> PathBuf {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("basra")
+}
