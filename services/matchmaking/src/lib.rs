@@ -1,1 +1,133 @@
-//! Placeholder: being written.
+//! The matchmaking service of Basra online: the rated queue, the public
+//! lobby and private rooms (`basra.matchmaking.v1.Matchmaking`).
+//!
+//! | module | what |
+//! |---|---|
+//! | [`domain`] | formats, the widening rating window, join codes, settings conversion |
+//! | [`store`] | the [`Store`](store::Store) trait; Redis (production) and memory (dev) |
+//! | [`service`] | the gRPC handlers and the FindMatch streams |
+//! | [`upstream`] | game-session (rooms) and accounts (ratings) behind traits |
+//! | [`metrics`] | queue length, wait histogram, matches/s as Prometheus text |
+//! | [`settings`] | typed settings with embedded defaults |
+//!
+//! Every replica serves streams and runs a pairing loop over the shared
+//! queue; see [`store`] for why that is safe.
+
+pub mod clock;
+pub mod domain;
+pub mod error;
+mod matcher;
+pub mod metrics;
+pub mod service;
+pub mod settings;
+pub mod store;
+pub mod upstream;
+
+use std::{sync::Arc, time::Duration};
+
+use basra_platform::{AuthLayer, TokenVerifier, serve::serve};
+use basra_proto::basra::matchmaking::v1::matchmaking_server::MatchmakingServer;
+use tokio::{net::TcpListener, task::JoinHandle};
+use tokio_util::sync::CancellationToken;
+use tonic::service::Routes;
+
+pub use error::{MatchmakingError, Result};
+pub use service::MatchmakingService;
+
+use crate::{
+    clock::Clock,
+    metrics::Metrics,
+    service::{Hub, Inner},
+    settings::{QueueSettings, RoomSettings},
+    store::Store,
+    upstream::{GameRooms, RatingSource},
+};
+
+/// The gRPC service name, for health and reflection.
+pub const SERVICE_NAME: &str = "basra.matchmaking.v1.Matchmaking";
+
+/// The behaviour settings of a running matchmaker.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The queue.
+    pub queue: QueueSettings,
+    /// Created rooms.
+    pub rooms: RoomSettings,
+    /// How long in-flight calls get at shutdown.
+    pub drain: Duration,
+}
+
+/// What the matchmaker talks to.
+#[derive(Clone)]
+pub struct Deps {
+    /// Queue and lobby state.
+    pub store: Arc<dyn Store>,
+    /// game-session.
+    pub game: Arc<dyn GameRooms>,
+    /// Ratings.
+    pub ratings: Arc<dyn RatingSource>,
+    /// Time.
+    pub clock: Arc<dyn Clock>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+}
+
+/// Builds the service and starts this replica's background work (pairing
+/// loop, event dispatch), which stops when `shutdown` is cancelled. The
+/// embedded dev mode adds the service to its own server; [`run`] serves it
+/// alone.
+pub fn start(
+    config: Config,
+    deps: Deps,
+    shutdown: CancellationToken,
+) -> (MatchmakingService, JoinHandle<()>) {
+    let inner = Arc::new(Inner {
+        config,
+        deps,
+        hub: Hub::default(),
+        shutdown,
+    });
+    let background = tokio::spawn({
+        let inner = inner.clone();
+        async move {
+            let dispatch = tokio::spawn(dispatch(inner.clone()));
+            matcher::run(inner).await;
+            dispatch.abort();
+        }
+    });
+    (MatchmakingService { inner }, background)
+}
+
+/// Wakes local streams when the store says their ticket changed.
+async fn dispatch(inner: Arc<Inner>) {
+    let mut events = inner.deps.store.subscribe();
+    loop {
+        match events.recv().await {
+            Ok(id) => inner.hub.poke(&id),
+            // Missed some: every stream polls on its own heartbeat anyway.
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                tracing::debug!(missed = n, "ticket events lagged");
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+        }
+    }
+}
+
+/// Serves matchmaking on `listener` until `shutdown` is cancelled, then
+/// drains (open FindMatch streams end with UNAVAILABLE and keep their
+/// tickets for a resume on another replica).
+pub async fn run(
+    listener: TcpListener,
+    config: Config,
+    verifier: TokenVerifier,
+    deps: Deps,
+    shutdown: CancellationToken,
+) -> Result<()> {
+    let drain = config.drain;
+    let (service, background) = start(config, deps, shutdown.clone());
+    let routes = Routes::new(MatchmakingServer::new(service));
+    let auth = AuthLayer::new(verifier, &[]);
+    serve(listener, routes, &[SERVICE_NAME], auth, shutdown, drain).await?;
+    let _ = background.await;
+    Ok(())
+}

@@ -1,0 +1,274 @@
+//! Pairing benchmark against real Redis (`REDIS_URL`, default
+//! redis://127.0.0.1:6379):
+//!
+//! 1. throughput: a large ranked queue (random ratings 1000–2000) drained
+//!    by the real pairing loop (one replica; game-session answers at once):
+//!    pairs formed per second, each pair formed *and* committed;
+//! 2. latency: tickets arriving at a steady rate, time from queueing to
+//!    matched (p50, p99), measured from the store's match events.
+//!
+//! `cargo run --release -p matchmaking --example pairing_bench -- [queue] [rate] [seconds]`
+//! (defaults: 100000 tickets, 2000 arrivals/s, 10 s).
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use basra_platform::Caller;
+use basra_proto::basra::game::v1::{
+    CreateRoomRequest, CreateRoomResponse, SeatPlayerRequest, SeatPlayerResponse,
+};
+use matchmaking::{
+    Config, Deps, MatchmakingError,
+    clock::{Clock, SystemClock},
+    domain::Format,
+    metrics::Metrics,
+    settings::Settings,
+    store::{NewTicket, RedisStore, Store, TicketState},
+    upstream::{GameRooms, RatingSource},
+};
+use rand::Rng;
+use tokio_util::sync::CancellationToken;
+use tonic::Status;
+
+/// game-session that creates every room at once.
+struct InstantGame;
+
+#[tonic::async_trait]
+impl GameRooms for InstantGame {
+    async fn create_room(&self, request: CreateRoomRequest) -> Result<CreateRoomResponse, Status> {
+        Ok(CreateRoomResponse {
+            room_id: request.room_id,
+            settings: request.settings,
+            created: true,
+        })
+    }
+
+    async fn seat_player(&self, _request: SeatPlayerRequest) -> Result<SeatPlayerResponse, Status> {
+        Err(Status::unimplemented("not used"))
+    }
+}
+
+struct NoRatings;
+
+#[tonic::async_trait]
+impl RatingSource for NoRatings {
+    async fn rating(&self, _caller: &Caller, _bearer: &str) -> Result<f64, MatchmakingError> {
+        Ok(1500.0)
+    }
+}
+
+const FORMAT: Format = Format {
+    ranked: true,
+    seats: 2,
+    target_score: 101,
+};
+
+async fn enqueue_many(store: &Arc<dyn Store>, ids: Vec<String>, ttl: i64) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for chunk in ids.chunks(ids.len().div_ceil(64).max(1)) {
+        let store = store.clone();
+        let chunk = chunk.to_vec();
+        tasks.spawn(async move {
+            for id in chunk {
+                let rating = (rand::rng().random_range(1000.0..2000.0f64) * 100.0).round() / 100.0;
+                let ticket = NewTicket {
+                    user_id: format!("u-{id}"),
+                    id,
+                    guest: false,
+                    format: FORMAT,
+                    rating,
+                    allow_bots: false,
+                };
+                store
+                    .enqueue(ticket, SystemClock.now_ms(), ttl, ttl)
+                    .await
+                    .expect("enqueue");
+            }
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+fn start(store: Arc<dyn Store>, metrics: Arc<Metrics>) -> CancellationToken {
+    // BASRA_QUEUE__… variables tune the run like the service.
+    let settings = Settings::from_env(std::env::vars()).expect("settings");
+    let mut queue = settings.queue.clone();
+    queue.ticket_ttl_seconds = 3600;
+    queue.resume_grace_seconds = 3600;
+    let shutdown = CancellationToken::new();
+    let deps = Deps {
+        store,
+        game: Arc::new(InstantGame),
+        ratings: Arc::new(NoRatings),
+        clock: Arc::new(SystemClock),
+        metrics,
+    };
+    let config = Config {
+        queue,
+        rooms: settings.rooms,
+        drain: Duration::from_secs(1),
+    };
+    let _ = matchmaking::start(config, deps, shutdown.clone());
+    shutdown
+}
+
+async fn cleanup(url: &str, prefix: &str) {
+    let client = redis::Client::open(url).expect("url");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("redis");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}:*"))
+        .query_async(&mut conn)
+        .await
+        .unwrap_or_default();
+    for chunk in keys.chunks(1000) {
+        let _: () = redis::cmd("UNLINK")
+            .arg(chunk)
+            .query_async(&mut conn)
+            .await
+            .unwrap_or(());
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let queue_size: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let rate: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(2_000);
+    let seconds: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(10);
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+
+    // 1. Throughput from a large queue.
+    let prefix = format!("bench:mm:{}", uuid::Uuid::now_v7().simple());
+    let store: Arc<dyn Store> = Arc::new(RedisStore::connect(&url, &prefix).await.expect("redis"));
+    let ids: Vec<String> = (0..queue_size).map(|i| format!("b{i}")).collect();
+    let filled = Instant::now();
+    enqueue_many(&store, ids, 3_600_000).await;
+    println!(
+        "queued {queue_size} tickets in {:.2} s",
+        filled.elapsed().as_secs_f64()
+    );
+    let metrics = Arc::new(Metrics::new());
+    let started = Instant::now();
+    let shutdown = start(store.clone(), metrics.clone());
+    let target = (queue_size as u64 / 2) * 95 / 100;
+    let mut last = 0;
+    let mut stalled = Instant::now();
+    while metrics.matches() < target {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let n = metrics.matches();
+        if n != last {
+            last = n;
+            stalled = Instant::now();
+        } else if stalled.elapsed() > Duration::from_secs(3) {
+            break;
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let pairs = metrics.matches();
+    println!(
+        "throughput: {pairs} pairs formed and committed in {elapsed:.2} s = {:.0} pairs/s ({} tickets left)",
+        pairs as f64 / elapsed,
+        store
+            .queue_lengths()
+            .await
+            .unwrap()
+            .iter()
+            .map(|(_, n)| n)
+            .sum::<u64>()
+    );
+    shutdown.cancel();
+    drop(store);
+    cleanup(&url, &prefix).await;
+
+    // 2. Time to match at a steady arrival rate.
+    let prefix = format!("bench:mm:{}", uuid::Uuid::now_v7().simple());
+    let store: Arc<dyn Store> = Arc::new(RedisStore::connect(&url, &prefix).await.expect("redis"));
+    let metrics = Arc::new(Metrics::new());
+    let queued_at: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let waits: Arc<Mutex<Vec<Duration>>> = Arc::default();
+    let mut events = store.subscribe();
+    let watcher = {
+        let (store, queued_at, waits) = (store.clone(), queued_at.clone(), waits.clone());
+        tokio::spawn(async move {
+            while let Ok(id) = events.recv().await {
+                let at = Instant::now();
+                let Some(start) = queued_at.lock().unwrap().remove(&id) else {
+                    continue;
+                };
+                if let Ok(Some(v)) = store.poll(&id, SystemClock.now_ms(), 3_600_000).await
+                    && matches!(v.state, TicketState::Matched(_))
+                {
+                    waits.lock().unwrap().push(at - start);
+                }
+            }
+        })
+    };
+    let shutdown = start(store.clone(), metrics.clone());
+    let total = rate * seconds;
+    let interval = Duration::from_secs_f64(1.0 / rate as f64 * 20.0);
+    let mut ticker = tokio::time::interval(interval);
+    let mut sent = 0u64;
+    let began = Instant::now();
+    while sent < total {
+        ticker.tick().await;
+        // 20 arrivals per tick keeps the pacing cheap.
+        let batch: Vec<String> = (sent..(sent + 20).min(total))
+            .map(|i| format!("s{i}"))
+            .collect();
+        sent += batch.len() as u64;
+        {
+            let now = Instant::now();
+            let mut map = queued_at.lock().unwrap();
+            for id in &batch {
+                map.insert(id.clone(), now);
+            }
+        }
+        let store = store.clone();
+        tokio::spawn(async move {
+            for id in batch {
+                let rating = (rand::rng().random_range(1000.0..2000.0f64) * 100.0).round() / 100.0;
+                let ticket = NewTicket {
+                    user_id: format!("u-{id}"),
+                    id,
+                    guest: false,
+                    format: FORMAT,
+                    rating,
+                    allow_bots: false,
+                };
+                store
+                    .enqueue(ticket, SystemClock.now_ms(), 3_600_000, 3_600_000)
+                    .await
+                    .expect("enqueue");
+            }
+        });
+    }
+    let offered = began.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    shutdown.cancel();
+    watcher.abort();
+    let mut waits = waits.lock().unwrap().clone();
+    waits.sort();
+    let pct = |p: f64| {
+        waits
+            .get(((waits.len() as f64 * p) as usize).min(waits.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    println!(
+        "steady arrivals: {sent} tickets at {:.0}/s over {offered:.1} s; matched {} ({:.1}%); time to match p50 {:?}, p99 {:?}, max {:?}",
+        sent as f64 / offered,
+        waits.len(),
+        waits.len() as f64 * 100.0 / sent as f64,
+        pct(0.50),
+        pct(0.99),
+        waits.last().copied().unwrap_or_default()
+    );
+    drop(store);
+    cleanup(&url, &prefix).await;
+}

@@ -1,0 +1,325 @@
+//! Pure matchmaking rules: queue formats, the widening rating window, join
+//! codes, and rule settings between the API and the engine.
+
+use basra_engine::{KomiBasra, MajorityTie, Seats, Settings};
+use basra_proto::basra::common::v1 as common;
+use rand::Rng;
+
+use crate::{clock::Millis, error::MatchmakingError};
+
+/// One queue: players are only matched with players of the same format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Format {
+    /// A rated queue (pairs by rating window) or not (first come, first served).
+    pub ranked: bool,
+    /// 2 or 4.
+    pub seats: u8,
+    /// The target score of the matches.
+    pub target_score: u32,
+}
+
+impl Format {
+    /// The format's name in store keys: `r.2.101` (ranked) or `u.4.51`.
+    pub fn key(&self) -> String {
+        format!(
+            "{}.{}.{}",
+            if self.ranked { "r" } else { "u" },
+            self.seats,
+            self.target_score
+        )
+    }
+
+    /// The inverse of [`key`](Self::key).
+    pub fn parse(key: &str) -> Option<Format> {
+        let mut parts = key.split('.');
+        let ranked = match parts.next()? {
+            "r" => true,
+            "u" => false,
+            _ => return None,
+        };
+        let seats = parts.next()?.parse().ok()?;
+        let target_score = parts.next()?.parse().ok()?;
+        parts.next().is_none().then_some(Format {
+            ranked,
+            seats,
+            target_score,
+        })
+    }
+
+    /// The rule settings of matches of this format: the defaults with these
+    /// seats and target.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            seats: if self.seats == 4 {
+                Seats::Four
+            } else {
+                Seats::Two
+            },
+            target_score: self.target_score,
+            ..Settings::default()
+        }
+    }
+}
+
+/// How the acceptable rating difference grows with waiting time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WindowParams {
+    /// Half-width at first (rating points either side).
+    pub start: f64,
+    /// Added per second waited.
+    pub growth_per_second: f64,
+    /// The widest it gets.
+    pub max: f64,
+}
+
+impl WindowParams {
+    /// The half-width after waiting `waited_ms`. A ticket accepts an opponent
+    /// whose rating is within this of its own; two tickets pair only when
+    /// each accepts the other.
+    pub fn width(&self, waited_ms: Millis) -> f64 {
+        let waited = waited_ms.max(0) as f64 / 1000.0;
+        (self.start + self.growth_per_second * waited).min(self.max)
+    }
+}
+
+/// What a pairing round needs to know besides the queue itself.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairingParams {
+    /// The rating window (ranked formats; unranked ones accept anyone).
+    pub window: WindowParams,
+    /// A ticket allowing bots gets them after waiting this long.
+    pub bot_after_ms: Millis,
+    /// How long the replica forming a group has to create its room.
+    pub lease_ms: Millis,
+    /// At most this many groups per round.
+    pub max_groups: usize,
+    /// At most this many oldest tickets per format are tried as anchors.
+    pub scan_limit: usize,
+    /// Nearest candidates looked at on each side of an anchor's rating.
+    pub candidates: usize,
+    /// Least real time between two rounds over all replicas (0: no limit;
+    /// a store with a single process may ignore it).
+    pub min_round_interval_ms: Millis,
+}
+
+/// The join code alphabet: A-Z and 2-9 without the look-alikes 0/O, 1/I/L
+/// (31 characters).
+pub const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+/// Join code length.
+///
+/// Why 6 is enough: 31^6 = 887,503,681 codes (29.7 bits). Wrong codes are
+/// limited per account (default 10 per 10 minutes, i.e. 1,440 a day). Aiming
+/// at one given room, an account needs on average 887,503,681 / 2 / 1,440 ≈
+/// 308,000 days. Even fishing for *any* room while 10,000 rooms wait at once,
+/// one guess succeeds with probability 10,000 / 887,503,681 ≈ 1.1e-5, so an
+/// account finds one about once in 60 days of non-stop guessing — and codes
+/// stop working as soon as their room is full, within minutes.
+pub const CODE_LENGTH: usize = 6;
+
+/// A fresh random join code.
+pub fn new_join_code() -> String {
+    let mut rng = rand::rng();
+    (0..CODE_LENGTH)
+        .map(|_| CODE_ALPHABET[rng.random_range(0..CODE_ALPHABET.len())] as char)
+        .collect()
+}
+
+/// The canonical form of a code a player typed: upper case, spaces and
+/// dashes removed. `None` if it cannot be a join code.
+pub fn normalize_join_code(code: &str) -> Option<String> {
+    let code: String = code
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '-'))
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    (code.len() == CODE_LENGTH && code.bytes().all(|b| CODE_ALPHABET.contains(&b))).then_some(code)
+}
+
+/// The engine settings of API settings: unset fields take their defaults;
+/// a value out of range is [`MatchmakingError::InvalidArgument`].
+pub fn settings_from_proto(
+    settings: Option<&common::RuleSettings>,
+) -> Result<Settings, MatchmakingError> {
+    let invalid = |msg: String| MatchmakingError::InvalidArgument(msg);
+    let mut out = Settings::default();
+    let Some(s) = settings else {
+        return Ok(out);
+    };
+    if let Some(seats) = s.seats {
+        out.seats = match seats {
+            2 => Seats::Two,
+            4 => Seats::Four,
+            other => {
+                return Err(invalid(format!(
+                    "settings.seats must be 2 or 4, not {other}"
+                )));
+            }
+        };
+    }
+    if let Some(v) = s.clean_start_table {
+        out.clean_start_table = v;
+    }
+    if let Some(v) = s.allow_partial_capture {
+        out.allow_partial_capture = v;
+    }
+    if let Some(v) = s.komi_basra {
+        out.komi_basra = match common::KomiBasra::try_from(v) {
+            Ok(common::KomiBasra::Unspecified) | Ok(common::KomiBasra::AnyValue) => {
+                KomiBasra::AnyValue
+            }
+            Ok(common::KomiBasra::SumAtMost10) => KomiBasra::SumAtMost10,
+            Ok(common::KomiBasra::SingleCard) => KomiBasra::SingleCard,
+            Err(_) => {
+                return Err(invalid(format!(
+                    "settings.komi_basra {v} is not a known value"
+                )));
+            }
+        };
+    }
+    if let Some(v) = s.basra_points {
+        out.basra_points = v;
+    }
+    if let Some(v) = s.jack_basra_points {
+        out.jack_basra_points = v;
+    }
+    if let Some(v) = s.komi_basra_points {
+        out.komi_basra_points = v;
+    }
+    if let Some(v) = s.last_card_basra {
+        out.last_card_basra = v;
+    }
+    if let Some(v) = s.majority_points {
+        out.majority_points = v;
+    }
+    if let Some(v) = s.majority_tie {
+        out.majority_tie = match common::MajorityTie::try_from(v) {
+            Ok(common::MajorityTie::Unspecified) | Ok(common::MajorityTie::Nobody) => {
+                MajorityTie::Nobody
+            }
+            Ok(common::MajorityTie::Both) => MajorityTie::Both,
+            Ok(common::MajorityTie::CarryOver) => MajorityTie::CarryOver,
+            Err(_) => {
+                return Err(invalid(format!(
+                    "settings.majority_tie {v} is not a known value"
+                )));
+            }
+        };
+    }
+    if let Some(v) = s.card_points {
+        out.card_points = v;
+    }
+    if let Some(v) = s.target_score {
+        out.target_score = v;
+    }
+    out.validate()
+        .map_err(|err| invalid(format!("settings.{err}")))
+}
+
+/// Whether API settings set anything besides seats and target score (not
+/// allowed for ranked rooms).
+pub fn sets_more_than_format(s: Option<&common::RuleSettings>) -> bool {
+    s.is_some_and(|s| {
+        s.clean_start_table.is_some()
+            || s.allow_partial_capture.is_some()
+            || s.komi_basra.is_some_and(|v| v != 0)
+            || s.basra_points.is_some()
+            || s.jack_basra_points.is_some()
+            || s.komi_basra_points.is_some()
+            || s.last_card_basra.is_some()
+            || s.majority_points.is_some()
+            || s.majority_tie.is_some_and(|v| v != 0)
+            || s.card_points.is_some()
+    })
+}
+
+/// API settings with every field set.
+pub fn settings_to_proto(s: &Settings) -> common::RuleSettings {
+    common::RuleSettings {
+        seats: Some(u32::from(s.seat_count())),
+        clean_start_table: Some(s.clean_start_table),
+        allow_partial_capture: Some(s.allow_partial_capture),
+        komi_basra: Some(match s.komi_basra {
+            KomiBasra::AnyValue => common::KomiBasra::AnyValue,
+            KomiBasra::SumAtMost10 => common::KomiBasra::SumAtMost10,
+            KomiBasra::SingleCard => common::KomiBasra::SingleCard,
+        } as i32),
+        basra_points: Some(s.basra_points),
+        jack_basra_points: Some(s.jack_basra_points),
+        komi_basra_points: Some(s.komi_basra_points),
+        last_card_basra: Some(s.last_card_basra),
+        majority_points: Some(s.majority_points),
+        majority_tie: Some(match s.majority_tie {
+            MajorityTie::Nobody => common::MajorityTie::Nobody,
+            MajorityTie::Both => common::MajorityTie::Both,
+            MajorityTie::CarryOver => common::MajorityTie::CarryOver,
+        } as i32),
+        card_points: Some(s.card_points),
+        target_score: Some(s.target_score),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_widens_then_stops() {
+        let w = WindowParams {
+            start: 50.0,
+            growth_per_second: 10.0,
+            max: 200.0,
+        };
+        assert_eq!(w.width(0), 50.0);
+        assert_eq!(w.width(-5), 50.0);
+        assert_eq!(w.width(5_000), 100.0);
+        assert_eq!(w.width(500_000), 200.0);
+    }
+
+    #[test]
+    fn codes_are_unambiguous_and_normalized() {
+        for _ in 0..1000 {
+            let code = new_join_code();
+            assert_eq!(code.len(), CODE_LENGTH);
+            assert!(!code.contains(['0', 'O', '1', 'I', 'L']), "{code}");
+            assert_eq!(normalize_join_code(&code.to_lowercase()), Some(code));
+        }
+        assert_eq!(normalize_join_code("ab c-234"), Some("ABC234".into()));
+        assert_eq!(normalize_join_code("ABC0O1"), None);
+        assert_eq!(normalize_join_code("ABC23"), None);
+    }
+
+    #[test]
+    fn formats_round_trip() {
+        let f = Format {
+            ranked: true,
+            seats: 4,
+            target_score: 51,
+        };
+        assert_eq!(Format::parse(&f.key()), Some(f));
+        assert_eq!(Format::parse("x.2.1"), None);
+    }
+
+    #[test]
+    fn settings_convert_and_validate() {
+        let s = settings_from_proto(None).unwrap();
+        assert_eq!(s, Settings::default());
+        let p = settings_to_proto(&s);
+        assert_eq!(settings_from_proto(Some(&p)).unwrap(), s);
+        let bad = common::RuleSettings {
+            seats: Some(3),
+            ..Default::default()
+        };
+        assert!(settings_from_proto(Some(&bad)).is_err());
+        let bad = common::RuleSettings {
+            target_score: Some(0),
+            ..Default::default()
+        };
+        assert!(settings_from_proto(Some(&bad)).is_err());
+        assert!(sets_more_than_format(Some(&p)));
+        assert!(!sets_more_than_format(Some(&common::RuleSettings {
+            seats: Some(4),
+            target_score: Some(51),
+            ..Default::default()
+        })));
+    }
+}

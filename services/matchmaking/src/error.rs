@@ -1,0 +1,87 @@
+//! The one error type of the matchmaking service and its gRPC codes.
+
+use basra_platform::error::{ServiceError, to_status};
+use tonic::Code;
+
+/// Everything that can go wrong in matchmaking. Client-facing messages say
+/// what to do; internal ones are logged and answered generically.
+#[derive(Debug, thiserror::Error)]
+pub enum MatchmakingError {
+    /// The request is malformed or a value is out of range.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// No such ticket, room or code (for this caller).
+    #[error("{0}")]
+    NotFound(String),
+    /// Illegal in the current state (room full, seat taken, …).
+    #[error("{0}")]
+    FailedPrecondition(String),
+    /// The caller may not do this (e.g. ranked for guests).
+    #[error("{0}")]
+    PermissionDenied(String),
+    /// A rate or capacity limit: back off.
+    #[error("{0}")]
+    ResourceExhausted(String),
+    /// A dependency (game-session, accounts, Redis) is unreachable: retry.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The store failed.
+    #[error("store: {0}")]
+    Store(#[from] redis::RedisError),
+    /// Stored data could not be read back (a bug or a foreign writer).
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+    /// A dependency answered something it should not have.
+    #[error("{context}: {status}")]
+    Upstream {
+        /// What we were doing.
+        context: &'static str,
+        /// What it answered.
+        status: tonic::Status,
+    },
+    /// The server could not start or failed.
+    #[error("server: {0}")]
+    Serve(#[from] basra_platform::serve::ServeError),
+    /// A bad configuration.
+    #[error("configuration: {0}")]
+    Config(String),
+}
+
+impl ServiceError for MatchmakingError {
+    fn code(&self) -> Code {
+        match self {
+            MatchmakingError::InvalidArgument(_) => Code::InvalidArgument,
+            MatchmakingError::NotFound(_) => Code::NotFound,
+            MatchmakingError::FailedPrecondition(_) => Code::FailedPrecondition,
+            MatchmakingError::PermissionDenied(_) => Code::PermissionDenied,
+            MatchmakingError::ResourceExhausted(_) => Code::ResourceExhausted,
+            MatchmakingError::Unavailable(_) => Code::Unavailable,
+            // A lost Redis connection is transient: clients retry elsewhere.
+            MatchmakingError::Store(err)
+                if err.is_io_error() || err.is_connection_dropped() || err.is_timeout() =>
+            {
+                Code::Unavailable
+            }
+            MatchmakingError::Store(_)
+            | MatchmakingError::Corrupt(_)
+            | MatchmakingError::Upstream { .. }
+            | MatchmakingError::Serve(_)
+            | MatchmakingError::Config(_) => Code::Internal,
+        }
+    }
+}
+
+impl From<MatchmakingError> for tonic::Status {
+    fn from(err: MatchmakingError) -> tonic::Status {
+        to_status(&err)
+    }
+}
+
+impl From<serde_json::Error> for MatchmakingError {
+    fn from(err: serde_json::Error) -> Self {
+        MatchmakingError::Corrupt(err.to_string())
+    }
+}
+
+/// A shorthand for results of this crate.
+pub type Result<T, E = MatchmakingError> = std::result::Result<T, E>;

@@ -1,0 +1,88 @@
+//! The `matchmaking` binary: settings, telemetry, store, upstreams, serve.
+
+use std::{sync::Arc, time::Duration};
+
+use anyhow::Context as _;
+use basra_platform::{TokenVerifier, shutdown, telemetry};
+use matchmaking::{
+    Config, Deps,
+    clock::SystemClock,
+    metrics::{Metrics, serve_metrics},
+    settings::Settings,
+    store::{MemoryStore, RedisStore, Store},
+    upstream::{GrpcGame, GrpcRatings},
+};
+use tokio::net::TcpListener;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let settings = Settings::load().context("loading settings")?;
+    let _telemetry = telemetry::init("matchmaking", &settings.telemetry)?;
+
+    let mut keys = Vec::new();
+    for key in &settings.auth.keys {
+        let pem = std::fs::read_to_string(&key.public_key_file).with_context(|| {
+            format!(
+                "reading auth key {:?} from {}",
+                key.kid,
+                key.public_key_file.display()
+            )
+        })?;
+        keys.push((key.kid.clone(), pem));
+    }
+    anyhow::ensure!(
+        !keys.is_empty(),
+        "auth.keys is empty: configure at least one [[auth.keys]] (kid, public_key_file)"
+    );
+    let verifier = TokenVerifier::new(keys, &settings.auth.issuer, &settings.auth.audience)?;
+    anyhow::ensure!(
+        !settings.game.service_token.is_empty(),
+        "game.service_token is empty: set BASRA_GAME__SERVICE_TOKEN"
+    );
+
+    let store: Arc<dyn Store> = if settings.store.url == "memory" {
+        Arc::new(MemoryStore::new())
+    } else {
+        Arc::new(
+            RedisStore::connect(&settings.store.url, &settings.store.key_prefix)
+                .await
+                .context("connecting to Redis")?,
+        )
+    };
+    let metrics = Arc::new(Metrics::new());
+    let deps = Deps {
+        store,
+        game: Arc::new(GrpcGame::new(
+            &settings.game.url,
+            &settings.game.service_token,
+            settings.game.timeout(),
+        )?),
+        ratings: Arc::new(GrpcRatings::new(
+            &settings.accounts.url,
+            settings.accounts.timeout(),
+        )?),
+        clock: Arc::new(SystemClock),
+        metrics: metrics.clone(),
+    };
+    let config = Config {
+        queue: settings.queue.clone(),
+        rooms: settings.rooms.clone(),
+        drain: settings.server.drain(),
+    };
+
+    let listener = TcpListener::bind(settings.server.listen)
+        .await
+        .with_context(|| format!("binding {}", settings.server.listen))?;
+    let shutdown = shutdown::on_signal();
+    if let Some(addr) = settings.metrics.listen() {
+        let addr = addr.map_err(anyhow::Error::msg)?;
+        let metrics_listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding metrics on {addr}"))?;
+        tokio::spawn(serve_metrics(metrics_listener, metrics, shutdown.clone()));
+    }
+    matchmaking::run(listener, config, verifier, deps, shutdown).await?;
+    // Let the last log lines out.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    Ok(())
+}

@@ -1,0 +1,189 @@
+//! The pairing loop every replica runs: form groups from the shared queue
+//! (atomically, in the store), create their rooms in game-session, and match
+//! or release their members; plus the housekeeping sweep (expiry, metrics).
+
+use std::{sync::Arc, time::Duration};
+
+use basra_proto::basra::{common::v1 as common, game::v1 as game};
+use tokio::task::JoinSet;
+use uuid::Uuid;
+
+use crate::{
+    domain::{settings_from_proto, settings_to_proto},
+    error::Result,
+    service::{Inner, seat_assignment},
+    store::{CommitOutcome, Group, MatchRecord, Occupant},
+};
+
+/// How often expiry and the queue-length gauges run.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+/// Stale groups taken over per round.
+const RECLAIM_PER_ROUND: usize = 64;
+/// Tickets expired per sweep call.
+const EXPIRE_PER_SWEEP: usize = 1000;
+
+/// Runs until shutdown.
+pub(crate) async fn run(inner: Arc<Inner>) {
+    let tick = Duration::from_millis(inner.config.queue.tick_millis);
+    let mut last_sweep = tokio::time::Instant::now();
+    let mut last_matches = inner.deps.metrics.matches();
+    loop {
+        let full = match round(&inner).await {
+            Ok(formed) => formed >= inner.config.queue.max_groups_per_round,
+            Err(err) => {
+                tracing::warn!(error = %err, "pairing round failed");
+                false
+            }
+        };
+        if last_sweep.elapsed() >= SWEEP_EVERY {
+            let elapsed = last_sweep.elapsed().as_secs_f64();
+            last_sweep = tokio::time::Instant::now();
+            if let Err(err) = sweep(&inner).await {
+                tracing::warn!(error = %err, "queue sweep failed");
+            }
+            let matches = inner.deps.metrics.matches();
+            inner
+                .deps
+                .metrics
+                .set_rate((matches - last_matches) as f64 / elapsed);
+            last_matches = matches;
+        }
+        // A full round means more may be waiting: go again at once.
+        let pause = if full { Duration::ZERO } else { tick };
+        tokio::select! {
+            () = inner.shutdown.cancelled() => break,
+            () = tokio::time::sleep(pause) => {}
+        }
+    }
+}
+
+async fn sweep(inner: &Inner) -> Result<()> {
+    let store = &inner.deps.store;
+    let expired = store.expire(inner.now(), EXPIRE_PER_SWEEP).await?;
+    if expired > 0 {
+        tracing::info!(expired, "expired abandoned tickets");
+        inner.deps.metrics.expired(expired);
+    }
+    let lengths = store.queue_lengths().await?;
+    inner
+        .deps
+        .metrics
+        .set_queue(lengths.into_iter().map(|(f, n)| (f.key(), n)));
+    Ok(())
+}
+
+/// One pairing round; returns how many groups it formed.
+pub(crate) async fn round(inner: &Arc<Inner>) -> Result<usize> {
+    let q = &inner.config.queue;
+    let params = q.pairing();
+    let now = inner.now();
+    let room_ids: Vec<String> = (0..params.max_groups)
+        .map(|_| Uuid::now_v7().to_string())
+        .collect();
+    let mut groups = inner
+        .deps
+        .store
+        .form_groups(now, &params, &room_ids)
+        .await?;
+    let formed = groups.len();
+    groups.extend(
+        inner
+            .deps
+            .store
+            .reclaim(now, params.lease_ms, RECLAIM_PER_ROUND)
+            .await?,
+    );
+    let mut tasks = JoinSet::new();
+    for group in groups {
+        let inner = inner.clone();
+        tasks.spawn(async move {
+            let room = group.room_id.clone();
+            if let Err(err) = settle(&inner, group).await {
+                tracing::warn!(room = %room, error = %err, "cannot settle group; its lease will expire and another round retries it");
+            }
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    Ok(formed)
+}
+
+/// Creates the group's room and matches its members, or releases them.
+async fn settle(inner: &Inner, group: Group) -> Result<()> {
+    let q = &inner.config.queue;
+    let format = group.format;
+    let bots = group.bots();
+    let ranked = format.ranked && bots == 0;
+    let mut seats: Vec<Occupant> = group
+        .members
+        .iter()
+        .map(|m| Occupant::Player {
+            user_id: m.user_id.clone(),
+            guest: m.guest,
+            rating: format.ranked.then_some(m.rating),
+        })
+        .collect();
+    seats.extend((0..bots).map(|_| Occupant::Bot {
+        level: common::BotLevel::Medium as i32,
+    }));
+    let settings = format.settings();
+    let created = inner
+        .deps
+        .game
+        .create_room(game::CreateRoomRequest {
+            room_id: group.room_id.clone(),
+            seats: seats.iter().map(seat_assignment).collect(),
+            settings: Some(settings_to_proto(&settings)),
+            ranked,
+            allow_spectators: false,
+            visibility: common::RoomVisibility::Private as i32,
+        })
+        .await;
+    let now = inner.now();
+    match created {
+        Ok(response) => {
+            let settings = response
+                .settings
+                .as_ref()
+                .and_then(|s| settings_from_proto(Some(s)).ok())
+                .unwrap_or(settings);
+            let records: Vec<(String, MatchRecord)> = group
+                .members
+                .iter()
+                .enumerate()
+                .map(|(seat, m)| {
+                    (
+                        m.ticket_id.clone(),
+                        MatchRecord {
+                            room_id: group.room_id.clone(),
+                            seat: seat as u32,
+                            ranked,
+                            settings,
+                            seats: seats.clone(),
+                        },
+                    )
+                })
+                .collect();
+            let outcome = inner
+                .deps
+                .store
+                .commit(&group.room_id, &records, now, q.grace_ms())
+                .await?;
+            if outcome == CommitOutcome::Committed {
+                inner.deps.metrics.matched(bots > 0);
+                tracing::debug!(room = %group.room_id, players = group.members.len(), bots, "matched");
+            } else {
+                tracing::info!(room = %group.room_id, ?outcome, "group not committed");
+            }
+        }
+        Err(status) => {
+            inner.deps.metrics.room_failed();
+            tracing::warn!(room = %group.room_id, error = %status, "game-session could not create the room; releasing the group");
+            inner
+                .deps
+                .store
+                .release(&group.room_id, now, q.grace_ms())
+                .await?;
+        }
+    }
+    Ok(())
+}

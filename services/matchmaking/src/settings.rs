@@ -1,0 +1,295 @@
+//! Typed settings: [`DEFAULTS`] (embedded `config/default.toml`), then the
+//! file named by `BASRA_CONFIG_FILE`, then `BASRA_<SECTION>__<KEY>`
+//! environment variables. [`Settings::load`] validates everything before a
+//! socket is bound.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
+use serde::Deserialize;
+
+use crate::domain::{PairingParams, WindowParams};
+
+/// The embedded default settings.
+pub const DEFAULTS: &str = include_str!("../config/default.toml");
+
+/// Every setting of the matchmaking service.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Listen address and drain time.
+    pub server: ServerSettings,
+    /// Logs and traces.
+    pub telemetry: TelemetrySettings,
+    /// Where queue and lobby state live.
+    pub store: StoreSettings,
+    /// Token verification.
+    pub auth: AuthSettings,
+    /// game-session.
+    pub game: UpstreamSettings,
+    /// accounts.
+    pub accounts: UpstreamSettings,
+    /// The queue.
+    pub queue: QueueSettings,
+    /// Created rooms.
+    pub rooms: RoomSettings,
+    /// The metrics endpoint.
+    pub metrics: MetricsSettings,
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSettings {
+    /// `memory` or a `redis://` URL.
+    pub url: String,
+    /// Prefix of every key.
+    pub key_prefix: String,
+}
+
+/// `[auth]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSettings {
+    /// Expected `iss`.
+    pub issuer: String,
+    /// Expected `aud`.
+    pub audience: String,
+    /// Verification keys.
+    #[serde(default)]
+    pub keys: Vec<KeySettings>,
+}
+
+/// One `[[auth.keys]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeySettings {
+    /// The key id.
+    pub kid: String,
+    /// SPKI PEM file.
+    pub public_key_file: PathBuf,
+}
+
+/// `[game]` and `[accounts]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSettings {
+    /// gRPC URL.
+    pub url: String,
+    /// Service token (game only).
+    #[serde(default)]
+    pub service_token: String,
+    /// Per-call timeout.
+    pub timeout_millis: u64,
+}
+
+impl UpstreamSettings {
+    /// The per-call timeout.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_millis)
+    }
+}
+
+/// `[queue]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSettings {
+    /// Target scores offered.
+    pub target_scores: Vec<u32>,
+    /// Window half-width at first.
+    pub window_start: f64,
+    /// Window growth per second.
+    pub window_growth_per_second: f64,
+    /// Widest window.
+    pub window_max: f64,
+    /// Bot wait.
+    pub bot_fill_after_seconds: u64,
+    /// Heartbeat deadline of an attached ticket.
+    pub ticket_ttl_seconds: u64,
+    /// How long a detached ticket (and a result) is kept.
+    pub resume_grace_seconds: u64,
+    /// Longest search.
+    pub max_wait_seconds: u64,
+    /// Whether guests may search ranked.
+    pub guests_may_play_ranked: bool,
+    /// Pairing round period.
+    pub tick_millis: u64,
+    /// Stream refresh period.
+    pub heartbeat_millis: u64,
+    /// Group lease.
+    pub lease_millis: u64,
+    /// Groups per round.
+    pub max_groups_per_round: usize,
+    /// Anchors per format per round.
+    pub scan_limit: usize,
+}
+
+impl QueueSettings {
+    /// The rating window.
+    pub fn window(&self) -> WindowParams {
+        WindowParams {
+            start: self.window_start,
+            growth_per_second: self.window_growth_per_second,
+            max: self.window_max,
+        }
+    }
+
+    /// What a pairing round needs.
+    pub fn pairing(&self) -> PairingParams {
+        PairingParams {
+            window: self.window(),
+            bot_after_ms: ms(self.bot_fill_after_seconds * 1000),
+            lease_ms: ms(self.lease_millis),
+            max_groups: self.max_groups_per_round,
+            scan_limit: self.scan_limit,
+            candidates: 16,
+            min_round_interval_ms: ms(self.tick_millis),
+        }
+    }
+
+    /// Heartbeat deadline in ms.
+    pub fn ttl_ms(&self) -> i64 {
+        ms(self.ticket_ttl_seconds * 1000)
+    }
+
+    /// Resume grace in ms.
+    pub fn grace_ms(&self) -> i64 {
+        ms(self.resume_grace_seconds * 1000)
+    }
+}
+
+fn ms(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// `[rooms]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoomSettings {
+    /// Wrong codes per window.
+    pub wrong_code_max: u32,
+    /// The window.
+    pub wrong_code_window_seconds: u64,
+}
+
+/// `[metrics]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// Where to serve `/metrics`; empty: nowhere.
+    pub listen: String,
+}
+
+impl MetricsSettings {
+    /// The address, if metrics are served.
+    pub fn listen(&self) -> Option<Result<SocketAddr, String>> {
+        (!self.listen.is_empty()).then(|| {
+            self.listen
+                .parse()
+                .map_err(|err| format!("metrics.listen {:?}: {err}", self.listen))
+        })
+    }
+}
+
+impl Settings {
+    /// Loads and validates the settings of this process.
+    pub fn load() -> Result<Settings, ConfigError> {
+        config::load(DEFAULTS)
+    }
+
+    /// The embedded defaults with `env` applied as environment variables.
+    pub fn from_env(
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Settings, ConfigError> {
+        config::load_with_env(DEFAULTS, env)
+    }
+}
+
+impl Validate for Settings {
+    fn validate(&self) -> Result<(), String> {
+        self.server.validate()?;
+        self.telemetry.validate()?;
+        let url = &self.store.url;
+        if url != "memory" && !url.starts_with("redis://") && !url.starts_with("rediss://") {
+            return Err("store.url must be \"memory\" or a redis:// URL".into());
+        }
+        if self.store.key_prefix.is_empty() || self.store.key_prefix.contains(['{', '}']) {
+            return Err("store.key_prefix must be non-empty and without braces".into());
+        }
+        let q = &self.queue;
+        if q.target_scores.is_empty() || q.target_scores.contains(&0) {
+            return Err("queue.target_scores must list at least one positive score".into());
+        }
+        let window_ok = q.window_start >= 0.0
+            && q.window_growth_per_second >= 0.0
+            && q.window_max >= q.window_start;
+        if !window_ok {
+            return Err(
+                "queue.window_start and window_growth_per_second must be >= 0, and window_max >= window_start"
+                    .into(),
+            );
+        }
+        if q.tick_millis == 0 || q.heartbeat_millis == 0 {
+            return Err("queue.tick_millis and heartbeat_millis must be at least 1".into());
+        }
+        if q.ticket_ttl_seconds * 1000 <= q.heartbeat_millis * 2 {
+            return Err("queue.ticket_ttl_seconds must exceed two heartbeats".into());
+        }
+        if q.lease_millis <= self.game.timeout_millis {
+            return Err("queue.lease_millis must exceed game.timeout_millis".into());
+        }
+        if q.max_groups_per_round == 0 || q.scan_limit == 0 {
+            return Err("queue.max_groups_per_round and scan_limit must be at least 1".into());
+        }
+        if self.rooms.wrong_code_max == 0 || self.rooms.wrong_code_window_seconds == 0 {
+            return Err(
+                "rooms.wrong_code_max and wrong_code_window_seconds must be at least 1".into(),
+            );
+        }
+        if let Some(Err(err)) = self.metrics.listen() {
+            return Err(err);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_defaults_load_and_validate() {
+        let s = Settings::from_env(env(&[])).unwrap();
+        assert_eq!(s.store.url, "memory");
+        assert_eq!(s.queue.target_scores, vec![51, 101, 151]);
+        assert!(s.metrics.listen().is_none());
+        let p = s.queue.pairing();
+        assert_eq!(p.window.width(0), 50.0);
+        assert_eq!(p.min_round_interval_ms, 100);
+    }
+
+    #[test]
+    fn bad_settings_name_the_key() {
+        for (key, value, named) in [
+            ("BASRA_STORE__URL", "postgres://x", "store.url"),
+            ("BASRA_STORE__KEY_PREFIX", "a{b}", "store.key_prefix"),
+            ("BASRA_QUEUE__WINDOW_MAX", "10", "window_max"),
+            ("BASRA_QUEUE__TICK_MILLIS", "0", "tick_millis"),
+            ("BASRA_QUEUE__LEASE_MILLIS", "100", "lease_millis"),
+            ("BASRA_ROOMS__WRONG_CODE_MAX", "0", "wrong_code_max"),
+            ("BASRA_METRICS__LISTEN", "nowhere", "metrics.listen"),
+        ] {
+            let err = Settings::from_env(env(&[(key, value)])).unwrap_err();
+            assert!(err.to_string().contains(named), "{key}: {err}");
+        }
+        let ok = Settings::from_env(env(&[("BASRA_STORE__URL", "redis://127.0.0.1:6379")]));
+        assert!(ok.is_ok());
+    }
+}

@@ -1,0 +1,800 @@
+//! The in-memory [`Store`] of the embedded dev mode: one process, one mutex,
+//! the same behaviour as the Redis scripts (the contract tests check it).
+
+use std::{
+    cmp::Ordering,
+    collections::{BTreeSet, HashMap},
+    sync::Mutex,
+};
+
+use tokio::sync::broadcast;
+
+use super::{
+    CancelCause, CancelOutcome, CommitOutcome, Enqueued, Group, GroupMember, LobbyFilter,
+    LobbyPage, MatchRecord, NewTicket, Occupant, RoomRecord, RoomStatus, Store, TakeSeat,
+    TicketState, TicketView,
+};
+use crate::{
+    clock::Millis,
+    domain::{Format, PairingParams},
+    error::{MatchmakingError, Result},
+};
+
+/// A rating with a total order, for the rating index.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Rating(f64);
+
+impl Eq for Rating {}
+
+impl PartialOrd for Rating {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Rating {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Ticket {
+    user_id: String,
+    guest: bool,
+    format: Format,
+    rating: f64,
+    enqueued_ms: Millis,
+    allow_bots: bool,
+    attached: bool,
+    unavailable: bool,
+    state: TicketState,
+}
+
+#[derive(Debug, Default)]
+struct Pool {
+    by_wait: BTreeSet<(Millis, String)>,
+    by_rating: BTreeSet<(Rating, String)>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    tickets: HashMap<String, Ticket>,
+    pools: HashMap<Format, Pool>,
+    users: HashMap<String, String>,
+    alive: BTreeSet<(Millis, String)>,
+    deadline: HashMap<String, Millis>,
+    groups: HashMap<String, Group>,
+    pending: BTreeSet<(Millis, String)>,
+    lease: HashMap<String, Millis>,
+    // rooms
+    rooms: HashMap<String, RoomRecord>,
+    lobby: BTreeSet<(u64, String)>,
+    lobby_seq: u64,
+    codes: HashMap<String, String>,
+    requests: HashMap<(String, String), String>,
+    guesses: HashMap<(String, i64), u32>,
+}
+
+impl State {
+    fn pool_add(&mut self, id: &str) {
+        let t = &self.tickets[id];
+        let pool = self.pools.entry(t.format).or_default();
+        pool.by_wait.insert((t.enqueued_ms, id.to_owned()));
+        pool.by_rating.insert((Rating(t.rating), id.to_owned()));
+    }
+
+    fn pool_rem(&mut self, id: &str) {
+        let t = &self.tickets[id];
+        if let Some(pool) = self.pools.get_mut(&t.format) {
+            pool.by_wait.remove(&(t.enqueued_ms, id.to_owned()));
+            pool.by_rating.remove(&(Rating(t.rating), id.to_owned()));
+        }
+    }
+
+    fn set_deadline(&mut self, id: &str, at: Millis) {
+        if let Some(old) = self.deadline.insert(id.to_owned(), at) {
+            self.alive.remove(&(old, id.to_owned()));
+        }
+        self.alive.insert((at, id.to_owned()));
+    }
+
+    fn drop_deadline(&mut self, id: &str) {
+        if let Some(old) = self.deadline.remove(id) {
+            self.alive.remove(&(old, id.to_owned()));
+        }
+    }
+
+    fn set_lease(&mut self, room: &str, at: Millis) {
+        if let Some(old) = self.lease.insert(room.to_owned(), at) {
+            self.pending.remove(&(old, room.to_owned()));
+        }
+        self.pending.insert((at, room.to_owned()));
+    }
+
+    fn drop_group(&mut self, room: &str) {
+        self.groups.remove(room);
+        if let Some(old) = self.lease.remove(room) {
+            self.pending.remove(&(old, room.to_owned()));
+        }
+    }
+
+    fn view(&self, id: &str) -> Option<TicketView> {
+        let t = self.tickets.get(id)?;
+        let (mut position, mut waiting) = (0, 0);
+        if t.state == TicketState::Queued
+            && let Some(pool) = self.pools.get(&t.format)
+        {
+            waiting = pool.by_wait.len() as u32;
+            if t.attached {
+                let key = (t.enqueued_ms, id.to_owned());
+                position = pool.by_wait.range(..=key).count() as u32;
+            }
+        }
+        Some(TicketView {
+            id: id.to_owned(),
+            user_id: t.user_id.clone(),
+            format: t.format,
+            rating: t.rating,
+            enqueued_ms: t.enqueued_ms,
+            allow_bots: t.allow_bots,
+            attached: t.attached,
+            unavailable: t.unavailable,
+            state: t.state.clone(),
+            position,
+            waiting,
+        })
+    }
+
+    /// One format's share of a pairing round (mirrors `FORM` in redis.rs).
+    fn form_in(
+        &mut self,
+        format: Format,
+        now: Millis,
+        params: &PairingParams,
+        room_ids: &[String],
+        out: &mut Vec<Group>,
+    ) {
+        let limit = params.max_groups.min(room_ids.len());
+        let Some(pool) = self.pools.get(&format) else {
+            return;
+        };
+        let anchors: Vec<String> = pool
+            .by_wait
+            .iter()
+            .take(params.scan_limit)
+            .map(|(_, id)| id.clone())
+            .collect();
+        let need = usize::from(format.seats) - 1;
+        for anchor in anchors {
+            if out.len() >= limit {
+                break;
+            }
+            let Some(a) = self.tickets.get(&anchor) else {
+                continue;
+            };
+            if a.state != TicketState::Queued || !a.attached {
+                continue;
+            }
+            let pool = &self.pools[&format];
+            let mut picked: Vec<String> = Vec::new();
+            if format.ranked {
+                let wa = params.window.width(now - a.enqueued_ms);
+                let ra = a.rating;
+                let mut cands: Vec<(f64, String, f64, f64)> = Vec::new();
+                let mut seen = std::collections::HashSet::new();
+                let above = pool
+                    .by_rating
+                    .range((Rating(ra), String::new())..)
+                    .take_while(|(r, _)| r.0 <= ra + wa)
+                    .take(params.candidates);
+                let below = pool
+                    .by_rating
+                    .range(..(Rating(ra), "\u{10FFFF}".to_owned()))
+                    .rev()
+                    .take_while(|(r, _)| r.0 >= ra - wa)
+                    .take(params.candidates);
+                for (rc, c) in above.chain(below) {
+                    if *c == anchor || !seen.insert(c.clone()) {
+                        continue;
+                    }
+                    let wc = params.window.width(now - self.tickets[c].enqueued_ms);
+                    let d = (rc.0 - ra).abs();
+                    if d <= wa && d <= wc {
+                        cands.push((d, c.clone(), rc.0, wc));
+                    }
+                }
+                cands.sort_by(|x, y| x.0.total_cmp(&y.0).then_with(|| x.1.cmp(&y.1)));
+                let (mut lo, mut hi, mut minw) = (ra, ra, wa);
+                for (_, c, rc, wc) in cands {
+                    if picked.len() >= need {
+                        break;
+                    }
+                    let (nlo, nhi, nminw) = (lo.min(rc), hi.max(rc), minw.min(wc));
+                    if nhi - nlo <= nminw {
+                        (lo, hi, minw) = (nlo, nhi, nminw);
+                        picked.push(c);
+                    }
+                }
+            } else {
+                picked = pool
+                    .by_wait
+                    .iter()
+                    .map(|(_, id)| id)
+                    .filter(|id| **id != anchor)
+                    .take(need)
+                    .cloned()
+                    .collect();
+            }
+            let members: Vec<String> = if picked.len() == need {
+                std::iter::once(anchor.clone()).chain(picked).collect()
+            } else if a.allow_bots && now - a.enqueued_ms >= params.bot_after_ms {
+                vec![anchor.clone()]
+            } else {
+                continue;
+            };
+            let room_id = room_ids[out.len()].clone();
+            let mut group = Group {
+                room_id: room_id.clone(),
+                format,
+                members: Vec::with_capacity(members.len()),
+                formed_ms: now,
+            };
+            for id in members {
+                self.pool_rem(&id);
+                let t = self.tickets.get_mut(&id).expect("pooled tickets exist");
+                t.state = TicketState::Pending;
+                group.members.push(GroupMember {
+                    ticket_id: id,
+                    user_id: t.user_id.clone(),
+                    guest: t.guest,
+                    rating: t.rating,
+                    enqueued_ms: t.enqueued_ms,
+                });
+            }
+            self.groups.insert(room_id.clone(), group.clone());
+            self.set_lease(&room_id, now + params.lease_ms);
+            out.push(group);
+        }
+    }
+
+    fn requeue(&mut self, id: &str, now: Millis, grace_ms: Millis) {
+        let t = self.tickets.get_mut(id).expect("exists");
+        t.state = TicketState::Queued;
+        if t.attached {
+            self.pool_add(id);
+        }
+        self.set_deadline(id, now + grace_ms);
+    }
+
+    fn room_full(room: &RoomRecord) -> bool {
+        room.seats.iter().all(|s| *s != Occupant::Open)
+    }
+}
+
+/// The in-memory store. Cheap to create; dropped with everything in it.
+#[derive(Debug)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+    events: broadcast::Sender<String>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::new()
+    }
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> MemoryStore {
+        MemoryStore {
+            state: Mutex::new(State::default()),
+            events: broadcast::channel(4096).0,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn notify(&self, id: &str) {
+        // No receiver is fine: nobody waits on this ticket here.
+        let _ = self.events.send(id.to_owned());
+    }
+}
+
+#[tonic::async_trait]
+impl Store for MemoryStore {
+    async fn enqueue(
+        &self,
+        ticket: NewTicket,
+        now: Millis,
+        ttl_ms: Millis,
+        grace_ms: Millis,
+    ) -> Result<Enqueued> {
+        let mut notify = Vec::new();
+        let result = {
+            let mut s = self.lock();
+            let id = ticket.id.clone();
+            let resumed = if let Some(t) = s.tickets.get_mut(&id) {
+                if t.user_id != ticket.user_id {
+                    return Err(MatchmakingError::InvalidArgument(
+                        "ticket_id is in use by another account: pick a fresh one".into(),
+                    ));
+                }
+                if !t.attached {
+                    t.attached = true;
+                    t.unavailable = false;
+                    if t.state == TicketState::Queued {
+                        s.pool_add(&id);
+                        s.set_deadline(&id, now + ttl_ms);
+                    }
+                }
+                true
+            } else {
+                if let Some(old) = s.users.get(&ticket.user_id).cloned()
+                    && old != id
+                    && let Some(o) = s.tickets.get(&old)
+                {
+                    match o.state {
+                        TicketState::Queued => {
+                            s.pool_rem(&old);
+                            s.tickets.get_mut(&old).expect("exists").state =
+                                TicketState::Cancelled(CancelCause::Superseded);
+                            s.set_deadline(&old, now + grace_ms);
+                            notify.push(old);
+                        }
+                        TicketState::Pending => {
+                            s.tickets.get_mut(&old).expect("exists").state =
+                                TicketState::Cancelled(CancelCause::Superseded);
+                            notify.push(old);
+                        }
+                        _ => {}
+                    }
+                }
+                s.tickets.insert(
+                    id.clone(),
+                    Ticket {
+                        user_id: ticket.user_id.clone(),
+                        guest: ticket.guest,
+                        format: ticket.format,
+                        rating: ticket.rating,
+                        enqueued_ms: now,
+                        allow_bots: ticket.allow_bots,
+                        attached: true,
+                        unavailable: false,
+                        state: TicketState::Queued,
+                    },
+                );
+                s.pool_add(&id);
+                s.set_deadline(&id, now + ttl_ms);
+                s.users.insert(ticket.user_id.clone(), id.clone());
+                false
+            };
+            Enqueued {
+                view: s.view(&id).expect("just written"),
+                resumed,
+            }
+        };
+        for id in notify {
+            self.notify(&id);
+        }
+        Ok(result)
+    }
+
+    async fn poll(&self, id: &str, now: Millis, ttl_ms: Millis) -> Result<Option<TicketView>> {
+        let mut s = self.lock();
+        let Some(t) = s.tickets.get(id) else {
+            return Ok(None);
+        };
+        if t.state == TicketState::Queued && t.attached {
+            s.set_deadline(id, now + ttl_ms);
+        }
+        Ok(s.view(id))
+    }
+
+    async fn detach(&self, id: &str, now: Millis, grace_ms: Millis) -> Result<()> {
+        let mut s = self.lock();
+        let Some(t) = s.tickets.get_mut(id) else {
+            return Ok(());
+        };
+        if t.attached {
+            t.attached = false;
+            if t.state == TicketState::Queued {
+                s.pool_rem(id);
+                s.set_deadline(id, now + grace_ms);
+            }
+        }
+        Ok(())
+    }
+
+    async fn cancel(
+        &self,
+        user_id: &str,
+        id: &str,
+        cause: CancelCause,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<CancelOutcome> {
+        let outcome = {
+            let mut s = self.lock();
+            let Some(t) = s.tickets.get(id).filter(|t| t.user_id == user_id) else {
+                return Ok(CancelOutcome::NotFound);
+            };
+            match t.state.clone() {
+                TicketState::Matched(record) => return Ok(CancelOutcome::AlreadyMatched(record)),
+                TicketState::Cancelled(_) => return Ok(CancelOutcome::Cancelled),
+                TicketState::Queued => s.pool_rem(id),
+                TicketState::Pending => {}
+            }
+            s.tickets.get_mut(id).expect("exists").state = TicketState::Cancelled(cause);
+            s.set_deadline(id, now + grace_ms);
+            CancelOutcome::Cancelled
+        };
+        self.notify(id);
+        Ok(outcome)
+    }
+
+    async fn form_groups(
+        &self,
+        now: Millis,
+        params: &PairingParams,
+        room_ids: &[String],
+    ) -> Result<Vec<Group>> {
+        let mut s = self.lock();
+        let mut formats: Vec<Format> = s
+            .pools
+            .iter()
+            .filter(|(_, p)| !p.by_wait.is_empty())
+            .map(|(f, _)| *f)
+            .collect();
+        formats.sort_by_key(|f| f.key());
+        let mut out = Vec::new();
+        for format in formats {
+            s.form_in(format, now, params, room_ids, &mut out);
+        }
+        Ok(out)
+    }
+
+    async fn reclaim(&self, now: Millis, lease_ms: Millis, max: usize) -> Result<Vec<Group>> {
+        let mut s = self.lock();
+        let due: Vec<String> = s
+            .pending
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .take(max)
+            .map(|(_, room)| room.clone())
+            .collect();
+        let mut out = Vec::new();
+        for room in due {
+            s.set_lease(&room, now + lease_ms);
+            out.push(s.groups[&room].clone());
+        }
+        Ok(out)
+    }
+
+    async fn commit(
+        &self,
+        room_id: &str,
+        records: &[(String, MatchRecord)],
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<CommitOutcome> {
+        let (outcome, notify) = {
+            let mut s = self.lock();
+            if !s.groups.contains_key(room_id) {
+                return Ok(CommitOutcome::Gone);
+            }
+            let all_pending = records.iter().all(|(id, _)| {
+                s.tickets
+                    .get(id)
+                    .is_some_and(|t| t.state == TicketState::Pending)
+            });
+            let mut notify = Vec::new();
+            for (id, record) in records {
+                let pending = s
+                    .tickets
+                    .get(id)
+                    .is_some_and(|t| t.state == TicketState::Pending);
+                if all_pending {
+                    s.tickets.get_mut(id).expect("exists").state =
+                        TicketState::Matched(record.clone());
+                    s.set_deadline(id, now + grace_ms);
+                    notify.push(id.clone());
+                } else if pending {
+                    s.requeue(id, now, grace_ms);
+                    notify.push(id.clone());
+                }
+            }
+            s.drop_group(room_id);
+            let outcome = if all_pending {
+                CommitOutcome::Committed
+            } else {
+                CommitOutcome::Aborted
+            };
+            (outcome, notify)
+        };
+        for id in notify {
+            self.notify(&id);
+        }
+        Ok(outcome)
+    }
+
+    async fn release(&self, room_id: &str, now: Millis, grace_ms: Millis) -> Result<()> {
+        let notify = {
+            let mut s = self.lock();
+            let Some(group) = s.groups.get(room_id).cloned() else {
+                return Ok(());
+            };
+            let mut notify = Vec::new();
+            for m in &group.members {
+                let Some(t) = s.tickets.get_mut(&m.ticket_id) else {
+                    continue;
+                };
+                if t.state == TicketState::Pending {
+                    t.state = TicketState::Queued;
+                    t.attached = false;
+                    t.unavailable = true;
+                    s.set_deadline(&m.ticket_id, now + grace_ms);
+                    notify.push(m.ticket_id.clone());
+                }
+            }
+            s.drop_group(room_id);
+            notify
+        };
+        for id in notify {
+            self.notify(&id);
+        }
+        Ok(())
+    }
+
+    async fn expire(&self, now: Millis, max: usize) -> Result<u64> {
+        let (dropped, notify) = {
+            let mut s = self.lock();
+            let due: Vec<String> = s
+                .alive
+                .iter()
+                .take_while(|(at, _)| *at <= now)
+                .take(max)
+                .map(|(_, id)| id.clone())
+                .collect();
+            let mut dropped = 0;
+            let mut notify = Vec::new();
+            for id in due {
+                let Some(t) = s.tickets.get(&id) else {
+                    s.drop_deadline(&id);
+                    continue;
+                };
+                match t.state {
+                    // The group's lease decides; look again later.
+                    TicketState::Pending => s.set_deadline(&id, now + 60_000),
+                    _ => {
+                        let queued = t.state == TicketState::Queued;
+                        let user = t.user_id.clone();
+                        if queued {
+                            s.pool_rem(&id);
+                            dropped += 1;
+                            notify.push(id.clone());
+                        }
+                        s.tickets.remove(&id);
+                        s.drop_deadline(&id);
+                        if s.users.get(&user) == Some(&id) {
+                            s.users.remove(&user);
+                        }
+                    }
+                }
+            }
+            (dropped, notify)
+        };
+        for id in notify {
+            self.notify(&id);
+        }
+        Ok(dropped)
+    }
+
+    async fn queue_lengths(&self) -> Result<Vec<(Format, u64)>> {
+        let s = self.lock();
+        Ok(s.pools
+            .iter()
+            .filter(|(_, p)| !p.by_wait.is_empty())
+            .map(|(f, p)| (*f, p.by_wait.len() as u64))
+            .collect())
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<String> {
+        self.events.subscribe()
+    }
+
+    async fn claim_request(
+        &self,
+        user_id: &str,
+        request_id: &str,
+        room_id: &str,
+    ) -> Result<String> {
+        let mut s = self.lock();
+        Ok(s.requests
+            .entry((user_id.to_owned(), request_id.to_owned()))
+            .or_insert_with(|| room_id.to_owned())
+            .clone())
+    }
+
+    async fn claim_code(&self, code: &str, room_id: &str) -> Result<bool> {
+        let mut s = self.lock();
+        if s.codes.contains_key(code) {
+            return Ok(false);
+        }
+        s.codes.insert(code.to_owned(), room_id.to_owned());
+        Ok(true)
+    }
+
+    async fn insert_room(&self, room: &RoomRecord) -> Result<()> {
+        let mut s = self.lock();
+        let mut room = room.clone();
+        let full = State::room_full(&room);
+        room.status = if full {
+            RoomStatus::Full
+        } else {
+            RoomStatus::Open
+        };
+        if room.public && !full {
+            s.lobby_seq += 1;
+            room.list_seq = s.lobby_seq;
+            s.lobby.insert((room.list_seq, room.id.clone()));
+        }
+        if full {
+            s.codes.remove(&room.code);
+        }
+        s.rooms.insert(room.id.clone(), room);
+        Ok(())
+    }
+
+    async fn room(&self, id: &str) -> Result<Option<RoomRecord>> {
+        Ok(self.lock().rooms.get(id).cloned())
+    }
+
+    async fn room_by_code(&self, code: &str) -> Result<Option<String>> {
+        Ok(self.lock().codes.get(code).cloned())
+    }
+
+    async fn take_seat(
+        &self,
+        room_id: &str,
+        user_id: &str,
+        guest: bool,
+        preferred: Option<u32>,
+    ) -> Result<TakeSeat> {
+        let mut s = self.lock();
+        let Some(room) = s.rooms.get_mut(room_id) else {
+            return Ok(TakeSeat::NotFound);
+        };
+        if let Some(seat) = room
+            .seats
+            .iter()
+            .position(|o| matches!(o, Occupant::Player { user_id: u, .. } if u == user_id))
+        {
+            return Ok(TakeSeat::Already { seat: seat as u32 });
+        }
+        match room.status {
+            RoomStatus::Closed => return Ok(TakeSeat::Closed),
+            RoomStatus::Full => return Ok(TakeSeat::Full),
+            RoomStatus::Open => {}
+        }
+        let seat = match preferred {
+            Some(p) => {
+                let Some(o) = room.seats.get(p as usize) else {
+                    return Ok(TakeSeat::NoSuchSeat);
+                };
+                if *o != Occupant::Open {
+                    return Ok(TakeSeat::SeatTaken);
+                }
+                p as usize
+            }
+            None => match room.seats.iter().position(|o| *o == Occupant::Open) {
+                Some(seat) => seat,
+                None => return Ok(TakeSeat::Full),
+            },
+        };
+        room.seats[seat] = Occupant::Player {
+            user_id: user_id.to_owned(),
+            guest,
+            rating: None,
+        };
+        let full = State::room_full(room);
+        if full {
+            room.status = RoomStatus::Full;
+            let (seq, code) = (room.list_seq, room.code.clone());
+            s.lobby.remove(&(seq, room_id.to_owned()));
+            s.codes.remove(&code);
+        }
+        Ok(TakeSeat::Seated {
+            seat: seat as u32,
+            full,
+        })
+    }
+
+    async fn free_seat(&self, room_id: &str, seat: u32, user_id: &str) -> Result<()> {
+        let mut s = self.lock();
+        let Some(room) = s.rooms.get_mut(room_id) else {
+            return Ok(());
+        };
+        let holds = matches!(room.seats.get(seat as usize),
+            Some(Occupant::Player { user_id: u, .. }) if u == user_id);
+        if !holds {
+            return Ok(());
+        }
+        room.seats[seat as usize] = Occupant::Open;
+        if room.status == RoomStatus::Full {
+            room.status = RoomStatus::Open;
+            let (public, seq, code, id) = (
+                room.public,
+                room.list_seq,
+                room.code.clone(),
+                room.id.clone(),
+            );
+            if public {
+                s.lobby.insert((seq, id.clone()));
+            }
+            s.codes.insert(code, id);
+        }
+        Ok(())
+    }
+
+    async fn close_room(&self, room_id: &str) -> Result<()> {
+        let mut s = self.lock();
+        let Some(room) = s.rooms.get_mut(room_id) else {
+            return Ok(());
+        };
+        room.status = RoomStatus::Closed;
+        let (seq, code) = (room.list_seq, room.code.clone());
+        s.lobby.remove(&(seq, room_id.to_owned()));
+        if s.codes.get(&code).is_some_and(|r| r == room_id) {
+            s.codes.remove(&code);
+        }
+        Ok(())
+    }
+
+    async fn list_public(
+        &self,
+        filter: LobbyFilter,
+        after: u64,
+        limit: usize,
+        scan_cap: usize,
+    ) -> Result<LobbyPage> {
+        let s = self.lock();
+        let mut rooms = Vec::new();
+        let mut last = after;
+        for (scanned, (seq, id)) in s.lobby.range((after + 1, String::new())..).enumerate() {
+            if rooms.len() >= limit || scanned >= scan_cap {
+                break;
+            }
+            last = *seq;
+            let room = &s.rooms[id];
+            if filter.matches(room) {
+                rooms.push(room.clone());
+            }
+        }
+        let more = s.lobby.range((last + 1, String::new())..).next().is_some();
+        Ok(LobbyPage {
+            rooms,
+            next: more.then_some(last),
+        })
+    }
+
+    async fn wrong_codes(&self, user_id: &str, bucket: i64) -> Result<u32> {
+        Ok(*self
+            .lock()
+            .guesses
+            .get(&(user_id.to_owned(), bucket))
+            .unwrap_or(&0))
+    }
+
+    async fn add_wrong_code(&self, user_id: &str, bucket: i64, _ttl_ms: Millis) -> Result<u32> {
+        let mut s = self.lock();
+        // Older buckets are never read again.
+        s.guesses.retain(|(_, b), _| *b >= bucket - 1);
+        let n = s.guesses.entry((user_id.to_owned(), bucket)).or_insert(0);
+        *n += 1;
+        Ok(*n)
+    }
+}

@@ -1,0 +1,452 @@
+//! Where queue and room state lives: the [`Store`] trait, with a Redis
+//! implementation ([`RedisStore`], production: several replicas share one
+//! queue) and an in-memory one ([`MemoryStore`], the embedded dev mode). Both
+//! pass the same contract tests (`tests/store_contract.rs`).
+//!
+//! Every state change of the queue is one atomic step (one Lua script in
+//! Redis, one critical section in memory), so a ticket is never in two groups
+//! and never dropped, whichever replica runs the step. Time always comes from
+//! the caller (the injected [`Clock`](crate::clock::Clock)), never from the
+//! store, so tests control it.
+
+mod memory;
+mod redis;
+
+use basra_engine::Settings;
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+
+use crate::{
+    clock::Millis,
+    domain::{Format, PairingParams},
+    error::Result,
+};
+
+pub use self::memory::MemoryStore;
+pub use self::redis::RedisStore;
+
+/// A new search to queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTicket {
+    /// The client's ticket id.
+    pub id: String,
+    /// The searching account.
+    pub user_id: String,
+    /// Whether that account is a guest.
+    pub guest: bool,
+    /// The queue.
+    pub format: Format,
+    /// The player's rating (0 for unranked formats).
+    pub rating: f64,
+    /// Whether bots may fill the other seats after the bot wait.
+    pub allow_bots: bool,
+}
+
+/// Who sits in a seat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Occupant {
+    /// Nobody yet.
+    Open,
+    /// A bot of this level (a `basra.common.v1.BotLevel` value).
+    Bot {
+        /// The bot level.
+        level: i32,
+    },
+    /// A player.
+    Player {
+        /// The account.
+        user_id: String,
+        /// Whether it is a guest.
+        guest: bool,
+        /// The rating used for matching, if any.
+        #[serde(default)]
+        rating: Option<f64>,
+    },
+}
+
+/// What a matched ticket learns: stored with the ticket so that a resumed
+/// search, on any replica, gets it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatchRecord {
+    /// The room.
+    pub room_id: String,
+    /// This ticket's seat.
+    pub seat: u32,
+    /// Whether the match counts for ratings.
+    pub ranked: bool,
+    /// The rules in force.
+    pub settings: Settings,
+    /// Every seat.
+    pub seats: Vec<Occupant>,
+}
+
+/// Why a search ended without a match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelCause {
+    /// CancelFind.
+    ByClient,
+    /// Waited longer than the server allows.
+    Timeout,
+    /// A newer search of the same account.
+    Superseded,
+}
+
+impl CancelCause {
+    fn as_str(self) -> &'static str {
+        match self {
+            CancelCause::ByClient => "by_client",
+            CancelCause::Timeout => "timeout",
+            CancelCause::Superseded => "superseded",
+        }
+    }
+
+    fn parse(s: &str) -> CancelCause {
+        match s {
+            "timeout" => CancelCause::Timeout,
+            "superseded" => CancelCause::Superseded,
+            _ => CancelCause::ByClient,
+        }
+    }
+}
+
+/// Where a ticket is in its life.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TicketState {
+    /// Waiting (in the pool when attached).
+    Queued,
+    /// In a group whose room is being created.
+    Pending,
+    /// Matched: go and play.
+    Matched(MatchRecord),
+    /// Ended without a match.
+    Cancelled(CancelCause),
+}
+
+/// A ticket as its stream sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TicketView {
+    /// The ticket id.
+    pub id: String,
+    /// Its account.
+    pub user_id: String,
+    /// Its queue.
+    pub format: Format,
+    /// The rating it is matched by.
+    pub rating: f64,
+    /// When it was first queued (kept across resumes).
+    pub enqueued_ms: Millis,
+    /// Whether bots may fill its match.
+    pub allow_bots: bool,
+    /// Whether a stream holds it (only attached tickets are matched).
+    pub attached: bool,
+    /// Its group could not get a room (game-session unavailable): the stream
+    /// ends with UNAVAILABLE; a resume puts the ticket back in the pool.
+    pub unavailable: bool,
+    /// The state.
+    pub state: TicketState,
+    /// 1-based position among the waiting tickets of its format (0 when not
+    /// in the pool).
+    pub position: u32,
+    /// Tickets waiting in its format.
+    pub waiting: u32,
+}
+
+/// What [`Store::enqueue`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Enqueued {
+    /// The ticket now.
+    pub view: TicketView,
+    /// The ticket existed: this was a resume.
+    pub resumed: bool,
+}
+
+/// One member of a group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupMember {
+    /// The ticket.
+    pub ticket_id: String,
+    /// Its account.
+    pub user_id: String,
+    /// Whether a guest.
+    pub guest: bool,
+    /// Its rating.
+    pub rating: f64,
+    /// When it was queued.
+    pub enqueued_ms: Millis,
+}
+
+/// Tickets taken out of the pool together, waiting for their room.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// The room id chosen for them (stable across retries and takeovers).
+    pub room_id: String,
+    /// Their queue.
+    pub format: Format,
+    /// The players, in seat order; bots take the remaining seats.
+    pub members: Vec<GroupMember>,
+    /// When the group formed.
+    pub formed_ms: Millis,
+}
+
+impl Group {
+    /// Bots needed to fill the room.
+    pub fn bots(&self) -> usize {
+        usize::from(self.format.seats).saturating_sub(self.members.len())
+    }
+}
+
+/// What [`Store::commit`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// Every member is matched.
+    Committed,
+    /// A member had cancelled meanwhile: the others are back in the queue.
+    Aborted,
+    /// The group was already settled (by another replica).
+    Gone,
+}
+
+/// What [`Store::cancel`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CancelOutcome {
+    /// The search is (now) cancelled.
+    Cancelled,
+    /// It had matched first.
+    AlreadyMatched(MatchRecord),
+    /// No such ticket of this account.
+    NotFound,
+}
+
+/// A room made by CreateRoom, as the lobby knows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoomRecord {
+    /// The room id (also game-session's).
+    pub id: String,
+    /// Who created it (seat 0).
+    pub owner: String,
+    /// The rules.
+    pub settings: Settings,
+    /// Whether it counts for ratings.
+    pub ranked: bool,
+    /// Listed in the lobby.
+    pub public: bool,
+    /// The join code.
+    pub code: String,
+    /// When it was created.
+    pub created_ms: Millis,
+    /// The seats (filled by the store on reads; not part of the stored meta).
+    #[serde(skip)]
+    pub seats: Vec<Occupant>,
+    /// The status (filled by the store on reads).
+    #[serde(skip)]
+    pub status: RoomStatus,
+    /// Lobby order (filled by the store on reads; 0 when never listed).
+    #[serde(skip)]
+    pub list_seq: u64,
+}
+
+/// Where a lobby room is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RoomStatus {
+    /// Waiting for players.
+    #[default]
+    Open,
+    /// Every seat taken: no longer listed, code dead.
+    Full,
+    /// Closed: no longer listed, code dead.
+    Closed,
+}
+
+impl RoomStatus {
+    fn parse(s: &str) -> RoomStatus {
+        match s {
+            "full" => RoomStatus::Full,
+            "closed" => RoomStatus::Closed,
+            _ => RoomStatus::Open,
+        }
+    }
+}
+
+/// What [`Store::take_seat`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TakeSeat {
+    /// Seated now; `full` when that filled the room.
+    Seated {
+        /// The seat.
+        seat: u32,
+        /// The room is now full.
+        full: bool,
+    },
+    /// The player already sat here.
+    Already {
+        /// Their seat.
+        seat: u32,
+    },
+    /// No free seat.
+    Full,
+    /// The room is closed.
+    Closed,
+    /// The preferred seat is taken.
+    SeatTaken,
+    /// The preferred seat does not exist.
+    NoSuchSeat,
+    /// No such room.
+    NotFound,
+}
+
+/// Lobby filters; `None` matches everything.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LobbyFilter {
+    /// Seats.
+    pub seats: Option<u8>,
+    /// Target score.
+    pub target_score: Option<u32>,
+    /// Ranked or not.
+    pub ranked: Option<bool>,
+}
+
+impl LobbyFilter {
+    fn matches(&self, room: &RoomRecord) -> bool {
+        self.seats.is_none_or(|s| s == room.settings.seat_count())
+            && self
+                .target_score
+                .is_none_or(|t| t == room.settings.target_score)
+            && self.ranked.is_none_or(|r| r == room.ranked)
+    }
+}
+
+/// One page of the lobby.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LobbyPage {
+    /// Matching open public rooms, oldest first.
+    pub rooms: Vec<RoomRecord>,
+    /// Where the next page starts (a lobby sequence number), if there may be
+    /// more.
+    pub next: Option<u64>,
+}
+
+/// The state of the queue and of the lobby. See the module docs.
+#[tonic::async_trait]
+pub trait Store: Send + Sync + 'static {
+    // ----- the queue -----
+
+    /// Queues `ticket` at `now`, or resumes it if the id exists (same account
+    /// only: else `InvalidArgument`): a detached ticket goes back into the
+    /// pool with its original queue time. A new ticket supersedes the
+    /// account's previous queued one (cancelled with
+    /// [`CancelCause::Superseded`]). An attached ticket must be refreshed
+    /// ([`poll`](Store::poll)) within `ttl_ms`.
+    async fn enqueue(
+        &self,
+        ticket: NewTicket,
+        now: Millis,
+        ttl_ms: Millis,
+        grace_ms: Millis,
+    ) -> Result<Enqueued>;
+
+    /// The ticket, refreshing its heartbeat (deadline `now + ttl_ms`) if it is
+    /// queued and attached. `None` if it does not exist (any more).
+    async fn poll(&self, id: &str, now: Millis, ttl_ms: Millis) -> Result<Option<TicketView>>;
+
+    /// Its stream is gone: out of the pool, kept `grace_ms` for a resume.
+    async fn detach(&self, id: &str, now: Millis, grace_ms: Millis) -> Result<()>;
+
+    /// Ends `user_id`'s search `id` with `cause`, unless it matched first.
+    async fn cancel(
+        &self,
+        user_id: &str,
+        id: &str,
+        cause: CancelCause,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<CancelOutcome>;
+
+    /// One pairing round at `now`: forms up to `room_ids.len()` (and
+    /// `params.max_groups`) groups, taking their members out of the pool, and
+    /// leases them to the caller until `now + params.lease_ms`.
+    async fn form_groups(
+        &self,
+        now: Millis,
+        params: &PairingParams,
+        room_ids: &[String],
+    ) -> Result<Vec<Group>>;
+
+    /// Groups whose lease ran out (their replica died or hung), re-leased to
+    /// the caller: it creates their room (idempotent by room id) and commits.
+    async fn reclaim(&self, now: Millis, lease_ms: Millis, max: usize) -> Result<Vec<Group>>;
+
+    /// The group's room exists: match its members (`records` by ticket id).
+    async fn commit(
+        &self,
+        room_id: &str,
+        records: &[(String, MatchRecord)],
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<CommitOutcome>;
+
+    /// The group's room could not be created: its members go back to queued
+    /// (detached, flagged unavailable), keeping their queue time.
+    async fn release(&self, room_id: &str, now: Millis, grace_ms: Millis) -> Result<()>;
+
+    /// Drops tickets past their deadline (dead streams, resume grace over,
+    /// old results). Returns how many queued tickets were dropped.
+    async fn expire(&self, now: Millis, max: usize) -> Result<u64>;
+
+    /// Tickets in the pool, per format.
+    async fn queue_lengths(&self) -> Result<Vec<(Format, u64)>>;
+
+    /// Ids of tickets whose state changed (on any replica).
+    fn subscribe(&self) -> broadcast::Receiver<String>;
+
+    // ----- rooms -----
+
+    /// The room id for `user_id`'s CreateRoom `request_id`: `room_id` if the
+    /// request is new, else the one recorded first.
+    async fn claim_request(&self, user_id: &str, request_id: &str, room_id: &str)
+    -> Result<String>;
+
+    /// Reserves a join code for a room; false if the code is in use.
+    async fn claim_code(&self, code: &str, room_id: &str) -> Result<bool>;
+
+    /// Stores a new room (listing it if public and not full).
+    async fn insert_room(&self, room: &RoomRecord) -> Result<()>;
+
+    /// A room, if it exists.
+    async fn room(&self, id: &str) -> Result<Option<RoomRecord>>;
+
+    /// The room of a live join code.
+    async fn room_by_code(&self, code: &str) -> Result<Option<String>>;
+
+    /// Seats a player (atomically; idempotent for a player already seated).
+    /// A room that becomes full leaves the lobby and its code stops working.
+    async fn take_seat(
+        &self,
+        room_id: &str,
+        user_id: &str,
+        guest: bool,
+        preferred: Option<u32>,
+    ) -> Result<TakeSeat>;
+
+    /// Undoes [`take_seat`](Store::take_seat) (game-session refused it).
+    async fn free_seat(&self, room_id: &str, seat: u32, user_id: &str) -> Result<()>;
+
+    /// Closes a room: unlisted, code dead.
+    async fn close_room(&self, room_id: &str) -> Result<()>;
+
+    /// Open public rooms matching `filter`, oldest first, after lobby
+    /// position `after`; looks at no more than `scan_cap` rooms per call.
+    async fn list_public(
+        &self,
+        filter: LobbyFilter,
+        after: u64,
+        limit: usize,
+        scan_cap: usize,
+    ) -> Result<LobbyPage>;
+
+    /// Wrong join codes of `user_id` in time bucket `bucket`.
+    async fn wrong_codes(&self, user_id: &str, bucket: i64) -> Result<u32>;
+
+    /// Counts one more wrong code (the count lives `ttl_ms`).
+    async fn add_wrong_code(&self, user_id: &str, bucket: i64, ttl_ms: Millis) -> Result<u32>;
+}

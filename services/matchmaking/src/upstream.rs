@@ -1,0 +1,174 @@
+//! The services matchmaking calls: game-session (rooms are created and
+//! players seated there) and accounts (ratings). Both behind traits, so
+//! tests and the embedded dev mode can put anything behind them.
+
+use std::time::Duration;
+
+use basra_platform::Caller;
+use basra_proto::basra::{
+    accounts::v1::{GetProfileRequest, accounts_client::AccountsClient},
+    game::v1::{
+        CreateRoomRequest, CreateRoomResponse, SeatPlayerRequest, SeatPlayerResponse,
+        game_client::GameClient,
+    },
+};
+use tonic::{
+    Code, Request, Status,
+    metadata::MetadataValue,
+    transport::{Channel, Endpoint},
+};
+
+use crate::error::{MatchmakingError, Result};
+
+/// game-session's internal room setup RPCs.
+#[tonic::async_trait]
+pub trait GameRooms: Send + Sync + 'static {
+    /// `Game/CreateRoom` (idempotent by room id).
+    async fn create_room(&self, request: CreateRoomRequest) -> Result<CreateRoomResponse, Status>;
+    /// `Game/SeatPlayer` (idempotent for a seated player).
+    async fn seat_player(&self, request: SeatPlayerRequest) -> Result<SeatPlayerResponse, Status>;
+}
+
+/// Whether a game-session failure is transient (retry later) rather than a
+/// refusal.
+pub fn is_transient(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unavailable
+            | Code::DeadlineExceeded
+            | Code::Unknown
+            | Code::Cancelled
+            | Code::ResourceExhausted
+            | Code::Aborted
+            | Code::Internal
+    )
+}
+
+/// [`GameRooms`] over gRPC with a service token.
+#[derive(Debug, Clone)]
+pub struct GrpcGame {
+    client: GameClient<Channel>,
+    authorization: MetadataValue<tonic::metadata::Ascii>,
+}
+
+impl GrpcGame {
+    /// A client of game-session at `url` (connects lazily, reconnects by
+    /// itself), sending `service_token`, each call bounded by `timeout`.
+    pub fn new(url: &str, service_token: &str, timeout: Duration) -> Result<GrpcGame> {
+        let channel = endpoint(url, timeout)?.connect_lazy();
+        Ok(GrpcGame {
+            client: GameClient::new(channel),
+            authorization: bearer(service_token)?,
+        })
+    }
+
+    fn request<T>(&self, message: T) -> Request<T> {
+        let mut request = Request::new(message);
+        request
+            .metadata_mut()
+            .insert("authorization", self.authorization.clone());
+        request
+    }
+}
+
+#[tonic::async_trait]
+impl GameRooms for GrpcGame {
+    async fn create_room(&self, request: CreateRoomRequest) -> Result<CreateRoomResponse, Status> {
+        let mut client = self.client.clone();
+        Ok(client
+            .create_room(self.request(request))
+            .await?
+            .into_inner())
+    }
+
+    async fn seat_player(&self, request: SeatPlayerRequest) -> Result<SeatPlayerResponse, Status> {
+        let mut client = self.client.clone();
+        Ok(client
+            .seat_player(self.request(request))
+            .await?
+            .into_inner())
+    }
+}
+
+/// Where ratings come from.
+///
+/// Accounts offers no service RPC giving another player's rating, so the
+/// rating is the caller's own: [`GrpcRatings`] calls `Accounts/GetProfile`
+/// (empty user id = the caller) with the caller's own access token.
+#[tonic::async_trait]
+pub trait RatingSource: Send + Sync + 'static {
+    /// The caller's current rating; `bearer` is the caller's access token.
+    async fn rating(&self, caller: &Caller, bearer: &str) -> Result<f64>;
+}
+
+/// [`RatingSource`] asking accounts over gRPC.
+#[derive(Debug, Clone)]
+pub struct GrpcRatings {
+    client: AccountsClient<Channel>,
+}
+
+impl GrpcRatings {
+    /// A client of accounts at `url`.
+    pub fn new(url: &str, timeout: Duration) -> Result<GrpcRatings> {
+        Ok(GrpcRatings {
+            client: AccountsClient::new(endpoint(url, timeout)?.connect_lazy()),
+        })
+    }
+}
+
+#[tonic::async_trait]
+impl RatingSource for GrpcRatings {
+    async fn rating(&self, _caller: &Caller, bearer_token: &str) -> Result<f64> {
+        let mut request = Request::new(GetProfileRequest {
+            user_id: String::new(),
+        });
+        request
+            .metadata_mut()
+            .insert("authorization", bearer(bearer_token)?);
+        let profile = self
+            .client
+            .clone()
+            .get_profile(request)
+            .await
+            .map_err(|status| {
+                if is_transient(&status) {
+                    MatchmakingError::Unavailable(
+                        "accounts is unavailable (ratings): retry shortly".into(),
+                    )
+                } else {
+                    MatchmakingError::Upstream {
+                        context: "accounts GetProfile",
+                        status,
+                    }
+                }
+            })?
+            .into_inner()
+            .profile
+            .ok_or_else(|| MatchmakingError::Corrupt("accounts sent no profile".into()))?;
+        Ok(profile.rating)
+    }
+}
+
+/// Every player has the same rating (unranked-only setups, tools).
+#[derive(Debug, Clone, Copy)]
+pub struct FixedRating(pub f64);
+
+#[tonic::async_trait]
+impl RatingSource for FixedRating {
+    async fn rating(&self, _caller: &Caller, _bearer: &str) -> Result<f64> {
+        Ok(self.0)
+    }
+}
+
+fn endpoint(url: &str, timeout: Duration) -> Result<Endpoint> {
+    Ok(Endpoint::from_shared(url.to_owned())
+        .map_err(|err| MatchmakingError::Config(format!("bad upstream URL {url:?}: {err}")))?
+        .timeout(timeout)
+        .connect_timeout(timeout))
+}
+
+fn bearer(token: &str) -> Result<MetadataValue<tonic::metadata::Ascii>> {
+    format!("Bearer {token}")
+        .parse()
+        .map_err(|_| MatchmakingError::Config("a token is not valid ASCII metadata".into()))
+}

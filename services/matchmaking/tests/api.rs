@@ -1,0 +1,1033 @@
+//! The matchmaking API as clients see it: real tonic servers and clients,
+//! real Redis, a fake game-session over real gRPC, time on a manual clock.
+
+mod common;
+
+use std::time::Duration;
+
+use basra_proto::basra::{
+    common::v1::{RoomVisibility, RuleSettings, SeatOccupant},
+    matchmaking::v1::{
+        CancelFindRequest, CancelReason, CreateRoomRequest, FindMatchRequest, FindMatchUpdate,
+        JoinRoomRequest, ListPublicRoomsRequest, MatchPreset, find_match_update::Update,
+        join_room_request::Target,
+    },
+};
+use common::{Env, authed, eventually};
+use tonic::{Code, Request, Streaming};
+use uuid::Uuid;
+
+const WAIT: Duration = Duration::from_secs(5);
+
+async fn next(stream: &mut Streaming<FindMatchUpdate>) -> Result<Update, tonic::Status> {
+    let message = tokio::time::timeout(WAIT, stream.message())
+        .await
+        .expect("an update in time")?;
+    Ok(message
+        .expect("the stream is still open")
+        .update
+        .expect("an update"))
+}
+
+/// The next update that is not a (re)position.
+async fn next_change(stream: &mut Streaming<FindMatchUpdate>) -> Result<Update, tonic::Status> {
+    loop {
+        match next(stream).await? {
+            Update::Queued(_) => continue,
+            other => return Ok(other),
+        }
+    }
+}
+
+fn find(ticket: &str, ranked: bool) -> FindMatchRequest {
+    FindMatchRequest {
+        ticket_id: ticket.into(),
+        ranked,
+        preset: None,
+        allow_bots: Some(false),
+    }
+}
+
+#[tokio::test]
+async fn two_players_are_matched_into_a_room_made_by_game_session() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let mut sa = client
+        .find_match(authed(find("ta", false), &env.token(a, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    match next(&mut sa).await.unwrap() {
+        Update::Queued(q) => assert_eq!((q.position, q.players_waiting), (1, 1)),
+        other => panic!("{other:?}"),
+    }
+    let mut sb = client
+        .find_match(authed(find("tb", false), &env.token(b, true)))
+        .await
+        .unwrap()
+        .into_inner();
+    let Update::Matched(ma) = next_change(&mut sa).await.unwrap() else {
+        panic!()
+    };
+    let Update::Matched(mb) = next_change(&mut sb).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(ma.room_id, mb.room_id);
+    let mut seats = [ma.seat, mb.seat];
+    seats.sort();
+    assert_eq!(seats, [0, 1]);
+    assert!(!ma.ranked);
+    assert_eq!(ma.settings.unwrap().target_score, Some(101));
+    assert_eq!(ma.seats.len(), 2);
+    assert!(
+        ma.seats
+            .iter()
+            .any(|s| s.user_id == b.to_string() && s.is_guest)
+    );
+    // The stream ends after `matched`.
+    assert!(sa.message().await.unwrap().is_none());
+    let created = env.game.created();
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].room_id, ma.room_id);
+    assert!(
+        replica
+            .metrics
+            .render()
+            .contains("matchmaking_matches_total 1")
+    );
+    // Cancelling after the match says where to play.
+    let answer = client
+        .cancel_find(authed(
+            CancelFindRequest {
+                ticket_id: "ta".into(),
+            },
+            &env.token(a, false),
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!answer.cancelled);
+    assert_eq!(answer.matched.unwrap().room_id, ma.room_id);
+}
+
+#[tokio::test]
+async fn the_rating_window_widens_with_controlled_time() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    env.ratings.set(a, 1500.0);
+    env.ratings.set(b, 1620.0);
+    let mut sa = client
+        .find_match(authed(find("wa", true), &env.token(a, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut sb = client
+        .find_match(authed(find("wb", true), &env.token(b, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(next(&mut sa).await.unwrap(), Update::Queued(_)));
+    assert!(matches!(next(&mut sb).await.unwrap(), Update::Queued(_)));
+    // 120 apart, window 50: several rounds pass without a match.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(env.game.created().is_empty());
+    // 5 s later the window is 100: widened, still no match.
+    env.clock.advance(5_000);
+    match next_change(&mut sa).await.unwrap() {
+        Update::WindowWidened(w) => {
+            assert_eq!((w.rating_min, w.rating_max), (1400.0, 1600.0));
+            assert!(!w.bots_next);
+        }
+        other => panic!("{other:?}"),
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(env.game.created().is_empty());
+    // At 7 s it is 120: matched.
+    env.clock.advance(2_000);
+    loop {
+        match next_change(&mut sa).await.unwrap() {
+            Update::WindowWidened(_) => continue,
+            Update::Matched(m) => {
+                assert!(m.ranked);
+                let ratings: Vec<f64> = m.seats.iter().filter_map(|s| s.rating).collect();
+                assert_eq!(ratings.len(), 2);
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(env.game.created().len(), 1);
+    assert!(env.game.created()[0].ranked);
+}
+
+#[tokio::test]
+async fn cancel_find_ends_the_search() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let a = Uuid::now_v7();
+    let token = env.token(a, false);
+    let mut s = client
+        .find_match(authed(find("c1", true), &token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(next(&mut s).await.unwrap(), Update::Queued(_)));
+    let cancel = |id: &str| {
+        authed(
+            CancelFindRequest {
+                ticket_id: id.into(),
+            },
+            &token,
+        )
+    };
+    assert!(
+        client
+            .cancel_find(cancel("c1"))
+            .await
+            .unwrap()
+            .into_inner()
+            .cancelled
+    );
+    match next_change(&mut s).await.unwrap() {
+        Update::Cancelled(c) => assert_eq!(c.reason, CancelReason::ByClient as i32),
+        other => panic!("{other:?}"),
+    }
+    assert!(s.message().await.unwrap().is_none());
+    // Idempotent; unknown and empty ids are errors; others' tickets unknown.
+    assert!(
+        client
+            .cancel_find(cancel("c1"))
+            .await
+            .unwrap()
+            .into_inner()
+            .cancelled
+    );
+    assert_eq!(
+        client.cancel_find(cancel("nope")).await.unwrap_err().code(),
+        Code::NotFound
+    );
+    assert_eq!(
+        client.cancel_find(cancel("")).await.unwrap_err().code(),
+        Code::InvalidArgument
+    );
+    let other = authed(
+        CancelFindRequest {
+            ticket_id: "c1".into(),
+        },
+        &env.token(Uuid::now_v7(), false),
+    );
+    assert_eq!(
+        client.cancel_find(other).await.unwrap_err().code(),
+        Code::NotFound
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_stream_takes_the_ticket_out_and_a_resume_keeps_the_place() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let mut sa = client
+        .find_match(authed(find("d-a", false), &env.token(a, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(next(&mut sa).await.unwrap(), Update::Queued(_)));
+    drop(sa);
+    let store = replica.store.clone();
+    assert!(
+        eventually(WAIT, || async {
+            store.queue_lengths().await.unwrap().is_empty()
+        })
+        .await,
+        "the dropped ticket left the pool"
+    );
+    // b is not matched with the absent a.
+    let mut sb = client
+        .find_match(authed(find("d-b", false), &env.token(b, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    match next(&mut sb).await.unwrap() {
+        Update::Queued(q) => assert_eq!((q.position, q.players_waiting), (1, 1)),
+        other => panic!("{other:?}"),
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(env.game.created().is_empty());
+    // a comes back within the grace period: first in line, matched with b.
+    let mut sa = client
+        .find_match(authed(find("d-a", false), &env.token(a, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    let Update::Matched(m) = next_change(&mut sa).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(m.seat, 0, "a, queued first, is the anchor");
+    // A dropped ticket not resumed is gone after the grace period.
+    let c = Uuid::now_v7();
+    let sc = client
+        .find_match(authed(find("d-c", false), &env.token(c, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    drop(sc);
+    assert!(
+        eventually(WAIT, || async {
+            store.queue_lengths().await.unwrap().is_empty()
+        })
+        .await
+    );
+    env.clock.advance(31_000);
+    assert!(
+        eventually(WAIT, || async {
+            store.poll("d-c", 0, 0).await.unwrap().is_none()
+        })
+        .await,
+        "expired after the grace period"
+    );
+}
+
+#[tokio::test]
+async fn tickets_of_vanished_replicas_expire() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let store = replica.store.clone();
+    // What a replica that died mid-search leaves behind: an attached ticket
+    // whose heartbeat stops.
+    store
+        .enqueue(
+            matchmaking::store::NewTicket {
+                id: "orphan".into(),
+                user_id: "ghost".into(),
+                guest: false,
+                format: matchmaking::domain::Format {
+                    ranked: true,
+                    seats: 2,
+                    target_score: 101,
+                },
+                rating: 1500.0,
+                allow_bots: false,
+            },
+            matchmaking::clock::Clock::now_ms(&env.clock),
+            15_000,
+            30_000,
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.queue_lengths().await.unwrap().len(), 1);
+    env.clock.advance(15_000);
+    assert!(
+        eventually(WAIT, || async {
+            store.poll("orphan", 0, 0).await.unwrap().is_none()
+        })
+        .await
+    );
+    assert!(store.queue_lengths().await.unwrap().is_empty());
+    assert!(
+        replica
+            .metrics
+            .render()
+            .contains("matchmaking_expired_total 1")
+    );
+}
+
+#[tokio::test]
+async fn a_second_search_supersedes_the_first() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let token = env.token(Uuid::now_v7(), false);
+    let mut first = client
+        .find_match(authed(find("s1", false), &token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(next(&mut first).await.unwrap(), Update::Queued(_)));
+    let mut second = client
+        .find_match(authed(find("s2", true), &token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(
+        next(&mut second).await.unwrap(),
+        Update::Queued(_)
+    ));
+    match next_change(&mut first).await.unwrap() {
+        Update::Cancelled(c) => assert_eq!(c.reason, CancelReason::Superseded as i32),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn bots_fill_an_unranked_search_after_the_wait() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let request = FindMatchRequest {
+        ticket_id: "bot".into(),
+        ranked: false,
+        preset: Some(MatchPreset {
+            seats: Some(4),
+            target_score: Some(51),
+        }),
+        allow_bots: None, // default: on for unranked
+    };
+    let mut s = client
+        .find_match(authed(request, &env.token(Uuid::now_v7(), false)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(next(&mut s).await.unwrap(), Update::Queued(_)));
+    env.clock.advance(20_000);
+    let Update::Matched(m) = next_change(&mut s).await.unwrap() else {
+        panic!()
+    };
+    assert!(!m.ranked);
+    assert_eq!(m.seats.len(), 4);
+    let bots = m
+        .seats
+        .iter()
+        .filter(|s| s.occupant == SeatOccupant::Bot as i32)
+        .count();
+    assert_eq!(bots, 3);
+    assert_eq!(m.settings.unwrap().target_score, Some(51));
+}
+
+#[tokio::test]
+async fn game_session_unavailable_answers_unavailable_and_keeps_the_tickets() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    env.game.set_unavailable(true);
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let (ta, tb) = (env.token(a, false), env.token(b, false));
+    let mut sa = client
+        .find_match(authed(find("ga", false), &ta))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut sb = client
+        .find_match(authed(find("gb", false), &tb))
+        .await
+        .unwrap()
+        .into_inner();
+    for s in [&mut sa, &mut sb] {
+        let err = next_change(s).await.unwrap_err();
+        assert_eq!(err.code(), Code::Unavailable, "{err}");
+    }
+    for id in ["ga", "gb"] {
+        let v = replica.store.poll(id, 0, 0).await.unwrap().expect("kept");
+        assert_eq!(v.state, matchmaking::store::TicketState::Queued);
+    }
+    // Rooms too.
+    let err = client
+        .create_room(authed(CreateRoomRequest::default(), &ta))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable);
+    // Back up: the same tickets resume and match.
+    env.game.set_unavailable(false);
+    let mut sa = client
+        .find_match(authed(find("ga", false), &ta))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut sb = client
+        .find_match(authed(find("gb", false), &tb))
+        .await
+        .unwrap()
+        .into_inner();
+    let Update::Matched(ma) = next_change(&mut sa).await.unwrap() else {
+        panic!()
+    };
+    let Update::Matched(mb) = next_change(&mut sb).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(ma.room_id, mb.room_id);
+}
+
+#[tokio::test]
+async fn a_dead_game_session_address_answers_unavailable() {
+    let env = Env::new().await;
+    // Nothing listens there.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let store = common::redis_store(&env.prefix).await;
+    let replica = env.replica_with_game(store, &url).await;
+    let mut client = replica.client().await;
+    let err = client
+        .create_room(authed(
+            CreateRoomRequest::default(),
+            &env.token(Uuid::now_v7(), false),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err}");
+}
+
+fn join_code(code: &str) -> JoinRoomRequest {
+    JoinRoomRequest {
+        target: Some(Target::JoinCode(code.into())),
+        preferred_seat: None,
+    }
+}
+
+fn join_id(id: &str) -> JoinRoomRequest {
+    JoinRoomRequest {
+        target: Some(Target::RoomId(id.into())),
+        preferred_seat: None,
+    }
+}
+
+#[tokio::test]
+async fn private_rooms_are_joined_by_code_until_full() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let owner = env.token(Uuid::now_v7(), false);
+    let created = client
+        .create_room(authed(
+            CreateRoomRequest {
+                request_id: "r-1".into(),
+                settings: Some(RuleSettings {
+                    seats: Some(4),
+                    card_points: Some(true),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            &owner,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(created.seat, 0);
+    assert_eq!(created.join_code.len(), 6);
+    assert!(!created.join_code.contains(['0', 'O', '1', 'I', 'L']));
+    assert_eq!(created.settings.unwrap().card_points, Some(true));
+    // The same request id gets the same room.
+    let again = client
+        .create_room(authed(
+            CreateRoomRequest {
+                request_id: "r-1".into(),
+                ..Default::default()
+            },
+            &owner,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (again.room_id.as_str(), again.join_code.as_str()),
+        (created.room_id.as_str(), created.join_code.as_str())
+    );
+    let game_req = &env.game.created()[0];
+    assert_eq!(game_req.visibility, RoomVisibility::Private as i32);
+    // Private: not listed, not joinable by id.
+    let listed = client
+        .list_public_rooms(authed(ListPublicRoomsRequest::default(), &owner))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.rooms.is_empty());
+    let p1 = env.token(Uuid::now_v7(), false);
+    assert_eq!(
+        client
+            .join_room(authed(join_id(&created.room_id), &p1))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::NotFound
+    );
+    // By code, case-insensitive; joining twice gives the same seat.
+    let lower = created.join_code.to_lowercase();
+    let j1 = client
+        .join_room(authed(join_code(&lower), &p1))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (j1.room_id.as_str(), j1.seat),
+        (created.room_id.as_str(), 1)
+    );
+    let j1b = client
+        .join_room(authed(join_code(&lower), &p1))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(j1b.seat, 1);
+    // The owner joining their own room gets seat 0.
+    let own = client
+        .join_room(authed(join_code(&lower), &owner))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(own.seat, 0);
+    // A taken preferred seat.
+    let p2 = env.token(Uuid::now_v7(), false);
+    let mut taken = join_code(&lower);
+    taken.preferred_seat = Some(1);
+    assert_eq!(
+        client
+            .join_room(authed(taken, &p2))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::FailedPrecondition
+    );
+    let mut partner = join_code(&lower);
+    partner.preferred_seat = Some(2);
+    assert_eq!(
+        client
+            .join_room(authed(partner, &p2))
+            .await
+            .unwrap()
+            .into_inner()
+            .seat,
+        2
+    );
+    let p3 = env.token(Uuid::now_v7(), false);
+    assert_eq!(
+        client
+            .join_room(authed(join_code(&lower), &p3))
+            .await
+            .unwrap()
+            .into_inner()
+            .seat,
+        3
+    );
+    // Full: the code is dead.
+    let p4 = env.token(Uuid::now_v7(), false);
+    assert_eq!(
+        client
+            .join_room(authed(join_code(&lower), &p4))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::NotFound
+    );
+    let seated = env.game.seated.lock().unwrap().clone();
+    assert!(seated.iter().any(|s| s.preferred_seat == Some(2)));
+}
+
+#[tokio::test]
+async fn wrong_codes_are_rate_limited_per_account() {
+    let env = Env::new().await; // 3 wrong codes per window
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let owner = env.token(Uuid::now_v7(), false);
+    let room = client
+        .create_room(authed(CreateRoomRequest::default(), &owner))
+        .await
+        .unwrap()
+        .into_inner();
+    let guesser = env.token(Uuid::now_v7(), false);
+    assert_eq!(
+        client
+            .join_room(authed(join_code("0O1IL!"), &guesser))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::InvalidArgument,
+        "malformed codes are not guesses"
+    );
+    let wrong = if room.join_code == "ZZZZZZ" {
+        "YYYYYY"
+    } else {
+        "ZZZZZZ"
+    };
+    for _ in 0..3 {
+        assert_eq!(
+            client
+                .join_room(authed(join_code(wrong), &guesser))
+                .await
+                .unwrap_err()
+                .code(),
+            Code::NotFound
+        );
+    }
+    let err = client
+        .join_room(authed(join_code(&room.join_code), &guesser))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err}");
+    // Another account is not affected; the window passes.
+    let other = env.token(Uuid::now_v7(), false);
+    assert_eq!(
+        client
+            .join_room(authed(join_code(wrong), &other))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::NotFound
+    );
+    env.clock.advance(600_000);
+    let ok = client
+        .join_room(authed(join_code(&room.join_code), &guesser))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(ok.seat, 1);
+}
+
+#[tokio::test]
+async fn the_public_lobby_lists_filters_pages_and_forgets_full_rooms() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let public = |seats: u32, target: u32, ranked: bool| CreateRoomRequest {
+        visibility: RoomVisibility::Public as i32,
+        settings: Some(RuleSettings {
+            seats: Some(seats),
+            target_score: Some(target),
+            ..Default::default()
+        }),
+        ranked,
+        ..Default::default()
+    };
+    let mut ids = Vec::new();
+    for (seats, target, ranked) in [
+        (2, 101, false),
+        (4, 101, false),
+        (2, 51, true),
+        (2, 101, false),
+        (2, 101, true),
+    ] {
+        let token = env.token(Uuid::now_v7(), false);
+        let room = client
+            .create_room(authed(public(seats, target, ranked), &token))
+            .await
+            .unwrap()
+            .into_inner();
+        ids.push(room.room_id);
+    }
+    let token = env.token(Uuid::now_v7(), false);
+    let list = |req: ListPublicRoomsRequest| authed(req, &token);
+    let all = client
+        .list_public_rooms(list(ListPublicRoomsRequest::default()))
+        .await
+        .unwrap()
+        .into_inner();
+    let got: Vec<_> = all.rooms.iter().map(|r| r.room_id.clone()).collect();
+    assert_eq!(got, ids, "oldest first");
+    assert!(all.next_page_token.is_empty());
+    let room0 = &all.rooms[0];
+    assert_eq!(room0.seats.len(), 2);
+    assert_eq!(room0.seats[1].occupant, SeatOccupant::Open as i32);
+    assert!(room0.created_at.is_some());
+    // Filters.
+    let filtered = client
+        .list_public_rooms(list(ListPublicRoomsRequest {
+            seats: Some(2),
+            target_score: Some(101),
+            ranked: Some(false),
+            ..Default::default()
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    let got: Vec<_> = filtered.rooms.iter().map(|r| r.room_id.clone()).collect();
+    assert_eq!(got, vec![ids[0].clone(), ids[3].clone()]);
+    let ranked = client
+        .list_public_rooms(list(ListPublicRoomsRequest {
+            ranked: Some(true),
+            ..Default::default()
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(ranked.rooms.len(), 2);
+    // Pages of 2.
+    let mut pages = Vec::new();
+    let mut token_ = String::new();
+    loop {
+        let page = client
+            .list_public_rooms(list(ListPublicRoomsRequest {
+                page_size: 2,
+                page_token: token_.clone(),
+                ..Default::default()
+            }))
+            .await
+            .unwrap()
+            .into_inner();
+        pages.push(
+            page.rooms
+                .iter()
+                .map(|r| r.room_id.clone())
+                .collect::<Vec<_>>(),
+        );
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token_ = page.next_page_token;
+    }
+    assert_eq!(pages.len(), 3);
+    assert_eq!(pages.concat(), ids);
+    // Join by id; the full room leaves the list.
+    let joiner = env.token(Uuid::now_v7(), false);
+    let joined = client
+        .join_room(authed(join_id(&ids[0]), &joiner))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(joined.seat, 1);
+    let after = client
+        .list_public_rooms(list(ListPublicRoomsRequest::default()))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!after.rooms.iter().any(|r| r.room_id == ids[0]));
+    assert_eq!(after.rooms.len(), 4);
+    let late = env.token(Uuid::now_v7(), false);
+    assert_eq!(
+        client
+            .join_room(authed(join_id(&ids[0]), &late))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::FailedPrecondition
+    );
+    // Bad filters and tokens.
+    for bad in [
+        ListPublicRoomsRequest {
+            seats: Some(3),
+            ..Default::default()
+        },
+        ListPublicRoomsRequest {
+            page_token: "garbage".into(),
+            ..Default::default()
+        },
+    ] {
+        assert_eq!(
+            client
+                .list_public_rooms(list(bad))
+                .await
+                .unwrap_err()
+                .code(),
+            Code::InvalidArgument
+        );
+    }
+}
+
+#[tokio::test]
+async fn bad_input_gets_clear_statuses() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let token = env.token(Uuid::now_v7(), false);
+    let preset = |seats, target| FindMatchRequest {
+        preset: Some(MatchPreset {
+            seats: Some(seats),
+            target_score: Some(target),
+        }),
+        ..Default::default()
+    };
+    for (request, what) in [
+        (preset(3, 101), "seats"),
+        (preset(2, 77), "target_score"),
+        (
+            FindMatchRequest {
+                ticket_id: "bad id with spaces".into(),
+                ..Default::default()
+            },
+            "ticket_id",
+        ),
+    ] {
+        let err = client
+            .find_match(authed(request, &token))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(err.message().contains(what), "{}", err.message());
+    }
+    let room = |settings: RuleSettings, ranked: bool, bots: Vec<u32>| CreateRoomRequest {
+        settings: Some(settings),
+        ranked,
+        bot_seats: bots,
+        ..Default::default()
+    };
+    for (request, what) in [
+        (
+            room(
+                RuleSettings {
+                    seats: Some(3),
+                    ..Default::default()
+                },
+                false,
+                vec![],
+            ),
+            "seats",
+        ),
+        (
+            room(
+                RuleSettings {
+                    target_score: Some(0),
+                    ..Default::default()
+                },
+                false,
+                vec![],
+            ),
+            "target_score",
+        ),
+        (
+            room(
+                RuleSettings {
+                    basra_points: Some(5000),
+                    ..Default::default()
+                },
+                false,
+                vec![],
+            ),
+            "basra_points",
+        ),
+        (
+            room(
+                RuleSettings {
+                    card_points: Some(true),
+                    ..Default::default()
+                },
+                true,
+                vec![],
+            ),
+            "ranked",
+        ),
+        (room(RuleSettings::default(), true, vec![1]), "bot"),
+        (room(RuleSettings::default(), false, vec![0]), "bot_seats"),
+        (room(RuleSettings::default(), false, vec![2]), "bot_seats"),
+    ] {
+        let err = client
+            .create_room(authed(request, &token))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(err.message().contains(what), "{what}: {}", err.message());
+    }
+    let err = client
+        .join_room(authed(JoinRoomRequest::default(), &token))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert_eq!(
+        client
+            .join_room(authed(join_id("no-such-room"), &token))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::NotFound
+    );
+    // A bot room: playing alone against the computer is full at once.
+    let solo = client
+        .create_room(authed(
+            room(RuleSettings::default(), false, vec![1]),
+            &token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let other = env.token(Uuid::now_v7(), false);
+    assert_eq!(
+        client
+            .join_room(authed(join_code(&solo.join_code), &other))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::NotFound
+    );
+    // No token, a bad token, a service token.
+    assert_eq!(
+        client
+            .find_match(Request::new(FindMatchRequest::default()))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::Unauthenticated
+    );
+    assert_eq!(
+        client
+            .create_room(authed(CreateRoomRequest::default(), "not.a.jwt"))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::Unauthenticated
+    );
+    assert_eq!(
+        client
+            .list_public_rooms(Request::new(ListPublicRoomsRequest::default()))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::Unauthenticated
+    );
+    assert_eq!(
+        client
+            .join_room(Request::new(join_code("ABCDEF")))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::Unauthenticated
+    );
+    assert_eq!(
+        client
+            .cancel_find(Request::new(CancelFindRequest {
+                ticket_id: "x".into()
+            }))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::Unauthenticated
+    );
+}
+
+#[tokio::test]
+async fn guests_may_be_kept_out_of_ranked() {
+    let mut settings = common::test_settings();
+    settings.queue.guests_may_play_ranked = false;
+    let env = Env::with_settings(settings).await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let guest = env.token(Uuid::now_v7(), true);
+    let err = client
+        .find_match(authed(find("g", true), &guest))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied);
+    // Unranked is fine.
+    let mut s = client
+        .find_match(authed(find("g", false), &guest))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(next(&mut s).await.unwrap(), Update::Queued(_)));
+}
+
+#[tokio::test]
+async fn the_embedded_memory_store_serves_the_same_api() {
+    let env = Env::new().await;
+    let replica = env.memory_replica().await;
+    let mut client = replica.client().await;
+    let mut sa = client
+        .find_match(authed(find("ma", false), &env.token(Uuid::now_v7(), false)))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut sb = client
+        .find_match(authed(find("mb", false), &env.token(Uuid::now_v7(), false)))
+        .await
+        .unwrap()
+        .into_inner();
+    let Update::Matched(ma) = next_change(&mut sa).await.unwrap() else {
+        panic!()
+    };
+    let Update::Matched(mb) = next_change(&mut sb).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(ma.room_id, mb.room_id);
+}

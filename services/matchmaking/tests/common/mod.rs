@@ -1,0 +1,389 @@
+//! Test helpers: a fake game-session (a real tonic server that records
+//! calls and can be made unavailable), token minting, and matchmaking
+//! replicas on port 0 talking to real Redis.
+
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::{
+    collections::HashMap,
+    net::SocketAddr,
+    pin::Pin,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use basra_platform::{
+    AuthLayer, Caller, Role, TokenIssuer,
+    auth::{self, SigningKey},
+};
+use basra_proto::basra::{
+    game::v1::{
+        ClientMessage, CreateRoomRequest, CreateRoomResponse, SeatPlayerRequest,
+        SeatPlayerResponse, ServerEvent,
+        game_server::{Game, GameServer},
+    },
+    matchmaking::v1::matchmaking_client::MatchmakingClient,
+};
+use matchmaking::{
+    Config, Deps, MatchmakingError,
+    clock::ManualClock,
+    metrics::Metrics,
+    settings::Settings,
+    store::{MemoryStore, RedisStore, Store},
+    upstream::{GrpcGame, RatingSource},
+};
+use tokio::net::TcpListener;
+use tokio_stream::Stream;
+use tokio_util::sync::CancellationToken;
+use tonic::{Request, Response, Status, Streaming, transport::Channel};
+use uuid::Uuid;
+
+/// Where the tests' Redis is: `REDIS_URL`, else the Makefile's default.
+/// Tests needing Redis fail (never skip) when it is not there.
+pub fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+/// A key prefix no other test uses.
+pub fn unique_prefix() -> String {
+    format!("test:mm:{}", Uuid::now_v7().simple())
+}
+
+pub async fn redis_store(prefix: &str) -> Arc<dyn Store> {
+    Arc::new(
+        RedisStore::connect(&redis_url(), prefix)
+            .await
+            .expect("Redis must be reachable at REDIS_URL for these tests"),
+    )
+}
+
+/// A game-session stand-in: records CreateRoom/SeatPlayer, answers like the
+/// real one (idempotent), or UNAVAILABLE when told to.
+#[derive(Default)]
+pub struct FakeGame {
+    pub unavailable: AtomicBool,
+    pub created: Mutex<Vec<CreateRoomRequest>>,
+    pub seated: Mutex<Vec<SeatPlayerRequest>>,
+    rooms: Mutex<HashMap<String, CreateRoomRequest>>,
+    pub calls: AtomicU64,
+}
+
+impl FakeGame {
+    pub fn set_unavailable(&self, down: bool) {
+        self.unavailable.store(down, Ordering::SeqCst);
+    }
+
+    pub fn created(&self) -> Vec<CreateRoomRequest> {
+        self.created.lock().unwrap().clone()
+    }
+}
+
+#[derive(Clone)]
+struct FakeGameService(Arc<FakeGame>);
+
+#[tonic::async_trait]
+impl Game for FakeGameService {
+    type PlayStream = Pin<Box<dyn Stream<Item = Result<ServerEvent, Status>> + Send>>;
+
+    async fn play(
+        &self,
+        _request: Request<Streaming<ClientMessage>>,
+    ) -> Result<Response<Self::PlayStream>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+
+    async fn create_room(
+        &self,
+        request: Request<CreateRoomRequest>,
+    ) -> Result<Response<CreateRoomResponse>, Status> {
+        auth::require_role(&auth::caller(&request)?, Role::Service)?;
+        self.0.calls.fetch_add(1, Ordering::SeqCst);
+        if self.0.unavailable.load(Ordering::SeqCst) {
+            return Err(Status::unavailable("fake game-session is down"));
+        }
+        let request = request.into_inner();
+        self.0.created.lock().unwrap().push(request.clone());
+        let created = self
+            .0
+            .rooms
+            .lock()
+            .unwrap()
+            .insert(request.room_id.clone(), request.clone())
+            .is_none();
+        Ok(Response::new(CreateRoomResponse {
+            room_id: request.room_id,
+            settings: request.settings,
+            created,
+        }))
+    }
+
+    async fn seat_player(
+        &self,
+        request: Request<SeatPlayerRequest>,
+    ) -> Result<Response<SeatPlayerResponse>, Status> {
+        auth::require_role(&auth::caller(&request)?, Role::Service)?;
+        self.0.calls.fetch_add(1, Ordering::SeqCst);
+        if self.0.unavailable.load(Ordering::SeqCst) {
+            return Err(Status::unavailable("fake game-session is down"));
+        }
+        let request = request.into_inner();
+        self.0.seated.lock().unwrap().push(request.clone());
+        let rooms = self.0.rooms.lock().unwrap();
+        let room = rooms
+            .get(&request.room_id)
+            .ok_or_else(|| Status::not_found("no such room"))?;
+        Ok(Response::new(SeatPlayerResponse {
+            seat: request.preferred_seat.unwrap_or(0),
+            settings: room.settings,
+            ranked: room.ranked,
+        }))
+    }
+}
+
+/// Ratings by user id (1500 when unknown).
+#[derive(Default)]
+pub struct MapRatings(pub Mutex<HashMap<Uuid, f64>>);
+
+impl MapRatings {
+    pub fn set(&self, user: Uuid, rating: f64) {
+        self.0.lock().unwrap().insert(user, rating);
+    }
+}
+
+#[tonic::async_trait]
+impl RatingSource for MapRatings {
+    async fn rating(&self, caller: &Caller, _bearer: &str) -> Result<f64, MatchmakingError> {
+        Ok(*self
+            .0
+            .lock()
+            .unwrap()
+            .get(&caller.user_id)
+            .unwrap_or(&1500.0))
+    }
+}
+
+/// Everything replicas of one test share: tokens, time, game-session,
+/// ratings, and the Redis prefix.
+pub struct Env {
+    pub issuer: Arc<TokenIssuer>,
+    pub clock: ManualClock,
+    pub game: Arc<FakeGame>,
+    pub game_addr: SocketAddr,
+    pub ratings: Arc<MapRatings>,
+    pub prefix: String,
+    pub settings: Settings,
+    pub shutdown: CancellationToken,
+}
+
+/// Test defaults: fast ticks and heartbeats (real time), everything else on
+/// the manual clock.
+pub fn test_settings() -> Settings {
+    let mut s = Settings::from_env(Vec::<(String, String)>::new()).unwrap();
+    s.queue.tick_millis = 20;
+    s.queue.heartbeat_millis = 100;
+    s.queue.window_start = 50.0;
+    s.queue.window_growth_per_second = 10.0;
+    s.queue.window_max = 300.0;
+    s.queue.bot_fill_after_seconds = 20;
+    s.queue.ticket_ttl_seconds = 15;
+    s.queue.resume_grace_seconds = 30;
+    s.rooms.wrong_code_max = 3;
+    s
+}
+
+impl Env {
+    pub async fn new() -> Env {
+        Env::with_settings(test_settings()).await
+    }
+
+    pub async fn with_settings(settings: Settings) -> Env {
+        let issuer = Arc::new(TokenIssuer::new(
+            SigningKey::generate(),
+            "basra-accounts",
+            "basra",
+        ));
+        let game = Arc::new(FakeGame::default());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let game_addr = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let service = FakeGameService(game.clone());
+        let auth = AuthLayer::new(issuer.verifier(), &[]);
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            tonic::transport::Server::builder()
+                .layer(auth)
+                .add_service(GameServer::new(service))
+                .serve_with_incoming_shutdown(incoming, stop.cancelled_owned())
+                .await
+                .unwrap();
+        });
+        Env {
+            issuer,
+            clock: ManualClock::new(1_800_000_000_000),
+            game,
+            game_addr,
+            ratings: Arc::new(MapRatings::default()),
+            prefix: unique_prefix(),
+            settings,
+            shutdown,
+        }
+    }
+
+    pub fn token(&self, user: Uuid, guest: bool) -> String {
+        self.issuer
+            .issue(
+                &Caller {
+                    user_id: user,
+                    role: Role::Player,
+                    guest,
+                },
+                Duration::from_secs(3600),
+            )
+            .unwrap()
+            .token
+    }
+
+    fn service_token(&self) -> String {
+        self.issuer
+            .issue(
+                &Caller {
+                    user_id: Uuid::now_v7(),
+                    role: Role::Service,
+                    guest: false,
+                },
+                Duration::from_secs(3600),
+            )
+            .unwrap()
+            .token
+    }
+
+    /// A replica on Redis (shared by every replica of this env).
+    pub async fn replica(&self) -> Replica {
+        let store = redis_store(&self.prefix).await;
+        self.replica_with(store).await
+    }
+
+    /// A replica on the given store.
+    pub async fn replica_with(&self, store: Arc<dyn Store>) -> Replica {
+        self.replica_with_game(store, &format!("http://{}", self.game_addr))
+            .await
+    }
+
+    pub async fn replica_with_game(&self, store: Arc<dyn Store>, game_url: &str) -> Replica {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let metrics = Arc::new(Metrics::new());
+        let deps = Deps {
+            store: store.clone(),
+            game: Arc::new(
+                GrpcGame::new(game_url, &self.service_token(), Duration::from_secs(5)).unwrap(),
+            ),
+            ratings: self.ratings.clone(),
+            clock: Arc::new(self.clock.clone()),
+            metrics: metrics.clone(),
+        };
+        let config = Config {
+            queue: self.settings.queue.clone(),
+            rooms: self.settings.rooms.clone(),
+            drain: Duration::from_millis(200),
+        };
+        let shutdown = self.shutdown.child_token();
+        tokio::spawn(matchmaking::run(
+            listener,
+            config,
+            self.issuer.verifier(),
+            deps,
+            shutdown.clone(),
+        ));
+        Replica {
+            addr,
+            store,
+            metrics,
+            shutdown,
+        }
+    }
+
+    /// A replica on a fresh in-memory store.
+    pub async fn memory_replica(&self) -> Replica {
+        self.replica_with(Arc::new(MemoryStore::new())).await
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        forget_prefix(&self.prefix);
+    }
+}
+
+/// Deletes a test's keys (best effort, on a plain thread: Drop cannot
+/// await).
+pub fn forget_prefix(prefix: &str) {
+    let pattern = format!("{prefix}:*");
+    let _ = std::thread::spawn(move || {
+        let Ok(client) = redis::Client::open(redis_url()) else {
+            return;
+        };
+        let Ok(mut conn) = client.get_connection() else {
+            return;
+        };
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(&pattern)
+            .query(&mut conn)
+            .unwrap_or_default();
+        for chunk in keys.chunks(500) {
+            let _: redis::RedisResult<()> = redis::cmd("UNLINK").arg(chunk).query(&mut conn);
+        }
+    })
+    .join();
+}
+
+pub struct Replica {
+    pub addr: SocketAddr,
+    pub store: Arc<dyn Store>,
+    pub metrics: Arc<Metrics>,
+    pub shutdown: CancellationToken,
+}
+
+impl Replica {
+    /// A client on a new connection.
+    pub async fn client(&self) -> MatchmakingClient<Channel> {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", self.addr))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        MatchmakingClient::new(channel)
+    }
+}
+
+/// `message` with `authorization: Bearer <token>`.
+pub fn authed<T>(message: T, token: &str) -> Request<T> {
+    let mut request = Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request
+}
+
+/// Polls `check` every 10 ms until it holds or `timeout` passes.
+pub async fn eventually<F, Fut>(timeout: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if check().await {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

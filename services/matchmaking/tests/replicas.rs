@@ -1,0 +1,245 @@
+//! Two replicas, one Redis, 1,000 players: every ticket is matched exactly
+//! once or is still queued, and every pair respects the rating window at
+//! the time it formed.
+
+mod common;
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use basra_proto::basra::matchmaking::v1::{FindMatchRequest, find_match_update::Update};
+use common::{Env, authed};
+use matchmaking::store::TicketState;
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use uuid::Uuid;
+
+const PLAYERS: usize = 1000;
+/// Streams per HTTP/2 connection (servers allow a few hundred each).
+const STREAMS_PER_CONNECTION: usize = 100;
+
+#[derive(Debug, Clone)]
+struct Seen {
+    room_id: String,
+    seat: u32,
+    phase: usize,
+    updates_after_match: usize,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_tickets_across_two_replicas() {
+    let mut settings = common::test_settings();
+    settings.queue.heartbeat_millis = 250;
+    settings.queue.ticket_ttl_seconds = 3600; // the test jumps the clock
+    settings.queue.resume_grace_seconds = 3600; // results outlive the test
+    settings.queue.max_groups_per_round = 16; // so both replicas take part
+    let env = Env::with_settings(settings).await;
+    let window = env.settings.queue.window();
+    let replicas = [env.replica().await, env.replica().await];
+
+    let mut rng = StdRng::seed_from_u64(20_261_001);
+    let players: Vec<(Uuid, f64)> = (0..PLAYERS)
+        .map(|_| {
+            let rating = (rng.random_range(1000.0..2000.0f64) * 100.0).round() / 100.0;
+            (Uuid::now_v7(), rating)
+        })
+        .collect();
+    for (user, rating) in &players {
+        env.ratings.set(*user, *rating);
+    }
+    let rating_of: HashMap<String, f64> =
+        players.iter().map(|(u, r)| (u.to_string(), *r)).collect();
+
+    let phase = Arc::new(Mutex::new(0usize));
+    let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let resumes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen: Arc<Mutex<HashMap<String, Seen>>> = Arc::default();
+    let mut clients = Vec::new();
+    for replica in &replicas {
+        for _ in 0..PLAYERS / 2 / STREAMS_PER_CONNECTION {
+            clients.push(replica.client().await);
+        }
+    }
+    let mut tasks = Vec::new();
+    for (i, (user, _)) in players.iter().enumerate() {
+        let mut client = clients[i % clients.len()].clone();
+        let token = env.token(*user, false);
+        let (seen, phase, started, resumes) = (
+            seen.clone(),
+            phase.clone(),
+            started.clone(),
+            resumes.clone(),
+        );
+        let user = user.to_string();
+        tasks.push(tokio::spawn(async move {
+            let request = FindMatchRequest {
+                ticket_id: format!("t-{user}"),
+                ranked: true,
+                preset: None,
+                allow_bots: Some(false),
+            };
+            let mut first = true;
+            // As the API asks: on UNAVAILABLE, search again with the same
+            // ticket (the place in the queue is kept).
+            'search: loop {
+                let mut stream = match client.find_match(authed(request.clone(), &token)).await {
+                    Ok(response) => response.into_inner(),
+                    Err(status) if status.code() == tonic::Code::Unavailable => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                    Err(status) => panic!("{status}"),
+                };
+                loop {
+                    let message = match stream.message().await {
+                        Ok(Some(message)) => message,
+                        Ok(None) => break 'search,
+                        Err(status) if status.code() == tonic::Code::Unavailable => {
+                            resumes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            continue 'search;
+                        }
+                        Err(status) => panic!("{status}"),
+                    };
+                    if first {
+                        first = false;
+                        started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    if let Some(Update::Matched(m)) = message.update {
+                        let p = *phase.lock().unwrap();
+                        let mut seen = seen.lock().unwrap();
+                        if let Some(previous) = seen.get_mut(&user) {
+                            // A resume may repeat the same match; another
+                            // room would be a double match.
+                            if previous.room_id != m.room_id {
+                                previous.updates_after_match += 1;
+                            }
+                        } else {
+                            seen.insert(
+                                user.clone(),
+                                Seen {
+                                    room_id: m.room_id,
+                                    seat: m.seat,
+                                    phase: p,
+                                    updates_after_match: 0,
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+        }));
+    }
+
+    // Phases of controlled time: everyone queued at T0; then the clock jumps
+    // and the replicas settle (no new match for a while) before the next.
+    let t0 = matchmaking::clock::Clock::now_ms(&env.clock);
+    let offsets = [0i64, 2_000, 5_000, 10_000, 20_000, 40_000];
+    let mut matched_at_phase = Vec::new();
+    for (p, offset) in offsets.iter().enumerate() {
+        *phase.lock().unwrap() = p;
+        env.clock.set(t0 + offset);
+        // Every search is in before time moves (opening 1,000 streams takes
+        // a while in a debug build: each token is verified).
+        while started.load(std::sync::atomic::Ordering::SeqCst) < PLAYERS {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut last = usize::MAX;
+        let mut stable_since = tokio::time::Instant::now();
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let n = seen.lock().unwrap().len();
+            if n != last {
+                last = n;
+                stable_since = tokio::time::Instant::now();
+            } else if stable_since.elapsed() > Duration::from_millis(1_500) {
+                break;
+            }
+        }
+        matched_at_phase.push(last);
+    }
+    let seen = seen.lock().unwrap().clone();
+
+    // Rooms from game-session's point of view: each user in at most one.
+    let created = env.game.created();
+    let mut room_of_user: HashMap<String, String> = HashMap::new();
+    let mut rooms: HashMap<String, Vec<String>> = HashMap::new();
+    for room in &created {
+        let users: Vec<String> = room
+            .seats
+            .iter()
+            .filter_map(|s| match &s.occupant {
+                Some(basra_proto::basra::game::v1::seat_assignment::Occupant::UserId(u)) => {
+                    Some(u.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(users.len(), 2, "a full 2-seat room of players");
+        if let Some(existing) = rooms.insert(room.room_id.clone(), users.clone()) {
+            assert_eq!(existing, users, "a retried CreateRoom has the same seats");
+            continue;
+        }
+        for u in users {
+            if let Some(other) = room_of_user.insert(u.clone(), room.room_id.clone()) {
+                panic!("{u} was put in two rooms: {other} and {}", room.room_id);
+            }
+        }
+    }
+
+    // Every matched player saw exactly one `matched`, for the room game-session
+    // made with them, and every pair respects the window of its phase.
+    for (user, s) in &seen {
+        assert_eq!(s.updates_after_match, 0, "{user} was matched twice");
+        assert_eq!(room_of_user.get(user), Some(&s.room_id));
+    }
+    for (room, users) in &rooms {
+        let (a, b) = (&seen[&users[0]], &seen[&users[1]]);
+        assert_eq!(a.room_id, *room);
+        assert_ne!(a.seat, b.seat);
+        let formed_by = offsets[a.phase.max(b.phase)];
+        let diff = (rating_of[&users[0]] - rating_of[&users[1]]).abs();
+        let allowed = window.width(formed_by);
+        assert!(
+            diff <= allowed + 1e-9,
+            "room {room}: ratings {diff} apart, window {allowed} at +{formed_by} ms"
+        );
+    }
+    // Everyone else is still queued, nobody lost.
+    let store = &replicas[0].store;
+    let mut queued = 0;
+    for (user, _) in &players {
+        let user = user.to_string();
+        let view = store
+            .poll(&format!("t-{user}"), t0 + 40_000, 3_600_000)
+            .await
+            .unwrap()
+            .expect("no ticket is lost");
+        match view.state {
+            TicketState::Matched(_) => assert!(seen.contains_key(&user)),
+            TicketState::Queued => {
+                assert!(!seen.contains_key(&user));
+                queued += 1;
+            }
+            other => panic!("{user}: {other:?}"),
+        }
+    }
+    assert_eq!(seen.len() + queued, PLAYERS);
+    assert_eq!(seen.len(), rooms.len() * 2);
+    let per_replica: Vec<u64> = replicas.iter().map(|r| r.metrics.matches()).collect();
+    assert_eq!(per_replica.iter().sum::<u64>() as usize, rooms.len());
+    assert!(
+        per_replica.iter().all(|n| *n > 0),
+        "both replicas formed groups: {per_replica:?}"
+    );
+    eprintln!(
+        "matched {} of {PLAYERS} (cumulative per phase {matched_at_phase:?}), {queued} still queued, rooms per replica {per_replica:?}, resumes after UNAVAILABLE {}",
+        seen.len(),
+        resumes.load(std::sync::atomic::Ordering::SeqCst)
+    );
+    assert!(seen.len() >= PLAYERS * 9 / 10, "most players are matched");
+    for task in tasks {
+        task.abort();
+    }
+}

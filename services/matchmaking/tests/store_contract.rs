@@ -1,0 +1,666 @@
+//! One contract for every [`Store`]: each scenario runs against the
+//! in-memory store and against real Redis (a fresh key prefix per test).
+
+mod common;
+
+use std::sync::Arc;
+
+use basra_engine::Settings;
+use matchmaking::{
+    clock::Millis,
+    domain::{Format, PairingParams, WindowParams},
+    store::{
+        CancelCause, CancelOutcome, CommitOutcome, Group, LobbyFilter, MatchRecord, NewTicket,
+        Occupant, RoomRecord, RoomStatus, Store, TakeSeat, TicketState,
+    },
+};
+
+const T0: Millis = 1_800_000_000_000;
+const TTL: Millis = 15_000;
+const GRACE: Millis = 30_000;
+
+const RANKED2: Format = Format {
+    ranked: true,
+    seats: 2,
+    target_score: 101,
+};
+const UNRANKED2: Format = Format {
+    ranked: false,
+    seats: 2,
+    target_score: 101,
+};
+const RANKED4: Format = Format {
+    ranked: true,
+    seats: 4,
+    target_score: 101,
+};
+
+fn params() -> PairingParams {
+    PairingParams {
+        window: WindowParams {
+            start: 50.0,
+            growth_per_second: 10.0,
+            max: 300.0,
+        },
+        bot_after_ms: 20_000,
+        lease_ms: 10_000,
+        max_groups: 100,
+        scan_limit: 1000,
+        candidates: 16,
+        min_round_interval_ms: 0,
+    }
+}
+
+fn rooms(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| format!("room-{i}-{}", uuid::Uuid::now_v7()))
+        .collect()
+}
+
+fn ticket(id: &str, user: &str, format: Format, rating: f64) -> NewTicket {
+    NewTicket {
+        id: id.into(),
+        user_id: user.into(),
+        guest: false,
+        format,
+        rating,
+        allow_bots: false,
+    }
+}
+
+async fn put(store: &dyn Store, id: &str, format: Format, rating: f64, now: Millis) {
+    store
+        .enqueue(
+            ticket(id, &format!("u-{id}"), format, rating),
+            now,
+            TTL,
+            GRACE,
+        )
+        .await
+        .unwrap();
+}
+
+fn record(group: &Group, seat: usize) -> MatchRecord {
+    MatchRecord {
+        room_id: group.room_id.clone(),
+        seat: seat as u32,
+        ranked: group.format.ranked,
+        settings: group.format.settings(),
+        seats: group
+            .members
+            .iter()
+            .map(|m| Occupant::Player {
+                user_id: m.user_id.clone(),
+                guest: m.guest,
+                rating: Some(m.rating),
+            })
+            .collect(),
+    }
+}
+
+fn records(group: &Group) -> Vec<(String, MatchRecord)> {
+    group
+        .members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.ticket_id.clone(), record(group, i)))
+        .collect()
+}
+
+fn ids(group: &Group) -> Vec<&str> {
+    group.members.iter().map(|m| m.ticket_id.as_str()).collect()
+}
+
+async fn queue_positions_and_resume(store: Arc<dyn Store>) {
+    let s = &*store;
+    put(s, "a", RANKED2, 1000.0, T0).await;
+    put(s, "b", RANKED2, 2000.0, T0 + 1).await;
+    let v = s.poll("b", T0 + 2, TTL).await.unwrap().unwrap();
+    assert_eq!((v.position, v.waiting), (2, 2));
+    assert_eq!(v.state, TicketState::Queued);
+    assert_eq!(v.enqueued_ms, T0 + 1);
+    // Another account cannot take the id.
+    let err = s
+        .enqueue(ticket("b", "intruder", RANKED2, 1.0), T0, TTL, GRACE)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("another account"), "{err}");
+    // A dropped stream leaves the pool; a resume comes back at its place.
+    s.detach("a", T0 + 3, GRACE).await.unwrap();
+    let v = s.poll("b", T0 + 3, TTL).await.unwrap().unwrap();
+    assert_eq!((v.position, v.waiting), (1, 1));
+    let e = s
+        .enqueue(ticket("a", "u-a", RANKED2, 1234.0), T0 + 4, TTL, GRACE)
+        .await
+        .unwrap();
+    assert!(e.resumed);
+    assert_eq!(e.view.enqueued_ms, T0, "the original queue time is kept");
+    assert_eq!(e.view.rating, 1000.0);
+    assert_eq!((e.view.position, e.view.waiting), (1, 2));
+    let lengths = s.queue_lengths().await.unwrap();
+    assert_eq!(lengths, vec![(RANKED2, 2)]);
+}
+
+async fn pairs_within_the_window_and_widens_with_time(store: Arc<dyn Store>) {
+    let s = &*store;
+    put(s, "a", RANKED2, 1500.0, T0).await;
+    put(s, "b", RANKED2, 1580.0, T0).await;
+    put(s, "c", RANKED2, 1530.0, T0).await;
+    // Window 50: a-c (30) pair, b (50 from c, but c is taken) waits.
+    let groups = s.form_groups(T0, &params(), &rooms(10)).await.unwrap();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(ids(&groups[0]), vec!["a", "c"]);
+    assert_eq!(groups[0].formed_ms, T0);
+    assert_eq!(
+        s.poll("a", T0, TTL).await.unwrap().unwrap().state,
+        TicketState::Pending
+    );
+    // d at 1700: 120 from b. Window at t: 50 + 10/s; b waited since T0, d
+    // since T0+1s: both must accept, so d's window decides.
+    put(s, "d", RANKED2, 1700.0, T0 + 1_000).await;
+    assert!(
+        s.form_groups(T0 + 5_000, &params(), &rooms(10))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // d waited 7 s: 120 → still no (50+70=120 is enough: <=).
+    let groups = s
+        .form_groups(T0 + 7_999, &params(), &rooms(10))
+        .await
+        .unwrap();
+    assert!(groups.is_empty(), "119.99 is not 120");
+    let groups = s
+        .form_groups(T0 + 8_000, &params(), &rooms(10))
+        .await
+        .unwrap();
+    assert_eq!(groups.len(), 1);
+    let mut got = ids(&groups[0]);
+    got.sort();
+    assert_eq!(got, vec!["b", "d"]);
+}
+
+async fn unranked_is_first_come_first_served_and_four_seats_group(store: Arc<dyn Store>) {
+    let s = &*store;
+    put(s, "u1", UNRANKED2, 0.0, T0).await;
+    put(s, "u2", UNRANKED2, 0.0, T0 + 1).await;
+    put(s, "u3", UNRANKED2, 0.0, T0 + 2).await;
+    for (i, r) in [1500.0, 1510.0, 1900.0, 1520.0, 1530.0].iter().enumerate() {
+        put(s, &format!("f{i}"), RANKED4, *r, T0 + i as i64).await;
+    }
+    let groups = s.form_groups(T0 + 10, &params(), &rooms(10)).await.unwrap();
+    assert_eq!(groups.len(), 2);
+    let four = groups.iter().find(|g| g.format == RANKED4).unwrap();
+    let mut got = ids(four);
+    got.sort();
+    assert_eq!(got, vec!["f0", "f1", "f3", "f4"]);
+    let two = groups.iter().find(|g| g.format == UNRANKED2).unwrap();
+    assert_eq!(ids(two), vec!["u1", "u2"]);
+    let v = s.poll("u3", T0 + 10, TTL).await.unwrap().unwrap();
+    assert_eq!((v.position, v.waiting), (1, 1));
+}
+
+async fn commit_matches_and_cancel_answers_where_to_play(store: Arc<dyn Store>) {
+    let s = &*store;
+    let mut events = s.subscribe();
+    put(s, "a", UNRANKED2, 0.0, T0).await;
+    put(s, "b", UNRANKED2, 0.0, T0).await;
+    let g = s
+        .form_groups(T0, &params(), &rooms(1))
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        s.commit(&g.room_id, &records(&g), T0, GRACE).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    // A second commit (another replica) finds nothing to do.
+    assert_eq!(
+        s.commit(&g.room_id, &records(&g), T0, GRACE).await.unwrap(),
+        CommitOutcome::Gone
+    );
+    let v = s.poll("a", T0, TTL).await.unwrap().unwrap();
+    assert_eq!(v.state, TicketState::Matched(record(&g, 0)));
+    match s
+        .cancel("u-b", "b", CancelCause::ByClient, T0, GRACE)
+        .await
+        .unwrap()
+    {
+        CancelOutcome::AlreadyMatched(r) => assert_eq!(r, record(&g, 1)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        s.cancel("u-a", "nope", CancelCause::ByClient, T0, GRACE)
+            .await
+            .unwrap(),
+        CancelOutcome::NotFound
+    );
+    assert_eq!(
+        s.cancel("someone", "a", CancelCause::ByClient, T0, GRACE)
+            .await
+            .unwrap(),
+        CancelOutcome::NotFound
+    );
+    // Both tickets were announced.
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let id = tokio::time::timeout(std::time::Duration::from_secs(2), events.recv())
+            .await
+            .expect("an event")
+            .unwrap();
+        if !seen.contains(&id) {
+            seen.push(id);
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, vec!["a", "b"]);
+    // A resume of a matched ticket gets the match.
+    let e = s
+        .enqueue(ticket("a", "u-a", UNRANKED2, 0.0), T0 + 5, TTL, GRACE)
+        .await
+        .unwrap();
+    assert!(matches!(e.view.state, TicketState::Matched(_)));
+}
+
+async fn cancel_is_idempotent_and_a_cancelled_member_aborts_its_group(store: Arc<dyn Store>) {
+    let s = &*store;
+    put(s, "a", UNRANKED2, 0.0, T0).await;
+    assert_eq!(
+        s.cancel("u-a", "a", CancelCause::ByClient, T0, GRACE)
+            .await
+            .unwrap(),
+        CancelOutcome::Cancelled
+    );
+    assert_eq!(
+        s.cancel("u-a", "a", CancelCause::ByClient, T0, GRACE)
+            .await
+            .unwrap(),
+        CancelOutcome::Cancelled
+    );
+    assert_eq!(
+        s.poll("a", T0, TTL).await.unwrap().unwrap().state,
+        TicketState::Cancelled(CancelCause::ByClient)
+    );
+    assert!(s.queue_lengths().await.unwrap().is_empty());
+    put(s, "b", UNRANKED2, 0.0, T0 + 1).await;
+    put(s, "c", UNRANKED2, 0.0, T0 + 2).await;
+    let g = s
+        .form_groups(T0 + 3, &params(), &rooms(1))
+        .await
+        .unwrap()
+        .remove(0);
+    // c cancels while the room is being made: b goes back, at its place.
+    s.cancel("u-c", "c", CancelCause::ByClient, T0 + 4, GRACE)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.commit(&g.room_id, &records(&g), T0 + 5, GRACE)
+            .await
+            .unwrap(),
+        CommitOutcome::Aborted
+    );
+    let v = s.poll("b", T0 + 5, TTL).await.unwrap().unwrap();
+    assert_eq!(v.state, TicketState::Queued);
+    assert_eq!((v.position, v.enqueued_ms), (1, T0 + 1));
+}
+
+async fn release_keeps_tickets_for_a_resume(store: Arc<dyn Store>) {
+    let s = &*store;
+    put(s, "a", UNRANKED2, 0.0, T0).await;
+    put(s, "b", UNRANKED2, 0.0, T0).await;
+    let g = s
+        .form_groups(T0, &params(), &rooms(1))
+        .await
+        .unwrap()
+        .remove(0);
+    s.release(&g.room_id, T0 + 1, GRACE).await.unwrap();
+    let v = s.poll("a", T0 + 1, TTL).await.unwrap().unwrap();
+    assert_eq!(v.state, TicketState::Queued);
+    assert!(v.unavailable && !v.attached);
+    // Not in the pool until resumed.
+    assert!(
+        s.form_groups(T0 + 2, &params(), &rooms(1))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    for id in ["a", "b"] {
+        let e = s
+            .enqueue(
+                ticket(id, &format!("u-{id}"), UNRANKED2, 0.0),
+                T0 + 3,
+                TTL,
+                GRACE,
+            )
+            .await
+            .unwrap();
+        assert!(e.resumed && e.view.attached && !e.view.unavailable);
+        assert_eq!(e.view.enqueued_ms, T0);
+    }
+    assert_eq!(
+        s.form_groups(T0 + 4, &params(), &rooms(1))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+async fn stale_groups_are_reclaimed(store: Arc<dyn Store>) {
+    let s = &*store;
+    put(s, "a", UNRANKED2, 0.0, T0).await;
+    put(s, "b", UNRANKED2, 0.0, T0).await;
+    let g = s
+        .form_groups(T0, &params(), &rooms(1))
+        .await
+        .unwrap()
+        .remove(0);
+    assert!(s.reclaim(T0 + 9_999, 10_000, 10).await.unwrap().is_empty());
+    let again = s.reclaim(T0 + 10_000, 10_000, 10).await.unwrap();
+    assert_eq!(again, vec![g.clone()]);
+    // Re-leased: not handed out twice.
+    assert!(s.reclaim(T0 + 10_001, 10_000, 10).await.unwrap().is_empty());
+    assert_eq!(
+        s.commit(&g.room_id, &records(&g), T0 + 10_002, GRACE)
+            .await
+            .unwrap(),
+        CommitOutcome::Committed
+    );
+}
+
+async fn tickets_expire(store: Arc<dyn Store>) {
+    let s = &*store;
+    put(s, "alive", UNRANKED2, 0.0, T0).await;
+    put(s, "dead", RANKED2, 1500.0, T0).await;
+    put(s, "gone", RANKED2, 3000.0, T0).await;
+    s.detach("gone", T0, GRACE).await.unwrap();
+    // Only "alive" keeps its heartbeat.
+    s.poll("alive", T0 + 10_000, TTL).await.unwrap();
+    assert_eq!(s.expire(T0 + TTL - 1, 100).await.unwrap(), 0);
+    assert_eq!(s.expire(T0 + TTL, 100).await.unwrap(), 1);
+    assert!(s.poll("dead", T0 + TTL, TTL).await.unwrap().is_none());
+    assert!(s.poll("gone", T0 + TTL, TTL).await.unwrap().is_some());
+    // The detached one after its grace, and "alive" whose heartbeat stopped
+    // at T0 + 10 s (deadline T0 + 25 s).
+    assert_eq!(s.expire(T0 + GRACE, 100).await.unwrap(), 2);
+    assert!(s.poll("gone", T0 + GRACE, TTL).await.unwrap().is_none());
+    assert!(s.poll("alive", T0 + GRACE, TTL).await.unwrap().is_none());
+}
+
+async fn a_new_search_supersedes_the_old_one(store: Arc<dyn Store>) {
+    let s = &*store;
+    s.enqueue(ticket("one", "me", RANKED2, 1500.0), T0, TTL, GRACE)
+        .await
+        .unwrap();
+    s.enqueue(ticket("two", "me", UNRANKED2, 0.0), T0, TTL, GRACE)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.poll("one", T0, TTL).await.unwrap().unwrap().state,
+        TicketState::Cancelled(CancelCause::Superseded)
+    );
+    assert_eq!(s.queue_lengths().await.unwrap(), vec![(UNRANKED2, 1)]);
+}
+
+async fn bots_fill_after_the_wait(store: Arc<dyn Store>) {
+    let s = &*store;
+    let mut t = ticket("lonely", "u", RANKED2, 1500.0);
+    t.allow_bots = true;
+    s.enqueue(t, T0, TTL, GRACE).await.unwrap();
+    put(s, "far", RANKED2, 2500.0, T0).await;
+    assert!(
+        s.form_groups(T0 + 19_999, &params(), &rooms(5))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let groups = s
+        .form_groups(T0 + 20_000, &params(), &rooms(5))
+        .await
+        .unwrap();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(ids(&groups[0]), vec!["lonely"]);
+    assert_eq!(groups[0].bots(), 1);
+}
+
+fn room(id: &str, code: &str, public: bool, seats: u8, target: u32, ranked: bool) -> RoomRecord {
+    let settings = Settings {
+        seats: if seats == 4 {
+            basra_engine::Seats::Four
+        } else {
+            basra_engine::Seats::Two
+        },
+        target_score: target,
+        ..Settings::default()
+    };
+    let mut occupants = vec![Occupant::Player {
+        user_id: format!("owner-{id}"),
+        guest: false,
+        rating: None,
+    }];
+    occupants.resize(usize::from(seats), Occupant::Open);
+    RoomRecord {
+        id: id.into(),
+        owner: format!("owner-{id}"),
+        settings,
+        ranked,
+        public,
+        code: code.into(),
+        created_ms: T0,
+        seats: occupants,
+        status: RoomStatus::Open,
+        list_seq: 0,
+    }
+}
+
+async fn rooms_seats_codes_and_lobby(store: Arc<dyn Store>) {
+    let s = &*store;
+    assert!(s.claim_code("AAAAAA", "r1").await.unwrap());
+    assert!(!s.claim_code("AAAAAA", "r2").await.unwrap());
+    s.insert_room(&room("r1", "AAAAAA", true, 2, 101, false))
+        .await
+        .unwrap();
+    s.claim_code("BBBBBB", "r2").await.unwrap();
+    s.insert_room(&room("r2", "BBBBBB", false, 2, 101, false))
+        .await
+        .unwrap();
+    s.claim_code("CCCCCC", "r3").await.unwrap();
+    s.insert_room(&room("r3", "CCCCCC", true, 4, 51, true))
+        .await
+        .unwrap();
+    for i in 0..5 {
+        s.insert_room(&room(
+            &format!("p{i}"),
+            &format!("P{i}PPPP"),
+            true,
+            2,
+            101,
+            false,
+        ))
+        .await
+        .unwrap();
+    }
+    assert_eq!(
+        s.room_by_code("BBBBBB").await.unwrap().as_deref(),
+        Some("r2")
+    );
+    let r = s.room("r3").await.unwrap().unwrap();
+    assert_eq!(
+        (r.status, r.seats.len(), r.ranked),
+        (RoomStatus::Open, 4, true)
+    );
+
+    // Lobby: public only, oldest first, filters, pages.
+    let all = s
+        .list_public(LobbyFilter::default(), 0, 100, 1000)
+        .await
+        .unwrap();
+    let names: Vec<_> = all.rooms.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(names, vec!["r1", "r3", "p0", "p1", "p2", "p3", "p4"]);
+    assert_eq!(all.next, None);
+    let four = LobbyFilter {
+        seats: Some(4),
+        ..Default::default()
+    };
+    let page = s.list_public(four, 0, 100, 1000).await.unwrap();
+    assert_eq!(page.rooms.len(), 1);
+    assert_eq!(page.rooms[0].id, "r3");
+    let ranked = LobbyFilter {
+        ranked: Some(false),
+        target_score: Some(101),
+        ..Default::default()
+    };
+    let mut seen = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = s.list_public(ranked, after, 2, 1000).await.unwrap();
+        seen.extend(page.rooms.iter().map(|r| r.id.clone()));
+        match page.next {
+            Some(n) => after = n,
+            None => break,
+        }
+    }
+    assert_eq!(seen, vec!["r1", "p0", "p1", "p2", "p3", "p4"]);
+
+    // Seats: idempotent, preferred, full leaves the lobby and kills the code.
+    assert_eq!(
+        s.take_seat("r3", "x", false, Some(7)).await.unwrap(),
+        TakeSeat::NoSuchSeat
+    );
+    assert_eq!(
+        s.take_seat("r3", "x", false, Some(2)).await.unwrap(),
+        TakeSeat::Seated {
+            seat: 2,
+            full: false
+        }
+    );
+    assert_eq!(
+        s.take_seat("r3", "y", false, Some(2)).await.unwrap(),
+        TakeSeat::SeatTaken
+    );
+    assert_eq!(
+        s.take_seat("r3", "x", false, None).await.unwrap(),
+        TakeSeat::Already { seat: 2 }
+    );
+    assert_eq!(
+        s.take_seat("r3", "y", true, None).await.unwrap(),
+        TakeSeat::Seated {
+            seat: 1,
+            full: false
+        }
+    );
+    assert_eq!(
+        s.take_seat("r3", "z", false, None).await.unwrap(),
+        TakeSeat::Seated {
+            seat: 3,
+            full: true
+        }
+    );
+    assert_eq!(
+        s.take_seat("r3", "w", false, None).await.unwrap(),
+        TakeSeat::Full
+    );
+    assert_eq!(s.room_by_code("CCCCCC").await.unwrap(), None);
+    let r = s.room("r3").await.unwrap().unwrap();
+    assert_eq!(r.status, RoomStatus::Full);
+    assert_eq!(
+        r.seats[1],
+        Occupant::Player {
+            user_id: "y".into(),
+            guest: true,
+            rating: None
+        }
+    );
+    let page = s.list_public(four, 0, 100, 1000).await.unwrap();
+    assert!(page.rooms.is_empty());
+    // Undoing a seat (game-session refused) reopens and relists.
+    s.free_seat("r3", 3, "z").await.unwrap();
+    assert_eq!(
+        s.room_by_code("CCCCCC").await.unwrap().as_deref(),
+        Some("r3")
+    );
+    assert_eq!(
+        s.list_public(four, 0, 100, 1000).await.unwrap().rooms.len(),
+        1
+    );
+    // Closing.
+    s.close_room("r1").await.unwrap();
+    assert_eq!(s.room_by_code("AAAAAA").await.unwrap(), None);
+    assert_eq!(
+        s.take_seat("r1", "q", false, None).await.unwrap(),
+        TakeSeat::Closed
+    );
+    assert_eq!(
+        s.take_seat("nope", "q", false, None).await.unwrap(),
+        TakeSeat::NotFound
+    );
+    // A scan cap ends a page early, with a token to go on.
+    let page = s
+        .list_public(LobbyFilter::default(), 0, 100, 2)
+        .await
+        .unwrap();
+    assert_eq!(page.rooms.len(), 2);
+    assert!(page.next.is_some());
+}
+
+async fn requests_and_wrong_codes(store: Arc<dyn Store>) {
+    let s = &*store;
+    assert_eq!(
+        s.claim_request("u", "req", "room-1").await.unwrap(),
+        "room-1"
+    );
+    assert_eq!(
+        s.claim_request("u", "req", "room-2").await.unwrap(),
+        "room-1"
+    );
+    assert_eq!(
+        s.claim_request("v", "req", "room-3").await.unwrap(),
+        "room-3"
+    );
+    assert_eq!(s.wrong_codes("u", 7).await.unwrap(), 0);
+    assert_eq!(s.add_wrong_code("u", 7, 60_000).await.unwrap(), 1);
+    assert_eq!(s.add_wrong_code("u", 7, 60_000).await.unwrap(), 2);
+    assert_eq!(s.wrong_codes("u", 7).await.unwrap(), 2);
+    assert_eq!(s.wrong_codes("u", 8).await.unwrap(), 0);
+    assert_eq!(s.wrong_codes("v", 7).await.unwrap(), 0);
+}
+
+macro_rules! contract {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(Arc::new(matchmaking::store::MemoryStore::new())).await;
+                }
+            )*
+        }
+        mod redis {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let prefix = common::unique_prefix();
+                    super::$name(common::redis_store(&prefix).await).await;
+                    common::forget_prefix(&prefix);
+                }
+            )*
+        }
+    };
+}
+
+contract!(
+    queue_positions_and_resume,
+    pairs_within_the_window_and_widens_with_time,
+    unranked_is_first_come_first_served_and_four_seats_group,
+    commit_matches_and_cancel_answers_where_to_play,
+    cancel_is_idempotent_and_a_cancelled_member_aborts_its_group,
+    release_keeps_tickets_for_a_resume,
+    stale_groups_are_reclaimed,
+    tickets_expire,
+    a_new_search_supersedes_the_old_one,
+    bots_fill_after_the_wait,
+    rooms_seats_codes_and_lobby,
+    requests_and_wrong_codes,
+);
