@@ -4,10 +4,10 @@
 
 use std::collections::HashSet;
 
-use basra_engine::settings::{KomiBasra, MajorityTie, Seats};
-use basra_engine::{Card, Rank, Settings, Suit};
+use basra_engine::{Card, Settings};
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::common::v1 as common;
+use basra_proto::convert::{ConvertError, card_from_pb, settings_from_pb};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -212,12 +212,11 @@ impl MatchRecord {
     pub fn from_proto(record: pb::MatchRecord) -> Result<MatchRecord> {
         let match_id = parse_opaque_id("record.match_id", &record.match_id)?;
         let room_id = parse_opaque_id("record.room_id", &record.room_id)?;
-        let settings = settings_from_proto(
-            record
-                .settings
-                .as_ref()
-                .ok_or_else(|| AccountsError::invalid("record.settings", "is missing"))?,
-        )?;
+        let settings =
+            settings_from_pb(Some(record.settings.as_ref().ok_or_else(|| {
+                AccountsError::invalid("record.settings", "is missing")
+            })?))
+            .map_err(|e| AccountsError::invalid("record", e.to_string()))?;
         let seat_count = usize::from(settings.seat_count());
 
         if record.seats.len() != seat_count {
@@ -402,7 +401,11 @@ fn action_from_proto(
     }
     let kind = match &action.action {
         Some(pb::recorded_action::Action::Play(play)) => {
-            let card = card_from_proto(play.card.as_ref())
+            let card = play
+                .card
+                .as_ref()
+                .ok_or_else(|| ConvertError("a card is missing".into()))
+                .and_then(card_from_pb)
                 .map_err(|e| AccountsError::invalid(field, format!("action {index}: {e}")))?;
             let capture = match &play.capture_choice {
                 None => None,
@@ -410,7 +413,7 @@ fn action_from_proto(
                     choice
                         .cards
                         .iter()
-                        .map(|c| card_from_proto(Some(c)))
+                        .map(card_from_pb)
                         .collect::<std::result::Result<Vec<_>, _>>()
                         .map_err(|e| {
                             AccountsError::invalid(field, format!("action {index}: capture: {e}"))
@@ -506,22 +509,6 @@ pub fn basras_to_proto(b: BasraCounts) -> common::BasraCounts {
     }
 }
 
-fn card_from_proto(card: Option<&common::Card>) -> std::result::Result<Card, String> {
-    let card = card.ok_or("a card is missing")?;
-    let rank = u8::try_from(card.rank)
-        .ok()
-        .and_then(Rank::new)
-        .ok_or_else(|| format!("rank {} is not a card rank", card.rank))?;
-    let suit = match common::Suit::try_from(card.suit) {
-        Ok(common::Suit::Clubs) => Suit::Clubs,
-        Ok(common::Suit::Diamonds) => Suit::Diamonds,
-        Ok(common::Suit::Hearts) => Suit::Hearts,
-        Ok(common::Suit::Spades) => Suit::Spades,
-        _ => return Err(format!("suit {} is not a card suit", card.suit)),
-    };
-    Ok(Card::new(rank, suit))
-}
-
 fn timestamp(field: &'static str, ts: Option<&prost_types::Timestamp>) -> Result<DateTime<Utc>> {
     let ts = ts.ok_or_else(|| AccountsError::invalid(field, "is missing"))?;
     let nanos =
@@ -536,78 +523,5 @@ pub fn timestamp_to_proto(t: DateTime<Utc>) -> prost_types::Timestamp {
     prost_types::Timestamp {
         seconds: t.timestamp(),
         nanos: t.timestamp_subsec_nanos() as i32,
-    }
-}
-
-/// The engine settings of a proto `RuleSettings`: unset fields take the
-/// defaults; out-of-range values are INVALID_ARGUMENT.
-pub fn settings_from_proto(s: &common::RuleSettings) -> Result<Settings> {
-    let field = "record.settings";
-    let d = Settings::default();
-    let seats = match s.seats {
-        None | Some(2) => Seats::Two,
-        Some(4) => Seats::Four,
-        Some(n) => {
-            return Err(AccountsError::invalid(
-                field,
-                format!("seats must be 2 or 4, not {n}"),
-            ));
-        }
-    };
-    let komi_basra = match s.komi_basra.map(common::KomiBasra::try_from) {
-        None | Some(Ok(common::KomiBasra::Unspecified)) => d.komi_basra,
-        Some(Ok(common::KomiBasra::AnyValue)) => KomiBasra::AnyValue,
-        Some(Ok(common::KomiBasra::SumAtMost10)) => KomiBasra::SumAtMost10,
-        Some(Ok(common::KomiBasra::SingleCard)) => KomiBasra::SingleCard,
-        Some(Err(_)) => return Err(AccountsError::invalid(field, "komi_basra is unknown")),
-    };
-    let majority_tie = match s.majority_tie.map(common::MajorityTie::try_from) {
-        None | Some(Ok(common::MajorityTie::Unspecified)) => d.majority_tie,
-        Some(Ok(common::MajorityTie::Nobody)) => MajorityTie::Nobody,
-        Some(Ok(common::MajorityTie::Both)) => MajorityTie::Both,
-        Some(Ok(common::MajorityTie::CarryOver)) => MajorityTie::CarryOver,
-        Some(Err(_)) => return Err(AccountsError::invalid(field, "majority_tie is unknown")),
-    };
-    Settings {
-        seats,
-        clean_start_table: s.clean_start_table.unwrap_or(d.clean_start_table),
-        allow_partial_capture: s.allow_partial_capture.unwrap_or(d.allow_partial_capture),
-        komi_basra,
-        basra_points: s.basra_points.unwrap_or(d.basra_points),
-        jack_basra_points: s.jack_basra_points.unwrap_or(d.jack_basra_points),
-        komi_basra_points: s.komi_basra_points.unwrap_or(d.komi_basra_points),
-        last_card_basra: s.last_card_basra.unwrap_or(d.last_card_basra),
-        majority_points: s.majority_points.unwrap_or(d.majority_points),
-        majority_tie,
-        card_points: s.card_points.unwrap_or(d.card_points),
-        target_score: s.target_score.unwrap_or(d.target_score),
-    }
-    .validate()
-    .map_err(|e| AccountsError::invalid(field, e.to_string()))
-}
-
-/// The proto form of engine settings, every field set.
-pub fn settings_to_proto(s: &Settings) -> common::RuleSettings {
-    common::RuleSettings {
-        seats: Some(u32::from(s.seat_count())),
-        clean_start_table: Some(s.clean_start_table),
-        allow_partial_capture: Some(s.allow_partial_capture),
-        komi_basra: Some(match s.komi_basra {
-            KomiBasra::AnyValue => common::KomiBasra::AnyValue,
-            KomiBasra::SumAtMost10 => common::KomiBasra::SumAtMost10,
-            KomiBasra::SingleCard => common::KomiBasra::SingleCard,
-        } as i32),
-        basra_points: Some(s.basra_points),
-        jack_basra_points: Some(s.jack_basra_points),
-        komi_basra_points: Some(s.komi_basra_points),
-        last_card_basra: Some(s.last_card_basra),
-        majority_points: Some(s.majority_points),
-        majority_tie: Some(match s.majority_tie {
-            MajorityTie::Nobody => common::MajorityTie::Nobody,
-            MajorityTie::Both => common::MajorityTie::Both,
-            MajorityTie::CarryOver => common::MajorityTie::CarryOver,
-        } as i32),
-        card_points: Some(s.card_points),
-        target_score: Some(s.target_score),
     }
 }

@@ -9,13 +9,14 @@ use basra_platform::ratelimit::RateLimiter;
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::accounts::v1::accounts_server::{Accounts, AccountsServer};
 use basra_proto::basra::common::v1 as common;
+use basra_proto::convert::settings_to_pb;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
 use crate::domain::{self, DeviceId, DisplayName, Password, USERNAME_MAX, Username};
 use crate::error::{AccountsError, Result};
 use crate::password::PasswordHasherPool;
-use crate::record::{MatchRecord, basras_to_proto, settings_to_proto, timestamp_to_proto};
+use crate::record::{MatchRecord, basras_to_proto, timestamp_to_proto};
 use crate::refresh::{NewRefreshToken, TokenState, hash_presented};
 use crate::store::{
     GuestUpgrade, HistoryCursor, HistoryEntry, LeaderboardCursor, LeaderboardRow, LeaderboardRules,
@@ -596,7 +597,7 @@ fn match_summary(e: HistoryEntry) -> pb::MatchSummary {
         match_id: e.match_id,
         room_id: e.room_id,
         ranked: e.ranked,
-        settings: Some(settings_to_proto(&e.settings)),
+        settings: Some(settings_to_pb(&e.settings)),
         seats: e
             .seats
             .into_iter()

@@ -730,7 +730,7 @@ mod cases {
             seats: Some(3),
             ..Default::default()
         });
-        bad_cases.push((r, "record.settings: seats must be 2 or 4"));
+        bad_cases.push((r, "record: settings.seats must be 2 or 4"));
         let mut r = record();
         r.winner_side = Some(2);
         bad_cases.push((r, "record.winner_side"));
