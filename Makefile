@@ -11,14 +11,11 @@ export DATABASE_URL REDIS_URL
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-run: ## Start the whole backend on its embedded defaults (not built yet: see README)
-	@echo "The services (accounts, matchmaking, game-session) are not built yet; see README.md, 'Status'." >&2
-	@echo "What runs today: 'make rules' (the rules tool) and 'make test'." >&2
-	@exit 1
+run: ## Start the whole backend on its embedded defaults (in-memory stores, one port: 50051)
+	$(CARGO) run --quiet -p basra -- dev
 
-play: ## Play in the terminal (not built yet: see README)
-	@echo "The terminal client is not built yet; see README.md, 'Status'." >&2
-	@exit 1
+play: ## Play in the terminal against the backend of `make run` (second terminal)
+	$(CARGO) run --quiet -p basra -- play
 
 rules: ## Run the rules tool: JSON lines on stdin, answers on stdout
 	$(CARGO) run --quiet --release -p basra-rules

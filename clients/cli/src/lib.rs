@@ -1,5 +1,6 @@
 //! `basra`: the terminal client and tools of Basra online.
 //!
+//! - [`dev`]: the whole backend in one process (`basra dev`).
 //! - [`session`]: sign-in and the connection to the one client endpoint.
 //! - [`lobby`]: getting a seat (queue, computer, private code, public lobby).
 //! - [`player`]: playing a room over the `Play` stream, for a person or a bot, resuming
@@ -7,6 +8,7 @@
 //! - [`table`]: the client's model of its game, rebuilt from the events.
 //! - [`render`]: the terminal picture and announcements.
 
+pub mod dev;
 pub mod lobby;
 pub mod player;
 pub mod render;

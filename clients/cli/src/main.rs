@@ -92,6 +92,21 @@ enum Command {
         #[command(subcommand)]
         seat: Option<Seat>,
     },
+    /// Run the whole backend in this process, on one port (in-memory stores by default).
+    Dev {
+        /// Where clients connect.
+        #[arg(long, env = "BASRA_DEV_LISTEN", default_value = "127.0.0.1:50051")]
+        listen: std::net::SocketAddr,
+        /// Keep accounts in this PostgreSQL database instead of memory.
+        #[arg(long, env = "BASRA_DEV_DATABASE_URL")]
+        database_url: Option<String>,
+        /// Keep rooms and the queue in this Redis instead of memory.
+        #[arg(long, env = "BASRA_DEV_REDIS_URL")]
+        redis_url: Option<String>,
+        /// How long the computer thinks before each play, in milliseconds.
+        #[arg(long)]
+        bot_delay_ms: Option<u64>,
+    },
     /// Answer rule questions: JSON lines on stdin (see README, "The rules tool").
     Rules,
 }
@@ -106,6 +121,50 @@ enum BotPolicy {
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Rules => rules(),
+        Command::Dev {
+            listen,
+            database_url,
+            redis_url,
+            bot_delay_ms,
+        } => {
+            let _telemetry = basra_platform::telemetry::init(
+                "basra-dev",
+                &basra_platform::config::TelemetrySettings::default(),
+            )?;
+            let stores = format!(
+                "accounts in {}, rooms and queue in {}",
+                database_url.as_deref().map_or("memory", |_| "PostgreSQL"),
+                redis_url.as_deref().map_or("memory", |_| "Redis"),
+            );
+            let options = basra::dev::DevOptions {
+                listen,
+                database_url,
+                redis_url,
+                bot_delay: bot_delay_ms.map(Duration::from_millis),
+            };
+            basra::dev::run(options, basra_platform::shutdown::on_signal(), |started| {
+                println!(
+                    "basra dev: accounts, matchmaking and game-session on {}",
+                    started.addr
+                );
+                println!("stores: {stores}");
+                println!(
+                    "development signing key {} (tokens die with this process):",
+                    started.kid
+                );
+                println!("{}", started.public_pem.trim_end());
+                println!(
+                    "play:   make play   (or: cargo run -p basra -- play --server http://{})",
+                    started.addr
+                );
+                println!(
+                    "a bot:  cargo run -p basra -- bot --server http://{} computer",
+                    started.addr
+                );
+                println!("stop:   Ctrl-C");
+            })
+            .await
+        }
         Command::Play { connection, seat } => {
             let session = sign_in(&connection).await?;
             println!("signed in as {}", session.display_name);

@@ -40,7 +40,17 @@ const RESUME_ATTEMPTS: u32 = 8;
 
 /// Plays `room_id` until the match ends; returns the final model of the table.
 pub async fn play_room(session: &Session, room_id: &str, driver: Driver) -> anyhow::Result<Table> {
-    let mut table = Table::default();
+    resume_room(session, room_id, driver, Table::default()).await
+}
+
+/// Like [`play_room`], from what the client already knows: it rejoins with the last
+/// sequence `table` saw and receives only the events it missed.
+pub async fn resume_room(
+    session: &Session,
+    room_id: &str,
+    driver: Driver,
+    mut table: Table,
+) -> anyhow::Result<Table> {
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     let mut rng = ChaCha8Rng::seed_from_u64(uuid::Uuid::now_v7().as_u128() as u64);
     let mut failures = 0;

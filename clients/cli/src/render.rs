@@ -65,7 +65,7 @@ pub fn board(table: &Table) -> String {
     let _ = writeln!(
         out,
         "round {} · score you {} – {} them · piles you {} – {} them · deck {}",
-        table.round + 1,
+        table.round,
         table.totals[my_side],
         table.totals[1 - my_side],
         table.piles[my_side],
@@ -143,7 +143,7 @@ fn describe(table: &Table, event: &ServerEvent) -> Option<String> {
             table.settings.target_score,
             basra_engine::deck::hex(&started.seed_commitment)
         ),
-        Event::RoundStarted(started) => format!("— round {} —", started.round + 1),
+        Event::RoundStarted(started) => format!("— round {} —", started.round),
         Event::CardPlayed(played) => {
             let card = played.card.as_ref().and_then(|c| card_from_pb(c).ok())?;
             let taken: Vec<Card> = played
@@ -170,7 +170,7 @@ fn describe(table: &Table, event: &ServerEvent) -> Option<String> {
         }
         Event::TurnStarted(_) => board(table),
         Event::RoundEnded(ended) => {
-            let mut line = format!("round {} over:", ended.round + 1);
+            let mut line = format!("round {} over:", ended.round);
             for side in &ended.sides {
                 let _ = write!(
                     line,

@@ -4,7 +4,9 @@
 
 use std::path::PathBuf;
 
-use basra_proto::basra::accounts::v1::{GuestLoginRequest, accounts_client::AccountsClient};
+use basra_proto::basra::accounts::v1::{
+    AuthTokens, GuestLoginRequest, accounts_client::AccountsClient,
+};
 use basra_proto::basra::game::v1::game_client::GameClient;
 use basra_proto::basra::matchmaking::v1::matchmaking_client::MatchmakingClient;
 use tonic::Request;
@@ -26,10 +28,34 @@ impl Interceptor for Bearer {
     }
 }
 
-/// A signed-in guest.
+/// Where the services answer: one endpoint for all (`basra dev`, an ingress), or one each.
+#[derive(Debug, Clone)]
+pub struct Endpoints {
+    /// accounts.
+    pub accounts: String,
+    /// game-session.
+    pub game: String,
+    /// matchmaking.
+    pub matchmaking: String,
+}
+
+impl Endpoints {
+    /// Every service behind one address.
+    pub fn single(server: &str) -> Endpoints {
+        Endpoints {
+            accounts: server.to_owned(),
+            game: server.to_owned(),
+            matchmaking: server.to_owned(),
+        }
+    }
+}
+
+/// A signed-in player.
 #[derive(Clone)]
 pub struct Session {
-    channel: Channel,
+    accounts: Channel,
+    game: Channel,
+    matchmaking: Channel,
     bearer: Bearer,
     /// The account's id.
     pub user_id: String,
@@ -37,40 +63,76 @@ pub struct Session {
     pub display_name: String,
 }
 
+async fn connect(url: &str) -> anyhow::Result<Channel> {
+    Endpoint::from_shared(url.to_owned())?
+        .tcp_nodelay(true)
+        .connect()
+        .await
+        .map_err(|error| anyhow::anyhow!("cannot reach {url}: {error}"))
+}
+
 impl Session {
-    /// Connects to `server` and signs in as the guest of `device_id`.
+    /// Connects to `server` (every service behind it) and signs in as the guest of
+    /// `device_id`.
     pub async fn guest(server: &str, device_id: &str, name: &str) -> anyhow::Result<Session> {
-        let channel = Endpoint::from_shared(server.to_owned())?
-            .tcp_nodelay(true)
-            .connect()
-            .await
-            .map_err(|error| anyhow::anyhow!("cannot reach {server}: {error}"))?;
-        let tokens = AccountsClient::new(channel.clone())
-            .guest_login(GuestLoginRequest {
-                device_id: device_id.to_owned(),
-                display_name: name.to_owned(),
-            })
+        let endpoints = Endpoints::single(server);
+        Session::sign_in(&endpoints, |mut accounts| async move {
+            let response = accounts
+                .guest_login(GuestLoginRequest {
+                    device_id: device_id.to_owned(),
+                    display_name: name.to_owned(),
+                })
+                .await?;
+            Ok(response.into_inner().tokens)
+        })
+        .await
+    }
+
+    /// Connects to `endpoints` and signs in with `sign_in`, which calls accounts and returns
+    /// the tokens (guest, register or log in).
+    pub async fn sign_in<F, Fut>(endpoints: &Endpoints, sign_in: F) -> anyhow::Result<Session>
+    where
+        F: FnOnce(AccountsClient<Channel>) -> Fut,
+        Fut: std::future::Future<Output = anyhow::Result<Option<AuthTokens>>>,
+    {
+        let accounts = connect(&endpoints.accounts).await?;
+        let tokens = sign_in(AccountsClient::new(accounts.clone()))
             .await?
-            .into_inner()
-            .tokens
             .ok_or_else(|| anyhow::anyhow!("the server answered a sign-in without tokens"))?;
+        let game = if endpoints.game == endpoints.accounts {
+            accounts.clone()
+        } else {
+            connect(&endpoints.game).await?
+        };
+        let matchmaking = if endpoints.matchmaking == endpoints.accounts {
+            accounts.clone()
+        } else {
+            connect(&endpoints.matchmaking).await?
+        };
         let header = format!("Bearer {}", tokens.access_token).parse()?;
         Ok(Session {
-            channel,
+            accounts,
+            game,
+            matchmaking,
             bearer: Bearer(header),
             user_id: tokens.user_id,
             display_name: tokens.display_name,
         })
     }
 
+    /// The accounts service, signed in.
+    pub fn accounts(&self) -> AccountsClient<InterceptedService<Channel, Bearer>> {
+        AccountsClient::with_interceptor(self.accounts.clone(), self.bearer.clone())
+    }
+
     /// The game service, signed in.
     pub fn game(&self) -> GameClient<InterceptedService<Channel, Bearer>> {
-        GameClient::with_interceptor(self.channel.clone(), self.bearer.clone())
+        GameClient::with_interceptor(self.game.clone(), self.bearer.clone())
     }
 
     /// The matchmaking service, signed in.
     pub fn matchmaking(&self) -> MatchmakingClient<InterceptedService<Channel, Bearer>> {
-        MatchmakingClient::with_interceptor(self.channel.clone(), self.bearer.clone())
+        MatchmakingClient::with_interceptor(self.matchmaking.clone(), self.bearer.clone())
     }
 }
 

@@ -9,9 +9,10 @@ use basra_proto::basra::game::v1::{
     GetRoomResponse, ListRoomsRequest, ListRoomsResponse, RoomSummary, StreamInfo,
     game_admin_server::GameAdmin,
 };
+use basra_proto::convert::settings_to_pb;
 use tonic::{Request, Response, Status};
 
-use crate::convert::{game_view, seat_to_pb, settings_to_pb, status_to_pb, timestamp};
+use crate::convert::{game_view, seat_to_pb, status_to_pb, timestamp};
 use crate::core::{Core, Mutation, now_ms};
 use crate::error::GameError;
 use crate::room::{Occupant, Reject, Room};

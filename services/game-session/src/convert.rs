@@ -1,10 +1,13 @@
-//! Between the engine, the stored room and the protobuf API. Everything a client
-//! receives is made here, from the engine's per-seat [`View`](basra_engine::View) or an
-//! event passed through [`Event::for_viewer`].
+//! Between the stored room and the protobuf API. Everything a client receives is made
+//! here, from the engine's per-seat [`View`](basra_engine::View) or an event passed
+//! through [`Event::for_viewer`]. Cards, rule settings and Basra kinds go through
+//! [`basra_proto::convert`], shared by every service; only what is specific to rooms,
+//! seats and the event log lives here.
 
-use basra_engine::{BasraKind, Card, CardSet, Event, KomiBasra, MajorityTie, Rank, Seats, Suit};
+use basra_engine::{CardSet, Event};
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1 as game;
+use basra_proto::convert::{basra_to_pb, card_to_pb, cards_to_pb, settings_to_pb};
 use prost_types::Timestamp;
 
 use crate::events::{LogEvent, StoredEvent};
@@ -15,126 +18,6 @@ pub fn timestamp(ms: i64) -> Timestamp {
     Timestamp {
         seconds: ms.div_euclid(1000),
         nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
-    }
-}
-
-/// The engine card as a protobuf card.
-pub fn card_to_pb(card: Card) -> pb::Card {
-    pb::Card {
-        rank: i32::from(card.rank().number()),
-        suit: card.suit() as i32 + 1,
-    }
-}
-
-/// The cards of a set, in index order.
-pub fn cards_to_pb(cards: impl IntoIterator<Item = Card>) -> Vec<pb::Card> {
-    cards.into_iter().map(card_to_pb).collect()
-}
-
-/// A protobuf card as an engine card, or why it is malformed.
-pub fn card_from_pb(card: &pb::Card) -> Result<Card, String> {
-    let rank = u8::try_from(card.rank)
-        .ok()
-        .and_then(Rank::new)
-        .ok_or_else(|| format!("rank {} is not a card rank (1..13)", card.rank))?;
-    let suit = usize::try_from(card.suit)
-        .ok()
-        .and_then(|s| s.checked_sub(1))
-        .and_then(|s| Suit::ALL.get(s).copied())
-        .ok_or_else(|| format!("suit {} is not a card suit (1..4)", card.suit))?;
-    Ok(Card::new(rank, suit))
-}
-
-/// Rule settings from the API (unset fields take the defaults), validated.
-pub fn settings_from_pb(
-    settings: Option<&pb::RuleSettings>,
-) -> Result<basra_engine::Settings, String> {
-    let mut out = basra_engine::Settings::default();
-    let Some(s) = settings else { return Ok(out) };
-    if let Some(seats) = s.seats {
-        out.seats = match seats {
-            2 => Seats::Two,
-            4 => Seats::Four,
-            other => return Err(format!("settings.seats must be 2 or 4, not {other}")),
-        };
-    }
-    if let Some(v) = s.clean_start_table {
-        out.clean_start_table = v;
-    }
-    if let Some(v) = s.allow_partial_capture {
-        out.allow_partial_capture = v;
-    }
-    match s.komi_basra.map(pb::KomiBasra::try_from) {
-        None | Some(Ok(pb::KomiBasra::Unspecified)) => {}
-        Some(Ok(pb::KomiBasra::AnyValue)) => out.komi_basra = KomiBasra::AnyValue,
-        Some(Ok(pb::KomiBasra::SumAtMost10)) => out.komi_basra = KomiBasra::SumAtMost10,
-        Some(Ok(pb::KomiBasra::SingleCard)) => out.komi_basra = KomiBasra::SingleCard,
-        Some(Err(_)) => return Err("settings.komi_basra is out of range".into()),
-    }
-    match s.majority_tie.map(pb::MajorityTie::try_from) {
-        None | Some(Ok(pb::MajorityTie::Unspecified)) => {}
-        Some(Ok(pb::MajorityTie::Nobody)) => out.majority_tie = MajorityTie::Nobody,
-        Some(Ok(pb::MajorityTie::Both)) => out.majority_tie = MajorityTie::Both,
-        Some(Ok(pb::MajorityTie::CarryOver)) => out.majority_tie = MajorityTie::CarryOver,
-        Some(Err(_)) => return Err("settings.majority_tie is out of range".into()),
-    }
-    if let Some(v) = s.basra_points {
-        out.basra_points = v;
-    }
-    if let Some(v) = s.jack_basra_points {
-        out.jack_basra_points = v;
-    }
-    if let Some(v) = s.komi_basra_points {
-        out.komi_basra_points = v;
-    }
-    if let Some(v) = s.last_card_basra {
-        out.last_card_basra = v;
-    }
-    if let Some(v) = s.majority_points {
-        out.majority_points = v;
-    }
-    if let Some(v) = s.card_points {
-        out.card_points = v;
-    }
-    if let Some(v) = s.target_score {
-        out.target_score = v;
-    }
-    out.validate().map_err(|e| format!("settings: {e}"))
-}
-
-/// Engine settings with every API field set.
-pub fn settings_to_pb(s: &basra_engine::Settings) -> pb::RuleSettings {
-    pb::RuleSettings {
-        seats: Some(u32::from(s.seat_count())),
-        clean_start_table: Some(s.clean_start_table),
-        allow_partial_capture: Some(s.allow_partial_capture),
-        komi_basra: Some(match s.komi_basra {
-            KomiBasra::AnyValue => pb::KomiBasra::AnyValue,
-            KomiBasra::SumAtMost10 => pb::KomiBasra::SumAtMost10,
-            KomiBasra::SingleCard => pb::KomiBasra::SingleCard,
-        } as i32),
-        basra_points: Some(s.basra_points),
-        jack_basra_points: Some(s.jack_basra_points),
-        komi_basra_points: Some(s.komi_basra_points),
-        last_card_basra: Some(s.last_card_basra),
-        majority_points: Some(s.majority_points),
-        majority_tie: Some(match s.majority_tie {
-            MajorityTie::Nobody => pb::MajorityTie::Nobody,
-            MajorityTie::Both => pb::MajorityTie::Both,
-            MajorityTie::CarryOver => pb::MajorityTie::CarryOver,
-        } as i32),
-        card_points: Some(s.card_points),
-        target_score: Some(s.target_score),
-    }
-}
-
-/// The API's Basra kind.
-pub fn basra_to_pb(kind: Option<BasraKind>) -> pb::BasraKind {
-    match kind {
-        None => pb::BasraKind::None,
-        Some(BasraKind::Basra) => pb::BasraKind::Basra,
-        Some(BasraKind::Jack) => pb::BasraKind::Jack,
-        Some(BasraKind::Komi) => pb::BasraKind::Komi,
     }
 }
 

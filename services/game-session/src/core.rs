@@ -1,21 +1,32 @@
-//! The replica's shared machinery: the store, the fan-out hub, the admission count, and
-//! [`Core::mutate`], the one way a room changes (load, apply, compare-and-set, retry).
+//! The replica's shared machinery: the store, the fan-out hub, the admission count, the
+//! presence lease, and [`Core::mutate`], the one way a room changes (load, apply,
+//! compare-and-set, retry).
+//!
+//! The presence lease: a replica that dies without ending its streams (a crash, a lost
+//! node) leaves its players' seats connected in Redis. So each replica instance holds a
+//! lease it refreshes every third of [`ServiceConfig::lease`], and records the seats it
+//! connects under it ([`RoomStore::lease_add`]). The timer loop of every replica claims
+//! expired leases and disconnects their seats, as the dead replica would have: the other
+//! players see the disconnect, and the grace period runs from there. An instance that
+//! finds its own lease swept (it stalled longer than the lease) ends its streams, which
+//! resume, and continues under a new instance id.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use basra_engine::Seed;
 use rand::RngCore as _;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{GameError, Result};
-use crate::events::LogEvent;
+use crate::events::{LogEvent, StoredEvent};
 use crate::hub::Hub;
 use crate::record::encoded_record;
 use crate::room::{Reject, Room};
 use crate::settings::Timing;
-use crate::store::{Commit, CommitOutcome, RoomStore, move_key};
+use crate::store::{Commit, CommitOutcome, LeasedSeat, RoomStore, move_key};
 
 /// How many times a change is retried on version conflicts before giving up.
 const MAX_ATTEMPTS: usize = 64;
@@ -33,8 +44,12 @@ pub struct ServiceConfig {
     pub join_timeout: Duration,
     /// How often the timer loop looks for due rooms.
     pub timer_poll: Duration,
-    /// How often an idle stream re-checks its room's log.
+    /// How often the replica re-checks the last seq of every room it has streams on (a
+    /// safety net under lost notices).
     pub resync: Duration,
+    /// How long a replica's presence lease lasts without a refresh: after that, another
+    /// replica disconnects the seats it served (see the module documentation).
+    pub lease: Duration,
 }
 
 /// The outcome of [`Core::mutate`].
@@ -48,6 +63,8 @@ pub enum Mutation<T> {
         room: Box<Room>,
         /// Its version.
         version: u64,
+        /// The events the change stored, the last with seq `room.seq`.
+        events: Vec<StoredEvent>,
     },
     /// The change was refused; nothing was stored.
     Rejected(Reject),
@@ -71,6 +88,25 @@ pub struct Core {
     pub drain: CancellationToken,
     /// The drain deadline (Unix ms) once draining.
     pub drain_deadline_ms: AtomicI64,
+    /// The presence lease.
+    pub lease: Lease,
+}
+
+/// This replica's presence lease: the instance id it is held under, and a signal to the
+/// streams when it was lost.
+#[derive(Debug)]
+pub struct Lease {
+    instance: Mutex<Option<Arc<str>>>,
+    lost: watch::Sender<u64>,
+}
+
+impl Default for Lease {
+    fn default() -> Lease {
+        Lease {
+            instance: Mutex::new(None),
+            lost: watch::channel(0).0,
+        }
+    }
 }
 
 impl std::fmt::Debug for Core {
@@ -125,28 +161,45 @@ impl Core {
                 Err(reject) => return Ok(Mutation::Rejected(reject)),
             };
             let events = room.take_pending();
+            let actions = room.take_pending_actions();
             let ended = events
                 .iter()
                 .any(|e| matches!(e.event, LogEvent::MatchEnded { .. }));
-            let outbox = ended.then(|| encoded_record(&room));
+            let outbox = if ended {
+                // The one read of the whole action log, at the match's end. A commit by
+                // someone else since our load fails the version check below, so the log
+                // read here is the one this change extends.
+                let mut all = if actions.reset {
+                    Vec::new()
+                } else {
+                    self.store.match_actions(room_id).await?
+                };
+                all.extend(actions.actions.iter().cloned());
+                Some(encoded_record(&room, &all))
+            } else {
+                None
+            };
             let outcome = self
                 .store
                 .commit(Commit {
                     room: &room,
                     expected_version: loaded.version,
                     events: &events,
+                    actions: &actions,
                     applied_move: key.clone().map(|key| (key, first_seq)),
                     outbox,
                 })
                 .await?;
             match outcome {
                 CommitOutcome::Committed { version } => {
-                    self.hub.notify(room_id, room.seq);
+                    self.hub
+                        .notify(room_id, crate::store::notice_seq(&room, &events));
                     self.schedule(room_id, room.next_deadline());
                     return Ok(Mutation::Done {
                         value,
                         room: Box::new(room),
                         version,
+                        events,
                     });
                 }
                 CommitOutcome::AlreadyApplied { seq } => return Ok(Mutation::AlreadyApplied(seq)),
@@ -159,12 +212,14 @@ impl Core {
     /// Creates a room (`Conflict` answers `false`: it existed).
     pub async fn create(self: &Arc<Self>, room: &mut Room) -> Result<bool> {
         let events = room.take_pending();
+        let actions = room.take_pending_actions();
         let outcome = self
             .store
             .commit(Commit {
                 room,
                 expected_version: 0,
                 events: &events,
+                actions: &actions,
                 applied_move: None,
                 outbox: None,
             })
@@ -235,14 +290,24 @@ impl Core {
         }
     }
 
-    /// The timer loop: fires due rooms until `shutdown`.
+    /// The timer loop until `shutdown`: refreshes this replica's presence lease, sweeps
+    /// expired ones, fires due rooms.
     pub async fn run_timers(self: Arc<Self>, shutdown: CancellationToken) {
         let mut tick = tokio::time::interval(self.config.timer_poll);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut next_refresh = 0;
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 _ = tick.tick() => {}
+            }
+            let now = now_ms();
+            if now >= next_refresh {
+                self.refresh_lease(now).await;
+                next_refresh = now + self.config.lease.as_millis() as i64 / 3;
+            }
+            if let Err(err) = self.sweep_leases(now).await {
+                tracing::warn!(error = %err, "cannot sweep presence leases");
             }
             let due = match self.store.due_rooms(now_ms(), 256).await {
                 Ok(due) => due,
@@ -257,6 +322,115 @@ impl Core {
                 }
             }
         }
+    }
+
+    /// The instance id this replica's presence lease is held under: the replica name and
+    /// a random part (a restarted replica with the same name is another instance).
+    pub fn instance(&self) -> Arc<str> {
+        let mut current = self
+            .lease
+            .instance
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        Arc::clone(current.get_or_insert_with(|| {
+            format!("{}/{}", self.config.replica, uuid::Uuid::now_v7().simple()).into()
+        }))
+    }
+
+    /// A receiver that changes when the lease is lost: streams then end (and resume).
+    pub fn lease_lost(&self) -> watch::Receiver<u64> {
+        self.lease.lost.subscribe()
+    }
+
+    /// The lease of `instance` was swept: take a new instance id and end the streams
+    /// connected under the old one.
+    fn lose_lease(&self, instance: &str) {
+        let mut current = self
+            .lease
+            .instance
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if current.as_deref() == Some(instance) {
+            tracing::warn!(instance, "the presence lease was lost; streams resume");
+            *current = None;
+            drop(current);
+            self.lease.lost.send_modify(|n| *n += 1);
+        }
+    }
+
+    fn lease_until(&self, now: i64) -> i64 {
+        now + self.config.lease.as_millis() as i64
+    }
+
+    /// Records `seat` under this replica's lease before its stream connects it; the
+    /// instance it was recorded under.
+    pub async fn lease_seat(&self, seat: &LeasedSeat) -> Result<Arc<str>> {
+        for _ in 0..2 {
+            let instance = self.instance();
+            if self
+                .store
+                .lease_add(&instance, seat, self.lease_until(now_ms()))
+                .await?
+            {
+                return Ok(instance);
+            }
+            self.lose_lease(&instance);
+        }
+        Err(GameError::Unavailable(
+            "this replica cannot hold a presence lease; retry".into(),
+        ))
+    }
+
+    async fn refresh_lease(&self, now: i64) {
+        let instance = self.instance();
+        match self
+            .store
+            .lease_refresh(&instance, self.lease_until(now))
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => self.lose_lease(&instance),
+            Err(err) => tracing::warn!(error = %err, "cannot refresh the presence lease"),
+        }
+    }
+
+    /// Disconnects the seats of replicas whose lease expired.
+    async fn sweep_leases(self: &Arc<Self>, now: i64) -> Result<()> {
+        let claim = self.config.lease.as_millis() as i64;
+        for expired in self.store.lease_claim_expired(now, claim, 8).await? {
+            let mut done = true;
+            for seat in &expired.seats {
+                let result = self
+                    .mutate(&seat.room_id, None, |room, now| {
+                        if room.disconnect(seat.seat, &seat.conn_id, now) {
+                            Ok(())
+                        } else {
+                            Err(Reject::new(
+                                basra_proto::basra::game::v1::RejectCode::Unspecified,
+                                "not connected through this stream any more",
+                            ))
+                        }
+                    })
+                    .await;
+                match result {
+                    Ok(_) | Err(GameError::RoomNotFound(_)) => {}
+                    Err(err) => {
+                        tracing::warn!(room_id = seat.room_id, error = %err, "cannot disconnect a swept seat");
+                        done = false;
+                    }
+                }
+            }
+            tracing::info!(
+                instance = expired.instance,
+                seats = expired.seats.len(),
+                "swept an expired presence lease"
+            );
+            // Unfinished: the claim runs out and a sweeper (maybe this one) tries again.
+            if done {
+                self.store.lease_release(&expired.instance).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Counts a new stream, or refuses it at capacity or while draining.

@@ -6,8 +6,10 @@
 //!   its pure state changes; [`events`]: the stored event log.
 //! - [`store`]: the [`RoomStore`](store::RoomStore) trait, [`RedisStore`](store::RedisStore)
 //!   (one atomic Lua compare-and-set per change) and [`MemoryStore`](store::MemoryStore).
-//! - [`core`]: load → apply → compare-and-set → retry ([`Core::mutate`]), timers, admission.
-//! - [`hub`]: per-replica fan-out of the store's notices to the local streams.
+//! - [`core`]: load → apply → compare-and-set → retry ([`Core::mutate`]), timers, admission,
+//!   the presence lease that lets other replicas disconnect a dead replica's players.
+//! - [`hub`]: per-replica fan-out of the store's notices to the local streams, and the
+//!   resync under lost notices.
 //! - [`service`]: `Game` (Play, CreateRoom, SeatPlayer); [`admin`]: `GameAdmin`.
 //! - [`convert`]: the only way anything reaches a client: the engine's per-seat view and
 //!   `Event::for_viewer`.
@@ -79,8 +81,14 @@ impl GameSession {
             shutdown: shutdown.clone(),
             drain: CancellationToken::new(),
             drain_deadline_ms: AtomicI64::new(0),
+            lease: Default::default(),
         });
         tokio::spawn(Arc::clone(&core.hub).run(store.notices(), shutdown.clone()));
+        tokio::spawn(Arc::clone(&core.hub).run_resync(
+            Arc::clone(&store),
+            core.config.resync,
+            shutdown.clone(),
+        ));
         tokio::spawn(Arc::clone(&core).run_timers(shutdown.clone()));
         if let Some(link) = accounts {
             tokio::spawn(outbox::run(
@@ -100,11 +108,17 @@ impl GameSession {
 
     /// The gRPC routes: `Game` and `GameAdmin`.
     pub fn routes(&self) -> tonic::service::Routes {
+        self.add_to(tonic::service::Routes::default())
+    }
+
+    /// Adds the `Game` and `GameAdmin` services to `routes` (the one-process dev mode
+    /// serves them beside the other services).
+    pub fn add_to(&self, routes: tonic::service::Routes) -> tonic::service::Routes {
         let game = GameServer::new(service::GameService::new(Arc::clone(&self.core)))
             .max_decoding_message_size(MAX_MESSAGE_BYTES);
         let admin = GameAdminServer::new(admin::AdminService::new(Arc::clone(&self.core)))
             .max_decoding_message_size(MAX_MESSAGE_BYTES);
-        tonic::service::Routes::new(game).add_service(admin)
+        routes.add_service(game).add_service(admin)
     }
 }
 
@@ -161,19 +175,7 @@ pub async fn run_with_settings(
         shutdown.clone(),
     )
     .await?;
-    let replica = if settings.game.replica.is_empty() {
-        format!("game-session-{}", uuid::Uuid::now_v7().simple())
-    } else {
-        settings.game.replica.clone()
-    };
-    let config = ServiceConfig {
-        replica,
-        timing: settings.game.timing(),
-        max_streams: settings.game.max_streams,
-        join_timeout: settings.game.join_timeout(),
-        timer_poll: Duration::from_millis(settings.game.timer_poll_ms),
-        resync: Duration::from_millis(settings.game.resync_ms),
-    };
+    let config = settings.game.service_config();
     let accounts = if settings.accounts.url.is_empty() {
         None
     } else {

@@ -3,13 +3,14 @@
 use basra_engine::Action;
 use basra_proto::basra::accounts::v1 as accounts;
 use basra_proto::basra::common::v1 as pb;
+use basra_proto::convert::{card_to_pb, cards_to_pb, settings_to_pb};
 use prost::Message as _;
 
-use crate::convert::{card_to_pb, cards_to_pb, settings_to_pb, side_scores, timestamp};
-use crate::room::{Occupant, Room};
+use crate::convert::{side_scores, timestamp};
+use crate::room::{ActionRecord, Occupant, Room};
 
-/// The record of the room's finished match.
-pub fn match_record(room: &Room) -> accounts::MatchRecord {
+/// The record of the room's finished match, whose action log is `actions`.
+pub fn match_record(room: &Room, actions: &[ActionRecord]) -> accounts::MatchRecord {
     let game = room.game.as_ref().expect("a finished match has a game");
     let seats = room
         .seats
@@ -31,8 +32,7 @@ pub fn match_record(room: &Room) -> accounts::MatchRecord {
             }
         })
         .collect();
-    let actions = room
-        .actions
+    let actions = actions
         .iter()
         .map(|record| {
             let (seat, action) = match record.action {
@@ -102,6 +102,6 @@ pub fn match_record(room: &Room) -> accounts::MatchRecord {
 }
 
 /// The record, encoded for the outbox.
-pub fn encoded_record(room: &Room) -> Vec<u8> {
-    match_record(room).encode_to_vec()
+pub fn encoded_record(room: &Room, actions: &[ActionRecord]) -> Vec<u8> {
+    match_record(room, actions).encode_to_vec()
 }

@@ -134,8 +134,9 @@ pub struct Room {
     pub match_id: String,
     /// The running (or last) match: full secret state.
     pub game: Option<Game>,
-    /// The match's action log.
-    pub actions: Vec<ActionRecord>,
+    /// How many actions the running match has had (its action log is stored apart
+    /// from the room, see [`Room::take_pending_actions`]).
+    pub action_count: u32,
     /// The match's finished rounds.
     pub rounds: Vec<RoundRecord>,
     /// The dealer of the current round.
@@ -170,6 +171,19 @@ pub struct Room {
     /// Events not yet stored.
     #[serde(skip)]
     pending: Vec<StoredEvent>,
+    /// Actions not yet stored, and whether a new match (a new action log) began.
+    #[serde(skip)]
+    pending_actions: PendingActions,
+}
+
+/// The changes to the running match's action log since the room was loaded: the log
+/// only grows, so the hot path never reads it back (only the match record does).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PendingActions {
+    /// A new match started: its log starts empty (before `actions`).
+    pub reset: bool,
+    /// Actions to append, in order.
+    pub actions: Vec<ActionRecord>,
 }
 
 impl Room {
@@ -207,7 +221,7 @@ impl Room {
             timing,
             match_id: String::new(),
             game: None,
-            actions: Vec::new(),
+            action_count: 0,
             rounds: Vec::new(),
             dealer: 0,
             carried: 0,
@@ -224,6 +238,7 @@ impl Room {
             seq: 0,
             game_seq: 0,
             pending: Vec::new(),
+            pending_actions: PendingActions::default(),
         }
     }
 
@@ -231,6 +246,16 @@ impl Room {
     /// `self.seq - len + 1`.
     pub fn take_pending(&mut self) -> Vec<StoredEvent> {
         std::mem::take(&mut self.pending)
+    }
+
+    /// The action-log changes made since the last call, to be stored with the events.
+    pub fn take_pending_actions(&mut self) -> PendingActions {
+        std::mem::take(&mut self.pending_actions)
+    }
+
+    fn record_action(&mut self, record: ActionRecord) {
+        self.action_count += 1;
+        self.pending_actions.actions.push(record);
     }
 
     fn push(&mut self, event: LogEvent, now: i64) {
@@ -282,7 +307,11 @@ impl Room {
         self.game = Some(game);
         self.match_id = match_id;
         self.status = Status::InProgress;
-        self.actions.clear();
+        self.action_count = 0;
+        self.pending_actions = PendingActions {
+            reset: true,
+            actions: Vec::new(),
+        };
         self.rounds.clear();
         self.carried = 0;
         self.end_reason = None;
@@ -524,9 +553,10 @@ impl Room {
         };
         let game = self.running_game()?;
         let events = game.apply(&action).map_err(rule_reject)?;
-        self.actions.push(ActionRecord {
+        let server_played = automatic || self.is_bot(seat);
+        self.record_action(ActionRecord {
             action,
-            automatic: automatic || self.is_bot(seat),
+            automatic: server_played,
             at_ms: now,
         });
         self.absorb(events, now, automatic, client_move_id, None);
@@ -545,7 +575,7 @@ impl Room {
         let action = Action::Resign { seat: Seat(seat) };
         let game = self.running_game()?;
         let events = game.apply(&action).map_err(rule_reject)?;
-        self.actions.push(ActionRecord {
+        self.record_action(ActionRecord {
             action,
             automatic: abandoned,
             at_ms: now,

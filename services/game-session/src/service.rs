@@ -13,19 +13,20 @@ use basra_proto::basra::game::v1::{
     SeatPlayerRequest, SeatPlayerResponse, ServerEvent, client_message::Kind, game_server::Game,
     seat_assignment::Occupant as PbOccupant, server_event::Event as E,
 };
+use basra_proto::convert::{card_from_pb, settings_from_pb, settings_to_pb};
 use rand::Rng as _;
 use tokio::sync::{mpsc, watch};
-use tokio_stream::Stream;
+use tokio_stream::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument as _;
 
-use crate::convert::{
-    card_from_pb, project, server_event, settings_from_pb, settings_to_pb, snapshot,
-};
+use crate::convert::{project, server_event, snapshot};
 use crate::core::{Core, Mutation, StreamPermit, fresh_id, fresh_seed, now_ms};
 use crate::error::GameError;
-use crate::events::LogEvent;
+use crate::events::{LogEvent, StoredEvent};
+use crate::hub::Wake;
 use crate::room::{Occupant, Reject, Room, Status as RoomStatus};
+use crate::store::LeasedSeat;
 
 /// The `Game` service over a [`Core`].
 #[derive(Debug, Clone)]
@@ -46,8 +47,28 @@ impl GameService {
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<ServerEvent, Status>> + Send>>;
 
+/// What a stream's task hands to its response. Boxed: the channel allocates its slots
+/// 32 at a time and keeps them for the stream's life, so a slot of 8 bytes instead of
+/// 176 saves some 5 KiB per open stream.
+type Outgoing = Box<Result<ServerEvent, Status>>;
+
 fn invalid(message: impl Into<String>) -> Status {
     GameError::Invalid(message.into()).into()
+}
+
+/// The status answering a failed read of the client's stream. tonic's decoder refuses a
+/// message above [`MAX_MESSAGE_BYTES`](crate::MAX_MESSAGE_BYTES) with OUT_OF_RANGE; the
+/// API answers capacity limits with RESOURCE_EXHAUSTED (as other gRPC stacks do for an
+/// oversized message).
+fn inbound_status(status: Status) -> Status {
+    if status.code() == tonic::Code::OutOfRange {
+        return GameError::Exhausted(format!(
+            "a client message is larger than {} bytes",
+            crate::MAX_MESSAGE_BYTES
+        ))
+        .into();
+    }
+    status
 }
 
 #[tonic::async_trait]
@@ -66,7 +87,8 @@ impl Game for GameService {
         let mut inbound = request.into_inner();
         let first = tokio::time::timeout(self.core.config.join_timeout, inbound.message())
             .await
-            .map_err(|_| invalid("no join message within the join timeout"))??
+            .map_err(|_| invalid("no join message within the join timeout"))?
+            .map_err(inbound_status)?
             .ok_or_else(|| invalid("the stream ended before its join message"))?;
         let Some(Kind::Join(join)) = first.kind else {
             return Err(invalid("the first message must be join"));
@@ -92,9 +114,19 @@ impl Game for GameService {
             })?)
         };
         let watch = self.core.hub.watch(&join.room_id);
+        let lease_lost = self.core.lease_lost();
         let conn_id = uuid::Uuid::now_v7().to_string();
         let mut connect_seq = 0;
+        let mut leased = None;
         if let Some(seat) = viewer {
+            // Under the presence lease first: should this replica die before the stream
+            // ends, another one disconnects the seat.
+            let lease_seat = LeasedSeat {
+                room_id: join.room_id.clone(),
+                seat,
+                conn_id: conn_id.clone(),
+            };
+            let instance = self.core.lease_seat(&lease_seat).await?;
             let replica = self.core.config.replica.clone();
             let connected = self
                 .core
@@ -102,11 +134,19 @@ impl Game for GameService {
                     room.connect(seat, &conn_id, &replica, now);
                     Ok(())
                 })
-                .await?;
+                .await;
             match connected {
-                Mutation::Done { room, .. } => connect_seq = room.seq,
-                _ => return Err(GameError::Internal("cannot connect".into()).into()),
+                Ok(Mutation::Done { room, .. }) => connect_seq = room.seq,
+                other => {
+                    let _ = self.core.store.lease_remove(&instance, &lease_seat).await;
+                    return Err(match other {
+                        Err(err) => err,
+                        Ok(_) => GameError::Internal("cannot connect".into()),
+                    }
+                    .into());
+                }
             }
+            leased = Some((instance, lease_seat));
         }
         let (tx, rx) = mpsc::channel(256);
         let session = Session {
@@ -117,19 +157,21 @@ impl Game for GameService {
             conn_id,
             connect_seq,
             delivered: 0,
+            epoch: 0,
             seats: loaded.room.seats.len(),
             settings: loaded.room.settings,
             tx,
+            leased,
             _permit: permit,
         };
         let span = tracing::Span::current();
         tokio::spawn(
             session
-                .run(inbound, watch, join.last_seen_seq)
+                .run(inbound, watch, lease_lost, join.last_seen_seq)
                 .instrument(span),
         );
         Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
+            tokio_stream::wrappers::ReceiverStream::new(rx).map(|item: Outgoing| *item),
         )))
     }
 
@@ -146,7 +188,7 @@ impl Game for GameService {
         if request.room_id.contains(['{', '}']) {
             return Err(invalid("room_id must not contain braces"));
         }
-        let settings = settings_from_pb(request.settings.as_ref()).map_err(invalid)?;
+        let settings = settings_from_pb(request.settings.as_ref()).map_err(|err| invalid(err.0))?;
         if request.seats.len() != usize::from(settings.seat_count()) {
             return Err(invalid(format!(
                 "{} seats given for a {}-seat game",
@@ -265,9 +307,13 @@ struct Session {
     connect_seq: u64,
     /// The last seq sent on this stream.
     delivered: u64,
+    /// The room watch's epoch when this stream last looked (see [`Wake`]).
+    epoch: u64,
     seats: usize,
     settings: basra_engine::Settings,
-    tx: mpsc::Sender<Result<ServerEvent, Status>>,
+    tx: mpsc::Sender<Outgoing>,
+    /// The seat as recorded under the presence lease, and the instance holding it.
+    leased: Option<(Arc<str>, LeasedSeat)>,
     _permit: StreamPermit,
 }
 
@@ -275,11 +321,12 @@ impl Session {
     async fn run(
         mut self,
         mut inbound: Streaming<ClientMessage>,
-        mut watch: watch::Receiver<u64>,
+        mut watch: watch::Receiver<Wake>,
+        mut lease_lost: watch::Receiver<u64>,
         last_seen: Option<u64>,
     ) {
         let end = match self.start(last_seen).await {
-            Ok(None) => self.serve(&mut inbound, &mut watch).await,
+            Ok(None) => self.serve(&mut inbound, &mut watch, &mut lease_lost).await,
             Ok(Some(end)) => end,
             Err(err) => End::Status(err.into()),
         };
@@ -287,7 +334,7 @@ impl Session {
             End::Gone => tracing::debug!("client went away"),
             End::Status(status) => {
                 tracing::debug!(code = ?status.code(), message = status.message(), "ending the stream");
-                let _ = self.tx.send(Err(status)).await;
+                let _ = self.tx.send(Box::new(Err(status))).await;
             }
             End::Closed => {}
         }
@@ -307,6 +354,11 @@ impl Session {
                 tracing::warn!(error = %err, "cannot record the disconnect");
             }
         }
+        if let Some((instance, seat)) = &self.leased
+            && let Err(err) = self.core.store.lease_remove(instance, seat).await
+        {
+            tracing::warn!(error = %err, "cannot forget the leased seat");
+        }
         drop(watch);
         self.core.hub.release(&self.room_id);
         tracing::debug!(delivered = self.delivered, "stream ended");
@@ -325,7 +377,7 @@ impl Session {
             _ => {
                 let event = snapshot(&loaded.room, self.viewer, loaded.room.seq, now_ms());
                 self.delivered = loaded.room.seq;
-                if self.tx.send(Ok(event)).await.is_err() {
+                if self.tx.send(Box::new(Ok(event))).await.is_err() {
                     return Ok(Some(End::Gone));
                 }
             }
@@ -345,8 +397,18 @@ impl Session {
                 GameError::RoomNotFound(self.room_id.clone()).into(),
             )));
         }
+        self.deliver(&after.events, after.closed).await
+    }
+
+    /// Sends `events`, the first with seq `delivered + 1`. `Some` when the stream must
+    /// end (`closed`: the room is closed after them).
+    async fn deliver(
+        &mut self,
+        events: &[StoredEvent],
+        closed: bool,
+    ) -> Result<Option<End>, GameError> {
         let now = now_ms();
-        for stored in &after.events {
+        for stored in events {
             let seq = self.delivered + 1;
             if let (
                 Some(me),
@@ -367,12 +429,12 @@ impl Session {
                 ))));
             }
             let event = project(stored, seq, self.viewer, self.seats, &self.settings, now);
-            if self.tx.send(Ok(event)).await.is_err() {
+            if self.tx.send(Box::new(Ok(event))).await.is_err() {
                 return Ok(Some(End::Gone));
             }
             self.delivered = seq;
         }
-        if after.closed {
+        if closed {
             return Ok(Some(End::Closed));
         }
         Ok(None)
@@ -381,10 +443,9 @@ impl Session {
     async fn serve(
         &mut self,
         inbound: &mut Streaming<ClientMessage>,
-        watch: &mut watch::Receiver<u64>,
+        watch: &mut watch::Receiver<Wake>,
+        lease_lost: &mut watch::Receiver<u64>,
     ) -> End {
-        let mut resync = tokio::time::interval(self.core.config.resync);
-        resync.reset();
         let shutdown = self.core.shutdown.clone();
         let drain = self.core.drain.clone();
         loop {
@@ -397,11 +458,17 @@ impl Session {
                     self.drain_delay().await;
                     return End::Status(Status::unavailable("the replica is draining; resume elsewhere with last_seen_seq"));
                 }
+                _ = lease_lost.changed(), if self.leased.is_some() => {
+                    return End::Status(Status::unavailable("this replica lost its presence lease; resume with last_seen_seq"));
+                }
                 message = inbound.message() => match message {
                     Ok(Some(message)) => self.handle(message).await,
                     Ok(None) => return End::Gone,
                     Err(status) => {
                         tracing::debug!(code = ?status.code(), message = status.message(), "inbound stream failed");
+                        if status.code() == tonic::Code::OutOfRange {
+                            return End::Status(inbound_status(status));
+                        }
                         return End::Gone;
                     }
                 },
@@ -409,9 +476,14 @@ impl Session {
                     if changed.is_err() {
                         return End::Status(Status::unavailable("the replica is stopping"));
                     }
-                    self.catch_up().await
+                    let wake = *watch.borrow_and_update();
+                    if wake.news_for(self.delivered, self.epoch) {
+                        self.epoch = wake.epoch;
+                        self.catch_up().await
+                    } else {
+                        Ok(None)
+                    }
                 }
-                _ = resync.tick() => self.catch_up().await,
             };
             match step {
                 Ok(None) => {}
@@ -436,7 +508,7 @@ impl Session {
 
     async fn send_local(&self, event: E) -> Result<Option<End>, GameError> {
         let event = server_event(self.delivered, now_ms(), event);
-        if self.tx.send(Ok(event)).await.is_err() {
+        if self.tx.send(Box::new(Ok(event))).await.is_err() {
             return Ok(Some(End::Gone));
         }
         Ok(None)
@@ -498,9 +570,9 @@ impl Session {
             Kind::PlayCard(play) => {
                 let card = match play.card.as_ref().map(card_from_pb) {
                     Some(Ok(card)) => card,
-                    Some(Err(message)) => {
+                    Some(Err(err)) => {
                         return self
-                            .reject(RejectCode::Malformed, message, &move_id, None)
+                            .reject(RejectCode::Malformed, err.0, &move_id, None)
                             .await;
                     }
                     None => {
@@ -521,9 +593,9 @@ impl Session {
                         for card in &choice.cards {
                             match card_from_pb(card) {
                                 Ok(card) => set.insert(card),
-                                Err(message) => {
+                                Err(err) => {
                                     return self
-                                        .reject(RejectCode::Malformed, message, &move_id, None)
+                                        .reject(RejectCode::Malformed, err.0, &move_id, None)
                                         .await;
                                 }
                             }
@@ -531,22 +603,6 @@ impl Session {
                         Some(set)
                     }
                 };
-                if !move_id.is_empty()
-                    && let Some(seq) = self
-                        .core
-                        .store
-                        .applied_move(&self.room_id, &crate::store::move_key(seat, &move_id))
-                        .await?
-                {
-                    return self
-                        .reject(
-                            RejectCode::AlreadyApplied,
-                            "this move was already played",
-                            &move_id,
-                            Some(seq),
-                        )
-                        .await;
-                }
                 let based_on = play.based_on_seq;
                 let id = move_id.clone();
                 self.core
@@ -618,9 +674,17 @@ impl Session {
             Kind::Ping(_) | Kind::Join(_) => unreachable!("handled above"),
         };
         match outcome {
-            Mutation::Done { room, .. } => {
-                // Our own change reaches us at once, without waiting for the notice.
-                if let Some(end) = self.catch_up().await? {
+            Mutation::Done { room, events, .. } => {
+                // Our own change reaches us at once, without waiting for the notice, and
+                // without reading it back when nothing came before it unseen.
+                let before = room.seq - events.len() as u64;
+                let end = if before == self.delivered {
+                    self.deliver(&events, room.status == RoomStatus::Closed)
+                        .await?
+                } else {
+                    self.catch_up().await?
+                };
+                if let Some(end) = end {
                     return Ok(Some(end));
                 }
                 if leaving {
@@ -633,6 +697,26 @@ impl Session {
                 Ok(None)
             }
             Mutation::Rejected(reject) => {
+                // A retried move is usually refused by the rules (the card is gone, the
+                // turn moved on): look its id up only then, not before every play. (A
+                // retry the rules would accept again is caught by the commit's own
+                // idempotency check.)
+                if !move_id.is_empty()
+                    && let Some(seq) = self
+                        .core
+                        .store
+                        .applied_move(&self.room_id, &crate::store::move_key(seat, &move_id))
+                        .await?
+                {
+                    return self
+                        .reject(
+                            RejectCode::AlreadyApplied,
+                            "this move was already played",
+                            &move_id,
+                            Some(seq),
+                        )
+                        .await;
+                }
                 self.reject(reject.code, reject.message, &move_id, None)
                     .await
             }

@@ -57,8 +57,11 @@ pub struct GameSettings {
     pub join_timeout_seconds: u64,
     /// Milliseconds between two looks for due deadlines.
     pub timer_poll_ms: u64,
-    /// Milliseconds between two re-checks of the room log by an idle stream.
+    /// Milliseconds between two re-checks of the last seq of every room with streams here.
     pub resync_ms: u64,
+    /// Milliseconds a replica's presence lease lasts without a refresh (refreshed every
+    /// third of it); a replica that dies leaves its players connected this long at most.
+    pub lease_ms: u64,
     /// Seconds a closed room stays in Redis.
     pub closed_room_ttl_seconds: u64,
 }
@@ -132,6 +135,13 @@ impl Validate for GameSettings {
         if self.timer_poll_ms == 0 || self.resync_ms == 0 {
             return Err("game.timer_poll_ms and game.resync_ms must be at least 1".into());
         }
+        if self.lease_ms < 3 * self.timer_poll_ms {
+            return Err(format!(
+                "game.lease_ms must be at least three game.timer_poll_ms ({}), not {}",
+                3 * self.timer_poll_ms,
+                self.lease_ms
+            ));
+        }
         Ok(())
     }
 }
@@ -158,6 +168,25 @@ impl GameSettings {
             grace_ms: self.grace_seconds * 1000,
             bot_delay_ms: self.bot_delay_ms,
             rematch_ms: self.rematch_seconds * 1000,
+        }
+    }
+
+    /// How the service behaves under these settings; a replica without a configured name
+    /// gets a fresh one.
+    pub fn service_config(&self) -> crate::ServiceConfig {
+        let replica = if self.replica.is_empty() {
+            format!("game-session-{}", uuid::Uuid::now_v7().simple())
+        } else {
+            self.replica.clone()
+        };
+        crate::ServiceConfig {
+            replica,
+            timing: self.timing(),
+            max_streams: self.max_streams,
+            join_timeout: self.join_timeout(),
+            timer_poll: Duration::from_millis(self.timer_poll_ms),
+            resync: Duration::from_millis(self.resync_ms),
+            lease: Duration::from_millis(self.lease_ms),
         }
     }
 

@@ -360,7 +360,7 @@ async fn a_retried_play_is_applied_once() {
 
     // The same move again (e.g. the answer was lost): answered, not applied.
     a.send(Kind::PlayCard(game::PlayCard {
-        card: Some(game_session::convert::card_to_pb(card)),
+        card: Some(basra_proto::convert::card_to_pb(card)),
         capture_choice: None,
         based_on_seq: None,
         client_move_id: "move-1".into(),
@@ -378,7 +378,7 @@ async fn a_retried_play_is_applied_once() {
     again.next().await.unwrap(); // snapshot
     again
         .send(Kind::PlayCard(game::PlayCard {
-            card: Some(game_session::convert::card_to_pb(card)),
+            card: Some(basra_proto::convert::card_to_pb(card)),
             capture_choice: None,
             based_on_seq: None,
             client_move_id: "move-1".into(),
@@ -390,7 +390,8 @@ async fn a_retried_play_is_applied_once() {
     );
     let loaded = store.load(&room).await.unwrap().unwrap();
     // Only connection changes happened since: no second play.
-    assert_eq!(loaded.room.actions.len(), 1);
+    assert_eq!(store.match_actions(&room).await.unwrap().len(), 1);
+    assert_eq!(loaded.room.action_count, 1);
     assert!(loaded.version >= version);
     replica.stop().await;
 }
@@ -429,7 +430,7 @@ async fn illegal_plays_leave_the_room_unchanged() {
     reject(&mut a, RejectCode::CardNotInHand).await;
     // A stale play: based on an old seq.
     a.send(Kind::PlayCard(game::PlayCard {
-        card: Some(game_session::convert::card_to_pb(
+        card: Some(basra_proto::convert::card_to_pb(
             a.hand.iter().next().unwrap(),
         )),
         capture_choice: None,
@@ -449,11 +450,11 @@ async fn illegal_plays_leave_the_room_unchanged() {
     reject(&mut a, RejectCode::Malformed).await;
     // An impossible named capture.
     a.send(Kind::PlayCard(game::PlayCard {
-        card: Some(game_session::convert::card_to_pb(
+        card: Some(basra_proto::convert::card_to_pb(
             a.hand.iter().next().unwrap(),
         )),
         capture_choice: Some(game::CaptureChoice {
-            cards: vec![game_session::convert::card_to_pb(not_mine)],
+            cards: vec![basra_proto::convert::card_to_pb(not_mine)],
         }),
         based_on_seq: None,
         client_move_id: "a4".into(),

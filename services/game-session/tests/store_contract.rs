@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use basra_engine::Seed;
 use game_session::room::{Occupant, Room};
-use game_session::store::{Commit, CommitOutcome, MemoryStore, RoomStore, move_key};
+use game_session::store::{
+    Commit, CommitOutcome, ExpiredLease, LeasedSeat, MemoryStore, RoomHead, RoomStore, move_key,
+};
 
 fn room(id: &str, now: i64) -> Room {
     let mut room = Room::new(
@@ -46,6 +48,7 @@ async fn contract(store: Arc<dyn RoomStore>) {
         room: &r,
         expected_version: 0,
         events: &events,
+        actions: &Default::default(),
         applied_move: None,
         outbox: None,
     };
@@ -57,6 +60,7 @@ async fn contract(store: Arc<dyn RoomStore>) {
         room: &r,
         expected_version: 0,
         events: &events,
+        actions: &Default::default(),
         applied_move: None,
         outbox: None,
     };
@@ -79,6 +83,20 @@ async fn contract(store: Arc<dyn RoomStore>) {
         events[2..].to_vec()
     );
     assert_eq!(store.list_rooms(0, 10).await.unwrap(), vec![id.clone()]);
+    let heads = store
+        .room_heads(&[Arc::from(id.as_str()), Arc::from("no-such-room")])
+        .await
+        .unwrap();
+    assert_eq!(
+        heads,
+        vec![
+            Some(RoomHead {
+                seq: r.seq,
+                closed: false
+            }),
+            None
+        ]
+    );
 
     // A play with a move key: stored once; the key answers later attempts.
     let mut played = loaded.room.clone();
@@ -88,11 +106,14 @@ async fn contract(store: Arc<dyn RoomStore>) {
         .play(0, card, None, false, "x".into(), now + 1)
         .unwrap();
     let play_events = played.take_pending();
+    let played_actions = played.take_pending_actions();
+    assert_eq!(played_actions.actions.len(), 1);
     let key = move_key(0, "x");
     let commit = Commit {
         room: &played,
         expected_version: 1,
         events: &play_events,
+        actions: &played_actions,
         applied_move: Some((key.clone(), first_seq)),
         outbox: None,
     };
@@ -108,10 +129,16 @@ async fn contract(store: Arc<dyn RoomStore>) {
         store.applied_move(&id, &move_key(1, "x")).await.unwrap(),
         None
     );
+    assert_eq!(
+        store.match_actions(&id).await.unwrap(),
+        played_actions.actions,
+        "the action log holds the play"
+    );
     let stale = Commit {
         room: &played,
         expected_version: 1,
         events: &play_events,
+        actions: &played_actions,
         applied_move: None,
         outbox: None,
     };
@@ -124,6 +151,7 @@ async fn contract(store: Arc<dyn RoomStore>) {
         room: &played,
         expected_version: 2,
         events: &play_events,
+        actions: &played_actions,
         applied_move: Some((key.clone(), 99)),
         outbox: None,
     };
@@ -166,10 +194,12 @@ async fn contract(store: Arc<dyn RoomStore>) {
     let mut closed = loaded.room.clone();
     closed.close(now + 2);
     let close_events = closed.take_pending();
+    let close_actions = closed.take_pending_actions();
     let commit = Commit {
         room: &closed,
         expected_version: 2,
         events: &close_events,
+        actions: &close_actions,
         applied_move: None,
         outbox: Some(b"record".to_vec()),
     };
@@ -178,6 +208,13 @@ async fn contract(store: Arc<dyn RoomStore>) {
         CommitOutcome::Committed { version: 3 }
     );
     assert!(store.events_after(&id, 0).await.unwrap().closed);
+    assert_eq!(
+        store.room_heads(&[Arc::from(id.as_str())]).await.unwrap(),
+        vec![Some(RoomHead {
+            seq: closed.seq,
+            closed: true
+        })]
+    );
     assert!(
         store.due_rooms(i64::MAX, 10).await.unwrap().is_empty(),
         "closed rooms have no deadline"
@@ -197,6 +234,92 @@ async fn contract(store: Arc<dyn RoomStore>) {
     assert_eq!(retry.len(), 1, "redelivered once idle");
     store.outbox_ack(&retry[0].id).await.unwrap();
     assert!(store.outbox_fetch("c3", 0, 10).await.unwrap().is_empty());
+
+    // A new match starts a new action log; actions append in order.
+    let mut next = room(&id, now + 3);
+    let mut pending = next.take_pending_actions();
+    assert!(pending.reset, "a started match starts a new log");
+    let card = next.game.as_ref().unwrap().legal_plays()[0].card;
+    next.play(0, card, None, false, String::new(), now + 4)
+        .unwrap();
+    pending.actions = next.take_pending_actions().actions;
+    let events = next.take_pending();
+    let commit = Commit {
+        room: &next,
+        expected_version: 3,
+        events: &events,
+        actions: &pending,
+        applied_move: None,
+        outbox: None,
+    };
+    assert_eq!(
+        store.commit(commit).await.unwrap(),
+        CommitOutcome::Committed { version: 4 }
+    );
+    assert_eq!(store.match_actions(&id).await.unwrap(), pending.actions);
+
+    // Presence leases: seats recorded under an instance; an expired instance is claimed
+    // by one sweeper at a time and is swept for good.
+    let seat = LeasedSeat {
+        room_id: "a room".into(),
+        seat: 1,
+        conn_id: "c1".into(),
+    };
+    assert_eq!(LeasedSeat::decode(&seat.encode()), Some(seat.clone()));
+    let other = LeasedSeat {
+        seat: 0,
+        conn_id: "c0".into(),
+        ..seat.clone()
+    };
+    let instance = format!("replica/{id}");
+    assert!(store.lease_add(&instance, &seat, 10_000).await.unwrap());
+    assert!(store.lease_add(&instance, &other, 10_000).await.unwrap());
+    store.lease_remove(&instance, &other).await.unwrap();
+    assert!(
+        store.lease_refresh(&instance, 5_000).await.unwrap(),
+        "a refresh never shortens"
+    );
+    assert!(
+        store
+            .lease_claim_expired(9_999, 1_000, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let claimed = store.lease_claim_expired(10_000, 1_000, 10).await.unwrap();
+    assert_eq!(
+        claimed,
+        vec![ExpiredLease {
+            instance: instance.clone(),
+            seats: vec![seat.clone()]
+        }]
+    );
+    assert!(
+        store
+            .lease_claim_expired(10_999, 1_000, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "claimed by one sweeper"
+    );
+    assert!(
+        !store.lease_refresh(&instance, 50_000).await.unwrap(),
+        "a swept instance cannot come back"
+    );
+    assert!(!store.lease_add(&instance, &seat, 50_000).await.unwrap());
+    assert_eq!(
+        store.lease_claim_expired(11_000, 1_000, 10).await.unwrap(),
+        claimed,
+        "an unfinished sweep is claimed again"
+    );
+    store.lease_release(&instance).await.unwrap();
+    assert!(
+        store
+            .lease_claim_expired(i64::MAX / 2, 1_000, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]

@@ -119,6 +119,7 @@ struct VerifiedClaims {
 
 /// Issues access tokens: EdDSA JWTs with a `kid` header and the claims `sub`
 /// (user id), `role`, `guest`, `iss`, `aud`, `iat`, `exp` and `jti`.
+#[derive(Clone)]
 pub struct TokenIssuer {
     kid: String,
     public_pem: String,

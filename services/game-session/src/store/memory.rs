@@ -1,15 +1,19 @@
 //! The in-memory store of the embedded dev mode: one process, no Redis.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use tokio::sync::broadcast;
 
-use super::{Commit, CommitOutcome, EventsAfter, Loaded, Notice, OutboxEntry, RoomStore};
+use super::{
+    Commit, CommitOutcome, EventsAfter, ExpiredLease, LeasedSeat, Loaded, Notice, OutboxEntry,
+    RoomHead, RoomStore,
+};
 use crate::error::Result;
 use crate::events::StoredEvent;
-use crate::room::{Room, Status};
+use crate::room::{ActionRecord, Room, Status};
 
 /// Rooms in this process's memory.
 #[derive(Debug)]
@@ -25,6 +29,10 @@ struct Inner {
     deadlines: HashMap<String, i64>,
     outbox: VecDeque<Entry>,
     next_outbox: u64,
+    /// Instance → end of its lease (or of the sweeper's claim).
+    leases: HashMap<String, i64>,
+    lease_seats: HashMap<String, HashSet<String>>,
+    swept: HashSet<String>,
 }
 
 #[derive(Debug)]
@@ -32,6 +40,7 @@ struct Stored {
     room: Room,
     version: u64,
     log: Vec<StoredEvent>,
+    actions: Vec<ActionRecord>,
     moves: HashMap<String, u64>,
 }
 
@@ -75,6 +84,7 @@ impl RoomStore for MemoryStore {
 
     async fn commit(&self, commit: Commit<'_>) -> Result<CommitOutcome> {
         let room_id = commit.room.id.clone();
+        let notice_seq = super::notice_seq(commit.room, commit.events);
         let mut inner = self.lock();
         let current = inner.rooms.get(&room_id).map_or(0, |s| s.version);
         if current != commit.expected_version {
@@ -93,6 +103,7 @@ impl RoomStore for MemoryStore {
                     room: commit.room.clone(),
                     version: 0,
                     log: Vec::new(),
+                    actions: Vec::new(),
                     moves: HashMap::new(),
                 },
             );
@@ -101,6 +112,10 @@ impl RoomStore for MemoryStore {
         stored.room = commit.room.clone();
         stored.version = current + 1;
         stored.log.extend_from_slice(commit.events);
+        if commit.actions.reset {
+            stored.actions.clear();
+        }
+        stored.actions.extend_from_slice(&commit.actions.actions);
         if let Some((key, seq)) = commit.applied_move {
             stored.moves.insert(key, seq);
         }
@@ -124,7 +139,7 @@ impl RoomStore for MemoryStore {
         drop(inner);
         let _ = self.notices.send(Notice {
             room_id: room_id.into(),
-            seq: commit.room.seq,
+            seq: notice_seq,
         });
         Ok(CommitOutcome::Committed {
             version: current + 1,
@@ -144,6 +159,28 @@ impl RoomStore for MemoryStore {
             closed: stored.room.status == Status::Closed,
             exists: true,
         })
+    }
+
+    async fn room_heads(&self, room_ids: &[Arc<str>]) -> Result<Vec<Option<RoomHead>>> {
+        let inner = self.lock();
+        Ok(room_ids
+            .iter()
+            .map(|id| {
+                inner.rooms.get(&**id).map(|stored| RoomHead {
+                    seq: stored.room.seq,
+                    closed: stored.room.status == Status::Closed,
+                })
+            })
+            .collect())
+    }
+
+    async fn match_actions(&self, room_id: &str) -> Result<Vec<ActionRecord>> {
+        Ok(self
+            .lock()
+            .rooms
+            .get(room_id)
+            .map(|s| s.actions.clone())
+            .unwrap_or_default())
     }
 
     async fn applied_move(&self, room_id: &str, key: &str) -> Result<Option<u64>> {
@@ -236,6 +273,74 @@ impl RoomStore for MemoryStore {
 
     async fn outbox_ack(&self, id: &str) -> Result<()> {
         self.lock().outbox.retain(|entry| entry.id != id);
+        Ok(())
+    }
+
+    async fn lease_add(&self, instance: &str, seat: &LeasedSeat, until_ms: i64) -> Result<bool> {
+        let mut inner = self.lock();
+        if inner.swept.contains(instance) {
+            return Ok(false);
+        }
+        inner
+            .lease_seats
+            .entry(instance.to_owned())
+            .or_default()
+            .insert(seat.encode());
+        let lease = inner.leases.entry(instance.to_owned()).or_insert(until_ms);
+        *lease = (*lease).max(until_ms);
+        Ok(true)
+    }
+
+    async fn lease_remove(&self, instance: &str, seat: &LeasedSeat) -> Result<()> {
+        if let Some(seats) = self.lock().lease_seats.get_mut(instance) {
+            seats.remove(&seat.encode());
+        }
+        Ok(())
+    }
+
+    async fn lease_refresh(&self, instance: &str, until_ms: i64) -> Result<bool> {
+        let mut inner = self.lock();
+        if inner.swept.contains(instance) {
+            return Ok(false);
+        }
+        let lease = inner.leases.entry(instance.to_owned()).or_insert(until_ms);
+        *lease = (*lease).max(until_ms);
+        Ok(true)
+    }
+
+    async fn lease_claim_expired(
+        &self,
+        now_ms: i64,
+        claim_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<ExpiredLease>> {
+        let mut inner = self.lock();
+        let mut expired: Vec<(i64, String)> = inner
+            .leases
+            .iter()
+            .filter(|(_, until)| **until <= now_ms)
+            .map(|(instance, until)| (*until, instance.clone()))
+            .collect();
+        expired.sort();
+        expired.truncate(limit);
+        let mut out = Vec::with_capacity(expired.len());
+        for (_, instance) in expired {
+            inner.swept.insert(instance.clone());
+            inner.leases.insert(instance.clone(), now_ms + claim_ms);
+            let seats = inner
+                .lease_seats
+                .get(&instance)
+                .map(|seats| seats.iter().filter_map(|s| LeasedSeat::decode(s)).collect())
+                .unwrap_or_default();
+            out.push(ExpiredLease { instance, seats });
+        }
+        Ok(out)
+    }
+
+    async fn lease_release(&self, instance: &str) -> Result<()> {
+        let mut inner = self.lock();
+        inner.lease_seats.remove(instance);
+        inner.leases.remove(instance);
         Ok(())
     }
 

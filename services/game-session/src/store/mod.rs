@@ -11,7 +11,7 @@ use tokio::sync::broadcast;
 
 use crate::error::Result;
 use crate::events::StoredEvent;
-use crate::room::Room;
+use crate::room::{ActionRecord, PendingActions, Room};
 
 pub use memory::MemoryStore;
 pub use redis_store::RedisStore;
@@ -34,6 +34,9 @@ pub struct Commit<'a> {
     pub expected_version: u64,
     /// The events to append, in order.
     pub events: &'a [StoredEvent],
+    /// The changes to the running match's action log (kept apart from the room so that
+    /// a play never reads or rewrites the whole match).
+    pub actions: &'a PendingActions,
     /// An idempotency key (seat and client move id) and the seq answering it. When the
     /// key is already recorded, nothing is written.
     pub applied_move: Option<(String, u64)>,
@@ -73,10 +76,66 @@ pub struct EventsAfter {
 /// A room got new events (or changed status): its id and last seq.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
-    /// The room.
+    /// The room (`*`: every room, after notices may have been lost).
     pub room_id: Arc<str>,
-    /// Its last seq.
+    /// Its last seq; 0 when it changed without new events (it closed): streams that
+    /// have every event must look anyway.
     pub seq: u64,
+}
+
+/// The seq a commit of `events` to `room` announces (see [`Notice::seq`]).
+pub fn notice_seq(room: &Room, events: &[StoredEvent]) -> u64 {
+    if events.is_empty() { 0 } else { room.seq }
+}
+
+/// What a room's stream needs to know to decide whether to read the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoomHead {
+    /// The seq of the room's last event.
+    pub seq: u64,
+    /// Whether the room is closed.
+    pub closed: bool,
+}
+
+/// A stream whose seat is connected through a replica instance's presence lease: when
+/// the lease expires (the replica died without recording its disconnects), the timer
+/// sweep of another replica disconnects it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LeasedSeat {
+    /// The room.
+    pub room_id: String,
+    /// The seat.
+    pub seat: u8,
+    /// The stream (as in the room's seat state).
+    pub conn_id: String,
+}
+
+impl LeasedSeat {
+    /// The stored form: `seat conn_id room_id` (a room id may hold spaces; a seat and a
+    /// connection id do not).
+    pub fn encode(&self) -> String {
+        format!("{} {} {}", self.seat, self.conn_id, self.room_id)
+    }
+
+    /// The stored form read back; `None` if it is not one.
+    pub fn decode(text: &str) -> Option<LeasedSeat> {
+        let mut parts = text.splitn(3, ' ');
+        Some(LeasedSeat {
+            seat: parts.next()?.parse().ok()?,
+            conn_id: parts.next()?.to_owned(),
+            room_id: parts.next()?.to_owned(),
+        })
+    }
+}
+
+/// A replica instance whose presence lease expired, claimed by one sweeper, with the
+/// seats it had connected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpiredLease {
+    /// The instance.
+    pub instance: String,
+    /// Its seats.
+    pub seats: Vec<LeasedSeat>,
 }
 
 /// An outbox entry: its id and the encoded match record.
@@ -95,12 +154,19 @@ pub trait RoomStore: Send + Sync + 'static {
     async fn load(&self, room_id: &str) -> Result<Option<Loaded>>;
 
     /// Writes a change atomically: checks the version and the idempotency key, stores
-    /// the state, appends the events, records the key, sets the room's next deadline,
+    /// the state, appends the events and actions, records the key, sets the room's next deadline,
     /// queues the outbox record and notifies every replica.
     async fn commit(&self, commit: Commit<'_>) -> Result<CommitOutcome>;
 
     /// The events after seq `after`, in order.
     async fn events_after(&self, room_id: &str, after: u64) -> Result<EventsAfter>;
+
+    /// The last seq and status of each room (`None`: no such room), in one round trip:
+    /// the hub's safety net under lost notices.
+    async fn room_heads(&self, room_ids: &[Arc<str>]) -> Result<Vec<Option<RoomHead>>>;
+
+    /// The running (or last) match's action log, in order.
+    async fn match_actions(&self, room_id: &str) -> Result<Vec<ActionRecord>>;
 
     /// The seq recorded for an idempotency key.
     async fn applied_move(&self, room_id: &str, key: &str) -> Result<Option<u64>>;
@@ -130,6 +196,31 @@ pub trait RoomStore: Send + Sync + 'static {
 
     /// Removes a delivered outbox entry.
     async fn outbox_ack(&self, id: &str) -> Result<()>;
+
+    /// Records that `seat` is connected through `instance`, whose lease then lasts at
+    /// least until `until_ms`. `false` (nothing recorded): the instance's lease expired
+    /// and was swept; the replica must take a new instance id.
+    async fn lease_add(&self, instance: &str, seat: &LeasedSeat, until_ms: i64) -> Result<bool>;
+
+    /// Forgets a seat of `instance` (its stream ended and recorded its disconnect).
+    async fn lease_remove(&self, instance: &str, seat: &LeasedSeat) -> Result<()>;
+
+    /// Extends the lease of `instance` to `until_ms` (never shortens it). `false`: it
+    /// expired and was swept, as for [`RoomStore::lease_add`].
+    async fn lease_refresh(&self, instance: &str, until_ms: i64) -> Result<bool>;
+
+    /// Claims up to `limit` instances whose lease expired by `now_ms` (or whose previous
+    /// sweeper did not finish within `claim_ms`), marks them swept for good, and returns
+    /// them with their seats. Each is claimed by one caller at a time.
+    async fn lease_claim_expired(
+        &self,
+        now_ms: i64,
+        claim_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<ExpiredLease>>;
+
+    /// Forgets a swept instance once its seats are disconnected.
+    async fn lease_release(&self, instance: &str) -> Result<()>;
 
     /// Notices of new events in any room, from every replica.
     fn notices(&self) -> broadcast::Receiver<Notice>;

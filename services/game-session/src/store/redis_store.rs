@@ -4,13 +4,17 @@
 //!
 //! | key | type | holds |
 //! |---|---|---|
-//! | `P:{room:ID}:state` | hash | `v` version, `data` room JSON, `st` "closed" or "" |
+//! | `P:{room:ID}:state` | hash | `v` version, `data` room JSON, `st` "closed" or "", `q` last seq |
 //! | `P:{room:ID}:log` | list | the events, JSON; index `seq - 1` |
 //! | `P:{room:ID}:moves` | hash | `seat:client_move_id` → seq of the card played |
+//! | `P:{room:ID}:actions` | list | the running match's actions, JSON (read at its end) |
 //! | `P:deadlines` | sorted set | room id by its next deadline (Unix ms) |
 //! | `P:rooms` | sorted set | room id by creation time |
 //! | `P:outbox` | stream, group `forwarder` | encoded `MatchRecord`s |
-//! | `P:notify` | pub/sub channel | `seq room_id` after each commit |
+//! | `P:leases` | sorted set | replica instance by the end of its presence lease (Unix ms) |
+//! | `P:lease:INSTANCE` | set | the seats connected through that instance ([`LeasedSeat`]) |
+//! | `P:leases-swept` | sorted set | instances whose lease expired, by when (kept a day) |
+//! | `P:notify` | pub/sub channel | `seq room_id` after each commit (see [`Notice`]) |
 //!
 //! The global keys (deadlines, rooms, outbox) are written by the same script: on a
 //! single Redis (or a primary with replicas) that is atomic. On Redis Cluster they would
@@ -25,19 +29,24 @@ use tokio::sync::broadcast;
 use tokio_stream::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 
-use super::{Commit, CommitOutcome, EventsAfter, Loaded, Notice, OutboxEntry, RoomStore};
+use super::{
+    Commit, CommitOutcome, EventsAfter, ExpiredLease, LeasedSeat, Loaded, Notice, OutboxEntry,
+    RoomHead, RoomStore,
+};
 use crate::error::{GameError, Result};
 use crate::events::StoredEvent;
-use crate::room::{Room, Status};
+use crate::room::{ActionRecord, Room, Status};
 
 /// The consumer group of the outbox.
 const OUTBOX_GROUP: &str = "forwarder";
 
 const COMMIT: &str = r#"
--- KEYS: 1 state, 2 log, 3 moves, 4 deadlines, 5 rooms, 6 outbox
+-- KEYS: 1 state, 2 log, 3 moves, 4 deadlines, 5 rooms, 6 outbox, 7 actions
 -- ARGV: 1 expected version, 2 room JSON, 3 move key or '', 4 move seq, 5 status flag,
 --       6 deadline or '', 7 room id, 8 created ms, 9 outbox payload or '', 10 channel,
---       11 notice, 12 ttl seconds or '', 13 number of events, 14.. events
+--       11 notice, 12 ttl seconds or '', 13 number of events n, 14 number of actions m,
+--       15 '1' to start a new action log or '', 16 last seq, 17..16+n events,
+--       17+n..16+n+m actions
 local cur = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if cur ~= tonumber(ARGV[1]) then return {0, 0} end
 if ARGV[3] ~= '' then
@@ -45,11 +54,16 @@ if ARGV[3] ~= '' then
   if done then return {2, tonumber(done)} end
 end
 local n = tonumber(ARGV[13])
+local m = tonumber(ARGV[14])
 for i = 1, n, 500 do
-  redis.call('RPUSH', KEYS[2], unpack(ARGV, 13 + i, 13 + math.min(i + 499, n)))
+  redis.call('RPUSH', KEYS[2], unpack(ARGV, 16 + i, 16 + math.min(i + 499, n)))
+end
+if ARGV[15] ~= '' then redis.call('DEL', KEYS[7]) end
+for i = 1, m, 500 do
+  redis.call('RPUSH', KEYS[7], unpack(ARGV, 16 + n + i, 16 + n + math.min(i + 499, m)))
 end
 local v = cur + 1
-redis.call('HSET', KEYS[1], 'v', v, 'data', ARGV[2], 'st', ARGV[5])
+redis.call('HSET', KEYS[1], 'v', v, 'data', ARGV[2], 'st', ARGV[5], 'q', ARGV[16])
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) end
 if ARGV[6] == '' then
   redis.call('ZREM', KEYS[4], ARGV[7])
@@ -59,9 +73,7 @@ end
 if cur == 0 then redis.call('ZADD', KEYS[5], ARGV[8], ARGV[7]) end
 if ARGV[9] ~= '' then redis.call('XADD', KEYS[6], '*', 'record', ARGV[9]) end
 if ARGV[12] ~= '' then
-  redis.call('EXPIRE', KEYS[1], ARGV[12])
-  redis.call('EXPIRE', KEYS[2], ARGV[12])
-  redis.call('EXPIRE', KEYS[3], ARGV[12])
+  for _, k in ipairs({1, 2, 3, 7}) do redis.call('EXPIRE', KEYS[k], ARGV[12]) end
 end
 redis.call('PUBLISH', ARGV[10], ARGV[11])
 return {1, v}
@@ -81,6 +93,35 @@ if tonumber(redis.call('HGET', KEYS[1], 'v') or '0') ~= tonumber(ARGV[1]) then r
 if ARGV[3] == '' then redis.call('ZREM', KEYS[2], ARGV[2])
 else redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2]) end
 return 1
+"#;
+
+const LEASE_ADD: &str = r#"
+-- KEYS: 1 leases, 2 swept, 3 the instance's seats; ARGV: 1 instance, 2 seat, 3 until ms
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+redis.call('SADD', KEYS[3], ARGV[2])
+redis.call('ZADD', KEYS[1], 'GT', ARGV[3], ARGV[1])
+return 1
+"#;
+
+const LEASE_REFRESH: &str = r#"
+-- KEYS: 1 leases, 2 swept; ARGV: 1 instance, 2 until ms
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], 'GT', ARGV[2], ARGV[1])
+return 1
+"#;
+
+const LEASE_CLAIM: &str = r#"
+-- KEYS: 1 leases, 2 swept; ARGV: 1 now ms, 2 claim ms, 3 limit
+-- The swept mark comes first: from then on the instance can neither refresh its lease
+-- nor add seats, even if it was only slow. The lease's new score is this claim's end:
+-- if the sweeper dies, another claims the instance again then.
+local out = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+for _, instance in ipairs(out) do
+  redis.call('ZADD', KEYS[2], ARGV[1], instance)
+  redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), instance)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(ARGV[1]) - 86400000)
+return out
 "#;
 
 const OUTBOX_FETCH: &str = r#"
@@ -109,6 +150,9 @@ pub struct RedisStore {
     claim: Arc<Script>,
     sync: Arc<Script>,
     outbox_fetch: Arc<Script>,
+    lease_add: Arc<Script>,
+    lease_refresh: Arc<Script>,
+    lease_claim: Arc<Script>,
     notices: broadcast::Sender<Notice>,
 }
 
@@ -140,6 +184,9 @@ impl RedisStore {
             claim: Arc::new(Script::new(CLAIM)),
             sync: Arc::new(Script::new(SYNC_DEADLINE)),
             outbox_fetch: Arc::new(Script::new(OUTBOX_FETCH)),
+            lease_add: Arc::new(Script::new(LEASE_ADD)),
+            lease_refresh: Arc::new(Script::new(LEASE_REFRESH)),
+            lease_claim: Arc::new(Script::new(LEASE_CLAIM)),
             notices: broadcast::channel(4096).0,
         };
         store.ensure_group().await?;
@@ -170,6 +217,10 @@ impl RedisStore {
 
     fn room_key(&self, room_id: &str, name: &str) -> String {
         format!("{}:{{room:{room_id}}}:{name}", self.prefix)
+    }
+
+    fn lease_key(&self, instance: &str) -> String {
+        format!("{}:lease:{instance}", self.prefix)
     }
 
     fn channel(&self) -> String {
@@ -267,6 +318,7 @@ impl RoomStore for RedisStore {
             .key(self.key("deadlines"))
             .key(self.key("rooms"))
             .key(self.key("outbox"))
+            .key(self.room_key(&room.id, "actions"))
             .arg(commit.expected_version)
             .arg(serde_json::to_string(room)?)
             .arg(move_key)
@@ -277,15 +329,25 @@ impl RoomStore for RedisStore {
             .arg(room.created_at_ms)
             .arg(commit.outbox.unwrap_or_default())
             .arg(self.channel())
-            .arg(format!("{} {}", room.seq, room.id))
+            .arg(format!(
+                "{} {}",
+                super::notice_seq(room, commit.events),
+                room.id
+            ))
             .arg(if closed {
                 self.closed_ttl_seconds.to_string()
             } else {
                 String::new()
             })
-            .arg(commit.events.len());
+            .arg(commit.events.len())
+            .arg(commit.actions.actions.len())
+            .arg(if commit.actions.reset { "1" } else { "" })
+            .arg(room.seq);
         for event in commit.events {
             invocation.arg(serde_json::to_string(event)?);
+        }
+        for action in &commit.actions.actions {
+            invocation.arg(serde_json::to_string(action)?);
         }
         let (status, value): (i64, u64) = invocation.invoke_async(&mut self.conn.clone()).await?;
         Ok(match status {
@@ -296,12 +358,15 @@ impl RoomStore for RedisStore {
     }
 
     async fn events_after(&self, room_id: &str, after: u64) -> Result<EventsAfter> {
-        let (exists, status, raw): (bool, Option<String>, Vec<String>) = redis::pipe()
-            .exists(self.room_key(room_id, "state"))
-            .hget(self.room_key(room_id, "state"), "st")
+        let ((version, status), raw): ((Option<u64>, Option<String>), Vec<String>) = redis::pipe()
+            .cmd("HMGET")
+            .arg(self.room_key(room_id, "state"))
+            .arg("v")
+            .arg("st")
             .lrange(self.room_key(room_id, "log"), after as isize, -1)
             .query_async(&mut self.conn.clone())
             .await?;
+        let exists = version.is_some();
         let events = raw
             .iter()
             .map(|text| serde_json::from_str::<StoredEvent>(text))
@@ -311,6 +376,42 @@ impl RoomStore for RedisStore {
             closed: status.as_deref() == Some("closed"),
             exists,
         })
+    }
+
+    async fn room_heads(&self, room_ids: &[Arc<str>]) -> Result<Vec<Option<RoomHead>>> {
+        if room_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for id in room_ids {
+            pipe.cmd("HMGET")
+                .arg(self.room_key(id, "state"))
+                .arg("q")
+                .arg("st");
+        }
+        let heads: Vec<(Option<u64>, Option<String>)> =
+            pipe.query_async(&mut self.conn.clone()).await?;
+        Ok(heads
+            .into_iter()
+            .map(|(seq, status)| {
+                seq.map(|seq| RoomHead {
+                    seq,
+                    closed: status.as_deref() == Some("closed"),
+                })
+            })
+            .collect())
+    }
+
+    async fn match_actions(&self, room_id: &str) -> Result<Vec<ActionRecord>> {
+        let raw: Vec<String> = self
+            .conn
+            .clone()
+            .lrange(self.room_key(room_id, "actions"), 0, -1)
+            .await?;
+        Ok(raw
+            .iter()
+            .map(|text| serde_json::from_str(text))
+            .collect::<Result<_, _>>()?)
     }
 
     async fn applied_move(&self, room_id: &str, key: &str) -> Result<Option<u64>> {
@@ -410,6 +511,82 @@ impl RoomStore for RedisStore {
             .cmd("XDEL")
             .arg(self.key("outbox"))
             .arg(id)
+            .ignore()
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
+    async fn lease_add(&self, instance: &str, seat: &LeasedSeat, until_ms: i64) -> Result<bool> {
+        let added: i64 = self
+            .lease_add
+            .key(self.key("leases"))
+            .key(self.key("leases-swept"))
+            .key(self.lease_key(instance))
+            .arg(instance)
+            .arg(seat.encode())
+            .arg(until_ms)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(added == 1)
+    }
+
+    async fn lease_remove(&self, instance: &str, seat: &LeasedSeat) -> Result<()> {
+        let _: () = self
+            .conn
+            .clone()
+            .srem(self.lease_key(instance), seat.encode())
+            .await?;
+        Ok(())
+    }
+
+    async fn lease_refresh(&self, instance: &str, until_ms: i64) -> Result<bool> {
+        let alive: i64 = self
+            .lease_refresh
+            .key(self.key("leases"))
+            .key(self.key("leases-swept"))
+            .arg(instance)
+            .arg(until_ms)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(alive == 1)
+    }
+
+    async fn lease_claim_expired(
+        &self,
+        now_ms: i64,
+        claim_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<ExpiredLease>> {
+        let instances: Vec<String> = self
+            .lease_claim
+            .key(self.key("leases"))
+            .key(self.key("leases-swept"))
+            .arg(now_ms)
+            .arg(claim_ms)
+            .arg(limit)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        let mut expired = Vec::with_capacity(instances.len());
+        for instance in instances {
+            let raw: Vec<String> = self
+                .conn
+                .clone()
+                .smembers(self.lease_key(&instance))
+                .await?;
+            expired.push(ExpiredLease {
+                seats: raw.iter().filter_map(|s| LeasedSeat::decode(s)).collect(),
+                instance,
+            });
+        }
+        Ok(expired)
+    }
+
+    async fn lease_release(&self, instance: &str) -> Result<()> {
+        let _: () = redis::pipe()
+            .del(self.lease_key(instance))
+            .ignore()
+            .zrem(self.key("leases"), instance)
             .ignore()
             .query_async(&mut self.conn.clone())
             .await?;

@@ -62,6 +62,7 @@ pub fn config(replica: &str, timing: Timing) -> ServiceConfig {
         join_timeout: Duration::from_secs(5),
         timer_poll: Duration::from_millis(20),
         resync: Duration::from_millis(500),
+        lease: Duration::from_millis(600),
     }
 }
 
@@ -228,10 +229,12 @@ pub struct Player {
     pub log: Vec<ServerEvent>,
     pub last_seq: u64,
     pub moves: u32,
+    /// Whose turn it is, as far as this player has seen and not yet acted on.
+    pub turn: Option<u32>,
 }
 
 pub fn card(c: &pb::Card) -> Card {
-    game_session::convert::card_from_pb(c).unwrap()
+    basra_proto::convert::card_from_pb(c).unwrap()
 }
 
 pub fn join_message(room_id: &str, last_seen_seq: Option<u64>) -> ClientMessage {
@@ -279,6 +282,7 @@ impl Player {
             log: Vec::new(),
             last_seq: last_seen_seq.unwrap_or(0),
             moves: 0,
+            turn: None,
         }
     }
 
@@ -299,6 +303,7 @@ impl Player {
                 let view = snapshot.view.as_ref().unwrap();
                 assert_eq!(view.your_seat, Some(self.seat));
                 self.hand = view.hand.iter().map(card).collect();
+                self.turn = view.turn;
                 assert_eq!(
                     view.hand_counts
                         .get(self.seat as usize)
@@ -318,6 +323,10 @@ impl Player {
                     "logged events arrive in order, none lost or repeated: {logged:?}"
                 );
                 match logged {
+                    // A new match (a rematch) starts with empty hands.
+                    E::MatchStarted(_) => self.hand = CardSet::EMPTY,
+                    E::TurnStarted(turn) => self.turn = Some(turn.seat),
+                    E::MatchEnded(_) => self.turn = None,
                     E::HandDealt(dealt) => {
                         let cards: CardSet = dealt.cards.iter().map(card).collect();
                         assert!(cards.len() == 4 || cards.is_empty());
@@ -362,7 +371,7 @@ impl Player {
     pub async fn play(&mut self, card: Card, move_id: &str) {
         self.moves += 1;
         self.send(Kind::PlayCard(game::PlayCard {
-            card: Some(game_session::convert::card_to_pb(card)),
+            card: Some(basra_proto::convert::card_to_pb(card)),
             capture_choice: None,
             based_on_seq: Some(self.last_seq),
             client_move_id: move_id.into(),
@@ -377,13 +386,16 @@ impl Player {
             if stop_after.is_some_and(|n| self.moves >= n) {
                 return None;
             }
+            if self.turn == Some(self.seat) {
+                // Once per turn: the next TurnStarted sets it again.
+                self.turn = None;
+                let card = self.hand.iter().next().expect("a card to play");
+                let id = Uuid::now_v7().to_string();
+                self.play(card, &id).await;
+                continue;
+            }
             let event = self.next().await.expect("the stream stays up");
             match event.event.unwrap() {
-                E::TurnStarted(turn) if turn.seat == self.seat => {
-                    let card = self.hand.iter().next().expect("a card to play");
-                    let id = Uuid::now_v7().to_string();
-                    self.play(card, &id).await;
-                }
                 E::MatchEnded(ended) => return Some(ended),
                 E::Rejected(rejected) => panic!("unexpected reject: {rejected:?}"),
                 _ => {}
@@ -514,4 +526,45 @@ pub fn serve_accounts(
         .await
         .unwrap();
     })
+}
+
+/// A two-player room on `replica` (rule `settings`); both players joined from seq 0 and
+/// each has seen both connect.
+pub async fn two_players(
+    replica: &Replica,
+    tokens: &Tokens,
+    settings: pb::RuleSettings,
+) -> (String, Player, Player) {
+    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
+    let room = Uuid::now_v7().to_string();
+    create_room(
+        replica.channel().await,
+        tokens,
+        &room,
+        vec![player_seat(ua), player_seat(ub)],
+        settings,
+    )
+    .await
+    .unwrap();
+    let mut a = Player::join(replica.channel().await, tokens, ua, 0, &room, Some(0)).await;
+    let mut b = Player::join(replica.channel().await, tokens, ub, 1, &room, Some(0)).await;
+    for p in [&mut a, &mut b] {
+        p.until(|e| matches!(e, E::ConnectionChanged(c) if c.seat == 1 && c.state == game::ConnectionState::Connected as i32))
+            .await;
+    }
+    (room, a, b)
+}
+
+/// Waits for the stream to end; its final status (`Ok` for a clean end).
+pub async fn stream_end(p: &mut Player) -> tonic::Code {
+    loop {
+        match tokio::time::timeout(WAIT, p.events.message())
+            .await
+            .expect("the stream ends in time")
+        {
+            Ok(Some(event)) => p.observe(&event),
+            Ok(None) => return tonic::Code::Ok,
+            Err(status) => return status.code(),
+        }
+    }
 }

@@ -1,0 +1,610 @@
+//! Load generator: N concurrent two-player matches through a real game-session replica
+//! and real Redis, every player a real tonic client on its own connection, playing a
+//! legal card (the first of its hand; the engine takes the canonical capture) whenever
+//! it is its turn, and asking for a rematch when a match ends (so the streams stay open).
+//!
+//! The replica runs in a child process (this binary with `serve`), so its memory and CPU
+//! are measured apart from the clients': RSS from `/proc/<pid>/statm`, CPU from
+//! `/proc/<pid>/stat`.
+//!
+//! Reports plays/s, the latency from a play (just before the client sends it) to the
+//! opponent's receipt of the `card_played` event (p50/p99/p99.9/max), server CPU per play,
+//! Redis CPU per play, and server memory per open stream (RSS delta / streams).
+//!
+//! ```text
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run --release -p game-session --example load -- \
+//!     --matches 1000 --seconds 20 [--think-ms 0] [--warmup 3] [--connections 0]
+//! ```
+//!
+//! `--think-ms T`: each player waits T ms (±50 %, uniform) before each play; 0 plays at
+//! once (the replica is then saturated: plays/s is its throughput). `--connections C`:
+//! spread the players over C HTTP/2 connections (0: one per player, like real clients).
+
+#![allow(missing_docs)]
+
+use std::io::{BufRead as _, Read as _, Write as _};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use basra_engine::CardSet;
+use basra_platform::auth::{Caller, Role, SigningKey, TokenIssuer, TokenVerifier};
+use basra_proto::basra::common::v1 as pb;
+use basra_proto::basra::game::v1::{
+    self as game, ClientMessage, CreateRoomRequest, SeatAssignment, client_message::Kind,
+    game_client::GameClient, seat_assignment::Occupant, server_event::Event as E,
+};
+use basra_proto::convert::{card_from_pb, card_to_pb};
+use game_session::settings::Timing;
+use game_session::{RedisStore, ServiceConfig};
+use rand::Rng as _;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+use tonic::transport::{Channel, Endpoint};
+use uuid::Uuid;
+
+const ISSUER: &str = "basra-accounts";
+const AUDIENCE: &str = "basra";
+
+#[derive(Debug, Clone)]
+struct Args {
+    matches: usize,
+    seconds: u64,
+    warmup: u64,
+    think_ms: u64,
+    connections: usize,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
+    let mut parsed = Args {
+        matches: 100,
+        seconds: 20,
+        warmup: 3,
+        think_ms: 0,
+        connections: 0,
+    };
+    while let Some(flag) = args.next() {
+        let value = args
+            .next()
+            .with_context(|| format!("{flag} needs a value"))?;
+        let number = || -> anyhow::Result<u64> {
+            value
+                .parse()
+                .with_context(|| format!("{flag} {value}: not a number"))
+        };
+        match flag.as_str() {
+            "--matches" => parsed.matches = number()? as usize,
+            "--seconds" => parsed.seconds = number()?,
+            "--warmup" => parsed.warmup = number()?,
+            "--think-ms" => parsed.think_ms = number()?,
+            "--connections" => parsed.connections = number()? as usize,
+            other => bail!(
+                "unknown flag {other}; flags: --matches N --seconds S --warmup S --think-ms T --connections C"
+            ),
+        }
+    }
+    if parsed.matches == 0 || parsed.seconds == 0 {
+        bail!("--matches and --seconds must be at least 1");
+    }
+    Ok(parsed)
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("serve") {
+        return serve();
+    }
+    let args = parse_args(args)?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(drive(args))
+}
+
+fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+/// The child: one replica on 127.0.0.1:0 until its stdin closes. Prints its address.
+fn serve() -> anyhow::Result<()> {
+    let prefix = std::env::var("LOAD_PREFIX").context("LOAD_PREFIX")?;
+    let kid = std::env::var("LOAD_KID").context("LOAD_KID")?;
+    let pem = std::env::var("LOAD_PEM").context("LOAD_PEM")?;
+    let verifier = TokenVerifier::new(vec![(kid, pem)], ISSUER, AUDIENCE)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone();
+        std::thread::spawn(move || {
+            // The parent closes our stdin when it is done (or dies).
+            let _ = std::io::stdin().read_to_end(&mut Vec::new());
+            stop.cancel();
+        });
+        let store = RedisStore::connect(&redis_url(), &prefix, 600, shutdown.clone()).await?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        println!("listening {}", listener.local_addr()?);
+        std::io::stdout().flush()?;
+        let config = ServiceConfig {
+            replica: "load".into(),
+            timing: Timing {
+                turn_ms: 120_000,
+                grace_ms: 120_000,
+                bot_delay_ms: 0,
+                rematch_ms: 120_000,
+            },
+            max_streams: 1_000_000,
+            join_timeout: Duration::from_secs(30),
+            timer_poll: Duration::from_millis(100),
+            resync: Duration::from_millis(2000),
+            lease: Duration::from_millis(15_000),
+        };
+        game_session::run(
+            listener,
+            Arc::new(store),
+            verifier,
+            config,
+            None,
+            Duration::from_secs(1),
+            shutdown,
+        )
+        .await?;
+        Ok(())
+    })
+}
+
+/// The replica child process.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn spawn(prefix: &str, kid: &str, public_pem: &str) -> anyhow::Result<Server> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .arg("serve")
+            .env("LOAD_PREFIX", prefix)
+            .env("LOAD_KID", kid)
+            .env("LOAD_PEM", public_pem)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("spawning the replica")?;
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("piped"))
+            .read_line(&mut line)
+            .context("reading the replica's address")?;
+        let addr = line
+            .trim()
+            .strip_prefix("listening ")
+            .with_context(|| format!("unexpected replica output {line:?}"))?
+            .parse()?;
+        Ok(Server { child, addr })
+    }
+
+    /// Resident set size in bytes.
+    fn rss(&self) -> u64 {
+        let statm =
+            std::fs::read_to_string(format!("/proc/{}/statm", self.child.id())).unwrap_or_default();
+        let pages: u64 = statm
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        pages * page_size()
+    }
+
+    /// User + system CPU time in seconds.
+    fn cpu_seconds(&self) -> f64 {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // Fields after the command name (which may hold spaces) start after ") ".
+        let rest = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        // utime and stime are fields 14 and 15 (1-based), 12 and 13 here.
+        (ticks(11) + ticks(12)) as f64 / 100.0
+    }
+
+    fn stop(mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+fn page_size() -> u64 {
+    // Linux on x86-64 and aarch64 (4 KiB); getconf would need a process.
+    4096
+}
+
+async fn redis_cpu(conn: &mut redis::aio::MultiplexedConnection) -> f64 {
+    let info: String = redis::cmd("INFO")
+        .arg("cpu")
+        .query_async(conn)
+        .await
+        .unwrap_or_default();
+    info.lines()
+        .filter_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            matches!(key, "used_cpu_sys" | "used_cpu_user")
+                .then(|| value.trim().parse::<f64>().ok())
+                .flatten()
+        })
+        .sum()
+}
+
+/// What the players share.
+struct Shared {
+    /// Set when the measured window starts; plays and latencies count from then.
+    measuring: AtomicBool,
+    /// Cleared when the run ends: players stop playing.
+    running: AtomicBool,
+    epoch: Instant,
+    think_ms: u64,
+}
+
+impl Shared {
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+}
+
+/// One player's figures.
+#[derive(Default)]
+struct Figures {
+    /// Microseconds from the opponent's send to this player's receipt of its play.
+    latencies_us: Vec<u32>,
+    plays_seen: u64,
+    matches_ended: u64,
+    rejects: u64,
+}
+
+fn token(issuer: &TokenIssuer, user_id: Uuid, role: Role) -> anyhow::Result<String> {
+    Ok(issuer
+        .issue(
+            &Caller {
+                user_id,
+                role,
+                guest: false,
+            },
+            Duration::from_secs(3600),
+        )?
+        .token)
+}
+
+fn authed<T>(message: T, token: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("ascii"),
+    );
+    request
+}
+
+async fn connect(addr: SocketAddr) -> anyhow::Result<Channel> {
+    Ok(Endpoint::from_shared(format!("http://{addr}"))?
+        .tcp_nodelay(true)
+        .connect()
+        .await?)
+}
+
+/// One player: joins, then plays whenever it is its turn while the run lasts.
+#[allow(clippy::too_many_arguments)]
+async fn player(
+    channel: Channel,
+    token: String,
+    room_id: String,
+    seat: u32,
+    // When this seat sent its last play (ns since epoch; 0: none in flight), and the same
+    // for the opponent.
+    mine: Arc<AtomicU64>,
+    theirs: Arc<AtomicU64>,
+    shared: Arc<Shared>,
+    joined: mpsc::Sender<()>,
+    mut start: watch::Receiver<bool>,
+) -> anyhow::Result<Figures> {
+    let (tx, rx) = mpsc::channel(16);
+    tx.send(ClientMessage {
+        kind: Some(Kind::Join(game::Join {
+            room_id,
+            last_seen_seq: Some(0),
+            spectate: false,
+        })),
+    })
+    .await?;
+    let mut events = GameClient::new(channel)
+        .play(authed(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+            &token,
+        ))
+        .await?
+        .into_inner();
+    let _ = joined.send(()).await;
+    let mut figures = Figures::default();
+    let mut hand = CardSet::EMPTY;
+    let mut my_turn = false;
+    let mut started = *start.borrow();
+    let mut last_seq = 0;
+    loop {
+        if started && my_turn && shared.running.load(Ordering::Relaxed) {
+            my_turn = false;
+            if shared.think_ms > 0 {
+                let think = rand::rng().random_range(shared.think_ms / 2..=shared.think_ms * 3 / 2);
+                tokio::time::sleep(Duration::from_millis(think)).await;
+            }
+            let Some(card) = hand.iter().next() else {
+                bail!("my turn with an empty hand")
+            };
+            mine.store(shared.now_ns().max(1), Ordering::Relaxed);
+            tx.send(ClientMessage {
+                kind: Some(Kind::PlayCard(game::PlayCard {
+                    card: Some(card_to_pb(card)),
+                    capture_choice: None,
+                    based_on_seq: Some(last_seq),
+                    client_move_id: Uuid::now_v7().to_string(),
+                })),
+            })
+            .await?;
+        }
+        let event = tokio::select! {
+            changed = start.changed(), if !started => {
+                if changed.is_err() { return Ok(figures); }
+                started = *start.borrow();
+                continue;
+            }
+            event = events.message() => event,
+        };
+        let Some(event) = event? else {
+            return Ok(figures);
+        };
+        if !shared.running.load(Ordering::Relaxed) {
+            // The run is over: hang up (the stream's end is the replica's business).
+            return Ok(figures);
+        }
+        if !matches!(event.event, Some(E::Rejected(_) | E::Pong(_))) {
+            last_seq = event.seq;
+        }
+        match event.event {
+            Some(E::HandDealt(dealt)) => {
+                hand = dealt
+                    .cards
+                    .iter()
+                    .filter_map(|c| card_from_pb(c).ok())
+                    .collect();
+            }
+            Some(E::TurnStarted(turn)) => my_turn = turn.seat == seat,
+            Some(E::CardPlayed(played)) => {
+                let card = played.card.as_ref().and_then(|c| card_from_pb(c).ok());
+                if played.seat == seat {
+                    if let Some(card) = card {
+                        hand.remove(card);
+                    }
+                } else {
+                    let sent = theirs.swap(0, Ordering::Relaxed);
+                    if sent != 0 && shared.measuring.load(Ordering::Relaxed) {
+                        let micros = (shared.now_ns().saturating_sub(sent) / 1000) as u32;
+                        figures.latencies_us.push(micros);
+                        figures.plays_seen += 1;
+                    }
+                }
+            }
+            Some(E::MatchEnded(_)) => {
+                figures.matches_ended += 1;
+                my_turn = false;
+                tx.send(ClientMessage {
+                    kind: Some(Kind::Rematch(game::RematchRequest {})),
+                })
+                .await?;
+            }
+            Some(E::Rejected(rejected)) => {
+                figures.rejects += 1;
+                if figures.rejects <= 3 {
+                    eprintln!("rejected: {rejected:?}");
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn percentile(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    f64::from(sorted[rank.min(sorted.len() - 1)]) / 1000.0
+}
+
+async fn drive(args: Args) -> anyhow::Result<()> {
+    let key = SigningKey::generate();
+    let issuer = TokenIssuer::new(key, ISSUER, AUDIENCE);
+    let prefix = format!("load-{}", Uuid::now_v7().simple());
+    let server = Server::spawn(&prefix, issuer.kid(), issuer.public_pem())?;
+    let redis = redis::Client::open(redis_url())?;
+    let mut redis_conn = redis.get_multiplexed_async_connection().await?;
+    let players = args.matches * 2;
+    let connections = if args.connections == 0 {
+        players
+    } else {
+        args.connections.min(players)
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rss_idle = server.rss();
+
+    // Rooms, made by the internal CreateRoom with a service token.
+    let control = connect(server.addr).await?;
+    let service = token(&issuer, Uuid::now_v7(), Role::Service)?;
+    let mut rooms = Vec::with_capacity(args.matches);
+    let mut creating = tokio::task::JoinSet::new();
+    for _ in 0..args.matches {
+        let (room_id, ua, ub) = (Uuid::now_v7().to_string(), Uuid::now_v7(), Uuid::now_v7());
+        let mut client = GameClient::new(control.clone());
+        let request = authed(
+            CreateRoomRequest {
+                room_id: room_id.clone(),
+                seats: [ua, ub]
+                    .iter()
+                    .map(|u| SeatAssignment {
+                        occupant: Some(Occupant::UserId(u.to_string())),
+                    })
+                    .collect(),
+                settings: Some(pb::RuleSettings::default()),
+                ranked: false,
+                allow_spectators: false,
+                visibility: pb::RoomVisibility::Private as i32,
+            },
+            &service,
+        );
+        creating.spawn(async move { client.create_room(request).await.map(|_| ()) });
+        rooms.push((room_id, ua, ub));
+    }
+    while let Some(created) = creating.join_next().await {
+        created??;
+    }
+
+    let mut channels = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        channels.push(connect(server.addr).await?);
+    }
+    let rss_connected = server.rss();
+
+    let shared = Arc::new(Shared {
+        measuring: AtomicBool::new(false),
+        running: AtomicBool::new(true),
+        epoch: Instant::now(),
+        think_ms: args.think_ms,
+    });
+    let (start_tx, start_rx) = watch::channel(false);
+    let (joined_tx, mut joined_rx) = mpsc::channel(players);
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, (room_id, ua, ub)) in rooms.into_iter().enumerate() {
+        let (sent_a, sent_b) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        for (seat, user, mine, theirs) in [
+            (0, ua, sent_a.clone(), sent_b.clone()),
+            (1, ub, sent_b, sent_a),
+        ] {
+            let channel = channels[(index * 2 + seat as usize) % connections].clone();
+            tasks.spawn(player(
+                channel,
+                token(&issuer, user, Role::Player)?,
+                room_id.clone(),
+                seat,
+                mine,
+                theirs,
+                shared.clone(),
+                joined_tx.clone(),
+                start_rx.clone(),
+            ));
+        }
+    }
+    drop(joined_tx);
+    for _ in 0..players {
+        joined_rx.recv().await.context("a player failed to join")?;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss_streams = server.rss();
+
+    start_tx.send(true)?;
+    tokio::time::sleep(Duration::from_secs(args.warmup)).await;
+    let (cpu0, redis_cpu0) = (server.cpu_seconds(), redis_cpu(&mut redis_conn).await);
+    shared.measuring.store(true, Ordering::Relaxed);
+    let window = Instant::now();
+    tokio::time::sleep(Duration::from_secs(args.seconds)).await;
+    shared.measuring.store(false, Ordering::Relaxed);
+    let elapsed = window.elapsed().as_secs_f64();
+    let (cpu1, redis_cpu1) = (server.cpu_seconds(), redis_cpu(&mut redis_conn).await);
+    let rss_loaded = server.rss();
+    shared.running.store(false, Ordering::Relaxed);
+    drop(channels);
+
+    let mut latencies = Vec::new();
+    let (mut plays, mut ended, mut rejects, mut failed) = (0u64, 0u64, 0u64, 0usize);
+    while let Some(result) = tasks.join_next().await {
+        match result? {
+            Ok(figures) => {
+                latencies.extend(figures.latencies_us);
+                plays += figures.plays_seen;
+                ended += figures.matches_ended;
+                rejects += figures.rejects;
+            }
+            Err(err) => {
+                failed += 1;
+                if failed <= 3 {
+                    eprintln!("player failed: {err:#}");
+                }
+            }
+        }
+    }
+    latencies.sort_unstable();
+    server.stop();
+    cleanup(&mut redis_conn, &prefix).await?;
+
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    let per_stream = |rss: u64| (rss.saturating_sub(rss_idle)) as f64 / players as f64 / 1024.0;
+    println!(
+        "matches {} ({} streams on {} connections), think {} ms, window {:.1} s",
+        args.matches, players, connections, args.think_ms, elapsed
+    );
+    println!(
+        "plays/s {:.0}  (plays {plays}, matches ended {}, rejects {rejects}, failed players {failed})",
+        plays as f64 / elapsed,
+        ended / 2
+    );
+    println!(
+        "play -> opponent's card_played: p50 {:.2} ms  p99 {:.2} ms  p99.9 {:.2} ms  max {:.2} ms",
+        percentile(&latencies, 50.0),
+        percentile(&latencies, 99.0),
+        percentile(&latencies, 99.9),
+        percentile(&latencies, 100.0)
+    );
+    println!(
+        "server CPU {:.0} µs/play ({:.0} % of a core); redis CPU {:.0} µs/play ({:.0} % of a core)",
+        (cpu1 - cpu0) / plays.max(1) as f64 * 1e6,
+        (cpu1 - cpu0) / elapsed * 100.0,
+        (redis_cpu1 - redis_cpu0) / plays.max(1) as f64 * 1e6,
+        (redis_cpu1 - redis_cpu0) / elapsed * 100.0
+    );
+    println!(
+        "server RSS: idle {:.1} MiB, + connections {:.1} MiB, + streams {:.1} MiB, under load {:.1} MiB; \
+         per open stream {:.1} KiB idle ({:.1} KiB with its connection), {:.1} KiB under load",
+        mib(rss_idle),
+        mib(rss_connected),
+        mib(rss_streams),
+        mib(rss_loaded),
+        (rss_streams.saturating_sub(rss_connected)) as f64 / players as f64 / 1024.0,
+        per_stream(rss_streams),
+        per_stream(rss_loaded)
+    );
+    Ok(())
+}
+
+/// Deletes the run's keys.
+async fn cleanup(conn: &mut redis::aio::MultiplexedConnection, prefix: &str) -> anyhow::Result<()> {
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{prefix}:*"))
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(conn)
+            .await?;
+        if !keys.is_empty() {
+            let _: () = redis::cmd("UNLINK").arg(&keys).query_async(conn).await?;
+        }
+        if next == 0 {
+            return Ok(());
+        }
+        cursor = next;
+    }
+}

@@ -1,0 +1,221 @@
+//! The presence lease, end to end: a replica that dies without ending its streams has its
+//! players disconnected by another replica once its lease runs out; a replica that finds
+//! its own lease swept ends its streams, which resume.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use basra_proto::basra::common::v1 as pb;
+use basra_proto::basra::game::v1::{self as game, server_event::Event as E};
+use common::*;
+use game_session::ServiceConfig;
+use tokio_util::sync::CancellationToken;
+use tonic::Code;
+use uuid::Uuid;
+
+/// A replica on its own runtime, so that it can die at once: dropping the runtime drops
+/// every task of the replica without running any of its shutdown path.
+struct Crashable {
+    addr: std::net::SocketAddr,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Crashable {
+    fn spawn(prefix: &str, tokens: &Tokens, config: ServiceConfig) -> Crashable {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let verifier = tokens.issuer.verifier();
+        let prefix = prefix.to_owned();
+        runtime.spawn(async move {
+            let store = redis_store(&prefix).await;
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            game_session::run(
+                listener,
+                store,
+                verifier,
+                config,
+                None,
+                Duration::from_millis(300),
+                CancellationToken::new(),
+            )
+            .await
+        });
+        Crashable { addr, runtime }
+    }
+
+    fn crash(self) {
+        self.runtime.shutdown_background();
+    }
+}
+
+fn disconnected(seat: u32) -> impl FnMut(&E) -> bool {
+    move |e| matches!(e, E::ConnectionChanged(c) if c.seat == seat && c.state == game::ConnectionState::Disconnected as i32)
+}
+
+fn connected(seat: u32) -> impl FnMut(&E) -> bool {
+    move |e| matches!(e, E::ConnectionChanged(c) if c.seat == seat && c.state == game::ConnectionState::Connected as i32)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_replicas_players_are_disconnected_when_its_lease_runs_out() {
+    let tokens = Tokens::new();
+    let prefix = prefix();
+    let lease = Duration::from_millis(600);
+    let r1 = Replica::spawn(
+        redis_store(&prefix).await,
+        &tokens,
+        config("r1", timing()),
+        None,
+    )
+    .await;
+    let r2 = Crashable::spawn(&prefix, &tokens, config("r2", timing()));
+    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
+    let room = Uuid::now_v7().to_string();
+    create_room(
+        r1.channel().await,
+        &tokens,
+        &room,
+        vec![player_seat(ua), player_seat(ub)],
+        pb::RuleSettings::default(),
+    )
+    .await
+    .unwrap();
+    let mut a = Player::join(r1.channel().await, &tokens, ua, 0, &room, Some(0)).await;
+    let mut b = Player::join(channel(r2.addr).await, &tokens, ub, 1, &room, Some(0)).await;
+    a.until(connected(1)).await;
+    b.until(connected(1)).await;
+    // Let r2 refresh its lease a few times: only its death ends it.
+    tokio::time::sleep(lease * 2).await;
+
+    let crashed = Instant::now();
+    r2.crash();
+    let gone = a.until(disconnected(1)).await;
+    let waited = crashed.elapsed();
+    let Some(E::ConnectionChanged(c)) = &gone.event else {
+        unreachable!()
+    };
+    assert!(
+        c.grace_deadline.is_some(),
+        "the grace period starts as for any disconnect"
+    );
+    assert!(
+        waited >= lease / 3,
+        "not before the lease could have run out ({waited:?})"
+    );
+    assert!(
+        waited < lease * 5,
+        "soon after the lease ran out ({waited:?})"
+    );
+    // The room says so too, and nothing else changed.
+    let loaded = redis_store(&prefix)
+        .await
+        .load(&room)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!loaded.room.seats[1].connected);
+    assert!(loaded.room.seats[0].connected);
+
+    // b resumes on r1 with exactly what it missed (the disconnect), then plays on.
+    drop(b.tx);
+    let mut b2 = Player::join(r1.channel().await, &tokens, ub, 1, &room, Some(b.last_seq)).await;
+    b2.hand = b.hand;
+    b2.log = b.log;
+    let missed = b2.next().await.unwrap();
+    assert_eq!(missed.seq, b.last_seq + 1);
+    assert!(disconnected(1)(missed.event.as_ref().unwrap()));
+    b2.until(connected(1)).await;
+    a.until(connected(1)).await;
+    let ta = tokio::spawn(async move {
+        a.play_on(Some(2)).await;
+        a
+    });
+    b2.play_on(Some(2)).await;
+    ta.await.unwrap();
+    r1.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_replicas_player_abandons_after_lease_and_grace() {
+    let tokens = Tokens::new();
+    let prefix = prefix();
+    let mut t = timing();
+    t.grace_ms = 400;
+    let r1 = Replica::spawn(redis_store(&prefix).await, &tokens, config("r1", t), None).await;
+    let r2 = Crashable::spawn(&prefix, &tokens, config("r2", t));
+    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
+    let room = Uuid::now_v7().to_string();
+    create_room(
+        r1.channel().await,
+        &tokens,
+        &room,
+        vec![player_seat(ua), player_seat(ub)],
+        pb::RuleSettings::default(),
+    )
+    .await
+    .unwrap();
+    let mut a = Player::join(r1.channel().await, &tokens, ua, 0, &room, Some(0)).await;
+    let mut b = Player::join(channel(r2.addr).await, &tokens, ub, 1, &room, Some(0)).await;
+    a.until(connected(1)).await;
+    b.until(connected(1)).await;
+    r2.crash();
+    a.until(disconnected(1)).await;
+    let ended = a.until(|e| matches!(e, E::MatchEnded(_))).await;
+    assert!(matches!(
+        &ended.event,
+        Some(E::MatchEnded(m)) if m.reason == pb::MatchEndReason::Abandoned as i32
+            && m.forfeit_seat == Some(1)
+            && m.winner_side == Some(0)
+    ));
+    r1.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_whose_lease_was_swept_ends_its_streams_and_they_resume() {
+    let tokens = Tokens::new();
+    let store = redis_store(&prefix()).await;
+    let replica = Replica::spawn(Arc::clone(&store), &tokens, config("r1", timing()), None).await;
+    let (_room, mut a, mut b) = two_players(&replica, &tokens, pb::RuleSettings::default()).await;
+
+    // As if the replica had stalled past its lease and another one had swept it.
+    let swept = store
+        .lease_claim_expired(game_session::core::now_ms() + 3_600_000, 60_000, 100)
+        .await
+        .unwrap();
+    assert_eq!(swept.len(), 1, "one live instance");
+    assert_eq!(swept[0].seats.len(), 2, "both seats are recorded under it");
+
+    // Its next refresh finds out: both streams end and ask to resume.
+    assert_eq!(stream_end(&mut a).await, Code::Unavailable);
+    assert_eq!(stream_end(&mut b).await, Code::Unavailable);
+    // They resume on the same replica, now under a new instance id, and play on.
+    let room = _room;
+    let mut a2 = Player::join(replica.channel().await, &tokens, a.user, 0, &room, None).await;
+    let mut b2 = Player::join(replica.channel().await, &tokens, b.user, 1, &room, None).await;
+    a2.next().await.unwrap();
+    b2.next().await.unwrap();
+    let ta = tokio::spawn(async move {
+        a2.play_on(Some(2)).await;
+        a2
+    });
+    b2.play_on(Some(2)).await;
+    ta.await.unwrap();
+    let instances = store
+        .lease_claim_expired(game_session::core::now_ms() + 3_600_000, 60_000, 100)
+        .await
+        .unwrap();
+    assert_eq!(instances.len(), 1);
+    assert_ne!(
+        instances[0].instance, swept[0].instance,
+        "a new instance id"
+    );
+    replica.stop().await;
+}

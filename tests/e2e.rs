@@ -1,0 +1,329 @@
+//! The whole product through its public API: players sign up, meet in the queue, by a
+//! private code, in the public lobby or against the computer, play to the end over the
+//! streaming API, survive a dropped connection, and find the match rated, recorded and
+//! replayable.
+
+use std::time::Duration;
+
+use accounts::record::{ActionKind, ActionRecord};
+use basra::lobby;
+use basra::player::{Command, Driver, command, play_room, resume_room};
+use basra::session::Session;
+use basra::table::Table;
+use basra_e2e::{Backend, spawn_backend};
+use basra_engine::bot::{self, Policy};
+use basra_engine::{Action, Seat, Seed, Settings, replay};
+use basra_proto::basra::accounts::v1::{
+    GetProfileRequest, GuestLoginRequest, LeaderboardRequest, MatchHistoryRequest, RegisterRequest,
+};
+use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
+use basra_proto::basra::game::v1::client_message::Kind;
+use basra_proto::basra::game::v1::{ClientMessage, Join};
+use basra_proto::basra::matchmaking::v1::join_room_request::Target;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+const GREEDY: Driver = Driver::Bot {
+    policy: Policy::Greedy,
+    delay: Duration::ZERO,
+};
+const RANDOM: Driver = Driver::Bot {
+    policy: Policy::Random,
+    delay: Duration::ZERO,
+};
+
+async fn register(backend: &Backend, username: &str) -> Session {
+    let username = username.to_owned();
+    Session::sign_in(&backend.endpoints, |mut accounts| async move {
+        let response = accounts
+            .register(RegisterRequest {
+                username: username.clone(),
+                password: "correct horse battery staple".into(),
+                display_name: username,
+            })
+            .await?;
+        Ok(response.into_inner().tokens)
+    })
+    .await
+    .expect("registered")
+}
+
+async fn guest(backend: &Backend, device: &str) -> Session {
+    let device = device.to_owned();
+    Session::sign_in(&backend.endpoints, |mut accounts| async move {
+        let response = accounts
+            .guest_login(GuestLoginRequest {
+                device_id: device,
+                display_name: String::new(),
+            })
+            .await?;
+        Ok(response.into_inner().tokens)
+    })
+    .await
+    .expect("signed in")
+}
+
+fn short(target: u32) -> RuleSettings {
+    RuleSettings {
+        target_score: Some(target),
+        ..RuleSettings::default()
+    }
+}
+
+/// Waits until the outbox has delivered the player's match to accounts.
+async fn history(session: &Session) -> Vec<basra_proto::basra::accounts::v1::MatchSummary> {
+    for _ in 0..200 {
+        let matches = session
+            .accounts()
+            .match_history(MatchHistoryRequest {
+                page_size: 10,
+                page_token: String::new(),
+            })
+            .await
+            .expect("history")
+            .into_inner()
+            .matches;
+        if !matches.is_empty() {
+            return matches;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the match never reached accounts");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ranked_match_is_rated_recorded_and_replayable() {
+    let backend = spawn_backend().await.expect("backend");
+    let tag = &uuid::Uuid::now_v7().simple().to_string()[20..];
+    let alice = register(&backend, &format!("alice_{tag}")).await;
+    let bob = register(&backend, &format!("bob_{tag}")).await;
+
+    let (seat_a, seat_b) = tokio::join!(
+        lobby::quick_match(&alice, true, false, 2),
+        lobby::quick_match(&bob, true, false, 2)
+    );
+    let (seat_a, seat_b) = (seat_a.unwrap(), seat_b.unwrap());
+    assert_eq!(seat_a.room_id, seat_b.room_id, "matched together");
+    let (end_a, end_b) = tokio::join!(
+        play_room(&alice, &seat_a.room_id, GREEDY),
+        play_room(&bob, &seat_b.room_id, RANDOM)
+    );
+    let (end_a, end_b) = (end_a.unwrap(), end_b.unwrap());
+    assert_eq!(end_a.totals, end_b.totals);
+    let ended = end_a.ended.clone().unwrap();
+
+    // Both find it in their history, ranked, with a rating change.
+    let a_history = history(&alice).await;
+    let b_history = history(&bob).await;
+    assert_eq!(a_history[0].match_id, ended.match_id);
+    assert_eq!(b_history[0].match_id, ended.match_id);
+    assert!(a_history[0].ranked);
+    let change = a_history[0].your_rating_change.clone().unwrap();
+    assert_ne!(
+        change.rating_before, change.rating_after,
+        "the rating moved"
+    );
+    for player in [&alice, &bob] {
+        let profile = player
+            .accounts()
+            .get_profile(GetProfileRequest {
+                user_id: String::new(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .profile
+            .unwrap();
+        assert_eq!(profile.ranked_matches, 1);
+        assert_ne!(profile.rating, 1500.0);
+    }
+    let board = alice
+        .accounts()
+        .leaderboard(LeaderboardRequest {
+            page_size: 50,
+            page_token: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let listed: Vec<&str> = board.entries.iter().map(|e| e.user_id.as_str()).collect();
+    assert!(listed.contains(&alice.user_id.as_str()) && listed.contains(&bob.user_id.as_str()));
+
+    // The stored record replays, from its seed and action log, to the same totals.
+    let (settings, seed, actions, totals): (
+        serde_json::Value,
+        Vec<u8>,
+        serde_json::Value,
+        serde_json::Value,
+    ) = sqlx::query_as(
+        "SELECT settings, seed, actions, final_totals FROM matches WHERE match_id = $1",
+    )
+    .bind(&ended.match_id)
+    .fetch_one(&backend.db)
+    .await
+    .unwrap();
+    let settings: Settings = serde_json::from_value(settings).unwrap();
+    let seed = Seed(seed.try_into().expect("32 bytes"));
+    assert_eq!(
+        seed.0.as_slice(),
+        ended.seed.as_slice(),
+        "the revealed seed"
+    );
+    let log: Vec<ActionRecord> = serde_json::from_value(actions).unwrap();
+    let actions: Vec<Action> = log
+        .iter()
+        .map(|record| match &record.action {
+            ActionKind::Play { card, capture } => Action::Play {
+                seat: Seat(record.seat),
+                card: *card,
+                take: capture
+                    .as_ref()
+                    .map(|cards| cards.iter().copied().collect()),
+            },
+            ActionKind::Resign => Action::Resign {
+                seat: Seat(record.seat),
+            },
+        })
+        .collect();
+    let (game, _) = replay(settings, seed, &actions).expect("the log replays");
+    let replayed = game.result().expect("the replay ends the match").totals;
+    let stored: [u32; 2] = serde_json::from_value(totals).unwrap();
+    assert_eq!(replayed, stored);
+    assert_eq!(replayed, end_a.totals);
+    backend.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn players_meet_by_code_in_the_lobby_and_against_the_computer() {
+    let backend = spawn_backend().await.expect("backend");
+    let ana = guest(&backend, "e2e-ana").await;
+    let ben = guest(&backend, "e2e-ben").await;
+
+    // A private room, joined by its code.
+    let created = lobby::create_room(&ana, RoomVisibility::Private, Vec::new(), short(30))
+        .await
+        .unwrap();
+    let code = created.join_code.clone().expect("a code");
+    let joined = lobby::join(&ben, Target::JoinCode(code.clone()))
+        .await
+        .unwrap();
+    assert_eq!(joined.room_id, created.room_id);
+    let (a, b) = tokio::join!(
+        play_room(&ana, &created.room_id, GREEDY),
+        play_room(&ben, &joined.room_id, GREEDY)
+    );
+    assert_eq!(a.unwrap().totals, b.unwrap().totals);
+    assert!(
+        lobby::join(&ben, Target::JoinCode(code)).await.is_err(),
+        "a full room's code stops working"
+    );
+
+    // A public room, found in the lobby.
+    let public = lobby::create_room(&ana, RoomVisibility::Public, Vec::new(), short(30))
+        .await
+        .unwrap();
+    let rooms = lobby::public_rooms(&ben).await.unwrap();
+    let listed = rooms
+        .iter()
+        .find(|room| room.room_id == public.room_id)
+        .expect("the room is in the lobby");
+    let joined = lobby::join(&ben, Target::RoomId(listed.room_id.clone()))
+        .await
+        .unwrap();
+    let (a, b) = tokio::join!(
+        play_room(&ana, &public.room_id, GREEDY),
+        play_room(&ben, &joined.room_id, RANDOM)
+    );
+    assert_eq!(a.unwrap().totals, b.unwrap().totals);
+    let rooms = lobby::public_rooms(&ben).await.unwrap();
+    assert!(
+        rooms.iter().all(|room| room.room_id != public.room_id),
+        "a full room leaves the lobby"
+    );
+
+    // Against the computer.
+    let computer = lobby::create_room(&ana, RoomVisibility::Private, vec![1], short(30))
+        .await
+        .unwrap();
+    let table = play_room(&ana, &computer.room_id, GREEDY).await.unwrap();
+    assert!(table.totals.iter().any(|&t| t >= 30));
+    backend.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_connection_resumes_mid_match() {
+    let backend = spawn_backend().await.expect("backend");
+    let ana = guest(&backend, "e2e-drop-ana").await;
+    let ben = guest(&backend, "e2e-drop-ben").await;
+    let created = lobby::create_room(&ana, RoomVisibility::Private, Vec::new(), short(60))
+        .await
+        .unwrap();
+    lobby::join(&ben, Target::JoinCode(created.join_code.clone().unwrap()))
+        .await
+        .unwrap();
+    let room = created.room_id.clone();
+    let ben_plays = tokio::spawn({
+        let ben = ben.clone();
+        let room = room.clone();
+        async move { play_room(&ben, &room, GREEDY).await }
+    });
+
+    // Ana plays a few cards by hand over a raw stream, then the connection drops.
+    let (tx, rx) = mpsc::channel(16);
+    tx.send(ClientMessage {
+        kind: Some(Kind::Join(Join {
+            room_id: room.clone(),
+            last_seen_seq: None,
+            spectate: false,
+        })),
+    })
+    .await
+    .unwrap();
+    let mut stream = ana
+        .game()
+        .play(ReceiverStream::new(rx))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut table = Table::default();
+    let mut rng = rand_free_seed();
+    let mut played = 0;
+    let mut answered = None;
+    while played < 5 {
+        let event = stream
+            .message()
+            .await
+            .unwrap()
+            .expect("the stream stays open");
+        table.apply(&event).unwrap();
+        if table.my_turn() && answered != table.last_seq {
+            answered = table.last_seq;
+            let Some(Action::Play { card, .. }) =
+                bot::choose(Policy::Greedy, &table.view(), &mut rng)
+            else {
+                panic!("a play");
+            };
+            let Command::Send(message) = command(&table, &card.to_string()) else {
+                panic!("a card in hand is a play");
+            };
+            tx.send(message).await.unwrap();
+            played += 1;
+        }
+    }
+    let seen = table.last_seq.expect("events were seen");
+    drop(stream);
+    drop(tx);
+
+    // She comes back with the last sequence she saw and finishes the match.
+    let resumed = resume_room(&ana, &room, GREEDY, table).await.unwrap();
+    assert!(resumed.last_seq.unwrap() > seen);
+    let ben_end = ben_plays.await.unwrap().unwrap();
+    assert_eq!(resumed.totals, ben_end.totals);
+    assert_eq!(resumed.ended.unwrap().seed, ben_end.ended.unwrap().seed);
+    backend.stop().await.unwrap();
+}
+
+fn rand_free_seed() -> rand_chacha::ChaCha8Rng {
+    use rand_core::SeedableRng;
+    rand_chacha::ChaCha8Rng::seed_from_u64(7)
+}

@@ -1,0 +1,184 @@
+//! `spawn_backend()`: accounts, game-session and matchmaking as separate gRPC servers, each
+//! on its own port (0: the OS picks), with a fresh PostgreSQL database and a unique Redis
+//! key prefix per test, sharing one development signing key as production shares a key pair.
+//! PostgreSQL and Redis must be reachable (`DATABASE_URL`, `REDIS_URL`); a test fails when
+//! they are not.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use accounts::{AccountsService, PgStore};
+use anyhow::Context as _;
+use basra::session::Endpoints;
+use basra_platform::auth::{Caller, Role, SigningKey};
+use game_session::{AccountsLink, Credentials};
+use matchmaking::clock::SystemClock;
+use matchmaking::metrics::Metrics;
+use matchmaking::upstream::{GrpcGame, GrpcRatings};
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The three services, running.
+pub struct Backend {
+    /// Where each service answers.
+    pub endpoints: Endpoints,
+    /// The test's own database (accounts' tables).
+    pub db: PgPool,
+    db_name: String,
+    admin_url: String,
+    shutdown: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+fn env(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_owned())
+}
+
+async fn bind() -> anyhow::Result<(TcpListener, String)> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    Ok((listener, url))
+}
+
+/// Starts the backend for one test.
+pub async fn spawn_backend() -> anyhow::Result<Backend> {
+    let admin_url = env(
+        "DATABASE_URL",
+        "postgres://postgres@127.0.0.1:5432/postgres",
+    );
+    let redis_url = env("REDIS_URL", "redis://127.0.0.1:6379");
+    let unique = uuid::Uuid::now_v7().simple().to_string();
+    let db_name = format!("e2e_{unique}");
+    let admin = PgPool::connect(&admin_url)
+        .await
+        .with_context(|| format!("PostgreSQL is needed at DATABASE_URL={admin_url}"))?;
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db_name}")))
+        .execute(&admin)
+        .await?;
+    admin.close().await;
+    let (base, _) = admin_url
+        .rsplit_once('/')
+        .context("DATABASE_URL ends with /<database>")?;
+    let db_url = format!("{base}/{db_name}");
+    let shutdown = CancellationToken::new();
+    let drain = Duration::from_secs(1);
+    let mut tasks = Vec::new();
+
+    // accounts, with cheap password hashing and a leaderboard from the first ranked match.
+    let mut settings = accounts::Settings::load()?;
+    settings.passwords.memory_kib = 1024;
+    settings.passwords.iterations = 1;
+    settings.leaderboard.min_ranked_matches = 1;
+    let config = accounts::service_config(&settings, SigningKey::generate())?;
+    let issuer = config.issuer.clone();
+    let store = PgStore::connect(&db_url, 4).await?;
+    store.migrate().await?;
+    let db = store.pool().clone();
+    let service = AccountsService::new(store, config);
+    let verifier = service.verifier();
+    let (listener, accounts_url) = bind().await?;
+    let token = shutdown.clone();
+    tasks.push(tokio::spawn(async move {
+        accounts::serve(listener, service, token, drain)
+            .await
+            .expect("accounts serves");
+    }));
+
+    // game-session: rooms in Redis, bots without delay, records to accounts.
+    let service_caller = Caller {
+        user_id: uuid::Uuid::now_v7(),
+        role: Role::Service,
+        guest: false,
+    };
+    let prefix = format!("e2e-{unique}");
+    let rooms = game_session::RedisStore::connect(&redis_url, &prefix, 600, shutdown.clone())
+        .await
+        .with_context(|| format!("Redis is needed at REDIS_URL={redis_url}"))?;
+    let mut game_settings = game_session::Settings::load()?;
+    game_settings.game.bot_delay_ms = 0;
+    let link = AccountsLink::new(
+        &accounts_url,
+        Credentials::Issuer(Arc::new(issuer.clone()), service_caller.clone()),
+    )
+    .map_err(anyhow::Error::msg)?;
+    let (listener, game_url) = bind().await?;
+    let token = shutdown.clone();
+    let game_verifier = verifier.clone();
+    tasks.push(tokio::spawn(async move {
+        game_session::run(
+            listener,
+            Arc::new(rooms),
+            game_verifier,
+            game_settings.game.service_config(),
+            Some(link),
+            drain,
+            token,
+        )
+        .await
+        .expect("game-session serves");
+    }));
+
+    // matchmaking: the queue in Redis, rooms made in game-session, ratings from accounts.
+    let queue_settings = matchmaking::settings::Settings::load()?;
+    let queue = matchmaking::store::RedisStore::connect(&redis_url, &prefix).await?;
+    let service_token = issuer
+        .issue(&service_caller, Duration::from_secs(3600))?
+        .token;
+    let deps = matchmaking::Deps {
+        store: Arc::new(queue),
+        game: Arc::new(GrpcGame::new(
+            &game_url,
+            &service_token,
+            Duration::from_secs(5),
+        )?),
+        ratings: Arc::new(GrpcRatings::new(&accounts_url, Duration::from_secs(5))?),
+        clock: Arc::new(SystemClock),
+        metrics: Arc::new(Metrics::new()),
+    };
+    let config = matchmaking::Config {
+        queue: queue_settings.queue.clone(),
+        rooms: queue_settings.rooms.clone(),
+        drain,
+    };
+    let (listener, matchmaking_url) = bind().await?;
+    let token = shutdown.clone();
+    tasks.push(tokio::spawn(async move {
+        matchmaking::run(listener, config, verifier, deps, token)
+            .await
+            .expect("matchmaking serves");
+    }));
+
+    Ok(Backend {
+        endpoints: Endpoints {
+            accounts: accounts_url,
+            game: game_url,
+            matchmaking: matchmaking_url,
+        },
+        db,
+        db_name,
+        admin_url,
+        shutdown,
+        tasks,
+    })
+}
+
+impl Backend {
+    /// Stops the servers and drops the test's database.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        for task in self.tasks {
+            task.await?;
+        }
+        self.db.close().await;
+        let admin = PgPool::connect(&self.admin_url).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            self.db_name
+        )))
+        .execute(&admin)
+        .await?;
+        Ok(())
+    }
+}
