@@ -5,6 +5,7 @@ CARGO ?= cargo
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 REDIS_URL ?= redis://127.0.0.1:6379
 export DATABASE_URL REDIS_URL
+CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 .PHONY: help run play test bench lint fmt rules k8s-check
 
@@ -29,6 +30,11 @@ bench: ## Run the benchmarks (figures go in README.md, 'Performance')
 	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- 10000
 	$(CARGO) run --quiet --release -p basra-engine --example capture_worst
 	$(CARGO) run --quiet --release -p accounts --example login_bench -- 64 5
+	$(CARGO) run --quiet --release -p matchmaking --example pairing_bench -- 100000 2000 10
+	$(CARGO) build --quiet --release -p game-session --example load
+	services/game-session/bench/redis_bench.sh
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 100 --seconds 20
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 20 --think-ms 1000
 
 lint: ## cargo fmt --check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check
