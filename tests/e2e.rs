@@ -10,7 +10,7 @@ use basra::lobby;
 use basra::player::{Command, Driver, command, play_room, resume_room};
 use basra::session::Session;
 use basra::table::Table;
-use basra_e2e::{Backend, spawn_backend};
+use basra_e2e::{Backend, spawn_backend, spawn_dev};
 use basra_engine::bot::{self, Policy};
 use basra_engine::{Action, Seat, Seed, Settings, replay};
 use basra_proto::basra::accounts::v1::{
@@ -22,6 +22,35 @@ use basra_proto::basra::game::v1::{ClientMessage, Join};
 use basra_proto::basra::matchmaking::v1::join_room_request::Target;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
+
+/// Each scenario runs against the services on their own ports with PostgreSQL and Redis,
+/// and against `basra dev` with its in-memory stores.
+macro_rules! scenarios {
+    ($($name:ident),* $(,)?) => {
+        mod separate_services {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::spawn_backend().await.expect("backend")).await;
+                }
+            )*
+        }
+        mod basra_dev {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::spawn_dev().await.expect("basra dev")).await;
+                }
+            )*
+        }
+    };
+}
+
+scenarios!(
+    a_ranked_match_is_rated_recorded_and_replayable,
+    players_meet_by_code_in_the_lobby_and_against_the_computer,
+    a_dropped_connection_resumes_mid_match,
+);
 
 const GREEDY: Driver = Driver::Bot {
     policy: Policy::Greedy,
@@ -91,9 +120,7 @@ async fn history(session: &Session) -> Vec<basra_proto::basra::accounts::v1::Mat
     panic!("the match never reached accounts");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_ranked_match_is_rated_recorded_and_replayable() {
-    let backend = spawn_backend().await.expect("backend");
+async fn a_ranked_match_is_rated_recorded_and_replayable(backend: Backend) {
     let tag = &uuid::Uuid::now_v7().simple().to_string()[20..];
     let alice = register(&backend, &format!("alice_{tag}")).await;
     let bob = register(&backend, &format!("bob_{tag}")).await;
@@ -150,6 +177,10 @@ async fn a_ranked_match_is_rated_recorded_and_replayable() {
     assert!(listed.contains(&alice.user_id.as_str()) && listed.contains(&bob.user_id.as_str()));
 
     // The stored record replays, from its seed and action log, to the same totals.
+    let Some(db) = &backend.db else {
+        // In memory there is no database to read the record from.
+        return backend.stop().await.unwrap();
+    };
     let (settings, seed, actions, totals): (
         serde_json::Value,
         Vec<u8>,
@@ -159,7 +190,7 @@ async fn a_ranked_match_is_rated_recorded_and_replayable() {
         "SELECT settings, seed, actions, final_totals FROM matches WHERE match_id = $1",
     )
     .bind(&ended.match_id)
-    .fetch_one(&backend.db)
+    .fetch_one(db)
     .await
     .unwrap();
     let settings: Settings = serde_json::from_value(settings).unwrap();
@@ -193,9 +224,7 @@ async fn a_ranked_match_is_rated_recorded_and_replayable() {
     backend.stop().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn players_meet_by_code_in_the_lobby_and_against_the_computer() {
-    let backend = spawn_backend().await.expect("backend");
+async fn players_meet_by_code_in_the_lobby_and_against_the_computer(backend: Backend) {
     let ana = guest(&backend, "e2e-ana").await;
     let ben = guest(&backend, "e2e-ben").await;
 
@@ -250,9 +279,7 @@ async fn players_meet_by_code_in_the_lobby_and_against_the_computer() {
     backend.stop().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dropped_connection_resumes_mid_match() {
-    let backend = spawn_backend().await.expect("backend");
+async fn a_dropped_connection_resumes_mid_match(backend: Backend) {
     let ana = guest(&backend, "e2e-drop-ana").await;
     let ben = guest(&backend, "e2e-drop-ben").await;
     let created = lobby::create_room(&ana, RoomVisibility::Private, Vec::new(), short(60))

@@ -1,8 +1,12 @@
-//! `spawn_backend()`: accounts, game-session and matchmaking as separate gRPC servers, each
-//! on its own port (0: the OS picks), with a fresh PostgreSQL database and a unique Redis
-//! key prefix per test, sharing one development signing key as production shares a key pair.
-//! PostgreSQL and Redis must be reachable (`DATABASE_URL`, `REDIS_URL`); a test fails when
-//! they are not.
+//! Two ways to stand the backend up for a test:
+//!
+//! - [`spawn_backend`]: accounts, game-session and matchmaking as separate gRPC servers, each
+//!   on its own port (0: the OS picks), with a fresh PostgreSQL database and a unique Redis
+//!   key prefix per test, sharing one development signing key as production shares a key
+//!   pair. PostgreSQL and Redis must be reachable (`DATABASE_URL`, `REDIS_URL`); a test fails
+//!   when they are not.
+//! - [`spawn_dev`]: `basra dev`, the three services in one process on one port, with the
+//!   in-memory stores.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,12 +28,39 @@ use tokio_util::sync::CancellationToken;
 pub struct Backend {
     /// Where each service answers.
     pub endpoints: Endpoints,
-    /// The test's own database (accounts' tables).
-    pub db: PgPool,
-    db_name: String,
-    admin_url: String,
+    /// The test's own database (accounts' tables), when accounts uses PostgreSQL.
+    pub db: Option<PgPool>,
+    database: Option<(String, String)>,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+}
+
+/// Starts `basra dev` with in-memory stores and bots that do not wait.
+pub async fn spawn_dev() -> anyhow::Result<Backend> {
+    let shutdown = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let options = basra::dev::DevOptions {
+        listen: "127.0.0.1:0".parse()?,
+        database_url: None,
+        redis_url: None,
+        bot_delay: Some(Duration::ZERO),
+    };
+    let token = shutdown.clone();
+    let task = tokio::spawn(async move {
+        basra::dev::run(options, token, move |started| {
+            let _ = tx.send(started.addr);
+        })
+        .await
+        .expect("basra dev runs");
+    });
+    let addr = rx.await?;
+    Ok(Backend {
+        endpoints: Endpoints::single(&format!("http://{addr}")),
+        db: None,
+        database: None,
+        shutdown,
+        tasks: vec![task],
+    })
 }
 
 fn env(name: &str, default: &str) -> String {
@@ -156,9 +187,8 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
             game: game_url,
             matchmaking: matchmaking_url,
         },
-        db,
-        db_name,
-        admin_url,
+        db: Some(db),
+        database: Some((admin_url, db_name)),
         shutdown,
         tasks,
     })
@@ -171,14 +201,17 @@ impl Backend {
         for task in self.tasks {
             task.await?;
         }
-        self.db.close().await;
-        let admin = PgPool::connect(&self.admin_url).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            self.db_name
-        )))
-        .execute(&admin)
-        .await?;
+        if let Some(db) = self.db {
+            db.close().await;
+        }
+        if let Some((admin_url, db_name)) = self.database {
+            let admin = PgPool::connect(&admin_url).await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {db_name} WITH (FORCE)"
+            )))
+            .execute(&admin)
+            .await?;
+        }
         Ok(())
     }
 }

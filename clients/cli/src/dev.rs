@@ -66,6 +66,8 @@ pub async fn run(
     };
 
     let mut accounts_settings = accounts::Settings::load()?;
+    // On a local backend, a player is on the leaderboard from the first ranked match.
+    accounts_settings.leaderboard.min_ranked_matches = 1;
     if let Some(database) = &options.database_url {
         accounts_settings.database.url = SecretString::from(database.clone());
     }
