@@ -173,7 +173,7 @@ async fn main() -> anyhow::Result<()> {
                 None => menu()?,
             };
             let seated = take_seat(&session, &seat).await?;
-            if let Some(code) = &seated.join_code {
+            if let (Seat::Create { .. }, Some(code)) = (&seat, &seated.join_code) {
                 println!("room code: {code}  (friends join with: basra play join {code})");
             }
             println!("{}", basra::render::HELP);
@@ -204,7 +204,7 @@ async fn main() -> anyhow::Result<()> {
             let mut played = 0;
             while matches == 0 || played < matches {
                 let seated = take_seat(&session, &seat).await?;
-                if let Some(code) = &seated.join_code {
+                if let (Seat::Create { .. }, Some(code)) = (&seat, &seated.join_code) {
                     println!("room code: {code}");
                 }
                 let table = play_room(&session, &seated.room_id, driver).await?;
