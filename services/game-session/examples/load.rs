@@ -46,6 +46,11 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::{Channel, Endpoint};
 use uuid::Uuid;
 
+/// The replica child (`serve`) runs with the allocator of the `game-session` binary; the
+/// clients of the parent process share it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const ISSUER: &str = "basra-accounts";
 const AUDIENCE: &str = "basra";
 
@@ -297,6 +302,32 @@ async fn connect(addr: SocketAddr) -> anyhow::Result<Channel> {
         .await?)
 }
 
+/// Sends the join and opens the Play stream.
+async fn join_stream(
+    channel: Channel,
+    token: &str,
+    room_id: String,
+    tx: &mpsc::Sender<ClientMessage>,
+    rx: mpsc::Receiver<ClientMessage>,
+) -> anyhow::Result<tonic::Streaming<game::ServerEvent>> {
+    tx.send(ClientMessage {
+        kind: Some(Kind::Join(game::Join {
+            room_id,
+            last_seen_seq: Some(0),
+            spectate: false,
+        })),
+    })
+    .await?;
+    Ok(GameClient::new(channel)
+        .play(authed(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+            token,
+        ))
+        .await
+        .context("joining")?
+        .into_inner())
+}
+
 /// One player: joins, then plays whenever it is its turn while the run lasts.
 #[allow(clippy::too_many_arguments)]
 async fn player(
@@ -309,26 +340,23 @@ async fn player(
     mine: Arc<AtomicU64>,
     theirs: Arc<AtomicU64>,
     shared: Arc<Shared>,
-    joined: mpsc::Sender<()>,
+    joined: mpsc::Sender<anyhow::Result<()>>,
     mut start: watch::Receiver<bool>,
 ) -> anyhow::Result<Figures> {
     let (tx, rx) = mpsc::channel(16);
-    tx.send(ClientMessage {
-        kind: Some(Kind::Join(game::Join {
-            room_id,
-            last_seen_seq: Some(0),
-            spectate: false,
-        })),
-    })
-    .await?;
-    let mut events = GameClient::new(channel)
-        .play(authed(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-            &token,
-        ))
-        .await?
-        .into_inner();
-    let _ = joined.send(()).await;
+    // A join that fails is reported at once (the other players keep their senders
+    // while they wait for the start, so the driver would otherwise wait forever).
+    let opened = join_stream(channel, &token, room_id, &tx, rx).await;
+    let mut events = match opened {
+        Ok(events) => {
+            let _ = joined.send(Ok(())).await;
+            events
+        }
+        Err(err) => {
+            let _ = joined.send(Err(anyhow::anyhow!("{err:#}"))).await;
+            return Err(err);
+        }
+    };
     let mut figures = Figures::default();
     let mut hand = CardSet::EMPTY;
     let mut my_turn = false;
@@ -508,7 +536,11 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     }
     drop(joined_tx);
     for _ in 0..players {
-        joined_rx.recv().await.context("a player failed to join")?;
+        joined_rx
+            .recv()
+            .await
+            .context("a player failed to join")?
+            .context("a player failed to join")?;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_streams = server.rss();

@@ -64,7 +64,7 @@ pub enum Mutation<T> {
         /// Its version.
         version: u64,
         /// The events the change stored, the last with seq `room.seq`.
-        events: Vec<StoredEvent>,
+        events: Arc<[StoredEvent]>,
     },
     /// The change was refused; nothing was stored.
     Rejected(Reject),
@@ -179,6 +179,7 @@ impl Core {
             } else {
                 None
             };
+            let in_flight = self.hub.commit_started(room_id);
             let outcome = self
                 .store
                 .commit(Commit {
@@ -192,8 +193,14 @@ impl Core {
                 .await?;
             match outcome {
                 CommitOutcome::Committed { version } => {
-                    self.hub
-                        .notify(room_id, crate::store::notice_seq(&room, &events));
+                    // The room's other local streams get the events from here.
+                    let events: Arc<[StoredEvent]> = events.into();
+                    debug_assert_eq!(first_seq + events.len() as u64, room.seq + 1);
+                    in_flight.committed(
+                        room.seq + 1 - events.len() as u64,
+                        &events,
+                        room.status == crate::room::Status::Closed,
+                    );
                     self.schedule(room_id, room.next_deadline());
                     return Ok(Mutation::Done {
                         value,

@@ -3,24 +3,59 @@
 //! events from the stored log; there is no Redis connection per stream. The watch carries
 //! the room's last announced seq, so a stream that already has it (its own play, or the
 //! second notice of a commit: the local one and the one through Redis) does not read.
+//!
+//! A change committed by this replica also puts its events on the room's watch (the last
+//! few commits, each with its first seq): the other local streams of the room deliver
+//! them from there, and read the stored log only for what the watch does not hold
+//! contiguously after their last delivered seq (commits of other replicas, a gap, or an
+//! epoch bump).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::events::StoredEvent;
 use crate::store::{Notice, RoomStore};
 
+/// How many of a room's latest local commits its watch keeps.
+const RECENT_COMMITS: usize = 8;
+
+/// The events of one commit made on this replica, as stored.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// The seq of the first event.
+    pub first_seq: u64,
+    /// The events, in order (seqs `first_seq..`).
+    pub events: Arc<[StoredEvent]>,
+    /// Whether the room was closed by this commit.
+    pub closed: bool,
+}
+
+impl Batch {
+    /// The seq of the last event.
+    pub fn last_seq(&self) -> u64 {
+        self.first_seq + self.events.len() as u64 - 1
+    }
+}
+
 /// What a room's watch holds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Wake {
     /// The highest seq announced for the room.
     pub seq: u64,
     /// Bumped when streams must look whatever their seq (the room changed without new
     /// events, or notices may have been lost).
     pub epoch: u64,
+    /// The latest commits made on this replica, by first seq (not necessarily
+    /// contiguous: other replicas commit too).
+    pub recent: VecDeque<Batch>,
+    /// Commits of this replica to the room in progress.
+    in_flight: u32,
+    /// The highest seq of notices that came meanwhile (announced when they finish).
+    deferred: u64,
 }
 
 impl Wake {
@@ -28,6 +63,80 @@ impl Wake {
     /// looked at `epoch` has anything to read.
     pub fn news_for(&self, delivered: u64, epoch: u64) -> bool {
         self.seq > delivered || self.epoch != epoch
+    }
+
+    /// The local events right after `delivered`: the batches that hold seqs
+    /// `delivered + 1 ..` without a gap, each with how many of its events were delivered
+    /// already. Empty when the next event is not held here.
+    pub fn local_after(&self, delivered: u64) -> Vec<(Batch, usize)> {
+        let mut out = Vec::new();
+        let mut next = delivered + 1;
+        for batch in &self.recent {
+            if batch.first_seq <= next && next <= batch.last_seq() {
+                out.push((batch.clone(), (next - batch.first_seq) as usize));
+                next = batch.last_seq() + 1;
+            }
+        }
+        out
+    }
+}
+
+/// A commit of this replica to a room, in progress (see [`Hub::commit_started`]).
+#[derive(Debug)]
+#[must_use]
+pub struct InFlight {
+    hub: Arc<Hub>,
+    room_id: Arc<str>,
+    counted: bool,
+    done: bool,
+}
+
+impl InFlight {
+    /// The commit stored `events` (the first with `first_seq`; `closed`: the room is
+    /// closed after them). No events: the streams look anyway (as for a notice with seq
+    /// 0).
+    pub fn committed(mut self, first_seq: u64, events: &Arc<[StoredEvent]>, closed: bool) {
+        self.done = true;
+        self.hub.finish(
+            &self.room_id,
+            self.counted,
+            Stored::of(first_seq, events, closed),
+        );
+    }
+}
+
+/// What a local commit stored.
+enum Stored {
+    /// Nothing (it failed or was refused).
+    Nothing,
+    /// A change without events.
+    NoEvents,
+    /// These events.
+    Events(Batch),
+}
+
+impl Stored {
+    fn of(first_seq: u64, events: &Arc<[StoredEvent]>, closed: bool) -> Stored {
+        if events.is_empty() {
+            Stored::NoEvents
+        } else {
+            Stored::Events(Batch {
+                first_seq,
+                events: Arc::clone(events),
+                closed,
+            })
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if !self.done {
+            // Nothing was stored (a conflict, a refusal, an error): announce what
+            // came meanwhile.
+            self.hub
+                .finish(&self.room_id, self.counted, Stored::Nothing);
+        }
     }
 }
 
@@ -66,8 +175,15 @@ impl Hub {
         }
     }
 
-    /// Wakes the room's streams (`seq` 0: all of them, see [`Notice`]).
+    /// Wakes the room's streams (`seq` 0: all of them, see [`Notice`]). A notice that
+    /// comes while this replica commits to the room waits for that commit to finish (it
+    /// is most likely the commit's own notice, back through Redis, and the commit's
+    /// events are then delivered from the watch instead of read back).
     pub fn notify(&self, room_id: &str, seq: u64) {
+        self.wake(room_id, seq, true);
+    }
+
+    fn wake(&self, room_id: &str, seq: u64, may_wait: bool) {
         if room_id == "*" {
             self.notify_all();
             return;
@@ -77,15 +193,103 @@ impl Hub {
                 if seq == 0 {
                     wake.epoch += 1;
                     true
-                } else if seq > wake.seq {
-                    wake.seq = seq;
-                    true
-                } else {
+                } else if seq <= wake.seq {
                     // Announced already (the local notice came first): nobody wakes.
                     false
+                } else if may_wait && wake.in_flight > 0 {
+                    wake.deferred = wake.deferred.max(seq);
+                    false
+                } else {
+                    wake.seq = seq;
+                    true
                 }
             });
         }
+    }
+
+    /// Marks a commit of this replica to the room as in progress until the returned
+    /// guard is dropped or [`InFlight::committed`] is called.
+    pub fn commit_started(self: &Arc<Self>, room_id: &str) -> InFlight {
+        let counted = self.lock().get(room_id).is_some_and(|sender| {
+            sender.send_if_modified(|wake| {
+                wake.in_flight += 1;
+                false
+            });
+            true
+        });
+        InFlight {
+            hub: Arc::clone(self),
+            room_id: room_id.into(),
+            counted,
+            done: false,
+        }
+    }
+
+    /// A commit made on this replica: `events` (the first with `first_seq`) are
+    /// announced and kept on the room's watch, so its local streams need not read them
+    /// back. No events: like a notice with seq 0.
+    pub fn committed(
+        &self,
+        room_id: &str,
+        first_seq: u64,
+        events: &Arc<[StoredEvent]>,
+        closed: bool,
+    ) {
+        self.finish(room_id, false, Stored::of(first_seq, events, closed));
+    }
+
+    fn finish(&self, room_id: &str, counted: bool, stored: Stored) {
+        let rooms = self.lock();
+        let Some(sender) = rooms.get(room_id) else {
+            return;
+        };
+        sender.send_if_modified(|wake| {
+            if counted {
+                wake.in_flight = wake.in_flight.saturating_sub(1);
+            }
+            let mut target = if wake.in_flight == 0 {
+                std::mem::take(&mut wake.deferred)
+            } else {
+                0
+            };
+            let mut changed = false;
+            match stored {
+                Stored::Nothing => {}
+                Stored::NoEvents => {
+                    // A change without events (the room closed): every stream looks.
+                    wake.epoch += 1;
+                    changed = true;
+                }
+                Stored::Events(batch) => {
+                    target = target.max(batch.last_seq());
+                    // Commits of one room may finish here out of order (a timer and a
+                    // play): keep the batches sorted by seq.
+                    let first_seq = batch.first_seq;
+                    let at = wake
+                        .recent
+                        .iter()
+                        .rposition(|held| held.first_seq < first_seq)
+                        .map_or(0, |i| i + 1);
+                    if wake
+                        .recent
+                        .get(at)
+                        .is_none_or(|held| held.first_seq != first_seq)
+                    {
+                        wake.recent.insert(at, batch);
+                    }
+                    while wake.recent.len() > RECENT_COMMITS {
+                        wake.recent.pop_front();
+                    }
+                }
+            }
+            if target > wake.seq {
+                wake.seq = target;
+                changed = true;
+            }
+            // Otherwise announced already (the notice through Redis came first): the
+            // streams woke for it and read it.
+            changed
+        });
     }
 
     /// Wakes every local stream (after missed notices).
@@ -135,7 +339,8 @@ impl Hub {
                 for ((id, announced), head) in chunk.iter().zip(heads) {
                     match head {
                         Some(head) if !head.closed && head.seq <= *announced => {}
-                        Some(head) if !head.closed => self.notify(id, head.seq),
+                        // Not held back by commits in progress: this is the safety net.
+                        Some(head) if !head.closed => self.wake(id, head.seq, false),
                         // Closed or gone: every stream looks (and ends).
                         _ => self.notify(id, 0),
                     }
@@ -164,5 +369,94 @@ impl Hub {
                 Err(broadcast::error::RecvError::Closed) => return,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::LogEvent;
+
+    fn events(n: usize) -> Arc<[StoredEvent]> {
+        (0..n)
+            .map(|i| StoredEvent {
+                at_ms: i as i64,
+                event: LogEvent::Chat { seat: 0, phrase: 1 },
+            })
+            .collect()
+    }
+
+    fn held(wake: &Wake, delivered: u64) -> Vec<(u64, usize)> {
+        wake.local_after(delivered)
+            .iter()
+            .map(|(batch, skip)| (batch.first_seq, *skip))
+            .collect()
+    }
+
+    #[test]
+    fn local_commits_are_held_in_order_and_used_only_without_a_gap() {
+        let hub = Hub::default();
+        let mut watch = hub.watch("r");
+        // Finished out of order: 4..=5 before 1..=3, then 8 (6..=7 came from elsewhere).
+        hub.committed("r", 4, &events(2), false);
+        hub.committed("r", 1, &events(3), false);
+        hub.notify("r", 7);
+        hub.committed("r", 8, &events(1), true);
+        let wake = watch.borrow_and_update().clone();
+        assert_eq!(wake.seq, 8);
+        let firsts: Vec<u64> = wake.recent.iter().map(|b| b.first_seq).collect();
+        assert_eq!(firsts, [1, 4, 8]);
+        assert_eq!(held(&wake, 0), [(1, 0), (4, 0)]);
+        assert_eq!(held(&wake, 2), [(1, 2), (4, 0)]);
+        assert_eq!(held(&wake, 5), []);
+        assert_eq!(held(&wake, 7), [(8, 0)]);
+        assert!(wake.recent[2].closed);
+        // An old commit announced already wakes nobody.
+        hub.committed("r", 6, &events(1), false);
+        assert!(!watch.has_changed().unwrap());
+    }
+
+    #[test]
+    fn a_notice_during_a_local_commit_waits_for_it() {
+        let hub = Arc::new(Hub::default());
+        let mut watch = hub.watch("r");
+        // The commit's own notice, back through Redis before the commit's answer.
+        let in_flight = hub.commit_started("r");
+        hub.notify("r", 2);
+        assert!(!watch.has_changed().unwrap());
+        in_flight.committed(1, &events(2), false);
+        let wake = watch.borrow_and_update().clone();
+        assert_eq!(wake.seq, 2);
+        assert_eq!(held(&wake, 0), [(1, 0)]);
+        // Another replica's commit noticed meanwhile, ours refused: announced at the end.
+        let in_flight = hub.commit_started("r");
+        hub.notify("r", 3);
+        assert!(!watch.has_changed().unwrap());
+        drop(in_flight);
+        assert!(watch.has_changed().unwrap());
+        let wake = watch.borrow_and_update().clone();
+        assert_eq!(wake.seq, 3);
+        assert_eq!(held(&wake, 2), []);
+        // Without a commit in progress a notice wakes at once.
+        hub.notify("r", 4);
+        assert_eq!(watch.borrow_and_update().seq, 4);
+    }
+
+    #[test]
+    fn only_the_latest_commits_are_kept_and_only_for_watched_rooms() {
+        let hub = Hub::default();
+        hub.committed("unwatched", 1, &events(1), false);
+        assert_eq!(hub.rooms(), 0);
+        let watch = hub.watch("r");
+        for seq in 1..=20 {
+            hub.committed("r", seq, &events(1), false);
+        }
+        let wake = watch.borrow().clone();
+        assert_eq!(wake.recent.len(), RECENT_COMMITS);
+        assert_eq!(
+            held(&wake, 20 - RECENT_COMMITS as u64).len(),
+            RECENT_COMMITS
+        );
+        assert_eq!(held(&wake, 0), []);
     }
 }

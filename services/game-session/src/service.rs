@@ -476,13 +476,7 @@ impl Session {
                     if changed.is_err() {
                         return End::Status(Status::unavailable("the replica is stopping"));
                     }
-                    let wake = *watch.borrow_and_update();
-                    if wake.news_for(self.delivered, self.epoch) {
-                        self.epoch = wake.epoch;
-                        self.catch_up().await
-                    } else {
-                        Ok(None)
-                    }
+                    self.on_wake(watch).await
                 }
             };
             match step {
@@ -491,6 +485,42 @@ impl Session {
                 Err(err) => return End::Status(err.into()),
             }
         }
+    }
+
+    /// The room's watch changed: delivers what this replica committed from the watch,
+    /// and reads the stored log for the rest (other replicas' commits, gaps, an epoch
+    /// bump). `Some` when the stream must end.
+    async fn on_wake(
+        &mut self,
+        watch: &mut watch::Receiver<Wake>,
+    ) -> Result<Option<End>, GameError> {
+        let (announced, local) = {
+            let wake = watch.borrow_and_update();
+            if !wake.news_for(self.delivered, self.epoch) {
+                return Ok(None);
+            }
+            if wake.epoch == self.epoch {
+                (wake.seq, Some(wake.local_after(self.delivered)))
+            } else {
+                // Something changed without new events, or notices were lost: look.
+                self.epoch = wake.epoch;
+                (wake.seq, None)
+            }
+        };
+        let Some(local) = local else {
+            return self.catch_up().await;
+        };
+        for (batch, skip) in local {
+            // `deliver` numbers from `delivered + 1`: the batch from there on.
+            debug_assert_eq!(batch.first_seq + skip as u64, self.delivered + 1);
+            if let Some(end) = self.deliver(&batch.events[skip..], batch.closed).await? {
+                return Ok(Some(end));
+            }
+        }
+        if self.delivered < announced {
+            return self.catch_up().await;
+        }
+        Ok(None)
     }
 
     /// A random share of the drain deadline, so streams leave spread out.
