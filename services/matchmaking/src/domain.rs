@@ -1,11 +1,12 @@
 //! Pure matchmaking rules: queue formats, the widening rating window, join
-//! codes, and rule settings between the API and the engine.
+//! codes, and which rule settings a ranked room may set. (Rule settings
+//! between the API and the engine: `basra_proto::convert`.)
 
-use basra_engine::{KomiBasra, MajorityTie, Seats, Settings};
+use basra_engine::{Seats, Settings};
 use basra_proto::basra::common::v1 as common;
 use rand::Rng;
 
-use crate::{clock::Millis, error::MatchmakingError};
+use crate::clock::Millis;
 
 /// One queue: players are only matched with players of the same format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -135,86 +136,6 @@ pub fn normalize_join_code(code: &str) -> Option<String> {
     (code.len() == CODE_LENGTH && code.bytes().all(|b| CODE_ALPHABET.contains(&b))).then_some(code)
 }
 
-/// The engine settings of API settings: unset fields take their defaults;
-/// a value out of range is [`MatchmakingError::InvalidArgument`].
-pub fn settings_from_proto(
-    settings: Option<&common::RuleSettings>,
-) -> Result<Settings, MatchmakingError> {
-    let invalid = |msg: String| MatchmakingError::InvalidArgument(msg);
-    let mut out = Settings::default();
-    let Some(s) = settings else {
-        return Ok(out);
-    };
-    if let Some(seats) = s.seats {
-        out.seats = match seats {
-            2 => Seats::Two,
-            4 => Seats::Four,
-            other => {
-                return Err(invalid(format!(
-                    "settings.seats must be 2 or 4, not {other}"
-                )));
-            }
-        };
-    }
-    if let Some(v) = s.clean_start_table {
-        out.clean_start_table = v;
-    }
-    if let Some(v) = s.allow_partial_capture {
-        out.allow_partial_capture = v;
-    }
-    if let Some(v) = s.komi_basra {
-        out.komi_basra = match common::KomiBasra::try_from(v) {
-            Ok(common::KomiBasra::Unspecified) | Ok(common::KomiBasra::AnyValue) => {
-                KomiBasra::AnyValue
-            }
-            Ok(common::KomiBasra::SumAtMost10) => KomiBasra::SumAtMost10,
-            Ok(common::KomiBasra::SingleCard) => KomiBasra::SingleCard,
-            Err(_) => {
-                return Err(invalid(format!(
-                    "settings.komi_basra {v} is not a known value"
-                )));
-            }
-        };
-    }
-    if let Some(v) = s.basra_points {
-        out.basra_points = v;
-    }
-    if let Some(v) = s.jack_basra_points {
-        out.jack_basra_points = v;
-    }
-    if let Some(v) = s.komi_basra_points {
-        out.komi_basra_points = v;
-    }
-    if let Some(v) = s.last_card_basra {
-        out.last_card_basra = v;
-    }
-    if let Some(v) = s.majority_points {
-        out.majority_points = v;
-    }
-    if let Some(v) = s.majority_tie {
-        out.majority_tie = match common::MajorityTie::try_from(v) {
-            Ok(common::MajorityTie::Unspecified) | Ok(common::MajorityTie::Nobody) => {
-                MajorityTie::Nobody
-            }
-            Ok(common::MajorityTie::Both) => MajorityTie::Both,
-            Ok(common::MajorityTie::CarryOver) => MajorityTie::CarryOver,
-            Err(_) => {
-                return Err(invalid(format!(
-                    "settings.majority_tie {v} is not a known value"
-                )));
-            }
-        };
-    }
-    if let Some(v) = s.card_points {
-        out.card_points = v;
-    }
-    if let Some(v) = s.target_score {
-        out.target_score = v;
-    }
-    out.validate()
-        .map_err(|err| invalid(format!("settings.{err}")))
-}
-
 /// Whether API settings set anything besides seats and target score (not
 /// allowed for ranked rooms).
 pub fn sets_more_than_format(s: Option<&common::RuleSettings>) -> bool {
@@ -230,32 +151,6 @@ pub fn sets_more_than_format(s: Option<&common::RuleSettings>) -> bool {
             || s.majority_tie.is_some_and(|v| v != 0)
             || s.card_points.is_some()
     })
-}
-
-/// API settings with every field set.
-pub fn settings_to_proto(s: &Settings) -> common::RuleSettings {
-    common::RuleSettings {
-        seats: Some(u32::from(s.seat_count())),
-        clean_start_table: Some(s.clean_start_table),
-        allow_partial_capture: Some(s.allow_partial_capture),
-        komi_basra: Some(match s.komi_basra {
-            KomiBasra::AnyValue => common::KomiBasra::AnyValue,
-            KomiBasra::SumAtMost10 => common::KomiBasra::SumAtMost10,
-            KomiBasra::SingleCard => common::KomiBasra::SingleCard,
-        } as i32),
-        basra_points: Some(s.basra_points),
-        jack_basra_points: Some(s.jack_basra_points),
-        komi_basra_points: Some(s.komi_basra_points),
-        last_card_basra: Some(s.last_card_basra),
-        majority_points: Some(s.majority_points),
-        majority_tie: Some(match s.majority_tie {
-            MajorityTie::Nobody => common::MajorityTie::Nobody,
-            MajorityTie::Both => common::MajorityTie::Both,
-            MajorityTie::CarryOver => common::MajorityTie::CarryOver,
-        } as i32),
-        card_points: Some(s.card_points),
-        target_score: Some(s.target_score),
-    }
 }
 
 #[cfg(test)]
@@ -300,25 +195,24 @@ mod tests {
     }
 
     #[test]
-    fn settings_convert_and_validate() {
-        let s = settings_from_proto(None).unwrap();
-        assert_eq!(s, Settings::default());
-        let p = settings_to_proto(&s);
-        assert_eq!(settings_from_proto(Some(&p)).unwrap(), s);
-        let bad = common::RuleSettings {
-            seats: Some(3),
-            ..Default::default()
-        };
-        assert!(settings_from_proto(Some(&bad)).is_err());
-        let bad = common::RuleSettings {
-            target_score: Some(0),
-            ..Default::default()
-        };
-        assert!(settings_from_proto(Some(&bad)).is_err());
-        assert!(sets_more_than_format(Some(&p)));
+    fn ranked_rooms_set_only_the_format() {
+        use basra_proto::convert::settings_to_pb;
+        let all = settings_to_pb(&Settings::default());
+        assert!(sets_more_than_format(Some(&all)));
+        assert!(!sets_more_than_format(None));
         assert!(!sets_more_than_format(Some(&common::RuleSettings {
             seats: Some(4),
             target_score: Some(51),
+            ..Default::default()
+        })));
+        // UNSPECIFIED enums are "not set".
+        assert!(!sets_more_than_format(Some(&common::RuleSettings {
+            komi_basra: Some(0),
+            majority_tie: Some(0),
+            ..Default::default()
+        })));
+        assert!(sets_more_than_format(Some(&common::RuleSettings {
+            card_points: Some(false),
             ..Default::default()
         })));
     }

@@ -77,6 +77,14 @@ impl From<MatchmakingError> for tonic::Status {
     }
 }
 
+/// A malformed card or rule settings in a request (the shared engine <-> API
+/// conversions of `basra_proto::convert`).
+impl From<basra_proto::convert::ConvertError> for MatchmakingError {
+    fn from(err: basra_proto::convert::ConvertError) -> Self {
+        MatchmakingError::InvalidArgument(err.0)
+    }
+}
+
 impl From<serde_json::Error> for MatchmakingError {
     fn from(err: serde_json::Error) -> Self {
         MatchmakingError::Corrupt(err.to_string())

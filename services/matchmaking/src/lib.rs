@@ -3,7 +3,7 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`domain`] | formats, the widening rating window, join codes, settings conversion |
+//! | [`domain`] | formats, the widening rating window, join codes, what ranked rooms may set |
 //! | [`store`] | the [`Store`](store::Store) trait; Redis (production) and memory (dev) |
 //! | [`service`] | the gRPC handlers and the FindMatch streams |
 //! | [`upstream`] | game-session (rooms) and accounts (ratings) behind traits |

@@ -4,15 +4,18 @@
 
 use std::{sync::Arc, time::Duration};
 
-use basra_proto::basra::{common::v1 as common, game::v1 as game};
+use basra_proto::{
+    basra::{common::v1 as common, game::v1 as game},
+    convert::{settings_from_pb, settings_to_pb},
+};
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
 use crate::{
-    domain::{settings_from_proto, settings_to_proto},
     error::Result,
     service::{Inner, seat_assignment},
     store::{CommitOutcome, Group, MatchRecord, Occupant},
+    upstream::is_transient,
 };
 
 /// How often expiry and the queue-length gauges run.
@@ -86,13 +89,16 @@ pub(crate) async fn round(inner: &Arc<Inner>) -> Result<usize> {
         .form_groups(now, &params, &room_ids)
         .await?;
     let formed = groups.len();
-    groups.extend(
-        inner
-            .deps
-            .store
-            .reclaim(now, params.lease_ms, RECLAIM_PER_ROUND)
-            .await?,
-    );
+    // The groups just formed are ours whatever happens to the takeover.
+    match inner
+        .deps
+        .store
+        .reclaim(now, params.lease_ms, RECLAIM_PER_ROUND)
+        .await
+    {
+        Ok(reclaimed) => groups.extend(reclaimed),
+        Err(err) => tracing::warn!(error = %err, "cannot take over stale groups this round"),
+    }
     let mut tasks = JoinSet::new();
     for group in groups {
         let inner = inner.clone();
@@ -132,7 +138,7 @@ async fn settle(inner: &Inner, group: Group) -> Result<()> {
         .create_room(game::CreateRoomRequest {
             room_id: group.room_id.clone(),
             seats: seats.iter().map(seat_assignment).collect(),
-            settings: Some(settings_to_proto(&settings)),
+            settings: Some(settings_to_pb(&settings)),
             ranked,
             allow_spectators: false,
             visibility: common::RoomVisibility::Private as i32,
@@ -144,7 +150,7 @@ async fn settle(inner: &Inner, group: Group) -> Result<()> {
             let settings = response
                 .settings
                 .as_ref()
-                .and_then(|s| settings_from_proto(Some(s)).ok())
+                .and_then(|s| settings_from_pb(Some(s)).ok())
                 .unwrap_or(settings);
             let records: Vec<(String, MatchRecord)> = group
                 .members
@@ -175,13 +181,28 @@ async fn settle(inner: &Inner, group: Group) -> Result<()> {
                 tracing::info!(room = %group.room_id, ?outcome, "group not committed");
             }
         }
-        Err(status) => {
+        // No answer, or a transient one: the room may well exist (a reply
+        // lost after its deadline looks just like a call that never
+        // arrived). The group keeps its room id and is tried again; its
+        // players are never put in another room meanwhile.
+        Err(status) if is_transient(&status) => {
             inner.deps.metrics.room_failed();
-            tracing::warn!(room = %group.room_id, error = %status, "game-session could not create the room; releasing the group");
+            tracing::warn!(room = %group.room_id, error = %status, "game-session did not confirm the room; the group will try again");
             inner
                 .deps
                 .store
-                .release(&group.room_id, now, q.grace_ms())
+                .defer(&group.room_id, group.lease, now + q.room_retry_ms())
+                .await?;
+        }
+        // A refusal: the room was not made, so the players may go back to
+        // the queue.
+        Err(status) => {
+            inner.deps.metrics.room_failed();
+            tracing::warn!(room = %group.room_id, error = %status, "game-session refused the room; releasing the group");
+            inner
+                .deps
+                .store
+                .release(&group.room_id, group.lease, now, q.grace_ms())
                 .await?;
         }
     }

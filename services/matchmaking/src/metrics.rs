@@ -1,9 +1,11 @@
 //! In-process metrics — queue length, time to match, matches per second —
 //! rendered as Prometheus text and served on `GET /metrics` by
 //! [`serve_metrics`] (plain HTTP/1.1 on its own port, `[metrics] listen`).
+//! The recent waits per format also give searches their estimated wait
+//! ([`Metrics::estimated_wait`]).
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, HashMap, VecDeque},
     fmt::Write as _,
     sync::{
         Mutex,
@@ -16,6 +18,15 @@ use tokio::{
     net::TcpListener,
 };
 use tokio_util::sync::CancellationToken;
+
+use crate::clock::Millis;
+
+/// Waits remembered per format for the estimate (the newest).
+const RECENT_WAITS: usize = 256;
+/// Waits older than this (by the service clock) are not recent any more.
+const RECENT_FOR_MS: Millis = 10 * 60 * 1000;
+/// Fewer recent waits than this give no estimate.
+const MIN_WAITS_FOR_ESTIMATE: usize = 3;
 
 /// Upper bounds (seconds) of the time-to-match histogram buckets.
 const WAIT_BUCKETS: [f64; 12] = [
@@ -35,6 +46,8 @@ pub struct Metrics {
     wait_buckets: [AtomicU64; WAIT_BUCKETS.len()],
     wait_count: AtomicU64,
     wait_sum_ms: AtomicU64,
+    /// Recent waits per format: (matched at, waited), oldest first.
+    recent: Mutex<HashMap<String, VecDeque<(Millis, Millis)>>>,
     /// f64 bits: matches per second over the last sweep interval.
     rate_bits: AtomicU64,
 }
@@ -87,9 +100,18 @@ impl Metrics {
         self.expired.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// A player waited `ms` to be matched.
-    pub fn observe_wait(&self, ms: i64) {
-        let ms = ms.max(0) as u64;
+    /// A player of queue `format` (a `Format::key`) was matched at `now_ms`
+    /// after waiting `waited_ms`.
+    pub fn observe_wait(&self, format: &str, now_ms: Millis, waited_ms: Millis) {
+        {
+            let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+            let waits = recent.entry(format.to_owned()).or_default();
+            if waits.len() >= RECENT_WAITS {
+                waits.pop_front();
+            }
+            waits.push_back((now_ms, waited_ms.max(0)));
+        }
+        let ms = waited_ms.max(0) as u64;
         let seconds = ms as f64 / 1000.0;
         for (bucket, bound) in self.wait_buckets.iter().zip(WAIT_BUCKETS) {
             if seconds <= bound {
@@ -98,6 +120,37 @@ impl Metrics {
         }
         self.wait_count.fetch_add(1, Ordering::Relaxed);
         self.wait_sum_ms.fetch_add(ms, Ordering::Relaxed);
+    }
+
+    /// How much longer a search of queue `format` that has waited
+    /// `waited_ms` is likely to wait, from the waits of the recent matches of
+    /// that format (the last 256 within 10 minutes of `now_ms`): the median of those at least as long as `waited_ms`, minus
+    /// `waited_ms`. `None` while too few recent matches waited that long.
+    pub fn estimated_wait(
+        &self,
+        format: &str,
+        now_ms: Millis,
+        waited_ms: Millis,
+    ) -> Option<Millis> {
+        let waited_ms = waited_ms.max(0);
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        let waits = recent.get_mut(format)?;
+        while waits
+            .front()
+            .is_some_and(|(at, _)| *at < now_ms - RECENT_FOR_MS)
+        {
+            waits.pop_front();
+        }
+        let mut longer: Vec<Millis> = waits
+            .iter()
+            .map(|(_, w)| *w)
+            .filter(|w| *w >= waited_ms)
+            .collect();
+        if longer.len() < MIN_WAITS_FOR_ESTIMATE {
+            return None;
+        }
+        longer.sort_unstable();
+        Some(longer[longer.len() / 2] - waited_ms)
     }
 
     /// Sets the recent match rate.
@@ -206,5 +259,45 @@ pub async fn serve_metrics(
             let _ = socket.write_all(response.as_bytes()).await;
             let _ = socket.shutdown().await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_estimate_is_the_median_recent_wait_still_to_come() {
+        let m = Metrics::new();
+        assert_eq!(m.estimated_wait("r.2.101", 0, 0), None);
+        for waited in [1_000, 2_000, 3_000, 4_000, 100_000] {
+            m.observe_wait("r.2.101", 50_000, waited);
+        }
+        m.observe_wait("u.2.101", 50_000, 60_000);
+        // A new search: the median of all five.
+        assert_eq!(m.estimated_wait("r.2.101", 50_000, 0), Some(3_000));
+        // After 2.5 s, only 3, 4 and 100 s are still possible: 4 s - 2.5 s.
+        assert_eq!(m.estimated_wait("r.2.101", 50_000, 2_500), Some(1_500));
+        // Longer than all but one: too little to go on.
+        assert_eq!(m.estimated_wait("r.2.101", 50_000, 5_000), None);
+        // Formats are apart; old waits are forgotten.
+        assert_eq!(m.estimated_wait("u.2.101", 50_000, 0), None);
+        assert_eq!(
+            m.estimated_wait("r.2.101", 50_000 + RECENT_FOR_MS + 1, 0),
+            None
+        );
+    }
+
+    #[test]
+    fn only_the_newest_waits_count() {
+        let m = Metrics::new();
+        for _ in 0..RECENT_WAITS {
+            m.observe_wait("u.4.51", 0, 90_000);
+        }
+        for _ in 0..RECENT_WAITS / 2 + 1 {
+            m.observe_wait("u.4.51", 0, 10_000);
+        }
+        assert_eq!(m.estimated_wait("u.4.51", 0, 0), Some(10_000));
+        assert!(m.render().contains("matchmaking_wait_seconds_count 385"));
     }
 }

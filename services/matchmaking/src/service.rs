@@ -3,15 +3,18 @@
 use std::{collections::HashMap, pin::Pin, sync::Arc, sync::Mutex, time::Duration};
 
 use basra_platform::{Caller, auth};
-use basra_proto::basra::{
-    common::v1 as common,
-    game::v1 as game,
-    matchmaking::v1::{
-        self as mm, CancelFindRequest, CancelFindResponse, CreateRoomRequest, CreateRoomResponse,
-        FindMatchRequest, FindMatchUpdate, JoinRoomRequest, JoinRoomResponse,
-        ListPublicRoomsRequest, ListPublicRoomsResponse, find_match_update::Update,
-        join_room_request::Target, matchmaking_server::Matchmaking,
+use basra_proto::{
+    basra::{
+        common::v1 as common,
+        game::v1 as game,
+        matchmaking::v1::{
+            self as mm, CancelFindRequest, CancelFindResponse, CreateRoomRequest,
+            CreateRoomResponse, FindMatchRequest, FindMatchUpdate, JoinRoomRequest,
+            JoinRoomResponse, ListPublicRoomsRequest, ListPublicRoomsResponse,
+            find_match_update::Update, join_room_request::Target, matchmaking_server::Matchmaking,
+        },
     },
+    convert::{settings_from_pb, settings_to_pb},
 };
 use tokio::sync::mpsc;
 use tokio_stream::{Stream, wrappers::ReceiverStream};
@@ -22,10 +25,7 @@ use uuid::Uuid;
 use crate::{
     Config, Deps,
     clock::Millis,
-    domain::{
-        self, Format, new_join_code, normalize_join_code, sets_more_than_format,
-        settings_from_proto, settings_to_proto,
-    },
+    domain::{self, Format, new_join_code, normalize_join_code, sets_more_than_format},
     error::{MatchmakingError, Result},
     store::{
         CancelCause, CancelOutcome, LobbyFilter, MatchRecord, NewTicket, Occupant, RoomRecord,
@@ -155,8 +155,15 @@ pub(crate) fn matched_proto(record: &MatchRecord) -> mm::Matched {
         room_id: record.room_id.clone(),
         seat: record.seat,
         ranked: record.ranked,
-        settings: Some(settings_to_proto(&record.settings)),
+        settings: Some(settings_to_pb(&record.settings)),
         seats: seat_infos(&record.seats, record.seats.len()),
+    }
+}
+
+fn proto_duration(ms: Millis) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: ms.div_euclid(1000),
+        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
     }
 }
 
@@ -290,7 +297,7 @@ impl MatchmakingService {
         request: CreateRoomRequest,
     ) -> Result<CreateRoomResponse> {
         let inner = &self.inner;
-        let settings = settings_from_proto(request.settings.as_ref())?;
+        let settings = settings_from_pb(request.settings.as_ref())?;
         let seat_count = u32::from(settings.seat_count());
         if request.ranked {
             if sets_more_than_format(request.settings.as_ref()) {
@@ -341,7 +348,7 @@ impl MatchmakingService {
                     room_id: room.id,
                     join_code: room.code,
                     seat: 0,
-                    settings: Some(settings_to_proto(&room.settings)),
+                    settings: Some(settings_to_pb(&room.settings)),
                 });
             }
         }
@@ -379,7 +386,7 @@ impl MatchmakingService {
             .create_room(game::CreateRoomRequest {
                 room_id: room_id.clone(),
                 seats: seats.iter().map(seat_assignment).collect(),
-                settings: Some(settings_to_proto(&settings)),
+                settings: Some(settings_to_pb(&settings)),
                 ranked: request.ranked,
                 allow_spectators: public,
                 visibility: if public {
@@ -393,7 +400,7 @@ impl MatchmakingService {
         let settings = response
             .settings
             .as_ref()
-            .and_then(|s| settings_from_proto(Some(s)).ok())
+            .and_then(|s| settings_from_pb(Some(s)).ok())
             .unwrap_or(settings);
         let room = RoomRecord {
             id: room_id.clone(),
@@ -413,7 +420,7 @@ impl MatchmakingService {
             room_id,
             join_code: code,
             seat: 0,
-            settings: Some(settings_to_proto(&settings)),
+            settings: Some(settings_to_pb(&settings)),
         })
     }
 
@@ -536,7 +543,7 @@ impl MatchmakingService {
         Ok(JoinRoomResponse {
             room_id,
             seat,
-            settings: Some(settings_to_proto(&room.settings)),
+            settings: Some(settings_to_pb(&room.settings)),
             ranked: room.ranked,
         })
     }
@@ -590,7 +597,7 @@ impl MatchmakingService {
                 .iter()
                 .map(|room| mm::PublicRoom {
                     room_id: room.id.clone(),
-                    settings: Some(settings_to_proto(&room.settings)),
+                    settings: Some(settings_to_pb(&room.settings)),
                     ranked: room.ranked,
                     seats: seat_infos(&room.seats, room.seats.len()),
                     created_at: Some(prost_types::Timestamp {
@@ -641,7 +648,10 @@ async fn run_stream(
             ),
             Some(v) => match &v.state {
                 TicketState::Matched(record) => {
-                    inner.deps.metrics.observe_wait(now - v.enqueued_ms);
+                    inner
+                        .deps
+                        .metrics
+                        .observe_wait(&v.format.key(), now, now - v.enqueued_ms);
                     (
                         Some(Ok(update(&id, Update::Matched(matched_proto(record))))),
                         true,
@@ -697,7 +707,11 @@ async fn run_stream(
                                 Update::Queued(mm::Queued {
                                     position: v.position,
                                     players_waiting: v.waiting,
-                                    estimated_wait: None,
+                                    estimated_wait: inner
+                                        .deps
+                                        .metrics
+                                        .estimated_wait(&v.format.key(), now, now - v.enqueued_ms)
+                                        .map(proto_duration),
                                 }),
                             ))),
                             false,
@@ -732,6 +746,15 @@ async fn run_stream(
                         (None, false)
                     }
                 }
+                // Its room could not be confirmed: the group keeps it and
+                // tries again; a resumed stream waits for it.
+                TicketState::Pending if v.unavailable => (
+                    Some(Err(Status::unavailable(
+                        "game-session is unavailable: call FindMatch again with the same \
+                         ticket_id to get the room being made for you",
+                    ))),
+                    true,
+                ),
                 TicketState::Pending => (None, false),
             },
         };

@@ -118,6 +118,9 @@ pub struct QueueSettings {
     pub heartbeat_millis: u64,
     /// Group lease.
     pub lease_millis: u64,
+    /// Wait before a group whose room game-session may not have made is
+    /// tried again (same room id).
+    pub room_retry_millis: u64,
     /// Groups per round.
     pub max_groups_per_round: usize,
     /// Anchors per format per round.
@@ -155,6 +158,11 @@ impl QueueSettings {
     /// Resume grace in ms.
     pub fn grace_ms(&self) -> i64 {
         ms(self.resume_grace_seconds * 1000)
+    }
+
+    /// Wait before a room is tried again, in ms.
+    pub fn room_retry_ms(&self) -> i64 {
+        ms(self.room_retry_millis)
     }
 }
 
@@ -229,8 +237,11 @@ impl Validate for Settings {
                     .into(),
             );
         }
-        if q.tick_millis == 0 || q.heartbeat_millis == 0 {
-            return Err("queue.tick_millis and heartbeat_millis must be at least 1".into());
+        if q.tick_millis == 0 || q.heartbeat_millis == 0 || q.room_retry_millis == 0 {
+            return Err(
+                "queue.tick_millis, heartbeat_millis and room_retry_millis must be at least 1"
+                    .into(),
+            );
         }
         if q.ticket_ttl_seconds * 1000 <= q.heartbeat_millis * 2 {
             return Err("queue.ticket_ttl_seconds must exceed two heartbeats".into());
@@ -282,6 +293,7 @@ mod tests {
             ("BASRA_STORE__KEY_PREFIX", "a{b}", "store.key_prefix"),
             ("BASRA_QUEUE__WINDOW_MAX", "10", "window_max"),
             ("BASRA_QUEUE__TICK_MILLIS", "0", "tick_millis"),
+            ("BASRA_QUEUE__ROOM_RETRY_MILLIS", "0", "room_retry_millis"),
             ("BASRA_QUEUE__LEASE_MILLIS", "100", "lease_millis"),
             ("BASRA_ROOMS__WRONG_CODE_MAX", "0", "wrong_code_max"),
             ("BASRA_METRICS__LISTEN", "nowhere", "metrics.listen"),

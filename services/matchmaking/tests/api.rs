@@ -165,6 +165,51 @@ async fn the_rating_window_widens_with_controlled_time() {
 }
 
 #[tokio::test]
+async fn queued_updates_estimate_the_wait_from_recent_matches() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let client = replica.client().await;
+    let search = |ticket: &'static str| {
+        let token = env.token(Uuid::now_v7(), false);
+        let mut client = client.clone();
+        async move {
+            client
+                .find_match(authed(find(ticket, false), &token))
+                .await
+                .unwrap()
+                .into_inner()
+        }
+    };
+    // Two matches of this queue: one player waited 6 s, the other none.
+    for (a, b) in [("ea1", "eb1"), ("ea2", "eb2")] {
+        let mut sa = search(a).await;
+        match next(&mut sa).await.unwrap() {
+            // Nothing to go on yet for the first one.
+            Update::Queued(q) if a == "ea1" => assert_eq!(q.estimated_wait, None),
+            Update::Queued(_) => {}
+            other => panic!("{other:?}"),
+        }
+        env.clock.advance(6_000);
+        let mut sb = search(b).await;
+        for s in [&mut sa, &mut sb] {
+            assert!(matches!(next_change(s).await.unwrap(), Update::Matched(_)));
+        }
+    }
+    // Recent waits 0, 0, 6 and 6 s: a new search is told about 6 s.
+    let mut sc = search("ec").await;
+    let Update::Queued(q) = next(&mut sc).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        q.estimated_wait,
+        Some(prost_types::Duration {
+            seconds: 6,
+            nanos: 0
+        })
+    );
+}
+
+#[tokio::test]
 async fn cancel_find_ends_the_search() {
     let env = Env::new().await;
     let replica = env.replica().await;
@@ -422,9 +467,11 @@ async fn game_session_unavailable_answers_unavailable_and_keeps_the_tickets() {
         let err = next_change(s).await.unwrap_err();
         assert_eq!(err.code(), Code::Unavailable, "{err}");
     }
+    // Kept, together: game-session may have made their room, so they wait
+    // for it rather than for anyone else.
     for id in ["ga", "gb"] {
         let v = replica.store.poll(id, 0, 0).await.unwrap().expect("kept");
-        assert_eq!(v.state, matchmaking::store::TicketState::Queued);
+        assert_eq!(v.state, matchmaking::store::TicketState::Pending);
     }
     // Rooms too.
     let err = client
@@ -444,6 +491,8 @@ async fn game_session_unavailable_answers_unavailable_and_keeps_the_tickets() {
         .await
         .unwrap()
         .into_inner();
+    env.clock
+        .advance(env.settings.queue.room_retry_millis as i64);
     let Update::Matched(ma) = next_change(&mut sa).await.unwrap() else {
         panic!()
     };
@@ -451,6 +500,83 @@ async fn game_session_unavailable_answers_unavailable_and_keeps_the_tickets() {
         panic!()
     };
     assert_eq!(ma.room_id, mb.room_id);
+    // Every attempt was for that one room.
+    assert!(env.game.created().iter().all(|r| r.room_id == ma.room_id));
+}
+
+/// Each player's rooms as game-session saw them (distinct room ids).
+fn rooms_of(env: &Env, user: Uuid) -> Vec<String> {
+    let mut rooms: Vec<String> = env
+        .game
+        .created()
+        .into_iter()
+        .filter(|r| {
+            r.seats.iter().any(|s| {
+                matches!(
+                    &s.occupant,
+                    Some(basra_proto::basra::game::v1::seat_assignment::Occupant::UserId(u))
+                        if *u == user.to_string()
+                )
+            })
+        })
+        .map(|r| r.room_id)
+        .collect();
+    rooms.dedup();
+    rooms
+}
+
+/// A CreateRoom whose reply is lost (the deadline passed while game-session
+/// made the room) may have made the room: its players are matched into that
+/// room once game-session answers again, never into a second one.
+#[tokio::test]
+async fn a_room_whose_reply_was_lost_stays_the_only_room_of_its_players() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    env.game.set_lose_replies(true);
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let (ta, tb) = (env.token(a, false), env.token(b, false));
+    let mut sa = client
+        .find_match(authed(find("la", false), &ta))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut sb = client
+        .find_match(authed(find("lb", false), &tb))
+        .await
+        .unwrap()
+        .into_inner();
+    for s in [&mut sa, &mut sb] {
+        let err = next_change(s).await.unwrap_err();
+        assert_eq!(err.code(), Code::Unavailable, "{err}");
+    }
+    // game-session did make the room; only its answer was lost.
+    let first = rooms_of(&env, a);
+    assert_eq!(first.len(), 1);
+    env.game.set_lose_replies(false);
+    // Both search again, as UNAVAILABLE asks, and wait for the retry.
+    let mut sa = client
+        .find_match(authed(find("la", false), &ta))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut sb = client
+        .find_match(authed(find("lb", false), &tb))
+        .await
+        .unwrap()
+        .into_inner();
+    env.clock
+        .advance(env.settings.queue.room_retry_millis as i64);
+    let Update::Matched(ma) = next_change(&mut sa).await.unwrap() else {
+        panic!()
+    };
+    let Update::Matched(mb) = next_change(&mut sb).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(ma.room_id, mb.room_id);
+    assert_eq!(ma.room_id, first[0], "the room game-session already made");
+    assert_eq!(rooms_of(&env, a), first, "{a} is in one room only");
+    assert_eq!(rooms_of(&env, b), first, "{b} is in one room only");
 }
 
 #[tokio::test]

@@ -313,7 +313,7 @@ async fn release_keeps_tickets_for_a_resume(store: Arc<dyn Store>) {
         .await
         .unwrap()
         .remove(0);
-    s.release(&g.room_id, T0 + 1, GRACE).await.unwrap();
+    assert!(s.release(&g.room_id, g.lease, T0 + 1, GRACE).await.unwrap());
     let v = s.poll("a", T0 + 1, TTL).await.unwrap().unwrap();
     assert_eq!(v.state, TicketState::Queued);
     assert!(v.unavailable && !v.attached);
@@ -355,9 +355,16 @@ async fn stale_groups_are_reclaimed(store: Arc<dyn Store>) {
         .await
         .unwrap()
         .remove(0);
+    assert_eq!(g.lease, 1);
     assert!(s.reclaim(T0 + 9_999, 10_000, 10).await.unwrap().is_empty());
     let again = s.reclaim(T0 + 10_000, 10_000, 10).await.unwrap();
-    assert_eq!(again, vec![g.clone()]);
+    assert_eq!(
+        again,
+        vec![Group {
+            lease: 2,
+            ..g.clone()
+        }]
+    );
     // Re-leased: not handed out twice.
     assert!(s.reclaim(T0 + 10_001, 10_000, 10).await.unwrap().is_empty());
     assert_eq!(
@@ -365,6 +372,111 @@ async fn stale_groups_are_reclaimed(store: Arc<dyn Store>) {
             .await
             .unwrap(),
         CommitOutcome::Committed
+    );
+}
+
+/// game-session did not confirm the room (unreachable, or its answer lost):
+/// the group keeps its room id, its members wait out of the pool, and the
+/// group is handed out again when the retry is due.
+async fn an_unconfirmed_room_keeps_its_group(store: Arc<dyn Store>) {
+    let s = &*store;
+    put(s, "a", UNRANKED2, 0.0, T0).await;
+    put(s, "b", UNRANKED2, 0.0, T0).await;
+    let g = s
+        .form_groups(T0, &params(), &rooms(1))
+        .await
+        .unwrap()
+        .remove(0);
+    assert!(s.defer(&g.room_id, g.lease, T0 + 2_000).await.unwrap());
+    for id in ["a", "b"] {
+        let v = s.poll(id, T0 + 1, TTL).await.unwrap().unwrap();
+        assert_eq!(v.state, TicketState::Pending);
+        assert!(v.unavailable && !v.attached);
+    }
+    // A resume waits for that room: back on its stream, still in the group,
+    // never in the pool (a newcomer finds nobody to pair with).
+    let e = s
+        .enqueue(ticket("a", "u-a", UNRANKED2, 0.0), T0 + 2, TTL, GRACE)
+        .await
+        .unwrap();
+    assert!(e.resumed && e.view.attached && !e.view.unavailable);
+    assert_eq!(e.view.state, TicketState::Pending);
+    put(s, "c", UNRANKED2, 0.0, T0 + 3).await;
+    assert!(
+        s.form_groups(T0 + 4, &params(), &rooms(1))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Not before the retry is due; then the same group, the same room.
+    assert!(s.reclaim(T0 + 1_999, 10_000, 10).await.unwrap().is_empty());
+    let again = s.reclaim(T0 + 2_000, 10_000, 10).await.unwrap();
+    assert_eq!(
+        again,
+        vec![Group {
+            lease: 2,
+            ..g.clone()
+        }]
+    );
+    assert_eq!(
+        s.commit(&g.room_id, &records(&g), T0 + 2_001, GRACE)
+            .await
+            .unwrap(),
+        CommitOutcome::Committed
+    );
+    let v = s.poll("b", T0 + 2_002, TTL).await.unwrap().unwrap();
+    let TicketState::Matched(m) = v.state else {
+        panic!("{v:?}")
+    };
+    assert_eq!(m.room_id, g.room_id);
+}
+
+/// Replica X forms a group and hangs in CreateRoom past its lease; replica Y
+/// takes the group over. X (whose call may yet have made the room) can no
+/// longer release or defer the group; whichever of them learns that the room
+/// exists commits it, and the players get that one room.
+async fn a_taken_over_lease_cannot_requeue_the_group(x: Arc<dyn Store>, y: Arc<dyn Store>) {
+    put(&*x, "a", RANKED2, 1500.0, T0).await;
+    put(&*y, "b", RANKED2, 1510.0, T0).await;
+    let gx = x
+        .form_groups(T0, &params(), &rooms(1))
+        .await
+        .unwrap()
+        .remove(0);
+    let gy = y.reclaim(T0 + 10_000, 10_000, 10).await.unwrap().remove(0);
+    assert_eq!((gx.lease, gy.lease), (1, 2));
+    assert_eq!(gy.room_id, gx.room_id);
+    // X's call timed out: too late to requeue or to set the retry.
+    assert!(
+        !x.release(&gx.room_id, gx.lease, T0 + 10_001, GRACE)
+            .await
+            .unwrap()
+    );
+    assert!(!x.defer(&gx.room_id, gx.lease, T0 + 10_001).await.unwrap());
+    let v = y.poll("a", T0 + 10_001, TTL).await.unwrap().unwrap();
+    assert_eq!(v.state, TicketState::Pending);
+    assert!(!v.unavailable);
+    // Y's call times out too: it holds the lease, so the group waits.
+    assert!(y.defer(&gy.room_id, gy.lease, T0 + 12_000).await.unwrap());
+    // X's call did make the room after all: its commit stands.
+    assert_eq!(
+        x.commit(&gx.room_id, &records(&gx), T0 + 10_002, GRACE)
+            .await
+            .unwrap(),
+        CommitOutcome::Committed
+    );
+    for id in ["a", "b"] {
+        let v = y.poll(id, T0 + 10_003, TTL).await.unwrap().unwrap();
+        let TicketState::Matched(m) = v.state else {
+            panic!("{v:?}")
+        };
+        assert_eq!(m.room_id, gx.room_id);
+    }
+    assert!(y.reclaim(T0 + 12_000, 10_000, 10).await.unwrap().is_empty());
+    assert!(
+        !y.release(&gy.room_id, gy.lease, T0 + 12_001, GRACE)
+            .await
+            .unwrap()
     );
 }
 
@@ -658,9 +770,33 @@ contract!(
     cancel_is_idempotent_and_a_cancelled_member_aborts_its_group,
     release_keeps_tickets_for_a_resume,
     stale_groups_are_reclaimed,
+    an_unconfirmed_room_keeps_its_group,
     tickets_expire,
     a_new_search_supersedes_the_old_one,
     bots_fill_after_the_wait,
     rooms_seats_codes_and_lobby,
     requests_and_wrong_codes,
 );
+
+/// Two replicas: two handles on one store (two Redis connections on one
+/// prefix; the same memory store twice).
+mod two_replicas {
+    use super::*;
+
+    #[tokio::test]
+    async fn memory() {
+        let store: Arc<dyn Store> = Arc::new(matchmaking::store::MemoryStore::new());
+        a_taken_over_lease_cannot_requeue_the_group(store.clone(), store).await;
+    }
+
+    #[tokio::test]
+    async fn redis() {
+        let prefix = common::unique_prefix();
+        a_taken_over_lease_cannot_requeue_the_group(
+            common::redis_store(&prefix).await,
+            common::redis_store(&prefix).await,
+        )
+        .await;
+        common::forget_prefix(&prefix);
+    }
+}

@@ -239,6 +239,7 @@ impl State {
                 format,
                 members: Vec::with_capacity(members.len()),
                 formed_ms: now,
+                lease: 1,
             };
             for id in members {
                 self.pool_rem(&id);
@@ -469,7 +470,9 @@ impl Store for MemoryStore {
         let mut out = Vec::new();
         for room in due {
             s.set_lease(&room, now + lease_ms);
-            out.push(s.groups[&room].clone());
+            let group = s.groups.get_mut(&room).expect("leased groups exist");
+            group.lease += 1;
+            out.push(group.clone());
         }
         Ok(out)
     }
@@ -521,11 +524,17 @@ impl Store for MemoryStore {
         Ok(outcome)
     }
 
-    async fn release(&self, room_id: &str, now: Millis, grace_ms: Millis) -> Result<()> {
+    async fn release(
+        &self,
+        room_id: &str,
+        lease: u64,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<bool> {
         let notify = {
             let mut s = self.lock();
-            let Some(group) = s.groups.get(room_id).cloned() else {
-                return Ok(());
+            let Some(group) = s.groups.get(room_id).filter(|g| g.lease == lease).cloned() else {
+                return Ok(false);
             };
             let mut notify = Vec::new();
             for m in &group.members {
@@ -546,7 +555,32 @@ impl Store for MemoryStore {
         for id in notify {
             self.notify(&id);
         }
-        Ok(())
+        Ok(true)
+    }
+
+    async fn defer(&self, room_id: &str, lease: u64, retry_at: Millis) -> Result<bool> {
+        let notify = {
+            let mut s = self.lock();
+            let Some(group) = s.groups.get(room_id).filter(|g| g.lease == lease).cloned() else {
+                return Ok(false);
+            };
+            let mut notify = Vec::new();
+            for m in &group.members {
+                if let Some(t) = s.tickets.get_mut(&m.ticket_id)
+                    && t.state == TicketState::Pending
+                {
+                    t.attached = false;
+                    t.unavailable = true;
+                    notify.push(m.ticket_id.clone());
+                }
+            }
+            s.set_lease(room_id, retry_at);
+            notify
+        };
+        for id in notify {
+            self.notify(&id);
+        }
+        Ok(true)
     }
 
     async fn expire(&self, now: Millis, max: usize) -> Result<u64> {

@@ -177,6 +177,12 @@ pub struct GroupMember {
 }
 
 /// Tickets taken out of the pool together, waiting for their room.
+///
+/// A group is final: once formed, its members are matched into its room id
+/// and no other (whoever creates the room, however often it is retried),
+/// because a CreateRoom whose answer was lost may have made the room. Only a
+/// refusal from game-session (the room was not made) or a member cancelling
+/// puts the others back in the queue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
     /// The room id chosen for them (stable across retries and takeovers).
@@ -187,6 +193,11 @@ pub struct Group {
     pub members: Vec<GroupMember>,
     /// When the group formed.
     pub formed_ms: Millis,
+    /// The lease this copy was handed out under (a fencing token: 1 when
+    /// formed, one more at each takeover by [`Store::reclaim`]). Only the
+    /// current holder may [`release`](Store::release) or
+    /// [`defer`](Store::defer) the group.
+    pub lease: u64,
 }
 
 impl Group {
@@ -372,11 +383,15 @@ pub trait Store: Send + Sync + 'static {
         room_ids: &[String],
     ) -> Result<Vec<Group>>;
 
-    /// Groups whose lease ran out (their replica died or hung), re-leased to
-    /// the caller: it creates their room (idempotent by room id) and commits.
+    /// Groups whose lease ran out (their replica died or hung) or whose
+    /// retry is due ([`defer`](Store::defer)), re-leased to the caller under
+    /// a new [`Group::lease`]: it creates their room (idempotent by room id)
+    /// and commits.
     async fn reclaim(&self, now: Millis, lease_ms: Millis, max: usize) -> Result<Vec<Group>>;
 
     /// The group's room exists: match its members (`records` by ticket id).
+    /// Any holder may commit, even one whose lease was taken over: the room
+    /// it made is the group's one room.
     async fn commit(
         &self,
         room_id: &str,
@@ -385,9 +400,25 @@ pub trait Store: Send + Sync + 'static {
         grace_ms: Millis,
     ) -> Result<CommitOutcome>;
 
-    /// The group's room could not be created: its members go back to queued
-    /// (detached, flagged unavailable), keeping their queue time.
-    async fn release(&self, room_id: &str, now: Millis, grace_ms: Millis) -> Result<()>;
+    /// game-session refused the group's room (it was not made): its members
+    /// go back to queued (detached, flagged unavailable), keeping their queue
+    /// time. Does nothing (false) unless `lease` is the group's current one.
+    async fn release(
+        &self,
+        room_id: &str,
+        lease: u64,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<bool>;
+
+    /// Whether the group's room was made is unknown (game-session
+    /// unreachable, or its answer lost): the group stays as it is, room id
+    /// included; its members are detached and flagged unavailable (their
+    /// streams end UNAVAILABLE; a resume waits for this same room) and
+    /// [`reclaim`](Store::reclaim) hands the group out again from
+    /// `retry_at`. Does nothing (false) unless `lease` is the group's current
+    /// one.
+    async fn defer(&self, room_id: &str, lease: u64, retry_at: Millis) -> Result<bool>;
 
     /// Drops tickets past their deadline (dead streams, resume grace over,
     /// old results). Returns how many queued tickets were dropped.

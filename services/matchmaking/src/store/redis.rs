@@ -11,8 +11,8 @@
 //! | `P:{q}:fmts` | set: formats that may have waiting tickets |
 //! | `P:{q}:u:<account>` | string: the account's latest ticket (superseding) |
 //! | `P:{q}:alive` | zset: ticket deadlines (heartbeat, resume grace, result retention) |
-//! | `P:{q}:g:<room>` | string: a formed group (JSON) waiting for its room |
-//! | `P:{q}:pending` | zset: groups by lease deadline (takeover of a dead replica's groups) |
+//! | `P:{q}:g:<room>` | string: a formed group (JSON, with its lease number) waiting for its room |
+//! | `P:{q}:pending` | zset: groups by lease deadline or retry time (takeover, retry) |
 //! | `P:{q}:events` | pub/sub channel: ids of tickets whose state changed |
 //! | `P:{lobby}:room:<id>` | hash: a room (meta JSON, seats JSON, status, filter fields) |
 //! | `P:{lobby}:public` | zset: open public rooms by lobby sequence (oldest first) |
@@ -256,7 +256,7 @@ for _, fmt in ipairs(fmts) do
       end
       if members then
         local room = rooms[#out + 1]
-        local g = {room = room, fmt = fmt, formed = ARGV[1], members = {}}
+        local g = {room = room, fmt = fmt, formed = ARGV[1], lease = 1, members = {}}
         for _, m in ipairs(members) do
           taken[m] = true
           local mk = tkey(m)
@@ -278,14 +278,20 @@ if interval > 0 and #out >= max_groups then redis.call('DEL', Q .. ':round') end
 return out
 "#;
 
-/// ARGV: now, lease, max.
+/// ARGV: now, lease, max. Each group handed out gets the next lease number
+/// (the fencing token of RELEASE and DEFER).
 const RECLAIM: &str = r#"
 local now, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local due = redis.call('ZRANGEBYSCORE', Q .. ':pending', '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {}
 for _, room in ipairs(due) do
-  local js = redis.call('GET', Q .. ':g:' .. room)
+  local gk = Q .. ':g:' .. room
+  local js = redis.call('GET', gk)
   if js then
+    local g = cjson.decode(js)
+    g.lease = (tonumber(g.lease) or 0) + 1
+    js = cjson.encode(g)
+    redis.call('SET', gk, js)
     redis.call('ZADD', Q .. ':pending', now + lease, room)
     out[#out + 1] = js
   else
@@ -325,13 +331,14 @@ if all then return 'committed' end
 return 'aborted'
 "#;
 
-/// ARGV: room, now, grace.
+/// ARGV: room, lease, now, grace. Only the current lease holder releases.
 const RELEASE: &str = r#"
-local room, now, grace = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local room, now, grace = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4])
 local gk = Q .. ':g:' .. room
 local js = redis.call('GET', gk)
 if not js then return 0 end
 local g = cjson.decode(js)
+if tonumber(g.lease) ~= tonumber(ARGV[2]) then return 0 end
 for _, m in ipairs(g.members) do
   local k = tkey(m.ticket_id)
   if redis.call('HGET', k, 'state') == 'pending' then
@@ -342,6 +349,27 @@ for _, m in ipairs(g.members) do
 end
 redis.call('DEL', gk)
 redis.call('ZREM', Q .. ':pending', room)
+return 1
+"#;
+
+/// ARGV: room, lease, retry at. Only the current lease holder defers; the
+/// group (room id included) stays, its members wait detached and flagged
+/// unavailable, and RECLAIM hands it out again from `retry at`.
+const DEFER: &str = r#"
+local room = ARGV[1]
+local gk = Q .. ':g:' .. room
+local js = redis.call('GET', gk)
+if not js then return 0 end
+local g = cjson.decode(js)
+if tonumber(g.lease) ~= tonumber(ARGV[2]) then return 0 end
+for _, m in ipairs(g.members) do
+  local k = tkey(m.ticket_id)
+  if redis.call('HGET', k, 'state') == 'pending' then
+    redis.call('HSET', k, 'att', '0', 'unav', '1')
+    notify(m.ticket_id)
+  end
+end
+redis.call('ZADD', Q .. ':pending', tonumber(ARGV[3]), room)
 return 1
 "#;
 
@@ -516,6 +544,7 @@ struct Scripts {
     reclaim: Script,
     commit: Script,
     release: Script,
+    defer: Script,
     expire: Script,
     lengths: Script,
     insert_room: Script,
@@ -538,6 +567,7 @@ impl Scripts {
             reclaim: q(RECLAIM),
             commit: q(COMMIT),
             release: q(RELEASE),
+            defer: q(DEFER),
             expire: q(EXPIRE),
             lengths: q(LENGTHS),
             insert_room: l(INSERT_ROOM),
@@ -686,6 +716,9 @@ struct RawGroup {
     room: String,
     fmt: String,
     formed: String,
+    /// Absent in groups stored before leases were numbered.
+    #[serde(default)]
+    lease: u64,
     members: Vec<RawMember>,
 }
 
@@ -705,6 +738,7 @@ fn parse_group(js: &str) -> Result<Group> {
         room_id: raw.room,
         format: Format::parse(&raw.fmt).ok_or_else(|| corrupt("group format"))?,
         formed_ms: num(&raw.formed)? as Millis,
+        lease: raw.lease,
         members: raw
             .members
             .into_iter()
@@ -879,17 +913,37 @@ impl Store for RedisStore {
         })
     }
 
-    async fn release(&self, room_id: &str, now: Millis, grace_ms: Millis) -> Result<()> {
-        let _: i64 = self
+    async fn release(
+        &self,
+        room_id: &str,
+        lease: u64,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<bool> {
+        let done: i64 = self
             .scripts
             .release
             .key(&self.queue)
             .arg(room_id)
+            .arg(lease)
             .arg(now)
             .arg(grace_ms)
             .invoke_async(&mut self.conn())
             .await?;
-        Ok(())
+        Ok(done == 1)
+    }
+
+    async fn defer(&self, room_id: &str, lease: u64, retry_at: Millis) -> Result<bool> {
+        let done: i64 = self
+            .scripts
+            .defer
+            .key(&self.queue)
+            .arg(room_id)
+            .arg(lease)
+            .arg(retry_at)
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(done == 1)
     }
 
     async fn expire(&self, now: Millis, max: usize) -> Result<u64> {

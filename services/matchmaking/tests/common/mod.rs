@@ -61,10 +61,12 @@ pub async fn redis_store(prefix: &str) -> Arc<dyn Store> {
 }
 
 /// A game-session stand-in: records CreateRoom/SeatPlayer, answers like the
-/// real one (idempotent), or UNAVAILABLE when told to.
+/// real one (idempotent), or UNAVAILABLE when told to, or makes the room and
+/// loses the reply (what a caller whose deadline passed sees).
 #[derive(Default)]
 pub struct FakeGame {
     pub unavailable: AtomicBool,
+    pub lose_replies: AtomicBool,
     pub created: Mutex<Vec<CreateRoomRequest>>,
     pub seated: Mutex<Vec<SeatPlayerRequest>>,
     rooms: Mutex<HashMap<String, CreateRoomRequest>>,
@@ -74,6 +76,12 @@ pub struct FakeGame {
 impl FakeGame {
     pub fn set_unavailable(&self, down: bool) {
         self.unavailable.store(down, Ordering::SeqCst);
+    }
+
+    /// CreateRoom makes the room, then answers as if the caller's deadline
+    /// had passed.
+    pub fn set_lose_replies(&self, lose: bool) {
+        self.lose_replies.store(lose, Ordering::SeqCst);
     }
 
     pub fn created(&self) -> Vec<CreateRoomRequest> {
@@ -113,6 +121,10 @@ impl Game for FakeGameService {
             .unwrap()
             .insert(request.room_id.clone(), request.clone())
             .is_none();
+        if self.0.lose_replies.load(Ordering::SeqCst) {
+            // tonic's answer when the client's timeout fires first.
+            return Err(Status::cancelled("Timeout expired"));
+        }
         Ok(Response::new(CreateRoomResponse {
             room_id: request.room_id,
             settings: request.settings,
