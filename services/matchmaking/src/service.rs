@@ -850,6 +850,12 @@ impl Matchmaking for MatchmakingService {
                 cancelled: true,
                 matched: None,
             })),
+            // Its group is final (its room may exist already): the search
+            // goes on to that room; the stream (or a resume) gets `matched`.
+            CancelOutcome::InGroup => Ok(Response::new(CancelFindResponse {
+                cancelled: false,
+                matched: None,
+            })),
             CancelOutcome::AlreadyMatched(record) => Ok(Response::new(CancelFindResponse {
                 cancelled: false,
                 matched: Some(matched_proto(&record)),

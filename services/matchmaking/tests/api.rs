@@ -579,6 +579,72 @@ async fn a_room_whose_reply_was_lost_stays_the_only_room_of_its_players() {
     assert_eq!(rooms_of(&env, b), first, "{b} is in one room only");
 }
 
+/// A player who cancels (or searches anew) while its group's room is being
+/// made stays in the group: the room may exist already, so the others are not
+/// requeued and everyone ends in that one room.
+#[tokio::test]
+async fn cancel_during_room_creation_keeps_the_group_in_its_one_room() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    env.game.set_lose_replies(true);
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let (ta, tb) = (env.token(a, false), env.token(b, false));
+    let mut sa = client
+        .find_match(authed(find("xa", false), &ta))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut sb = client
+        .find_match(authed(find("xb", false), &tb))
+        .await
+        .unwrap()
+        .into_inner();
+    for s in [&mut sa, &mut sb] {
+        let err = next_change(s).await.unwrap_err();
+        assert_eq!(err.code(), Code::Unavailable, "{err}");
+    }
+    let first = rooms_of(&env, a);
+    assert_eq!(first.len(), 1);
+    // a cancels while the room's fate is unknown: not cancelled, no match yet.
+    let cancel = || {
+        authed(
+            CancelFindRequest {
+                ticket_id: "xa".into(),
+            },
+            &ta,
+        )
+    };
+    let answer = client.cancel_find(cancel()).await.unwrap().into_inner();
+    assert!(!answer.cancelled && answer.matched.is_none(), "{answer:?}");
+    // Nor does a new search take a out of the group.
+    let err = client
+        .find_match(authed(find("xa2", false), &ta))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
+    // b resumes; game-session answers again; the retry makes the same room.
+    env.game.set_lose_replies(false);
+    let mut sb = client
+        .find_match(authed(find("xb", false), &tb))
+        .await
+        .unwrap()
+        .into_inner();
+    env.clock
+        .advance(env.settings.queue.room_retry_millis as i64);
+    // b was never requeued: its first update is the match.
+    let Update::Matched(mb) = next(&mut sb).await.unwrap() else {
+        panic!("b matched straight away")
+    };
+    assert_eq!(mb.room_id, first[0]);
+    // a's CancelFind now answers where to play.
+    let answer = client.cancel_find(cancel()).await.unwrap().into_inner();
+    assert!(!answer.cancelled);
+    assert_eq!(answer.matched.expect("matched").room_id, first[0]);
+    assert_eq!(rooms_of(&env, a), first, "{a} is in one room only");
+    assert_eq!(rooms_of(&env, b), first, "{b} is in one room only");
+}
+
 #[tokio::test]
 async fn a_dead_game_session_address_answers_unavailable() {
     let env = Env::new().await;

@@ -262,7 +262,7 @@ async fn commit_matches_and_cancel_answers_where_to_play(store: Arc<dyn Store>) 
     assert!(matches!(e.view.state, TicketState::Matched(_)));
 }
 
-async fn cancel_is_idempotent_and_a_cancelled_member_aborts_its_group(store: Arc<dyn Store>) {
+async fn cancel_is_idempotent(store: Arc<dyn Store>) {
     let s = &*store;
     put(s, "a", UNRANKED2, 0.0, T0).await;
     assert_eq!(
@@ -282,6 +282,13 @@ async fn cancel_is_idempotent_and_a_cancelled_member_aborts_its_group(store: Arc
         TicketState::Cancelled(CancelCause::ByClient)
     );
     assert!(s.queue_lengths().await.unwrap().is_empty());
+}
+
+/// A group is final: a member that cancels, drops its stream or starts a new
+/// search while its room is being made (or retried after a lost reply) stays
+/// in the group; nobody goes back to the queue and all get the one room.
+async fn a_group_member_cannot_leave_its_group(store: Arc<dyn Store>) {
+    let s = &*store;
     put(s, "b", UNRANKED2, 0.0, T0 + 1).await;
     put(s, "c", UNRANKED2, 0.0, T0 + 2).await;
     let g = s
@@ -289,19 +296,68 @@ async fn cancel_is_idempotent_and_a_cancelled_member_aborts_its_group(store: Arc
         .await
         .unwrap()
         .remove(0);
-    // c cancels while the room is being made: b goes back, at its place.
-    s.cancel("u-c", "c", CancelCause::ByClient, T0 + 4, GRACE)
-        .await
-        .unwrap();
+    // c cancels while the room is being made: refused, nothing moves.
     assert_eq!(
-        s.commit(&g.room_id, &records(&g), T0 + 5, GRACE)
+        s.cancel("u-c", "c", CancelCause::ByClient, T0 + 4, GRACE)
             .await
             .unwrap(),
-        CommitOutcome::Aborted
+        CancelOutcome::InGroup
     );
-    let v = s.poll("b", T0 + 5, TTL).await.unwrap().unwrap();
-    assert_eq!(v.state, TicketState::Queued);
-    assert_eq!((v.position, v.enqueued_ms), (1, T0 + 1));
+    // A new search of c's account is refused too.
+    let err = s
+        .enqueue(ticket("c2", "u-c", UNRANKED2, 0.0), T0 + 4, TTL, GRACE)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            matchmaking::error::MatchmakingError::FailedPrecondition(_)
+        ),
+        "{err:?}"
+    );
+    assert!(s.poll("c2", T0 + 4, TTL).await.unwrap().is_none());
+    // The reply is lost: the group waits for its retry; c cancels again and
+    // its stream drops; b's too.
+    assert!(s.defer(&g.room_id, g.lease, T0 + 2_000).await.unwrap());
+    assert_eq!(
+        s.cancel("u-c", "c", CancelCause::ByClient, T0 + 5, GRACE)
+            .await
+            .unwrap(),
+        CancelOutcome::InGroup
+    );
+    s.detach("c", T0 + 5, GRACE).await.unwrap();
+    for id in ["b", "c"] {
+        let v = s.poll(id, T0 + 6, TTL).await.unwrap().unwrap();
+        assert_eq!(v.state, TicketState::Pending, "{id}");
+    }
+    assert!(s.queue_lengths().await.unwrap().is_empty());
+    // Expiry leaves the group alone as well.
+    s.expire(T0 + 1_000 + GRACE, 100).await.unwrap();
+    let again = s.reclaim(T0 + 2_000, 10_000, 10).await.unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].room_id, g.room_id);
+    assert_eq!(
+        s.commit(&g.room_id, &records(&g), T0 + 2_001, GRACE)
+            .await
+            .unwrap(),
+        CommitOutcome::Committed
+    );
+    for id in ["b", "c"] {
+        let v = s.poll(id, T0 + 2_002, TTL).await.unwrap().unwrap();
+        let TicketState::Matched(m) = v.state else {
+            panic!("{v:?}")
+        };
+        assert_eq!(m.room_id, g.room_id);
+    }
+    // Now CancelFind answers where to play.
+    let CancelOutcome::AlreadyMatched(m) = s
+        .cancel("u-c", "c", CancelCause::ByClient, T0 + 2_003, GRACE)
+        .await
+        .unwrap()
+    else {
+        panic!("matched")
+    };
+    assert_eq!(m.room_id, g.room_id);
 }
 
 async fn release_keeps_tickets_for_a_resume(store: Arc<dyn Store>) {
@@ -767,7 +823,8 @@ contract!(
     pairs_within_the_window_and_widens_with_time,
     unranked_is_first_come_first_served_and_four_seats_group,
     commit_matches_and_cancel_answers_where_to_play,
-    cancel_is_idempotent_and_a_cancelled_member_aborts_its_group,
+    cancel_is_idempotent,
+    a_group_member_cannot_leave_its_group,
     release_keeps_tickets_for_a_resume,
     stale_groups_are_reclaimed,
     an_unconfirmed_room_keeps_its_group,

@@ -273,6 +273,13 @@ impl State {
     }
 }
 
+/// A new search while the account's ticket `old` is in a formed group.
+pub(crate) fn in_group_error(old: &str) -> MatchmakingError {
+    MatchmakingError::FailedPrecondition(format!(
+        "your search {old} is being placed in a room: call FindMatch with that ticket_id"
+    ))
+}
+
 /// The in-memory store. Cheap to create; dropped with everything in it.
 #[derive(Debug)]
 pub struct MemoryStore {
@@ -346,11 +353,8 @@ impl Store for MemoryStore {
                             s.set_deadline(&old, now + grace_ms);
                             notify.push(old);
                         }
-                        TicketState::Pending => {
-                            s.tickets.get_mut(&old).expect("exists").state =
-                                TicketState::Cancelled(CancelCause::Superseded);
-                            notify.push(old);
-                        }
+                        // Its group is final: this account plays there.
+                        TicketState::Pending => return Err(in_group_error(&old)),
                         _ => {}
                     }
                 }
@@ -427,7 +431,8 @@ impl Store for MemoryStore {
                 TicketState::Matched(record) => return Ok(CancelOutcome::AlreadyMatched(record)),
                 TicketState::Cancelled(_) => return Ok(CancelOutcome::Cancelled),
                 TicketState::Queued => s.pool_rem(id),
-                TicketState::Pending => {}
+                // Its group is final (the room may exist already): it stays.
+                TicketState::Pending => return Ok(CancelOutcome::InGroup),
             }
             s.tickets.get_mut(id).expect("exists").state = TicketState::Cancelled(cause);
             s.set_deadline(id, now + grace_ms);

@@ -180,9 +180,11 @@ pub struct GroupMember {
 ///
 /// A group is final: once formed, its members are matched into its room id
 /// and no other (whoever creates the room, however often it is retried),
-/// because a CreateRoom whose answer was lost may have made the room. Only a
-/// refusal from game-session (the room was not made) or a member cancelling
-/// puts the others back in the queue.
+/// because a CreateRoom whose answer was lost may have made the room. A
+/// member can no longer leave it (CancelFind answers
+/// [`CancelOutcome::InGroup`], a dropped stream only detaches, a new search
+/// of the account is refused); only a refusal from game-session (the room was
+/// not made) puts its members back in the queue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
     /// The room id chosen for them (stable across retries and takeovers).
@@ -212,7 +214,9 @@ impl Group {
 pub enum CommitOutcome {
     /// Every member is matched.
     Committed,
-    /// A member had cancelled meanwhile: the others are back in the queue.
+    /// A member was no longer in the group (cannot happen through the
+    /// [`Store`] API, which keeps group members there; kept as a safety
+    /// net): the others are back in the queue.
     Aborted,
     /// The group was already settled (by another replica).
     Gone,
@@ -225,6 +229,9 @@ pub enum CancelOutcome {
     Cancelled,
     /// It had matched first.
     AlreadyMatched(MatchRecord),
+    /// It is in a formed group whose room is being made (or retried): it
+    /// stays there and will be matched into that room.
+    InGroup,
     /// No such ticket of this account.
     NotFound,
 }
@@ -346,7 +353,9 @@ pub trait Store: Send + Sync + 'static {
     /// only: else `InvalidArgument`): a detached ticket goes back into the
     /// pool with its original queue time. A new ticket supersedes the
     /// account's previous queued one (cancelled with
-    /// [`CancelCause::Superseded`]). An attached ticket must be refreshed
+    /// [`CancelCause::Superseded`]); while that one is in a formed group
+    /// ([`TicketState::Pending`]) a new ticket is refused
+    /// (`FailedPrecondition`). An attached ticket must be refreshed
     /// ([`poll`](Store::poll)) within `ttl_ms`.
     async fn enqueue(
         &self,
@@ -363,7 +372,8 @@ pub trait Store: Send + Sync + 'static {
     /// Its stream is gone: out of the pool, kept `grace_ms` for a resume.
     async fn detach(&self, id: &str, now: Millis, grace_ms: Millis) -> Result<()>;
 
-    /// Ends `user_id`'s search `id` with `cause`, unless it matched first.
+    /// Ends `user_id`'s search `id` with `cause`, unless it matched first or
+    /// is in a formed group ([`CancelOutcome::InGroup`]: left as it is).
     async fn cancel(
         &self,
         user_id: &str,

@@ -74,7 +74,8 @@ end
 "#;
 
 /// ARGV: id, user, guest, fmt, rating, bots, now, ttl, grace.
-/// Returns {resumed} .. view, or {'owner'} if the id belongs to another account.
+/// Returns {resumed} .. view, {'owner'} if the id belongs to another account,
+/// or {'ingroup', old} if the account's previous ticket is in a formed group.
 const ENQUEUE: &str = r#"
 local id, user = ARGV[1], ARGV[2]
 local now, ttl, grace = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
@@ -102,8 +103,8 @@ else
       redis.call('ZADD', Q .. ':alive', now + grace, old)
       notify(old)
     elseif ost == 'pending' then
-      redis.call('HSET', ok, 'state', 'cancelled', 'res', 'superseded')
-      notify(old)
+      -- Its group is final (the room may exist already): refuse the new one.
+      return {'ingroup', old}
     end
   end
   redis.call('HSET', k, 'user', user, 'guest', ARGV[3], 'fmt', ARGV[4], 'rating', ARGV[5],
@@ -143,8 +144,8 @@ end
 return 1
 "#;
 
-/// ARGV: id, user, cause, now, grace. Returns {'notfound'}, {'matched', json}
-/// or {'cancelled'}.
+/// ARGV: id, user, cause, now, grace. Returns {'notfound'}, {'matched', json},
+/// {'ingroup'} (a formed group's member stays in it) or {'cancelled'}.
 const CANCEL: &str = r#"
 local id = ARGV[1]
 local k = tkey(id)
@@ -152,7 +153,8 @@ local f = redis.call('HMGET', k, 'state', 'user', 'res', 'fmt')
 if not f[1] or f[2] ~= ARGV[2] then return {'notfound'} end
 if f[1] == 'matched' then return {'matched', f[3]} end
 if f[1] == 'cancelled' then return {'cancelled'} end
-if f[1] == 'queued' then pool_rem(id, f[4]) end
+if f[1] == 'pending' then return {'ingroup'} end
+pool_rem(id, f[4])
 redis.call('HSET', k, 'state', 'cancelled', 'res', ARGV[3])
 redis.call('ZADD', Q .. ':alive', tonumber(ARGV[4]) + tonumber(ARGV[5]), id)
 notify(id)
@@ -796,6 +798,11 @@ impl Store for RedisStore {
                 "ticket_id is in use by another account: pick a fresh one".into(),
             ));
         }
+        if out.first().map(String::as_str) == Some("ingroup") {
+            return Err(super::memory::in_group_error(
+                out.get(1).map(String::as_str).unwrap_or_default(),
+            ));
+        }
         Ok(Enqueued {
             resumed: out.first().map(String::as_str) == Some("1"),
             view: parse_view(&t.id, out.get(1..).unwrap_or_default())?,
@@ -849,6 +856,7 @@ impl Store for RedisStore {
             .await?;
         match out.first().map(String::as_str) {
             Some("cancelled") => Ok(CancelOutcome::Cancelled),
+            Some("ingroup") => Ok(CancelOutcome::InGroup),
             Some("matched") => Ok(CancelOutcome::AlreadyMatched(serde_json::from_str(
                 out.get(1).ok_or_else(|| corrupt("match record"))?,
             )?)),
