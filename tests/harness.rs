@@ -31,6 +31,8 @@ pub struct Backend {
     /// The test's own database (accounts' tables), when accounts uses PostgreSQL.
     pub db: Option<PgPool>,
     database: Option<(String, String)>,
+    /// Redis URL and the test's key prefix, to clean up after.
+    redis: Option<(String, String)>,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -58,6 +60,7 @@ pub async fn spawn_dev() -> anyhow::Result<Backend> {
         endpoints: Endpoints::single(&format!("http://{addr}")),
         db: None,
         database: None,
+        redis: None,
         shutdown,
         tasks: vec![task],
     })
@@ -189,13 +192,14 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
         },
         db: Some(db),
         database: Some((admin_url, db_name)),
+        redis: Some((redis_url, prefix)),
         shutdown,
         tasks,
     })
 }
 
 impl Backend {
-    /// Stops the servers and drops the test's database.
+    /// Stops the servers, drops the test's database and deletes its Redis keys.
     pub async fn stop(self) -> anyhow::Result<()> {
         self.shutdown.cancel();
         for task in self.tasks {
@@ -211,6 +215,18 @@ impl Backend {
             )))
             .execute(&admin)
             .await?;
+        }
+        if let Some((url, prefix)) = self.redis {
+            let mut redis = redis::Client::open(url)?
+                .get_multiplexed_async_connection()
+                .await?;
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{prefix}*"))
+                .query_async(&mut redis)
+                .await?;
+            if !keys.is_empty() {
+                let _: () = redis::cmd("DEL").arg(keys).query_async(&mut redis).await?;
+            }
         }
         Ok(())
     }
