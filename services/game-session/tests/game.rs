@@ -175,17 +175,7 @@ async fn players_on_two_replicas_and_one_replica_stops_mid_match() {
         None,
     )
     .await;
-    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
-    let room = Uuid::now_v7().to_string();
-    create_room(
-        r1.channel().await,
-        &tokens,
-        &room,
-        vec![player_seat(ua), player_seat(ub)],
-        low_target(),
-    )
-    .await
-    .unwrap();
+    let (room, ua, ub) = two_player_room(&r1, &tokens).await;
     let mut a = Player::join(r1.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     let mut b = Player::join(r2.channel().await, &tokens, ub, 1, &room, Some(0)).await;
 
@@ -277,17 +267,7 @@ async fn a_reconnect_with_the_last_seq_gets_exactly_the_missed_events() {
         None,
     )
     .await;
-    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
-    let room = Uuid::now_v7().to_string();
-    create_room(
-        replica.channel().await,
-        &tokens,
-        &room,
-        vec![player_seat(ua), player_seat(ub)],
-        low_target(),
-    )
-    .await
-    .unwrap();
+    let (room, ua, ub) = two_player_room(&replica, &tokens).await;
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     let mut b = Player::join(replica.channel().await, &tokens, ub, 1, &room, Some(0)).await;
     // a plays once; b sees it and the turn, then drops.
@@ -334,17 +314,7 @@ async fn a_retried_play_is_applied_once() {
     let tokens = Tokens::new();
     let store = redis_store(&prefix()).await;
     let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
-    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
-    let room = Uuid::now_v7().to_string();
-    create_room(
-        replica.channel().await,
-        &tokens,
-        &room,
-        vec![player_seat(ua), player_seat(ub)],
-        low_target(),
-    )
-    .await
-    .unwrap();
+    let (room, ua, _) = two_player_room(&replica, &tokens).await;
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     a.until(|e| matches!(e, E::TurnStarted(t) if t.seat == 0))
         .await;
@@ -401,17 +371,7 @@ async fn illegal_plays_leave_the_room_unchanged() {
     let tokens = Tokens::new();
     let store = redis_store(&prefix()).await;
     let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
-    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
-    let room = Uuid::now_v7().to_string();
-    create_room(
-        replica.channel().await,
-        &tokens,
-        &room,
-        vec![player_seat(ua), player_seat(ub)],
-        low_target(),
-    )
-    .await
-    .unwrap();
+    let (room, ua, ub) = two_player_room(&replica, &tokens).await;
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     let mut b = Player::join(replica.channel().await, &tokens, ub, 1, &room, Some(0)).await;
     a.until(|e| matches!(e, E::ConnectionChanged(c) if c.seat == 1))
@@ -495,17 +455,7 @@ async fn bad_joins_get_clear_statuses() {
         None,
     )
     .await;
-    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
-    let room = Uuid::now_v7().to_string();
-    create_room(
-        replica.channel().await,
-        &tokens,
-        &room,
-        vec![player_seat(ua), player_seat(ub)],
-        low_target(),
-    )
-    .await
-    .unwrap();
+    let (room, ua, _) = two_player_room(&replica, &tokens).await;
     let token = tokens.token(Uuid::now_v7(), Role::Player);
     let err = open(
         replica.channel().await,
@@ -576,17 +526,7 @@ async fn a_timed_out_turn_is_played_automatically() {
     t.turn_ms = 300;
     let replica =
         Replica::spawn(redis_store(&prefix()).await, &tokens, config("r1", t), None).await;
-    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
-    let room = Uuid::now_v7().to_string();
-    create_room(
-        replica.channel().await,
-        &tokens,
-        &room,
-        vec![player_seat(ua), player_seat(ub)],
-        low_target(),
-    )
-    .await
-    .unwrap();
+    let (room, ua, _) = two_player_room(&replica, &tokens).await;
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     // a never plays: the server plays for it, with a card from its hand.
     let played = a.until(|e| matches!(e, E::CardPlayed(_))).await;
@@ -750,17 +690,7 @@ async fn the_stream_cap_answers_resource_exhausted() {
     let mut cfg = config("r1", timing());
     cfg.max_streams = 1;
     let replica = Replica::spawn(redis_store(&prefix()).await, &tokens, cfg, None).await;
-    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
-    let room = Uuid::now_v7().to_string();
-    create_room(
-        replica.channel().await,
-        &tokens,
-        &room,
-        vec![player_seat(ua), player_seat(ub)],
-        low_target(),
-    )
-    .await
-    .unwrap();
+    let (room, ua, ub) = two_player_room(&replica, &tokens).await;
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, None).await;
     a.next().await.unwrap();
     let err = open(
@@ -806,17 +736,7 @@ async fn admin_needs_the_operator_role_and_closes_rooms() {
         None,
     )
     .await;
-    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
-    let room = Uuid::now_v7().to_string();
-    create_room(
-        replica.channel().await,
-        &tokens,
-        &room,
-        vec![player_seat(ua), player_seat(ub)],
-        low_target(),
-    )
-    .await
-    .unwrap();
+    let (room, ua, _) = two_player_room(&replica, &tokens).await;
     let mut admin = GameAdminClient::new(replica.channel().await);
     let player = tokens.token(ua, Role::Player);
     let err = admin

@@ -194,6 +194,22 @@ pub fn low_target() -> pb::RuleSettings {
     }
 }
 
+/// A fresh room on `replica` for two new players (target score 1): its id and the players.
+pub async fn two_player_room(replica: &Replica, tokens: &Tokens) -> (String, Uuid, Uuid) {
+    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
+    let room = Uuid::now_v7().to_string();
+    create_room(
+        replica.channel().await,
+        tokens,
+        &room,
+        vec![player_seat(ua), player_seat(ub)],
+        low_target(),
+    )
+    .await
+    .unwrap();
+    (room, ua, ub)
+}
+
 pub async fn create_room(
     channel: Channel,
     tokens: &Tokens,
