@@ -100,6 +100,33 @@ fn to_u32(n: i64) -> u32 {
     u32::try_from(n.max(0)).unwrap_or(u32::MAX)
 }
 
+/// A unique violation on the username key is a taken username; anything else stays an error.
+fn username_taken(err: sqlx::Error) -> AccountsError {
+    if is_unique_violation(&err, "users_username_key_key") {
+        AccountsError::UsernameTaken
+    } else {
+        err.into()
+    }
+}
+
+/// Stores a user's password hash.
+async fn insert_password(
+    tx: &mut Transaction<'_, Postgres>,
+    user_id: Uuid,
+    password_hash: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO password_credentials (user_id, password_hash, updated_at) VALUES ($1, $2, $3)",
+    )
+    .bind(user_id)
+    .bind(password_hash)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 async fn insert_rating(
     tx: &mut Transaction<'_, Postgres>,
     user_id: Uuid,
@@ -195,22 +222,9 @@ impl Store for PgStore {
         .bind(new.now)
         .fetch_one(&mut *tx)
         .await
-        .map_err(|err| {
-            if is_unique_violation(&err, "users_username_key_key") {
-                AccountsError::UsernameTaken
-            } else {
-                err.into()
-            }
-        })?;
+        .map_err(username_taken)?;
         let user = user_from_row(&row)?;
-        sqlx::query(
-            "INSERT INTO password_credentials (user_id, password_hash, updated_at) VALUES ($1, $2, $3)",
-        )
-        .bind(new.id)
-        .bind(&new.password_hash)
-        .bind(new.now)
-        .execute(&mut *tx)
-        .await?;
+        insert_password(&mut tx, new.id, &new.password_hash, new.now).await?;
         insert_rating(&mut tx, new.id, new.now).await?;
         tx.commit().await?;
         Ok(user)
@@ -240,22 +254,9 @@ impl Store for PgStore {
         .bind(up.now)
         .fetch_one(&mut *tx)
         .await
-        .map_err(|err| {
-            if is_unique_violation(&err, "users_username_key_key") {
-                AccountsError::UsernameTaken
-            } else {
-                err.into()
-            }
-        })?;
+        .map_err(username_taken)?;
         let user = user_from_row(&row)?;
-        sqlx::query(
-            "INSERT INTO password_credentials (user_id, password_hash, updated_at) VALUES ($1, $2, $3)",
-        )
-        .bind(up.user_id)
-        .bind(&up.password_hash)
-        .bind(up.now)
-        .execute(&mut *tx)
-        .await?;
+        insert_password(&mut tx, up.user_id, &up.password_hash, up.now).await?;
         sqlx::query(
             "UPDATE refresh_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL",
         )
