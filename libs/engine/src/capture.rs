@@ -620,7 +620,7 @@ pub fn komi_basra_applies(table: &[Card], rule: KomiBasra) -> bool {
         }
     }
     match rule {
-        KomiBasra::SingleCard => table.len() == 1 && !table[0].is_jack(),
+        KomiBasra::SingleCard => table.len() == 1,
         KomiBasra::SumAtMost10 => all_numbers && total <= 10,
         KomiBasra::AnyValue if all_numbers => (largest..=10)
             .any(|v| total.is_multiple_of(u32::from(v)) && can_partition(&mut counts, v)),
@@ -811,7 +811,10 @@ mod tests {
         assert!(!komi_basra_applies(&t("QC"), SumAtMost10));
         assert!(komi_basra_applies(&t("QC"), SingleCard));
         assert!(komi_basra_applies(&t("8C"), SingleCard));
-        assert!(!komi_basra_applies(&t("JC"), SingleCard));
+        assert!(
+            komi_basra_applies(&t("JC"), SingleCard),
+            "a lone J qualifies"
+        );
         assert!(!komi_basra_applies(&t("6C 4D"), SingleCard));
     }
 

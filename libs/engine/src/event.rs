@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::capture::BasraKind;
 use crate::card::{Card, CardSet};
+use crate::card_list::CardList;
 use crate::deck::Seed;
 use crate::seat::{Seat, Side};
 use crate::settings::Settings;
@@ -73,8 +74,8 @@ pub enum Event {
         seat: Seat,
         /// The card played.
         card: Card,
-        /// The table cards taken.
-        taken: CardSet,
+        /// The table cards taken, in the table's laying order.
+        taken: CardList,
         /// The Basra scored, if any.
         basra: Option<BasraKind>,
     },
@@ -89,8 +90,8 @@ pub enum Event {
 pub struct RoundScore {
     /// The round number, from 0.
     pub round: u32,
-    /// The cards left on the table at the end.
-    pub leftovers: CardSet,
+    /// The cards left on the table at the end, in laying order.
+    pub leftovers: CardList,
     /// The seat that took the leftovers (the last to capture), if anyone captured.
     pub last_capturer: Option<Seat>,
     /// Cards in each side's pile.

@@ -23,6 +23,7 @@
 pub mod bot;
 pub mod capture;
 pub mod card;
+pub mod card_list;
 pub mod deck;
 pub mod error;
 pub mod event;
@@ -34,6 +35,7 @@ pub mod view;
 
 pub use capture::{BasraKind, Capture};
 pub use card::{Card, CardSet, Rank, Suit};
+pub use card_list::CardList;
 pub use deck::{Deck, Seed};
 pub use error::RuleError;
 pub use event::{Action, EndReason, Event, MatchResult, RoundScore};

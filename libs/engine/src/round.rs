@@ -1,10 +1,11 @@
 //! One round: the deal, the plays, the end-of-round leftovers and the round's scoring
 //! (RULES.md §2–§5, §10–§11, §16–§19).
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::capture::{self, Capture};
 use crate::card::{Card, CardSet, Rank, Suit};
+use crate::card_list::CardList;
 use crate::deck::Deck;
 use crate::error::RuleError;
 use crate::event::{Event, RoundScore};
@@ -13,84 +14,6 @@ use crate::settings::{MajorityTie, Settings};
 
 /// Cards per hand in every deal, and on the starting table.
 pub const DEAL_SIZE: usize = 4;
-
-/// The table, in laying order (position 0 has lain longest). Fixed capacity, no allocation;
-/// serialized as the list of its cards.
-#[derive(Clone)]
-struct Table {
-    cards: [Card; 52],
-    len: u8,
-}
-
-impl Table {
-    fn new() -> Table {
-        Table {
-            cards: [Card::KOMI; 52],
-            len: 0,
-        }
-    }
-
-    fn as_slice(&self) -> &[Card] {
-        &self.cards[..usize::from(self.len)]
-    }
-
-    fn push(&mut self, card: Card) {
-        self.cards[usize::from(self.len)] = card;
-        self.len += 1;
-    }
-
-    fn remove(&mut self, taken: CardSet) {
-        let mut kept = 0;
-        for i in 0..usize::from(self.len) {
-            let card = self.cards[i];
-            if !taken.contains(card) {
-                self.cards[kept] = card;
-                kept += 1;
-            }
-        }
-        self.len = kept as u8;
-    }
-
-    fn take_all(&mut self) -> CardSet {
-        let all = self.as_slice().iter().copied().collect();
-        self.len = 0;
-        all
-    }
-}
-
-impl PartialEq for Table {
-    fn eq(&self, other: &Table) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl Eq for Table {}
-
-impl Serialize for Table {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.as_slice().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for Table {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Table, D::Error> {
-        let cards = Vec::<Card>::deserialize(deserializer)?;
-        if cards.len() > 52 {
-            return Err(serde::de::Error::custom("a table holds at most 52 cards"));
-        }
-        let mut table = Table::new();
-        for card in cards {
-            table.push(card);
-        }
-        Ok(table)
-    }
-}
-
-impl std::fmt::Debug for Table {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.as_slice()).finish()
-    }
-}
 
 /// The state of one round.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,7 +24,8 @@ pub struct Round {
     turn: Seat,
     deck: Deck,
     hands: [CardSet; 4],
-    table: Table,
+    /// The table, in laying order (position 0 has lain longest).
+    table: CardList,
     piles: [CardSet; 2],
     basras: [[u8; 3]; 2],
     basra_points: [u32; 2],
@@ -128,7 +52,7 @@ impl Round {
             turn: dealer.next(seats),
             deck,
             hands: [CardSet::EMPTY; 4],
-            table: Table::new(),
+            table: CardList::EMPTY,
             piles: [CardSet::EMPTY; 2],
             basras: [[0; 3]; 2],
             basra_points: [0; 2],
@@ -222,10 +146,11 @@ impl Round {
             .basra
             .filter(|_| settings.last_card_basra || !last_card);
         let side = seat.side().index();
+        let mut taken = CardList::EMPTY;
         if capture.taken.is_empty() {
             self.table.push(card);
         } else {
-            self.table.remove(capture.taken);
+            taken = self.table.remove(capture.taken);
             let mut won = capture.taken;
             won.insert(card);
             self.piles[side] = self.piles[side].union(won);
@@ -238,7 +163,7 @@ impl Round {
         events.push(Event::CardPlayed {
             seat,
             card,
-            taken: capture.taken,
+            taken,
             basra,
         });
         self.turn = seat.next(self.seats);
@@ -268,7 +193,7 @@ impl Round {
         let leftovers = self.table.take_all();
         if let Some(seat) = self.last_capturer {
             let side = seat.side().index();
-            self.piles[side] = self.piles[side].union(leftovers);
+            self.piles[side] = self.piles[side].union(leftovers.to_set());
         }
         let piles = self.piles.map(|pile| pile.len() as u8);
         let award = settings.majority_points + *carry;
@@ -379,6 +304,10 @@ mod tests {
         text.split_whitespace().map(card).collect()
     }
 
+    fn list(text: &str) -> CardList {
+        cards(text).into_iter().collect()
+    }
+
     fn set(text: &str) -> CardSet {
         cards(text).into_iter().collect()
     }
@@ -402,7 +331,7 @@ mod tests {
         );
         round.deck = Deck::empty();
         round.hands = [set(hands[0]), set(hands[1]), CardSet::EMPTY, CardSet::EMPTY];
-        round.table = Table::new();
+        round.table = CardList::EMPTY;
         for c in cards(table) {
             round.table.push(c);
         }
@@ -561,7 +490,7 @@ mod tests {
                 [Event::CardPlayed {
                     seat: Seat(0),
                     card: card("5S"),
-                    taken: set("5C"),
+                    taken: list("5C"),
                     basra: expected
                 }]
             );
@@ -572,16 +501,32 @@ mod tests {
     }
 
     #[test]
+    fn the_cards_taken_are_listed_in_the_tables_laying_order() {
+        let rules = Settings::default();
+        let mut round = ending(["9H", "KS"], "8H 8S 3D 10S 2C KD 4S", 0, None);
+        let mut events = Vec::new();
+        round
+            .play(&rules, Seat(0), card("9H"), None, &mut events)
+            .unwrap();
+        assert!(matches!(
+            events[0],
+            Event::CardPlayed { taken, .. } if taken == list("3D 2C 4S")
+        ));
+        assert_eq!(round.table(), cards("8H 8S 10S KD").as_slice());
+    }
+
+    #[test]
     fn leftovers_go_to_the_last_capturer_and_are_not_a_basra() {
         let rules = Settings::default();
-        let mut round = ending(["9S", ""], "2C 3D", 0, Some(1));
+        let mut round = ending(["9S", ""], "3D 2C", 0, Some(1));
         round.piles[1] = set("KC KD");
         let mut events = Vec::new();
         round
             .play(&rules, Seat(0), card("9S"), None, &mut events)
             .unwrap();
         let score = round.finish(&rules, &mut 0, [0, 0]);
-        assert_eq!(score.leftovers, set("2C 3D 9S"));
+        // In laying order, not in card order.
+        assert_eq!(score.leftovers, list("3D 2C 9S"));
         assert_eq!(score.last_capturer, Some(Seat(1)));
         assert_eq!(score.piles, [0, 5]);
         assert_eq!(score.basras, [[0; 3]; 2]);
@@ -639,7 +584,7 @@ mod tests {
         };
         let mut round = Round::start(&rules, 0, deck_with(""), Seat(1), &mut Vec::new());
         // Seat 2 holds the 2s; the table holds the 5s. Play to seat 2 without captures.
-        round.table = Table::new();
+        round.table = CardList::EMPTY;
         for c in cards("5C 5D") {
             round.table.push(c);
         }

@@ -308,6 +308,15 @@ fn rule_14_komi_basra_onto_a_table_another_rank_could_clear() {
     assert!(komi_basra_applies(&t("3C 6D"), KomiBasra::SumAtMost10));
     assert!(komi_basra_applies(&t("QC"), KomiBasra::SingleCard));
     assert!(!komi_basra_applies(&t("3C 6D"), KomiBasra::SingleCard));
+    // "exactly one card on the table, of any rank — a lone J or Q qualifies too".
+    assert!(komi_basra_applies(&t("JS"), KomiBasra::SingleCard));
+    let single = Settings {
+        komi_basra: KomiBasra::SingleCard,
+        ..Settings::default()
+    };
+    let lone_jack = capture(&cards("JS"), card("7D"), &single);
+    assert_eq!(lone_jack.basra, Some(BasraKind::Komi));
+    assert_eq!(lone_jack.taken, set("JS"));
 }
 
 #[test]

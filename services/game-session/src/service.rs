@@ -9,9 +9,10 @@ use basra_platform::auth::{self, Role};
 use basra_platform::ratelimit::RateLimiter;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
-    self as game, ClientMessage, CreateRoomRequest, CreateRoomResponse, RejectCode,
-    SeatPlayerRequest, SeatPlayerResponse, ServerEvent, client_message::Kind, game_server::Game,
-    seat_assignment::Occupant as PbOccupant, server_event::Event as E,
+    self as game, ClientMessage, CreateRoomRequest, CreateRoomResponse, GetSeatRequest,
+    GetSeatResponse, RejectCode, SeatPlayerRequest, SeatPlayerResponse, ServerEvent,
+    client_message::Kind, game_server::Game, seat_assignment::Occupant as PbOccupant,
+    server_event::Event as E,
 };
 use basra_proto::convert::{card_from_pb, settings_from_pb, settings_to_pb};
 use rand::Rng as _;
@@ -20,7 +21,7 @@ use tokio_stream::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument as _;
 
-use crate::convert::{project, server_event, snapshot};
+use crate::convert::{project, server_event, snapshot, status_to_pb};
 use crate::core::{Core, Mutation, StreamPermit, fresh_id, fresh_seed, now_ms};
 use crate::error::GameError;
 use crate::events::{LogEvent, StoredEvent};
@@ -283,6 +284,29 @@ impl Game for GameService {
                 Err(GameError::Internal("unexpected answer".into()).into())
             }
         }
+    }
+
+    #[tracing::instrument(skip_all, fields(room_id = %request.get_ref().room_id))]
+    async fn get_seat(
+        &self,
+        request: Request<GetSeatRequest>,
+    ) -> Result<Response<GetSeatResponse>, Status> {
+        auth::require_role(&auth::caller(&request)?, Role::Service)?;
+        let request = request.into_inner();
+        if request.room_id.is_empty() || request.user_id.is_empty() {
+            return Err(invalid("room_id and user_id are required"));
+        }
+        let loaded = self
+            .core
+            .store
+            .load(&request.room_id)
+            .await?
+            .ok_or_else(|| GameError::RoomNotFound(request.room_id.clone()))?;
+        let room = &loaded.room;
+        Ok(Response::new(GetSeatResponse {
+            status: status_to_pb(room.status) as i32,
+            seat: room.seat_of(&request.user_id).map(u32::from),
+        }))
     }
 }
 

@@ -10,7 +10,8 @@ use basra_engine::CardSet;
 use basra_platform::auth::Role;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
-    self as game, RejectCode, ServerEvent, client_message::Kind, server_event::Event as E,
+    self as game, RejectCode, ServerEvent, client_message::Kind, game_client::GameClient,
+    server_event::Event as E,
 };
 use common::*;
 use game_session::room::{Occupant, Status};
@@ -225,6 +226,11 @@ async fn leave_frees_a_waiting_seat_is_refused_in_a_match_and_closes_a_finished_
     let room = store.load(&waiting).await.unwrap().unwrap().room;
     assert_eq!(room.seats[0].occupant, Occupant::Open);
     assert_eq!(room.status, Status::Waiting);
+    assert_eq!(
+        get_seat(&replica, &tokens, &waiting, ua).await.unwrap(),
+        (pb::RoomStatus::Waiting, None),
+        "GetSeat: the seat is free again"
+    );
     let err = open(
         replica.channel().await,
         &tokens.token(ua, Role::Player),
@@ -241,6 +247,10 @@ async fn leave_frees_a_waiting_seat_is_refused_in_a_match_and_closes_a_finished_
 
     // During a match, leaving is refused (resign instead) and the stream stays.
     let (room, mut a, mut b) = two_players(&replica, &tokens, pb::RuleSettings::default()).await;
+    assert_eq!(
+        get_seat(&replica, &tokens, &room, b.user).await.unwrap(),
+        (pb::RoomStatus::InProgress, Some(1))
+    );
     let version = store.load(&room).await.unwrap().unwrap().version;
     a.send(Kind::Leave(game::Leave {})).await;
     reject(&mut a, RejectCode::NotInProgress).await;
@@ -253,11 +263,78 @@ async fn leave_frees_a_waiting_seat_is_refused_in_a_match_and_closes_a_finished_
     a.send(Kind::Resign(game::Resign {})).await;
     match_ended(&mut a).await;
     match_ended(&mut b).await;
+    assert_eq!(
+        get_seat(&replica, &tokens, &room, a.user).await.unwrap(),
+        (pb::RoomStatus::Finished, Some(0))
+    );
     a.send(Kind::Leave(game::Leave {})).await;
     assert_eq!(stream_end(&mut a).await, Code::Ok);
     assert_eq!(stream_end(&mut b).await, Code::Ok);
     let loaded = store.load(&room).await.unwrap().unwrap();
     assert_eq!(loaded.room.status, Status::Closed);
+    assert_eq!(
+        get_seat(&replica, &tokens, &room, a.user).await.unwrap().0,
+        pb::RoomStatus::Closed
+    );
+    replica.stop().await;
+}
+
+/// Game/GetSeat as matchmaking calls it: the room's status and the user's seat.
+async fn get_seat(
+    replica: &Replica,
+    tokens: &Tokens,
+    room_id: &str,
+    user: Uuid,
+) -> Result<(pb::RoomStatus, Option<u32>), tonic::Status> {
+    let answer = GameClient::new(replica.channel().await)
+        .get_seat(authed(
+            game::GetSeatRequest {
+                room_id: room_id.into(),
+                user_id: user.to_string(),
+            },
+            &tokens.service(),
+        ))
+        .await?
+        .into_inner();
+    Ok((answer.status(), answer.seat))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_seat_is_for_services_and_checks_its_input() {
+    let (tokens, replica) = single_replica(timing()).await;
+    let (room, ua, _) = two_player_room(&replica, &tokens).await;
+    let mut client = GameClient::new(replica.channel().await);
+    let ask = |room_id: &str, user: &str| game::GetSeatRequest {
+        room_id: room_id.into(),
+        user_id: user.into(),
+    };
+    let err = client
+        .get_seat(authed(
+            ask(&room, &ua.to_string()),
+            &tokens.token(ua, Role::Player),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied, "{err}");
+    for (room_id, user) in [("", "u"), (room.as_str(), "")] {
+        let err = client
+            .get_seat(authed(ask(room_id, user), &tokens.service()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{err}");
+    }
+    let err = client
+        .get_seat(authed(ask("no-such-room", "u"), &tokens.service()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err}");
+    assert_eq!(
+        get_seat(&replica, &tokens, &room, Uuid::now_v7())
+            .await
+            .unwrap(),
+        (pb::RoomStatus::InProgress, None),
+        "a stranger holds no seat"
+    );
     replica.stop().await;
 }
 

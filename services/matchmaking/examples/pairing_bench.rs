@@ -18,7 +18,8 @@ use std::{
 
 use basra_platform::Caller;
 use basra_proto::basra::game::v1::{
-    CreateRoomRequest, CreateRoomResponse, SeatPlayerRequest, SeatPlayerResponse,
+    CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, SeatPlayerRequest,
+    SeatPlayerResponse,
 };
 use matchmaking::{
     Config, Deps, MatchmakingError,
@@ -47,6 +48,10 @@ impl GameRooms for InstantGame {
     }
 
     async fn seat_player(&self, _request: SeatPlayerRequest) -> Result<SeatPlayerResponse, Status> {
+        Err(Status::unimplemented("not used"))
+    }
+
+    async fn get_seat(&self, _request: GetSeatRequest) -> Result<GetSeatResponse, Status> {
         Err(Status::unimplemented("not used"))
     }
 }

@@ -103,8 +103,9 @@ pub struct PairingParams {
     pub min_round_interval_ms: Millis,
 }
 
-/// The join code alphabet: A-Z and 2-9 without the look-alikes 0/O, 1/I/L
-/// (31 characters).
+/// The alphabet of the codes the server makes: A-Z and 2-9 without the
+/// look-alikes I, L and O (31 characters). Input may use all of A-Z and 2-9
+/// (the API's promise): a code with I, L or O is well formed but names no room.
 pub const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 /// Join code length.
 ///
@@ -113,8 +114,9 @@ pub const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 /// at one given room, an account needs on average 887,503,681 / 2 / 1,440 ≈
 /// 308,000 days. Even fishing for *any* room while 10,000 rooms wait at once,
 /// one guess succeeds with probability 10,000 / 887,503,681 ≈ 1.1e-5, so an
-/// account finds one about once in 60 days of non-stop guessing — and codes
-/// stop working as soon as their room is full, within minutes.
+/// account finds one about once in 60 days of non-stop guessing — and a
+/// found room takes nobody once it is full, within minutes (its code still
+/// answers, with FAILED_PRECONDITION, so friends learn why they cannot join).
 pub const CODE_LENGTH: usize = 6;
 
 /// A fresh random join code.
@@ -126,14 +128,16 @@ pub fn new_join_code() -> String {
 }
 
 /// The canonical form of a code a player typed: upper case, spaces and
-/// dashes removed. `None` if it cannot be a join code.
+/// dashes removed. `None` if it is not six characters of A-Z and 2-9 (the
+/// API's definition; codes the server makes use [`CODE_ALPHABET`]).
 pub fn normalize_join_code(code: &str) -> Option<String> {
     let code: String = code
         .chars()
         .filter(|c| !matches!(c, ' ' | '-'))
         .map(|c| c.to_ascii_uppercase())
         .collect();
-    (code.len() == CODE_LENGTH && code.bytes().all(|b| CODE_ALPHABET.contains(&b))).then_some(code)
+    let well_formed = |b: u8| b.is_ascii_uppercase() || (b'2'..=b'9').contains(&b);
+    (code.len() == CODE_LENGTH && code.bytes().all(well_formed)).then_some(code)
 }
 
 /// Whether API settings set anything besides seats and target score (not
@@ -179,7 +183,17 @@ mod tests {
             assert_eq!(normalize_join_code(&code.to_lowercase()), Some(code));
         }
         assert_eq!(normalize_join_code("ab c-234"), Some("ABC234".into()));
-        assert_eq!(normalize_join_code("ABC0O1"), None);
+        assert_eq!(normalize_join_code("lilo42"), Some("LILO42".into()));
+        assert_eq!(
+            normalize_join_code("ABC0O2"),
+            None,
+            "0 is not in A-Z or 2-9"
+        );
+        assert_eq!(
+            normalize_join_code("ABC1O2"),
+            None,
+            "1 is not in A-Z or 2-9"
+        );
         assert_eq!(normalize_join_code("ABC23"), None);
     }
 

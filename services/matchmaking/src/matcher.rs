@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::{
     error::Result,
-    service::{Inner, seat_assignment},
+    service::{Inner, PLAYER_ROOM_TTL_MS, seat_assignment},
     store::{CommitOutcome, Group, MatchRecord, Occupant},
     upstream::is_transient,
 };
@@ -175,6 +175,13 @@ async fn settle(inner: &Inner, group: Group) -> Result<()> {
                 .commit(&group.room_id, &records, now, q.grace_ms())
                 .await?;
             if outcome == CommitOutcome::Committed {
+                for member in &group.members {
+                    inner
+                        .deps
+                        .store
+                        .set_player_room(&member.user_id, &group.room_id, PLAYER_ROOM_TTL_MS)
+                        .await?;
+                }
                 inner.deps.metrics.matched(bots > 0);
                 tracing::debug!(room = %group.room_id, players = group.members.len(), bots, "matched");
             } else {

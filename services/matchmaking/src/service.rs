@@ -189,6 +189,10 @@ fn game_error(status: Status, context: &'static str) -> MatchmakingError {
     }
 }
 
+/// How long matchmaking remembers the room a player sits in: longer than any
+/// match lasts (turn timers end an abandoned one).
+pub(crate) const PLAYER_ROOM_TTL_MS: Millis = 24 * 3_600_000;
+
 /// The FindMatch stream type.
 pub type FindMatchStream = Pin<Box<dyn Stream<Item = Result<FindMatchUpdate, Status>> + Send>>;
 
@@ -224,6 +228,53 @@ impl MatchmakingService {
         Ok(())
     }
 
+    /// Refuses a player who is still seated in an unfinished match (a room
+    /// waiting for players or being played), other than `except`. Which room
+    /// a player sits in is remembered here; whether its match is finished,
+    /// game-session says.
+    async fn ensure_not_seated(&self, user: &str, except: Option<&str>) -> Result<()> {
+        let inner = &self.inner;
+        let Some(room_id) = inner.deps.store.player_room(user).await? else {
+            return Ok(());
+        };
+        if except == Some(room_id.as_str()) {
+            return Ok(());
+        }
+        let answer = inner
+            .deps
+            .game
+            .get_seat(game::GetSeatRequest {
+                room_id: room_id.clone(),
+                user_id: user.to_owned(),
+            })
+            .await;
+        let seat = match answer {
+            Ok(seat) => seat,
+            Err(status) if status.code() == tonic::Code::NotFound => return Ok(()),
+            Err(status) => return Err(game_error(status, "game-session GetSeat")),
+        };
+        let unfinished = matches!(
+            common::RoomStatus::try_from(seat.status),
+            Ok(common::RoomStatus::Waiting | common::RoomStatus::InProgress)
+        );
+        if unfinished && seat.seat.is_some() {
+            return Err(MatchmakingError::FailedPrecondition(format!(
+                "you are seated in room {room_id}, whose match is not finished: \
+                 play it out or resign (or leave it, before it starts) first"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Remembers where a player sits, for [`ensure_not_seated`](Self::ensure_not_seated).
+    async fn remember_seat(&self, user: &str, room_id: &str) -> Result<()> {
+        self.inner
+            .deps
+            .store
+            .set_player_room(user, room_id, PLAYER_ROOM_TTL_MS)
+            .await
+    }
+
     fn player(caller: Caller) -> Result<Caller> {
         if caller.role != basra_platform::Role::Player {
             return Err(MatchmakingError::PermissionDenied(
@@ -250,6 +301,22 @@ impl MatchmakingService {
             check_client_id("ticket_id", &request.ticket_id)?;
             request.ticket_id.clone()
         };
+        // Resuming one's own live search is always allowed (it may have
+        // matched meanwhile, and then the player sits in that match).
+        let resuming = !request.ticket_id.is_empty()
+            && inner
+                .deps
+                .store
+                .poll(&ticket_id, inner.now(), inner.config.queue.ttl_ms())
+                .await?
+                .is_some_and(|t| {
+                    t.user_id == caller.user_id.to_string()
+                        && !matches!(t.state, TicketState::Cancelled(_))
+                });
+        if !resuming {
+            self.ensure_not_seated(&caller.user_id.to_string(), None)
+                .await?;
+        }
         let rating = if format.ranked {
             inner.deps.ratings.rating(&caller, &bearer).await?
         } else {
@@ -352,6 +419,13 @@ impl MatchmakingService {
                 });
             }
         }
+        if inner.deps.store.queued_ticket(&user).await?.is_some() {
+            return Err(MatchmakingError::FailedPrecondition(
+                "you are in the queue: cancel the search (CancelFind) before creating a room"
+                    .into(),
+            ));
+        }
+        self.ensure_not_seated(&user, None).await?;
         let mut code = None;
         for _ in 0..16 {
             let candidate = new_join_code();
@@ -415,6 +489,7 @@ impl MatchmakingService {
             list_seq: 0,
         };
         inner.deps.store.insert_room(&room).await?;
+        self.remember_seat(&room.owner, &room_id).await?;
         tracing::info!(room = %room_id, public, ranked = request.ranked, "room created");
         Ok(CreateRoomResponse {
             room_id,
@@ -432,11 +507,7 @@ impl MatchmakingService {
         let inner = &self.inner;
         let store = &inner.deps.store;
         let user = caller.user_id.to_string();
-        let not_found = || {
-            MatchmakingError::NotFound(
-                "no such room: codes stop working once the room is full or closed".into(),
-            )
-        };
+        let not_found = || MatchmakingError::NotFound("no such room or join code".into());
         let room_id = match request.target {
             None => {
                 return Err(MatchmakingError::InvalidArgument(
@@ -457,7 +528,7 @@ impl MatchmakingService {
             Some(Target::JoinCode(code)) => {
                 let code = normalize_join_code(&code).ok_or_else(|| {
                     MatchmakingError::InvalidArgument(format!(
-                        "a join code is {} characters of A-Z and 2-9 (no O, I or L)",
+                        "a join code is {} characters of A-Z and 2-9",
                         domain::CODE_LENGTH
                     ))
                 })?;
@@ -482,6 +553,7 @@ impl MatchmakingService {
         if room.ranked {
             self.check_ranked_allowed(&caller)?;
         }
+        self.ensure_not_seated(&user, Some(&room_id)).await?;
         let (seat, fresh) = match store
             .take_seat(&room_id, &user, caller.guest, request.preferred_seat)
             .await?
@@ -491,7 +563,7 @@ impl MatchmakingService {
             TakeSeat::NotFound => return Err(not_found()),
             TakeSeat::Full => {
                 return Err(MatchmakingError::FailedPrecondition(
-                    "the room is full".into(),
+                    "the room is full: its match has started".into(),
                 ));
             }
             TakeSeat::Closed => {
@@ -540,6 +612,7 @@ impl MatchmakingService {
             }
             return Err(game_error(status, "game-session SeatPlayer"));
         }
+        self.remember_seat(&user, &room_id).await?;
         Ok(JoinRoomResponse {
             room_id,
             seat,

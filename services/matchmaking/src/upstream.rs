@@ -8,8 +8,8 @@ use basra_platform::Caller;
 use basra_proto::basra::{
     accounts::v1::{GetProfileRequest, accounts_client::AccountsClient},
     game::v1::{
-        CreateRoomRequest, CreateRoomResponse, SeatPlayerRequest, SeatPlayerResponse,
-        game_client::GameClient,
+        CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, SeatPlayerRequest,
+        SeatPlayerResponse, game_client::GameClient,
     },
 };
 use tonic::{
@@ -27,6 +27,8 @@ pub trait GameRooms: Send + Sync + 'static {
     async fn create_room(&self, request: CreateRoomRequest) -> Result<CreateRoomResponse, Status>;
     /// `Game/SeatPlayer` (idempotent for a seated player).
     async fn seat_player(&self, request: SeatPlayerRequest) -> Result<SeatPlayerResponse, Status>;
+    /// `Game/GetSeat`: a room's status and the player's seat there.
+    async fn get_seat(&self, request: GetSeatRequest) -> Result<GetSeatResponse, Status>;
 }
 
 /// Whether a game-session failure is transient (retry later) rather than a
@@ -87,6 +89,11 @@ impl GameRooms for GrpcGame {
             .seat_player(self.request(request))
             .await?
             .into_inner())
+    }
+
+    async fn get_seat(&self, request: GetSeatRequest) -> Result<GetSeatResponse, Status> {
+        let mut client = self.client.clone();
+        Ok(client.get_seat(self.request(request)).await?.into_inner())
     }
 }
 

@@ -473,12 +473,19 @@ async fn game_session_unavailable_answers_unavailable_and_keeps_the_tickets() {
         let v = replica.store.poll(id, 0, 0).await.unwrap().expect("kept");
         assert_eq!(v.state, matchmaking::store::TicketState::Pending);
     }
-    // Rooms too.
+    // Rooms too (for a player who is not in the queue).
+    let tc = env.token(Uuid::now_v7(), false);
+    let err = client
+        .create_room(authed(CreateRoomRequest::default(), &tc))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable);
+    // A queued player may not make a room meanwhile.
     let err = client
         .create_room(authed(CreateRoomRequest::default(), &ta))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Code::Unavailable);
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
     // Back up: the same tickets resume and match.
     env.game.set_unavailable(false);
     let mut sa = client
@@ -796,18 +803,138 @@ async fn private_rooms_are_joined_by_code_until_full() {
             .seat,
         3
     );
-    // Full: the code is dead.
+    // Full: the code still finds the room, which takes nobody.
     let p4 = env.token(Uuid::now_v7(), false);
-    assert_eq!(
-        client
-            .join_room(authed(join_code(&lower), &p4))
-            .await
-            .unwrap_err()
-            .code(),
-        Code::NotFound
-    );
+    let err = client
+        .join_room(authed(join_code(&lower), &p4))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
+    assert!(err.message().contains("full"), "{err}");
     let seated = env.game.seated.lock().unwrap().clone();
     assert!(seated.iter().any(|s| s.preferred_seat == Some(2)));
+}
+
+#[tokio::test]
+async fn a_code_keeps_finding_its_room_and_answers_with_the_rooms_state() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let owner = env.token(Uuid::now_v7(), false);
+    let room = client
+        .create_room(authed(CreateRoomRequest::default(), &owner))
+        .await
+        .unwrap()
+        .into_inner();
+    // Any six characters of A-Z and 2-9 are a well-formed code, also the
+    // letters the server leaves out of its own codes: no such room.
+    let guesser = env.token(Uuid::now_v7(), false);
+    for code in ["LILO42", "lilo42", "LI-LO 42"] {
+        let err = client
+            .join_room(authed(join_code(code), &guesser))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::NotFound, "{code}: {err}");
+    }
+    for code in ["LILO4", "LILO421", "LILO10", "LIL*42"] {
+        let err = client
+            .join_room(authed(join_code(code), &guesser))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{code}: {err}");
+    }
+    // game-session no longer has the room: the join closes it here too, and
+    // the code then answers that the room is closed, not that it never was.
+    env.game.forget(&room.room_id);
+    let joiner = env.token(Uuid::now_v7(), false);
+    for _ in 0..2 {
+        let err = client
+            .join_room(authed(join_code(&room.join_code), &joiner))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
+        assert!(err.message().contains("closed"), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn a_player_seated_in_an_unfinished_match_may_not_search_or_make_rooms() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let (owner, guest) = (
+        env.token(Uuid::now_v7(), false),
+        env.token(Uuid::now_v7(), false),
+    );
+    let room = client
+        .create_room(authed(CreateRoomRequest::default(), &owner))
+        .await
+        .unwrap()
+        .into_inner();
+    // Waiting for an opponent counts: the owner sits in the room.
+    let refused = |err: tonic::Status| {
+        assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
+        assert!(err.message().contains(&room.room_id), "{err}");
+    };
+    refused(
+        client
+            .find_match(authed(find("owner-1", false), &owner))
+            .await
+            .unwrap_err(),
+    );
+    refused(
+        client
+            .create_room(authed(CreateRoomRequest::default(), &owner))
+            .await
+            .unwrap_err(),
+    );
+    // The guest joins; the match runs. Both are held to it.
+    client
+        .join_room(authed(join_code(&room.join_code), &guest))
+        .await
+        .unwrap();
+    refused(
+        client
+            .find_match(authed(find("guest-1", false), &guest))
+            .await
+            .unwrap_err(),
+    );
+    let elsewhere = client
+        .create_room(authed(
+            CreateRoomRequest::default(),
+            &env.token(Uuid::now_v7(), false),
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    refused(
+        client
+            .join_room(authed(join_code(&elsewhere.join_code), &guest))
+            .await
+            .unwrap_err(),
+    );
+    // Joining the same room again is not another match: the seat comes back.
+    let again = client
+        .join_room(authed(join_code(&room.join_code), &guest))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.seat, 1);
+    // The match ends: both are free again.
+    env.game.finish(&room.room_id);
+    client
+        .create_room(authed(CreateRoomRequest::default(), &owner))
+        .await
+        .unwrap();
+    let mut search = client
+        .find_match(authed(find("guest-2", false), &guest))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(
+        next(&mut search).await.unwrap(),
+        Update::Queued(_)
+    ));
 }
 
 #[tokio::test]
@@ -1131,7 +1258,7 @@ async fn bad_input_gets_clear_statuses() {
             .await
             .unwrap_err()
             .code(),
-        Code::NotFound
+        Code::FailedPrecondition
     );
     // No token, a bad token, a service token.
     assert_eq!(

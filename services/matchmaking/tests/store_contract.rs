@@ -690,7 +690,7 @@ async fn rooms_seats_codes_and_lobby(store: Arc<dyn Store>) {
     }
     assert_eq!(seen, vec!["r1", "p0", "p1", "p2", "p3", "p4"]);
 
-    // Seats: idempotent, preferred, full leaves the lobby and kills the code.
+    // Seats: idempotent, preferred, full leaves the lobby; the code still finds the room.
     assert_eq!(
         s.take_seat("r3", "x", false, Some(7)).await.unwrap(),
         TakeSeat::NoSuchSeat
@@ -728,7 +728,10 @@ async fn rooms_seats_codes_and_lobby(store: Arc<dyn Store>) {
         s.take_seat("r3", "w", false, None).await.unwrap(),
         TakeSeat::Full
     );
-    assert_eq!(s.room_by_code("CCCCCC").await.unwrap(), None);
+    assert_eq!(
+        s.room_by_code("CCCCCC").await.unwrap().as_deref(),
+        Some("r3")
+    );
     let r = s.room("r3").await.unwrap().unwrap();
     assert_eq!(r.status, RoomStatus::Full);
     assert_eq!(
@@ -753,7 +756,11 @@ async fn rooms_seats_codes_and_lobby(store: Arc<dyn Store>) {
     );
     // Closing.
     s.close_room("r1").await.unwrap();
-    assert_eq!(s.room_by_code("AAAAAA").await.unwrap(), None);
+    assert_eq!(
+        s.room_by_code("AAAAAA").await.unwrap().as_deref(),
+        Some("r1")
+    );
+    assert!(!s.claim_code("AAAAAA", "r9").await.unwrap());
     assert_eq!(
         s.take_seat("r1", "q", false, None).await.unwrap(),
         TakeSeat::Closed

@@ -72,6 +72,7 @@ struct State {
     lobby: BTreeSet<(u64, String)>,
     lobby_seq: u64,
     codes: HashMap<String, String>,
+    player_rooms: HashMap<String, String>,
     requests: HashMap<(String, String), String>,
     guesses: HashMap<(String, i64), u32>,
 }
@@ -681,9 +682,6 @@ impl Store for MemoryStore {
             room.list_seq = s.lobby_seq;
             s.lobby.insert((room.list_seq, room.id.clone()));
         }
-        if full {
-            s.codes.remove(&room.code);
-        }
         s.rooms.insert(room.id.clone(), room);
         Ok(())
     }
@@ -742,9 +740,8 @@ impl Store for MemoryStore {
         let full = State::room_full(room);
         if full {
             room.status = RoomStatus::Full;
-            let (seq, code) = (room.list_seq, room.code.clone());
+            let seq = room.list_seq;
             s.lobby.remove(&(seq, room_id.to_owned()));
-            s.codes.remove(&code);
         }
         Ok(TakeSeat::Seated {
             seat: seat as u32,
@@ -765,16 +762,10 @@ impl Store for MemoryStore {
         room.seats[seat as usize] = Occupant::Open;
         if room.status == RoomStatus::Full {
             room.status = RoomStatus::Open;
-            let (public, seq, code, id) = (
-                room.public,
-                room.list_seq,
-                room.code.clone(),
-                room.id.clone(),
-            );
-            if public {
-                s.lobby.insert((seq, id.clone()));
+            if room.public {
+                let entry = (room.list_seq, room.id.clone());
+                s.lobby.insert(entry);
             }
-            s.codes.insert(code, id);
         }
         Ok(())
     }
@@ -785,12 +776,32 @@ impl Store for MemoryStore {
             return Ok(());
         };
         room.status = RoomStatus::Closed;
-        let (seq, code) = (room.list_seq, room.code.clone());
+        let seq = room.list_seq;
         s.lobby.remove(&(seq, room_id.to_owned()));
-        if s.codes.get(&code).is_some_and(|r| r == room_id) {
-            s.codes.remove(&code);
-        }
         Ok(())
+    }
+
+    async fn set_player_room(&self, user_id: &str, room_id: &str, _ttl_ms: Millis) -> Result<()> {
+        let mut s = self.lock();
+        s.player_rooms
+            .insert(user_id.to_owned(), room_id.to_owned());
+        Ok(())
+    }
+
+    async fn player_room(&self, user_id: &str) -> Result<Option<String>> {
+        Ok(self.lock().player_rooms.get(user_id).cloned())
+    }
+
+    async fn queued_ticket(&self, user_id: &str) -> Result<Option<String>> {
+        let s = self.lock();
+        let Some(id) = s.users.get(user_id) else {
+            return Ok(None);
+        };
+        let waiting = s
+            .tickets
+            .get(id)
+            .is_some_and(|t| matches!(t.state, TicketState::Queued | TicketState::Pending));
+        Ok(waiting.then(|| id.clone()))
     }
 
     async fn list_public(

@@ -270,9 +270,9 @@ pub enum RoomStatus {
     /// Waiting for players.
     #[default]
     Open,
-    /// Every seat taken: no longer listed, code dead.
+    /// Every seat taken: no longer listed; the code still finds it (JoinRoom says full).
     Full,
-    /// Closed: no longer listed, code dead.
+    /// Closed: no longer listed; the code still finds it (JoinRoom says closed).
     Closed,
 }
 
@@ -456,11 +456,11 @@ pub trait Store: Send + Sync + 'static {
     /// A room, if it exists.
     async fn room(&self, id: &str) -> Result<Option<RoomRecord>>;
 
-    /// The room of a live join code.
+    /// The room of a join code (a code keeps finding its room for as long as the room is kept).
     async fn room_by_code(&self, code: &str) -> Result<Option<String>>;
 
     /// Seats a player (atomically; idempotent for a player already seated).
-    /// A room that becomes full leaves the lobby and its code stops working.
+    /// A room that becomes full leaves the lobby.
     async fn take_seat(
         &self,
         room_id: &str,
@@ -472,8 +472,19 @@ pub trait Store: Send + Sync + 'static {
     /// Undoes [`take_seat`](Store::take_seat) (game-session refused it).
     async fn free_seat(&self, room_id: &str, seat: u32, user_id: &str) -> Result<()>;
 
-    /// Closes a room: unlisted, code dead.
+    /// Closes a room: unlisted; seats can no longer be taken.
     async fn close_room(&self, room_id: &str) -> Result<()>;
+
+    /// Remembers the room a player was last seated in (by any path: queue,
+    /// CreateRoom, JoinRoom), for `ttl_ms`.
+    async fn set_player_room(&self, user_id: &str, room_id: &str, ttl_ms: Millis) -> Result<()>;
+
+    /// The room a player was last seated in, if remembered.
+    async fn player_room(&self, user_id: &str) -> Result<Option<String>>;
+
+    /// The account's latest ticket while it waits in the queue or in a
+    /// forming group (not once matched or cancelled).
+    async fn queued_ticket(&self, user_id: &str) -> Result<Option<String>>;
 
     /// Open public rooms matching `filter`, oldest first, after lobby
     /// position `after`; looks at no more than `scan_cap` rooms per call.

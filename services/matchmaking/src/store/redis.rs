@@ -16,9 +16,10 @@
 //! | `P:{q}:events` | pub/sub channel: ids of tickets whose state changed |
 //! | `P:{lobby}:room:<id>` | hash: a room (meta JSON, seats JSON, status, filter fields) |
 //! | `P:{lobby}:public` | zset: open public rooms by lobby sequence (oldest first) |
-//! | `P:{lobby}:code:<code>` | string: live join code → room |
+//! | `P:{lobby}:code:<code>` | string: join code → room, for as long as the room is kept |
 //! | `P:{lobby}:req:<account>:<request>` | string: CreateRoom idempotency → room |
 //! | `P:{lobby}:guess:<account>:<bucket>` | counter: wrong join codes in a time bucket |
+//! | `P:{lobby}:at:<account>` | string: the room the account was last seated in (expires) |
 //!
 //! The queue's keys share the hash tag `{q}` and the lobby's `{lobby}`: each
 //! script touches one slot, so this works on Redis Cluster (the script
@@ -435,7 +436,6 @@ if ARGV[7] == '1' and not full then
 end
 redis.call('HSET', rkey(id), 'meta', ARGV[2], 'seats', ARGV[3], 'status', status,
   'n', ARGV[4], 't', ARGV[5], 'r', ARGV[6], 'pub', ARGV[7], 'seq', seq)
-if full then redis.call('DEL', L .. ':code:' .. ARGV[8]) end
 return seq
 "#;
 
@@ -469,8 +469,6 @@ local full = all_taken(seats)
 if full then
   redis.call('HSET', k, 'status', 'full')
   redis.call('ZREM', L .. ':public', id)
-  local code = cjson.decode(f[3]).code
-  if redis.call('GET', L .. ':code:' .. code) == id then redis.call('DEL', L .. ':code:' .. code) end
   return {'seated', seat, 1}
 end
 return {'seated', seat, 0}
@@ -491,7 +489,6 @@ redis.call('HSET', k, 'seats', cjson.encode(seats))
 if f[2] == 'full' then
   redis.call('HSET', k, 'status', 'open')
   if f[4] == '1' then redis.call('ZADD', L .. ':public', f[5], id) end
-  redis.call('SET', L .. ':code:' .. cjson.decode(f[3]).code, id)
 end
 return 1
 "#;
@@ -504,8 +501,6 @@ local meta = redis.call('HGET', k, 'meta')
 if not meta then return 0 end
 redis.call('HSET', k, 'status', 'closed')
 redis.call('ZREM', L .. ':public', id)
-local ck = L .. ':code:' .. cjson.decode(meta).code
-if redis.call('GET', ck) == id then redis.call('DEL', ck) end
 return 1
 "#;
 
@@ -1120,6 +1115,32 @@ impl Store for RedisStore {
             .invoke_async(&mut self.conn())
             .await?;
         Ok(())
+    }
+
+    async fn set_player_room(&self, user_id: &str, room_id: &str, ttl_ms: Millis) -> Result<()> {
+        let key = format!("{}:at:{user_id}", self.lobby);
+        let _: () = self
+            .conn()
+            .pset_ex(key, room_id, ttl_ms.max(1) as u64)
+            .await?;
+        Ok(())
+    }
+
+    async fn player_room(&self, user_id: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn()
+            .get(format!("{}:at:{user_id}", self.lobby))
+            .await?)
+    }
+
+    async fn queued_ticket(&self, user_id: &str) -> Result<Option<String>> {
+        let mut conn = self.conn();
+        let latest: Option<String> = conn.get(format!("{}:u:{user_id}", self.queue)).await?;
+        let Some(id) = latest else {
+            return Ok(None);
+        };
+        let state: Option<String> = conn.hget(format!("{}:t:{id}", self.queue), "state").await?;
+        Ok(matches!(state.as_deref(), Some("queued" | "pending")).then_some(id))
     }
 
     async fn list_public(

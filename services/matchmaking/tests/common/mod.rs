@@ -5,7 +5,7 @@
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     net::SocketAddr,
     pin::Pin,
     sync::{
@@ -20,10 +20,12 @@ use basra_platform::{
     auth::{self, SigningKey},
 };
 use basra_proto::basra::{
+    common::v1::RoomStatus,
     game::v1::{
-        ClientMessage, CreateRoomRequest, CreateRoomResponse, SeatPlayerRequest,
-        SeatPlayerResponse, ServerEvent,
+        ClientMessage, CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse,
+        SeatPlayerRequest, SeatPlayerResponse, ServerEvent,
         game_server::{Game, GameServer},
+        seat_assignment::Occupant as SeatOccupant,
     },
     matchmaking::v1::matchmaking_client::MatchmakingClient,
 };
@@ -70,6 +72,7 @@ pub struct FakeGame {
     pub created: Mutex<Vec<CreateRoomRequest>>,
     pub seated: Mutex<Vec<SeatPlayerRequest>>,
     rooms: Mutex<HashMap<String, CreateRoomRequest>>,
+    finished: Mutex<HashSet<String>>,
     pub calls: AtomicU64,
 }
 
@@ -86,6 +89,40 @@ impl FakeGame {
 
     pub fn created(&self) -> Vec<CreateRoomRequest> {
         self.created.lock().unwrap().clone()
+    }
+
+    /// game-session forgets the room (as after it closed and expired).
+    pub fn forget(&self, room_id: &str) {
+        self.rooms.lock().unwrap().remove(room_id);
+    }
+
+    /// The room's match ended (GetSeat then answers FINISHED).
+    pub fn finish(&self, room_id: &str) {
+        self.finished.lock().unwrap().insert(room_id.to_owned());
+    }
+
+    /// The room's seats as game-session would hold them: the seats it was
+    /// made with, then each SeatPlayer.
+    fn seats(&self, room_id: &str) -> Option<Vec<Option<String>>> {
+        let room = self.rooms.lock().unwrap().get(room_id).cloned()?;
+        let mut seats: Vec<Option<String>> = room
+            .seats
+            .iter()
+            .map(|s| match &s.occupant {
+                Some(SeatOccupant::UserId(user)) => Some(user.clone()),
+                Some(SeatOccupant::Bot(_)) => Some(String::new()),
+                _ => None,
+            })
+            .collect();
+        for seated in self.seated.lock().unwrap().iter() {
+            if seated.room_id == room_id {
+                let seat = seated.preferred_seat.unwrap_or(0) as usize;
+                if let Some(slot) = seats.get_mut(seat) {
+                    *slot = Some(seated.user_id.clone());
+                }
+            }
+        }
+        Some(seats)
     }
 }
 
@@ -152,6 +189,41 @@ impl Game for FakeGameService {
             settings: room.settings,
             ranked: room.ranked,
         }))
+    }
+
+    async fn get_seat(
+        &self,
+        request: Request<GetSeatRequest>,
+    ) -> Result<Response<GetSeatResponse>, Status> {
+        auth::require_role(&auth::caller(&request)?, Role::Service)?;
+        self.0.calls.fetch_add(1, Ordering::SeqCst);
+        if self.0.unavailable.load(Ordering::SeqCst) {
+            return Err(Status::unavailable("fake game-session is down"));
+        }
+        self.get_seat_answer(request.get_ref()).map(Response::new)
+    }
+}
+
+impl FakeGameService {
+    fn get_seat_answer(&self, request: &GetSeatRequest) -> Result<GetSeatResponse, Status> {
+        let seats = self
+            .0
+            .seats(&request.room_id)
+            .ok_or_else(|| Status::not_found("no such room"))?;
+        let status = if self.0.finished.lock().unwrap().contains(&request.room_id) {
+            RoomStatus::Finished
+        } else if seats.iter().all(Option::is_some) {
+            RoomStatus::InProgress
+        } else {
+            RoomStatus::Waiting
+        };
+        Ok(GetSeatResponse {
+            status: status as i32,
+            seat: seats
+                .iter()
+                .position(|s| s.as_deref() == Some(request.user_id.as_str()))
+                .map(|seat| seat as u32),
+        })
     }
 }
 
