@@ -242,10 +242,16 @@ async fn players_meet_by_code_in_the_lobby_and_against_the_computer(backend: Bac
         play_room(&ben, &joined.room_id, GREEDY)
     );
     assert_eq!(a.unwrap().totals, b.unwrap().totals);
-    assert!(
-        lobby::join(&ben, Target::JoinCode(code)).await.is_err(),
-        "a full room's code stops working"
-    );
+    // The code still finds the room, which takes nobody else now; a player of it gets
+    // their seat back.
+    let cara = guest(&backend, "e2e-cara").await;
+    let err = lobby::join(&cara, Target::JoinCode(code.clone()))
+        .await
+        .unwrap_err();
+    let status = err.downcast_ref::<tonic::Status>().expect("a gRPC status");
+    assert_eq!(status.code(), tonic::Code::FailedPrecondition, "{status}");
+    let again = lobby::join(&ben, Target::JoinCode(code)).await.unwrap();
+    assert_eq!((again.room_id, again.seat), (joined.room_id, joined.seat));
 
     // A public room, found in the lobby.
     let public = lobby::create_room(&ana, RoomVisibility::Public, Vec::new(), short(30))
@@ -353,4 +359,53 @@ async fn a_dropped_connection_resumes_mid_match(backend: Backend) {
 fn rand_free_seed() -> rand_chacha::ChaCha8Rng {
     use rand_core::SeedableRng;
     rand_chacha::ChaCha8Rng::seed_from_u64(7)
+}
+
+/// `basra dev` gives each service its own settings through `BASRA_<SERVICE>_…` variables:
+/// here each Redis store writes under the key prefix its own variable names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn basra_dev_gives_each_service_its_own_settings() {
+    let redis_url =
+        std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+    let tag = uuid::Uuid::now_v7().simple().to_string();
+    let (rooms_prefix, queue_prefix) = (format!("e2e-gs-{tag}"), format!("e2e-mm-{tag}"));
+    let backend = basra_e2e::spawn_dev_with(
+        Some(redis_url.clone()),
+        vec![
+            (
+                "BASRA_GAME_SESSION_REDIS__PREFIX".to_owned(),
+                rooms_prefix.clone(),
+            ),
+            (
+                "BASRA_MATCHMAKING_STORE__KEY_PREFIX".to_owned(),
+                queue_prefix.clone(),
+            ),
+        ],
+    )
+    .await
+    .expect("basra dev with Redis (REDIS_URL)");
+    let ana = guest(&backend, &format!("e2e-dev-{tag}")).await;
+    lobby::create_room(&ana, RoomVisibility::Private, Vec::new(), short(30))
+        .await
+        .unwrap();
+    backend.stop().await.unwrap();
+
+    let mut redis = redis::Client::open(redis_url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    for prefix in [rooms_prefix, queue_prefix] {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{prefix}:*"))
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+        assert!(!keys.is_empty(), "nothing was written under {prefix}");
+        let _: () = redis::cmd("DEL")
+            .arg(keys)
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+    }
 }

@@ -39,13 +39,23 @@ pub struct Backend {
 
 /// Starts `basra dev` with in-memory stores and bots that do not wait.
 pub async fn spawn_dev() -> anyhow::Result<Backend> {
+    spawn_dev_with(None, Vec::new()).await
+}
+
+/// Starts `basra dev` with rooms and the queue in `redis_url` (memory when `None`) and the
+/// services' settings from `env` (`BASRA_<SERVICE>_…` variables), bots that do not wait.
+pub async fn spawn_dev_with(
+    redis_url: Option<String>,
+    env: Vec<(String, String)>,
+) -> anyhow::Result<Backend> {
     let shutdown = CancellationToken::new();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let options = basra::dev::DevOptions {
         listen: "127.0.0.1:0".parse()?,
         database_url: None,
-        redis_url: None,
+        redis_url,
         bot_delay: Some(Duration::ZERO),
+        settings: basra::dev_settings::DevSettings::from_env(env)?,
     };
     let token = shutdown.clone();
     let task = tokio::spawn(async move {

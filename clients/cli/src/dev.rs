@@ -19,6 +19,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::service::Routes;
 
+use crate::dev_settings::DevSettings;
+
 /// Where `basra dev` listens and keeps its data.
 #[derive(Debug, Clone)]
 pub struct DevOptions {
@@ -30,6 +32,8 @@ pub struct DevOptions {
     pub redis_url: Option<String>,
     /// How long the computer thinks before each play; the service's setting when `None`.
     pub bot_delay: Option<Duration>,
+    /// The three services' settings (see [`DevSettings`]).
+    pub settings: DevSettings,
 }
 
 /// What a running backend tells the person who started it.
@@ -65,9 +69,11 @@ pub async fn run(
         public_pem: key.public_pem(),
     };
 
-    let mut accounts_settings = accounts::Settings::load()?;
-    // On a local backend, a player is on the leaderboard from the first ranked match.
-    accounts_settings.leaderboard.min_ranked_matches = 1;
+    let DevSettings {
+        accounts: mut accounts_settings,
+        matchmaking: queue_settings,
+        game_session: mut game_settings,
+    } = options.settings;
     if let Some(database) = &options.database_url {
         accounts_settings.database.url = SecretString::from(database.clone());
     }
@@ -92,7 +98,6 @@ pub async fn run(
     };
     let service_token = issuer.issue(&service, SERVICE_TOKEN_TTL)?.token;
 
-    let mut game_settings = game_session::Settings::load()?;
     if let Some(delay) = options.bot_delay {
         game_settings.game.bot_delay_ms = delay.as_millis() as u64;
     }
@@ -118,7 +123,6 @@ pub async fn run(
         shutdown.clone(),
     );
 
-    let queue_settings = matchmaking::settings::Settings::load()?;
     let queue: Arc<dyn matchmaking::store::Store> = match &options.redis_url {
         None => Arc::new(matchmaking::store::MemoryStore::new()),
         Some(redis) => Arc::new(

@@ -9,6 +9,7 @@
 //! - [`render`]: the terminal picture and announcements.
 
 pub mod dev;
+pub mod dev_settings;
 pub mod lobby;
 pub mod player;
 pub mod render;

@@ -99,6 +99,13 @@ impl Settings {
     pub fn load() -> Result<Settings, ConfigError> {
         config::load(DEFAULTS)
     }
+
+    /// The embedded defaults with `env` applied as environment variables.
+    pub fn from_env(
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Settings, ConfigError> {
+        config::load_with_env(DEFAULTS, env)
+    }
 }
 
 impl Validate for Settings {
