@@ -56,9 +56,8 @@ impl DevSettings {
             let rest = plain.trim_start_matches("BASRA_").to_owned();
             return Err(DevSettingsError::Unprefixed(plain.clone(), rest));
         }
-        let failed = |service: &'static str| {
-            move |source| DevSettingsError::Service { service, source }
-        };
+        let failed =
+            |service: &'static str| move |source| DevSettingsError::Service { service, source };
         // On a local backend a player is on the leaderboard from the first ranked match
         // (a default: the variables may say otherwise).
         let mut accounts_env = vec![(
@@ -135,7 +134,10 @@ mod tests {
         let err = DevSettings::from_env(env(&[("BASRA_REDIS__PREFIX", "x")])).unwrap_err();
         let message = err.to_string();
         assert!(message.contains("BASRA_REDIS__PREFIX"), "{message}");
-        assert!(message.contains("BASRA_GAME_SESSION_REDIS__PREFIX"), "{message}");
+        assert!(
+            message.contains("BASRA_GAME_SESSION_REDIS__PREFIX"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -141,9 +141,11 @@ async fn main() -> anyhow::Result<()> {
                 database_url,
                 redis_url,
                 bot_delay: bot_delay_ms.map(Duration::from_millis),
-                settings: basra::dev_settings::DevSettings::from_env(std::env::vars_os().filter_map(
-                    |(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)),
-                ))?,
+                settings: basra::dev_settings::DevSettings::from_env(
+                    std::env::vars_os().filter_map(|(key, value)| {
+                        Some((key.into_string().ok()?, value.into_string().ok()?))
+                    }),
+                )?,
             };
             basra::dev::run(options, basra_platform::shutdown::on_signal(), |started| {
                 println!(

@@ -139,6 +139,17 @@ pub fn settings_to_pb(s: &Settings) -> pb::RuleSettings {
     }
 }
 
+/// The one name a bot goes by, everywhere a seat is shown (views, events, lobby listings,
+/// match records): its level, as the server plays it (easy plays at random, every other
+/// level greedily).
+pub fn bot_display_name(level: i32) -> String {
+    match pb::BotLevel::try_from(level) {
+        Ok(pb::BotLevel::Easy) => "Bot (easy)".into(),
+        Ok(pb::BotLevel::Hard) => "Bot (hard)".into(),
+        _ => "Bot (medium)".into(),
+    }
+}
+
 /// The API's Basra kind (`NONE` for a play that made none).
 pub fn basra_to_pb(kind: Option<BasraKind>) -> pb::BasraKind {
     match kind {

@@ -7,7 +7,9 @@
 use basra_engine::{CardSet, Event};
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1 as game;
-use basra_proto::convert::{basra_to_pb, card_to_pb, cards_to_pb, settings_to_pb};
+use basra_proto::convert::{
+    basra_to_pb, bot_display_name, card_to_pb, cards_to_pb, settings_to_pb,
+};
 use prost_types::Timestamp;
 
 use crate::events::{LogEvent, StoredEvent};
@@ -31,15 +33,6 @@ pub fn status_to_pb(status: Status) -> pb::RoomStatus {
     }
 }
 
-/// A bot's display name.
-fn bot_name(level: i32) -> String {
-    match pb::BotLevel::try_from(level) {
-        Ok(pb::BotLevel::Easy) => "Bot (easy)".into(),
-        Ok(pb::BotLevel::Hard) => "Bot (hard)".into(),
-        _ => "Bot".into(),
-    }
-}
-
 /// The public facts of a seat.
 pub fn seat_to_pb(seat: &SeatSnapshot, seats: usize) -> pb::SeatInfo {
     let side = u32::from(seat.seat) % 2;
@@ -59,7 +52,7 @@ pub fn seat_to_pb(seat: &SeatSnapshot, seats: usize) -> pb::SeatInfo {
         }
         Occupant::Bot { level } => {
             info.occupant = pb::SeatOccupant::Bot as i32;
-            info.display_name = bot_name(*level);
+            info.display_name = bot_display_name(*level);
             info.bot_level = *level;
             info.connected = true;
         }

@@ -3,7 +3,7 @@
 use basra_engine::Action;
 use basra_proto::basra::accounts::v1 as accounts;
 use basra_proto::basra::common::v1 as pb;
-use basra_proto::convert::{card_to_pb, cards_to_pb, settings_to_pb};
+use basra_proto::convert::{bot_display_name, card_to_pb, cards_to_pb, settings_to_pb};
 use prost::Message as _;
 
 use crate::convert::{side_scores, timestamp};
@@ -21,7 +21,7 @@ pub fn match_record(room: &Room, actions: &[ActionRecord]) -> accounts::MatchRec
                 Occupant::Player { user_id } => {
                     (user_id.clone(), false, format!("Player {}", index + 1))
                 }
-                Occupant::Bot { .. } => (String::new(), true, "Bot".to_owned()),
+                Occupant::Bot { level } => (String::new(), true, bot_display_name(*level)),
                 Occupant::Open => (String::new(), false, String::new()),
             };
             accounts::RecordedSeat {

@@ -560,6 +560,17 @@ async fn a_bot_seat_plays_a_whole_match() {
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     let ended = a.play_on(None).await.unwrap();
     assert_eq!(ended.reason, pb::MatchEndReason::TargetReached as i32);
+    let bot_seat = logged(&a.log)
+        .iter()
+        .find_map(|e| match &e.event {
+            Some(E::MatchStarted(m)) => m.seats.get(1).cloned(),
+            _ => None,
+        })
+        .expect("match_started with the seats");
+    assert_eq!(
+        bot_seat.display_name, "Bot (medium)",
+        "a bot goes by its level"
+    );
     let bot_plays = logged(&a.log)
         .iter()
         .filter(|e| matches!(&e.event, Some(E::CardPlayed(p)) if p.seat == 1 && !p.automatic))
@@ -647,6 +658,16 @@ async fn the_outbox_records_a_finished_match_once_even_when_accounts_is_down_at_
         assert_eq!(record.room_id, room);
         assert_eq!(record.seed.len(), 32);
         assert!(record.seats.iter().all(|s| s.is_bot));
+        let names: Vec<&str> = record
+            .seats
+            .iter()
+            .map(|s| s.display_name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["Bot (easy)", "Bot (medium)"],
+            "bots go by their level"
+        );
         assert_eq!(record.end_reason, pb::MatchEndReason::TargetReached as i32);
         // The record replays to the recorded totals.
         let actions: Vec<Action> = record

@@ -14,7 +14,7 @@ use basra_proto::{
             find_match_update::Update, join_room_request::Target, matchmaking_server::Matchmaking,
         },
     },
-    convert::{settings_from_pb, settings_to_pb},
+    convert::{bot_display_name, settings_from_pb, settings_to_pb},
 };
 use tokio::sync::mpsc;
 use tokio_stream::{Stream, wrappers::ReceiverStream};
@@ -130,7 +130,7 @@ fn seat_infos(seats: &[Occupant], seat_count: usize) -> Vec<common::SeatInfo> {
                 Occupant::Bot { level } => {
                     info.occupant = common::SeatOccupant::Bot as i32;
                     info.bot_level = *level;
-                    info.display_name = format!("Bot {}", i + 1);
+                    info.display_name = bot_display_name(*level);
                     info.connected = true;
                 }
                 Occupant::Player {

@@ -442,6 +442,14 @@ async fn bots_fill_an_unranked_search_after_the_wait() {
         .filter(|s| s.occupant == SeatOccupant::Bot as i32)
         .count();
     assert_eq!(bots, 3);
+    // A bot goes by its level, the same name game-session shows at the table.
+    for seat in m
+        .seats
+        .iter()
+        .filter(|s| s.occupant == SeatOccupant::Bot as i32)
+    {
+        assert_eq!(seat.display_name, "Bot (medium)");
+    }
     assert_eq!(m.settings.unwrap().target_score, Some(51));
 }
 
