@@ -529,6 +529,45 @@ impl<S: Store> AccountsService<S> {
         })
     }
 
+    async fn do_get_players(
+        &self,
+        caller: Caller,
+        req: pb::GetPlayersRequest,
+    ) -> Result<pb::GetPlayersResponse> {
+        if caller.role != Role::Service {
+            return Err(AccountsError::PermissionDenied(
+                "GetPlayers needs a service token; players use GetProfile",
+            ));
+        }
+        if req.user_ids.is_empty() || req.user_ids.len() > MAX_PLAYERS_PER_CALL {
+            return Err(AccountsError::invalid(
+                "user_ids",
+                "must hold 1 to 100 user ids",
+            ));
+        }
+        let ids = req
+            .user_ids
+            .iter()
+            .map(|id| Uuid::parse_str(id))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|_| {
+                AccountsError::invalid("user_ids", "holds a value that is not a user id")
+            })?;
+        let players = self.inner.store.players(&ids).await?;
+        Ok(pb::GetPlayersResponse {
+            players: players
+                .into_iter()
+                .map(|(user, rating)| pb::PlayerSummary {
+                    user_id: user.id.to_string(),
+                    display_name: user.display_name,
+                    is_guest: user.is_guest,
+                    rating: rating.rating,
+                    rating_deviation: rating.deviation,
+                })
+                .collect(),
+        })
+    }
+
     async fn do_record_match(
         &self,
         caller: Caller,
@@ -778,6 +817,18 @@ impl<S: Store> Accounts for AccountsService<S> {
     }
 
     #[tracing::instrument(skip_all, fields(caller))]
+    async fn get_players(
+        &self,
+        request: Request<pb::GetPlayersRequest>,
+    ) -> Result<Response<pb::GetPlayersResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_get_players(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(caller))]
     async fn record_match(
         &self,
         request: Request<pb::RecordMatchRequest>,
@@ -789,6 +840,9 @@ impl<S: Store> Accounts for AccountsService<S> {
         ))
     }
 }
+
+/// The most players one GetPlayers call may ask for.
+const MAX_PLAYERS_PER_CALL: usize = 100;
 
 #[cfg(test)]
 mod tests {

@@ -41,6 +41,7 @@ grpc_tests!(
     wrong_credentials_are_indistinguishable,
     bad_refresh_tokens_are_refused,
     record_match_needs_a_service_token_and_a_sane_record,
+    get_players_answers_services_with_names_and_ratings,
     forged_and_expired_access_tokens_are_refused,
     login_attempts_are_rate_limited_per_account_and_per_peer,
     pagination_through_grpc,
@@ -765,6 +766,70 @@ mod cases {
             .unwrap()
             .into_inner();
         assert!(!ok.already_recorded);
+    }
+
+    pub(super) async fn get_players_answers_services_with_names_and_ratings<S: Store>(store: S) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+        let a = register(&app, "alice").await;
+        let b = register(&app, "bob").await;
+        let ask = |ids: Vec<String>| pb::GetPlayersRequest { user_ids: ids };
+        let (code, message) = failure(
+            client
+                .get_players(authed(&a.access_token, ask(vec![b.user_id.clone()])))
+                .await,
+        );
+        assert_eq!(code, Code::PermissionDenied);
+        assert!(message.contains("service token"), "{message}");
+        let (code, _) = failure(client.get_players(ask(vec![b.user_id.clone()])).await);
+        assert_eq!(code, Code::Unauthenticated);
+
+        let service = app.service_token();
+        let too_many = (0..101).map(|_| Uuid::now_v7().to_string()).collect();
+        for (ids, what) in [
+            (Vec::new(), "user_ids"),
+            (too_many, "user_ids"),
+            (vec!["not-a-uuid".to_owned()], "user_ids"),
+        ] {
+            let (code, message) = failure(client.get_players(authed(&service, ask(ids))).await);
+            assert_eq!(code, Code::InvalidArgument, "{message}");
+            assert!(message.starts_with(what), "{message}");
+        }
+        let stranger = Uuid::now_v7().to_string();
+        let mut players = client
+            .get_players(authed(
+                &service,
+                ask(vec![
+                    b.user_id.clone(),
+                    a.user_id.clone(),
+                    stranger,
+                    a.user_id.clone(),
+                ]),
+            ))
+            .await
+            .unwrap()
+            .into_inner()
+            .players;
+        players.sort_by(|x, y| x.display_name.cmp(&y.display_name));
+        let got: Vec<(&str, &str, bool, f64)> = players
+            .iter()
+            .map(|p| {
+                (
+                    p.user_id.as_str(),
+                    p.display_name.as_str(),
+                    p.is_guest,
+                    p.rating,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (a.user_id.as_str(), "alice", false, 1500.0),
+                (b.user_id.as_str(), "bob", false, 1500.0),
+            ],
+            "known players once each, unknown ids left out"
+        );
     }
 
     pub(super) async fn forged_and_expired_access_tokens_are_refused<S: Store>(store: S) {

@@ -147,7 +147,7 @@ impl GameAdmin for AdminService {
             .map(|(index, s)| StreamInfo {
                 seat: Some(index as u32),
                 user_id: match &s.occupant {
-                    Occupant::Player { user_id } => user_id.clone(),
+                    Occupant::Player { user_id, .. } => user_id.clone(),
                     _ => String::new(),
                 },
                 replica: s.replica.clone().unwrap_or_default(),

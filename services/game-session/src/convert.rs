@@ -13,6 +13,7 @@ use basra_proto::convert::{
 use prost_types::Timestamp;
 
 use crate::events::{LogEvent, StoredEvent};
+use crate::names::shown_name;
 use crate::room::{Occupant, Room, SeatSnapshot, Status};
 
 /// A Unix-milliseconds instant as a protobuf timestamp.
@@ -44,10 +45,10 @@ pub fn seat_to_pb(seat: &SeatSnapshot, seats: usize) -> pb::SeatInfo {
     };
     match &seat.occupant {
         Occupant::Open => info.occupant = pb::SeatOccupant::Open as i32,
-        Occupant::Player { user_id } => {
+        Occupant::Player { user_id, name } => {
             info.occupant = pb::SeatOccupant::Player as i32;
             info.user_id = user_id.clone();
-            info.display_name = format!("Player {}", seat.seat + 1);
+            info.display_name = shown_name(name, usize::from(seat.seat));
             info.connected = seat.connected;
         }
         Occupant::Bot { level } => {

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{GameError, Result};
 use crate::events::{LogEvent, StoredEvent};
 use crate::hub::Hub;
+use crate::outbox::AccountsLink;
 use crate::record::encoded_record;
 use crate::room::{Reject, Room};
 use crate::settings::Timing;
@@ -90,6 +91,8 @@ pub struct Core {
     pub drain_deadline_ms: AtomicI64,
     /// The presence lease.
     pub lease: Lease,
+    /// accounts, for players' names (and the outbox).
+    pub accounts: Option<AccountsLink>,
 }
 
 /// This replica's presence lease: the instance id it is held under, and a signal to the

@@ -29,6 +29,7 @@ pub mod core;
 pub mod error;
 pub mod events;
 pub mod hub;
+pub mod names;
 pub mod outbox;
 pub mod record;
 pub mod room;
@@ -82,6 +83,7 @@ impl GameSession {
             drain: CancellationToken::new(),
             drain_deadline_ms: AtomicI64::new(0),
             lease: Default::default(),
+            accounts: accounts.clone(),
         });
         tokio::spawn(Arc::clone(&core.hub).run(store.notices(), shutdown.clone()));
         tokio::spawn(Arc::clone(&core.hub).run_resync(

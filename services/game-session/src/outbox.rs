@@ -52,7 +52,8 @@ pub enum Credentials {
 }
 
 impl Credentials {
-    fn token(&self) -> Option<String> {
+    /// A service token to present now, if one can be had.
+    pub(crate) fn token(&self) -> Option<String> {
         match self {
             Credentials::Static(token) => Some(token.clone()),
             Credentials::Issuer(issuer, caller) => issuer

@@ -7,6 +7,7 @@ use basra_proto::convert::{bot_display_name, card_to_pb, cards_to_pb, settings_t
 use prost::Message as _;
 
 use crate::convert::{side_scores, timestamp};
+use crate::names::shown_name;
 use crate::room::{ActionRecord, Occupant, Room};
 
 /// The record of the room's finished match, whose action log is `actions`.
@@ -18,8 +19,8 @@ pub fn match_record(room: &Room, actions: &[ActionRecord]) -> accounts::MatchRec
         .enumerate()
         .map(|(index, seat)| {
             let (user_id, is_bot, name) = match &seat.occupant {
-                Occupant::Player { user_id } => {
-                    (user_id.clone(), false, format!("Player {}", index + 1))
+                Occupant::Player { user_id, name } => {
+                    (user_id.clone(), false, shown_name(name, index))
                 }
                 Occupant::Bot { level } => (String::new(), true, bot_display_name(*level)),
                 Occupant::Open => (String::new(), false, String::new()),

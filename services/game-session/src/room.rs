@@ -23,6 +23,9 @@ pub enum Occupant {
     Player {
         /// The user id.
         user_id: String,
+        /// The display name accounts gave when the player was seated (empty: unknown).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        name: String,
     },
     /// A bot.
     Bot {
@@ -272,7 +275,7 @@ impl Room {
         self.seats
             .iter()
             .position(
-                |seat| matches!(&seat.occupant, Occupant::Player { user_id: id } if id == user_id),
+                |seat| matches!(&seat.occupant, Occupant::Player { user_id: id, .. } if id == user_id),
             )
             .map(|index| index as u8)
     }
@@ -323,10 +326,12 @@ impl Room {
         self.absorb(events, now, false, String::new(), None);
     }
 
-    /// Puts `user_id` in a seat of a waiting room (idempotent for a seated player).
+    /// Puts `user_id` (shown as `name`) in a seat of a waiting room (idempotent for a seated
+    /// player).
     pub fn seat_player(
         &mut self,
         user_id: &str,
+        name: &str,
         preferred: Option<u32>,
         seed: Seed,
         match_id: String,
@@ -357,6 +362,7 @@ impl Room {
         };
         self.seats[seat].occupant = Occupant::Player {
             user_id: user_id.to_owned(),
+            name: name.to_owned(),
         };
         let snapshot = self.snapshot(seat as u8);
         self.push(LogEvent::SeatChanged { seat: snapshot }, now);

@@ -26,6 +26,7 @@ use crate::core::{Core, Mutation, StreamPermit, fresh_id, fresh_seed, now_ms};
 use crate::error::GameError;
 use crate::events::{LogEvent, StoredEvent};
 use crate::hub::Wake;
+use crate::names::display_names;
 use crate::room::{Occupant, Reject, Room, Status as RoomStatus};
 use crate::store::LeasedSeat;
 
@@ -203,12 +204,13 @@ impl Game for GameService {
                 Some(PbOccupant::UserId(user_id)) if !user_id.is_empty() => {
                     if occupants
                         .iter()
-                        .any(|o| matches!(o, Occupant::Player { user_id: id } if id == user_id))
+                        .any(|o| matches!(o, Occupant::Player { user_id: id, .. } if id == user_id))
                     {
                         return Err(invalid(format!("user {user_id} is seated twice")));
                     }
                     Occupant::Player {
                         user_id: user_id.clone(),
+                        name: String::new(),
                     }
                 }
                 Some(PbOccupant::Bot(bot)) => Occupant::Bot { level: bot.level },
@@ -219,6 +221,19 @@ impl Game for GameService {
         }
         if request.ranked && occupants.iter().any(|o| matches!(o, Occupant::Bot { .. })) {
             return Err(invalid("a room with a bot cannot be ranked"));
+        }
+        let users: Vec<String> = occupants
+            .iter()
+            .filter_map(|o| match o {
+                Occupant::Player { user_id, .. } => Some(user_id.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut names = display_names(self.core.accounts.as_ref(), &users).await;
+        for occupant in &mut occupants {
+            if let Occupant::Player { user_id, name } = occupant {
+                *name = names.remove(user_id.as_str()).unwrap_or_default();
+            }
         }
         let now = now_ms();
         let mut room = Room::new(
@@ -260,11 +275,19 @@ impl Game for GameService {
         if request.user_id.is_empty() {
             return Err(invalid("user_id is required"));
         }
+        let name = display_names(
+            self.core.accounts.as_ref(),
+            std::slice::from_ref(&request.user_id),
+        )
+        .await
+        .remove(&request.user_id)
+        .unwrap_or_default();
         let outcome = self
             .core
             .mutate(&request.room_id, None, |room, now| {
                 room.seat_player(
                     &request.user_id,
+                    &name,
                     request.preferred_seat,
                     fresh_seed(),
                     fresh_id(),

@@ -10,7 +10,7 @@ use basra_platform::auth::Role;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
     self as game, RejectCode, client_message::Kind, game_admin_client::GameAdminClient,
-    server_event::Event as E,
+    game_client::GameClient, server_event::Event as E,
 };
 use common::*;
 use sha2::Digest as _;
@@ -865,5 +865,81 @@ async fn the_embedded_memory_store_serves_a_whole_match_too() {
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     let ended = a.play_on(None).await.unwrap();
     check_against_replay(&[&a], &ended, &commitment(&a));
+    replica.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seats_show_the_names_accounts_gives_in_views_events_and_the_record() {
+    let tokens = Tokens::new();
+    let fake = FakeAccounts::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let accounts_addr = listener.local_addr().unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let server = serve_accounts(listener, fake.clone(), &tokens, stop.clone());
+    let mut link = game_session::AccountsLink::new(
+        &format!("http://{accounts_addr}"),
+        tokens.service_credentials(),
+    )
+    .unwrap();
+    link.poll = Duration::from_millis(50);
+    let replica = Replica::spawn(
+        redis_store(&prefix()).await,
+        &tokens,
+        config("r1", timing()),
+        Some(link),
+    )
+    .await;
+    // One player seated when the room is made, one by SeatPlayer (as JoinRoom does).
+    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
+    let room = Uuid::now_v7().to_string();
+    let open = game::SeatAssignment {
+        occupant: Some(game::seat_assignment::Occupant::Open(game::OpenSeat {})),
+    };
+    create_room(
+        replica.channel().await,
+        &tokens,
+        &room,
+        vec![player_seat(ua), open],
+        low_target(),
+    )
+    .await
+    .unwrap();
+    GameClient::new(replica.channel().await)
+        .seat_player(authed(
+            game::SeatPlayerRequest {
+                room_id: room.clone(),
+                user_id: ub.to_string(),
+                preferred_seat: None,
+            },
+            &tokens.service(),
+        ))
+        .await
+        .unwrap();
+    let expected = [fake_name(&ua.to_string()), fake_name(&ub.to_string())];
+    let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
+    let started = a.until(|e| matches!(e, E::MatchStarted(_))).await;
+    let Some(E::MatchStarted(m)) = started.event else {
+        unreachable!()
+    };
+    let names: Vec<String> = m.seats.iter().map(|s| s.display_name.clone()).collect();
+    assert_eq!(names, expected, "match_started names the players");
+    a.send(Kind::Resign(game::Resign {})).await;
+    a.until(|e| matches!(e, E::MatchEnded(_))).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let record = loop {
+        if let Some((record, _)) = fake.recorded.lock().unwrap().values().next() {
+            break record.clone();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the record lands");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let names: Vec<String> = record
+        .seats
+        .iter()
+        .map(|s| s.display_name.clone())
+        .collect();
+    assert_eq!(names, expected, "the record names the players");
+    stop.cancel();
+    let _ = server.await;
     replica.stop().await;
 }

@@ -18,9 +18,11 @@ fn room(id: &str, now: i64) -> Room {
         vec![
             Occupant::Player {
                 user_id: "a".into(),
+                name: "Ana".into(),
             },
             Occupant::Player {
                 user_id: "b".into(),
+                name: String::new(),
             },
         ],
         false,

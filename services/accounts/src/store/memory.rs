@@ -219,6 +219,24 @@ impl Store for MemoryStore {
         Ok(self.lock().users.get(&id).cloned())
     }
 
+    async fn players(&self, ids: &[Uuid]) -> Result<Vec<(User, Rating)>> {
+        let inner = self.lock();
+        let mut seen = std::collections::HashSet::new();
+        Ok(ids
+            .iter()
+            .filter(|id| seen.insert(**id))
+            .filter_map(|id| {
+                let user = inner.users.get(id)?.clone();
+                let rating = inner
+                    .ratings
+                    .get(id)
+                    .map(|row| row.rating)
+                    .unwrap_or_default();
+                Some((user, rating))
+            })
+            .collect())
+    }
+
     async fn insert_refresh_token(&self, token: RefreshTokenRecord) -> Result<()> {
         let mut inner = self.lock();
         if !inner.users.contains_key(&token.user_id) {

@@ -312,6 +312,9 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// The account with this id.
     fn user(&self, id: Uuid) -> impl Future<Output = Result<Option<User>>> + Send;
 
+    /// The accounts among `ids` that exist, each with its rating (any order).
+    fn players(&self, ids: &[Uuid]) -> impl Future<Output = Result<Vec<(User, Rating)>>> + Send;
+
     /// Stores a new refresh token (a new family or a member of one).
     fn insert_refresh_token(
         &self,

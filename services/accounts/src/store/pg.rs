@@ -291,6 +291,28 @@ impl Store for PgStore {
         row.as_ref().map(user_from_row).transpose()
     }
 
+    async fn players(&self, ids: &[Uuid]) -> Result<Vec<(User, Rating)>> {
+        let rows = sqlx::query(
+            "SELECT u.id, u.username, u.display_name, u.is_guest, u.created_at,
+                    r.rating, r.deviation, r.volatility
+             FROM users u JOIN ratings r ON r.user_id = u.id
+             WHERE u.id = ANY($1)",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let rating = Rating {
+                    rating: row.try_get("rating")?,
+                    deviation: row.try_get("deviation")?,
+                    volatility: row.try_get("volatility")?,
+                };
+                Ok((user_from_row(row)?, rating))
+            })
+            .collect()
+    }
+
     async fn insert_refresh_token(&self, token: RefreshTokenRecord) -> Result<()> {
         sqlx::query(
             "INSERT INTO refresh_tokens

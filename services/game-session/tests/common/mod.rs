@@ -442,6 +442,11 @@ pub fn logged(log: &[ServerEvent]) -> Vec<&ServerEvent> {
         .collect()
 }
 
+/// The display name [`FakeAccounts`] gives a user.
+pub fn fake_name(user_id: &str) -> String {
+    format!("name-{}", &user_id[user_id.len().saturating_sub(6)..])
+}
+
 /// A fake accounts server: records RecordMatch calls by match id; refuses them while
 /// `down` is set.
 #[derive(Default, Clone)]
@@ -499,6 +504,24 @@ impl acc::accounts_server::Accounts for FakeAccounts {
         _: Request<acc::MatchHistoryRequest>,
     ) -> Result<tonic::Response<acc::MatchHistoryResponse>, Status> {
         Err(Status::unimplemented("fake"))
+    }
+    async fn get_players(
+        &self,
+        request: Request<acc::GetPlayersRequest>,
+    ) -> Result<tonic::Response<acc::GetPlayersResponse>, Status> {
+        let caller = basra_platform::auth::caller(&request)?;
+        basra_platform::auth::require_role(&caller, Role::Service)?;
+        let players = request
+            .into_inner()
+            .user_ids
+            .into_iter()
+            .map(|user_id| acc::PlayerSummary {
+                display_name: fake_name(&user_id),
+                user_id,
+                ..Default::default()
+            })
+            .collect();
+        Ok(tonic::Response::new(acc::GetPlayersResponse { players }))
     }
     async fn record_match(
         &self,
