@@ -18,7 +18,7 @@ use basra_platform::auth::{Caller, Role, SigningKey};
 use game_session::{AccountsLink, Credentials};
 use matchmaking::clock::SystemClock;
 use matchmaking::metrics::Metrics;
-use matchmaking::upstream::{GrpcGame, GrpcRatings};
+use matchmaking::upstream::{GrpcGame, GrpcNames, GrpcRatings};
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -178,6 +178,11 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
             Duration::from_secs(5),
         )?),
         ratings: Arc::new(GrpcRatings::new(&accounts_url, Duration::from_secs(5))?),
+        names: Arc::new(GrpcNames::new(
+            &accounts_url,
+            &service_token,
+            Duration::from_secs(5),
+        )?),
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::new()),
     };

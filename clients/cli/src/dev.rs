@@ -13,7 +13,7 @@ use basra_proto::basra::matchmaking::v1::matchmaking_server::MatchmakingServer;
 use game_session::{AccountsLink, Credentials, GameSession, RoomStore};
 use matchmaking::clock::SystemClock;
 use matchmaking::metrics::Metrics;
-use matchmaking::upstream::{GrpcGame, GrpcRatings};
+use matchmaking::upstream::{GrpcGame, GrpcNames, GrpcRatings};
 use secrecy::SecretString;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -139,6 +139,11 @@ pub async fn run(
             queue_settings.game.timeout(),
         )?),
         ratings: Arc::new(GrpcRatings::new(&url, queue_settings.accounts.timeout())?),
+        names: Arc::new(GrpcNames::new(
+            &url,
+            &service_token,
+            queue_settings.accounts.timeout(),
+        )?),
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::new()),
     };

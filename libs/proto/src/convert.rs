@@ -139,6 +139,16 @@ pub fn settings_to_pb(s: &Settings) -> pb::RuleSettings {
     }
 }
 
+/// How a player's seat is shown: their display name, or "Player N" (N from 1) while it is
+/// not known (accounts could not be asked when they were seated).
+pub fn player_display_name(name: &str, seat: usize) -> String {
+    if name.is_empty() {
+        format!("Player {}", seat + 1)
+    } else {
+        name.to_owned()
+    }
+}
+
 /// The one name a bot goes by, everywhere a seat is shown (views, events, lobby listings,
 /// match records): its level, as the server plays it (easy plays at random, every other
 /// level greedily).

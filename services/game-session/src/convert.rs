@@ -8,12 +8,11 @@ use basra_engine::{CardSet, Event};
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1 as game;
 use basra_proto::convert::{
-    basra_to_pb, bot_display_name, card_to_pb, cards_to_pb, settings_to_pb,
+    basra_to_pb, bot_display_name, card_to_pb, cards_to_pb, player_display_name, settings_to_pb,
 };
 use prost_types::Timestamp;
 
 use crate::events::{LogEvent, StoredEvent};
-use crate::names::shown_name;
 use crate::room::{Occupant, Room, SeatSnapshot, Status};
 
 /// A Unix-milliseconds instant as a protobuf timestamp.
@@ -48,7 +47,7 @@ pub fn seat_to_pb(seat: &SeatSnapshot, seats: usize) -> pb::SeatInfo {
         Occupant::Player { user_id, name } => {
             info.occupant = pb::SeatOccupant::Player as i32;
             info.user_id = user_id.clone();
-            info.display_name = shown_name(name, usize::from(seat.seat));
+            info.display_name = player_display_name(name, usize::from(seat.seat));
             info.connected = seat.connected;
         }
         Occupant::Bot { level } => {

@@ -53,12 +53,3 @@ pub async fn display_names(
         }
     }
 }
-
-/// How a seat's player is shown: their name, or "Player N" when it is not known.
-pub fn shown_name(name: &str, seat: usize) -> String {
-    if name.is_empty() {
-        format!("Player {}", seat + 1)
-    } else {
-        name.to_owned()
-    }
-}

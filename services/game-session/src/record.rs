@@ -3,11 +3,12 @@
 use basra_engine::Action;
 use basra_proto::basra::accounts::v1 as accounts;
 use basra_proto::basra::common::v1 as pb;
-use basra_proto::convert::{bot_display_name, card_to_pb, cards_to_pb, settings_to_pb};
+use basra_proto::convert::{
+    bot_display_name, card_to_pb, cards_to_pb, player_display_name, settings_to_pb,
+};
 use prost::Message as _;
 
 use crate::convert::{side_scores, timestamp};
-use crate::names::shown_name;
 use crate::room::{ActionRecord, Occupant, Room};
 
 /// The record of the room's finished match, whose action log is `actions`.
@@ -20,7 +21,7 @@ pub fn match_record(room: &Room, actions: &[ActionRecord]) -> accounts::MatchRec
         .map(|(index, seat)| {
             let (user_id, is_bot, name) = match &seat.occupant {
                 Occupant::Player { user_id, name } => {
-                    (user_id.clone(), false, shown_name(name, index))
+                    (user_id.clone(), false, player_display_name(name, index))
                 }
                 Occupant::Bot { level } => (String::new(), true, bot_display_name(*level)),
                 Occupant::Open => (String::new(), false, String::new()),

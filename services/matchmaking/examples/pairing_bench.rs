@@ -28,7 +28,7 @@ use matchmaking::{
     metrics::Metrics,
     settings::Settings,
     store::{NewTicket, RedisStore, Store, TicketState},
-    upstream::{GameRooms, RatingSource},
+    upstream::{GameRooms, NameSource, RatingSource},
 };
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
@@ -62,6 +62,18 @@ struct NoRatings;
 impl RatingSource for NoRatings {
     async fn rating(&self, _caller: &Caller, _bearer: &str) -> Result<f64, MatchmakingError> {
         Ok(1500.0)
+    }
+}
+
+struct NoNames;
+
+#[tonic::async_trait]
+impl NameSource for NoNames {
+    async fn names(
+        &self,
+        _user_ids: &[String],
+    ) -> Result<std::collections::HashMap<String, String>, MatchmakingError> {
+        Ok(Default::default())
     }
 }
 
@@ -108,6 +120,7 @@ fn start(store: Arc<dyn Store>, metrics: Arc<Metrics>) -> CancellationToken {
         store,
         game: Arc::new(InstantGame),
         ratings: Arc::new(NoRatings),
+        names: Arc::new(NoNames),
         clock: Arc::new(SystemClock),
         metrics,
     };

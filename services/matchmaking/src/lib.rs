@@ -40,7 +40,7 @@ use crate::{
     service::{Hub, Inner},
     settings::{QueueSettings, RoomSettings},
     store::Store,
-    upstream::{GameRooms, RatingSource},
+    upstream::{GameRooms, NameSource, RatingSource},
 };
 
 /// The gRPC service name, for health and reflection.
@@ -66,6 +66,8 @@ pub struct Deps {
     pub game: Arc<dyn GameRooms>,
     /// Ratings.
     pub ratings: Arc<dyn RatingSource>,
+    /// Players' display names.
+    pub names: Arc<dyn NameSource>,
     /// Time.
     pub clock: Arc<dyn Clock>,
     /// Metrics.

@@ -10,7 +10,7 @@ use matchmaking::{
     metrics::{Metrics, serve_metrics},
     settings::Settings,
     store::{MemoryStore, RedisStore, Store},
-    upstream::{GrpcGame, GrpcRatings},
+    upstream::{GrpcGame, GrpcNames, GrpcRatings},
 };
 use tokio::net::TcpListener;
 
@@ -59,6 +59,11 @@ async fn main() -> anyhow::Result<()> {
         )?),
         ratings: Arc::new(GrpcRatings::new(
             &settings.accounts.url,
+            settings.accounts.timeout(),
+        )?),
+        names: Arc::new(GrpcNames::new(
+            &settings.accounts.url,
+            &settings.accounts.service_token,
             settings.accounts.timeout(),
         )?),
         clock: Arc::new(SystemClock),

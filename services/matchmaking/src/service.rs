@@ -14,7 +14,7 @@ use basra_proto::{
             find_match_update::Update, join_room_request::Target, matchmaking_server::Matchmaking,
         },
     },
-    convert::{bot_display_name, settings_from_pb, settings_to_pb},
+    convert::{bot_display_name, player_display_name, settings_from_pb, settings_to_pb},
 };
 use tokio::sync::mpsc;
 use tokio_stream::{Stream, wrappers::ReceiverStream};
@@ -113,7 +113,35 @@ fn bearer<T>(request: &Request<T>) -> String {
         .unwrap_or_default()
 }
 
-fn seat_infos(seats: &[Occupant], seat_count: usize) -> Vec<common::SeatInfo> {
+/// The display names of the players in `seats` (user id → name); none when
+/// accounts cannot say right now (the seats then show "Player N").
+pub(crate) async fn names_of<'a>(
+    inner: &Inner,
+    seats: impl IntoIterator<Item = &'a Occupant>,
+) -> HashMap<String, String> {
+    let mut users: Vec<String> = seats
+        .into_iter()
+        .filter_map(|o| match o {
+            Occupant::Player { user_id, .. } => Some(user_id.clone()),
+            _ => None,
+        })
+        .collect();
+    users.sort_unstable();
+    users.dedup();
+    inner
+        .deps
+        .names
+        .names(&users)
+        .await
+        .inspect_err(|err| tracing::warn!(error = %err, "players' names unavailable"))
+        .unwrap_or_default()
+}
+
+fn seat_infos(
+    seats: &[Occupant],
+    seat_count: usize,
+    names: &HashMap<String, String>,
+) -> Vec<common::SeatInfo> {
     seats
         .iter()
         .enumerate()
@@ -140,6 +168,8 @@ fn seat_infos(seats: &[Occupant], seat_count: usize) -> Vec<common::SeatInfo> {
                 } => {
                     info.occupant = common::SeatOccupant::Player as i32;
                     info.user_id = user_id.clone();
+                    info.display_name =
+                        player_display_name(names.get(user_id).map_or("", String::as_str), i);
                     info.is_guest = *guest;
                     info.rating = *rating;
                 }
@@ -150,13 +180,13 @@ fn seat_infos(seats: &[Occupant], seat_count: usize) -> Vec<common::SeatInfo> {
 }
 
 /// The API form of a match record.
-pub(crate) fn matched_proto(record: &MatchRecord) -> mm::Matched {
+pub(crate) fn matched_proto(record: &MatchRecord, names: &HashMap<String, String>) -> mm::Matched {
     mm::Matched {
         room_id: record.room_id.clone(),
         seat: record.seat,
         ranked: record.ranked,
         settings: Some(settings_to_pb(&record.settings)),
-        seats: seat_infos(&record.seats, record.seats.len()),
+        seats: seat_infos(&record.seats, record.seats.len(), names),
     }
 }
 
@@ -664,6 +694,7 @@ impl MatchmakingService {
                 LOBBY_SCAN_CAP,
             )
             .await?;
+        let names = names_of(&self.inner, page.rooms.iter().flat_map(|r| &r.seats)).await;
         Ok(ListPublicRoomsResponse {
             rooms: page
                 .rooms
@@ -672,7 +703,7 @@ impl MatchmakingService {
                     room_id: room.id.clone(),
                     settings: Some(settings_to_pb(&room.settings)),
                     ranked: room.ranked,
-                    seats: seat_infos(&room.seats, room.seats.len()),
+                    seats: seat_infos(&room.seats, room.seats.len(), &names),
                     created_at: Some(prost_types::Timestamp {
                         seconds: room.created_ms.div_euclid(1000),
                         nanos: (room.created_ms.rem_euclid(1000) * 1_000_000) as i32,
@@ -725,8 +756,12 @@ async fn run_stream(
                         .deps
                         .metrics
                         .observe_wait(&v.format.key(), now, now - v.enqueued_ms);
+                    let names = names_of(&inner, &record.seats).await;
                     (
-                        Some(Ok(update(&id, Update::Matched(matched_proto(record))))),
+                        Some(Ok(update(
+                            &id,
+                            Update::Matched(matched_proto(record, &names)),
+                        ))),
                         true,
                     )
                 }
@@ -929,10 +964,13 @@ impl Matchmaking for MatchmakingService {
                 cancelled: false,
                 matched: None,
             })),
-            CancelOutcome::AlreadyMatched(record) => Ok(Response::new(CancelFindResponse {
-                cancelled: false,
-                matched: Some(matched_proto(&record)),
-            })),
+            CancelOutcome::AlreadyMatched(record) => {
+                let names = names_of(&self.inner, &record.seats).await;
+                Ok(Response::new(CancelFindResponse {
+                    cancelled: false,
+                    matched: Some(matched_proto(&record, &names)),
+                }))
+            }
             CancelOutcome::NotFound => Err(MatchmakingError::NotFound(
                 "no such search of yours (it may have expired)".into(),
             )

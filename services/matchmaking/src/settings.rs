@@ -76,7 +76,8 @@ pub struct KeySettings {
 pub struct UpstreamSettings {
     /// gRPC URL.
     pub url: String,
-    /// Service token (game only).
+    /// The service token (a JWT with the `service` role) for internal calls:
+    /// game-session's room RPCs, accounts' GetPlayers (players' names).
     #[serde(default)]
     pub service_token: String,
     /// Per-call timeout.

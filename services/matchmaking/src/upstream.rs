@@ -2,11 +2,11 @@
 //! players seated there) and accounts (ratings). Both behind traits, so
 //! tests and the embedded dev mode can put anything behind them.
 
-use std::time::Duration;
+use std::{collections::HashMap, time::Duration};
 
 use basra_platform::Caller;
 use basra_proto::basra::{
-    accounts::v1::{GetProfileRequest, accounts_client::AccountsClient},
+    accounts::v1::{GetPlayersRequest, GetProfileRequest, accounts_client::AccountsClient},
     game::v1::{
         CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, SeatPlayerRequest,
         SeatPlayerResponse, game_client::GameClient,
@@ -153,6 +153,61 @@ impl RatingSource for GrpcRatings {
             .profile
             .ok_or_else(|| MatchmakingError::Corrupt("accounts sent no profile".into()))?;
         Ok(profile.rating)
+    }
+}
+
+/// Where players' display names come from (accounts), for the seats that
+/// matchmaking shows (`Matched`, the public lobby).
+#[tonic::async_trait]
+pub trait NameSource: Send + Sync + 'static {
+    /// The names of those of `user_ids` that exist (user id → name).
+    async fn names(&self, user_ids: &[String]) -> Result<HashMap<String, String>>;
+}
+
+/// [`NameSource`] asking accounts' `GetPlayers` with a service token.
+#[derive(Debug, Clone)]
+pub struct GrpcNames {
+    client: AccountsClient<Channel>,
+    authorization: MetadataValue<tonic::metadata::Ascii>,
+}
+
+impl GrpcNames {
+    /// A client of accounts at `url`, sending `service_token`.
+    pub fn new(url: &str, service_token: &str, timeout: Duration) -> Result<GrpcNames> {
+        Ok(GrpcNames {
+            client: AccountsClient::new(endpoint(url, timeout)?.connect_lazy()),
+            authorization: bearer(service_token)?,
+        })
+    }
+}
+
+#[tonic::async_trait]
+impl NameSource for GrpcNames {
+    async fn names(&self, user_ids: &[String]) -> Result<HashMap<String, String>> {
+        if user_ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut request = Request::new(GetPlayersRequest {
+            user_ids: user_ids.to_vec(),
+        });
+        request
+            .metadata_mut()
+            .insert("authorization", self.authorization.clone());
+        let players = self
+            .client
+            .clone()
+            .get_players(request)
+            .await
+            .map_err(|status| MatchmakingError::Upstream {
+                context: "accounts GetPlayers",
+                status,
+            })?
+            .into_inner()
+            .players;
+        Ok(players
+            .into_iter()
+            .map(|p| (p.user_id, p.display_name))
+            .collect())
     }
 }
 

@@ -13,7 +13,7 @@ use basra_proto::basra::{
         join_room_request::Target,
     },
 };
-use common::{Env, authed, eventually};
+use common::{Env, authed, eventually, name_of};
 use tonic::{Code, Request, Streaming};
 use uuid::Uuid;
 
@@ -86,6 +86,9 @@ async fn two_players_are_matched_into_a_room_made_by_game_session() {
             .iter()
             .any(|s| s.user_id == b.to_string() && s.is_guest)
     );
+    for seat in &ma.seats {
+        assert_eq!(seat.display_name, name_of(&seat.user_id), "names from accounts");
+    }
     // The stream ends after `matched`.
     assert!(sa.message().await.unwrap().is_none());
     let created = env.game.created();
@@ -1049,6 +1052,11 @@ async fn the_public_lobby_lists_filters_pages_and_forgets_full_rooms() {
     let room0 = &all.rooms[0];
     assert_eq!(room0.seats.len(), 2);
     assert_eq!(room0.seats[1].occupant, SeatOccupant::Open as i32);
+    assert_eq!(
+        room0.seats[0].display_name,
+        name_of(&room0.seats[0].user_id),
+        "the owner's name, from accounts"
+    );
     assert!(room0.created_at.is_some());
     // Filters.
     let filtered = client

@@ -35,7 +35,7 @@ use matchmaking::{
     metrics::Metrics,
     settings::Settings,
     store::{MemoryStore, RedisStore, Store},
-    upstream::{GrpcGame, RatingSource},
+    upstream::{GrpcGame, NameSource, RatingSource},
 };
 use tokio::net::TcpListener;
 use tokio_stream::Stream;
@@ -227,6 +227,27 @@ impl FakeGameService {
     }
 }
 
+/// Names made from user ids, as [`name_of`] says.
+pub struct NamesFromIds;
+
+/// The display name [`NamesFromIds`] gives a user.
+pub fn name_of(user_id: &str) -> String {
+    format!("name-{}", &user_id[user_id.len().saturating_sub(6)..])
+}
+
+#[tonic::async_trait]
+impl NameSource for NamesFromIds {
+    async fn names(
+        &self,
+        user_ids: &[String],
+    ) -> Result<HashMap<String, String>, MatchmakingError> {
+        Ok(user_ids
+            .iter()
+            .map(|id| (id.clone(), name_of(id)))
+            .collect())
+    }
+}
+
 /// Ratings by user id (1500 when unknown).
 #[derive(Default)]
 pub struct MapRatings(pub Mutex<HashMap<Uuid, f64>>);
@@ -367,6 +388,7 @@ impl Env {
                 GrpcGame::new(game_url, &self.service_token(), Duration::from_secs(5)).unwrap(),
             ),
             ratings: self.ratings.clone(),
+            names: Arc::new(NamesFromIds),
             clock: Arc::new(self.clock.clone()),
             metrics: metrics.clone(),
         };
