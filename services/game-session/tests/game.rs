@@ -803,6 +803,46 @@ async fn admin_needs_the_operator_role_and_closes_rooms() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::NotFound);
+    // Every documented refusal.
+    let err = admin
+        .list_rooms(authed(
+            game::ListRoomsRequest {
+                page_token: "not-a-token".into(),
+                ..Default::default()
+            },
+            &operator,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err}");
+    for (room_id, reason, code) in [
+        ("", "test", Code::InvalidArgument),
+        (room.as_str(), "", Code::InvalidArgument),
+        ("nope", "test", Code::NotFound),
+    ] {
+        let err = admin
+            .close_room(authed(
+                game::CloseRoomRequest {
+                    room_id: room_id.into(),
+                    reason: reason.into(),
+                },
+                &operator,
+            ))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), code, "{room_id:?} {reason:?}: {err}");
+    }
+    let err = admin
+        .drain_replica(authed(
+            game::DrainReplicaRequest {
+                replica: "no-such-replica".into(),
+                deadline: None,
+            },
+            &operator,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err}");
 
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, None).await;
     a.next().await.unwrap();

@@ -87,7 +87,11 @@ async fn two_players_are_matched_into_a_room_made_by_game_session() {
             .any(|s| s.user_id == b.to_string() && s.is_guest)
     );
     for seat in &ma.seats {
-        assert_eq!(seat.display_name, name_of(&seat.user_id), "names from accounts");
+        assert_eq!(
+            seat.display_name,
+            name_of(&seat.user_id),
+            "names from accounts"
+        );
     }
     // The stream ends after `matched`.
     assert!(sa.message().await.unwrap().is_none());
@@ -1334,6 +1338,28 @@ async fn guests_may_be_kept_out_of_ranked() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::PermissionDenied);
+    // Nor may a guest make or join a ranked room.
+    let ranked_room = CreateRoomRequest {
+        ranked: true,
+        visibility: RoomVisibility::Public as i32,
+        ..Default::default()
+    };
+    let err = client
+        .create_room(authed(ranked_room.clone(), &guest))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied, "{err}");
+    let member = env.token(Uuid::now_v7(), false);
+    let room = client
+        .create_room(authed(ranked_room, &member))
+        .await
+        .unwrap()
+        .into_inner();
+    let err = client
+        .join_room(authed(join_id(&room.room_id), &guest))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied, "{err}");
     // Unranked is fine.
     let mut s = client
         .find_match(authed(find("g", false), &guest))
