@@ -7,7 +7,7 @@ REDIS_URL ?= redis://127.0.0.1:6379
 export DATABASE_URL REDIS_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: help run play test bench lint fmt rules k8s-check
+.PHONY: help run play test bench lint fmt rules k8s-check fuzz
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -35,6 +35,14 @@ bench: ## Run the benchmarks (figures go in README.md, 'Performance')
 	services/game-session/bench/redis_bench.sh
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 100 --seconds 20
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 20 --think-ms 1000
+
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := engine_actions rules_tool client_messages
+fuzz: ## Fuzz each target for FUZZ_SECONDS (cargo-fuzz, nightly; see README "Fuzzing")
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	cd fuzz && for target in $(FUZZ_TARGETS); do \
+		$(CARGO) +nightly fuzz run $$target -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
+	done
 
 lint: ## cargo fmt --check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check

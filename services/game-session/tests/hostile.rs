@@ -1,0 +1,166 @@
+//! Hostile clients (issue: reliability and security): each gets the documented answer and
+//! leaves the room, the replica and other players as they were.
+
+mod common;
+
+use std::time::Duration;
+
+use basra_platform::auth::Role;
+use basra_proto::basra::game::v1::{
+    self as game, RejectCode, client_message::Kind, game_client::GameClient,
+    server_event::Event as E,
+};
+use common::*;
+use tonic::Code;
+use uuid::Uuid;
+
+/// The next `rejected` on a player's stream.
+async fn rejected(p: &mut Player) -> game::Rejected {
+    match p.until(|e| matches!(e, E::Rejected(_))).await.event {
+        Some(E::Rejected(r)) => r,
+        _ => unreachable!(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_never_joins_is_closed_and_frees_its_place() {
+    let tokens = Tokens::new();
+    let mut cfg = config("r1", timing());
+    cfg.max_streams = 1;
+    cfg.join_timeout = Duration::from_millis(300);
+    let replica = Replica::spawn(redis_store(&prefix()).await, &tokens, cfg, None).await;
+    let (room, ua, _) = two_player_room(&replica, &tokens).await;
+
+    // Opens the stream and says nothing: it holds the replica's only place until the join
+    // timeout, then ends with INVALID_ARGUMENT.
+    let (_silent_tx, rx) = tokio::sync::mpsc::channel::<game::ClientMessage>(1);
+    let mut client = GameClient::new(replica.channel().await);
+    let silent = client.play(authed(
+        tokio_stream::wrappers::ReceiverStream::new(rx),
+        &tokens.token(Uuid::now_v7(), Role::Player),
+    ));
+    let err = tokio::time::timeout(Duration::from_secs(5), silent)
+        .await
+        .expect("answered within the join timeout")
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err}");
+    assert!(err.message().contains("join"), "{err}");
+
+    // The place is free again: a real player gets in.
+    let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, None).await;
+    assert!(matches!(
+        a.next().await.unwrap().event,
+        Some(E::Snapshot(_))
+    ));
+    replica.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_plays_out_of_turn_is_rejected_one_by_one_and_changes_nothing() {
+    let tokens = Tokens::new();
+    let store = redis_store(&prefix()).await;
+    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
+    let (room, mut a, mut b) = two_players(&replica, &tokens, low_target()).await;
+    let version = store.load(&room).await.unwrap().unwrap().version;
+    // Seat 1 is not to play: 200 plays of a card it may not even hold.
+    let card = basra_proto::convert::card_to_pb("AS".parse().unwrap());
+    for i in 0..200 {
+        b.send(Kind::PlayCard(game::PlayCard {
+            card: Some(card),
+            capture_choice: None,
+            based_on_seq: None,
+            client_move_id: format!("flood-{i}"),
+        }))
+        .await;
+    }
+    for _ in 0..200 {
+        let r = rejected(&mut b).await;
+        assert!(
+            r.code == RejectCode::NotYourTurn as i32 || r.code == RejectCode::CardNotInHand as i32,
+            "{r:?}"
+        );
+    }
+    assert_eq!(
+        store.load(&room).await.unwrap().unwrap().version,
+        version,
+        "nothing was written"
+    );
+    // The match goes on as if nothing happened.
+    let ended = a.play_on(Some(1)).await;
+    assert!(ended.is_none(), "one play, the match runs");
+    b.until(|e| matches!(e, E::CardPlayed(p) if p.seat == 0))
+        .await;
+    replica.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spectator_cannot_play_and_a_seat_token_does_not_open_another_room() {
+    let tokens = Tokens::new();
+    let store = redis_store(&prefix()).await;
+    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
+    let (room, _a, _b) = two_players(&replica, &tokens, low_target()).await;
+    let (other_room, _, _) = two_player_room(&replica, &tokens).await;
+    let version = store.load(&room).await.unwrap().unwrap().version;
+
+    // A spectator (allowed in these rooms) tries to play and to resign.
+    let watcher = Uuid::now_v7();
+    let join = game::ClientMessage {
+        kind: Some(Kind::Join(game::Join {
+            room_id: room.clone(),
+            last_seen_seq: None,
+            spectate: true,
+        })),
+    };
+    let (tx, mut events) = open(
+        replica.channel().await,
+        &tokens.token(watcher, Role::Player),
+        join,
+    )
+    .await
+    .unwrap();
+    let card = basra_proto::convert::card_to_pb("AS".parse().unwrap());
+    tx.send(game::ClientMessage {
+        kind: Some(Kind::PlayCard(game::PlayCard {
+            card: Some(card),
+            client_move_id: "spectator".into(),
+            ..Default::default()
+        })),
+    })
+    .await
+    .unwrap();
+    tx.send(game::ClientMessage {
+        kind: Some(Kind::Resign(game::Resign {})),
+    })
+    .await
+    .unwrap();
+    let mut refusals = Vec::new();
+    while refusals.len() < 2 {
+        let event = tokio::time::timeout(Duration::from_secs(5), events.message())
+            .await
+            .expect("an answer in time")
+            .unwrap()
+            .expect("the stream stays open");
+        if let Some(E::Rejected(r)) = event.event {
+            refusals.push(r.code);
+        }
+    }
+    assert_eq!(refusals, [RejectCode::NotSeated as i32; 2]);
+    assert_eq!(store.load(&room).await.unwrap().unwrap().version, version);
+
+    // A player of the first room joins the second as a player: refused.
+    let seated = store.load(&room).await.unwrap().unwrap().room;
+    let user = match &seated.seats[0].occupant {
+        game_session::room::Occupant::Player { user_id, .. } => user_id.parse().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let err = open(
+        replica.channel().await,
+        &tokens.token(user, Role::Player),
+        join_message(&other_room, None),
+    )
+    .await
+    .err()
+    .expect("refused");
+    assert_eq!(err.code(), Code::PermissionDenied, "{err}");
+    replica.stop().await;
+}
