@@ -333,3 +333,8 @@ async fn the_memory_store_keeps_the_contract() {
 async fn the_redis_store_keeps_the_contract() {
     contract(common::redis_store(&common::prefix()).await).await;
 }
+
+#[tokio::test]
+async fn the_redis_store_keeps_the_contract_on_a_cluster() {
+    contract(common::cluster_store(&common::prefix()).await).await;
+}
