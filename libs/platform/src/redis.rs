@@ -231,11 +231,7 @@ pub enum PubSubEvent {
     Resubscribed,
 }
 
-/// The connection a subscription lives on, kept alive by holding it.
-#[expect(
-    dead_code,
-    reason = "held, never read: dropping it ends the subscription"
-)]
+/// The connection a subscription lives on: dropping it ends the subscription.
 enum Held {
     Single(::redis::aio::MultiplexedConnection),
     Cluster(ClusterConnection),
@@ -313,6 +309,40 @@ async fn pump(
                 {
                     on_event(PubSubEvent::Message { channel, payload });
                 }
+            }
+            // A cluster node drops shard subscriptions when their slot moves away (a
+            // failover, a resharding): subscribe again, the client finds the new owner.
+            PushKind::SUnsubscribe => {
+                let Some(channel) = push
+                    .data
+                    .first()
+                    .and_then(|c| ::redis::from_redis_value::<String>(c.clone()).ok())
+                else {
+                    continue;
+                };
+                tracing::warn!(channel, "redis shard channel dropped; resubscribing");
+                loop {
+                    if shutdown.is_cancelled() {
+                        return;
+                    }
+                    let again = match &mut held {
+                        Held::Single(conn) => {
+                            ::redis::cmd("SSUBSCRIBE")
+                                .arg(&channel)
+                                .exec_async(conn)
+                                .await
+                        }
+                        Held::Cluster(conn) => conn.ssubscribe(&channel).await,
+                    };
+                    match again {
+                        Ok(()) => break,
+                        Err(err) => {
+                            tracing::warn!(channel, error = %err, "redis resubscribe failed");
+                        }
+                    }
+                    tokio::time::sleep(RESUBSCRIBE_PAUSE).await;
+                }
+                on_event(PubSubEvent::Resubscribed);
             }
             PushKind::Disconnection => {
                 tracing::warn!("redis subscription lost; resubscribing");
