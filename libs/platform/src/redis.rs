@@ -132,6 +132,37 @@ impl ConnectionLike for Connection {
     }
 }
 
+impl Connection {
+    /// `WAIT replicas timeout_ms` on the primary holding `key` (on a cluster, the primary
+    /// of its slot): blocks until that many replicas have every write sent so far through
+    /// this connection to that primary, or the timeout passes. Returns how many did.
+    pub async fn wait_for_replicas(
+        &mut self,
+        key: &str,
+        replicas: u32,
+        timeout_ms: u64,
+    ) -> RedisResult<u32> {
+        let mut wait = ::redis::cmd("WAIT");
+        wait.arg(replicas).arg(timeout_ms);
+        match self {
+            Connection::Single(conn) => wait.query_async(conn).await,
+            Connection::Cluster(conn) => {
+                use ::redis::cluster_routing::{
+                    Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr,
+                };
+                let route = Route::new(hash_slot(key), SlotAddr::Master);
+                let value = conn
+                    .route_command(
+                        wait,
+                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
+                    )
+                    .await?;
+                Ok(::redis::from_redis_value(value)?)
+            }
+        }
+    }
+}
+
 /// A connected Redis (or Redis Cluster).
 #[derive(Clone)]
 pub struct Redis {

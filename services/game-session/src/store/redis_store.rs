@@ -83,6 +83,10 @@ pub struct RedisStore {
     scripts: Arc<Scripts>,
     /// Where the next walk over the shards starts, so no shard waits behind the others.
     walk: Arc<AtomicU32>,
+    /// After each commit, wait for this many replicas to have it (0: do not wait).
+    wait_replicas: u32,
+    /// For at most this long.
+    wait_timeout_ms: u64,
     notices: broadcast::Sender<Notice>,
 }
 
@@ -112,6 +116,8 @@ impl RedisStore {
             closed_ttl_seconds,
             scripts: Arc::new(Scripts::new()),
             walk: Arc::new(AtomicU32::new(0)),
+            wait_replicas: 0,
+            wait_timeout_ms: 0,
             notices: broadcast::channel(4096).0,
         };
         for shard in 0..SHARDS {
@@ -143,6 +149,16 @@ impl RedisStore {
             })
             .await?;
         Ok(store)
+    }
+
+    /// Makes every commit wait until `replicas` replicas of its primary have it (`WAIT`),
+    /// for at most `timeout_ms`: a primary that crashes right after answering then loses
+    /// no acknowledged play, unless the wait timed out. 0 replicas: no wait (the default;
+    /// see the README's durability figures).
+    pub fn with_replica_wait(mut self, replicas: u32, timeout_ms: u64) -> RedisStore {
+        self.wait_replicas = replicas;
+        self.wait_timeout_ms = timeout_ms;
+        self
     }
 
     async fn ensure_group(&self, shard: u32) -> Result<()> {
@@ -274,7 +290,24 @@ impl RoomStore for RedisStore {
         for action in &commit.actions.actions {
             invocation.arg(serde_json::to_string(action)?);
         }
-        let (status, value): (i64, u64) = invocation.invoke_async(&mut self.conn()).await?;
+        let mut conn = self.conn();
+        let (status, value): (i64, u64) = invocation.invoke_async(&mut conn).await?;
+        if status == 1 && self.wait_replicas > 0 {
+            let state = self.room_key(&room.id, "state");
+            let acked = conn
+                .wait_for_replicas(&state, self.wait_replicas, self.wait_timeout_ms)
+                .await?;
+            if acked < self.wait_replicas {
+                // Committed on the primary all the same: the play stands; only its
+                // survival of a primary crash in the next instants is not assured.
+                tracing::warn!(
+                    room_id = %room.id,
+                    acked,
+                    wanted = self.wait_replicas,
+                    "commit not on enough replicas in time"
+                );
+            }
+        }
         Ok(match status {
             1 => CommitOutcome::Committed { version: value },
             2 => CommitOutcome::AlreadyApplied { seq: value },
