@@ -5,6 +5,7 @@
 #   scripts/redis-cluster.sh start    # idempotent: a healthy cluster is left alone
 #   scripts/redis-cluster.sh stop
 #   scripts/redis-cluster.sh status
+#   scripts/redis-cluster.sh heal     # restart stopped or killed nodes; they rejoin
 #
 # The services and tests reach it with
 #   REDIS_CLUSTER_URL=redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003
@@ -20,6 +21,38 @@ healthy() {
   done
 }
 
+start_node() { # port
+  redis-server --port "$1" --bind 127.0.0.1 --daemonize yes \
+    --cluster-enabled yes --cluster-config-file "$dir/$1/nodes.conf" \
+    --cluster-node-timeout 2000 --save "" --appendonly no \
+    --dir "$dir/$1" --logfile "$dir/$1/redis.log" --pidfile "$dir/$1/redis.pid"
+}
+
+wait_healthy() {
+  for _ in $(seq 1 150); do
+    if healthy; then return 0; fi
+    sleep 0.2
+  done
+  echo "redis-cluster: did not reach cluster_state:ok" >&2
+  return 1
+}
+
+heal() {
+  for p in $ports; do
+    if ! redis-cli -p "$p" ping >/dev/null 2>&1; then
+      echo "redis-cluster: restarting $p"
+      start_node "$p"
+    fi
+  done
+  wait_healthy
+  # A restarted node comes back as a replica; wait until every primary has one again.
+  for _ in $(seq 1 150); do
+    [ "$(redis-cli -p "$base" cluster nodes | grep -c ' slave ')" -ge 3 ] && break
+    sleep 0.2
+  done
+  echo "redis-cluster: healthy"
+}
+
 start() {
   if healthy; then
     echo "redis-cluster: already running on $base-$((base + 5))"
@@ -29,10 +62,7 @@ start() {
   rm -rf "$dir"
   for p in $ports; do
     mkdir -p "$dir/$p"
-    redis-server --port "$p" --bind 127.0.0.1 --daemonize yes \
-      --cluster-enabled yes --cluster-config-file "$dir/$p/nodes.conf" \
-      --cluster-node-timeout 2000 --save "" --appendonly no \
-      --dir "$dir/$p" --logfile "$dir/$p/redis.log" --pidfile "$dir/$p/redis.pid"
+    start_node "$p"
   done
   for p in $ports; do
     for _ in $(seq 1 50); do
@@ -46,15 +76,8 @@ start() {
     cat "$dir/create.log" >&2
     exit 1
   }
-  for _ in $(seq 1 100); do
-    if healthy; then
-      echo "redis-cluster: 3 primaries + 3 replicas on 127.0.0.1:$base-$((base + 5)) ($dir)"
-      return 0
-    fi
-    sleep 0.2
-  done
-  echo "redis-cluster: did not reach cluster_state:ok" >&2
-  exit 1
+  wait_healthy
+  echo "redis-cluster: 3 primaries + 3 replicas on 127.0.0.1:$base-$((base + 5)) ($dir)"
 }
 
 stop() {
@@ -77,5 +100,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+  heal) heal ;;
+  *) echo "usage: $0 start|stop|status|heal" >&2; exit 2 ;;
 esac

@@ -41,6 +41,11 @@ pub use ::redis::Script;
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long one attempt of a cluster call may take (it is retried within
+/// [`RESPONSE_TIMEOUT`]).
+const CLUSTER_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a connection attempt to a cluster node may take.
+const CLUSTER_CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 /// The pause between two attempts to restore a lost subscription.
 const RESUBSCRIBE_PAUSE: Duration = Duration::from_millis(500);
 
@@ -242,10 +247,17 @@ impl Redis {
 
 fn cluster_builder(nodes: &[String]) -> ClusterClientBuilder {
     ClusterClientBuilder::new(nodes.to_vec())
-        .response_timeout(RESPONSE_TIMEOUT)
-        .connection_timeout(CONNECT_TIMEOUT)
-        // A failover takes a few seconds: keep retrying (with backoff) through it.
-        .retries(8)
+        // Per attempt; the whole call (retries, redirections) gets RESPONSE_TIMEOUT.
+        .response_timeout(CLUSTER_ATTEMPT_TIMEOUT)
+        .overall_response_timeout(Some(RESPONSE_TIMEOUT))
+        // A dead node refuses at once or not at all: do not wait long for it.
+        .connection_timeout(CLUSTER_CONNECT_TIMEOUT)
+        // Retry soon and often through a failover (the crate's default first wait is
+        // 1.28 s), within the overall timeout.
+        .retries(12)
+        .min_retry_wait(20)
+        .max_retry_wait(500)
+        .retry_wait_formula(20, 2)
 }
 
 /// A pub/sub happening.
