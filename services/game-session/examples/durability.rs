@@ -76,9 +76,11 @@ fn room(id: &str) -> Room {
         vec![
             Occupant::Player {
                 user_id: "a".into(),
+                name: "A".into(),
             },
             Occupant::Player {
                 user_id: "b".into(),
+                name: "B".into(),
             },
         ],
         false,
