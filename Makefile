@@ -4,13 +4,15 @@ CARGO ?= cargo
 # What the tests talk to (see README, "Quick start"). Override to point elsewhere.
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 REDIS_URL ?= redis://127.0.0.1:6379
-export DATABASE_URL REDIS_URL
+# A local Redis Cluster (3 primaries, 3 replicas): `make redis-cluster` starts it.
+REDIS_CLUSTER_URL ?= redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003
+export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: help run play test bench lint fmt rules k8s-check fuzz
+.PHONY: help run play test bench lint fmt rules k8s-check fuzz redis-cluster redis-cluster-stop
 
 help: ## List the targets
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 run: ## Start the whole backend on its embedded defaults (in-memory stores, one port: 50051)
 	$(CARGO) run --quiet -p basra -- dev
@@ -43,6 +45,12 @@ fuzz: ## Fuzz each target for FUZZ_SECONDS (cargo-fuzz, nightly; see README "Fuz
 	cd fuzz && for target in $(FUZZ_TARGETS); do \
 		$(CARGO) +nightly fuzz run $$target -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
 	done
+
+redis-cluster: ## Start the local Redis Cluster the tests use (127.0.0.1:7001-7006)
+	scripts/redis-cluster.sh start
+
+redis-cluster-stop: ## Stop the local Redis Cluster
+	scripts/redis-cluster.sh stop
 
 lint: ## cargo fmt --check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check

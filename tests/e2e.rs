@@ -24,7 +24,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 /// Each scenario runs against the services on their own ports with PostgreSQL and Redis,
-/// and against `basra dev` with its in-memory stores.
+/// against `basra dev` with its in-memory stores, and against `basra dev` with rooms and
+/// the queue on a Redis Cluster.
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {
         mod separate_services {
@@ -43,7 +44,42 @@ macro_rules! scenarios {
                 }
             )*
         }
+        mod basra_dev_on_a_redis_cluster {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::spawn_dev_on_a_cluster().await).await;
+                }
+            )*
+        }
     };
+}
+
+/// `basra dev` with rooms and the queue on the test Redis Cluster (`REDIS_CLUSTER_URL`,
+/// `make redis-cluster`), under key prefixes of this test alone (the temporary cluster
+/// keeps them).
+async fn spawn_dev_on_a_cluster() -> Backend {
+    let url = std::env::var("REDIS_CLUSTER_URL").unwrap_or_else(|_| {
+        "redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003".to_owned()
+    });
+    let tag = uuid::Uuid::now_v7().simple().to_string();
+    basra_e2e::spawn_dev_with(
+        Some(url.clone()),
+        vec![
+            (
+                "BASRA_GAME_SESSION_REDIS__PREFIX".to_owned(),
+                format!("e2e-gs-{tag}"),
+            ),
+            (
+                "BASRA_MATCHMAKING_REDIS__PREFIX".to_owned(),
+                format!("e2e-mm-{tag}"),
+            ),
+        ],
+    )
+    .await
+    .unwrap_or_else(|err| {
+        panic!("basra dev on the Redis Cluster at {url} (make redis-cluster): {err:#}")
+    })
 }
 
 scenarios!(
@@ -377,7 +413,7 @@ async fn basra_dev_gives_each_service_its_own_settings() {
                 rooms_prefix.clone(),
             ),
             (
-                "BASRA_MATCHMAKING_STORE__KEY_PREFIX".to_owned(),
+                "BASRA_MATCHMAKING_REDIS__PREFIX".to_owned(),
                 queue_prefix.clone(),
             ),
         ],

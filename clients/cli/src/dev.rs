@@ -126,7 +126,7 @@ pub async fn run(
     let queue: Arc<dyn matchmaking::store::Store> = match &options.redis_url {
         None => Arc::new(matchmaking::store::MemoryStore::new()),
         Some(redis) => Arc::new(
-            matchmaking::store::RedisStore::connect(redis, &queue_settings.store.key_prefix)
+            matchmaking::store::RedisStore::connect(redis, &queue_settings.redis.prefix)
                 .await
                 .context("cannot connect to Redis")?,
         ),

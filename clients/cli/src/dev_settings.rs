@@ -112,14 +112,14 @@ mod tests {
     fn each_service_reads_its_own_prefix() {
         let settings = DevSettings::from_env(env(&[
             ("BASRA_GAME_SESSION_REDIS__PREFIX", "gs-mine"),
-            ("BASRA_MATCHMAKING_STORE__KEY_PREFIX", "mm-mine"),
+            ("BASRA_MATCHMAKING_REDIS__PREFIX", "mm-mine"),
             ("BASRA_ACCOUNTS_LEADERBOARD__MIN_RANKED_MATCHES", "3"),
             ("BASRA_DEV_REDIS_URL", "redis://127.0.0.1:6379"),
             ("PATH", "/usr/bin"),
         ]))
         .unwrap();
         assert_eq!(settings.game_session.redis.prefix, "gs-mine");
-        assert_eq!(settings.matchmaking.store.key_prefix, "mm-mine");
+        assert_eq!(settings.matchmaking.redis.prefix, "mm-mine");
         assert_eq!(settings.accounts.leaderboard.min_ranked_matches, 3);
     }
 

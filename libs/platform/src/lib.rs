@@ -8,6 +8,7 @@
 //! | [`error`] | the one mapping from service errors to gRPC status codes; internal errors are logged, never shown |
 //! | [`serve`](mod@serve) | the gRPC server: auth, health, reflection, graceful drain |
 //! | [`shutdown`] | a [`CancellationToken`](tokio_util::sync::CancellationToken) cancelled on SIGTERM or SIGINT |
+//! | [`redis`](mod@redis) | one Redis layer: a single node or a cluster by the URL setting, key prefix and hash tags, scripts, sharded pub/sub with resubscription |
 //! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts) |
 //!
 //! A service's `main` is, in order: [`config::load`], [`telemetry::init`],
@@ -17,6 +18,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod ratelimit;
+pub mod redis;
 pub mod serve;
 pub mod shutdown;
 pub mod telemetry;

@@ -16,9 +16,15 @@
 //!     --matches 1000 --seconds 20 [--think-ms 0] [--warmup 3] [--connections 0]
 //! ```
 //!
+//! `REDIS_URL` may list Redis Cluster nodes (`redis://127.0.0.1:7001,redis://…:7002`):
+//! the replica then runs on the cluster, and Redis CPU is summed over its primaries (and
+//! shown per primary).
+//!
 //! `--think-ms T`: each player waits T ms (±50 %, uniform) before each play; 0 plays at
 //! once (the replica is then saturated: plays/s is its throughput). `--connections C`:
 //! spread the players over C HTTP/2 connections (0: one per player, like real clients).
+//! `--wait-replicas N`: the replica waits for N Redis replicas after each commit (the
+//! `[redis] wait_replicas` setting; 0: not).
 
 #![allow(missing_docs)]
 
@@ -61,6 +67,7 @@ struct Args {
     warmup: u64,
     think_ms: u64,
     connections: usize,
+    wait_replicas: u64,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
@@ -70,6 +77,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
         warmup: 3,
         think_ms: 0,
         connections: 0,
+        wait_replicas: 0,
     };
     while let Some(flag) = args.next() {
         let value = args
@@ -86,8 +94,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
             "--warmup" => parsed.warmup = number()?,
             "--think-ms" => parsed.think_ms = number()?,
             "--connections" => parsed.connections = number()? as usize,
+            "--wait-replicas" => parsed.wait_replicas = number()?,
             other => bail!(
-                "unknown flag {other}; flags: --matches N --seconds S --warmup S --think-ms T --connections C"
+                "unknown flag {other}; flags: --matches N --seconds S --warmup S --think-ms T --connections C --wait-replicas N"
             ),
         }
     }
@@ -130,7 +139,13 @@ fn serve() -> anyhow::Result<()> {
             let _ = std::io::stdin().read_to_end(&mut Vec::new());
             stop.cancel();
         });
-        let store = RedisStore::connect(&redis_url(), &prefix, 600, shutdown.clone()).await?;
+        let wait: u32 = std::env::var("LOAD_WAIT_REPLICAS")
+            .ok()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(0);
+        let store = RedisStore::connect(&redis_url(), &prefix, 600, shutdown.clone())
+            .await?
+            .with_replica_wait(wait, 100);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         println!("listening {}", listener.local_addr()?);
         std::io::stdout().flush()?;
@@ -169,10 +184,11 @@ struct Server {
 }
 
 impl Server {
-    fn spawn(prefix: &str, kid: &str, public_pem: &str) -> anyhow::Result<Server> {
+    fn spawn(prefix: &str, kid: &str, public_pem: &str, wait: u64) -> anyhow::Result<Server> {
         let mut child = Command::new(std::env::current_exe()?)
             .arg("serve")
             .env("LOAD_PREFIX", prefix)
+            .env("LOAD_WAIT_REPLICAS", wait.to_string())
             .env("LOAD_KID", kid)
             .env("LOAD_PEM", public_pem)
             .stdin(Stdio::piped())
@@ -231,20 +247,56 @@ fn page_size() -> u64 {
     4096
 }
 
-async fn redis_cpu(conn: &mut redis::aio::MultiplexedConnection) -> f64 {
-    let info: String = redis::cmd("INFO")
-        .arg("cpu")
-        .query_async(conn)
-        .await
-        .unwrap_or_default();
-    info.lines()
-        .filter_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            matches!(key, "used_cpu_sys" | "used_cpu_user")
-                .then(|| value.trim().parse::<f64>().ok())
-                .flatten()
-        })
-        .sum()
+/// The primaries the run writes to: the one node, or every primary of a cluster.
+async fn primaries() -> anyhow::Result<Vec<(String, redis::aio::MultiplexedConnection)>> {
+    let url = redis_url();
+    let first = url.split(',').next().unwrap_or_default().trim().to_owned();
+    let mut conn = redis::Client::open(first.as_str())?
+        .get_multiplexed_async_connection()
+        .await?;
+    if !url.contains(',') {
+        return Ok(vec![(first, conn)]);
+    }
+    let nodes: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query_async(&mut conn)
+        .await?;
+    let mut out = Vec::new();
+    for line in nodes.lines() {
+        let parts: Vec<&str> = line.split(' ').collect();
+        if parts.len() > 2 && parts[2].contains("master") && !parts[2].contains("fail") {
+            let addr = parts[1].split('@').next().unwrap_or_default().to_owned();
+            let conn = redis::Client::open(format!("redis://{addr}"))?
+                .get_multiplexed_async_connection()
+                .await?;
+            out.push((addr, conn));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// CPU seconds used so far by each primary.
+async fn redis_cpu(nodes: &mut [(String, redis::aio::MultiplexedConnection)]) -> Vec<f64> {
+    let mut out = Vec::new();
+    for (_, conn) in nodes.iter_mut() {
+        let info: String = redis::cmd("INFO")
+            .arg("cpu")
+            .query_async(conn)
+            .await
+            .unwrap_or_default();
+        out.push(
+            info.lines()
+                .filter_map(|line| {
+                    let (key, value) = line.split_once(':')?;
+                    matches!(key, "used_cpu_sys" | "used_cpu_user")
+                        .then(|| value.trim().parse::<f64>().ok())
+                        .flatten()
+                })
+                .sum(),
+        );
+    }
+    out
 }
 
 /// What the players share.
@@ -456,9 +508,13 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     let key = SigningKey::generate();
     let issuer = TokenIssuer::new(key, ISSUER, AUDIENCE);
     let prefix = format!("load-{}", Uuid::now_v7().simple());
-    let server = Server::spawn(&prefix, issuer.kid(), issuer.public_pem())?;
-    let redis = redis::Client::open(redis_url())?;
-    let mut redis_conn = redis.get_multiplexed_async_connection().await?;
+    let server = Server::spawn(
+        &prefix,
+        issuer.kid(),
+        issuer.public_pem(),
+        args.wait_replicas,
+    )?;
+    let mut redis_nodes = primaries().await?;
     let players = args.matches * 2;
     let connections = if args.connections == 0 {
         players
@@ -547,13 +603,19 @@ async fn drive(args: Args) -> anyhow::Result<()> {
 
     start_tx.send(true)?;
     tokio::time::sleep(Duration::from_secs(args.warmup)).await;
-    let (cpu0, redis_cpu0) = (server.cpu_seconds(), redis_cpu(&mut redis_conn).await);
+    let (cpu0, redis_cpu0) = (server.cpu_seconds(), redis_cpu(&mut redis_nodes).await);
     shared.measuring.store(true, Ordering::Relaxed);
     let window = Instant::now();
     tokio::time::sleep(Duration::from_secs(args.seconds)).await;
     shared.measuring.store(false, Ordering::Relaxed);
     let elapsed = window.elapsed().as_secs_f64();
-    let (cpu1, redis_cpu1) = (server.cpu_seconds(), redis_cpu(&mut redis_conn).await);
+    let (cpu1, redis_cpu1) = (server.cpu_seconds(), redis_cpu(&mut redis_nodes).await);
+    let redis_used: Vec<f64> = redis_cpu1
+        .iter()
+        .zip(&redis_cpu0)
+        .map(|(b, a)| b - a)
+        .collect();
+    let (redis_cpu0, redis_cpu1) = (0.0, redis_used.iter().sum::<f64>());
     let rss_loaded = server.rss();
     shared.running.store(false, Ordering::Relaxed);
     drop(channels);
@@ -578,13 +640,15 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     }
     latencies.sort_unstable();
     server.stop();
-    cleanup(&mut redis_conn, &prefix).await?;
+    for (_, conn) in redis_nodes.iter_mut() {
+        cleanup(conn, &prefix).await?;
+    }
 
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     let per_stream = |rss: u64| (rss.saturating_sub(rss_idle)) as f64 / players as f64 / 1024.0;
     println!(
-        "matches {} ({} streams on {} connections), think {} ms, window {:.1} s",
-        args.matches, players, connections, args.think_ms, elapsed
+        "matches {} ({} streams on {} connections), think {} ms, wait_replicas {}, window {:.1} s",
+        args.matches, players, connections, args.think_ms, args.wait_replicas, elapsed
     );
     println!(
         "plays/s {:.0}  (plays {plays}, matches ended {}, rejects {rejects}, failed players {failed})",
@@ -605,6 +669,14 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         (redis_cpu1 - redis_cpu0) / plays.max(1) as f64 * 1e6,
         (redis_cpu1 - redis_cpu0) / elapsed * 100.0
     );
+    if redis_nodes.len() > 1 {
+        let each: Vec<String> = redis_nodes
+            .iter()
+            .zip(&redis_used)
+            .map(|((addr, _), used)| format!("{addr} {:.0} %", used / elapsed * 100.0))
+            .collect();
+        println!("redis CPU per primary: {}", each.join(", "));
+    }
     println!(
         "server RSS: idle {:.1} MiB, + connections {:.1} MiB, + streams {:.1} MiB, under load {:.1} MiB; \
          per open stream {:.1} KiB idle ({:.1} KiB with its connection), {:.1} KiB under load",
@@ -632,7 +704,12 @@ async fn cleanup(conn: &mut redis::aio::MultiplexedConnection, prefix: &str) -> 
             .query_async(conn)
             .await?;
         if !keys.is_empty() {
-            let _: () = redis::cmd("UNLINK").arg(&keys).query_async(conn).await?;
+            // One key per UNLINK: on a cluster node a multi-key command must stay in a slot.
+            let mut pipe = redis::pipe();
+            for key in &keys {
+                pipe.cmd("UNLINK").arg(key).ignore();
+            }
+            let _: () = pipe.query_async(conn).await?;
         }
         if next == 0 {
             return Ok(());

@@ -176,7 +176,8 @@ pub async fn run_with_settings(
         settings.game.closed_room_ttl_seconds,
         shutdown.clone(),
     )
-    .await?;
+    .await?
+    .with_replica_wait(settings.redis.wait_replicas, settings.redis.wait_timeout_ms);
     let config = settings.game.service_config();
     let accounts = if settings.accounts.url.is_empty() {
         None

@@ -31,10 +31,14 @@ pub struct Settings {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RedisSettings {
-    /// `redis://host:port/db`.
+    /// `redis://host:port/db`, or a comma-separated list of Redis Cluster node URLs.
     pub url: String,
     /// The prefix of every key this service writes.
     pub prefix: String,
+    /// After each commit, wait until this many replicas have it (`WAIT`); 0: do not.
+    pub wait_replicas: u32,
+    /// The longest such a wait lasts (then the play stands, possibly on the primary only).
+    pub wait_timeout_ms: u64,
 }
 
 /// The `[game]` section.
@@ -113,8 +117,12 @@ impl Validate for Settings {
         self.server.validate()?;
         self.telemetry.validate()?;
         self.game.validate()?;
-        if self.redis.url.is_empty() {
-            return Err("redis.url must not be empty".into());
+        basra_platform::redis::Topology::parse(&self.redis.url)
+            .map_err(|msg| format!("redis.url: {msg}"))?;
+        if self.redis.wait_replicas > 0 && self.redis.wait_timeout_ms == 0 {
+            return Err(
+                "redis.wait_timeout_ms must be positive when redis.wait_replicas is".into(),
+            );
         }
         if self.redis.prefix.is_empty() || self.redis.prefix.contains(['{', '}']) {
             return Err("redis.prefix must be non-empty and hold no braces".into());

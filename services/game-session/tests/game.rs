@@ -159,17 +159,26 @@ async fn two_players_play_a_whole_match_seeing_only_their_own_cards() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn players_on_two_replicas_and_one_replica_stops_mid_match() {
+    two_replicas_and_one_stops(&redis_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn players_on_two_replicas_over_a_redis_cluster_and_one_replica_stops_mid_match() {
+    two_replicas_and_one_stops(&redis_cluster_url()).await;
+}
+
+async fn two_replicas_and_one_stops(url: &str) {
     let tokens = Tokens::new();
     let prefix = prefix();
     let r1 = Replica::spawn(
-        redis_store(&prefix).await,
+        redis_store_at(url, &prefix).await,
         &tokens,
         config("r1", timing()),
         None,
     )
     .await;
     let r2 = Replica::spawn(
-        redis_store(&prefix).await,
+        redis_store_at(url, &prefix).await,
         &tokens,
         config("r2", timing()),
         None,
@@ -582,6 +591,15 @@ async fn a_bot_seat_plays_a_whole_match() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_outbox_records_a_finished_match_once_even_when_accounts_is_down_at_first() {
+    outbox_records_once(&redis_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outbox_records_a_finished_match_once_on_a_redis_cluster() {
+    outbox_records_once(&redis_cluster_url()).await;
+}
+
+async fn outbox_records_once(url: &str) {
     let tokens = Tokens::new();
     // Reserve a port for accounts, then leave it closed: accounts is down.
     let accounts_addr = {
@@ -600,7 +618,7 @@ async fn the_outbox_records_a_finished_match_once_even_when_accounts_is_down_at_
         link
     };
     let prefix = prefix();
-    let store = redis_store(&prefix).await;
+    let store = redis_store_at(url, &prefix).await;
     let r1 = Replica::spawn(
         store.clone(),
         &tokens,
@@ -609,7 +627,7 @@ async fn the_outbox_records_a_finished_match_once_even_when_accounts_is_down_at_
     )
     .await;
     let r2 = Replica::spawn(
-        redis_store(&prefix).await,
+        redis_store_at(url, &prefix).await,
         &tokens,
         config("r2", timing()),
         Some(link(&tokens)),

@@ -333,3 +333,22 @@ async fn the_memory_store_keeps_the_contract() {
 async fn the_redis_store_keeps_the_contract() {
     contract(common::redis_store(&common::prefix()).await).await;
 }
+
+#[tokio::test]
+async fn the_redis_store_keeps_the_contract_on_a_cluster() {
+    contract(common::cluster_store(&common::prefix()).await).await;
+}
+
+#[tokio::test]
+async fn the_redis_store_keeps_the_contract_on_a_cluster_waiting_for_a_replica() {
+    let store = game_session::RedisStore::connect(
+        &common::redis_cluster_url(),
+        &common::prefix(),
+        600,
+        tokio_util::sync::CancellationToken::new(),
+    )
+    .await
+    .expect("the test cluster (scripts/redis-cluster.sh start)")
+    .with_replica_wait(1, 2_000);
+    contract(Arc::new(store)).await;
+}

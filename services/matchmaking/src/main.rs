@@ -40,11 +40,11 @@ async fn main() -> anyhow::Result<()> {
         "game.service_token is empty: set BASRA_GAME__SERVICE_TOKEN"
     );
 
-    let store: Arc<dyn Store> = if settings.store.url == "memory" {
+    let store: Arc<dyn Store> = if settings.redis.url == "memory" {
         Arc::new(MemoryStore::new())
     } else {
         Arc::new(
-            RedisStore::connect(&settings.store.url, &settings.store.key_prefix)
+            RedisStore::connect(&settings.redis.url, &settings.redis.prefix)
                 .await
                 .context("connecting to Redis")?,
         )

@@ -6,6 +6,7 @@
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
+use basra_platform::redis::Topology;
 use serde::Deserialize;
 
 use crate::domain::{PairingParams, WindowParams};
@@ -22,7 +23,7 @@ pub struct Settings {
     /// Logs and traces.
     pub telemetry: TelemetrySettings,
     /// Where queue and lobby state live.
-    pub store: StoreSettings,
+    pub redis: RedisSettings,
     /// Token verification.
     pub auth: AuthSettings,
     /// game-session.
@@ -37,14 +38,15 @@ pub struct Settings {
     pub metrics: MetricsSettings,
 }
 
-/// `[store]`.
+/// `[redis]` (the same section as game-session's).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct StoreSettings {
-    /// `memory` or a `redis://` URL.
+pub struct RedisSettings {
+    /// `memory` (the in-process store), a `redis://` URL, or a comma-separated list of
+    /// Redis Cluster node URLs.
     pub url: String,
     /// Prefix of every key.
-    pub key_prefix: String,
+    pub prefix: String,
 }
 
 /// `[auth]`.
@@ -218,12 +220,14 @@ impl Validate for Settings {
     fn validate(&self) -> Result<(), String> {
         self.server.validate()?;
         self.telemetry.validate()?;
-        let url = &self.store.url;
-        if url != "memory" && !url.starts_with("redis://") && !url.starts_with("rediss://") {
-            return Err("store.url must be \"memory\" or a redis:// URL".into());
+        let url = &self.redis.url;
+        if url != "memory" {
+            Topology::parse(url).map_err(|msg| {
+                format!("redis.url must be \"memory\", a redis:// URL or a list of them: {msg}")
+            })?;
         }
-        if self.store.key_prefix.is_empty() || self.store.key_prefix.contains(['{', '}']) {
-            return Err("store.key_prefix must be non-empty and without braces".into());
+        if self.redis.prefix.is_empty() || self.redis.prefix.contains(['{', '}']) {
+            return Err("redis.prefix must be non-empty and without braces".into());
         }
         let q = &self.queue;
         if q.target_scores.is_empty() || q.target_scores.contains(&0) {
@@ -279,7 +283,7 @@ mod tests {
     #[test]
     fn the_defaults_load_and_validate() {
         let s = Settings::from_env(env(&[])).unwrap();
-        assert_eq!(s.store.url, "memory");
+        assert_eq!(s.redis.url, "memory");
         assert_eq!(s.queue.target_scores, vec![51, 101, 151]);
         assert!(s.metrics.listen().is_none());
         let p = s.queue.pairing();
@@ -290,8 +294,8 @@ mod tests {
     #[test]
     fn bad_settings_name_the_key() {
         for (key, value, named) in [
-            ("BASRA_STORE__URL", "postgres://x", "store.url"),
-            ("BASRA_STORE__KEY_PREFIX", "a{b}", "store.key_prefix"),
+            ("BASRA_REDIS__URL", "postgres://x", "redis.url"),
+            ("BASRA_REDIS__PREFIX", "a{b}", "redis.prefix"),
             ("BASRA_QUEUE__WINDOW_MAX", "10", "window_max"),
             ("BASRA_QUEUE__TICK_MILLIS", "0", "tick_millis"),
             ("BASRA_QUEUE__ROOM_RETRY_MILLIS", "0", "room_retry_millis"),
@@ -302,7 +306,12 @@ mod tests {
             let err = Settings::from_env(env(&[(key, value)])).unwrap_err();
             assert!(err.to_string().contains(named), "{key}: {err}");
         }
-        let ok = Settings::from_env(env(&[("BASRA_STORE__URL", "redis://127.0.0.1:6379")]));
+        let ok = Settings::from_env(env(&[("BASRA_REDIS__URL", "redis://127.0.0.1:6379")]));
         assert!(ok.is_ok());
+        let cluster = Settings::from_env(env(&[(
+            "BASRA_REDIS__URL",
+            "redis://127.0.0.1:7001,redis://127.0.0.1:7002",
+        )]));
+        assert!(cluster.is_ok());
     }
 }

@@ -1,5 +1,6 @@
 //! One contract for every [`Store`]: each scenario runs against the
-//! in-memory store and against real Redis (a fresh key prefix per test).
+//! in-memory store, against real Redis and against a real Redis Cluster (a fresh key
+//! prefix per test).
 
 mod common;
 
@@ -822,6 +823,17 @@ macro_rules! contract {
                 }
             )*
         }
+        mod redis_cluster {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let prefix = common::unique_prefix();
+                    super::$name(common::cluster_store(&prefix).await).await;
+                    common::forget_cluster_prefix(&prefix);
+                }
+            )*
+        }
     };
 }
 
@@ -862,5 +874,16 @@ mod two_replicas {
         )
         .await;
         common::forget_prefix(&prefix);
+    }
+
+    #[tokio::test]
+    async fn redis_cluster() {
+        let prefix = common::unique_prefix();
+        a_taken_over_lease_cannot_requeue_the_group(
+            common::cluster_store(&prefix).await,
+            common::cluster_store(&prefix).await,
+        )
+        .await;
+        common::forget_cluster_prefix(&prefix);
     }
 }

@@ -14,7 +14,7 @@ use crate::events::StoredEvent;
 use crate::room::{ActionRecord, PendingActions, Room};
 
 pub use memory::MemoryStore;
-pub use redis_store::RedisStore;
+pub use redis_store::{COMMIT_LUA, RedisStore, SHARDS};
 
 /// A room as loaded: its state and the version a commit must name.
 #[derive(Debug, Clone)]

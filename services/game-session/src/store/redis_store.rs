@@ -1,32 +1,33 @@
-//! The Redis store. Keys of one room share the hash tag `{room:ID}`; every key starts
-//! with the configured prefix. A commit is one Lua script (EVALSHA): version check,
-//! idempotency check, state, log append, move answer, deadline, outbox, notification.
+//! The Redis store: one Redis or a Redis Cluster (see `basra_platform::redis`).
 //!
-//! | key | type | holds |
+//! Rooms are spread over [`SHARDS`] shards by their id ([`shard_of`]); every key of a
+//! room and every index a room's commit writes carries its shard's hash tag `{gs:S}`,
+//! so each script touches one hash slot and declares every key it touches. The timer
+//! loop, the outbox forwarder, the lease sweep and the admin listing walk the shards.
+//! Presence leases are sharded by replica instance the same way.
+//!
+//! | key (`P` the prefix, `S` the shard) | type | holds |
 //! |---|---|---|
-//! | `P:{room:ID}:state` | hash | `v` version, `data` room JSON, `st` "closed" or "", `q` last seq |
-//! | `P:{room:ID}:log` | list | the events, JSON; index `seq - 1` |
-//! | `P:{room:ID}:moves` | hash | `seat:client_move_id` → seq of the card played |
-//! | `P:{room:ID}:actions` | list | the running match's actions, JSON (read at its end) |
-//! | `P:deadlines` | sorted set | room id by its next deadline (Unix ms) |
-//! | `P:rooms` | sorted set | room id by creation time |
-//! | `P:outbox` | stream, group `forwarder` | encoded `MatchRecord`s |
-//! | `P:leases` | sorted set | replica instance by the end of its presence lease (Unix ms) |
-//! | `P:lease:INSTANCE` | set | the seats connected through that instance ([`LeasedSeat`]) |
-//! | `P:leases-swept` | sorted set | instances whose lease expired, by when (kept a day) |
-//! | `P:notify` | pub/sub channel | `seq room_id` after each commit (see [`Notice`]) |
+//! | `P:{gs:S}:room:ID:state` | hash | `v` version, `data` room JSON, `st` "closed" or "", `q` last seq |
+//! | `P:{gs:S}:room:ID:log` | list | the events, JSON; index `seq - 1` |
+//! | `P:{gs:S}:room:ID:moves` | hash | `seat:client_move_id` → seq of the card played |
+//! | `P:{gs:S}:room:ID:actions` | list | the running match's actions, JSON (read at its end) |
+//! | `P:{gs:S}:deadlines` | sorted set | the shard's room ids by next deadline (Unix ms) |
+//! | `P:{gs:S}:rooms` | sorted set | the shard's room ids by creation time |
+//! | `P:{gs:S}:outbox` | stream, group `forwarder` | encoded `MatchRecord`s |
+//! | `P:{gs:S}:notify` | shard channel (`SPUBLISH`) | `seq room_id` after each commit (see [`Notice`]) |
+//! | `P:{gs:S}:leases` | sorted set | replica instances of the shard by the end of their presence lease (Unix ms) |
+//! | `P:{gs:S}:lease:INSTANCE` | set | the seats connected through that instance ([`LeasedSeat`]) |
+//! | `P:{gs:S}:leases-swept` | sorted set | instances whose lease expired, by when (kept a day) |
 //!
-//! The global keys (deadlines, rooms, outbox) are written by the same script: on a
-//! single Redis (or a primary with replicas) that is atomic. On Redis Cluster they would
-//! have to be sharded per slot (not done yet).
+//! [`SHARDS`] is part of the key layout: changing it strands the rooms already stored.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU32, Ordering};
 
-use redis::aio::ConnectionManager;
-use redis::{AsyncCommands, Script};
+use basra_platform::redis::{Connection, Keys, PubSubEvent, Redis, Script, shard_of};
+use redis::AsyncCommands;
 use tokio::sync::broadcast;
-use tokio_stream::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -37,173 +38,137 @@ use crate::error::{GameError, Result};
 use crate::events::StoredEvent;
 use crate::room::{ActionRecord, Room, Status};
 
+/// How many shards the rooms (and leases) are spread over: enough to spread over the
+/// primaries of a cluster; each timer tick reads every shard's deadlines once.
+pub const SHARDS: u32 = 16;
+
 /// The consumer group of the outbox.
 const OUTBOX_GROUP: &str = "forwarder";
 
-const COMMIT: &str = r#"
--- KEYS: 1 state, 2 log, 3 moves, 4 deadlines, 5 rooms, 6 outbox, 7 actions
--- ARGV: 1 expected version, 2 room JSON, 3 move key or '', 4 move seq, 5 status flag,
---       6 deadline or '', 7 room id, 8 created ms, 9 outbox payload or '', 10 channel,
---       11 notice, 12 ttl seconds or '', 13 number of events n, 14 number of actions m,
---       15 '1' to start a new action log or '', 16 last seq, 17..16+n events,
---       17+n..16+n+m actions
-local cur = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
-if cur ~= tonumber(ARGV[1]) then return {0, 0} end
-if ARGV[3] ~= '' then
-  local done = redis.call('HGET', KEYS[3], ARGV[3])
-  if done then return {2, tonumber(done)} end
-end
-local n = tonumber(ARGV[13])
-local m = tonumber(ARGV[14])
-for i = 1, n, 500 do
-  redis.call('RPUSH', KEYS[2], unpack(ARGV, 16 + i, 16 + math.min(i + 499, n)))
-end
-if ARGV[15] ~= '' then redis.call('DEL', KEYS[7]) end
-for i = 1, m, 500 do
-  redis.call('RPUSH', KEYS[7], unpack(ARGV, 16 + n + i, 16 + n + math.min(i + 499, m)))
-end
-local v = cur + 1
-redis.call('HSET', KEYS[1], 'v', v, 'data', ARGV[2], 'st', ARGV[5], 'q', ARGV[16])
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) end
-if ARGV[6] == '' then
-  redis.call('ZREM', KEYS[4], ARGV[7])
-else
-  redis.call('ZADD', KEYS[4], ARGV[6], ARGV[7])
-end
-if cur == 0 then redis.call('ZADD', KEYS[5], ARGV[8], ARGV[7]) end
-if ARGV[9] ~= '' then redis.call('XADD', KEYS[6], '*', 'record', ARGV[9]) end
-if ARGV[12] ~= '' then
-  for _, k in ipairs({1, 2, 3, 7}) do redis.call('EXPIRE', KEYS[k], ARGV[12]) end
-end
-redis.call('PUBLISH', ARGV[10], ARGV[11])
-return {1, v}
-"#;
+/// The scripts, from the `.lua` files next to this one.
+#[derive(Debug)]
+struct Scripts {
+    commit: Script,
+    claim: Script,
+    sync: Script,
+    outbox_fetch: Script,
+    lease_add: Script,
+    lease_refresh: Script,
+    lease_claim: Script,
+}
 
-const CLAIM: &str = r#"
-local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if s and tonumber(s) <= tonumber(ARGV[2]) then
-  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
-  return 1
-end
-return 0
-"#;
+impl Scripts {
+    fn new() -> Scripts {
+        Scripts {
+            commit: Script::new(COMMIT_LUA),
+            claim: Script::new(include_str!("lua/claim_due.lua")),
+            sync: Script::new(include_str!("lua/sync_deadline.lua")),
+            outbox_fetch: Script::new(include_str!("lua/outbox_fetch.lua")),
+            lease_add: Script::new(include_str!("lua/lease_add.lua")),
+            lease_refresh: Script::new(include_str!("lua/lease_refresh.lua")),
+            lease_claim: Script::new(include_str!("lua/lease_claim.lua")),
+        }
+    }
+}
 
-const SYNC_DEADLINE: &str = r#"
-if tonumber(redis.call('HGET', KEYS[1], 'v') or '0') ~= tonumber(ARGV[1]) then return 0 end
-if ARGV[3] == '' then redis.call('ZREM', KEYS[2], ARGV[2])
-else redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2]) end
-return 1
-"#;
-
-const LEASE_ADD: &str = r#"
--- KEYS: 1 leases, 2 swept, 3 the instance's seats; ARGV: 1 instance, 2 seat, 3 until ms
-if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
-redis.call('SADD', KEYS[3], ARGV[2])
-redis.call('ZADD', KEYS[1], 'GT', ARGV[3], ARGV[1])
-return 1
-"#;
-
-const LEASE_REFRESH: &str = r#"
--- KEYS: 1 leases, 2 swept; ARGV: 1 instance, 2 until ms
-if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], 'GT', ARGV[2], ARGV[1])
-return 1
-"#;
-
-const LEASE_CLAIM: &str = r#"
--- KEYS: 1 leases, 2 swept; ARGV: 1 now ms, 2 claim ms, 3 limit
--- The swept mark comes first: from then on the instance can neither refresh its lease
--- nor add seats, even if it was only slow. The lease's new score is this claim's end:
--- if the sweeper dies, another claims the instance again then.
-local out = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
-for _, instance in ipairs(out) do
-  redis.call('ZADD', KEYS[2], ARGV[1], instance)
-  redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), instance)
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(ARGV[1]) - 86400000)
-return out
-"#;
-
-const OUTBOX_FETCH: &str = r#"
--- KEYS: 1 outbox; ARGV: 1 group, 2 consumer, 3 min idle ms, 4 count
-local out = {}
-local claimed = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[3], '0-0', 'COUNT', ARGV[4])
-for _, e in ipairs(claimed[2]) do
-  if e[2] then table.insert(out, e[1]); table.insert(out, e[2][2]) end
-end
-if #out == 0 then
-  local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[4], 'STREAMS', KEYS[1], '>')
-  if r then
-    for _, e in ipairs(r[1][2]) do table.insert(out, e[1]); table.insert(out, e[2][2]) end
-  end
-end
-return out
-"#;
+/// The commit script (public so that the benchmark runs the real one).
+pub const COMMIT_LUA: &str = include_str!("lua/commit.lua");
 
 /// Rooms in Redis.
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: ConnectionManager,
-    prefix: Arc<str>,
+    conn: Connection,
+    keys: Keys,
     closed_ttl_seconds: u64,
-    commit: Arc<Script>,
-    claim: Arc<Script>,
-    sync: Arc<Script>,
-    outbox_fetch: Arc<Script>,
-    lease_add: Arc<Script>,
-    lease_refresh: Arc<Script>,
-    lease_claim: Arc<Script>,
+    scripts: Arc<Scripts>,
+    /// Where the next walk over the shards starts, so no shard waits behind the others.
+    walk: Arc<AtomicU32>,
+    /// After each commit, wait for this many replicas to have it (0: do not wait).
+    wait_replicas: u32,
+    /// For at most this long.
+    wait_timeout_ms: u64,
     notices: broadcast::Sender<Notice>,
 }
 
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisStore")
-            .field("prefix", &self.prefix)
+            .field("prefix", &self.keys.prefix())
             .finish_non_exhaustive()
     }
 }
 
 impl RedisStore {
-    /// Connects to `url`, creates the outbox group and starts listening for other
-    /// replicas' notifications (until `shutdown`). Fails when Redis is unreachable.
+    /// Connects to `url` (one node, or a comma-separated list of cluster nodes), creates
+    /// the outbox groups and starts listening for other replicas' notifications (until
+    /// `shutdown`). Fails when Redis is unreachable.
     pub async fn connect(
         url: &str,
         prefix: &str,
         closed_ttl_seconds: u64,
         shutdown: CancellationToken,
     ) -> Result<RedisStore> {
-        let client = redis::Client::open(url)?;
-        let mut conn = client.get_connection_manager().await?;
-        let _: () = redis::cmd("PING").query_async(&mut conn).await?;
+        let keys = Keys::new(prefix).map_err(GameError::Invalid)?;
+        let redis = Redis::connect(url).await?;
         let store = RedisStore {
-            conn,
-            prefix: prefix.into(),
+            conn: redis.conn(),
+            keys,
             closed_ttl_seconds,
-            commit: Arc::new(Script::new(COMMIT)),
-            claim: Arc::new(Script::new(CLAIM)),
-            sync: Arc::new(Script::new(SYNC_DEADLINE)),
-            outbox_fetch: Arc::new(Script::new(OUTBOX_FETCH)),
-            lease_add: Arc::new(Script::new(LEASE_ADD)),
-            lease_refresh: Arc::new(Script::new(LEASE_REFRESH)),
-            lease_claim: Arc::new(Script::new(LEASE_CLAIM)),
+            scripts: Arc::new(Scripts::new()),
+            walk: Arc::new(AtomicU32::new(0)),
+            wait_replicas: 0,
+            wait_timeout_ms: 0,
             notices: broadcast::channel(4096).0,
         };
-        store.ensure_group().await?;
-        let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.subscribe(store.channel()).await?;
-        tokio::spawn(listen(client, pubsub, store.clone(), shutdown));
+        for shard in 0..SHARDS {
+            store.ensure_group(shard).await?;
+        }
+        let notices = store.notices.clone();
+        let channels = (0..SHARDS).map(|shard| store.channel(shard)).collect();
+        redis
+            .subscribe(channels, shutdown, move |event| match event {
+                PubSubEvent::Message { payload, .. } => {
+                    let payload = String::from_utf8_lossy(&payload);
+                    if let Some((seq, room_id)) = payload.split_once(' ')
+                        && let Ok(seq) = seq.parse()
+                    {
+                        let _ = notices.send(Notice {
+                            room_id: room_id.into(),
+                            seq,
+                        });
+                    }
+                }
+                // Streams may have missed notices meanwhile: a wildcard notice makes
+                // every local stream look at its room's log.
+                PubSubEvent::Resubscribed => {
+                    let _ = notices.send(Notice {
+                        room_id: "*".into(),
+                        seq: 0,
+                    });
+                }
+            })
+            .await?;
         Ok(store)
     }
 
-    async fn ensure_group(&self) -> Result<()> {
+    /// Makes every commit wait until `replicas` replicas of its primary have it (`WAIT`),
+    /// for at most `timeout_ms`: a primary that crashes right after answering then loses
+    /// no acknowledged play, unless the wait timed out. 0 replicas: no wait (the default;
+    /// see the README's durability figures).
+    pub fn with_replica_wait(mut self, replicas: u32, timeout_ms: u64) -> RedisStore {
+        self.wait_replicas = replicas;
+        self.wait_timeout_ms = timeout_ms;
+        self
+    }
+
+    async fn ensure_group(&self, shard: u32) -> Result<()> {
         let result: redis::RedisResult<()> = redis::cmd("XGROUP")
             .arg("CREATE")
-            .arg(self.key("outbox"))
+            .arg(self.shard_key(shard, "outbox"))
             .arg(OUTBOX_GROUP)
             .arg("0")
             .arg("MKSTREAM")
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.conn())
             .await;
         match result {
             Err(err) if err.code() == Some("BUSYGROUP") => Ok(()),
@@ -211,76 +176,50 @@ impl RedisStore {
         }
     }
 
-    fn key(&self, name: &str) -> String {
-        format!("{}:{name}", self.prefix)
+    fn conn(&self) -> Connection {
+        self.conn.clone()
+    }
+
+    fn shard_key(&self, shard: u32, name: &str) -> String {
+        self.keys.key(&format!("gs:{shard}"), name)
+    }
+
+    fn room_shard(room_id: &str) -> u32 {
+        shard_of(room_id, SHARDS)
     }
 
     fn room_key(&self, room_id: &str, name: &str) -> String {
-        format!("{}:{{room:{room_id}}}:{name}", self.prefix)
+        self.shard_key(Self::room_shard(room_id), &format!("room:{room_id}:{name}"))
     }
 
-    fn lease_key(&self, instance: &str) -> String {
-        format!("{}:lease:{instance}", self.prefix)
+    fn lease_key(&self, instance: &str, name: &str) -> String {
+        self.shard_key(shard_of(instance, SHARDS), name)
     }
 
-    fn channel(&self) -> String {
-        self.key("notify")
+    fn lease_seats_key(&self, instance: &str) -> String {
+        self.lease_key(instance, &format!("lease:{instance}"))
+    }
+
+    fn channel(&self, shard: u32) -> String {
+        self.shard_key(shard, "notify")
+    }
+
+    /// The shards in walking order, starting one further at each walk.
+    fn walk(&self) -> impl Iterator<Item = u32> {
+        let start = self.walk.fetch_add(1, Ordering::Relaxed);
+        (0..SHARDS).map(move |i| (start + i) % SHARDS)
     }
 }
 
-/// Forwards pub/sub notifications to the local broadcast, reconnecting when the
-/// subscription drops (then every local stream re-checks its room).
-async fn listen(
-    client: redis::Client,
-    mut pubsub: redis::aio::PubSub,
-    store: RedisStore,
-    shutdown: CancellationToken,
-) {
-    loop {
-        {
-            let mut messages = pubsub.on_message();
-            loop {
-                let message = tokio::select! {
-                    () = shutdown.cancelled() => return,
-                    message = messages.next() => message,
-                };
-                let Some(message) = message else { break };
-                let Ok(payload) = message.get_payload::<String>() else {
-                    continue;
-                };
-                if let Some((seq, room_id)) = payload.split_once(' ')
-                    && let Ok(seq) = seq.parse()
-                {
-                    let _ = store.notices.send(Notice {
-                        room_id: room_id.into(),
-                        seq,
-                    });
-                }
-            }
-        }
-        tracing::warn!("redis subscription lost; reconnecting");
-        loop {
-            if shutdown.is_cancelled() {
-                return;
-            }
-            match client.get_async_pubsub().await {
-                Ok(mut fresh) => {
-                    if fresh.subscribe(store.channel()).await.is_ok() {
-                        pubsub = fresh;
-                        // Streams may have missed notices meanwhile: a wildcard notice
-                        // makes every local stream look at its room's log.
-                        let _ = store.notices.send(Notice {
-                            room_id: "*".into(),
-                            seq: 0,
-                        });
-                        break;
-                    }
-                }
-                Err(err) => tracing::warn!(error = %err, "redis subscription: reconnect failed"),
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    }
+/// An outbox entry id: the shard, then the stream entry id.
+fn outbox_id(shard: u32, entry: &str) -> String {
+    format!("{shard}/{entry}")
+}
+
+fn parse_outbox_id(id: &str) -> Result<(u32, &str)> {
+    id.split_once('/')
+        .and_then(|(shard, entry)| Some((shard.parse().ok().filter(|s| *s < SHARDS)?, entry)))
+        .ok_or_else(|| GameError::Corrupt(format!("outbox id {id:?}")))
 }
 
 #[tonic::async_trait]
@@ -290,7 +229,7 @@ impl RoomStore for RedisStore {
             .arg(self.room_key(room_id, "state"))
             .arg("v")
             .arg("data")
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.conn())
             .await?;
         match (version, data) {
             (Some(version), Some(data)) => Ok(Some(Loaded {
@@ -303,6 +242,7 @@ impl RoomStore for RedisStore {
 
     async fn commit(&self, commit: Commit<'_>) -> Result<CommitOutcome> {
         let room = commit.room;
+        let shard = Self::room_shard(&room.id);
         let closed = room.status == Status::Closed;
         let deadline = room
             .next_deadline()
@@ -310,15 +250,16 @@ impl RoomStore for RedisStore {
             .map(|at| at.to_string())
             .unwrap_or_default();
         let (move_key, move_seq) = commit.applied_move.unwrap_or_default();
-        let mut invocation = self.commit.prepare_invoke();
+        let mut invocation = self.scripts.commit.prepare_invoke();
         invocation
             .key(self.room_key(&room.id, "state"))
             .key(self.room_key(&room.id, "log"))
             .key(self.room_key(&room.id, "moves"))
-            .key(self.key("deadlines"))
-            .key(self.key("rooms"))
-            .key(self.key("outbox"))
+            .key(self.shard_key(shard, "deadlines"))
+            .key(self.shard_key(shard, "rooms"))
+            .key(self.shard_key(shard, "outbox"))
             .key(self.room_key(&room.id, "actions"))
+            .key(self.channel(shard))
             .arg(commit.expected_version)
             .arg(serde_json::to_string(room)?)
             .arg(move_key)
@@ -328,7 +269,7 @@ impl RoomStore for RedisStore {
             .arg(&room.id)
             .arg(room.created_at_ms)
             .arg(commit.outbox.unwrap_or_default())
-            .arg(self.channel())
+            .arg("")
             .arg(format!(
                 "{} {}",
                 super::notice_seq(room, commit.events),
@@ -349,7 +290,24 @@ impl RoomStore for RedisStore {
         for action in &commit.actions.actions {
             invocation.arg(serde_json::to_string(action)?);
         }
-        let (status, value): (i64, u64) = invocation.invoke_async(&mut self.conn.clone()).await?;
+        let mut conn = self.conn();
+        let (status, value): (i64, u64) = invocation.invoke_async(&mut conn).await?;
+        if status == 1 && self.wait_replicas > 0 {
+            let state = self.room_key(&room.id, "state");
+            let acked = conn
+                .wait_for_replicas(&state, self.wait_replicas, self.wait_timeout_ms)
+                .await?;
+            if acked < self.wait_replicas {
+                // Committed on the primary all the same: the play stands; only its
+                // survival of a primary crash in the next instants is not assured.
+                tracing::warn!(
+                    room_id = %room.id,
+                    acked,
+                    wanted = self.wait_replicas,
+                    "commit not on enough replicas in time"
+                );
+            }
+        }
         Ok(match status {
             1 => CommitOutcome::Committed { version: value },
             2 => CommitOutcome::AlreadyApplied { seq: value },
@@ -364,7 +322,7 @@ impl RoomStore for RedisStore {
             .arg("v")
             .arg("st")
             .lrange(self.room_key(room_id, "log"), after as isize, -1)
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.conn())
             .await?;
         let exists = version.is_some();
         let events = raw
@@ -379,33 +337,44 @@ impl RoomStore for RedisStore {
     }
 
     async fn room_heads(&self, room_ids: &[Arc<str>]) -> Result<Vec<Option<RoomHead>>> {
-        if room_ids.is_empty() {
-            return Ok(Vec::new());
+        // One pipeline per shard (a cluster pipeline stays in one slot), all at once.
+        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); SHARDS as usize];
+        for (i, id) in room_ids.iter().enumerate() {
+            by_shard[Self::room_shard(id) as usize].push(i);
         }
-        let mut pipe = redis::pipe();
-        for id in room_ids {
-            pipe.cmd("HMGET")
-                .arg(self.room_key(id, "state"))
-                .arg("q")
-                .arg("st");
+        let mut calls = tokio::task::JoinSet::new();
+        for indexes in by_shard.into_iter().filter(|ix| !ix.is_empty()) {
+            let mut pipe = redis::pipe();
+            for &i in &indexes {
+                pipe.cmd("HMGET")
+                    .arg(self.room_key(&room_ids[i], "state"))
+                    .arg("q")
+                    .arg("st");
+            }
+            let mut conn = self.conn();
+            calls.spawn(async move {
+                let heads: redis::RedisResult<Vec<(Option<u64>, Option<String>)>> =
+                    pipe.query_async(&mut conn).await;
+                heads.map(|heads| (indexes, heads))
+            });
         }
-        let heads: Vec<(Option<u64>, Option<String>)> =
-            pipe.query_async(&mut self.conn.clone()).await?;
-        Ok(heads
-            .into_iter()
-            .map(|(seq, status)| {
-                seq.map(|seq| RoomHead {
+        let mut out = vec![None; room_ids.len()];
+        while let Some(joined) = calls.join_next().await {
+            let (indexes, heads) =
+                joined.map_err(|err| GameError::Unavailable(format!("room heads: {err}")))??;
+            for (i, (seq, status)) in indexes.into_iter().zip(heads) {
+                out[i] = seq.map(|seq| RoomHead {
                     seq,
                     closed: status.as_deref() == Some("closed"),
-                })
-            })
-            .collect())
+                });
+            }
+        }
+        Ok(out)
     }
 
     async fn match_actions(&self, room_id: &str) -> Result<Vec<ActionRecord>> {
         let raw: Vec<String> = self
-            .conn
-            .clone()
+            .conn()
             .lrange(self.room_key(room_id, "actions"), 0, -1)
             .await?;
         Ok(raw
@@ -416,28 +385,41 @@ impl RoomStore for RedisStore {
 
     async fn applied_move(&self, room_id: &str, key: &str) -> Result<Option<u64>> {
         Ok(self
-            .conn
-            .clone()
+            .conn()
             .hget(self.room_key(room_id, "moves"), key)
             .await?)
     }
 
     async fn due_rooms(&self, now_ms: i64, limit: usize) -> Result<Vec<String>> {
-        Ok(self
-            .conn
-            .clone()
-            .zrangebyscore_limit(self.key("deadlines"), "-inf", now_ms, 0, limit as isize)
-            .await?)
+        let mut due = Vec::new();
+        for shard in self.walk() {
+            if due.len() >= limit {
+                break;
+            }
+            let more: Vec<String> = self
+                .conn()
+                .zrangebyscore_limit(
+                    self.shard_key(shard, "deadlines"),
+                    "-inf",
+                    now_ms,
+                    0,
+                    (limit - due.len()) as isize,
+                )
+                .await?;
+            due.extend(more);
+        }
+        Ok(due)
     }
 
     async fn claim_due(&self, room_id: &str, now_ms: i64, lease_ms: i64) -> Result<bool> {
         let claimed: i64 = self
+            .scripts
             .claim
-            .key(self.key("deadlines"))
+            .key(self.shard_key(Self::room_shard(room_id), "deadlines"))
             .arg(room_id)
             .arg(now_ms)
             .arg(now_ms + lease_ms)
-            .invoke_async(&mut self.conn.clone())
+            .invoke_async(&mut self.conn())
             .await?;
         Ok(claimed == 1)
     }
@@ -449,13 +431,14 @@ impl RoomStore for RedisStore {
         deadline: Option<i64>,
     ) -> Result<()> {
         let _: i64 = self
+            .scripts
             .sync
             .key(self.room_key(room_id, "state"))
-            .key(self.key("deadlines"))
+            .key(self.shard_key(Self::room_shard(room_id), "deadlines"))
             .arg(version)
             .arg(room_id)
             .arg(deadline.map(|at| at.to_string()).unwrap_or_default())
-            .invoke_async(&mut self.conn.clone())
+            .invoke_async(&mut self.conn())
             .await?;
         Ok(())
     }
@@ -464,15 +447,26 @@ impl RoomStore for RedisStore {
         if count == 0 {
             return Ok(Vec::new());
         }
-        Ok(self
-            .conn
-            .clone()
-            .zrevrange(
-                self.key("rooms"),
-                offset as isize,
-                (offset + count - 1) as isize,
-            )
-            .await?)
+        // The newest `offset + count` of every shard hold the page: merge them.
+        let mut all: Vec<(String, i64)> = Vec::new();
+        for shard in 0..SHARDS {
+            let part: Vec<(String, i64)> = self
+                .conn()
+                .zrevrange_withscores(
+                    self.shard_key(shard, "rooms"),
+                    0,
+                    (offset + count - 1) as isize,
+                )
+                .await?;
+            all.extend(part);
+        }
+        all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+        Ok(all
+            .into_iter()
+            .skip(offset)
+            .take(count)
+            .map(|(id, _)| id)
+            .collect())
     }
 
     async fn outbox_fetch(
@@ -481,73 +475,84 @@ impl RoomStore for RedisStore {
         min_idle_ms: u64,
         count: usize,
     ) -> Result<Vec<OutboxEntry>> {
-        let flat: Vec<Vec<u8>> = self
-            .outbox_fetch
-            .key(self.key("outbox"))
-            .arg(OUTBOX_GROUP)
-            .arg(consumer)
-            .arg(min_idle_ms)
-            .arg(count)
-            .invoke_async(&mut self.conn.clone())
-            .await?;
-        flat.chunks(2)
-            .map(|pair| match pair {
-                [id, payload] => Ok(OutboxEntry {
-                    id: String::from_utf8_lossy(id).into_owned(),
-                    payload: payload.clone(),
-                }),
-                _ => Err(GameError::Corrupt("odd outbox reply".into())),
-            })
-            .collect()
+        let mut entries = Vec::new();
+        for shard in self.walk() {
+            if entries.len() >= count {
+                break;
+            }
+            let flat: Vec<Vec<u8>> = self
+                .scripts
+                .outbox_fetch
+                .key(self.shard_key(shard, "outbox"))
+                .arg(OUTBOX_GROUP)
+                .arg(consumer)
+                .arg(min_idle_ms)
+                .arg(count - entries.len())
+                .invoke_async(&mut self.conn())
+                .await?;
+            for pair in flat.chunks(2) {
+                match pair {
+                    [id, payload] => entries.push(OutboxEntry {
+                        id: outbox_id(shard, &String::from_utf8_lossy(id)),
+                        payload: payload.clone(),
+                    }),
+                    _ => return Err(GameError::Corrupt("odd outbox reply".into())),
+                }
+            }
+        }
+        Ok(entries)
     }
 
     async fn outbox_ack(&self, id: &str) -> Result<()> {
+        let (shard, entry) = parse_outbox_id(id)?;
+        let outbox = self.shard_key(shard, "outbox");
         let _: () = redis::pipe()
             .cmd("XACK")
-            .arg(self.key("outbox"))
+            .arg(&outbox)
             .arg(OUTBOX_GROUP)
-            .arg(id)
+            .arg(entry)
             .ignore()
             .cmd("XDEL")
-            .arg(self.key("outbox"))
-            .arg(id)
+            .arg(&outbox)
+            .arg(entry)
             .ignore()
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.conn())
             .await?;
         Ok(())
     }
 
     async fn lease_add(&self, instance: &str, seat: &LeasedSeat, until_ms: i64) -> Result<bool> {
         let added: i64 = self
+            .scripts
             .lease_add
-            .key(self.key("leases"))
-            .key(self.key("leases-swept"))
-            .key(self.lease_key(instance))
+            .key(self.lease_key(instance, "leases"))
+            .key(self.lease_key(instance, "leases-swept"))
+            .key(self.lease_seats_key(instance))
             .arg(instance)
             .arg(seat.encode())
             .arg(until_ms)
-            .invoke_async(&mut self.conn.clone())
+            .invoke_async(&mut self.conn())
             .await?;
         Ok(added == 1)
     }
 
     async fn lease_remove(&self, instance: &str, seat: &LeasedSeat) -> Result<()> {
         let _: () = self
-            .conn
-            .clone()
-            .srem(self.lease_key(instance), seat.encode())
+            .conn()
+            .srem(self.lease_seats_key(instance), seat.encode())
             .await?;
         Ok(())
     }
 
     async fn lease_refresh(&self, instance: &str, until_ms: i64) -> Result<bool> {
         let alive: i64 = self
+            .scripts
             .lease_refresh
-            .key(self.key("leases"))
-            .key(self.key("leases-swept"))
+            .key(self.lease_key(instance, "leases"))
+            .key(self.lease_key(instance, "leases-swept"))
             .arg(instance)
             .arg(until_ms)
-            .invoke_async(&mut self.conn.clone())
+            .invoke_async(&mut self.conn())
             .await?;
         Ok(alive == 1)
     }
@@ -558,42 +563,74 @@ impl RoomStore for RedisStore {
         claim_ms: i64,
         limit: usize,
     ) -> Result<Vec<ExpiredLease>> {
-        let instances: Vec<String> = self
-            .lease_claim
-            .key(self.key("leases"))
-            .key(self.key("leases-swept"))
-            .arg(now_ms)
-            .arg(claim_ms)
-            .arg(limit)
-            .invoke_async(&mut self.conn.clone())
-            .await?;
-        let mut expired = Vec::with_capacity(instances.len());
-        for instance in instances {
-            let raw: Vec<String> = self
-                .conn
-                .clone()
-                .smembers(self.lease_key(&instance))
+        let mut expired = Vec::new();
+        for shard in self.walk() {
+            if expired.len() >= limit {
+                break;
+            }
+            let instances: Vec<String> = self
+                .scripts
+                .lease_claim
+                .key(self.shard_key(shard, "leases"))
+                .key(self.shard_key(shard, "leases-swept"))
+                .arg(now_ms)
+                .arg(claim_ms)
+                .arg(limit - expired.len())
+                .invoke_async(&mut self.conn())
                 .await?;
-            expired.push(ExpiredLease {
-                seats: raw.iter().filter_map(|s| LeasedSeat::decode(s)).collect(),
-                instance,
-            });
+            for instance in instances {
+                let raw: Vec<String> = self
+                    .conn()
+                    .smembers(self.lease_seats_key(&instance))
+                    .await?;
+                expired.push(ExpiredLease {
+                    seats: raw.iter().filter_map(|s| LeasedSeat::decode(s)).collect(),
+                    instance,
+                });
+            }
         }
         Ok(expired)
     }
 
     async fn lease_release(&self, instance: &str) -> Result<()> {
         let _: () = redis::pipe()
-            .del(self.lease_key(instance))
+            .del(self.lease_seats_key(instance))
             .ignore()
-            .zrem(self.key("leases"), instance)
+            .zrem(self.lease_key(instance, "leases"), instance)
             .ignore()
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.conn())
             .await?;
         Ok(())
     }
 
     fn notices(&self) -> broadcast::Receiver<Notice> {
         self.notices.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use basra_platform::redis::hash_slot;
+
+    use super::*;
+
+    #[test]
+    fn a_room_and_its_shard_indexes_share_one_slot() {
+        let keys = Keys::new("p").unwrap();
+        for id in ["a", "room-42", "0190b3c1-7e1f-7000-8000-000000000000"] {
+            let shard = shard_of(id, SHARDS);
+            let tag = format!("gs:{shard}");
+            let room = keys.key(&tag, &format!("room:{id}:state"));
+            for name in ["deadlines", "rooms", "outbox", "notify"] {
+                assert_eq!(hash_slot(&room), hash_slot(&keys.key(&tag, name)));
+            }
+        }
+    }
+
+    #[test]
+    fn outbox_ids_carry_their_shard() {
+        assert_eq!(parse_outbox_id(&outbox_id(3, "17-0")).unwrap(), (3, "17-0"));
+        assert!(parse_outbox_id("99/1-0").is_err());
+        assert!(parse_outbox_id("1-0").is_err());
     }
 }

@@ -37,11 +37,31 @@ pub fn prefix() -> String {
     format!("test-gs-{}", Uuid::now_v7().simple())
 }
 
+/// Where the tests' Redis Cluster is: `REDIS_CLUSTER_URL` (comma-separated nodes), else
+/// the Makefile's default (`scripts/redis-cluster.sh start`).
+pub fn redis_cluster_url() -> String {
+    std::env::var("REDIS_CLUSTER_URL").unwrap_or_else(|_| {
+        "redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003".into()
+    })
+}
+
 /// A Redis store; panics (the test fails) when Redis is unreachable.
 pub async fn redis_store(prefix: &str) -> Arc<dyn RoomStore> {
-    let store = RedisStore::connect(&redis_url(), prefix, 600, CancellationToken::new())
+    redis_store_at(&redis_url(), prefix).await
+}
+
+/// A Redis store on the test cluster; panics (the test fails) when it is unreachable.
+pub async fn cluster_store(prefix: &str) -> Arc<dyn RoomStore> {
+    redis_store_at(&redis_cluster_url(), prefix).await
+}
+
+/// A Redis store at `url` (one node or a cluster); panics when it is unreachable.
+pub async fn redis_store_at(url: &str, prefix: &str) -> Arc<dyn RoomStore> {
+    let store = RedisStore::connect(url, prefix, 600, CancellationToken::new())
         .await
-        .unwrap_or_else(|err| panic!("Redis at {} is required: {err}", redis_url()));
+        .unwrap_or_else(|err| {
+            panic!("Redis at {url} is required (a cluster: scripts/redis-cluster.sh start): {err}")
+        });
     Arc::new(store)
 }
 

@@ -23,7 +23,7 @@ use crate::{
 };
 
 pub use self::memory::MemoryStore;
-pub use self::redis::RedisStore;
+pub use self::redis::{RedisStore, pairing_script};
 
 /// A new search to queue.
 #[derive(Debug, Clone, PartialEq)]

@@ -62,6 +62,26 @@ pub async fn redis_store(prefix: &str) -> Arc<dyn Store> {
     )
 }
 
+/// Where the tests' Redis Cluster is: `REDIS_CLUSTER_URL` (comma-separated nodes), else
+/// the Makefile's default (`scripts/redis-cluster.sh start`). Tests needing it fail
+/// (never skip) when it is not there.
+pub fn redis_cluster_url() -> String {
+    std::env::var("REDIS_CLUSTER_URL").unwrap_or_else(|_| {
+        "redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003".into()
+    })
+}
+
+pub async fn cluster_store(prefix: &str) -> Arc<dyn Store> {
+    Arc::new(
+        RedisStore::connect(&redis_cluster_url(), prefix)
+            .await
+            .expect(
+                "a Redis Cluster must be reachable at REDIS_CLUSTER_URL for these tests \
+         (scripts/redis-cluster.sh start)",
+            ),
+    )
+}
+
 /// A game-session stand-in: records CreateRoom/SeatPlayer, answers like the
 /// real one (idempotent), or UNAVAILABLE when told to, or makes the room and
 /// loses the reply (what a caller whose deadline passed sees).
@@ -443,6 +463,28 @@ pub fn forget_prefix(prefix: &str) {
             .unwrap_or_default();
         for chunk in keys.chunks(500) {
             let _: redis::RedisResult<()> = redis::cmd("UNLINK").arg(chunk).query(&mut conn);
+        }
+    })
+    .join();
+}
+
+/// [`forget_prefix`] on the cluster: every node, one key at a time (a multi-key command
+/// must stay in one slot; replicas refuse the deletes, their primaries do them).
+pub fn forget_cluster_prefix(prefix: &str) {
+    let pattern = format!("{prefix}:*");
+    let _ = std::thread::spawn(move || {
+        for node in redis_cluster_url().split(',') {
+            let Ok(mut conn) = redis::Client::open(node.trim()).and_then(|c| c.get_connection())
+            else {
+                continue;
+            };
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(&pattern)
+                .query(&mut conn)
+                .unwrap_or_default();
+            for key in keys {
+                let _: redis::RedisResult<()> = redis::cmd("UNLINK").arg(key).query(&mut conn);
+            }
         }
     })
     .join();

@@ -1,13 +1,18 @@
--- The work of game-session's commit script (src/store/redis_store.rs, COMMIT) with the
--- same keys and arguments but without its early returns (version mismatch, move already
--- applied), so that every call writes: version and idempotency reads, event and action
--- appends, state write, move answer, deadline, publish. Used by redis_bench.sh as the
--- "comparable EVALSHA" of the load benchmark.
--- KEYS: 1 state, 2 log, 3 moves, 4 deadlines, 5 rooms, 6 outbox, 7 actions
--- ARGV: as COMMIT (13 n events, 14 m actions, 15 reset, 16 seq, 17.. events, actions)
+-- One room's atomic step: version check, idempotency check, state, log append, move
+-- answer, the room's deadline and listing in its shard, outbox, notification.
+-- Every key is in the room's shard slot ({gs:S}); the notification is a shard channel
+-- of that slot (SPUBLISH), declared as KEYS[8].
+-- KEYS: 1 state, 2 log, 3 moves, 4 deadlines, 5 rooms, 6 outbox, 7 actions, 8 channel
+-- ARGV: 1 expected version, 2 room JSON, 3 move key or '', 4 move seq, 5 status flag,
+--       6 deadline or '', 7 room id, 8 created ms, 9 outbox payload or '',
+--       10 unused (the channel is KEYS[8]), 11 notice, 12 ttl seconds or '', 13 number of events n,
+--       14 number of actions m, 15 '1' to start a new action log or '', 16 last seq,
+--       17..16+n events, 17+n..16+n+m actions
 local cur = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+if cur ~= tonumber(ARGV[1]) then return {0, 0} end
 if ARGV[3] ~= '' then
   local done = redis.call('HGET', KEYS[3], ARGV[3])
+  if done then return {2, tonumber(done)} end
 end
 local n = tonumber(ARGV[13])
 local m = tonumber(ARGV[14])
@@ -31,5 +36,5 @@ if ARGV[9] ~= '' then redis.call('XADD', KEYS[6], '*', 'record', ARGV[9]) end
 if ARGV[12] ~= '' then
   for _, k in ipairs({1, 2, 3, 7}) do redis.call('EXPIRE', KEYS[k], ARGV[12]) end
 end
-redis.call('PUBLISH', ARGV[10], ARGV[11])
+redis.call('SPUBLISH', KEYS[8], ARGV[11])
 return {1, v}

@@ -1,0 +1,548 @@
+//! The one Redis layer of every service: a single node or a Redis Cluster, chosen by
+//! the URL setting alone.
+//!
+//! - `[redis] url = "redis://host:6379"` is one node (or a primary with replicas behind
+//!   one address); a comma-separated list `redis://a:7001,redis://b:7002,…` is a Redis
+//!   Cluster, reached through the `redis` crate's cluster client (any reachable node is
+//!   enough to find the rest).
+//! - [`Redis::connect`] sends `PING` before it returns, so a service that cannot reach
+//!   Redis stops at start with a clear error instead of failing its first request.
+//! - [`Connection`] is what stores send commands, pipelines and scripts through; it
+//!   reconnects by itself. On a cluster a script or pipeline must touch one hash slot:
+//!   [`Keys`] builds key names whose hash tag says which slot.
+//! - Scripts are [`Script`]s made from `.lua` files (`include_str!`); `invoke_async` runs
+//!   `EVALSHA` and, when the server answers `NOSCRIPT` (a restart, a failover, a new
+//!   node), loads the script and runs it again.
+//! - [`Redis::subscribe`] listens on sharded pub/sub channels (`SSUBSCRIBE`; Redis 7.0 or
+//!   later, single node or cluster). A cluster node only forwards a shard channel within
+//!   its slots, so each channel should carry the hash tag of the keys whose changes it
+//!   announces, and a script publishes with `SPUBLISH` on its own slot. The subscription
+//!   reconnects and resubscribes after a lost connection and then reports
+//!   [`PubSubEvent::Resubscribed`]: messages sent meanwhile are gone, so the caller
+//!   re-reads what it cares about.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use ::redis::cluster::ClusterClientBuilder;
+use ::redis::cluster_async::ClusterConnection;
+use ::redis::{
+    AsyncConnectionConfig, Cmd, Pipeline, ProtocolVersion, PushInfo, PushKind, RedisError,
+    RedisFuture, RedisResult, Value,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub use ::redis::Script;
+
+/// How long a command may take before the call fails (a pairing round can block a busy
+/// server for milliseconds; a failover takes seconds).
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long one attempt of a cluster call may take (it is retried within
+/// [`RESPONSE_TIMEOUT`]).
+const CLUSTER_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a connection attempt to a cluster node may take.
+const CLUSTER_CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// The pause between two attempts to restore a lost subscription.
+const RESUBSCRIBE_PAUSE: Duration = Duration::from_millis(500);
+
+/// Where Redis is: one node or a cluster, parsed from the URL setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Topology {
+    /// One node (`redis://host:port/db`).
+    Single(String),
+    /// A Redis Cluster, by the nodes to ask for the slot map first.
+    Cluster(Vec<String>),
+}
+
+impl Topology {
+    /// A comma-separated list of `redis://` (or `rediss://`) URLs is a cluster; one URL
+    /// is a single node. `Err` names what is wrong.
+    pub fn parse(url: &str) -> Result<Topology, String> {
+        let nodes: Vec<String> = url
+            .split(',')
+            .map(str::trim)
+            .filter(|node| !node.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if nodes.is_empty() {
+            return Err("a Redis URL is required (redis://host:port, or a comma-separated list of cluster nodes)".into());
+        }
+        if let Some(bad) = nodes
+            .iter()
+            .find(|node| !node.starts_with("redis://") && !node.starts_with("rediss://"))
+        {
+            return Err(format!("{bad:?} is not a redis:// URL"));
+        }
+        Ok(if url.contains(',') {
+            Topology::Cluster(nodes)
+        } else {
+            Topology::Single(nodes.into_iter().next().unwrap_or_default())
+        })
+    }
+
+    /// Whether this is a cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self, Topology::Cluster(_))
+    }
+}
+
+/// A connection for commands, pipelines and scripts: cheap to clone (all clones share one
+/// multiplexed connection per node) and reconnecting by itself.
+#[derive(Clone)]
+pub enum Connection {
+    /// One node.
+    Single(ConnectionManager),
+    /// A cluster: every command goes to the primary of its key's slot.
+    Cluster(ClusterConnection),
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Connection::Single(_) => "Connection::Single",
+            Connection::Cluster(_) => "Connection::Cluster",
+        })
+    }
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Connection::Single(conn) => conn.req_packed_command(cmd),
+            Connection::Cluster(conn) => conn.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Connection::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Single(conn) => conn.get_db(),
+            Connection::Cluster(conn) => conn.get_db(),
+        }
+    }
+}
+
+impl Connection {
+    /// `WAIT replicas timeout_ms` on the primary holding `key` (on a cluster, the primary
+    /// of its slot): blocks until that many replicas have every write sent so far through
+    /// this connection to that primary, or the timeout passes. Returns how many did.
+    pub async fn wait_for_replicas(
+        &mut self,
+        key: &str,
+        replicas: u32,
+        timeout_ms: u64,
+    ) -> RedisResult<u32> {
+        let mut wait = ::redis::cmd("WAIT");
+        wait.arg(replicas).arg(timeout_ms);
+        match self {
+            Connection::Single(conn) => wait.query_async(conn).await,
+            Connection::Cluster(conn) => {
+                use ::redis::cluster_routing::{
+                    Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr,
+                };
+                let route = Route::new(hash_slot(key), SlotAddr::Master);
+                let value = conn
+                    .route_command(
+                        wait,
+                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
+                    )
+                    .await?;
+                Ok(::redis::from_redis_value(value)?)
+            }
+        }
+    }
+}
+
+/// A connected Redis (or Redis Cluster).
+#[derive(Clone)]
+pub struct Redis {
+    topology: Topology,
+    conn: Connection,
+}
+
+impl std::fmt::Debug for Redis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redis")
+            .field("topology", &self.topology)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Redis {
+    /// Connects to the URL setting (one URL, or a comma-separated list of cluster nodes)
+    /// and checks the server answers `PING`.
+    pub async fn connect(url: &str) -> RedisResult<Redis> {
+        let topology = Topology::parse(url).map_err(|msg| {
+            RedisError::from((::redis::ErrorKind::InvalidClientConfig, "bad URL", msg))
+        })?;
+        let mut conn = match &topology {
+            Topology::Single(url) => {
+                let client = ::redis::Client::open(url.as_str())?;
+                let config = ConnectionManagerConfig::new()
+                    .set_response_timeout(Some(RESPONSE_TIMEOUT))
+                    .set_connection_timeout(Some(CONNECT_TIMEOUT));
+                Connection::Single(client.get_connection_manager_with_config(config).await?)
+            }
+            Topology::Cluster(nodes) => Connection::Cluster(
+                cluster_builder(nodes)
+                    .build()?
+                    .get_async_connection()
+                    .await?,
+            ),
+        };
+        let _: String = ::redis::cmd("PING").query_async(&mut conn).await?;
+        Ok(Redis { topology, conn })
+    }
+
+    /// The connection for commands (clone it freely).
+    pub fn conn(&self) -> Connection {
+        self.conn.clone()
+    }
+
+    /// Where this Redis is.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Subscribes to the shard `channels` (each one `SSUBSCRIBE`, so the channels may sit
+    /// on different cluster nodes) and hands every message and every resubscription to
+    /// `on_event`, until `shutdown`. Returns once the first subscription is in place, so
+    /// no message published after it is missed.
+    pub async fn subscribe(
+        &self,
+        channels: Vec<String>,
+        shutdown: CancellationToken,
+        on_event: impl Fn(PubSubEvent) + Send + Sync + 'static,
+    ) -> RedisResult<()> {
+        let on_event: Arc<dyn Fn(PubSubEvent) + Send + Sync> = Arc::new(on_event);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let held = open_subscription(&self.topology, &channels, tx.clone()).await?;
+        tokio::spawn(pump(
+            self.topology.clone(),
+            channels,
+            held,
+            tx,
+            rx,
+            shutdown,
+            on_event,
+        ));
+        Ok(())
+    }
+}
+
+fn cluster_builder(nodes: &[String]) -> ClusterClientBuilder {
+    ClusterClientBuilder::new(nodes.to_vec())
+        // Per attempt; the whole call (retries, redirections) gets RESPONSE_TIMEOUT.
+        .response_timeout(CLUSTER_ATTEMPT_TIMEOUT)
+        .overall_response_timeout(Some(RESPONSE_TIMEOUT))
+        // A dead node refuses at once or not at all: do not wait long for it.
+        .connection_timeout(CLUSTER_CONNECT_TIMEOUT)
+        // Retry soon and often through a failover (the crate's default first wait is
+        // 1.28 s), within the overall timeout.
+        .retries(12)
+        .min_retry_wait(20)
+        .max_retry_wait(500)
+        .retry_wait_formula(20, 2)
+}
+
+/// A pub/sub happening.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PubSubEvent {
+    /// A message on one of the channels.
+    Message {
+        /// The channel.
+        channel: String,
+        /// The payload.
+        payload: Vec<u8>,
+    },
+    /// The subscription was lost and is back: messages in between are lost.
+    Resubscribed,
+}
+
+/// The connection a subscription lives on: dropping it ends the subscription.
+enum Held {
+    Single(::redis::aio::MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+async fn open_subscription(
+    topology: &Topology,
+    channels: &[String],
+    tx: mpsc::UnboundedSender<PushInfo>,
+) -> RedisResult<Held> {
+    // Pushes (RESP3) carry the messages; commands on this connection are only the
+    // subscriptions.
+    match topology {
+        Topology::Single(url) => {
+            let client = ::redis::Client::open(with_resp3(url).as_str())?;
+            let config = AsyncConnectionConfig::new()
+                .set_push_sender(tx)
+                .set_response_timeout(Some(RESPONSE_TIMEOUT))
+                .set_connection_timeout(Some(CONNECT_TIMEOUT));
+            let mut conn = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            for channel in channels {
+                ::redis::cmd("SSUBSCRIBE")
+                    .arg(channel)
+                    .exec_async(&mut conn)
+                    .await?;
+            }
+            Ok(Held::Single(conn))
+        }
+        Topology::Cluster(nodes) => {
+            let mut conn = cluster_builder(nodes)
+                .use_protocol(ProtocolVersion::RESP3)
+                .push_sender(tx)
+                .build()?
+                .get_async_connection()
+                .await?;
+            // The cluster client tracks these and subscribes again by itself after a
+            // reconnect or a slot moving to another node.
+            for channel in channels {
+                conn.ssubscribe(channel).await?;
+            }
+            Ok(Held::Cluster(conn))
+        }
+    }
+}
+
+fn with_resp3(url: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}protocol=resp3")
+}
+
+async fn pump(
+    topology: Topology,
+    channels: Vec<String>,
+    mut held: Held,
+    tx: mpsc::UnboundedSender<PushInfo>,
+    mut rx: mpsc::UnboundedReceiver<PushInfo>,
+    shutdown: CancellationToken,
+    on_event: Arc<dyn Fn(PubSubEvent) + Send + Sync>,
+) {
+    loop {
+        let push = tokio::select! {
+            () = shutdown.cancelled() => return,
+            push = rx.recv() => push,
+        };
+        let Some(push) = push else { return };
+        match push.kind {
+            PushKind::SMessage | PushKind::Message => {
+                if let [channel, payload, ..] = push.data.as_slice()
+                    && let (Ok(channel), Ok(payload)) = (
+                        ::redis::from_redis_value::<String>(channel.clone()),
+                        ::redis::from_redis_value::<Vec<u8>>(payload.clone()),
+                    )
+                {
+                    on_event(PubSubEvent::Message { channel, payload });
+                }
+            }
+            // A cluster node drops shard subscriptions when their slot moves away (a
+            // failover, a resharding): subscribe again, the client finds the new owner.
+            PushKind::SUnsubscribe => {
+                let Some(channel) = push
+                    .data
+                    .first()
+                    .and_then(|c| ::redis::from_redis_value::<String>(c.clone()).ok())
+                else {
+                    continue;
+                };
+                tracing::warn!(channel, "redis shard channel dropped; resubscribing");
+                loop {
+                    if shutdown.is_cancelled() {
+                        return;
+                    }
+                    let again = match &mut held {
+                        Held::Single(conn) => {
+                            ::redis::cmd("SSUBSCRIBE")
+                                .arg(&channel)
+                                .exec_async(conn)
+                                .await
+                        }
+                        Held::Cluster(conn) => conn.ssubscribe(&channel).await,
+                    };
+                    match again {
+                        Ok(()) => break,
+                        Err(err) => {
+                            tracing::warn!(channel, error = %err, "redis resubscribe failed");
+                        }
+                    }
+                    tokio::time::sleep(RESUBSCRIBE_PAUSE).await;
+                }
+                on_event(PubSubEvent::Resubscribed);
+            }
+            PushKind::Disconnection => {
+                tracing::warn!("redis subscription lost; resubscribing");
+                if matches!(held, Held::Single(_)) {
+                    // One node: open a fresh connection and subscribe again.
+                    loop {
+                        if shutdown.is_cancelled() {
+                            return;
+                        }
+                        match open_subscription(&topology, &channels, tx.clone()).await {
+                            Ok(fresh) => {
+                                held = fresh;
+                                break;
+                            }
+                            Err(err) => {
+                                tracing::warn!(error = %err, "redis subscription: reconnect failed");
+                            }
+                        }
+                        tokio::time::sleep(RESUBSCRIBE_PAUSE).await;
+                    }
+                }
+                // A cluster connection resubscribes by itself; either way the caller
+                // must look again at what it may have missed.
+                on_event(PubSubEvent::Resubscribed);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Key names under a prefix, with hash tags: every key of one `tag` lands in one hash
+/// slot, so a script or pipeline over them works on a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keys {
+    prefix: Arc<str>,
+}
+
+impl Keys {
+    /// Keys under `prefix`, which must be non-empty and hold no braces (hash tags are the
+    /// layer's business).
+    pub fn new(prefix: &str) -> Result<Keys, String> {
+        if prefix.is_empty() || prefix.contains(['{', '}']) {
+            return Err(format!(
+                "the key prefix {prefix:?} must be non-empty and hold no braces"
+            ));
+        }
+        Ok(Keys {
+            prefix: prefix.into(),
+        })
+    }
+
+    /// The prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// `P:{tag}`: the start of every key of `tag`'s slot (scripts append `:name`).
+    pub fn slot(&self, tag: &str) -> String {
+        format!("{}:{{{tag}}}", self.prefix)
+    }
+
+    /// `P:{tag}:name`.
+    pub fn key(&self, tag: &str, name: &str) -> String {
+        format!("{}:{{{tag}}}:{name}", self.prefix)
+    }
+}
+
+/// The shard (`0..shards`) of an id: FNV-1a of its bytes, so it is the same in every
+/// process and every version. `shards` must not change while data exists.
+pub fn shard_of(id: &str, shards: u32) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in id.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash % shards.max(1)
+}
+
+/// The Redis Cluster hash slot of a key (CRC16/XMODEM of its hash tag, or of the whole
+/// key without one, modulo 16,384): what decides which node holds it.
+pub fn hash_slot(key: &str) -> u16 {
+    let bytes = key.as_bytes();
+    let tagged = bytes
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| {
+            let rest = &bytes[open + 1..];
+            let close = rest.iter().position(|&b| b == b'}')?;
+            (close > 0).then(|| &rest[..close])
+        })
+        .unwrap_or(bytes);
+    let mut crc: u16 = 0;
+    for &byte in tagged {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % 16_384
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_url_is_a_node_and_a_list_is_a_cluster() {
+        assert_eq!(
+            Topology::parse("redis://127.0.0.1:6379"),
+            Ok(Topology::Single("redis://127.0.0.1:6379".into()))
+        );
+        assert_eq!(
+            Topology::parse("redis://127.0.0.1:7001, redis://127.0.0.1:7002"),
+            Ok(Topology::Cluster(vec![
+                "redis://127.0.0.1:7001".into(),
+                "redis://127.0.0.1:7002".into()
+            ]))
+        );
+        assert!(Topology::parse("").is_err());
+        assert!(Topology::parse("redis://a:1,http://b:2").is_err());
+    }
+
+    #[test]
+    fn keys_of_one_tag_share_a_slot() {
+        let keys = Keys::new("basra").unwrap();
+        assert_eq!(keys.key("gs:3", "deadlines"), "basra:{gs:3}:deadlines");
+        assert_eq!(keys.slot("q"), "basra:{q}");
+        assert_eq!(
+            hash_slot(&keys.key("gs:3", "deadlines")),
+            hash_slot(&keys.key("gs:3", "room:abc:state"))
+        );
+        assert!(Keys::new("a{b").is_err());
+        assert!(Keys::new("").is_err());
+    }
+
+    #[test]
+    fn hash_slots_match_redis() {
+        // Values from the `CLUSTER KEYSLOT` documentation.
+        assert_eq!(hash_slot("somekey"), 11058);
+        assert_eq!(hash_slot("foo{hash_tag}"), 2515);
+        assert_eq!(hash_slot("hash_tag"), 2515);
+        // An empty tag is no tag.
+        assert_ne!(hash_slot("{}somekey"), hash_slot("{}other"));
+    }
+
+    #[test]
+    fn shards_are_stable_and_in_range() {
+        assert_eq!(shard_of("room-1", 16), shard_of("room-1", 16));
+        assert!((0..1000).all(|i| shard_of(&format!("r{i}"), 16) < 16));
+        let mut seen = [0u32; 16];
+        for i in 0..1600 {
+            seen[shard_of(&format!("{i:x}-room"), 16) as usize] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 50), "{seen:?}");
+    }
+}

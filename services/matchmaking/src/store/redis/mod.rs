@@ -1,0 +1,273 @@
+//! The Redis [`Store`]: the queue and the lobby as Redis data, every state
+//! change one Lua script, so any number of replicas share them safely.
+//!
+//! Key layout (`P` is the configured prefix):
+//!
+//! | key | what |
+//! |---|---|
+//! | `P:{q}:t:<ticket>` | hash: one ticket (account, format, rating, queue time, state, result) |
+//! | `P:{q}:w:<format>` | zset: the pool of a format by queue time (positions, oldest first) |
+//! | `P:{q}:r:<format>` | zset: the same pool by rating (window search) |
+//! | `P:{q}:fmts` | set: formats that may have waiting tickets |
+//! | `P:{q}:u:<account>` | string: the account's latest ticket (superseding) |
+//! | `P:{q}:alive` | zset: ticket deadlines (heartbeat, resume grace, result retention) |
+//! | `P:{q}:g:<room>` | string: a formed group (JSON, with its lease number) waiting for its room |
+//! | `P:{q}:pending` | zset: groups by lease deadline or retry time (takeover, retry) |
+//! | `P:{q}:events` | shard channel (`SPUBLISH`): ids of tickets whose state changed |
+//! | `P:{lobby}:room:<id>` | hash: a room (meta JSON, seats JSON, status, filter fields) |
+//! | `P:{lobby}:public` | zset: open public rooms by lobby sequence (oldest first) |
+//! | `P:{lobby}:code:<code>` | string: join code → room, for as long as the room is kept |
+//! | `P:{lobby}:req:<account>:<request>` | string: CreateRoom idempotency → room |
+//! | `P:{lobby}:guess:<account>:<bucket>` | counter: wrong join codes in a time bucket |
+//! | `P:{lobby}:at:<account>` | string: the room the account was last seated in (expires) |
+//!
+//! The queue's keys share the hash tag `{q}` and the lobby's `{lobby}`: each
+//! script touches one slot, so this works on Redis Cluster. A script is called
+//! with its slot's key (`P:{q}` or `P:{lobby}`), which routes it, and derives
+//! every key name from it: the tickets a pairing round reads are found in the
+//! pools during the round, so they cannot be named in advance, but they are
+//! all in that slot. The events channel is a shard channel of the queue's slot
+//! (`SPUBLISH`), so it works on a cluster too. The cost is that the whole queue
+//! lives on one primary: a pairing round at 5,000+ pairs/s fits one Redis core
+//! (see the benchmark); sharding by format is the next step if it ever does not.
+//!
+//! [`queue`] holds the queue's side, [`lobby`] the lobby's; the `.lua` files
+//! are next to them, in `queue/` and `lobby/`.
+
+mod lobby;
+mod queue;
+
+use basra_platform::redis::{Keys, PubSubEvent, Redis};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use self::{lobby::Lobby, queue::Queue};
+use super::{
+    CancelCause, CancelOutcome, CommitOutcome, Enqueued, Group, LobbyFilter, LobbyPage,
+    MatchRecord, NewTicket, RoomRecord, Store, TakeSeat, TicketView,
+};
+use crate::{
+    clock::Millis,
+    domain::{Format, PairingParams},
+    error::{MatchmakingError, Result},
+};
+
+pub use self::queue::pairing_script;
+
+/// The Redis store. Cheap to share (`Arc`); one multiplexed connection per node
+/// that reconnects by itself, plus one subscription for ticket events.
+#[derive(Debug)]
+pub struct RedisStore {
+    queue: Queue,
+    lobby: Lobby,
+    events: broadcast::Sender<String>,
+    /// Ends the subscription when the store is dropped.
+    listening: CancellationToken,
+}
+
+impl Drop for RedisStore {
+    fn drop(&mut self) {
+        self.listening.cancel();
+    }
+}
+
+impl RedisStore {
+    /// Connects to `url` (one node, or a comma-separated list of cluster nodes; fails
+    /// if Redis is unreachable), keys under `prefix` (no `{` or `}`: hash tags are the
+    /// store's business).
+    pub async fn connect(url: &str, prefix: &str) -> Result<RedisStore> {
+        let keys = Keys::new(prefix)
+            .map_err(|msg| MatchmakingError::Config(format!("redis.prefix: {msg}")))?;
+        let redis = Redis::connect(url).await?;
+        let queue = Queue::new(redis.conn(), keys.slot("q"));
+        let lobby = Lobby::new(redis.conn(), keys.slot("lobby"));
+        let (events, _) = broadcast::channel(16 * 1024);
+        let listening = CancellationToken::new();
+        // Subscribed before returning, so no event after `connect` is missed. Events
+        // lost while the subscription is down are covered by the streams' own polling.
+        let sender = events.clone();
+        redis
+            .subscribe(
+                vec![queue.events_channel()],
+                listening.clone(),
+                move |event| {
+                    if let PubSubEvent::Message { payload, .. } = event
+                        && let Ok(id) = String::from_utf8(payload)
+                    {
+                        let _ = sender.send(id);
+                    }
+                },
+            )
+            .await?;
+        Ok(RedisStore {
+            queue,
+            lobby,
+            events,
+            listening,
+        })
+    }
+}
+
+fn corrupt(what: &str) -> MatchmakingError {
+    MatchmakingError::Corrupt(what.to_owned())
+}
+
+fn b(v: bool) -> &'static str {
+    if v { "1" } else { "0" }
+}
+
+#[tonic::async_trait]
+impl Store for RedisStore {
+    async fn enqueue(
+        &self,
+        t: NewTicket,
+        now: Millis,
+        ttl_ms: Millis,
+        grace_ms: Millis,
+    ) -> Result<Enqueued> {
+        self.queue.enqueue(t, now, ttl_ms, grace_ms).await
+    }
+
+    async fn poll(&self, id: &str, now: Millis, ttl_ms: Millis) -> Result<Option<TicketView>> {
+        self.queue.poll(id, now, ttl_ms).await
+    }
+
+    async fn detach(&self, id: &str, now: Millis, grace_ms: Millis) -> Result<()> {
+        self.queue.detach(id, now, grace_ms).await
+    }
+
+    async fn cancel(
+        &self,
+        user_id: &str,
+        id: &str,
+        cause: CancelCause,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<CancelOutcome> {
+        self.queue.cancel(user_id, id, cause, now, grace_ms).await
+    }
+
+    async fn form_groups(
+        &self,
+        now: Millis,
+        params: &PairingParams,
+        room_ids: &[String],
+    ) -> Result<Vec<Group>> {
+        self.queue.form_groups(now, params, room_ids).await
+    }
+
+    async fn reclaim(&self, now: Millis, lease_ms: Millis, max: usize) -> Result<Vec<Group>> {
+        self.queue.reclaim(now, lease_ms, max).await
+    }
+
+    async fn commit(
+        &self,
+        room_id: &str,
+        records: &[(String, MatchRecord)],
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<CommitOutcome> {
+        self.queue.commit(room_id, records, now, grace_ms).await
+    }
+
+    async fn release(
+        &self,
+        room_id: &str,
+        lease: u64,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<bool> {
+        self.queue.release(room_id, lease, now, grace_ms).await
+    }
+
+    async fn defer(&self, room_id: &str, lease: u64, retry_at: Millis) -> Result<bool> {
+        self.queue.defer(room_id, lease, retry_at).await
+    }
+
+    async fn expire(&self, now: Millis, max: usize) -> Result<u64> {
+        self.queue.expire(now, max).await
+    }
+
+    async fn queue_lengths(&self) -> Result<Vec<(Format, u64)>> {
+        self.queue.queue_lengths().await
+    }
+
+    async fn claim_request(
+        &self,
+        user_id: &str,
+        request_id: &str,
+        room_id: &str,
+    ) -> Result<String> {
+        self.lobby.claim_request(user_id, request_id, room_id).await
+    }
+
+    async fn claim_code(&self, code: &str, room_id: &str) -> Result<bool> {
+        self.lobby.claim_code(code, room_id).await
+    }
+
+    async fn insert_room(&self, room: &RoomRecord) -> Result<()> {
+        self.lobby.insert_room(room).await
+    }
+
+    async fn room(&self, id: &str) -> Result<Option<RoomRecord>> {
+        self.lobby.room(id).await
+    }
+
+    async fn room_by_code(&self, code: &str) -> Result<Option<String>> {
+        self.lobby.room_by_code(code).await
+    }
+
+    async fn take_seat(
+        &self,
+        room_id: &str,
+        user_id: &str,
+        guest: bool,
+        preferred: Option<u32>,
+    ) -> Result<TakeSeat> {
+        self.lobby
+            .take_seat(room_id, user_id, guest, preferred)
+            .await
+    }
+
+    async fn free_seat(&self, room_id: &str, seat: u32, user_id: &str) -> Result<()> {
+        self.lobby.free_seat(room_id, seat, user_id).await
+    }
+
+    async fn close_room(&self, room_id: &str) -> Result<()> {
+        self.lobby.close_room(room_id).await
+    }
+
+    async fn list_public(
+        &self,
+        filter: LobbyFilter,
+        after: u64,
+        limit: usize,
+        scan_cap: usize,
+    ) -> Result<LobbyPage> {
+        self.lobby.list_public(filter, after, limit, scan_cap).await
+    }
+
+    async fn wrong_codes(&self, user_id: &str, bucket: i64) -> Result<u32> {
+        self.lobby.wrong_codes(user_id, bucket).await
+    }
+
+    async fn add_wrong_code(&self, user_id: &str, bucket: i64, ttl_ms: Millis) -> Result<u32> {
+        self.lobby.add_wrong_code(user_id, bucket, ttl_ms).await
+    }
+
+    async fn set_player_room(&self, user_id: &str, room_id: &str, ttl_ms: Millis) -> Result<()> {
+        self.lobby.set_player_room(user_id, room_id, ttl_ms).await
+    }
+
+    async fn player_room(&self, user_id: &str) -> Result<Option<String>> {
+        self.lobby.player_room(user_id).await
+    }
+
+    async fn queued_ticket(&self, user_id: &str) -> Result<Option<String>> {
+        self.queue.queued_ticket(user_id).await
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<String> {
+        self.events.subscribe()
+    }
+}

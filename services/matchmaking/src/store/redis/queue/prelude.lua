@@ -1,0 +1,27 @@
+-- Helpers shared by the queue scripts. `KEYS[1]` is `P:{q}`.
+local Q = KEYS[1]
+local function tkey(id) return Q .. ':t:' .. id end
+local function pool_add(id, fmt, rating, enq)
+  redis.call('ZADD', Q .. ':w:' .. fmt, enq, id)
+  redis.call('ZADD', Q .. ':r:' .. fmt, rating, id)
+  redis.call('SADD', Q .. ':fmts', fmt)
+end
+local function pool_rem(id, fmt)
+  redis.call('ZREM', Q .. ':w:' .. fmt, id)
+  redis.call('ZREM', Q .. ':r:' .. fmt, id)
+end
+local function notify(id) redis.call('SPUBLISH', Q .. ':events', id) end
+local function view(id)
+  local f = redis.call('HMGET', tkey(id), 'state', 'att', 'unav', 'res', 'fmt', 'enq',
+    'rating', 'user', 'bots')
+  if not f[1] then return false end
+  local pos, waiting = 0, 0
+  if f[1] == 'queued' then
+    waiting = redis.call('ZCARD', Q .. ':w:' .. f[5])
+    if f[2] == '1' then
+      local r = redis.call('ZRANK', Q .. ':w:' .. f[5], id)
+      if r then pos = r + 1 end
+    end
+  end
+  return {f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], tostring(pos), tostring(waiting)}
+end
