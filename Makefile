@@ -7,7 +7,7 @@ REDIS_URL ?= redis://127.0.0.1:6379
 export DATABASE_URL REDIS_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: help run play test bench lint fmt rules k8s-check fuzz
+.PHONY: help run play test bench lint fmt rules k8s-check fuzz release images
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -51,6 +51,17 @@ lint: ## cargo fmt --check and clippy with warnings as errors
 fmt: ## Format the code
 	$(CARGO) fmt --all
 
-k8s-check: ## Validate the Kubernetes manifests (not built yet)
-	@echo "deploy/k8s is not built yet." >&2
-	@exit 1
+k8s-check: ## Render the Kubernetes overlays and validate every object (deploy/k8s/check.py)
+	python3 deploy/k8s/check.py
+
+release: ## Build the release binaries into dist/ exactly as the images do (deploy/docker/release.sh)
+	deploy/docker/release.sh dist
+
+TAG ?= latest
+IMAGE_PREFIX ?= basra
+IMAGE_BUILDER ?= $(shell command -v podman || command -v buildah || command -v docker)
+images: ## Build the four images (deploy/docker/Dockerfile) with podman, buildah or docker; TAG=…
+	@test -n "$(IMAGE_BUILDER)" || { echo "no podman, buildah or docker here: see deploy/README.md" >&2; exit 1; }
+	for target in accounts matchmaking game-session basra; do \
+	  $(IMAGE_BUILDER) build -f deploy/docker/Dockerfile --target $$target -t $(IMAGE_PREFIX)/$$target:$(TAG) . || exit 1; \
+	done
