@@ -51,8 +51,10 @@ lint: ## cargo fmt --check and clippy with warnings as errors
 fmt: ## Format the code
 	$(CARGO) fmt --all
 
-k8s-check: ## Render the Kubernetes overlays and validate every object (deploy/k8s/check.py)
+k8s-check: ## Validate deploy/: render + validate every Kubernetes object, promtool on the alert rules
 	python3 deploy/k8s/check.py
+	promtool check rules deploy/prometheus/alerts.yaml
+	promtool test rules deploy/prometheus/alerts_test.yaml
 
 release: ## Build the release binaries into dist/ exactly as the images do (deploy/docker/release.sh)
 	deploy/docker/release.sh dist

@@ -8,6 +8,7 @@
 //! - [`spawn_dev`]: `basra dev`, the three services in one process on one port, with the
 //!   in-memory stores.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,11 +31,38 @@ pub struct Backend {
     pub endpoints: Endpoints,
     /// The test's own database (accounts' tables), when accounts uses PostgreSQL.
     pub db: Option<PgPool>,
+    /// Where each service serves its Prometheus metrics (`spawn_backend` only).
+    pub metrics: Option<MetricsEndpoints>,
     database: Option<(String, String)>,
     /// Redis URL and the test's key prefix, to clean up after.
     redis: Option<(String, String)>,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+}
+
+/// The `GET /metrics` addresses of the three services.
+#[derive(Debug, Clone)]
+pub struct MetricsEndpoints {
+    /// accounts.
+    pub accounts: SocketAddr,
+    /// game-session.
+    pub game: SocketAddr,
+    /// matchmaking.
+    pub matchmaking: SocketAddr,
+}
+
+/// Serves `registry` on a free local port until `shutdown`, as each service does on its
+/// `metrics.listen`.
+async fn serve_metrics(
+    registry: Arc<basra_platform::metrics::prometheus_client::registry::Registry>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<SocketAddr> {
+    let settings = basra_platform::metrics::MetricsSettings {
+        listen: "127.0.0.1:0".into(),
+    };
+    basra_platform::metrics::spawn(&settings, registry, shutdown)
+        .await?
+        .context("metrics bound")
 }
 
 /// Starts `basra dev` with in-memory stores and bots that do not wait.
@@ -69,6 +97,7 @@ pub async fn spawn_dev_with(
     Ok(Backend {
         endpoints: Endpoints::single(&format!("http://{addr}")),
         db: None,
+        metrics: None,
         database: None,
         redis: None,
         shutdown,
@@ -122,6 +151,7 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
     let db = store.pool().clone();
     let service = AccountsService::new(store, config);
     let verifier = service.verifier();
+    let accounts_metrics = serve_metrics(service.metrics().registry(), shutdown.clone()).await?;
     let (listener, accounts_url) = bind().await?;
     let token = shutdown.clone();
     tasks.push(tokio::spawn(async move {
@@ -150,18 +180,17 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
     let (listener, game_url) = bind().await?;
     let token = shutdown.clone();
     let game_verifier = verifier.clone();
+    let session = game_session::GameSession::start(
+        Arc::new(rooms),
+        game_settings.game.service_config(),
+        Some(link),
+        shutdown.clone(),
+    );
+    let game_metrics = serve_metrics(session.core().metrics.registry(), shutdown.clone()).await?;
     tasks.push(tokio::spawn(async move {
-        game_session::run(
-            listener,
-            Arc::new(rooms),
-            game_verifier,
-            game_settings.game.service_config(),
-            Some(link),
-            drain,
-            token,
-        )
-        .await
-        .expect("game-session serves");
+        game_session::serve_session(&session, listener, game_verifier, drain, token)
+            .await
+            .expect("game-session serves");
     }));
 
     // matchmaking: the queue in Redis, rooms made in game-session, ratings from accounts.
@@ -186,6 +215,7 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::new()),
     };
+    let matchmaking_metrics = serve_metrics(deps.metrics.registry(), shutdown.clone()).await?;
     let config = matchmaking::Config {
         queue: queue_settings.queue.clone(),
         rooms: queue_settings.rooms.clone(),
@@ -206,6 +236,11 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
             matchmaking: matchmaking_url,
         },
         db: Some(db),
+        metrics: Some(MetricsEndpoints {
+            accounts: accounts_metrics,
+            game: game_metrics,
+            matchmaking: matchmaking_metrics,
+        }),
         database: Some((admin_url, db_name)),
         redis: Some((redis_url, prefix)),
         shutdown,

@@ -8,6 +8,7 @@
 //! | [`error`] | the one mapping from service errors to gRPC status codes; internal errors are logged, never shown |
 //! | [`serve`](mod@serve) | the gRPC server: auth, health, reflection, graceful drain |
 //! | [`shutdown`] | a [`CancellationToken`](tokio_util::sync::CancellationToken) cancelled on SIGTERM or SIGINT |
+//! | [`metrics`] | Prometheus metrics (`prometheus-client`) served on `GET /metrics` |
 //! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts) |
 //!
 //! A service's `main` is, in order: [`config::load`], [`telemetry::init`],
@@ -16,6 +17,7 @@
 pub mod auth;
 pub mod config;
 pub mod error;
+pub mod metrics;
 pub mod ratelimit;
 pub mod serve;
 pub mod shutdown;

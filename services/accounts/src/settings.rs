@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
 use secrecy::{ExposeSecret, SecretString};
+use basra_platform::metrics::MetricsSettings;
 use serde::Deserialize;
 
 /// The embedded default settings.
@@ -30,6 +31,9 @@ pub struct Settings {
     pub passwords: PasswordSettings,
     /// Who is listed on the leaderboard.
     pub leaderboard: LeaderboardSettings,
+    /// Where Prometheus metrics are served.
+    #[serde(default)]
+    pub metrics: MetricsSettings,
 }
 
 /// `[database]`.
@@ -155,6 +159,7 @@ impl Validate for Settings {
     fn validate(&self) -> Result<(), String> {
         self.server.validate()?;
         self.telemetry.validate()?;
+        self.metrics.validate()?;
 
         let url = self.database.url.expose_secret();
         if self.database.kind() == DatabaseKind::Postgres

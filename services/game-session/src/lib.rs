@@ -13,6 +13,7 @@
 //! - [`service`]: `Game` (Play, CreateRoom, SeatPlayer); [`admin`]: `GameAdmin`.
 //! - [`convert`]: the only way anything reaches a client: the engine's per-seat view and
 //!   `Event::for_viewer`.
+//! - [`metrics`]: the replica's Prometheus metrics.
 //! - [`outbox`]: finished matches to `Accounts.RecordMatch`, retried until they land.
 //!
 //! ```no_run
@@ -30,6 +31,7 @@ pub mod error;
 pub mod events;
 pub mod hub;
 pub mod names;
+pub mod metrics;
 pub mod outbox;
 pub mod record;
 pub mod room;
@@ -84,6 +86,22 @@ impl GameSession {
             drain_deadline_ms: AtomicI64::new(0),
             lease: Default::default(),
             accounts: accounts.clone(),
+            metrics: Arc::default(),
+        });
+        core.metrics
+            .max_streams
+            .set(i64::try_from(core.config.max_streams).unwrap_or(i64::MAX));
+        tokio::spawn({
+            // Draining: by DrainReplica, or because the replica stops.
+            let (metrics, drain) = (Arc::clone(&core.metrics), core.drain.clone());
+            let shutdown = shutdown.clone();
+            async move {
+                tokio::select! {
+                    () = drain.cancelled() => {}
+                    () = shutdown.cancelled() => {}
+                }
+                metrics.draining.set(1);
+            }
         });
         tokio::spawn(Arc::clone(&core.hub).run(store.notices(), shutdown.clone()));
         tokio::spawn(Arc::clone(&core.hub).run_resync(
@@ -97,6 +115,7 @@ impl GameSession {
                 store,
                 link,
                 core.config.replica.clone(),
+                Arc::clone(&core.metrics),
                 shutdown,
             ));
         }
@@ -137,18 +156,9 @@ pub async fn run(
 ) -> Result<(), GameError> {
     let background = shutdown.child_token();
     let session = GameSession::start(store, config, accounts, background.clone());
-    let auth = AuthLayer::new(verifier, &[]);
-    let result = basra_platform::serve(
-        listener,
-        session.routes(),
-        SERVICE_NAMES,
-        auth,
-        shutdown,
-        drain,
-    )
-    .await;
+    let result = serve_session(&session, listener, verifier, drain, shutdown).await;
     background.cancel();
-    result.map_err(|err| GameError::Internal(format!("grpc server: {err}")))
+    result
 }
 
 /// [`run`] from loaded [`Settings`]: connects to Redis, reads the verification key and
@@ -190,14 +200,39 @@ pub async fn run_with_settings(
         link.retry_max = Duration::from_millis(settings.accounts.retry_max_ms);
         Some(link)
     };
-    run(
-        listener,
-        Arc::new(store),
-        verifier,
-        config,
-        accounts,
-        settings.server.drain(),
-        shutdown,
+    let background = shutdown.child_token();
+    let session = GameSession::start(Arc::new(store), config, accounts, background.clone());
+    basra_platform::metrics::spawn(
+        &settings.metrics,
+        session.core().metrics.registry(),
+        background.clone(),
     )
     .await
+    .map_err(|err| GameError::Invalid(format!("metrics.listen {}: {err}", settings.metrics.listen)))?;
+    let result = serve_session(&session, listener, verifier, settings.server.drain(), shutdown).await;
+    background.cancel();
+    result
+}
+
+/// Serves a started replica's routes (with auth, health and reflection) on `listener`
+/// until `shutdown`; in-flight calls get `drain` to finish. The replica's background
+/// tasks run until the `shutdown` given to [`GameSession::start`].
+pub async fn serve_session(
+    session: &GameSession,
+    listener: TcpListener,
+    verifier: TokenVerifier,
+    drain: Duration,
+    shutdown: CancellationToken,
+) -> Result<(), GameError> {
+    let auth = AuthLayer::new(verifier, &[]);
+    basra_platform::serve(
+        listener,
+        session.routes(),
+        SERVICE_NAMES,
+        auth,
+        shutdown,
+        drain,
+    )
+    .await
+    .map_err(|err| GameError::Internal(format!("grpc server: {err}")))
 }

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
+use basra_platform::metrics::MetricsSettings;
 use serde::Deserialize;
 
 /// The embedded defaults.
@@ -25,6 +26,9 @@ pub struct Settings {
     pub accounts: AccountsSettings,
     /// Access token verification.
     pub auth: AuthSettings,
+    /// Where Prometheus metrics are served.
+    #[serde(default)]
+    pub metrics: MetricsSettings,
 }
 
 /// The `[redis]` section.
@@ -113,6 +117,7 @@ impl Validate for Settings {
         self.server.validate()?;
         self.telemetry.validate()?;
         self.game.validate()?;
+        self.metrics.validate()?;
         if self.redis.url.is_empty() {
             return Err("redis.url must not be empty".into());
         }

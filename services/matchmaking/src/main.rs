@@ -7,7 +7,7 @@ use basra_platform::{TokenVerifier, shutdown, telemetry};
 use matchmaking::{
     Config, Deps,
     clock::SystemClock,
-    metrics::{Metrics, serve_metrics},
+    metrics::Metrics,
     settings::Settings,
     store::{MemoryStore, RedisStore, Store},
     upstream::{GrpcGame, GrpcNames, GrpcRatings},
@@ -79,13 +79,9 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", settings.server.listen))?;
     let shutdown = shutdown::on_signal();
-    if let Some(addr) = settings.metrics.listen() {
-        let addr = addr.map_err(anyhow::Error::msg)?;
-        let metrics_listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding metrics on {addr}"))?;
-        tokio::spawn(serve_metrics(metrics_listener, metrics, shutdown.clone()));
-    }
+    basra_platform::metrics::spawn(&settings.metrics, metrics.registry(), shutdown.clone())
+        .await
+        .with_context(|| format!("binding metrics on {}", settings.metrics.listen))?;
     matchmaking::run(listener, config, verifier, deps, shutdown).await?;
     // Let the last log lines out.
     tokio::time::sleep(Duration::from_millis(10)).await;

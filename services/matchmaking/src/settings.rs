@@ -3,9 +3,10 @@
 //! environment variables. [`Settings::load`] validates everything before a
 //! socket is bound.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{path::PathBuf, time::Duration};
 
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
+pub use basra_platform::metrics::MetricsSettings;
 use serde::Deserialize;
 
 use crate::domain::{PairingParams, WindowParams};
@@ -181,25 +182,6 @@ pub struct RoomSettings {
     pub wrong_code_window_seconds: u64,
 }
 
-/// `[metrics]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MetricsSettings {
-    /// Where to serve `/metrics`; empty: nowhere.
-    pub listen: String,
-}
-
-impl MetricsSettings {
-    /// The address, if metrics are served.
-    pub fn listen(&self) -> Option<Result<SocketAddr, String>> {
-        (!self.listen.is_empty()).then(|| {
-            self.listen
-                .parse()
-                .map_err(|err| format!("metrics.listen {:?}: {err}", self.listen))
-        })
-    }
-}
-
 impl Settings {
     /// Loads and validates the settings of this process.
     pub fn load() -> Result<Settings, ConfigError> {
@@ -258,9 +240,7 @@ impl Validate for Settings {
                 "rooms.wrong_code_max and wrong_code_window_seconds must be at least 1".into(),
             );
         }
-        if let Some(Err(err)) = self.metrics.listen() {
-            return Err(err);
-        }
+        self.metrics.validate()?;
         Ok(())
     }
 }
