@@ -53,14 +53,16 @@ async fn every_metric_the_deployment_reads_is_served() {
         target_score: Some(11),
         ..RuleSettings::default()
     };
-    let room = lobby::create_room(&ana, RoomVisibility::Private, vec![1], rules.clone())
+    let room = lobby::create_room(&ana, RoomVisibility::Private, vec![1], rules)
         .await
         .expect("room");
     let greedy = basra::player::Driver::Bot {
         policy: Policy::Greedy,
         delay: Duration::ZERO,
     };
-    play_room(&ana, &room.room_id, greedy).await.expect("played");
+    play_room(&ana, &room.room_id, greedy)
+        .await
+        .expect("played");
     wait_for_history(&ana).await;
 
     // A stream held open while the metrics are read.
@@ -96,7 +98,10 @@ async fn every_metric_the_deployment_reads_is_served() {
     assert!(sample(&game, "basra_game_plays_total").unwrap_or(0.0) >= 1.0);
     assert!(sample(&game, "basra_game_outbox_delivered_total").unwrap_or(0.0) >= 1.0);
     assert_eq!(
-        sample(&accounts, "basra_accounts_record_match_total{result=\"recorded\"}"),
+        sample(
+            &accounts,
+            "basra_accounts_record_match_total{result=\"recorded\"}"
+        ),
         Some(1.0),
         "{accounts}"
     );

@@ -205,7 +205,11 @@ impl App {
 }
 
 /// Keeps the pool gauges current (every 5 s) until `shutdown`.
-async fn watch_pool<S: Store>(store: S, metrics: Arc<AccountsMetrics>, shutdown: CancellationToken) {
+async fn watch_pool<S: Store>(
+    store: S,
+    metrics: Arc<AccountsMetrics>,
+    shutdown: CancellationToken,
+) {
     let mut tick = tokio::time::interval(Duration::from_secs(5));
     loop {
         if let Some(stats) = store.pool_stats() {

@@ -167,7 +167,10 @@ mod tests {
 
     #[test]
     fn codes_are_snake_case() {
-        assert_eq!(code_label(tonic::Code::ResourceExhausted), "resource_exhausted");
+        assert_eq!(
+            code_label(tonic::Code::ResourceExhausted),
+            "resource_exhausted"
+        );
         assert_eq!(code_label(tonic::Code::Unauthenticated), "unauthenticated");
         assert_eq!(outcome_label::<()>(&Ok(())), "ok");
     }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
-use secrecy::{ExposeSecret, SecretString};
 use basra_platform::metrics::MetricsSettings;
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 /// The embedded default settings.

@@ -239,7 +239,11 @@ impl Core {
                     self.metrics.plays.inc();
                 }
                 LogEvent::MatchEnded { winner_side, .. } => {
-                    let result = if winner_side.is_some() { "won" } else { "drawn" };
+                    let result = if winner_side.is_some() {
+                        "won"
+                    } else {
+                        "drawn"
+                    };
                     self.metrics
                         .matches_ended
                         .get_or_create(&EndLabel { result })

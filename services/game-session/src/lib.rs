@@ -208,8 +208,17 @@ pub async fn run_with_settings(
         background.clone(),
     )
     .await
-    .map_err(|err| GameError::Invalid(format!("metrics.listen {}: {err}", settings.metrics.listen)))?;
-    let result = serve_session(&session, listener, verifier, settings.server.drain(), shutdown).await;
+    .map_err(|err| {
+        GameError::Invalid(format!("metrics.listen {}: {err}", settings.metrics.listen))
+    })?;
+    let result = serve_session(
+        &session,
+        listener,
+        verifier,
+        settings.server.drain(),
+        shutdown,
+    )
+    .await;
     background.cancel();
     result
 }

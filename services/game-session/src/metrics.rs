@@ -77,20 +77,72 @@ impl GameMetrics {
         };
         let mut registry = Registry::with_prefix("basra_game");
         let m = &metrics;
-        registry.register("open_streams", "Play streams open on this replica", m.open_streams.clone());
-        registry.register("max_streams", "The most Play streams this replica admits", m.max_streams.clone());
-        registry.register("streams_refused", "Play streams refused at max_streams", m.streams_refused.clone());
-        registry.register("plays", "Cards played (players, bots, timed-out turns)", m.plays.clone());
+        registry.register(
+            "open_streams",
+            "Play streams open on this replica",
+            m.open_streams.clone(),
+        );
+        registry.register(
+            "max_streams",
+            "The most Play streams this replica admits",
+            m.max_streams.clone(),
+        );
+        registry.register(
+            "streams_refused",
+            "Play streams refused at max_streams",
+            m.streams_refused.clone(),
+        );
+        registry.register(
+            "plays",
+            "Cards played (players, bots, timed-out turns)",
+            m.plays.clone(),
+        );
         registry.register("rooms_created", "Rooms created", m.rooms_created.clone());
-        registry.register("matches_ended", "Matches ended, by result", m.matches_ended.clone());
-        registry.register("commit_seconds", "Time of one compare-and-set commit to the room store", m.commit_seconds.clone());
-        registry.register("cas_conflicts", "Commits refused by the version check (retried)", m.cas_conflicts.clone());
-        registry.register("contention_failures", "Changes given up after every retry conflicted", m.contention_failures.clone());
-        registry.register("timers_fired", "Deadlines claimed and fired by this replica", m.timers_fired.clone());
-        registry.register("outbox_pending", "Match records this replica's forwarder holds undelivered", m.outbox_pending.clone());
-        registry.register("outbox_oldest_age_seconds", "Age of the oldest undelivered match record held here", m.outbox_oldest_age_seconds.clone());
-        registry.register("outbox_delivered", "Match records delivered to accounts", m.outbox_delivered.clone());
-        registry.register("draining", "1 while this replica drains", m.draining.clone());
+        registry.register(
+            "matches_ended",
+            "Matches ended, by result",
+            m.matches_ended.clone(),
+        );
+        registry.register(
+            "commit_seconds",
+            "Time of one compare-and-set commit to the room store",
+            m.commit_seconds.clone(),
+        );
+        registry.register(
+            "cas_conflicts",
+            "Commits refused by the version check (retried)",
+            m.cas_conflicts.clone(),
+        );
+        registry.register(
+            "contention_failures",
+            "Changes given up after every retry conflicted",
+            m.contention_failures.clone(),
+        );
+        registry.register(
+            "timers_fired",
+            "Deadlines claimed and fired by this replica",
+            m.timers_fired.clone(),
+        );
+        registry.register(
+            "outbox_pending",
+            "Match records this replica's forwarder holds undelivered",
+            m.outbox_pending.clone(),
+        );
+        registry.register(
+            "outbox_oldest_age_seconds",
+            "Age of the oldest undelivered match record held here",
+            m.outbox_oldest_age_seconds.clone(),
+        );
+        registry.register(
+            "outbox_delivered",
+            "Match records delivered to accounts",
+            m.outbox_delivered.clone(),
+        );
+        registry.register(
+            "draining",
+            "1 while this replica drains",
+            m.draining.clone(),
+        );
         for result in ["won", "drawn"] {
             let _ = metrics.matches_ended.get_or_create(&EndLabel { result });
         }

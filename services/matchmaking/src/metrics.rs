@@ -6,10 +6,7 @@
 
 use std::{
     collections::{HashMap, VecDeque},
-    sync::{
-        Arc, Mutex,
-        atomic::AtomicU64,
-    },
+    sync::{Arc, Mutex, atomic::AtomicU64},
 };
 
 use prometheus_client::{
@@ -73,17 +70,37 @@ impl Metrics {
         let rate = Gauge::<f64, AtomicU64>::default();
         let mut registry = Registry::with_prefix("basra_matchmaking");
         registry.register("queue_length", "Tickets waiting, per format", queue.clone());
-        registry.register("matches", "Rooms made from the queue", Counter::clone(&matches));
-        registry.register("bot_matches", "Rooms made with bots", Counter::clone(&bot_matches));
+        registry.register(
+            "matches",
+            "Rooms made from the queue",
+            Counter::clone(&matches),
+        );
+        registry.register(
+            "bot_matches",
+            "Rooms made with bots",
+            Counter::clone(&bot_matches),
+        );
         registry.register(
             "room_failures",
             "Groups whose room game-session could not create",
             Counter::clone(&room_failures),
         );
         registry.register("tickets", "Searches started", Counter::clone(&tickets));
-        registry.register("expired", "Queued tickets dropped by expiry", Counter::clone(&expired));
-        registry.register("wait_seconds", "Time from queueing to matched", wait.clone());
-        registry.register("matches_per_second", "Matches per second, recent", rate.clone());
+        registry.register(
+            "expired",
+            "Queued tickets dropped by expiry",
+            Counter::clone(&expired),
+        );
+        registry.register(
+            "wait_seconds",
+            "Time from queueing to matched",
+            wait.clone(),
+        );
+        registry.register(
+            "matches_per_second",
+            "Matches per second, recent",
+            rate.clone(),
+        );
         Metrics {
             registry: Arc::new(registry),
             queue,
@@ -254,6 +271,9 @@ mod tests {
             m.observe_wait("u.4.51", 0, 10_000);
         }
         assert_eq!(m.estimated_wait("u.4.51", 0, 0), Some(10_000));
-        assert!(m.render().contains("basra_matchmaking_wait_seconds_count 385"));
+        assert!(
+            m.render()
+                .contains("basra_matchmaking_wait_seconds_count 385")
+        );
     }
 }
