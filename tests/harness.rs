@@ -15,7 +15,7 @@ use std::time::Duration;
 use accounts::{AccountsService, PgStore};
 use anyhow::Context as _;
 use basra::session::Endpoints;
-use basra_platform::auth::{Caller, Role, SigningKey};
+use basra_platform::auth::{Role, ServiceIdentity, SigningKey, TokenVerifier, TrustedKey};
 use game_session::{AccountsLink, Credentials};
 use matchmaking::clock::SystemClock;
 use matchmaking::metrics::Metrics;
@@ -117,6 +117,14 @@ async fn bind() -> anyhow::Result<(TcpListener, String)> {
 
 /// Starts the backend for one test.
 pub async fn spawn_backend() -> anyhow::Result<Backend> {
+    spawn_backend_with(Duration::from_secs(300)).await
+}
+
+/// [`spawn_backend`] with service tokens living `service_token_ttl`: game-session and
+/// matchmaking each hold their own signing key and mint their tokens themselves; accounts
+/// trusts game-session's key and game-session trusts matchmaking's, for the `service`
+/// role only, as in production (deploy/README.md, "Service identity").
+pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<Backend> {
     let admin_url = env(
         "DATABASE_URL",
         "postgres://postgres@127.0.0.1:5432/postgres",
@@ -144,13 +152,35 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
     settings.passwords.memory_kib = 1024;
     settings.passwords.iterations = 1;
     settings.leaderboard.min_ranked_matches = 1;
-    let config = accounts::service_config(&settings, SigningKey::generate())?;
+    let game_identity = Arc::new(ServiceIdentity::new(
+        SigningKey::generate(),
+        &settings.auth.issuer,
+        &settings.auth.audience,
+        service_token_ttl,
+    ));
+    let matchmaking_identity = Arc::new(ServiceIdentity::new(
+        SigningKey::generate(),
+        &settings.auth.issuer,
+        &settings.auth.audience,
+        service_token_ttl,
+    ));
+    let mut config = accounts::service_config(&settings, SigningKey::generate())?;
+    // RecordMatch and GetPlayers come from game-session, GetPlayers from matchmaking.
+    config.trusted_keys = vec![
+        game_identity.trusted_key(),
+        matchmaking_identity.trusted_key(),
+    ];
     let issuer = config.issuer.clone();
+    // The other services trust accounts' key for players only.
+    let player_key = TrustedKey {
+        kid: issuer.kid().to_owned(),
+        public_pem: issuer.public_pem().to_owned(),
+        roles: vec![Role::Player],
+    };
     let store = PgStore::connect(&db_url, 4).await?;
     store.migrate().await?;
     let db = store.pool().clone();
     let service = AccountsService::new(store, config);
-    let verifier = service.verifier();
     let accounts_metrics = serve_metrics(service.metrics().registry(), shutdown.clone()).await?;
     let (listener, accounts_url) = bind().await?;
     let token = shutdown.clone();
@@ -161,25 +191,23 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
     }));
 
     // game-session: rooms in Redis, bots without delay, records to accounts.
-    let service_caller = Caller {
-        user_id: uuid::Uuid::now_v7(),
-        role: Role::Service,
-        guest: false,
-    };
     let prefix = format!("e2e-{unique}");
     let rooms = game_session::RedisStore::connect(&redis_url, &prefix, 600, shutdown.clone())
         .await
         .with_context(|| format!("Redis is needed at REDIS_URL={redis_url}"))?;
     let mut game_settings = game_session::Settings::load()?;
     game_settings.game.bot_delay_ms = 0;
-    let link = AccountsLink::new(
-        &accounts_url,
-        Credentials::Issuer(Arc::new(issuer.clone()), service_caller.clone()),
-    )
-    .map_err(anyhow::Error::msg)?;
+    let link = AccountsLink::new(&accounts_url, Credentials::Identity(game_identity))
+        .map_err(anyhow::Error::msg)?;
     let (listener, game_url) = bind().await?;
     let token = shutdown.clone();
-    let game_verifier = verifier.clone();
+    // No clock-skew allowance: an expired service token is refused at once.
+    let game_verifier = TokenVerifier::trusting(
+        vec![player_key.clone(), matchmaking_identity.trusted_key()],
+        &settings.auth.issuer,
+        &settings.auth.audience,
+    )?
+    .with_leeway(Duration::ZERO);
     let session = game_session::GameSession::start(
         Arc::new(rooms),
         game_settings.game.service_config(),
@@ -196,20 +224,17 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
     // matchmaking: the queue in Redis, rooms made in game-session, ratings from accounts.
     let queue_settings = matchmaking::settings::Settings::load()?;
     let queue = matchmaking::store::RedisStore::connect(&redis_url, &prefix).await?;
-    let service_token = issuer
-        .issue(&service_caller, Duration::from_secs(3600))?
-        .token;
     let deps = matchmaking::Deps {
         store: Arc::new(queue),
-        game: Arc::new(GrpcGame::new(
+        game: Arc::new(GrpcGame::with_identity(
             &game_url,
-            &service_token,
+            Arc::clone(&matchmaking_identity),
             Duration::from_secs(5),
         )?),
         ratings: Arc::new(GrpcRatings::new(&accounts_url, Duration::from_secs(5))?),
-        names: Arc::new(GrpcNames::new(
+        names: Arc::new(GrpcNames::with_identity(
             &accounts_url,
-            &service_token,
+            matchmaking_identity,
             Duration::from_secs(5),
         )?),
         clock: Arc::new(SystemClock),
@@ -221,10 +246,15 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
         rooms: queue_settings.rooms.clone(),
         drain,
     };
+    let matchmaking_verifier = TokenVerifier::trusting(
+        vec![player_key],
+        &settings.auth.issuer,
+        &settings.auth.audience,
+    )?;
     let (listener, matchmaking_url) = bind().await?;
     let token = shutdown.clone();
     tasks.push(tokio::spawn(async move {
-        matchmaking::run(listener, config, verifier, deps, token)
+        matchmaking::run(listener, config, matchmaking_verifier, deps, token)
             .await
             .expect("matchmaking serves");
     }));

@@ -105,8 +105,17 @@ pub fn signing_key(settings: &Settings) -> Result<SigningKey> {
 /// The service's configuration from settings, with `key` signing tokens.
 pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceConfig> {
     let limits = &settings.login_limits;
+    let issuer = TokenIssuer::new(key, &settings.auth.issuer, &settings.auth.audience);
+    let trusted_keys = basra_platform::auth::load_trusted(&settings.auth.trusted_keys)
+        .map_err(|e| AccountsError::Internal(e.to_string()))?;
+    // A bad or duplicate kid fails here, before any socket is bound.
+    issuer
+        .verifier()
+        .and_trusting(trusted_keys.clone())
+        .map_err(|e| AccountsError::Internal(e.to_string()))?;
     Ok(ServiceConfig {
-        issuer: TokenIssuer::new(key, &settings.auth.issuer, &settings.auth.audience),
+        trusted_keys,
+        issuer,
         access_ttl: settings.auth.access_ttl(),
         refresh_ttl: settings.auth.refresh_ttl(),
         passwords: PasswordHasherPool::new(

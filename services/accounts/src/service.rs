@@ -4,7 +4,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use basra_platform::auth::{self, Caller, IssuedToken, Role, TokenIssuer, TokenVerifier};
+use basra_platform::auth::{
+    self, Caller, IssuedToken, Role, TokenIssuer, TokenVerifier, TrustedKey,
+};
 use basra_platform::ratelimit::RateLimiter;
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::accounts::v1::accounts_server::{Accounts, AccountsServer};
@@ -47,6 +49,9 @@ pub const MAX_PAGE: u32 = 100;
 /// What the service needs besides its store.
 #[derive(Debug)]
 pub struct ServiceConfig {
+    /// Keys trusted besides the signing key, each for one role: the callers' service
+    /// keys (RecordMatch), an operator key, and accounts' previous keys while they rotate.
+    pub trusted_keys: Vec<TrustedKey>,
     /// Signs access tokens.
     pub issuer: TokenIssuer,
     /// Access token lifetime.
@@ -110,7 +115,11 @@ impl<S: Store> AccountsService<S> {
         AccountsService {
             inner: Arc::new(Inner {
                 store,
-                verifier: config.issuer.verifier(),
+                verifier: config
+                    .issuer
+                    .verifier()
+                    .and_trusting(config.trusted_keys.clone())
+                    .expect("trusted keys are checked by service_config"),
                 config,
                 metrics: Arc::default(),
             }),

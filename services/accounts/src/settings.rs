@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use basra_platform::auth::TrustedKeySettings;
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
 use basra_platform::metrics::MetricsSettings;
 use secrecy::{ExposeSecret, SecretString};
@@ -84,6 +85,11 @@ pub struct AuthSettings {
     pub signing_key_file: PathBuf,
     /// The key id (`kid`) of that key.
     pub signing_key_id: String,
+    /// Public keys trusted besides the signing key, by kid, each for one role:
+    /// game-session's service key (RecordMatch), an operator key, the previous signing
+    /// key (role `player`) during a rotation.
+    #[serde(default)]
+    pub trusted_keys: Vec<TrustedKeySettings>,
 }
 
 impl AuthSettings {

@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize};
 use std::time::Duration;
 
-use basra_platform::auth::{AuthLayer, TokenVerifier};
+use basra_platform::auth::{AuthLayer, Role, TokenVerifier, TrustedKey, load_trusted};
 use basra_proto::basra::game::v1::{game_admin_server::GameAdminServer, game_server::GameServer};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -168,18 +168,7 @@ pub async fn run_with_settings(
     settings: &Settings,
     shutdown: CancellationToken,
 ) -> Result<(), GameError> {
-    let pem = std::fs::read_to_string(&settings.auth.public_key_file).map_err(|err| {
-        GameError::Invalid(format!(
-            "auth.public_key_file {:?}: {err}",
-            settings.auth.public_key_file
-        ))
-    })?;
-    let verifier = TokenVerifier::new(
-        vec![(settings.auth.key_id.clone(), pem)],
-        &settings.auth.issuer,
-        &settings.auth.audience,
-    )
-    .map_err(|err| GameError::Invalid(err.to_string()))?;
+    let verifier = verifier(settings)?;
     let store = RedisStore::connect(
         &settings.redis.url,
         &settings.redis.prefix,
@@ -191,11 +180,25 @@ pub async fn run_with_settings(
     let accounts = if settings.accounts.url.is_empty() {
         None
     } else {
-        let mut link = AccountsLink::new(
-            &settings.accounts.url,
-            Credentials::Static(settings.accounts.service_token.clone()),
-        )
-        .map_err(GameError::Invalid)?;
+        let identity = settings
+            .identity
+            .load(&settings.auth.issuer, &settings.auth.audience)
+            .map_err(|err| GameError::Invalid(err.to_string()))?;
+        let credentials = match identity {
+            Some(identity) => Credentials::Identity(Arc::new(identity)),
+            None if !settings.accounts.service_token.is_empty() => {
+                Credentials::Static(settings.accounts.service_token.clone())
+            }
+            None => {
+                return Err(GameError::Invalid(
+                    "no credentials for accounts: set identity.signing_key_file (preferred) \
+                     or accounts.service_token"
+                        .into(),
+                ));
+            }
+        };
+        let mut link =
+            AccountsLink::new(&settings.accounts.url, credentials).map_err(GameError::Invalid)?;
         link.retry_min = Duration::from_millis(settings.accounts.retry_min_ms);
         link.retry_max = Duration::from_millis(settings.accounts.retry_max_ms);
         Some(link)
@@ -221,6 +224,27 @@ pub async fn run_with_settings(
     .await;
     background.cancel();
     result
+}
+
+/// The token verifier the settings describe: `auth.trusted_keys`, each for its role,
+/// plus the older `auth.public_key_file` for every role when set.
+fn verifier(settings: &Settings) -> Result<TokenVerifier, GameError> {
+    let invalid = |err: basra_platform::auth::AuthError| GameError::Invalid(err.to_string());
+    let mut keys = load_trusted(&settings.auth.trusted_keys).map_err(invalid)?;
+    if !settings.auth.public_key_file.is_empty() {
+        let pem = std::fs::read_to_string(&settings.auth.public_key_file).map_err(|err| {
+            GameError::Invalid(format!(
+                "auth.public_key_file {:?}: {err}",
+                settings.auth.public_key_file
+            ))
+        })?;
+        keys.push(TrustedKey {
+            kid: settings.auth.key_id.clone(),
+            public_pem: pem,
+            roles: vec![Role::Player, Role::Service, Role::Operator],
+        });
+    }
+    TokenVerifier::trusting(keys, &settings.auth.issuer, &settings.auth.audience).map_err(invalid)
 }
 
 /// Serves a started replica's routes (with auth, health and reflection) on `listener`

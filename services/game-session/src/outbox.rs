@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use basra_platform::auth::{Caller, TokenIssuer};
+use basra_platform::auth::{Caller, ServiceIdentity, TokenIssuer};
 use basra_proto::basra::accounts::v1::{
     MatchRecord, RecordMatchRequest, accounts_client::AccountsClient,
 };
@@ -51,6 +51,8 @@ pub enum Credentials {
     Static(String),
     /// Fresh tokens from an issuer (one-process dev mode, tests).
     Issuer(Arc<TokenIssuer>, Caller),
+    /// Tokens minted by game-session's own key, fresh before they expire.
+    Identity(Arc<ServiceIdentity>),
 }
 
 impl Credentials {
@@ -62,6 +64,10 @@ impl Credentials {
                 .issue(caller, Duration::from_secs(300))
                 .map(|issued| issued.token)
                 .map_err(|err| tracing::error!(error = %err, "cannot issue a service token"))
+                .ok(),
+            Credentials::Identity(identity) => identity
+                .token()
+                .map_err(|err| tracing::error!(error = %err, "cannot mint a service token"))
                 .ok(),
         }
     }

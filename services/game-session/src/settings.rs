@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use basra_platform::auth::{IdentitySettings, TrustedKeySettings};
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
 use basra_platform::metrics::MetricsSettings;
 use serde::Deserialize;
@@ -29,6 +30,9 @@ pub struct Settings {
     /// Where Prometheus metrics are served.
     #[serde(default)]
     pub metrics: MetricsSettings,
+    /// game-session's own signing key for its service tokens to accounts.
+    #[serde(default)]
+    pub identity: IdentitySettings,
 }
 
 /// The `[redis]` section.
@@ -92,10 +96,17 @@ pub struct AuthSettings {
     pub issuer: String,
     /// The `aud` access tokens must carry.
     pub audience: String,
-    /// The accounts public key file (SPKI PEM).
+    /// The accounts public key file (SPKI PEM), trusted for every role (the older
+    /// single-key setup); empty: only `trusted_keys`.
+    #[serde(default)]
     pub public_key_file: String,
     /// The key id of that key.
+    #[serde(default)]
     pub key_id: String,
+    /// Public keys trusted by kid, each for one role: accounts' key for `player`,
+    /// matchmaking's for `service`, an operator key for `operator`.
+    #[serde(default)]
+    pub trusted_keys: Vec<TrustedKeySettings>,
 }
 
 impl Settings {

@@ -5,6 +5,8 @@
 
 use std::{path::PathBuf, time::Duration};
 
+pub use basra_platform::auth::IdentitySettings;
+use basra_platform::auth::Role;
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
 pub use basra_platform::metrics::MetricsSettings;
 use serde::Deserialize;
@@ -35,7 +37,11 @@ pub struct Settings {
     /// Created rooms.
     pub rooms: RoomSettings,
     /// The metrics endpoint.
+    #[serde(default)]
     pub metrics: MetricsSettings,
+    /// matchmaking's own signing key for its service tokens to game-session.
+    #[serde(default)]
+    pub identity: IdentitySettings,
 }
 
 /// `[store]`.
@@ -69,6 +75,10 @@ pub struct KeySettings {
     pub kid: String,
     /// SPKI PEM file.
     pub public_key_file: PathBuf,
+    /// The one role tokens signed with it may carry (`player`, `service`,
+    /// `operator`); unset: any (the older single-key setup).
+    #[serde(default)]
+    pub role: Option<Role>,
 }
 
 /// `[game]` and `[accounts]`.
