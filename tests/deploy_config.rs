@@ -73,3 +73,41 @@ fn the_game_session_configmap_loads_as_its_settings() {
     assert_eq!(settings.accounts.url, "http://accounts:50051");
     assert_eq!(settings.metrics.listen, "0.0.0.0:9100");
 }
+
+/// Each caller's own key is trusted by its receiver, for the `service` role: matchmaking's
+/// by game-session (CreateRoom, SeatPlayer), game-session's by accounts (RecordMatch).
+#[test]
+fn each_callers_identity_is_trusted_by_its_receiver() {
+    use basra_platform::auth::Role;
+    let accounts: accounts::Settings =
+        load_with_env(accounts::settings::DEFAULTS, pod_env("accounts")).unwrap();
+    let matchmaking: matchmaking::settings::Settings =
+        load_with_env(matchmaking::settings::DEFAULTS, pod_env("matchmaking")).unwrap();
+    let game: game_session::Settings =
+        load_with_env(game_session::settings::DEFAULTS, pod_env("game-session")).unwrap();
+    let trusts = |keys: &[basra_platform::auth::TrustedKeySettings], kid: &str, role: Role| {
+        keys.iter().any(|key| key.kid == kid && key.role == role)
+    };
+    assert!(trusts(
+        &game.auth.trusted_keys,
+        &matchmaking.identity.key_id,
+        Role::Service
+    ));
+    assert!(trusts(
+        &accounts.auth.trusted_keys,
+        &game.identity.key_id,
+        Role::Service
+    ));
+    assert!(trusts(
+        &game.auth.trusted_keys,
+        &accounts.auth.signing_key_id,
+        Role::Player
+    ));
+    assert!(
+        matchmaking
+            .auth
+            .keys
+            .iter()
+            .any(|key| key.kid == accounts.auth.signing_key_id && key.role == Some(Role::Player))
+    );
+}
