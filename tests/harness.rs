@@ -31,6 +31,9 @@ pub struct Backend {
     pub endpoints: Endpoints,
     /// The test's own database (accounts' tables), when accounts uses PostgreSQL.
     pub db: Option<PgPool>,
+    /// The operator signing key game-session trusts for `operator` tokens: (kid, PKCS#8
+    /// PEM) (`spawn_backend` only).
+    pub operator_key: Option<(String, String)>,
     /// Where each service serves its Prometheus metrics (`spawn_backend` only).
     pub metrics: Option<MetricsEndpoints>,
     database: Option<(String, String)>,
@@ -98,6 +101,7 @@ pub async fn spawn_dev_with(
         endpoints: Endpoints::single(&format!("http://{addr}")),
         db: None,
         metrics: None,
+        operator_key: None,
         database: None,
         redis: None,
         shutdown,
@@ -202,8 +206,18 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
     let (listener, game_url) = bind().await?;
     let token = shutdown.clone();
     // No clock-skew allowance: an expired service token is refused at once.
+    let operator = SigningKey::generate();
+    let operator_trusted = TrustedKey {
+        kid: operator.kid().to_owned(),
+        public_pem: operator.public_pem(),
+        roles: vec![Role::Operator],
+    };
     let game_verifier = TokenVerifier::trusting(
-        vec![player_key.clone(), matchmaking_identity.trusted_key()],
+        vec![
+            player_key.clone(),
+            matchmaking_identity.trusted_key(),
+            operator_trusted,
+        ],
         &settings.auth.issuer,
         &settings.auth.audience,
     )?
@@ -266,6 +280,7 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
             matchmaking: matchmaking_url,
         },
         db: Some(db),
+        operator_key: Some((operator.kid().to_owned(), operator.private_pem())),
         metrics: Some(MetricsEndpoints {
             accounts: accounts_metrics,
             game: game_metrics,

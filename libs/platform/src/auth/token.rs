@@ -62,6 +62,15 @@ impl SigningKey {
         })
     }
 
+    /// The private key as PKCS#8 PEM, to hand to a tool that signs with it (an operator
+    /// key for `basra admin token`). Keep it out of logs and off shared disks.
+    pub fn private_pem(&self) -> String {
+        self.key
+            .to_pkcs8_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
+            .expect("an Ed25519 private key always encodes as PKCS#8 PEM")
+            .to_string()
+    }
+
     /// The key id written into each token's header.
     pub fn kid(&self) -> &str {
         &self.kid
