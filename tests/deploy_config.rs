@@ -75,7 +75,8 @@ fn the_game_session_configmap_loads_as_its_settings() {
 }
 
 /// Each caller's own key is trusted by its receiver, for the `service` role: matchmaking's
-/// by game-session (CreateRoom, SeatPlayer), game-session's by accounts (RecordMatch).
+/// by game-session (CreateRoom, SeatPlayer, GetSeat) and accounts (GetPlayers),
+/// game-session's by accounts (RecordMatch, GetPlayers).
 #[test]
 fn each_callers_identity_is_trusted_by_its_receiver() {
     use basra_platform::auth::Role;
@@ -96,6 +97,11 @@ fn each_callers_identity_is_trusted_by_its_receiver() {
     assert!(trusts(
         &accounts.auth.trusted_keys,
         &game.identity.key_id,
+        Role::Service
+    ));
+    assert!(trusts(
+        &accounts.auth.trusted_keys,
+        &matchmaking.identity.key_id,
         Role::Service
     ));
     assert!(trusts(

@@ -248,7 +248,9 @@ impl NameSource for GrpcNames {
                     context: "accounts GetPlayers",
                     status,
                 })?;
-        request.metadata_mut().insert("authorization", authorization);
+        request
+            .metadata_mut()
+            .insert("authorization", authorization);
         let players = self
             .client
             .clone()
