@@ -9,7 +9,7 @@ REDIS_CLUSTER_URL ?= redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0
 export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: help run play test bench lint fmt rules k8s-check fuzz redis-cluster redis-cluster-stop
+.PHONY: help run play test bench lint fmt rules k8s-check fuzz release images redis-cluster redis-cluster-stop
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -23,7 +23,8 @@ play: ## Play in the terminal against the backend of `make run` (second terminal
 rules: ## Run the rules tool: JSON lines on stdin, answers on stdout
 	$(CARGO) run --quiet --release -p basra-rules
 
-test: ## Run every test (unit, property, integration, doc)
+test: ## Run every test (unit, property, integration, doc); starts the local Redis Cluster
+	scripts/redis-cluster.sh start
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 
@@ -59,6 +60,19 @@ lint: ## cargo fmt --check and clippy with warnings as errors
 fmt: ## Format the code
 	$(CARGO) fmt --all
 
-k8s-check: ## Validate the Kubernetes manifests (not built yet)
-	@echo "deploy/k8s is not built yet." >&2
-	@exit 1
+k8s-check: ## Validate deploy/: render + validate every Kubernetes object, promtool on the alert rules
+	python3 deploy/k8s/check.py
+	promtool check rules deploy/prometheus/alerts.yaml
+	promtool test rules deploy/prometheus/alerts_test.yaml
+
+release: ## Build the release binaries into dist/ exactly as the images do (deploy/docker/release.sh)
+	deploy/docker/release.sh dist
+
+TAG ?= latest
+IMAGE_PREFIX ?= basra
+IMAGE_BUILDER ?= $(shell command -v podman || command -v buildah || command -v docker)
+images: ## Build the four images (deploy/docker/Dockerfile) with podman, buildah or docker; TAG=…
+	@test -n "$(IMAGE_BUILDER)" || { echo "no podman, buildah or docker here: see deploy/README.md" >&2; exit 1; }
+	for target in accounts matchmaking game-session basra; do \
+	  $(IMAGE_BUILDER) build -f deploy/docker/Dockerfile --target $$target -t $(IMAGE_PREFIX)/$$target:$(TAG) . || exit 1; \
+	done

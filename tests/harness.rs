@@ -8,13 +8,14 @@
 //! - [`spawn_dev`]: `basra dev`, the three services in one process on one port, with the
 //!   in-memory stores.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use accounts::{AccountsService, PgStore};
 use anyhow::Context as _;
 use basra::session::Endpoints;
-use basra_platform::auth::{Caller, Role, SigningKey};
+use basra_platform::auth::{Role, ServiceIdentity, SigningKey, TokenVerifier, TrustedKey};
 use game_session::{AccountsLink, Credentials};
 use matchmaking::clock::SystemClock;
 use matchmaking::metrics::Metrics;
@@ -30,11 +31,41 @@ pub struct Backend {
     pub endpoints: Endpoints,
     /// The test's own database (accounts' tables), when accounts uses PostgreSQL.
     pub db: Option<PgPool>,
+    /// The operator signing key game-session trusts for `operator` tokens: (kid, PKCS#8
+    /// PEM) (`spawn_backend` only).
+    pub operator_key: Option<(String, String)>,
+    /// Where each service serves its Prometheus metrics (`spawn_backend` only).
+    pub metrics: Option<MetricsEndpoints>,
     database: Option<(String, String)>,
     /// Redis URL and the test's key prefix, to clean up after.
     redis: Option<(String, String)>,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+}
+
+/// The `GET /metrics` addresses of the three services.
+#[derive(Debug, Clone)]
+pub struct MetricsEndpoints {
+    /// accounts.
+    pub accounts: SocketAddr,
+    /// game-session.
+    pub game: SocketAddr,
+    /// matchmaking.
+    pub matchmaking: SocketAddr,
+}
+
+/// Serves `registry` on a free local port until `shutdown`, as each service does on its
+/// `metrics.listen`.
+async fn serve_metrics(
+    registry: Arc<basra_platform::metrics::prometheus_client::registry::Registry>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<SocketAddr> {
+    let settings = basra_platform::metrics::MetricsSettings {
+        listen: "127.0.0.1:0".into(),
+    };
+    basra_platform::metrics::spawn(&settings, registry, shutdown)
+        .await?
+        .context("metrics bound")
 }
 
 /// Starts `basra dev` with in-memory stores and bots that do not wait.
@@ -69,6 +100,8 @@ pub async fn spawn_dev_with(
     Ok(Backend {
         endpoints: Endpoints::single(&format!("http://{addr}")),
         db: None,
+        metrics: None,
+        operator_key: None,
         database: None,
         redis: None,
         shutdown,
@@ -88,6 +121,14 @@ async fn bind() -> anyhow::Result<(TcpListener, String)> {
 
 /// Starts the backend for one test.
 pub async fn spawn_backend() -> anyhow::Result<Backend> {
+    spawn_backend_with(Duration::from_secs(300)).await
+}
+
+/// [`spawn_backend`] with service tokens living `service_token_ttl`: game-session and
+/// matchmaking each hold their own signing key and mint their tokens themselves; accounts
+/// trusts game-session's key and game-session trusts matchmaking's, for the `service`
+/// role only, as in production (deploy/README.md, "Service identity").
+pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<Backend> {
     let admin_url = env(
         "DATABASE_URL",
         "postgres://postgres@127.0.0.1:5432/postgres",
@@ -115,13 +156,36 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
     settings.passwords.memory_kib = 1024;
     settings.passwords.iterations = 1;
     settings.leaderboard.min_ranked_matches = 1;
-    let config = accounts::service_config(&settings, SigningKey::generate())?;
+    let game_identity = Arc::new(ServiceIdentity::new(
+        SigningKey::generate(),
+        &settings.auth.issuer,
+        &settings.auth.audience,
+        service_token_ttl,
+    ));
+    let matchmaking_identity = Arc::new(ServiceIdentity::new(
+        SigningKey::generate(),
+        &settings.auth.issuer,
+        &settings.auth.audience,
+        service_token_ttl,
+    ));
+    let mut config = accounts::service_config(&settings, SigningKey::generate())?;
+    // RecordMatch and GetPlayers come from game-session, GetPlayers from matchmaking.
+    config.trusted_keys = vec![
+        game_identity.trusted_key(),
+        matchmaking_identity.trusted_key(),
+    ];
     let issuer = config.issuer.clone();
+    // The other services trust accounts' key for players only.
+    let player_key = TrustedKey {
+        kid: issuer.kid().to_owned(),
+        public_pem: issuer.public_pem().to_owned(),
+        roles: vec![Role::Player],
+    };
     let store = PgStore::connect(&db_url, 4).await?;
     store.migrate().await?;
     let db = store.pool().clone();
     let service = AccountsService::new(store, config);
-    let verifier = service.verifier();
+    let accounts_metrics = serve_metrics(service.metrics().registry(), shutdown.clone()).await?;
     let (listener, accounts_url) = bind().await?;
     let token = shutdown.clone();
     tasks.push(tokio::spawn(async move {
@@ -131,70 +195,80 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
     }));
 
     // game-session: rooms in Redis, bots without delay, records to accounts.
-    let service_caller = Caller {
-        user_id: uuid::Uuid::now_v7(),
-        role: Role::Service,
-        guest: false,
-    };
     let prefix = format!("e2e-{unique}");
     let rooms = game_session::RedisStore::connect(&redis_url, &prefix, 600, shutdown.clone())
         .await
         .with_context(|| format!("Redis is needed at REDIS_URL={redis_url}"))?;
     let mut game_settings = game_session::Settings::load()?;
     game_settings.game.bot_delay_ms = 0;
-    let link = AccountsLink::new(
-        &accounts_url,
-        Credentials::Issuer(Arc::new(issuer.clone()), service_caller.clone()),
-    )
-    .map_err(anyhow::Error::msg)?;
+    let link = AccountsLink::new(&accounts_url, Credentials::Identity(game_identity))
+        .map_err(anyhow::Error::msg)?;
     let (listener, game_url) = bind().await?;
     let token = shutdown.clone();
-    let game_verifier = verifier.clone();
+    // No clock-skew allowance: an expired service token is refused at once.
+    let operator = SigningKey::generate();
+    let operator_trusted = TrustedKey {
+        kid: operator.kid().to_owned(),
+        public_pem: operator.public_pem(),
+        roles: vec![Role::Operator],
+    };
+    let game_verifier = TokenVerifier::trusting(
+        vec![
+            player_key.clone(),
+            matchmaking_identity.trusted_key(),
+            operator_trusted,
+        ],
+        &settings.auth.issuer,
+        &settings.auth.audience,
+    )?
+    .with_leeway(Duration::ZERO);
+    let session = game_session::GameSession::start(
+        Arc::new(rooms),
+        game_settings.game.service_config(),
+        Some(link),
+        shutdown.clone(),
+    );
+    let game_metrics = serve_metrics(session.core().metrics.registry(), shutdown.clone()).await?;
     tasks.push(tokio::spawn(async move {
-        game_session::run(
-            listener,
-            Arc::new(rooms),
-            game_verifier,
-            game_settings.game.service_config(),
-            Some(link),
-            drain,
-            token,
-        )
-        .await
-        .expect("game-session serves");
+        game_session::serve_session(&session, listener, game_verifier, drain, token)
+            .await
+            .expect("game-session serves");
     }));
 
     // matchmaking: the queue in Redis, rooms made in game-session, ratings from accounts.
     let queue_settings = matchmaking::settings::Settings::load()?;
     let queue = matchmaking::store::RedisStore::connect(&redis_url, &prefix).await?;
-    let service_token = issuer
-        .issue(&service_caller, Duration::from_secs(3600))?
-        .token;
     let deps = matchmaking::Deps {
         store: Arc::new(queue),
-        game: Arc::new(GrpcGame::new(
+        game: Arc::new(GrpcGame::with_identity(
             &game_url,
-            &service_token,
+            Arc::clone(&matchmaking_identity),
             Duration::from_secs(5),
         )?),
         ratings: Arc::new(GrpcRatings::new(&accounts_url, Duration::from_secs(5))?),
-        names: Arc::new(GrpcNames::new(
+        names: Arc::new(GrpcNames::with_identity(
             &accounts_url,
-            &service_token,
+            matchmaking_identity,
             Duration::from_secs(5),
         )?),
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::new()),
     };
+    let matchmaking_metrics = serve_metrics(deps.metrics.registry(), shutdown.clone()).await?;
     let config = matchmaking::Config {
         queue: queue_settings.queue.clone(),
         rooms: queue_settings.rooms.clone(),
         drain,
     };
+    let matchmaking_verifier = TokenVerifier::trusting(
+        vec![player_key],
+        &settings.auth.issuer,
+        &settings.auth.audience,
+    )?;
     let (listener, matchmaking_url) = bind().await?;
     let token = shutdown.clone();
     tasks.push(tokio::spawn(async move {
-        matchmaking::run(listener, config, verifier, deps, token)
+        matchmaking::run(listener, config, matchmaking_verifier, deps, token)
             .await
             .expect("matchmaking serves");
     }));
@@ -206,6 +280,12 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
             matchmaking: matchmaking_url,
         },
         db: Some(db),
+        operator_key: Some((operator.kid().to_owned(), operator.private_pem())),
+        metrics: Some(MetricsEndpoints {
+            accounts: accounts_metrics,
+            game: game_metrics,
+            matchmaking: matchmaking_metrics,
+        }),
         database: Some((admin_url, db_name)),
         redis: Some((redis_url, prefix)),
         shutdown,

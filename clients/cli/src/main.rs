@@ -109,6 +109,86 @@ enum Command {
     },
     /// Answer rule questions: JSON lines on stdin (see README, "The rules tool").
     Rules,
+    /// Operate game-session: rooms, drains, operator tokens (deploy/README.md).
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+}
+
+#[derive(clap::Args)]
+struct AdminConnection {
+    /// A game-session replica's gRPC address (e.g. a `kubectl port-forward` to a pod).
+    #[arg(
+        long,
+        env = "BASRA_ADMIN_SERVER",
+        default_value = "http://127.0.0.1:50053"
+    )]
+    server: String,
+    /// An operator token (`basra admin token`).
+    #[arg(long, env = "BASRA_OPERATOR_TOKEN", hide_env_values = true)]
+    token: String,
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Mint an operator token offline from the operator signing key; prints it.
+    Token {
+        /// The operator's PKCS#8 PEM Ed25519 private key.
+        #[arg(long)]
+        key_file: std::path::PathBuf,
+        /// Its key id, as the services trust it.
+        #[arg(long, default_value = "operator-o1")]
+        kid: String,
+        /// Lifetime in seconds (at most 3600).
+        #[arg(long, default_value_t = 900)]
+        ttl_seconds: u64,
+        /// The tokens' issuer (`auth.issuer`).
+        #[arg(long, default_value = "basra-accounts")]
+        issuer: String,
+        /// The tokens' audience (`auth.audience`).
+        #[arg(long, default_value = "basra")]
+        audience: String,
+    },
+    /// List rooms.
+    Rooms {
+        #[command(flatten)]
+        connection: AdminConnection,
+        /// Only rooms in this state: waiting, in-progress, finished, closed.
+        #[arg(long)]
+        status: Option<String>,
+        /// Only rooms with a stream on this replica.
+        #[arg(long, default_value = "")]
+        replica: String,
+        /// Only rooms where this user holds a seat.
+        #[arg(long, default_value = "")]
+        user: String,
+    },
+    /// Show one room: its public view and its streams (seat, user, replica).
+    Room {
+        #[command(flatten)]
+        connection: AdminConnection,
+        /// The room.
+        room_id: String,
+    },
+    /// Close a room; a running match ends with no winner.
+    Close {
+        #[command(flatten)]
+        connection: AdminConnection,
+        /// The room.
+        room_id: String,
+        /// Why (logged, and told to the players).
+        #[arg(long, default_value = "closed by an operator")]
+        reason: String,
+    },
+    /// Drain the replica at --server: no new streams, open ones end by the deadline.
+    Drain {
+        #[command(flatten)]
+        connection: AdminConnection,
+        /// Seconds the open streams get.
+        #[arg(long, default_value_t = 30)]
+        deadline_seconds: u64,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -121,6 +201,7 @@ enum BotPolicy {
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Rules => rules(),
+        Command::Admin { command } => admin(command).await,
         Command::Dev {
             listen,
             database_url,
@@ -222,6 +303,85 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+async fn admin(command: AdminCommand) -> anyhow::Result<()> {
+    use basra::admin::{Admin, operator_token, parse_status, rooms_table};
+    match command {
+        AdminCommand::Token {
+            key_file,
+            kid,
+            ttl_seconds,
+            issuer,
+            audience,
+        } => {
+            let pem = std::fs::read_to_string(&key_file)
+                .map_err(|err| anyhow::anyhow!("{}: {err}", key_file.display()))?;
+            let ttl = Duration::from_secs(ttl_seconds);
+            println!("{}", operator_token(&pem, &kid, &issuer, &audience, ttl)?);
+        }
+        AdminCommand::Rooms {
+            connection,
+            status,
+            replica,
+            user,
+        } => {
+            let status = status.as_deref().map(parse_status).transpose()?;
+            let admin = Admin::connect(&connection.server, &connection.token).await?;
+            print!(
+                "{}",
+                rooms_table(&admin.rooms(status, &replica, &user).await?)
+            );
+        }
+        AdminCommand::Room {
+            connection,
+            room_id,
+        } => {
+            let admin = Admin::connect(&connection.server, &connection.token).await?;
+            let room = admin.room(&room_id).await?;
+            if let Some(summary) = &room.summary {
+                print!("{}", rooms_table(std::slice::from_ref(summary)));
+            }
+            for stream in &room.streams {
+                println!(
+                    "stream: seat {} user {} on {} (delivered seq {})",
+                    stream.seat.map_or("spectator".into(), |s| s.to_string()),
+                    stream.user_id,
+                    stream.replica,
+                    stream.delivered_seq
+                );
+            }
+            if let Some(view) = &room.public_view {
+                println!("view: {view:?}");
+            }
+        }
+        AdminCommand::Close {
+            connection,
+            room_id,
+            reason,
+        } => {
+            let admin = Admin::connect(&connection.server, &connection.token).await?;
+            let closed = admin.close(&room_id, &reason).await?;
+            println!(
+                "closed {room_id}: match ended {}, closed now {}",
+                closed.match_ended, closed.closed_now
+            );
+        }
+        AdminCommand::Drain {
+            connection,
+            deadline_seconds,
+        } => {
+            let admin = Admin::connect(&connection.server, &connection.token).await?;
+            let drained = admin
+                .drain("", Duration::from_secs(deadline_seconds))
+                .await?;
+            println!(
+                "draining {}: {} open streams, deadline {:?}",
+                drained.replica, drained.streams, drained.drain_deadline
+            );
+        }
+    }
+    Ok(())
 }
 
 async fn sign_in(connection: &Connection) -> anyhow::Result<Session> {

@@ -9,6 +9,7 @@
 //! | [`serve`](mod@serve) | the gRPC server: auth, health, reflection, graceful drain |
 //! | [`shutdown`] | a [`CancellationToken`](tokio_util::sync::CancellationToken) cancelled on SIGTERM or SIGINT |
 //! | [`redis`](mod@redis) | one Redis layer: a single node or a cluster by the URL setting, key prefix and hash tags, scripts, sharded pub/sub with resubscription |
+//! | [`metrics`] | Prometheus metrics (`prometheus-client`) served on `GET /metrics` |
 //! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts) |
 //!
 //! A service's `main` is, in order: [`config::load`], [`telemetry::init`],
@@ -17,6 +18,7 @@
 pub mod auth;
 pub mod config;
 pub mod error;
+pub mod metrics;
 pub mod ratelimit;
 pub mod redis;
 pub mod serve;

@@ -21,6 +21,7 @@
 
 pub mod domain;
 pub mod error;
+pub mod metrics;
 pub mod password;
 pub mod rating;
 pub mod record;
@@ -29,6 +30,7 @@ pub mod service;
 pub mod settings;
 pub mod store;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use basra_platform::auth::{AuthLayer, SigningKey, TokenIssuer};
@@ -38,6 +40,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use error::AccountsError;
+pub use metrics::AccountsMetrics;
 pub use service::{
     AccountsService, PUBLIC_METHODS, SERVICE_NAME, ServiceConfig, issue_service_token,
 };
@@ -57,6 +60,13 @@ pub async fn serve<S: Store>(
     shutdown: CancellationToken,
     drain: Duration,
 ) -> Result<()> {
+    if service.store().pool_stats().is_some() {
+        tokio::spawn(watch_pool(
+            service.store().clone(),
+            Arc::clone(service.metrics()),
+            shutdown.clone(),
+        ));
+    }
     let auth = AuthLayer::new(service.verifier(), PUBLIC_METHODS);
     let routes = tonic::service::Routes::new(service.into_server());
     basra_platform::serve(listener, routes, &[SERVICE_NAME], auth, shutdown, drain)
@@ -95,8 +105,17 @@ pub fn signing_key(settings: &Settings) -> Result<SigningKey> {
 /// The service's configuration from settings, with `key` signing tokens.
 pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceConfig> {
     let limits = &settings.login_limits;
+    let issuer = TokenIssuer::new(key, &settings.auth.issuer, &settings.auth.audience);
+    let trusted_keys = basra_platform::auth::load_trusted(&settings.auth.trusted_keys)
+        .map_err(|e| AccountsError::Internal(e.to_string()))?;
+    // A bad or duplicate kid fails here, before any socket is bound.
+    issuer
+        .verifier()
+        .and_trusting(trusted_keys.clone())
+        .map_err(|e| AccountsError::Internal(e.to_string()))?;
     Ok(ServiceConfig {
-        issuer: TokenIssuer::new(key, &settings.auth.issuer, &settings.auth.audience),
+        trusted_keys,
+        issuer,
         access_ttl: settings.auth.access_ttl(),
         refresh_ttl: settings.auth.refresh_ttl(),
         passwords: PasswordHasherPool::new(
@@ -123,6 +142,7 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
 pub struct App {
     service: AppService,
     drain: Duration,
+    metrics: basra_platform::metrics::MetricsSettings,
 }
 
 #[derive(Debug)]
@@ -157,6 +177,7 @@ impl App {
         Ok(App {
             service,
             drain: settings.server.drain(),
+            metrics: settings.metrics.clone(),
         })
     }
 
@@ -173,13 +194,55 @@ impl App {
         issue_service_token(issuer, service_id, ttl)
     }
 
-    /// Serves on `listener` until `shutdown` is cancelled.
+    /// Serves on `listener` until `shutdown` is cancelled, and the metrics on
+    /// `metrics.listen` when it is set.
     pub async fn run(self, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
+        let registry = match &self.service {
+            AppService::Memory(s) => s.metrics().registry(),
+            AppService::Postgres(s) => s.metrics().registry(),
+        };
+        basra_platform::metrics::spawn(&self.metrics, registry, shutdown.clone())
+            .await
+            .map_err(|e| {
+                AccountsError::Internal(format!("metrics.listen {}: {e}", self.metrics.listen))
+            })?;
         match self.service {
             AppService::Memory(s) => serve(listener, s, shutdown, self.drain).await,
             AppService::Postgres(s) => serve(listener, s, shutdown, self.drain).await,
         }
     }
+}
+
+/// Keeps the pool gauges current (every 5 s) until `shutdown`.
+async fn watch_pool<S: Store>(
+    store: S,
+    metrics: Arc<AccountsMetrics>,
+    shutdown: CancellationToken,
+) {
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        if let Some(stats) = store.pool_stats() {
+            metrics.set_pool(stats.size, stats.idle, stats.max);
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+    }
+}
+
+/// Applies the pending database migrations and returns: `accounts migrate`, the
+/// deployment's migration Job. Needs only `database.url` (no signing key).
+pub async fn migrate(settings: &Settings) -> Result<()> {
+    if settings.database.kind() != DatabaseKind::Postgres {
+        return Err(AccountsError::Internal(
+            "database.url is \"memory\": nothing to migrate".into(),
+        ));
+    }
+    let store = PgStore::connect(settings.database.url.expose_secret(), 1).await?;
+    store.migrate().await?;
+    tracing::info!("database migrations applied");
+    Ok(())
 }
 
 /// [`App::build`] then [`App::run`]: the service as the settings describe

@@ -4,7 +4,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use basra_platform::auth::{self, Caller, IssuedToken, Role, TokenIssuer, TokenVerifier};
+use basra_platform::auth::{
+    self, Caller, IssuedToken, Role, TokenIssuer, TokenVerifier, TrustedKey,
+};
 use basra_platform::ratelimit::RateLimiter;
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::accounts::v1::accounts_server::{Accounts, AccountsServer};
@@ -15,6 +17,7 @@ use uuid::Uuid;
 
 use crate::domain::{self, DeviceId, DisplayName, Password, USERNAME_MAX, Username};
 use crate::error::{AccountsError, Result};
+use crate::metrics::{AccountsMetrics, ResultLabel, code_label};
 use crate::password::PasswordHasherPool;
 use crate::record::{MatchRecord, basras_to_proto, timestamp_to_proto};
 use crate::refresh::{NewRefreshToken, TokenState, hash_presented};
@@ -46,6 +49,9 @@ pub const MAX_PAGE: u32 = 100;
 /// What the service needs besides its store.
 #[derive(Debug)]
 pub struct ServiceConfig {
+    /// Keys trusted besides the signing key, each for one role: the callers' service
+    /// keys (RecordMatch), an operator key, and accounts' previous keys while they rotate.
+    pub trusted_keys: Vec<TrustedKey>,
     /// Signs access tokens.
     pub issuer: TokenIssuer,
     /// Access token lifetime.
@@ -81,6 +87,7 @@ struct Inner<S> {
     store: S,
     verifier: TokenVerifier,
     config: ServiceConfig,
+    metrics: Arc<AccountsMetrics>,
 }
 
 /// A token for service-to-service calls (e.g. game-session's RecordMatch):
@@ -108,8 +115,13 @@ impl<S: Store> AccountsService<S> {
         AccountsService {
             inner: Arc::new(Inner {
                 store,
-                verifier: config.issuer.verifier(),
+                verifier: config
+                    .issuer
+                    .verifier()
+                    .and_trusting(config.trusted_keys.clone())
+                    .expect("trusted keys are checked by service_config"),
                 config,
+                metrics: Arc::default(),
             }),
         }
     }
@@ -122,6 +134,11 @@ impl<S: Store> AccountsService<S> {
     /// A verifier for this service's access tokens (for the [`auth::AuthLayer`]).
     pub fn verifier(&self) -> TokenVerifier {
         self.inner.verifier.clone()
+    }
+
+    /// The service's Prometheus metrics.
+    pub fn metrics(&self) -> &Arc<AccountsMetrics> {
+        &self.inner.metrics
     }
 
     /// The token issuer.
@@ -734,9 +751,12 @@ impl<S: Store> Accounts for AccountsService<S> {
         &self,
         request: Request<pb::GuestLoginRequest>,
     ) -> Result<Response<pb::GuestLoginResponse>, Status> {
-        Ok(Response::new(
-            self.do_guest_login(request.into_inner()).await?,
-        ))
+        let outcome = self
+            .do_guest_login(request.into_inner())
+            .await
+            .map_err(Status::from);
+        self.inner.metrics.sign_in("guest", &outcome);
+        Ok(Response::new(outcome?))
     }
 
     #[tracing::instrument(skip_all)]
@@ -745,9 +765,12 @@ impl<S: Store> Accounts for AccountsService<S> {
         request: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterResponse>, Status> {
         let caller = self.optional_caller(&request)?;
-        Ok(Response::new(
-            self.do_register(caller, request.into_inner()).await?,
-        ))
+        let outcome = self
+            .do_register(caller, request.into_inner())
+            .await
+            .map_err(Status::from);
+        self.inner.metrics.sign_in("register", &outcome);
+        Ok(Response::new(outcome?))
     }
 
     #[tracing::instrument(skip_all)]
@@ -756,9 +779,12 @@ impl<S: Store> Accounts for AccountsService<S> {
         request: Request<pb::LoginRequest>,
     ) -> Result<Response<pb::LoginResponse>, Status> {
         let peer = request.remote_addr();
-        Ok(Response::new(
-            self.do_login(peer, request.into_inner()).await?,
-        ))
+        let outcome = self
+            .do_login(peer, request.into_inner())
+            .await
+            .map_err(Status::from);
+        self.inner.metrics.sign_in("login", &outcome);
+        Ok(Response::new(outcome?))
     }
 
     #[tracing::instrument(skip_all)]
@@ -766,7 +792,12 @@ impl<S: Store> Accounts for AccountsService<S> {
         &self,
         request: Request<pb::RefreshRequest>,
     ) -> Result<Response<pb::RefreshResponse>, Status> {
-        Ok(Response::new(self.do_refresh(request.into_inner()).await?))
+        let outcome = self
+            .do_refresh(request.into_inner())
+            .await
+            .map_err(Status::from);
+        self.inner.metrics.sign_in("refresh", &outcome);
+        Ok(Response::new(outcome?))
     }
 
     #[tracing::instrument(skip_all)]
@@ -835,9 +866,25 @@ impl<S: Store> Accounts for AccountsService<S> {
     ) -> Result<Response<pb::RecordMatchResponse>, Status> {
         let caller = required_caller(&request)?;
         tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
-        Ok(Response::new(
-            self.do_record_match(caller, request.into_inner()).await?,
-        ))
+        let started = std::time::Instant::now();
+        let outcome = self
+            .do_record_match(caller, request.into_inner())
+            .await
+            .map_err(Status::from);
+        let metrics = &self.inner.metrics;
+        metrics
+            .record_match_seconds
+            .observe(started.elapsed().as_secs_f64());
+        let result = match &outcome {
+            Ok(answer) if answer.already_recorded => "duplicate".to_owned(),
+            Ok(_) => "recorded".to_owned(),
+            Err(status) => code_label(status.code()),
+        };
+        metrics
+            .record_match
+            .get_or_create(&ResultLabel { result })
+            .inc();
+        Ok(Response::new(outcome?))
     }
 }
 

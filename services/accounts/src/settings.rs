@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use basra_platform::auth::TrustedKeySettings;
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
+use basra_platform::metrics::MetricsSettings;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
@@ -30,6 +32,9 @@ pub struct Settings {
     pub passwords: PasswordSettings,
     /// Who is listed on the leaderboard.
     pub leaderboard: LeaderboardSettings,
+    /// Where Prometheus metrics are served.
+    #[serde(default)]
+    pub metrics: MetricsSettings,
 }
 
 /// `[database]`.
@@ -80,6 +85,11 @@ pub struct AuthSettings {
     pub signing_key_file: PathBuf,
     /// The key id (`kid`) of that key.
     pub signing_key_id: String,
+    /// Public keys trusted besides the signing key, by kid, each for one role:
+    /// game-session's service key (RecordMatch), an operator key, the previous signing
+    /// key (role `player`) during a rotation.
+    #[serde(default)]
+    pub trusted_keys: Vec<TrustedKeySettings>,
 }
 
 impl AuthSettings {
@@ -155,6 +165,7 @@ impl Validate for Settings {
     fn validate(&self) -> Result<(), String> {
         self.server.validate()?;
         self.telemetry.validate()?;
+        self.metrics.validate()?;
 
         let url = self.database.url.expose_secret();
         if self.database.kind() == DatabaseKind::Postgres

@@ -13,7 +13,7 @@
 
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use basra_engine::Seed;
 use rand::RngCore as _;
@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{GameError, Result};
 use crate::events::{LogEvent, StoredEvent};
 use crate::hub::Hub;
+use crate::metrics::{EndLabel, GameMetrics};
 use crate::outbox::AccountsLink;
 use crate::record::encoded_record;
 use crate::room::{Reject, Room};
@@ -93,6 +94,8 @@ pub struct Core {
     pub lease: Lease,
     /// accounts, for players' names (and the outbox).
     pub accounts: Option<AccountsLink>,
+    /// Prometheus metrics.
+    pub metrics: Arc<GameMetrics>,
 }
 
 /// This replica's presence lease: the instance id it is held under, and a signal to the
@@ -183,6 +186,7 @@ impl Core {
                 None
             };
             let in_flight = self.hub.commit_started(room_id);
+            let started = Instant::now();
             let outcome = self
                 .store
                 .commit(Commit {
@@ -193,9 +197,13 @@ impl Core {
                     applied_move: key.clone().map(|key| (key, first_seq)),
                     outbox,
                 })
-                .await?;
-            match outcome {
+                .await;
+            self.metrics
+                .commit_seconds
+                .observe(started.elapsed().as_secs_f64());
+            match outcome? {
                 CommitOutcome::Committed { version } => {
+                    self.count_committed(&events);
                     // The room's other local streams get the events from here.
                     let events: Arc<[StoredEvent]> = events.into();
                     debug_assert_eq!(first_seq + events.len() as u64, room.seq + 1);
@@ -213,16 +221,44 @@ impl Core {
                     });
                 }
                 CommitOutcome::AlreadyApplied { seq } => return Ok(Mutation::AlreadyApplied(seq)),
-                CommitOutcome::Conflict => continue,
+                CommitOutcome::Conflict => {
+                    self.metrics.cas_conflicts.inc();
+                    continue;
+                }
             }
         }
+        self.metrics.contention_failures.inc();
         Err(GameError::Contention(room_id.to_owned()))
+    }
+
+    /// Counts the plays and match ends of a committed change.
+    fn count_committed(&self, events: &[StoredEvent]) {
+        for event in events {
+            match &event.event {
+                LogEvent::CardPlayed { .. } => {
+                    self.metrics.plays.inc();
+                }
+                LogEvent::MatchEnded { winner_side, .. } => {
+                    let result = if winner_side.is_some() {
+                        "won"
+                    } else {
+                        "drawn"
+                    };
+                    self.metrics
+                        .matches_ended
+                        .get_or_create(&EndLabel { result })
+                        .inc();
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Creates a room (`Conflict` answers `false`: it existed).
     pub async fn create(self: &Arc<Self>, room: &mut Room) -> Result<bool> {
         let events = room.take_pending();
         let actions = room.take_pending_actions();
+        let started = Instant::now();
         let outcome = self
             .store
             .commit(Commit {
@@ -233,9 +269,13 @@ impl Core {
                 applied_move: None,
                 outbox: None,
             })
-            .await?;
-        match outcome {
+            .await;
+        self.metrics
+            .commit_seconds
+            .observe(started.elapsed().as_secs_f64());
+        match outcome? {
             CommitOutcome::Committed { .. } => {
+                self.metrics.rooms_created.inc();
                 self.schedule(&room.id, room.next_deadline());
                 Ok(true)
             }
@@ -270,6 +310,7 @@ impl Core {
         if !self.store.claim_due(room_id, now, lease).await? {
             return Ok(());
         }
+        self.metrics.timers_fired.inc();
         let outcome = self
             .mutate(room_id, None, |room, now| {
                 if room.on_timer(now) {
@@ -451,8 +492,10 @@ impl Core {
             ));
         }
         let open = self.open_streams.fetch_add(1, Ordering::SeqCst);
+        self.metrics.open_streams.inc();
         let permit = StreamPermit(Arc::clone(self));
         if open >= self.config.max_streams {
+            self.metrics.streams_refused.inc();
             return Err(GameError::Exhausted(format!(
                 "this replica serves its maximum of {} streams; retry with backoff",
                 self.config.max_streams
@@ -469,5 +512,6 @@ pub struct StreamPermit(Arc<Core>);
 impl Drop for StreamPermit {
     fn drop(&mut self) {
         self.0.open_streams.fetch_sub(1, Ordering::SeqCst);
+        self.0.metrics.open_streams.dec();
     }
 }

@@ -13,6 +13,7 @@
 //! - [`service`]: `Game` (Play, CreateRoom, SeatPlayer); [`admin`]: `GameAdmin`.
 //! - [`convert`]: the only way anything reaches a client: the engine's per-seat view and
 //!   `Event::for_viewer`.
+//! - [`metrics`]: the replica's Prometheus metrics.
 //! - [`outbox`]: finished matches to `Accounts.RecordMatch`, retried until they land.
 //!
 //! ```no_run
@@ -29,6 +30,7 @@ pub mod core;
 pub mod error;
 pub mod events;
 pub mod hub;
+pub mod metrics;
 pub mod names;
 pub mod outbox;
 pub mod record;
@@ -41,7 +43,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize};
 use std::time::Duration;
 
-use basra_platform::auth::{AuthLayer, TokenVerifier};
+use basra_platform::auth::{AuthLayer, Role, TokenVerifier, TrustedKey, load_trusted};
 use basra_proto::basra::game::v1::{game_admin_server::GameAdminServer, game_server::GameServer};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -84,6 +86,22 @@ impl GameSession {
             drain_deadline_ms: AtomicI64::new(0),
             lease: Default::default(),
             accounts: accounts.clone(),
+            metrics: Arc::default(),
+        });
+        core.metrics
+            .max_streams
+            .set(i64::try_from(core.config.max_streams).unwrap_or(i64::MAX));
+        tokio::spawn({
+            // Draining: by DrainReplica, or because the replica stops.
+            let (metrics, drain) = (Arc::clone(&core.metrics), core.drain.clone());
+            let shutdown = shutdown.clone();
+            async move {
+                tokio::select! {
+                    () = drain.cancelled() => {}
+                    () = shutdown.cancelled() => {}
+                }
+                metrics.draining.set(1);
+            }
         });
         tokio::spawn(Arc::clone(&core.hub).run(store.notices(), shutdown.clone()));
         tokio::spawn(Arc::clone(&core.hub).run_resync(
@@ -97,6 +115,7 @@ impl GameSession {
                 store,
                 link,
                 core.config.replica.clone(),
+                Arc::clone(&core.metrics),
                 shutdown,
             ));
         }
@@ -137,18 +156,9 @@ pub async fn run(
 ) -> Result<(), GameError> {
     let background = shutdown.child_token();
     let session = GameSession::start(store, config, accounts, background.clone());
-    let auth = AuthLayer::new(verifier, &[]);
-    let result = basra_platform::serve(
-        listener,
-        session.routes(),
-        SERVICE_NAMES,
-        auth,
-        shutdown,
-        drain,
-    )
-    .await;
+    let result = serve_session(&session, listener, verifier, drain, shutdown).await;
     background.cancel();
-    result.map_err(|err| GameError::Internal(format!("grpc server: {err}")))
+    result
 }
 
 /// [`run`] from loaded [`Settings`]: connects to Redis, reads the verification key and
@@ -158,18 +168,7 @@ pub async fn run_with_settings(
     settings: &Settings,
     shutdown: CancellationToken,
 ) -> Result<(), GameError> {
-    let pem = std::fs::read_to_string(&settings.auth.public_key_file).map_err(|err| {
-        GameError::Invalid(format!(
-            "auth.public_key_file {:?}: {err}",
-            settings.auth.public_key_file
-        ))
-    })?;
-    let verifier = TokenVerifier::new(
-        vec![(settings.auth.key_id.clone(), pem)],
-        &settings.auth.issuer,
-        &settings.auth.audience,
-    )
-    .map_err(|err| GameError::Invalid(err.to_string()))?;
+    let verifier = verifier(settings)?;
     let store = RedisStore::connect(
         &settings.redis.url,
         &settings.redis.prefix,
@@ -182,23 +181,92 @@ pub async fn run_with_settings(
     let accounts = if settings.accounts.url.is_empty() {
         None
     } else {
-        let mut link = AccountsLink::new(
-            &settings.accounts.url,
-            Credentials::Static(settings.accounts.service_token.clone()),
-        )
-        .map_err(GameError::Invalid)?;
+        let identity = settings
+            .identity
+            .load(&settings.auth.issuer, &settings.auth.audience)
+            .map_err(|err| GameError::Invalid(err.to_string()))?;
+        let credentials = match identity {
+            Some(identity) => Credentials::Identity(Arc::new(identity)),
+            None if !settings.accounts.service_token.is_empty() => {
+                Credentials::Static(settings.accounts.service_token.clone())
+            }
+            None => {
+                return Err(GameError::Invalid(
+                    "no credentials for accounts: set identity.signing_key_file (preferred) \
+                     or accounts.service_token"
+                        .into(),
+                ));
+            }
+        };
+        let mut link =
+            AccountsLink::new(&settings.accounts.url, credentials).map_err(GameError::Invalid)?;
         link.retry_min = Duration::from_millis(settings.accounts.retry_min_ms);
         link.retry_max = Duration::from_millis(settings.accounts.retry_max_ms);
         Some(link)
     };
-    run(
+    let background = shutdown.child_token();
+    let session = GameSession::start(Arc::new(store), config, accounts, background.clone());
+    basra_platform::metrics::spawn(
+        &settings.metrics,
+        session.core().metrics.registry(),
+        background.clone(),
+    )
+    .await
+    .map_err(|err| {
+        GameError::Invalid(format!("metrics.listen {}: {err}", settings.metrics.listen))
+    })?;
+    let result = serve_session(
+        &session,
         listener,
-        Arc::new(store),
         verifier,
-        config,
-        accounts,
         settings.server.drain(),
         shutdown,
     )
+    .await;
+    background.cancel();
+    result
+}
+
+/// The token verifier the settings describe: `auth.trusted_keys`, each for its role,
+/// plus the older `auth.public_key_file` for every role when set.
+fn verifier(settings: &Settings) -> Result<TokenVerifier, GameError> {
+    let invalid = |err: basra_platform::auth::AuthError| GameError::Invalid(err.to_string());
+    let mut keys = load_trusted(&settings.auth.trusted_keys).map_err(invalid)?;
+    if !settings.auth.public_key_file.is_empty() {
+        let pem = std::fs::read_to_string(&settings.auth.public_key_file).map_err(|err| {
+            GameError::Invalid(format!(
+                "auth.public_key_file {:?}: {err}",
+                settings.auth.public_key_file
+            ))
+        })?;
+        keys.push(TrustedKey {
+            kid: settings.auth.key_id.clone(),
+            public_pem: pem,
+            roles: vec![Role::Player, Role::Service, Role::Operator],
+        });
+    }
+    TokenVerifier::trusting(keys, &settings.auth.issuer, &settings.auth.audience).map_err(invalid)
+}
+
+/// Serves a started replica's routes (with auth, health and reflection) on `listener`
+/// until `shutdown`; in-flight calls get `drain` to finish. The replica's background
+/// tasks run until the `shutdown` given to [`GameSession::start`].
+pub async fn serve_session(
+    session: &GameSession,
+    listener: TcpListener,
+    verifier: TokenVerifier,
+    drain: Duration,
+    shutdown: CancellationToken,
+) -> Result<(), GameError> {
+    let auth = AuthLayer::new(verifier, &[]);
+    basra_platform::serve(
+        listener,
+        session.routes(),
+        SERVICE_NAMES,
+        auth,
+        shutdown,
+        drain,
+    )
     .await
+    .map_err(|err| GameError::Internal(format!("grpc server: {err}")))
 }

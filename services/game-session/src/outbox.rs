@@ -5,10 +5,11 @@
 //! stays pending and is claimed again after the current backoff, by this replica or any
 //! other (so a crashed replica's entries are not lost).
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use basra_platform::auth::{Caller, TokenIssuer};
+use basra_platform::auth::{Caller, ServiceIdentity, TokenIssuer};
 use basra_proto::basra::accounts::v1::{
     MatchRecord, RecordMatchRequest, accounts_client::AccountsClient,
 };
@@ -16,6 +17,7 @@ use prost::Message as _;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Channel, Endpoint};
 
+use crate::metrics::GameMetrics;
 use crate::store::RoomStore;
 
 /// Where and how to call RecordMatch.
@@ -49,6 +51,8 @@ pub enum Credentials {
     Static(String),
     /// Fresh tokens from an issuer (one-process dev mode, tests).
     Issuer(Arc<TokenIssuer>, Caller),
+    /// Tokens minted by game-session's own key, fresh before they expire.
+    Identity(Arc<ServiceIdentity>),
 }
 
 impl Credentials {
@@ -60,6 +64,10 @@ impl Credentials {
                 .issue(caller, Duration::from_secs(300))
                 .map(|issued| issued.token)
                 .map_err(|err| tracing::error!(error = %err, "cannot issue a service token"))
+                .ok(),
+            Credentials::Identity(identity) => identity
+                .token()
+                .map_err(|err| tracing::error!(error = %err, "cannot mint a service token"))
                 .ok(),
         }
     }
@@ -88,8 +96,11 @@ pub async fn run(
     store: Arc<dyn RoomStore>,
     link: AccountsLink,
     consumer: String,
+    metrics: Arc<GameMetrics>,
     shutdown: CancellationToken,
 ) {
+    // When each record still held was first seen undelivered.
+    let mut undelivered: HashMap<String, Instant> = HashMap::new();
     let mut client = AccountsClient::new(link.channel.clone());
     let mut backoff = link.retry_min;
     loop {
@@ -105,6 +116,7 @@ pub async fn run(
         };
         let idle = entries.is_empty();
         let mut failed = false;
+        let mut failed_ids = Vec::new();
         for entry in entries {
             let record = match MatchRecord::decode(entry.payload.as_slice()) {
                 Ok(record) => record,
@@ -130,6 +142,7 @@ pub async fn run(
                         already_recorded = response.get_ref().already_recorded,
                         "match recorded"
                     );
+                    metrics.outbox_delivered.inc();
                     if let Err(err) = store.outbox_ack(&entry.id).await {
                         tracing::warn!(match_id, error = %err, "outbox: cannot ack");
                     }
@@ -137,9 +150,18 @@ pub async fn run(
                 Err(status) => {
                     tracing::warn!(match_id, code = ?status.code(), message = status.message(), retry_in = ?backoff, "outbox: RecordMatch failed; will retry");
                     failed = true;
+                    failed_ids.push(entry.id.clone());
                 }
             }
         }
+        // Held now: this round's failures, aged from when each first failed. A round
+        // that fetched nothing holds nothing.
+        let now = Instant::now();
+        undelivered.retain(|id, _| failed_ids.contains(id));
+        for id in failed_ids {
+            undelivered.entry(id).or_insert(now);
+        }
+        track_undelivered(&metrics, &undelivered, now);
         backoff = if failed {
             (backoff * 2).min(link.retry_max)
         } else if idle {
@@ -159,4 +181,19 @@ pub async fn run(
             () = tokio::time::sleep(wait) => {}
         }
     }
+}
+
+/// Publishes what the forwarder holds undelivered: how many records and the oldest's age.
+fn track_undelivered(metrics: &GameMetrics, undelivered: &HashMap<String, Instant>, now: Instant) {
+    metrics
+        .outbox_pending
+        .set(i64::try_from(undelivered.len()).unwrap_or(i64::MAX));
+    let oldest = undelivered
+        .values()
+        .map(|since| now.duration_since(*since).as_secs())
+        .max()
+        .unwrap_or(0);
+    metrics
+        .outbox_oldest_age_seconds
+        .set(i64::try_from(oldest).unwrap_or(i64::MAX));
 }

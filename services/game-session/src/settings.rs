@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
+use basra_platform::auth::{IdentitySettings, TrustedKeySettings};
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
+use basra_platform::metrics::MetricsSettings;
 use serde::Deserialize;
 
 /// The embedded defaults.
@@ -25,6 +27,12 @@ pub struct Settings {
     pub accounts: AccountsSettings,
     /// Access token verification.
     pub auth: AuthSettings,
+    /// Where Prometheus metrics are served.
+    #[serde(default)]
+    pub metrics: MetricsSettings,
+    /// game-session's own signing key for its service tokens to accounts.
+    #[serde(default)]
+    pub identity: IdentitySettings,
 }
 
 /// The `[redis]` section.
@@ -92,10 +100,17 @@ pub struct AuthSettings {
     pub issuer: String,
     /// The `aud` access tokens must carry.
     pub audience: String,
-    /// The accounts public key file (SPKI PEM).
+    /// The accounts public key file (SPKI PEM), trusted for every role (the older
+    /// single-key setup); empty: only `trusted_keys`.
+    #[serde(default)]
     pub public_key_file: String,
     /// The key id of that key.
+    #[serde(default)]
     pub key_id: String,
+    /// Public keys trusted by kid, each for one role: accounts' key for `player`,
+    /// matchmaking's for `service`, an operator key for `operator`.
+    #[serde(default)]
+    pub trusted_keys: Vec<TrustedKeySettings>,
 }
 
 impl Settings {
@@ -117,6 +132,7 @@ impl Validate for Settings {
         self.server.validate()?;
         self.telemetry.validate()?;
         self.game.validate()?;
+        self.metrics.validate()?;
         basra_platform::redis::Topology::parse(&self.redis.url)
             .map_err(|msg| format!("redis.url: {msg}"))?;
         if self.redis.wait_replicas > 0 && self.redis.wait_timeout_ms == 0 {

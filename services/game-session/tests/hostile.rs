@@ -159,8 +159,7 @@ async fn a_spectator_cannot_play_and_a_seat_token_does_not_open_another_room() {
         join_message(&other_room, None),
     )
     .await
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     assert_eq!(err.code(), Code::PermissionDenied, "{err}");
     replica.stop().await;
 }

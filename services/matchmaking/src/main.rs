@@ -3,11 +3,12 @@
 use std::{sync::Arc, time::Duration};
 
 use anyhow::Context as _;
+use basra_platform::auth::{Role, TrustedKey};
 use basra_platform::{TokenVerifier, shutdown, telemetry};
 use matchmaking::{
     Config, Deps,
     clock::SystemClock,
-    metrics::{Metrics, serve_metrics},
+    metrics::Metrics,
     settings::Settings,
     store::{MemoryStore, RedisStore, Store},
     upstream::{GrpcGame, GrpcNames, GrpcRatings},
@@ -28,16 +29,28 @@ async fn main() -> anyhow::Result<()> {
                 key.public_key_file.display()
             )
         })?;
-        keys.push((key.kid.clone(), pem));
+        let roles = match key.role {
+            Some(role) => vec![role],
+            None => vec![Role::Player, Role::Service, Role::Operator],
+        };
+        keys.push(TrustedKey {
+            kid: key.kid.clone(),
+            public_pem: pem,
+            roles,
+        });
     }
     anyhow::ensure!(
         !keys.is_empty(),
-        "auth.keys is empty: configure at least one [[auth.keys]] (kid, public_key_file)"
+        "auth.keys is empty: configure at least one [[auth.keys]] (kid, public_key_file, role)"
     );
-    let verifier = TokenVerifier::new(keys, &settings.auth.issuer, &settings.auth.audience)?;
+    let verifier = TokenVerifier::trusting(keys, &settings.auth.issuer, &settings.auth.audience)?;
+    let identity = settings
+        .identity
+        .load(&settings.auth.issuer, &settings.auth.audience)?;
     anyhow::ensure!(
-        !settings.game.service_token.is_empty(),
-        "game.service_token is empty: set BASRA_GAME__SERVICE_TOKEN"
+        identity.is_some() || !settings.game.service_token.is_empty(),
+        "no credentials for game-session: set identity.signing_key_file (preferred) or \
+         game.service_token"
     );
 
     let store: Arc<dyn Store> = if settings.redis.url == "memory" {
@@ -50,22 +63,37 @@ async fn main() -> anyhow::Result<()> {
         )
     };
     let metrics = Arc::new(Metrics::new());
+    let identity = identity.map(Arc::new);
     let deps = Deps {
         store,
-        game: Arc::new(GrpcGame::new(
-            &settings.game.url,
-            &settings.game.service_token,
-            settings.game.timeout(),
-        )?),
+        game: Arc::new(match &identity {
+            Some(identity) => GrpcGame::with_identity(
+                &settings.game.url,
+                Arc::clone(identity),
+                settings.game.timeout(),
+            )?,
+            None => GrpcGame::new(
+                &settings.game.url,
+                &settings.game.service_token,
+                settings.game.timeout(),
+            )?,
+        }),
         ratings: Arc::new(GrpcRatings::new(
             &settings.accounts.url,
             settings.accounts.timeout(),
         )?),
-        names: Arc::new(GrpcNames::new(
-            &settings.accounts.url,
-            &settings.accounts.service_token,
-            settings.accounts.timeout(),
-        )?),
+        names: Arc::new(match &identity {
+            Some(identity) => GrpcNames::with_identity(
+                &settings.accounts.url,
+                Arc::clone(identity),
+                settings.accounts.timeout(),
+            )?,
+            None => GrpcNames::new(
+                &settings.accounts.url,
+                &settings.accounts.service_token,
+                settings.accounts.timeout(),
+            )?,
+        }),
         clock: Arc::new(SystemClock),
         metrics: metrics.clone(),
     };
@@ -79,13 +107,9 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", settings.server.listen))?;
     let shutdown = shutdown::on_signal();
-    if let Some(addr) = settings.metrics.listen() {
-        let addr = addr.map_err(anyhow::Error::msg)?;
-        let metrics_listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding metrics on {addr}"))?;
-        tokio::spawn(serve_metrics(metrics_listener, metrics, shutdown.clone()));
-    }
+    basra_platform::metrics::spawn(&settings.metrics, metrics.registry(), shutdown.clone())
+        .await
+        .with_context(|| format!("binding metrics on {}", settings.metrics.listen))?;
     matchmaking::run(listener, config, verifier, deps, shutdown).await?;
     // Let the last log lines out.
     tokio::time::sleep(Duration::from_millis(10)).await;

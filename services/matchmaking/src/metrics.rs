@@ -1,23 +1,19 @@
-//! In-process metrics — queue length, time to match, matches per second —
-//! rendered as Prometheus text and served on `GET /metrics` by
-//! [`serve_metrics`] (plain HTTP/1.1 on its own port, `[metrics] listen`).
+//! Queue length, time to match and matches per second, registered in a
+//! `prometheus-client` registry (names `basra_matchmaking_…`) that
+//! `basra_platform::metrics` serves on `GET /metrics` (`[metrics] listen`).
 //! The recent waits per format also give searches their estimated wait
 //! ([`Metrics::estimated_wait`]).
 
 use std::{
-    collections::{BTreeMap, HashMap, VecDeque},
-    fmt::Write as _,
-    sync::{
-        Mutex,
-        atomic::{AtomicU64, Ordering},
-    },
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex, atomic::AtomicU64},
 };
 
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpListener,
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::Registry,
 };
-use tokio_util::sync::CancellationToken;
 
 use crate::clock::Millis;
 
@@ -33,71 +29,148 @@ const WAIT_BUCKETS: [f64; 12] = [
     0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0,
 ];
 
-/// The registry. Shared by `Arc`; every update is a relaxed atomic or a
+/// The `format` label: a queue (`Format::key`, e.g. `r.2.101`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct FormatLabel {
+    format: String,
+}
+
+/// The matchmaker's metrics. Shared by `Arc`; every update is an atomic or a
 /// short lock.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Metrics {
-    queue: Mutex<BTreeMap<String, u64>>,
-    matches: AtomicU64,
-    bot_matches: AtomicU64,
-    room_failures: AtomicU64,
-    tickets: AtomicU64,
-    expired: AtomicU64,
-    wait_buckets: [AtomicU64; WAIT_BUCKETS.len()],
-    wait_count: AtomicU64,
-    wait_sum_ms: AtomicU64,
+    registry: Arc<Registry>,
+    queue: Family<FormatLabel, Gauge>,
+    /// The formats last reported, to zero the ones that emptied.
+    queue_formats: Mutex<Vec<String>>,
+    matches: Counter,
+    bot_matches: Counter,
+    room_failures: Counter,
+    tickets: Counter,
+    expired: Counter,
+    wait: Histogram,
     /// Recent waits per format: (matched at, waited), oldest first.
     recent: Mutex<HashMap<String, VecDeque<(Millis, Millis)>>>,
     /// f64 bits: matches per second over the last sweep interval.
-    rate_bits: AtomicU64,
+    rate: Gauge<f64, AtomicU64>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
 }
 
 impl Metrics {
-    /// An empty registry.
+    /// The metrics, registered in a registry of their own ([`Metrics::registry`]).
     pub fn new() -> Metrics {
-        Metrics::default()
+        let queue = Family::<FormatLabel, Gauge>::default();
+        let (matches, bot_matches, room_failures, tickets, expired) = Default::default();
+        let wait = Histogram::new(WAIT_BUCKETS);
+        let rate = Gauge::<f64, AtomicU64>::default();
+        let mut registry = Registry::with_prefix("basra_matchmaking");
+        registry.register("queue_length", "Tickets waiting, per format", queue.clone());
+        registry.register(
+            "matches",
+            "Rooms made from the queue",
+            Counter::clone(&matches),
+        );
+        registry.register(
+            "bot_matches",
+            "Rooms made with bots",
+            Counter::clone(&bot_matches),
+        );
+        registry.register(
+            "room_failures",
+            "Groups whose room game-session could not create",
+            Counter::clone(&room_failures),
+        );
+        registry.register("tickets", "Searches started", Counter::clone(&tickets));
+        registry.register(
+            "expired",
+            "Queued tickets dropped by expiry",
+            Counter::clone(&expired),
+        );
+        registry.register(
+            "wait_seconds",
+            "Time from queueing to matched",
+            wait.clone(),
+        );
+        registry.register(
+            "matches_per_second",
+            "Matches per second, recent",
+            rate.clone(),
+        );
+        Metrics {
+            registry: Arc::new(registry),
+            queue,
+            queue_formats: Mutex::default(),
+            matches,
+            bot_matches,
+            room_failures,
+            tickets,
+            expired,
+            wait,
+            recent: Mutex::default(),
+            rate,
+        }
+    }
+
+    /// The registry holding these metrics, to serve.
+    pub fn registry(&self) -> Arc<Registry> {
+        Arc::clone(&self.registry)
     }
 
     /// The queue lengths per format, as last measured.
     pub fn set_queue(&self, lengths: impl IntoIterator<Item = (String, u64)>) {
-        *self.queue.lock().unwrap_or_else(|p| p.into_inner()) = lengths.into_iter().collect();
+        let mut formats = self.queue_formats.lock().unwrap_or_else(|p| p.into_inner());
+        let lengths: Vec<(String, u64)> = lengths.into_iter().collect();
+        for gone in formats.iter() {
+            if !lengths.iter().any(|(format, _)| format == gone) {
+                self.queue.get_or_create(&label(gone)).set(0);
+            }
+        }
+        for (format, n) in &lengths {
+            self.queue.get_or_create(&label(format)).set(*n as i64);
+        }
+        *formats = lengths.into_iter().map(|(format, _)| format).collect();
     }
 
     /// Tickets waiting, all formats.
     pub fn queue_length(&self) -> u64 {
-        self.queue
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
+        let formats = self.queue_formats.lock().unwrap_or_else(|p| p.into_inner());
+        formats
+            .iter()
+            .map(|format| self.queue.get_or_create(&label(format)).get().max(0) as u64)
             .sum()
     }
 
     /// A room was made for a group (`with_bots`: bots filled seats).
     pub fn matched(&self, with_bots: bool) {
-        self.matches.fetch_add(1, Ordering::Relaxed);
+        self.matches.inc();
         if with_bots {
-            self.bot_matches.fetch_add(1, Ordering::Relaxed);
+            self.bot_matches.inc();
         }
     }
 
     /// Matches so far.
     pub fn matches(&self) -> u64 {
-        self.matches.load(Ordering::Relaxed)
+        self.matches.get()
     }
 
     /// game-session could not create a group's room.
     pub fn room_failed(&self) {
-        self.room_failures.fetch_add(1, Ordering::Relaxed);
+        self.room_failures.inc();
     }
 
     /// A search started.
     pub fn ticket(&self) {
-        self.tickets.fetch_add(1, Ordering::Relaxed);
+        self.tickets.inc();
     }
 
     /// Queued tickets dropped by expiry.
     pub fn expired(&self, n: u64) {
-        self.expired.fetch_add(n, Ordering::Relaxed);
+        self.expired.inc_by(n);
     }
 
     /// A player of queue `format` (a `Format::key`) was matched at `now_ms`
@@ -111,15 +184,7 @@ impl Metrics {
             }
             waits.push_back((now_ms, waited_ms.max(0)));
         }
-        let ms = waited_ms.max(0) as u64;
-        let seconds = ms as f64 / 1000.0;
-        for (bucket, bound) in self.wait_buckets.iter().zip(WAIT_BUCKETS) {
-            if seconds <= bound {
-                bucket.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        self.wait_count.fetch_add(1, Ordering::Relaxed);
-        self.wait_sum_ms.fetch_add(ms, Ordering::Relaxed);
+        self.wait.observe(waited_ms.max(0) as f64 / 1000.0);
     }
 
     /// How much longer a search of queue `format` that has waited
@@ -155,110 +220,18 @@ impl Metrics {
 
     /// Sets the recent match rate.
     pub fn set_rate(&self, per_second: f64) {
-        self.rate_bits
-            .store(per_second.to_bits(), Ordering::Relaxed);
+        self.rate.set(per_second);
     }
 
-    /// The Prometheus text exposition.
+    /// The OpenMetrics text of these metrics (what `GET /metrics` answers).
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        let queue = self.queue.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        out.push_str("# HELP matchmaking_queue_length Tickets waiting, per format.\n");
-        out.push_str("# TYPE matchmaking_queue_length gauge\n");
-        for (format, n) in &queue {
-            let _ = writeln!(out, "matchmaking_queue_length{{format=\"{format}\"}} {n}");
-        }
-        let counters = [
-            (
-                "matchmaking_matches_total",
-                "Rooms made from the queue.",
-                &self.matches,
-            ),
-            (
-                "matchmaking_bot_matches_total",
-                "Rooms made with bots.",
-                &self.bot_matches,
-            ),
-            (
-                "matchmaking_room_failures_total",
-                "Groups whose room game-session could not create.",
-                &self.room_failures,
-            ),
-            (
-                "matchmaking_tickets_total",
-                "Searches started.",
-                &self.tickets,
-            ),
-            (
-                "matchmaking_expired_total",
-                "Queued tickets dropped by expiry.",
-                &self.expired,
-            ),
-        ];
-        for (name, help, value) in counters {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
-                value.load(Ordering::Relaxed)
-            );
-        }
-        let rate = f64::from_bits(self.rate_bits.load(Ordering::Relaxed));
-        let _ = writeln!(
-            out,
-            "# HELP matchmaking_matches_per_second Matches per second, recent.\n# TYPE matchmaking_matches_per_second gauge\nmatchmaking_matches_per_second {rate}"
-        );
-        out.push_str("# HELP matchmaking_wait_seconds Time from queueing to matched.\n");
-        out.push_str("# TYPE matchmaking_wait_seconds histogram\n");
-        for (bucket, bound) in self.wait_buckets.iter().zip(WAIT_BUCKETS) {
-            let _ = writeln!(
-                out,
-                "matchmaking_wait_seconds_bucket{{le=\"{bound}\"}} {}",
-                bucket.load(Ordering::Relaxed)
-            );
-        }
-        let count = self.wait_count.load(Ordering::Relaxed);
-        let _ = writeln!(
-            out,
-            "matchmaking_wait_seconds_bucket{{le=\"+Inf\"}} {count}"
-        );
-        let _ = writeln!(
-            out,
-            "matchmaking_wait_seconds_sum {}",
-            self.wait_sum_ms.load(Ordering::Relaxed) as f64 / 1000.0
-        );
-        let _ = writeln!(out, "matchmaking_wait_seconds_count {count}");
-        out
+        basra_platform::metrics::render(&self.registry)
     }
 }
 
-/// Serves `metrics.render()` to every HTTP request on `listener` until
-/// `shutdown`. Deliberately tiny: one request per connection, no routing.
-pub async fn serve_metrics(
-    listener: TcpListener,
-    metrics: std::sync::Arc<Metrics>,
-    shutdown: CancellationToken,
-) {
-    loop {
-        let accepted = tokio::select! {
-            () = shutdown.cancelled() => return,
-            accepted = listener.accept() => accepted,
-        };
-        let Ok((mut socket, _)) = accepted else {
-            continue;
-        };
-        let metrics = metrics.clone();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 1024];
-            // The request itself does not matter; read what came.
-            let _ = socket.read(&mut buf).await;
-            let body = metrics.render();
-            let response = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = socket.write_all(response.as_bytes()).await;
-            let _ = socket.shutdown().await;
-        });
+fn label(format: &str) -> FormatLabel {
+    FormatLabel {
+        format: format.to_owned(),
     }
 }
 
@@ -298,6 +271,9 @@ mod tests {
             m.observe_wait("u.4.51", 0, 10_000);
         }
         assert_eq!(m.estimated_wait("u.4.51", 0, 0), Some(10_000));
-        assert!(m.render().contains("matchmaking_wait_seconds_count 385"));
+        assert!(
+            m.render()
+                .contains("basra_matchmaking_wait_seconds_count 385")
+        );
     }
 }

@@ -3,10 +3,13 @@
 //! environment variables. [`Settings::load`] validates everything before a
 //! socket is bound.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{path::PathBuf, time::Duration};
 
+pub use basra_platform::auth::IdentitySettings;
+use basra_platform::auth::Role;
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
 use basra_platform::redis::Topology;
+pub use basra_platform::metrics::MetricsSettings;
 use serde::Deserialize;
 
 use crate::domain::{PairingParams, WindowParams};
@@ -35,7 +38,11 @@ pub struct Settings {
     /// Created rooms.
     pub rooms: RoomSettings,
     /// The metrics endpoint.
+    #[serde(default)]
     pub metrics: MetricsSettings,
+    /// matchmaking's own signing key for its service tokens to game-session.
+    #[serde(default)]
+    pub identity: IdentitySettings,
 }
 
 /// `[redis]` (the same section as game-session's).
@@ -70,6 +77,10 @@ pub struct KeySettings {
     pub kid: String,
     /// SPKI PEM file.
     pub public_key_file: PathBuf,
+    /// The one role tokens signed with it may carry (`player`, `service`,
+    /// `operator`); unset: any (the older single-key setup).
+    #[serde(default)]
+    pub role: Option<Role>,
 }
 
 /// `[game]` and `[accounts]`.
@@ -183,25 +194,6 @@ pub struct RoomSettings {
     pub wrong_code_window_seconds: u64,
 }
 
-/// `[metrics]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MetricsSettings {
-    /// Where to serve `/metrics`; empty: nowhere.
-    pub listen: String,
-}
-
-impl MetricsSettings {
-    /// The address, if metrics are served.
-    pub fn listen(&self) -> Option<Result<SocketAddr, String>> {
-        (!self.listen.is_empty()).then(|| {
-            self.listen
-                .parse()
-                .map_err(|err| format!("metrics.listen {:?}: {err}", self.listen))
-        })
-    }
-}
-
 impl Settings {
     /// Loads and validates the settings of this process.
     pub fn load() -> Result<Settings, ConfigError> {
@@ -262,9 +254,7 @@ impl Validate for Settings {
                 "rooms.wrong_code_max and wrong_code_window_seconds must be at least 1".into(),
             );
         }
-        if let Some(Err(err)) = self.metrics.listen() {
-            return Err(err);
-        }
+        self.metrics.validate()?;
         Ok(())
     }
 }

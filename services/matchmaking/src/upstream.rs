@@ -2,9 +2,10 @@
 //! players seated there) and accounts (ratings). Both behind traits, so
 //! tests and the embedded dev mode can put anything behind them.
 
-use std::{collections::HashMap, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use basra_platform::Caller;
+use basra_platform::auth::ServiceIdentity;
 use basra_proto::basra::{
     accounts::v1::{GetPlayersRequest, GetProfileRequest, accounts_client::AccountsClient},
     game::v1::{
@@ -50,7 +51,16 @@ pub fn is_transient(status: &Status) -> bool {
 #[derive(Debug, Clone)]
 pub struct GrpcGame {
     client: GameClient<Channel>,
-    authorization: MetadataValue<tonic::metadata::Ascii>,
+    credentials: ServiceCredentials,
+}
+
+/// The service token matchmaking sends to game-session and accounts.
+#[derive(Debug, Clone)]
+enum ServiceCredentials {
+    /// A fixed token from the settings (the older way: it expires).
+    Static(MetadataValue<tonic::metadata::Ascii>),
+    /// Tokens minted by matchmaking's own key, fresh before they expire.
+    Identity(Arc<ServiceIdentity>),
 }
 
 impl GrpcGame {
@@ -60,16 +70,45 @@ impl GrpcGame {
         let channel = endpoint(url, timeout)?.connect_lazy();
         Ok(GrpcGame {
             client: GameClient::new(channel),
-            authorization: bearer(service_token)?,
+            credentials: ServiceCredentials::Static(bearer(service_token)?),
         })
     }
 
-    fn request<T>(&self, message: T) -> Request<T> {
+    /// Like [`GrpcGame::new`], with tokens minted by `identity` (matchmaking's own key).
+    pub fn with_identity(
+        url: &str,
+        identity: Arc<ServiceIdentity>,
+        timeout: Duration,
+    ) -> Result<GrpcGame> {
+        let channel = endpoint(url, timeout)?.connect_lazy();
+        Ok(GrpcGame {
+            client: GameClient::new(channel),
+            credentials: ServiceCredentials::Identity(identity),
+        })
+    }
+
+    fn request<T>(&self, message: T) -> Result<Request<T>, Status> {
         let mut request = Request::new(message);
         request
             .metadata_mut()
-            .insert("authorization", self.authorization.clone());
-        request
+            .insert("authorization", self.credentials.authorization()?);
+        Ok(request)
+    }
+}
+
+impl ServiceCredentials {
+    /// The `authorization` value for the next call.
+    fn authorization(&self) -> Result<MetadataValue<tonic::metadata::Ascii>, Status> {
+        match self {
+            ServiceCredentials::Static(value) => Ok(value.clone()),
+            ServiceCredentials::Identity(identity) => {
+                let token = identity.token().map_err(|err| {
+                    tracing::error!(error = %err, "cannot mint a service token");
+                    Status::internal("cannot mint a service token")
+                })?;
+                bearer(&token).map_err(|err| Status::internal(err.to_string()))
+            }
+        }
     }
 }
 
@@ -78,7 +117,7 @@ impl GameRooms for GrpcGame {
     async fn create_room(&self, request: CreateRoomRequest) -> Result<CreateRoomResponse, Status> {
         let mut client = self.client.clone();
         Ok(client
-            .create_room(self.request(request))
+            .create_room(self.request(request)?)
             .await?
             .into_inner())
     }
@@ -86,14 +125,14 @@ impl GameRooms for GrpcGame {
     async fn seat_player(&self, request: SeatPlayerRequest) -> Result<SeatPlayerResponse, Status> {
         let mut client = self.client.clone();
         Ok(client
-            .seat_player(self.request(request))
+            .seat_player(self.request(request)?)
             .await?
             .into_inner())
     }
 
     async fn get_seat(&self, request: GetSeatRequest) -> Result<GetSeatResponse, Status> {
         let mut client = self.client.clone();
-        Ok(client.get_seat(self.request(request)).await?.into_inner())
+        Ok(client.get_seat(self.request(request)?).await?.into_inner())
     }
 }
 
@@ -168,7 +207,7 @@ pub trait NameSource: Send + Sync + 'static {
 #[derive(Debug, Clone)]
 pub struct GrpcNames {
     client: AccountsClient<Channel>,
-    authorization: MetadataValue<tonic::metadata::Ascii>,
+    credentials: ServiceCredentials,
 }
 
 impl GrpcNames {
@@ -176,7 +215,19 @@ impl GrpcNames {
     pub fn new(url: &str, service_token: &str, timeout: Duration) -> Result<GrpcNames> {
         Ok(GrpcNames {
             client: AccountsClient::new(endpoint(url, timeout)?.connect_lazy()),
-            authorization: bearer(service_token)?,
+            credentials: ServiceCredentials::Static(bearer(service_token)?),
+        })
+    }
+
+    /// Like [`GrpcNames::new`], with tokens minted by `identity` (matchmaking's own key).
+    pub fn with_identity(
+        url: &str,
+        identity: Arc<ServiceIdentity>,
+        timeout: Duration,
+    ) -> Result<GrpcNames> {
+        Ok(GrpcNames {
+            client: AccountsClient::new(endpoint(url, timeout)?.connect_lazy()),
+            credentials: ServiceCredentials::Identity(identity),
         })
     }
 }
@@ -190,9 +241,16 @@ impl NameSource for GrpcNames {
         let mut request = Request::new(GetPlayersRequest {
             user_ids: user_ids.to_vec(),
         });
+        let authorization =
+            self.credentials
+                .authorization()
+                .map_err(|status| MatchmakingError::Upstream {
+                    context: "accounts GetPlayers",
+                    status,
+                })?;
         request
             .metadata_mut()
-            .insert("authorization", self.authorization.clone());
+            .insert("authorization", authorization);
         let players = self
             .client
             .clone()

@@ -102,7 +102,7 @@ async fn two_players_are_matched_into_a_room_made_by_game_session() {
         replica
             .metrics
             .render()
-            .contains("matchmaking_matches_total 1")
+            .contains("basra_matchmaking_matches_total 1")
     );
     // Cancelling after the match says where to play.
     let answer = client
@@ -386,7 +386,7 @@ async fn tickets_of_vanished_replicas_expire() {
         replica
             .metrics
             .render()
-            .contains("matchmaking_expired_total 1")
+            .contains("basra_matchmaking_expired_total 1")
     );
 }
 

@@ -6,7 +6,12 @@
 //! usually through an [`AuthLayer`] on its server. Handlers then ask
 //! [`caller`] who is calling and [`require_role`] for internal or operator
 //! RPCs.
+//!
+//! Service-to-service calls carry tokens the calling service mints itself with its own
+//! key ([`ServiceIdentity`]); receivers trust each key by `kid` for one role
+//! ([`TrustedKey`], [`TokenVerifier::trusting`]).
 
+mod identity;
 mod layer;
 mod token;
 
@@ -16,8 +21,9 @@ use uuid::Uuid;
 
 use crate::error::ServiceError;
 
+pub use identity::{IdentitySettings, ServiceIdentity, TrustedKeySettings, load_trusted};
 pub use layer::{AuthLayer, AuthService};
-pub use token::{IssuedToken, SigningKey, TokenIssuer, TokenVerifier};
+pub use token::{IssuedToken, SigningKey, TokenIssuer, TokenVerifier, TrustedKey};
 
 /// What a verified token says about the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]

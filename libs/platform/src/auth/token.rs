@@ -62,6 +62,15 @@ impl SigningKey {
         })
     }
 
+    /// The private key as PKCS#8 PEM, to hand to a tool that signs with it (an operator
+    /// key for `basra admin token`). Keep it out of logs and off shared disks.
+    pub fn private_pem(&self) -> String {
+        self.key
+            .to_pkcs8_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
+            .expect("an Ed25519 private key always encodes as PKCS#8 PEM")
+            .to_string()
+    }
+
     /// The key id written into each token's header.
     pub fn kid(&self) -> &str {
         &self.kid
@@ -188,7 +197,13 @@ impl TokenIssuer {
     /// and audience): what accounts itself, or a one-process dev setup, uses.
     pub fn verifier(&self) -> TokenVerifier {
         TokenVerifier::from_keys(
-            HashMap::from([(self.kid.clone(), self.decoding.clone())]),
+            HashMap::from([(
+                self.kid.clone(),
+                VerificationKey {
+                    key: self.decoding.clone(),
+                    roles: None,
+                },
+            )]),
             &self.issuer,
             &self.audience,
         )
@@ -214,8 +229,28 @@ pub struct TokenVerifier {
 }
 
 struct VerifierInner {
-    keys: HashMap<String, DecodingKey>,
+    keys: HashMap<String, VerificationKey>,
     validation: Validation,
+}
+
+/// A verification key and the roles it may sign (`None`: any role).
+#[derive(Clone)]
+struct VerificationKey {
+    key: DecodingKey,
+    roles: Option<Vec<Role>>,
+}
+
+/// A public key a verifier trusts, by its `kid`, for tokens of the given roles only: a
+/// service's own key signs `service` tokens, accounts' key `player` tokens, an operator
+/// key `operator` tokens. A token whose role its key may not sign is rejected.
+#[derive(Debug, Clone)]
+pub struct TrustedKey {
+    /// The key id.
+    pub kid: String,
+    /// The Ed25519 public key, SPKI PEM.
+    pub public_pem: String,
+    /// The roles tokens signed with it may carry.
+    pub roles: Vec<Role>,
 }
 
 impl TokenVerifier {
@@ -234,24 +269,62 @@ impl TokenVerifier {
         }
         let mut decoding = HashMap::with_capacity(keys.len());
         for (kid, pem) in keys {
-            check_kid(&kid)?;
-            let public = ed25519_dalek::VerifyingKey::from_public_key_pem(&pem).map_err(|err| {
-                AuthError::Key(format!(
-                    "verification key {kid:?} is not an Ed25519 public key in SPKI PEM \
-                     (`-----BEGIN PUBLIC KEY-----`): {err}"
-                ))
-            })?;
-            let key = DecodingKey::from_ed_der(public.as_bytes());
-            if decoding.insert(kid.clone(), key).is_some() {
-                return Err(AuthError::Key(format!(
-                    "verification key id {kid:?} is listed twice"
-                )));
-            }
+            add_key(&mut decoding, kid, &pem, None)?;
         }
         Ok(TokenVerifier::from_keys(decoding, issuer, audience))
     }
 
-    fn from_keys(keys: HashMap<String, DecodingKey>, issuer: &str, audience: &str) -> Self {
+    /// A verifier accepting tokens signed by any of `keys`, each for its roles only, with
+    /// this issuer and audience. Rotating a key: add the new kid, then remove the old one.
+    pub fn trusting(
+        keys: Vec<TrustedKey>,
+        issuer: &str,
+        audience: &str,
+    ) -> Result<TokenVerifier, AuthError> {
+        let verifier = TokenVerifier::from_keys(HashMap::new(), issuer, audience);
+        let verifier = verifier.and_trusting(keys)?;
+        if verifier.inner.keys.is_empty() {
+            return Err(AuthError::Key(
+                "no token verification keys are configured".into(),
+            ));
+        }
+        Ok(verifier)
+    }
+
+    /// This verifier, also accepting tokens signed by `keys` (each for its roles).
+    pub fn and_trusting(&self, keys: Vec<TrustedKey>) -> Result<TokenVerifier, AuthError> {
+        let mut all = self.inner.keys.clone();
+        for key in keys {
+            add_key(&mut all, key.kid, &key.public_pem, Some(key.roles))?;
+        }
+        Ok(TokenVerifier {
+            inner: Arc::new(VerifierInner {
+                keys: all,
+                validation: self.inner.validation.clone(),
+            }),
+        })
+    }
+
+    /// This verifier with another clock-skew allowance on `exp` (30 s by default).
+    pub fn with_leeway(&self, leeway: Duration) -> TokenVerifier {
+        let mut validation = self.inner.validation.clone();
+        validation.leeway = leeway.as_secs();
+        TokenVerifier {
+            inner: Arc::new(VerifierInner {
+                keys: self.inner.keys.clone(),
+                validation,
+            }),
+        }
+    }
+
+    /// The key ids this verifier trusts, sorted.
+    pub fn kids(&self) -> Vec<String> {
+        let mut kids: Vec<String> = self.inner.keys.keys().cloned().collect();
+        kids.sort();
+        kids
+    }
+
+    fn from_keys(keys: HashMap<String, VerificationKey>, issuer: &str, audience: &str) -> Self {
         let mut validation = Validation::new(Algorithm::EdDSA);
         validation.leeway = LEEWAY_SECONDS;
         validation.set_issuer(&[issuer]);
@@ -287,9 +360,17 @@ impl TokenVerifier {
             let shown: String = kid.chars().take(64).collect();
             AuthError::Invalid(format!("signed with an unknown key (kid {shown:?})"))
         })?;
-        let data = jsonwebtoken::decode::<VerifiedClaims>(token, key, &self.inner.validation)
+        let data = jsonwebtoken::decode::<VerifiedClaims>(token, &key.key, &self.inner.validation)
             .map_err(|err| verify_error(err.into_kind()))?;
         let claims = data.claims;
+        if let Some(roles) = &key.roles
+            && !roles.contains(&claims.role)
+        {
+            return Err(AuthError::Invalid(format!(
+                "the key {kid:?} may not sign {} tokens",
+                claims.role
+            )));
+        }
         Ok(Caller {
             user_id: claims.sub,
             role: claims.role,
@@ -300,10 +381,8 @@ impl TokenVerifier {
 
 impl fmt::Debug for TokenVerifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut kids: Vec<&String> = self.inner.keys.keys().collect();
-        kids.sort();
         f.debug_struct("TokenVerifier")
-            .field("kids", &kids)
+            .field("kids", &self.kids())
             .finish_non_exhaustive()
     }
 }
@@ -330,6 +409,32 @@ fn verify_error(kind: ErrorKind) -> AuthError {
         ErrorKind::Json(err) => AuthError::Invalid(format!("unexpected claims: {err}")),
         other => AuthError::Invalid(format!("{other:?}")),
     }
+}
+
+/// Adds `(kid, pem)` to `keys`, refusing a bad key or a kid listed twice.
+fn add_key(
+    keys: &mut HashMap<String, VerificationKey>,
+    kid: String,
+    pem: &str,
+    roles: Option<Vec<Role>>,
+) -> Result<(), AuthError> {
+    check_kid(&kid)?;
+    let public = ed25519_dalek::VerifyingKey::from_public_key_pem(pem).map_err(|err| {
+        AuthError::Key(format!(
+            "verification key {kid:?} is not an Ed25519 public key in SPKI PEM \
+             (`-----BEGIN PUBLIC KEY-----`): {err}"
+        ))
+    })?;
+    let key = VerificationKey {
+        key: DecodingKey::from_ed_der(public.as_bytes()),
+        roles,
+    };
+    if keys.insert(kid.clone(), key).is_some() {
+        return Err(AuthError::Key(format!(
+            "verification key id {kid:?} is listed twice"
+        )));
+    }
+    Ok(())
 }
 
 fn check_kid(kid: &str) -> Result<(), AuthError> {

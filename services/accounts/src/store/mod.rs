@@ -275,10 +275,26 @@ pub struct Counts {
     pub matches: u64,
 }
 
+/// A connection pool's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Connections open.
+    pub size: u32,
+    /// Of those, idle.
+    pub idle: usize,
+    /// The most the pool opens.
+    pub max: u32,
+}
+
 /// Persistent state of the accounts service.
 ///
 /// Implementations are cheap to clone (a pool or an `Arc`) and safe to share.
 pub trait Store: Clone + Send + Sync + 'static {
+    /// The connection pool's state, for the metrics: `None` for a store without one.
+    fn pool_stats(&self) -> Option<PoolStats> {
+        None
+    }
+
     /// The user signed in by `device`, creating the guest `new` (with its
     /// device and a default rating) when the device is new, and storing
     /// `session` as the guest's new refresh token family: one atomic step (one

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use super::{
     Counts, GuestUpgrade, HistoryCursor, HistoryEntry, LeaderboardCursor, LeaderboardRow,
-    LeaderboardRules, NewAccount, NewGuest, NewSession, Profile, RatingChange, Recorded, Rotation,
-    Store, User,
+    LeaderboardRules, NewAccount, NewGuest, NewSession, PoolStats, Profile, RatingChange, Recorded,
+    Rotation, Store, User,
 };
 use crate::domain::DeviceId;
 use crate::error::{AccountsError, Result};
@@ -148,6 +148,14 @@ async fn insert_rating(
 }
 
 impl Store for PgStore {
+    fn pool_stats(&self) -> Option<PoolStats> {
+        Some(PoolStats {
+            size: self.pool.size(),
+            idle: self.pool.num_idle(),
+            max: self.pool.options().get_max_connections(),
+        })
+    }
+
     async fn guest_login(
         &self,
         device: &DeviceId,

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""`make k8s-check`: render every overlay and validate every object it holds.
+
+- Each overlay under deploy/k8s/overlays renders with `kubectl kustomize`.
+- Every built-in object passes kubernetes-validate in strict mode (unknown fields are
+  errors) for each Kubernetes version in VERSIONS: the oldest we support and the newest
+  the installed kubernetes-validate knows.
+- Every custom resource (Gateway, GRPCRoute) is validated against the openAPIV3Schema of
+  its CRD, vendored in deploy/k8s/crds, also strictly: an unknown field is an error
+  (the API server would silently drop it).
+- The manifests agree with the services: each Deployment's gRPC probes and ports match
+  its settings file's listen port and the service's health name in the source, and the
+  termination grace period covers the preStop pause plus the drain.
+- The Dockerfile builds with the script `make release` runs.
+
+Exit status 1 with one line per problem; 0 and a summary line when all is well.
+"""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+import re
+import subprocess
+import sys
+import tomllib
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+K8S = ROOT / "deploy" / "k8s"
+VERSIONS = ["1.30.0", kubernetes_validate.utils.latest_version()]
+
+# What each Deployment serves: its settings file in base/ and where its health name is.
+SERVICES = {
+    "accounts": ("services/accounts/src/service.rs", "SERVICE_NAME"),
+    "matchmaking": ("services/matchmaking/src/lib.rs", "SERVICE_NAME"),
+    "game-session": ("services/game-session/src/lib.rs", "SERVICE_NAMES"),
+}
+
+problems: list[str] = []
+
+
+def problem(where: str, what: str) -> None:
+    problems.append(f"{where}: {what}")
+
+
+def render(overlay: pathlib.Path) -> list[dict]:
+    out = subprocess.run(
+        ["kubectl", "kustomize", str(overlay)], capture_output=True, text=True, check=False
+    )
+    if out.returncode != 0:
+        problem(str(overlay.relative_to(ROOT)), f"kubectl kustomize failed: {out.stderr.strip()}")
+        return []
+    return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
+
+
+def strict_schema(schema: dict) -> dict:
+    """The CRD schema with unknown fields forbidden wherever the CRD lists the fields."""
+    schema = copy.deepcopy(schema)
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if (
+                node.get("type") == "object"
+                and "properties" in node
+                and "additionalProperties" not in node
+                and not node.get("x-kubernetes-preserve-unknown-fields")
+            ):
+                node["additionalProperties"] = False
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    # metadata is the API server's ObjectMeta, not described by the CRD.
+    schema.get("properties", {}).get("metadata", {}).pop("additionalProperties", None)
+    return schema
+
+
+def crd_schemas() -> dict[tuple[str, str], dict]:
+    """(apiVersion, kind) -> strict schema, from every vendored CRD."""
+    schemas = {}
+    for path in sorted((K8S / "crds").glob("*.yaml")):
+        for crd in yaml.safe_load_all(path.read_text()):
+            if not crd or crd.get("kind") != "CustomResourceDefinition":
+                continue
+            group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+            for version in crd["spec"]["versions"]:
+                if not version.get("served", False):
+                    continue
+                schema = version["schema"]["openAPIV3Schema"]
+                schemas[(f"{group}/{version['name']}", kind)] = strict_schema(schema)
+    return schemas
+
+
+def validate_object(doc: dict, where: str, crds: dict[tuple[str, str], dict]) -> None:
+    key = (doc.get("apiVersion", ""), doc.get("kind", ""))
+    if key in crds:
+        validator = jsonschema.Draft202012Validator(crds[key])
+        for error in validator.iter_errors(doc):
+            path = "/".join(str(p) for p in error.absolute_path)
+            problem(where, f"CRD schema: {path}: {error.message}")
+        return
+    for version in VERSIONS:
+        try:
+            kubernetes_validate.validate(doc, version, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            path = "/".join(str(p) for p in error.path)
+            problem(where, f"Kubernetes {version}: {path}: {error.message}")
+        except kubernetes_validate.SchemaNotFoundError:
+            problem(where, f"no schema for {key} in Kubernetes {version} nor in deploy/k8s/crds")
+
+
+def health_names(service: str) -> list[str]:
+    path, constant = SERVICES[service]
+    source = (ROOT / path).read_text()
+    match = re.search(rf"pub const {constant}: [^=]+=\s*(.+?);", source, re.S)
+    if not match:
+        problem(path, f"cannot find {constant}")
+        return []
+    return re.findall(r'"([^"]+)"', match.group(1))
+
+
+def check_deployment(doc: dict, where: str) -> None:
+    name = doc["metadata"]["name"]
+    if name not in SERVICES:
+        return
+    settings = tomllib.loads((K8S / "base" / name / "config.toml").read_text())
+    port = int(settings["server"]["listen"].rsplit(":", 1)[1])
+    drain = settings["server"]["drain_seconds"]
+    names = health_names(name)
+    pod = doc["spec"]["template"]["spec"]
+    (container,) = [c for c in pod["containers"] if c["name"] == name]
+    ports = {p["name"]: p["containerPort"] for p in container.get("ports", [])}
+    if ports.get("grpc") != port:
+        problem(where, f"container port grpc {ports.get('grpc')} != server.listen port {port}")
+    metrics = settings.get("metrics", {}).get("listen", "")
+    if not metrics or ports.get("metrics") != int(metrics.rsplit(":", 1)[1]):
+        problem(where, f"container port metrics {ports.get('metrics')} != metrics.listen {metrics!r}")
+    for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+        probe = container.get(kind, {}).get("grpc")
+        if probe is None:
+            problem(where, f"{kind} is not a grpc probe")
+            continue
+        if probe["port"] != port:
+            problem(where, f"{kind} port {probe['port']} != server.listen port {port}")
+        service = probe.get("service", "")
+        if service and service not in names:
+            problem(where, f"{kind} service {service!r} is not one of {names}")
+    pause = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
+    grace = pod.get("terminationGracePeriodSeconds", 30)
+    if grace <= pause + drain + 1:
+        problem(where, f"terminationGracePeriodSeconds {grace} <= preStop {pause} + drain {drain} + 1")
+    security = container.get("securityContext", {})
+    if not security.get("readOnlyRootFilesystem"):
+        problem(where, "the root filesystem is not read-only")
+    if not pod.get("securityContext", {}).get("runAsNonRoot"):
+        problem(where, "runAsNonRoot is not set")
+    if not container.get("resources", {}).get("limits") or not container["resources"].get("requests"):
+        problem(where, "resource requests and limits are not both set")
+
+
+def check_release_build() -> None:
+    """The image's build step is the script `make release` runs, with the same crates."""
+    dockerfile = (ROOT / "deploy/docker/Dockerfile").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    script = (ROOT / "deploy/docker/release.sh").read_text()
+    if not re.search(r"^RUN deploy/docker/release\.sh /out$", dockerfile, re.M):
+        problem("deploy/docker/Dockerfile", "the build step is not `RUN deploy/docker/release.sh /out`")
+    if not re.search(r"^release:.*\n(\t.*\n)*\tdeploy/docker/release\.sh", makefile, re.M):
+        problem("Makefile", "`make release` does not run deploy/docker/release.sh")
+    built = re.search(r"^cargo build --release --locked (.+)$", script, re.M)
+    cooked = re.search(r"cargo chef cook --release --locked [^\n]*\\\n\s*(.+)$", dockerfile, re.M)
+    if not built or not cooked:
+        problem("deploy/docker", "cannot find the cargo build and cargo chef cook lines")
+        return
+    packages = lambda line: sorted(re.findall(r"-p (\S+)", line))  # noqa: E731
+    if packages(built.group(1)) != packages(cooked.group(1)):
+        problem("deploy/docker", "cargo chef cook builds other crates than release.sh")
+    for bin in packages(built.group(1)):
+        if f"/out/{bin} " not in dockerfile:
+            problem("deploy/docker/Dockerfile", f"no image copies the {bin} binary")
+
+
+def main() -> int:
+    crds = crd_schemas()
+    if not crds:
+        problem("deploy/k8s/crds", "no CRD schemas found")
+    counted = 0
+    overlays = sorted(p for p in (K8S / "overlays").iterdir() if p.is_dir())
+    for overlay in overlays:
+        for doc in render(overlay):
+            where = f"{overlay.name}: {doc.get('kind')}/{doc.get('metadata', {}).get('name')}"
+            validate_object(doc, where, crds)
+            if doc.get("kind") == "Deployment":
+                check_deployment(doc, where)
+            counted += 1
+    check_release_build()
+    for line in problems:
+        print(f"k8s-check: {line}", file=sys.stderr)
+    if problems:
+        return 1
+    print(
+        f"k8s-check: {counted} objects in {len(overlays)} overlays "
+        f"({', '.join(o.name for o in overlays)}) valid for Kubernetes {', '.join(VERSIONS)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+//! The replica's Prometheus metrics (`basra_game_…`), recorded by the core, the service
+//! and the outbox forwarder around their store calls, and served by
+//! `basra_platform::metrics` on `[metrics] listen`.
+//!
+//! `basra_game_open_streams` is the per-pod metric game-session's autoscaler targets
+//! (deploy/k8s/overlays/prod/autoscaling.yaml through prometheus-adapter): a contract,
+//! checked against a running replica by the end-to-end suite (`tests/metrics.rs`).
+
+use std::sync::Arc;
+
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::Registry,
+};
+
+/// The `result` label of ended matches: how the match ended.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct EndLabel {
+    /// `won`, `drawn` (no winner).
+    pub result: &'static str,
+}
+
+/// The metrics of one replica. Cheap to update: atomics only.
+#[derive(Debug)]
+pub struct GameMetrics {
+    registry: Arc<Registry>,
+    /// Play streams open on this replica.
+    pub open_streams: Gauge,
+    /// Streams refused at `game.max_streams`.
+    pub streams_refused: Counter,
+    /// Cards played (by players, bots and timed-out turns).
+    pub plays: Counter,
+    /// Rooms created here.
+    pub rooms_created: Counter,
+    /// Matches ended here, by result.
+    pub matches_ended: Family<EndLabel, Counter>,
+    /// Time of one compare-and-set commit to the room store.
+    pub commit_seconds: Histogram,
+    /// Commits refused because another change landed first (retried).
+    pub cas_conflicts: Counter,
+    /// Changes given up after every retry conflicted (UNAVAILABLE to the caller).
+    pub contention_failures: Counter,
+    /// Deadlines (turns, bots, grace, rematch) this replica claimed and fired.
+    pub timers_fired: Counter,
+    /// Outbox records this replica's forwarder holds undelivered (its last round).
+    pub outbox_pending: Gauge,
+    /// Age of the oldest of them, in seconds (0 when none).
+    pub outbox_oldest_age_seconds: Gauge,
+    /// Match records delivered to accounts.
+    pub outbox_delivered: Counter,
+    /// 1 while the replica drains (DrainReplica or shutdown), else 0.
+    pub draining: Gauge,
+    /// The most streams this replica admits.
+    pub max_streams: Gauge,
+}
+
+impl GameMetrics {
+    /// The metrics, registered in a registry of their own ([`GameMetrics::registry`]).
+    pub fn new() -> GameMetrics {
+        let metrics = GameMetrics {
+            registry: Arc::default(),
+            open_streams: Gauge::default(),
+            streams_refused: Counter::default(),
+            plays: Counter::default(),
+            rooms_created: Counter::default(),
+            matches_ended: Family::default(),
+            commit_seconds: Histogram::new(basra_platform::metrics::latency_buckets()),
+            cas_conflicts: Counter::default(),
+            contention_failures: Counter::default(),
+            timers_fired: Counter::default(),
+            outbox_pending: Gauge::default(),
+            outbox_oldest_age_seconds: Gauge::default(),
+            outbox_delivered: Counter::default(),
+            draining: Gauge::default(),
+            max_streams: Gauge::default(),
+        };
+        let mut registry = Registry::with_prefix("basra_game");
+        let m = &metrics;
+        registry.register(
+            "open_streams",
+            "Play streams open on this replica",
+            m.open_streams.clone(),
+        );
+        registry.register(
+            "max_streams",
+            "The most Play streams this replica admits",
+            m.max_streams.clone(),
+        );
+        registry.register(
+            "streams_refused",
+            "Play streams refused at max_streams",
+            m.streams_refused.clone(),
+        );
+        registry.register(
+            "plays",
+            "Cards played (players, bots, timed-out turns)",
+            m.plays.clone(),
+        );
+        registry.register("rooms_created", "Rooms created", m.rooms_created.clone());
+        registry.register(
+            "matches_ended",
+            "Matches ended, by result",
+            m.matches_ended.clone(),
+        );
+        registry.register(
+            "commit_seconds",
+            "Time of one compare-and-set commit to the room store",
+            m.commit_seconds.clone(),
+        );
+        registry.register(
+            "cas_conflicts",
+            "Commits refused by the version check (retried)",
+            m.cas_conflicts.clone(),
+        );
+        registry.register(
+            "contention_failures",
+            "Changes given up after every retry conflicted",
+            m.contention_failures.clone(),
+        );
+        registry.register(
+            "timers_fired",
+            "Deadlines claimed and fired by this replica",
+            m.timers_fired.clone(),
+        );
+        registry.register(
+            "outbox_pending",
+            "Match records this replica's forwarder holds undelivered",
+            m.outbox_pending.clone(),
+        );
+        registry.register(
+            "outbox_oldest_age_seconds",
+            "Age of the oldest undelivered match record held here",
+            m.outbox_oldest_age_seconds.clone(),
+        );
+        registry.register(
+            "outbox_delivered",
+            "Match records delivered to accounts",
+            m.outbox_delivered.clone(),
+        );
+        registry.register(
+            "draining",
+            "1 while this replica drains",
+            m.draining.clone(),
+        );
+        for result in ["won", "drawn"] {
+            let _ = metrics.matches_ended.get_or_create(&EndLabel { result });
+        }
+        GameMetrics {
+            registry: Arc::new(registry),
+            ..metrics
+        }
+    }
+
+    /// The registry holding these metrics, to serve.
+    pub fn registry(&self) -> Arc<Registry> {
+        Arc::clone(&self.registry)
+    }
+}
+
+impl Default for GameMetrics {
+    fn default() -> Self {
+        GameMetrics::new()
+    }
+}

@@ -1,0 +1,119 @@
+//! The Kubernetes settings files are the services' typed settings: each ConfigMap's
+//! `config.toml` (deploy/k8s/base/<service>/config.toml), with the `BASRA_…` variables its
+//! Deployment sets, loads and validates through the service's own loader — so a key the
+//! service does not know, a bad value or a misspelt variable fails here, not in a pod.
+
+use std::path::{Path, PathBuf};
+
+use basra_platform::config::{CONFIG_FILE_VAR, load_with_env};
+
+fn deploy(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../deploy/k8s/base")
+        .join(path)
+}
+
+/// The environment a service's pod gets: the settings file, and every `BASRA_…` variable
+/// its Deployment names (values from Secrets and the pod, stood in for here).
+fn pod_env(service: &str) -> Vec<(String, String)> {
+    let deployment = std::fs::read_to_string(deploy(&format!("{service}/deployment.yaml")))
+        .expect("deployment.yaml");
+    let mut env = vec![(
+        CONFIG_FILE_VAR.to_owned(),
+        deploy(&format!("{service}/config.toml"))
+            .display()
+            .to_string(),
+    )];
+    for line in deployment.lines() {
+        let Some(name) = line.trim().strip_prefix("- name: BASRA_") else {
+            continue;
+        };
+        let name = format!("BASRA_{name}");
+        if name == CONFIG_FILE_VAR {
+            continue;
+        }
+        let value = if name.ends_with("DATABASE__URL") {
+            "postgres://basra@postgres:5432/basra"
+        } else if name.ends_with("__URL") {
+            "redis://redis:6379"
+        } else {
+            "stand-in"
+        };
+        env.push((name, value.to_owned()));
+    }
+    assert!(env.len() > 1, "{service}: no BASRA_ variables found");
+    env
+}
+
+#[test]
+fn the_accounts_configmap_loads_as_its_settings() {
+    let settings: accounts::Settings =
+        load_with_env(accounts::settings::DEFAULTS, pod_env("accounts")).expect("valid");
+    assert_eq!(settings.server.listen.port(), 50051);
+    assert!(!settings.database.migrate, "the migration Job migrates");
+    assert_eq!(settings.metrics.listen, "0.0.0.0:9100");
+}
+
+#[test]
+fn the_matchmaking_configmap_loads_as_its_settings() {
+    let settings: matchmaking::settings::Settings =
+        load_with_env(matchmaking::settings::DEFAULTS, pod_env("matchmaking")).expect("valid");
+    assert_eq!(settings.server.listen.port(), 50052);
+    assert_eq!(settings.game.url, "http://game-session:50053");
+    assert_eq!(settings.accounts.url, "http://accounts:50051");
+    assert_eq!(settings.metrics.listen, "0.0.0.0:9100");
+}
+
+#[test]
+fn the_game_session_configmap_loads_as_its_settings() {
+    let settings: game_session::Settings =
+        load_with_env(game_session::settings::DEFAULTS, pod_env("game-session")).expect("valid");
+    assert_eq!(settings.server.listen.port(), 50053);
+    assert_eq!(settings.game.replica, "stand-in", "the pod name");
+    assert_eq!(settings.accounts.url, "http://accounts:50051");
+    assert_eq!(settings.metrics.listen, "0.0.0.0:9100");
+}
+
+/// Each caller's own key is trusted by its receiver, for the `service` role: matchmaking's
+/// by game-session (CreateRoom, SeatPlayer, GetSeat) and accounts (GetPlayers),
+/// game-session's by accounts (RecordMatch, GetPlayers).
+#[test]
+fn each_callers_identity_is_trusted_by_its_receiver() {
+    use basra_platform::auth::Role;
+    let accounts: accounts::Settings =
+        load_with_env(accounts::settings::DEFAULTS, pod_env("accounts")).unwrap();
+    let matchmaking: matchmaking::settings::Settings =
+        load_with_env(matchmaking::settings::DEFAULTS, pod_env("matchmaking")).unwrap();
+    let game: game_session::Settings =
+        load_with_env(game_session::settings::DEFAULTS, pod_env("game-session")).unwrap();
+    let trusts = |keys: &[basra_platform::auth::TrustedKeySettings], kid: &str, role: Role| {
+        keys.iter().any(|key| key.kid == kid && key.role == role)
+    };
+    assert!(trusts(
+        &game.auth.trusted_keys,
+        &matchmaking.identity.key_id,
+        Role::Service
+    ));
+    assert!(trusts(
+        &accounts.auth.trusted_keys,
+        &game.identity.key_id,
+        Role::Service
+    ));
+    assert!(trusts(
+        &accounts.auth.trusted_keys,
+        &matchmaking.identity.key_id,
+        Role::Service
+    ));
+    assert!(trusts(
+        &game.auth.trusted_keys,
+        &accounts.auth.signing_key_id,
+        Role::Player
+    ));
+    assert!(
+        matchmaking
+            .auth
+            .keys
+            .iter()
+            .any(|key| key.kid == accounts.auth.signing_key_id && key.role == Some(Role::Player))
+    );
+}
