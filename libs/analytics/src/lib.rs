@@ -8,5 +8,6 @@
 //! service (`services/accounts/migrations/*_analyst.sql`); the Parquet schema is
 //! documented in this crate's README and is a public contract.
 
+pub mod dataset;
 pub mod export;
 pub mod simulate;

@@ -133,8 +133,9 @@ SELECT
 FROM analyst.matches m
 GROUP BY m.day;
 
--- Each rated match of each player, with the mean rating of the other side's
--- rated players before the match (NULL when none).
+-- Each rated match of each player, in the order the ratings changed (the
+-- order accounts recorded the matches), with the mean rating of the other
+-- side's rated players before the match (NULL when none).
 CREATE VIEW analyst.rating_history AS
 SELECT
     p.user_id,
@@ -143,6 +144,7 @@ SELECT
     p.side,
     p.ended_at,
     (p.ended_at AT TIME ZONE 'UTC')::DATE AS day,
+    m.recorded_at,
     p.won,
     p.rating_before,
     p.rating_after,
@@ -152,9 +154,10 @@ SELECT
        FROM match_players o
       WHERE o.match_id = p.match_id AND o.side <> p.side AND o.rating_before IS NOT NULL)
         AS opponent_rating_before,
-    row_number() OVER (PARTITION BY p.user_id ORDER BY p.ended_at, p.match_id)::INTEGER
+    row_number() OVER (PARTITION BY p.user_id ORDER BY m.recorded_at, p.match_id)::INTEGER
         AS rated_match_number
 FROM match_players p
+JOIN matches m ON m.match_id = p.match_id
 WHERE p.rating_after IS NOT NULL;
 
 -- The raw record for exports (seed and action log, for replay); seats
