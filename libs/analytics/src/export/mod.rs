@@ -164,8 +164,7 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
                 }),
             }
         }
-        let rows = sink.rows();
-        let files = sink
+        let (files, rows) = sink
             .finish()
             .map_err(|err| anyhow::anyhow!("writing Parquet: {err}"))?;
         Ok((matches, rows, failures, files))

@@ -159,10 +159,11 @@ impl PartitionedSink {
         Ok(())
     }
 
-    /// Writes what is left and closes every file; returns the files written.
-    pub fn finish(mut self) -> Result<Vec<PathBuf>, SinkError> {
+    /// Writes what is left and closes every file; returns the files written and the rows
+    /// per table.
+    pub fn finish(mut self) -> Result<(Vec<PathBuf>, [u64; 4]), SinkError> {
         self.close_day()?;
-        Ok(self.written)
+        Ok((self.written, self.rows))
     }
 
     /// Removes every file of this run, finished or not (after an error), so that a run
