@@ -1,5 +1,6 @@
 //! `basra`: the terminal client and tools of Basra online.
 //!
+//! - [`analytics`]: `basra analytics export` and `basra simulate` (the `basra-analytics` crate).
 //! - [`dev`]: the whole backend in one process (`basra dev`).
 //! - [`session`]: sign-in and the connection to the one client endpoint.
 //! - [`lobby`]: getting a seat (queue, computer, private code, public lobby).
@@ -8,6 +9,7 @@
 //! - [`table`]: the client's model of its game, rebuilt from the events.
 //! - [`render`]: the terminal picture and announcements.
 
+pub mod analytics;
 pub mod dev;
 pub mod dev_settings;
 pub mod lobby;

@@ -10,4 +10,5 @@
 
 pub mod dataset;
 pub mod export;
+pub mod progress;
 pub mod simulate;

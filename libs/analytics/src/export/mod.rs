@@ -131,7 +131,7 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
     );
 
     let total = source::count(pool, &selection).await?;
-    let bar = progress_bar(options.progress, total);
+    let bar = crate::progress::matches_bar(options.progress, total);
 
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(CHANNEL_RECORDS);
     let out = options.out.clone();
@@ -214,20 +214,6 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
         recorded_before,
         elapsed: started.elapsed(),
     })
-}
-
-fn progress_bar(wanted: bool, total: u64) -> indicatif::ProgressBar {
-    use std::io::IsTerminal as _;
-    if !wanted || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{elapsed_precise} [{bar:40}] {pos}/{len} matches ({per_sec}, {eta} left)",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar
 }
 
 fn write_failures(out: &Path, run: &str, failures: &[Failure]) -> anyhow::Result<()> {
