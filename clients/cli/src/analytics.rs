@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use basra_analytics::export::{ExportOptions, export};
+use basra_analytics::report::report;
 use basra_analytics::simulate::{SimulateOptions, simulate};
 use basra_platform::auth::TokenIssuer;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -16,6 +17,19 @@ use clap::{Args, Subcommand};
 pub enum AnalyticsCommand {
     /// Export match records to Parquet, partitioned by day (incremental by default).
     Export(ExportArgs),
+    /// Write a self-contained HTML report with plots from an export.
+    Report(ReportArgs),
+}
+
+/// `basra analytics report`.
+#[derive(Args)]
+pub struct ReportArgs {
+    /// An export directory (`basra analytics export --out`).
+    #[arg(long)]
+    from: PathBuf,
+    /// The HTML file to write.
+    #[arg(long, default_value = "report.html")]
+    out: PathBuf,
 }
 
 /// `basra analytics export`.
@@ -101,6 +115,18 @@ pub async fn run(command: AnalyticsCommand) -> anyhow::Result<()> {
                 eprintln!("skipped {}: {}", failure.match_id, failure.error);
             }
             println!("{}", summary.describe());
+            Ok(())
+        }
+        AnalyticsCommand::Report(args) => {
+            let summary = report(&args.from, &args.out)?;
+            println!(
+                "wrote {} ({} plots from {} matches and {} plays) in {:.1}s",
+                args.out.display(),
+                summary.plots,
+                summary.matches,
+                summary.plays,
+                summary.elapsed.as_secs_f64()
+            );
             Ok(())
         }
     }

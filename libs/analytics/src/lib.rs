@@ -11,4 +11,5 @@
 pub mod dataset;
 pub mod export;
 pub mod progress;
+pub mod report;
 pub mod simulate;
