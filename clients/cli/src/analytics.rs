@@ -164,10 +164,8 @@ fn mint_service_token() -> anyhow::Result<String> {
     );
     let key = accounts::signing_key(&settings)?;
     let issuer = TokenIssuer::new(key, &settings.auth.issuer, &settings.auth.audience);
-    Ok(accounts::issue_service_token(
-        &issuer,
-        uuid::Uuid::now_v7(),
-        Duration::from_secs(3600),
-    )?
-    .token)
+    Ok(
+        accounts::issue_service_token(&issuer, uuid::Uuid::now_v7(), Duration::from_secs(3600))?
+            .token,
+    )
 }

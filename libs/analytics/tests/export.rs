@@ -47,14 +47,20 @@ fn batches(root: &Path, table: Table) -> Vec<RecordBatch> {
 }
 
 fn rows(root: &Path, table: Table) -> i64 {
-    batches(root, table).iter().map(|b| b.num_rows() as i64).sum()
+    batches(root, table)
+        .iter()
+        .map(|b| b.num_rows() as i64)
+        .sum()
 }
 
 fn sum_i32(root: &Path, table: Table, column: &str) -> i64 {
     batches(root, table)
         .iter()
         .map(|b| {
-            let c = b.column_by_name(column).unwrap().as_primitive::<Int32Type>();
+            let c = b
+                .column_by_name(column)
+                .unwrap()
+                .as_primitive::<Int32Type>();
             c.iter().flatten().map(i64::from).sum::<i64>()
         })
         .sum()
@@ -95,7 +101,15 @@ async fn the_export_reads_back_equal_to_sql_over_the_views(pool: PgPool) {
     assert_eq!(rows(&out, Table::Rounds), round_rows);
     let plays = scalar(&pool, "SELECT sum(plays) FROM analyst.matches").await;
     assert_eq!(rows(&out, Table::Plays), plays);
-    assert_eq!(summary.rows, [matches as u64, seats as u64, round_rows as u64, plays as u64]);
+    assert_eq!(
+        summary.rows,
+        [
+            matches as u64,
+            seats as u64,
+            round_rows as u64,
+            plays as u64
+        ]
+    );
 
     // Sums.
     assert_eq!(
@@ -112,13 +126,24 @@ async fn the_export_reads_back_equal_to_sql_over_the_views(pool: PgPool) {
     );
     assert_eq!(
         sum_i32(&out, Table::Matches, "side0_total") + sum_i32(&out, Table::Matches, "side1_total"),
-        scalar(&pool, "SELECT sum(side0_total + side1_total) FROM analyst.matches").await
+        scalar(
+            &pool,
+            "SELECT sum(side0_total + side1_total) FROM analyst.matches"
+        )
+        .await
     );
     assert_eq!(
         count_true(&out, Table::Matches, "ranked"),
         scalar(&pool, "SELECT count(*) FROM analyst.matches WHERE ranked").await
     );
-    for column in ["basras", "jack_basras", "komi_basras", "round_points", "pile_size", "card_points"] {
+    for column in [
+        "basras",
+        "jack_basras",
+        "komi_basras",
+        "round_points",
+        "pile_size",
+        "card_points",
+    ] {
         let sql: &'static str = match column {
             "basras" => "SELECT sum(basras) FROM analyst.rounds",
             "jack_basras" => "SELECT sum(jack_basras) FROM analyst.rounds",
@@ -127,7 +152,11 @@ async fn the_export_reads_back_equal_to_sql_over_the_views(pool: PgPool) {
             "pile_size" => "SELECT sum(pile_size) FROM analyst.rounds",
             _ => "SELECT sum(card_points) FROM analyst.rounds",
         };
-        assert_eq!(sum_i32(&out, Table::Rounds, column), scalar(&pool, sql).await, "{column}");
+        assert_eq!(
+            sum_i32(&out, Table::Rounds, column),
+            scalar(&pool, sql).await,
+            "{column}"
+        );
     }
     assert_eq!(
         count_true(&out, Table::Rounds, "majority"),
@@ -135,12 +164,19 @@ async fn the_export_reads_back_equal_to_sql_over_the_views(pool: PgPool) {
     );
     assert_eq!(
         count_true(&out, Table::MatchPlayers, "won"),
-        scalar(&pool, "SELECT count(*) FROM analyst.match_players WHERE won").await
+        scalar(
+            &pool,
+            "SELECT count(*) FROM analyst.match_players WHERE won"
+        )
+        .await
     );
     let rating_change: f64 = batches(&out, Table::MatchPlayers)
         .iter()
         .map(|b| {
-            let c = b.column_by_name("rating_change").unwrap().as_primitive::<Float64Type>();
+            let c = b
+                .column_by_name("rating_change")
+                .unwrap()
+                .as_primitive::<Float64Type>();
             c.iter().flatten().sum::<f64>()
         })
         .sum();
@@ -164,7 +200,10 @@ async fn the_export_reads_back_equal_to_sql_over_the_views(pool: PgPool) {
     let mut completed: HashSet<(String, i32)> = HashSet::new();
     for b in batches(&out, Table::Rounds) {
         let ids = b.column_by_name("match_id").unwrap().as_string::<i32>();
-        let rounds = b.column_by_name("round").unwrap().as_primitive::<Int32Type>();
+        let rounds = b
+            .column_by_name("round")
+            .unwrap()
+            .as_primitive::<Int32Type>();
         for i in 0..b.num_rows() {
             completed.insert((ids.value(i).to_owned(), rounds.value(i)));
         }
@@ -173,10 +212,16 @@ async fn the_export_reads_back_equal_to_sql_over_the_views(pool: PgPool) {
     let mut taken_total = 0i64;
     for b in batches(&out, Table::Plays) {
         let ids = b.column_by_name("match_id").unwrap().as_string::<i32>();
-        let rounds = b.column_by_name("round").unwrap().as_primitive::<Int32Type>();
+        let rounds = b
+            .column_by_name("round")
+            .unwrap()
+            .as_primitive::<Int32Type>();
         let basra = b.column_by_name("basra").unwrap().as_string::<i32>();
         let taken = b.column_by_name("taken").unwrap().as_list::<i32>();
-        let taken_count = b.column_by_name("taken_count").unwrap().as_primitive::<Int16Type>();
+        let taken_count = b
+            .column_by_name("taken_count")
+            .unwrap()
+            .as_primitive::<Int16Type>();
         for i in 0..b.num_rows() {
             assert_eq!(taken.value(i).len() as i16, taken_count.value(i));
             taken_total += i64::from(taken_count.value(i));
@@ -186,9 +231,18 @@ async fn the_export_reads_back_equal_to_sql_over_the_views(pool: PgPool) {
             }
         }
     }
-    assert_eq!(replayed.get("basra").copied().unwrap_or(0), scalar(&pool, "SELECT sum(basras) FROM analyst.rounds").await);
-    assert_eq!(replayed.get("jack").copied().unwrap_or(0), scalar(&pool, "SELECT sum(jack_basras) FROM analyst.rounds").await);
-    assert_eq!(replayed.get("komi").copied().unwrap_or(0), scalar(&pool, "SELECT sum(komi_basras) FROM analyst.rounds").await);
+    assert_eq!(
+        replayed.get("basra").copied().unwrap_or(0),
+        scalar(&pool, "SELECT sum(basras) FROM analyst.rounds").await
+    );
+    assert_eq!(
+        replayed.get("jack").copied().unwrap_or(0),
+        scalar(&pool, "SELECT sum(jack_basras) FROM analyst.rounds").await
+    );
+    assert_eq!(
+        replayed.get("komi").copied().unwrap_or(0),
+        scalar(&pool, "SELECT sum(komi_basras) FROM analyst.rounds").await
+    );
     assert!(taken_total > 0);
 
     // Partitions: every row sits in the day its match ended.
@@ -198,20 +252,35 @@ async fn the_export_reads_back_equal_to_sql_over_the_views(pool: PgPool) {
             let mut tmp = Vec::new();
             let b = read_file(&file, &mut tmp);
             for b in b {
-                let ended = b.column_by_name("ended_at").unwrap().as_primitive::<TimestampMicrosecondType>();
+                let ended = b
+                    .column_by_name("ended_at")
+                    .unwrap()
+                    .as_primitive::<TimestampMicrosecondType>();
                 for t in ended.iter().flatten() {
-                    assert_eq!(DateTime::from_timestamp_micros(t).unwrap().date_naive(), day);
+                    assert_eq!(
+                        DateTime::from_timestamp_micros(t).unwrap().date_naive(),
+                        day
+                    );
                 }
             }
         }
     }
     let days = scalar(&pool, "SELECT count(*) FROM analyst.daily_activity").await;
-    assert_eq!(dataset::files(&out, Table::Matches).unwrap().len() as i64, days);
+    assert_eq!(
+        dataset::files(&out, Table::Matches).unwrap().len() as i64,
+        days
+    );
     std::fs::remove_dir_all(&out).unwrap();
 }
 
 fn partition_day(file: &Path) -> NaiveDate {
-    let dir = file.parent().unwrap().file_name().unwrap().to_str().unwrap();
+    let dir = file
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
     NaiveDate::parse_from_str(dir.strip_prefix("date=").unwrap(), "%Y-%m-%d").unwrap()
 }
 
@@ -333,15 +402,31 @@ async fn a_record_that_does_not_replay_is_reported_counted_and_skipped(pool: PgP
 
     let summary: ExportSummary = export(&pool, &options(&out)).await.unwrap();
     assert_eq!(summary.matches, 8);
-    let mut failed: Vec<&str> = summary.failures.iter().map(|f| f.match_id.as_str()).collect();
+    let mut failed: Vec<&str> = summary
+        .failures
+        .iter()
+        .map(|f| f.match_id.as_str())
+        .collect();
     failed.sort();
     let mut expected = vec![broken.as_str(), undecodable.as_str()];
     expected.sort();
     assert_eq!(failed, expected);
-    let broken_failure = summary.failures.iter().find(|f| &f.match_id == broken).unwrap();
-    assert!(broken_failure.error.contains("action 2 was refused"), "{}", broken_failure.error);
+    let broken_failure = summary
+        .failures
+        .iter()
+        .find(|f| &f.match_id == broken)
+        .unwrap();
+    assert!(
+        broken_failure.error.contains("action 2 was refused"),
+        "{}",
+        broken_failure.error
+    );
     assert_eq!(rows(&out, Table::Matches), 8);
-    assert!(summary.describe().contains("2 skipped"), "{}", summary.describe());
+    assert!(
+        summary.describe().contains("2 skipped"),
+        "{}",
+        summary.describe()
+    );
     // The failures are listed next to the data.
     let listed: Vec<String> = std::fs::read_dir(out.join("_failures"))
         .unwrap()

@@ -64,7 +64,10 @@ async fn the_report_is_one_self_contained_page_with_every_section(pool: PgPool) 
         "bots",
         "automatic",
     ] {
-        assert!(page.contains(&format!("<section id=\"{id}\">")), "section {id}");
+        assert!(
+            page.contains(&format!("<section id=\"{id}\">")),
+            "section {id}"
+        );
     }
     assert_eq!(page.matches("<figure class=\"plot\"").count(), 10);
     assert_eq!(page.matches("<svg").count(), 10);

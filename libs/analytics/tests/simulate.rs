@@ -85,10 +85,12 @@ async fn simulate_records_every_match_through_record_match(pool: PgPool) {
     assert_eq!(matches, 120);
     assert!(ranked > 0 && with_bots > 0 && four > 0, "a mix of matches");
     assert!(days >= 5, "spread over the days: {days}");
-    let rated: i64 = sqlx::query_scalar("SELECT count(DISTINCT match_id) FROM match_players WHERE rating_after IS NOT NULL")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let rated: i64 = sqlx::query_scalar(
+        "SELECT count(DISTINCT match_id) FROM match_players WHERE rating_after IS NOT NULL",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
     assert_eq!(rated as u64, summary.rated);
     let guests: i64 = sqlx::query_scalar("SELECT count(*) FROM users WHERE is_guest")
         .fetch_one(&pool)
@@ -116,7 +118,12 @@ async fn simulate_needs_a_service_token(pool: PgPool) {
     })
     .await
     .unwrap_err();
-    assert!(format!("{err:#}").contains("Unauthenticated") || format!("{err:#}").contains("UNAUTHENTICATED") || format!("{err:#}").contains("token"), "{err:#}");
+    assert!(
+        format!("{err:#}").contains("Unauthenticated")
+            || format!("{err:#}").contains("UNAUTHENTICATED")
+            || format!("{err:#}").contains("token"),
+        "{err:#}"
+    );
     let matches: i64 = sqlx::query_scalar("SELECT count(*) FROM matches")
         .fetch_one(&pool)
         .await

@@ -56,9 +56,18 @@ async fn the_matches_view_returns_each_recorded_match(pool: PgPool) {
             row.get::<String, _>("settings_preset"),
             format!("{}p-{}", r.seats.len(), r.settings.target_score)
         );
-        assert_eq!(row.get::<i32, _>("target_score") as u32, r.settings.target_score);
-        assert_eq!(row.get::<chrono::DateTime<chrono::Utc>, _>("started_at"), r.started_at);
-        assert_eq!(row.get::<chrono::DateTime<chrono::Utc>, _>("ended_at"), r.ended_at);
+        assert_eq!(
+            row.get::<i32, _>("target_score") as u32,
+            r.settings.target_score
+        );
+        assert_eq!(
+            row.get::<chrono::DateTime<chrono::Utc>, _>("started_at"),
+            r.started_at
+        );
+        assert_eq!(
+            row.get::<chrono::DateTime<chrono::Utc>, _>("ended_at"),
+            r.ended_at
+        );
         assert_eq!(row.get::<NaiveDate, _>("day"), r.ended_at.date_naive());
         let duration = (r.ended_at - r.started_at).num_milliseconds() as f64 / 1000.0;
         assert!((row.get::<f64, _>("duration_seconds") - duration).abs() < 1e-6);
@@ -82,15 +91,20 @@ async fn the_matches_view_returns_each_recorded_match(pool: PgPool) {
         modes.insert(mode_of(r.ranked, bots));
     }
     // The corpus is varied enough for the checks above to mean something.
-    assert!(reasons.contains(EndReason::TargetReached.as_str()), "{reasons:?}");
+    assert!(
+        reasons.contains(EndReason::TargetReached.as_str()),
+        "{reasons:?}"
+    );
     assert_eq!(modes.len(), 3, "{modes:?}");
 
     // A room with its own rules is `custom`.
-    sqlx::query("UPDATE matches SET settings = settings || '{\"card_points\": true}' WHERE match_id = $1")
-        .bind(&recorded[0].0.match_id)
-        .execute(&pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "UPDATE matches SET settings = settings || '{\"card_points\": true}' WHERE match_id = $1",
+    )
+    .bind(&recorded[0].0.match_id)
+    .execute(&pool)
+    .await
+    .unwrap();
     let preset: String =
         sqlx::query_scalar("SELECT settings_preset FROM analyst.matches WHERE match_id = $1")
             .bind(&recorded[0].0.match_id)
@@ -127,9 +141,18 @@ async fn the_match_players_view_has_every_seat_with_its_result_and_rating_change
             r.winner_side.is_some_and(|w| w != seat.side)
         );
         assert_eq!(row.get::<i32, _>("side_total") as u32, r.final_totals[side]);
-        assert_eq!(row.get::<i32, _>("basras") as u32, r.basra_counts[side].basra);
-        assert_eq!(row.get::<i32, _>("jack_basras") as u32, r.basra_counts[side].jack);
-        assert_eq!(row.get::<i32, _>("komi_basras") as u32, r.basra_counts[side].komi);
+        assert_eq!(
+            row.get::<i32, _>("basras") as u32,
+            r.basra_counts[side].basra
+        );
+        assert_eq!(
+            row.get::<i32, _>("jack_basras") as u32,
+            r.basra_counts[side].jack
+        );
+        assert_eq!(
+            row.get::<i32, _>("komi_basras") as u32,
+            r.basra_counts[side].komi
+        );
         let change = rec.rating_changes.iter().find(|c| c.seat == seat.seat);
         assert_eq!(
             row.get::<Option<f64>, _>("rating_before"),
@@ -176,7 +199,10 @@ async fn the_rounds_view_has_each_side_of_each_round(pool: PgPool) {
         assert_eq!(row.get::<i32, _>("jack_basras") as u32, s.basras.jack);
         assert_eq!(row.get::<i32, _>("komi_basras") as u32, s.basras.komi);
         assert_eq!(row.get::<i32, _>("basra_points") as u32, s.basra_points);
-        assert_eq!(row.get::<i32, _>("majority_points") as u32, s.majority_points);
+        assert_eq!(
+            row.get::<i32, _>("majority_points") as u32,
+            s.majority_points
+        );
         assert_eq!(row.get::<bool, _>("majority"), s.majority_points > 0);
         assert_eq!(row.get::<i32, _>("card_points") as u32, s.card_points);
         assert_eq!(row.get::<i32, _>("round_points") as u32, s.round_points);
@@ -228,7 +254,10 @@ async fn daily_activity_counts_each_day(pool: PgPool) {
         assert_eq!(row.get::<i32, _>("matches"), day.matches);
         assert_eq!(row.get::<i32, _>("ranked_matches"), day.ranked);
         assert_eq!(row.get::<i32, _>("matches_with_bots"), day.with_bots);
-        assert_eq!(row.get::<i32, _>("active_players") as usize, day.players.len());
+        assert_eq!(
+            row.get::<i32, _>("active_players") as usize,
+            day.players.len()
+        );
         assert_eq!(row.get::<i32, _>("rounds"), day.rounds);
         assert_eq!(row.get::<i32, _>("plays"), day.plays);
         assert_eq!(row.get::<i32, _>("automatic_plays"), day.automatic);
@@ -241,13 +270,15 @@ async fn rating_history_follows_each_player_to_the_current_rating(pool: PgPool) 
     let people = players(&store, 6).await;
     let recorded = record_matches(&store, &people, 40, 3, 5).await;
 
-    let rows = sqlx::query(
-        "SELECT * FROM analyst.rating_history ORDER BY user_id, rated_match_number",
-    )
-    .fetch_all(&pool)
-    .await
-    .unwrap();
-    let changes: usize = recorded.iter().map(|(_, rec)| rec.rating_changes.len()).sum();
+    let rows =
+        sqlx::query("SELECT * FROM analyst.rating_history ORDER BY user_id, rated_match_number")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    let changes: usize = recorded
+        .iter()
+        .map(|(_, rec)| rec.rating_changes.len())
+        .sum();
     assert!(changes > 0);
     assert_eq!(rows.len(), changes);
     let mut last: HashMap<Uuid, (i32, f64)> = HashMap::new();
@@ -260,15 +291,26 @@ async fn rating_history_follows_each_player_to_the_current_rating(pool: PgPool) 
             None => assert_eq!(n, 1),
             Some(&(previous, rating)) => {
                 assert_eq!(n, previous + 1);
-                assert!((before - rating).abs() < 1e-9, "each match starts where the last ended");
+                assert!(
+                    (before - rating).abs() < 1e-9,
+                    "each match starts where the last ended"
+                );
             }
         }
-        assert!(row.get::<Option<f64>, _>("opponent_rating_before").is_some());
+        assert!(
+            row.get::<Option<f64>, _>("opponent_rating_before")
+                .is_some()
+        );
         last.insert(user, (n, after));
     }
     for (user, (n, rating)) in last {
         let profile = store
-            .profile(user, accounts::LeaderboardRules { min_ranked_matches: 1 })
+            .profile(
+                user,
+                accounts::LeaderboardRules {
+                    min_ranked_matches: 1,
+                },
+            )
             .await
             .unwrap()
             .unwrap();

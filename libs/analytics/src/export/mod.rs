@@ -111,8 +111,8 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
         .with_context(|| format!("cannot create {}", options.out.display()))?;
     let slice = options.since.is_some() || options.until.is_some();
     let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()").fetch_one(pool).await?;
-    let recorded_before = now
-        - chrono::Duration::from_std(options.settle).context("settle is too long")?;
+    let recorded_before =
+        now - chrono::Duration::from_std(options.settle).context("settle is too long")?;
     let recorded_from = if slice {
         None
     } else {
@@ -222,9 +222,8 @@ fn write_failures(out: &Path, run: &str, failures: &[Failure]) -> anyhow::Result
     }
     let dir = out.join("_failures");
     std::fs::create_dir_all(&dir)?;
-    let mut file = std::io::BufWriter::new(std::fs::File::create(
-        dir.join(format!("{run}.jsonl")),
-    )?);
+    let mut file =
+        std::io::BufWriter::new(std::fs::File::create(dir.join(format!("{run}.jsonl")))?);
     for f in failures {
         let line = serde_json::json!({ "match_id": f.match_id, "error": f.error });
         writeln!(file, "{line}")?;

@@ -13,8 +13,8 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
-use super::source::StoredMatch;
 use super::replay::PlayRow;
+use super::source::StoredMatch;
 use super::tables::{
     MatchPlayersBuilder, MatchesBuilder, PlaysBuilder, RoundsBuilder, TABLES, Table,
 };

@@ -17,7 +17,12 @@ use super::replay::PlayRow;
 use super::source::StoredMatch;
 
 /// The exported tables, in the order they are written.
-pub const TABLES: [Table; 4] = [Table::Matches, Table::MatchPlayers, Table::Rounds, Table::Plays];
+pub const TABLES: [Table; 4] = [
+    Table::Matches,
+    Table::MatchPlayers,
+    Table::Rounds,
+    Table::Plays,
+];
 
 /// One exported table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -234,13 +239,18 @@ impl MatchesBuilder {
         self.room_id.append_value(&record.room_id);
         self.mode.append_value(mode(record));
         self.ranked.append_value(record.ranked);
-        self.seats.append_value(i16::from(record.settings.seat_count()));
+        self.seats
+            .append_value(i16::from(record.settings.seat_count()));
         self.preset.append_value(settings_preset(record));
-        self.target.append_value(i32_of(record.settings.target_score));
+        self.target
+            .append_value(i32_of(record.settings.target_score));
         self.started_at.append_value(micros(record.started_at));
         self.ended_at.append_value(micros(record.ended_at));
         self.duration.append_value(
-            (record.ended_at - record.started_at).num_microseconds().unwrap_or(0) as f64 / 1e6,
+            (record.ended_at - record.started_at)
+                .num_microseconds()
+                .unwrap_or(0) as f64
+                / 1e6,
         );
         self.rounds.append_value(record.rounds.len() as i32);
         self.plays.append_value(plays.len() as i32);
@@ -255,9 +265,8 @@ impl MatchesBuilder {
         let bots = record.seats.iter().filter(|s| s.is_bot).count() as i16;
         self.bots.append_value(bots);
         self.humans.append_value(record.seats.len() as i16 - bots);
-        self.settings.append_value(
-            serde_json::to_string(&record.settings).expect("settings serialize"),
-        );
+        self.settings
+            .append_value(serde_json::to_string(&record.settings).expect("settings serialize"));
         self.recorded_at.append_value(micros(record.recorded_at));
         self.rows += 1;
     }
@@ -352,9 +361,8 @@ impl MatchPlayersBuilder {
             self.won.append_value(record.winner_side == Some(seat.side));
             self.lost
                 .append_value(record.winner_side.is_some_and(|w| w != seat.side));
-            self.side_total.append_value(i32_of(
-                record.final_totals.get(side).copied().unwrap_or(0),
-            ));
+            self.side_total
+                .append_value(i32_of(record.final_totals.get(side).copied().unwrap_or(0)));
             let counts = record.basra_counts.get(side).copied().unwrap_or_default();
             self.basras.append_value(i32_of(counts.basra));
             self.jack.append_value(i32_of(counts.jack));
@@ -363,7 +371,8 @@ impl MatchPlayersBuilder {
             self.after.append_option(rating.map(|r| r.rating_after));
             self.change
                 .append_option(rating.map(|r| r.rating_after - r.rating_before));
-            self.deviation.append_option(rating.map(|r| r.deviation_after));
+            self.deviation
+                .append_option(rating.map(|r| r.deviation_after));
             self.opponent.append_option(
                 (rating.is_some() && !opponents.is_empty())
                     .then(|| opponents.iter().sum::<f64>() / opponents.len() as f64),

@@ -96,10 +96,17 @@ pub fn figures(root: &Path) -> anyhow::Result<Figures> {
         // Majority points per match and side over the day's scored rounds.
         let mut majority: HashMap<&str, [i64; 2]> = HashMap::new();
         for b in &rounds {
-            let ids = b.column_by_name("match_id").context("rounds.match_id")?.as_string::<i32>();
+            let ids = b
+                .column_by_name("match_id")
+                .context("rounds.match_id")?
+                .as_string::<i32>();
             let side = int16(b, "side")?;
             let points = int32(b, "majority_points")?;
-            let basras = [int32(b, "basras")?, int32(b, "jack_basras")?, int32(b, "komi_basras")?];
+            let basras = [
+                int32(b, "basras")?,
+                int32(b, "jack_basras")?,
+                int32(b, "komi_basras")?,
+            ];
             for i in 0..b.num_rows() {
                 let entry = majority.entry(ids.value(i)).or_default();
                 entry[usize::from(side.value(i) == 1)] += i64::from(points.value(i));
@@ -111,8 +118,14 @@ pub fn figures(root: &Path) -> anyhow::Result<Figures> {
         }
 
         for b in &matches {
-            let ids = b.column_by_name("match_id").context("matches.match_id")?.as_string::<i32>();
-            let mode = b.column_by_name("mode").context("matches.mode")?.as_string::<i32>();
+            let ids = b
+                .column_by_name("match_id")
+                .context("matches.match_id")?
+                .as_string::<i32>();
+            let mode = b
+                .column_by_name("mode")
+                .context("matches.mode")?
+                .as_string::<i32>();
             let seats = int16(b, "seats")?;
             let target = int32(b, "target_score")?;
             let rounds = int32(b, "rounds")?;
@@ -122,14 +135,20 @@ pub fn figures(root: &Path) -> anyhow::Result<Figures> {
                 .as_primitive::<Float64Type>();
             let automatic = int32(b, "automatic_plays")?;
             let winner = int16(b, "winner_side")?;
-            let reason = b.column_by_name("end_reason").context("matches.end_reason")?.as_string::<i32>();
+            let reason = b
+                .column_by_name("end_reason")
+                .context("matches.end_reason")?
+                .as_string::<i32>();
             let totals = [int32(b, "side0_total")?, int32(b, "side1_total")?];
             for i in 0..b.num_rows() {
                 figures.matches += 1;
                 let slot = MODES.iter().position(|m| *m == mode.value(i)).unwrap_or(1);
                 figures.per_day.entry(day_of(&day)?).or_default()[slot] += 1;
                 *figures.rounds.entry(rounds.value(i)).or_default() += 1;
-                *figures.minutes.entry((duration.value(i) / 60.0) as i64).or_default() += 1;
+                *figures
+                    .minutes
+                    .entry((duration.value(i) / 60.0) as i64)
+                    .or_default() += 1;
                 *figures.automatic.entry(automatic.value(i)).or_default() += 1;
                 if reason.value(i) != "target_reached" || winner.is_null(i) {
                     continue;
@@ -150,8 +169,14 @@ pub fn figures(root: &Path) -> anyhow::Result<Figures> {
         // Seats: who won in mixed matches; ratings.
         let mut mixed: HashMap<&str, bool> = HashMap::new();
         for b in &players {
-            let ids = b.column_by_name("match_id").context("match_players.match_id")?.as_string::<i32>();
-            let bot = b.column_by_name("is_bot").context("match_players.is_bot")?.as_boolean();
+            let ids = b
+                .column_by_name("match_id")
+                .context("match_players.match_id")?
+                .as_string::<i32>();
+            let bot = b
+                .column_by_name("is_bot")
+                .context("match_players.is_bot")?
+                .as_boolean();
             for i in 0..b.num_rows() {
                 let any_bot = mixed.entry(ids.value(i)).or_default();
                 *any_bot |= bot.value(i);
@@ -159,18 +184,39 @@ pub fn figures(root: &Path) -> anyhow::Result<Figures> {
         }
         let mut has_person: HashMap<&str, bool> = HashMap::new();
         for b in &players {
-            let ids = b.column_by_name("match_id").context("match_players.match_id")?.as_string::<i32>();
-            let bot = b.column_by_name("is_bot").context("match_players.is_bot")?.as_boolean();
+            let ids = b
+                .column_by_name("match_id")
+                .context("match_players.match_id")?
+                .as_string::<i32>();
+            let bot = b
+                .column_by_name("is_bot")
+                .context("match_players.is_bot")?
+                .as_boolean();
             for i in 0..b.num_rows() {
                 *has_person.entry(ids.value(i)).or_default() |= !bot.value(i);
             }
         }
         for b in &players {
-            let ids = b.column_by_name("match_id").context("match_players.match_id")?.as_string::<i32>();
-            let user = b.column_by_name("user_id").context("match_players.user_id")?.as_string::<i32>();
-            let bot = b.column_by_name("is_bot").context("match_players.is_bot")?.as_boolean();
-            let won = b.column_by_name("won").context("match_players.won")?.as_boolean();
-            let lost = b.column_by_name("lost").context("match_players.lost")?.as_boolean();
+            let ids = b
+                .column_by_name("match_id")
+                .context("match_players.match_id")?
+                .as_string::<i32>();
+            let user = b
+                .column_by_name("user_id")
+                .context("match_players.user_id")?
+                .as_string::<i32>();
+            let bot = b
+                .column_by_name("is_bot")
+                .context("match_players.is_bot")?
+                .as_boolean();
+            let won = b
+                .column_by_name("won")
+                .context("match_players.won")?
+                .as_boolean();
+            let lost = b
+                .column_by_name("lost")
+                .context("match_players.lost")?
+                .as_boolean();
             let after = float64(b, "rating_after")?;
             let change = float64(b, "rating_change")?;
             let before = float64(b, "rating_before")?;

@@ -52,7 +52,12 @@ pub fn bars(
     let n = categories.len().max(1);
     let top = if stacked {
         (0..n)
-            .map(|i| series.iter().map(|s| s.values.get(i).copied().unwrap_or(0.0)).sum::<f64>())
+            .map(|i| {
+                series
+                    .iter()
+                    .map(|s| s.values.get(i).copied().unwrap_or(0.0))
+                    .sum::<f64>()
+            })
             .fold(0.0, f64::max)
     } else {
         series
@@ -80,7 +85,11 @@ pub fn bars(
             .y_desc(y_label)
             .draw()
             .map_err(draw_error)?;
-        let width = if stacked { 0.8 } else { 0.8 / series.len().max(1) as f64 };
+        let width = if stacked {
+            0.8
+        } else {
+            0.8 / series.len().max(1) as f64
+        };
         for (k, s) in series.iter().enumerate() {
             let colour = PALETTE[k % PALETTE.len()];
             let rects = s.values.iter().enumerate().map(|(i, &v)| {
@@ -99,7 +108,9 @@ pub fn bars(
                 .draw_series(rects)
                 .map_err(draw_error)?
                 .label(s.name.clone())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled()));
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled())
+                });
         }
         if series.len() > 1 {
             chart
@@ -144,7 +155,10 @@ pub fn rates_with_intervals(
         let colour = PALETTE[0];
         chart
             .draw_series(rates.iter().enumerate().map(|(i, &(p, _, _))| {
-                Rectangle::new([(i as f64 - 0.25, 0.0), (i as f64 + 0.25, p)], colour.mix(0.7).filled())
+                Rectangle::new(
+                    [(i as f64 - 0.25, 0.0), (i as f64 + 0.25, p)],
+                    colour.mix(0.7).filled(),
+                )
             }))
             .map_err(draw_error)?;
         chart

@@ -95,7 +95,11 @@ fn pct(x: f64) -> String {
 }
 
 fn activity(f: &Figures) -> anyhow::Result<Section> {
-    let days: Vec<String> = f.per_day.keys().map(|d| d.format("%m-%d").to_string()).collect();
+    let days: Vec<String> = f
+        .per_day
+        .keys()
+        .map(|d| d.format("%m-%d").to_string())
+        .collect();
     let series: Vec<Series> = MODES
         .iter()
         .enumerate()
@@ -118,7 +122,11 @@ fn activity(f: &Figures) -> anyhow::Result<Section> {
     Ok(Section {
         id: "activity",
         title: "Matches per day and per mode",
-        note: format!("{} matches over {} days (UTC, by end of match).", f.matches, f.per_day.len()),
+        note: format!(
+            "{} matches over {} days (UTC, by end of match).",
+            f.matches,
+            f.per_day.len()
+        ),
         svg: charts::bars(&days, &series, true, "matches")?,
         points: f.per_day.len(),
         table,
@@ -127,7 +135,11 @@ fn activity(f: &Figures) -> anyhow::Result<Section> {
 
 fn quantiles(h: &std::collections::BTreeMap<impl Copy + Into<i64>, u64>) -> (f64, i64, i64, i64) {
     let n: u64 = h.values().sum();
-    let mean = h.iter().map(|(k, v)| (*k).into() as f64 * *v as f64).sum::<f64>() / n.max(1) as f64;
+    let mean = h
+        .iter()
+        .map(|(k, v)| (*k).into() as f64 * *v as f64)
+        .sum::<f64>()
+        / n.max(1) as f64;
     let at = |q: f64| {
         let target = (q * n as f64).ceil().max(1.0) as u64;
         let mut seen = 0;
@@ -142,18 +154,25 @@ fn quantiles(h: &std::collections::BTreeMap<impl Copy + Into<i64>, u64>) -> (f64
     (mean, at(0.5), at(0.9), at(1.0))
 }
 
-fn histogram_series(h: &std::collections::BTreeMap<impl Copy + Into<i64>, u64>, name: &str) -> (Vec<String>, Vec<Series>) {
+fn histogram_series(
+    h: &std::collections::BTreeMap<impl Copy + Into<i64>, u64>,
+    name: &str,
+) -> (Vec<String>, Vec<Series>) {
     let (lo, hi) = match (h.keys().next(), h.keys().last()) {
         (Some(a), Some(b)) => ((*a).into(), (*b).into()),
         _ => (0, 0),
     };
     let keys: Vec<i64> = (lo..=hi).collect();
-    let counts: std::collections::HashMap<i64, u64> = h.iter().map(|(k, v)| ((*k).into(), *v)).collect();
+    let counts: std::collections::HashMap<i64, u64> =
+        h.iter().map(|(k, v)| ((*k).into(), *v)).collect();
     (
         keys.iter().map(|k| k.to_string()).collect(),
         vec![Series {
             name: name.to_owned(),
-            values: keys.iter().map(|k| counts.get(k).copied().unwrap_or(0) as f64).collect(),
+            values: keys
+                .iter()
+                .map(|k| counts.get(k).copied().unwrap_or(0) as f64)
+                .collect(),
         }],
     )
 }
@@ -216,7 +235,12 @@ fn first_seat(f: &Figures) -> anyhow::Result<Section> {
     if let Some(r) = all.with_interval() {
         categories.push("all".into());
         rates.push(r);
-        table.row(vec!["all".into(), all.n.to_string(), pct(r.0), format!("{} – {}", pct(r.1), pct(r.2))]);
+        table.row(vec![
+            "all".into(),
+            all.n.to_string(),
+            pct(r.0),
+            format!("{} – {}", pct(r.1), pct(r.2)),
+        ]);
     }
     Ok(Section {
         id: "first-seat",
@@ -238,16 +262,26 @@ fn basras(f: &Figures) -> anyhow::Result<Section> {
             (*kind).to_owned(),
             f.basras[k].to_string(),
             format!("{:.3}", per_round[k]),
-            if f.basras[k] > 0 { format!("{:.1}", rounds / f.basras[k] as f64) } else { "–".into() },
+            if f.basras[k] > 0 {
+                format!("{:.1}", rounds / f.basras[k] as f64)
+            } else {
+                "–".into()
+            },
         ]);
     }
     Ok(Section {
         id: "basras",
         title: "Basras per round by kind",
-        note: format!("Over {} scored rounds, both sides together.", f.scored_rounds),
+        note: format!(
+            "Over {} scored rounds, both sides together.",
+            f.scored_rounds
+        ),
         svg: charts::bars(
             &kinds.iter().map(|k| (*k).to_owned()).collect::<Vec<_>>(),
-            &[Series { name: "per round".into(), values: per_round }],
+            &[Series {
+                name: "per round".into(),
+                values: per_round,
+            }],
             false,
             "per round",
         )?,
@@ -259,16 +293,31 @@ fn basras(f: &Figures) -> anyhow::Result<Section> {
 fn majority(f: &Figures) -> anyhow::Result<Section> {
     let mut categories = Vec::new();
     let mut shares = Vec::new();
-    let mut table = Table::new(&["target", "matches won on the board", "decided by the majority bonus", "share"]);
+    let mut table = Table::new(&[
+        "target",
+        "matches won on the board",
+        "decided by the majority bonus",
+        "share",
+    ]);
     let (mut n, mut d) = (0, 0);
     for (target, &(all, decided)) in &f.majority_decides {
         n += all;
         d += decided;
         categories.push(format!("to {target}"));
         shares.push(decided as f64 / all.max(1) as f64);
-        table.row(vec![target.to_string(), all.to_string(), decided.to_string(), pct(decided as f64 / all.max(1) as f64)]);
+        table.row(vec![
+            target.to_string(),
+            all.to_string(),
+            decided.to_string(),
+            pct(decided as f64 / all.max(1) as f64),
+        ]);
     }
-    table.row(vec!["all".into(), n.to_string(), d.to_string(), pct(d as f64 / n.max(1) as f64)]);
+    table.row(vec![
+        "all".into(),
+        n.to_string(),
+        d.to_string(),
+        pct(d as f64 / n.max(1) as f64),
+    ]);
     Ok(Section {
         id: "majority",
         title: "How often the majority bonus decides a match",
@@ -293,18 +342,32 @@ fn rating_distribution(f: &Figures) -> anyhow::Result<Section> {
                 keys.iter().map(|k| k.to_string()).collect::<Vec<_>>(),
                 vec![Series {
                     name: "players".into(),
-                    values: keys.iter().map(|k| buckets.get(k).copied().unwrap_or(0) as f64).collect(),
+                    values: keys
+                        .iter()
+                        .map(|k| buckets.get(k).copied().unwrap_or(0) as f64)
+                        .collect(),
                 }],
             )
         }
-        _ => (Vec::new(), vec![Series { name: "players".into(), values: Vec::new() }]),
+        _ => (
+            Vec::new(),
+            vec![Series {
+                name: "players".into(),
+                values: Vec::new(),
+            }],
+        ),
     };
     let at = |q: f64| {
         ratings
             .get(((q * ratings.len() as f64) as usize).min(ratings.len().saturating_sub(1)))
             .map_or("–".to_owned(), |r| format!("{r:.0}"))
     };
-    let mut table = Table::new(&["rated players", "10th percentile", "median", "90th percentile"]);
+    let mut table = Table::new(&[
+        "rated players",
+        "10th percentile",
+        "median",
+        "90th percentile",
+    ]);
     table.row(vec![ratings.len().to_string(), at(0.1), at(0.5), at(0.9)]);
     Ok(Section {
         id: "ratings",
@@ -326,7 +389,11 @@ fn rating_gap(f: &Figures) -> anyhow::Result<Section> {
     let mut table = Table::new(&["rating gap (own − opponents)", "rated seats", "mean change"]);
     for (&gap, &(sum, n)) in &f.gap_buckets {
         if n >= 5 {
-            table.row(vec![format!("{gap:+}"), n.to_string(), format!("{:+.1}", sum / n as f64)]);
+            table.row(vec![
+                format!("{gap:+}"),
+                n.to_string(),
+                format!("{:+.1}", sum / n as f64),
+            ]);
         }
     }
     Ok(Section {
@@ -337,7 +404,12 @@ fn rating_gap(f: &Figures) -> anyhow::Result<Section> {
             f.gap_change.len(),
             f.rated_seats
         ),
-        svg: charts::scatter_with_means(&f.gap_change, &means, "rating gap before the match", "rating change")?,
+        svg: charts::scatter_with_means(
+            &f.gap_change,
+            &means,
+            "rating gap before the match",
+            "rating change",
+        )?,
         points: f.gap_change.len(),
         table,
     })
@@ -347,12 +419,22 @@ fn people_vs_bots(f: &Figures) -> anyhow::Result<Section> {
     let names = ["people", "bots"];
     let mut categories = Vec::new();
     let mut rates = Vec::new();
-    let mut table = Table::new(&["seats of", "seats in decided mixed matches", "win rate", "95 % interval"]);
+    let mut table = Table::new(&[
+        "seats of",
+        "seats in decided mixed matches",
+        "win rate",
+        "95 % interval",
+    ]);
     for (k, name) in names.iter().enumerate() {
         if let Some(r) = f.people_vs_bots[k].with_interval() {
             categories.push((*name).to_owned());
             rates.push(r);
-            table.row(vec![(*name).to_owned(), f.people_vs_bots[k].n.to_string(), pct(r.0), format!("{} – {}", pct(r.1), pct(r.2))]);
+            table.row(vec![
+                (*name).to_owned(),
+                f.people_vs_bots[k].n.to_string(),
+                pct(r.0),
+                format!("{} – {}", pct(r.1), pct(r.2)),
+            ]);
         }
     }
     Ok(Section {
@@ -368,8 +450,19 @@ fn people_vs_bots(f: &Figures) -> anyhow::Result<Section> {
 fn automatic(f: &Figures) -> anyhow::Result<Section> {
     let (categories, series) = histogram_series(&f.automatic, "matches");
     let (mean, median, p90, max) = quantiles(&f.automatic);
-    let with_any: u64 = f.automatic.iter().filter(|(k, _)| **k > 0).map(|(_, v)| v).sum();
-    let mut table = Table::new(&["mean per match", "median", "90th percentile", "most", "matches with any"]);
+    let with_any: u64 = f
+        .automatic
+        .iter()
+        .filter(|(k, _)| **k > 0)
+        .map(|(_, v)| v)
+        .sum();
+    let mut table = Table::new(&[
+        "mean per match",
+        "median",
+        "90th percentile",
+        "most",
+        "matches with any",
+    ]);
     table.row(vec![
         format!("{mean:.2}"),
         median.to_string(),
@@ -388,7 +481,9 @@ fn automatic(f: &Figures) -> anyhow::Result<Section> {
 }
 
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn page(f: &Figures, sections: &[Section]) -> String {

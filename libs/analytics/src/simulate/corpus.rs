@@ -212,7 +212,10 @@ impl Corpus {
                 }
             }
         }
-        let mut basra_counts = [common::BasraCounts::default(), common::BasraCounts::default()];
+        let mut basra_counts = [
+            common::BasraCounts::default(),
+            common::BasraCounts::default(),
+        ];
         for round in &rounds {
             for (side, counts) in basra_counts.iter_mut().enumerate() {
                 let b = round.sides[side].basras.unwrap_or_default();

@@ -3,10 +3,10 @@
 //! `DATABASE_URL` and fails when PostgreSQL is unreachable).
 #![allow(dead_code)] // Each test crate uses its own part.
 
+use accounts::PgStore;
 use accounts::domain::{DisplayName, Username};
 use accounts::record::MatchRecord;
 use accounts::store::{NewAccount, Recorded, Store};
-use accounts::PgStore;
 use basra_analytics::simulate::corpus::{Corpus, CorpusOptions, Player, policy_of};
 use chrono::{DateTime, TimeZone, Utc};
 use uuid::Uuid;
