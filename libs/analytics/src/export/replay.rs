@@ -3,7 +3,7 @@
 //! that ends differently from the record, is a [`ReplayFailure`].
 
 use accounts::record::ActionKind;
-use basra_engine::{Action, BasraKind, Card, CardSet, Event, Game, Seat, Seed};
+use basra_engine::{Action, BasraKind, Card, CardList, CardSet, Event, Game, Seat, Seed};
 use chrono::{DateTime, Utc};
 
 use super::source::StoredMatch;
@@ -23,8 +23,8 @@ pub struct PlayRow {
     pub side: u8,
     /// The card played.
     pub card: Card,
-    /// The table cards it took.
-    pub taken: CardSet,
+    /// The table cards it took, in the order they lay on the table.
+    pub taken: CardList,
     /// The Basra it made, if any.
     pub basra: Option<BasraKind>,
     /// Cards on the table before the play.

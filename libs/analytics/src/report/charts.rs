@@ -35,7 +35,7 @@ fn label(categories: &[String], x: f64, step: usize) -> String {
         return String::new();
     }
     let i = i as usize;
-    if i % step == 0 {
+    if i.is_multiple_of(step) {
         categories.get(i).cloned().unwrap_or_default()
     } else {
         String::new()
