@@ -9,7 +9,7 @@ REDIS_CLUSTER_URL ?= redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0
 export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: help run play test bench lint fmt rules k8s-check fuzz release images redis-cluster redis-cluster-stop
+.PHONY: help run play test bench analytics-bench lint fmt rules k8s-check fuzz release images redis-cluster redis-cluster-stop
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -52,6 +52,9 @@ redis-cluster: ## Start the local Redis Cluster the tests use (127.0.0.1:7001-70
 
 redis-cluster-stop: ## Stop the local Redis Cluster
 	scripts/redis-cluster.sh stop
+
+analytics-bench: ## simulate, export and report 10k and 100k matches (figures in libs/analytics/README.md)
+	libs/analytics/bench/bench.sh 10000 100000
 
 lint: ## cargo fmt --check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check

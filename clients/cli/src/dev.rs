@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use accounts::{AccountsService, MemoryStore as AccountsMemory, PgStore, Store};
 use anyhow::Context as _;
-use basra_platform::auth::{AuthLayer, Caller, Role, SigningKey, TokenVerifier};
+use basra_platform::auth::{AuthLayer, Caller, Role, TokenVerifier};
 use basra_proto::basra::matchmaking::v1::matchmaking_server::MatchmakingServer;
 use game_session::{AccountsLink, Credentials, GameSession, RoomStore};
 use matchmaking::clock::SystemClock;
@@ -62,18 +62,19 @@ pub async fn run(
         .with_context(|| format!("cannot listen on {}", options.listen))?;
     let addr = listener.local_addr()?;
     let url = format!("http://{addr}");
-    let key = SigningKey::generate();
-    let started = Started {
-        addr,
-        kid: key.kid().to_owned(),
-        public_pem: key.public_pem(),
-    };
-
     let DevSettings {
         accounts: mut accounts_settings,
         matchmaking: queue_settings,
         game_session: mut game_settings,
     } = options.settings;
+    // A fresh development key, unless the accounts settings name a key file (then tools
+    // such as `basra simulate` can sign service tokens with it too).
+    let key = accounts::signing_key(&accounts_settings)?;
+    let started = Started {
+        addr,
+        kid: key.kid().to_owned(),
+        public_pem: key.public_pem(),
+    };
     if let Some(database) = &options.database_url {
         accounts_settings.database.url = SecretString::from(database.clone());
     }

@@ -1,6 +1,7 @@
 //! `basra`: the terminal client and tools of Basra online.
 //!
 //! - [`admin`]: the operator's tool over `GameAdmin`, and operator tokens.
+//! - [`analytics`]: `basra analytics export` and `basra simulate` (the `basra-analytics` crate).
 //! - [`dev`]: the whole backend in one process (`basra dev`).
 //! - [`session`]: sign-in and the connection to the one client endpoint.
 //! - [`lobby`]: getting a seat (queue, computer, private code, public lobby).
@@ -10,6 +11,7 @@
 //! - [`render`]: the terminal picture and announcements.
 
 pub mod admin;
+pub mod analytics;
 pub mod dev;
 pub mod dev_settings;
 pub mod lobby;

@@ -109,6 +109,13 @@ enum Command {
     },
     /// Answer rule questions: JSON lines on stdin (see README, "The rules tool").
     Rules,
+    /// Analytics over match records (see libs/analytics/README.md).
+    Analytics {
+        #[command(subcommand)]
+        command: basra::analytics::AnalyticsCommand,
+    },
+    /// Fill a deployment's match records with simulated matches, through RecordMatch.
+    Simulate(basra::analytics::SimulateArgs),
     /// Operate game-session: rooms, drains, operator tokens (deploy/README.md).
     Admin {
         #[command(subcommand)]
@@ -201,6 +208,8 @@ enum BotPolicy {
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Rules => rules(),
+        Command::Analytics { command } => basra::analytics::run(command).await,
+        Command::Simulate(args) => basra::analytics::run_simulate(args).await,
         Command::Admin { command } => admin(command).await,
         Command::Dev {
             listen,
@@ -235,7 +244,7 @@ async fn main() -> anyhow::Result<()> {
                 );
                 println!("stores: {stores}");
                 println!(
-                    "development signing key {} (tokens die with this process):",
+                    "signing key {} (a development key dies with this process):",
                     started.kid
                 );
                 println!("{}", started.public_pem.trim_end());

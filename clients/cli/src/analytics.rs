@@ -1,0 +1,171 @@
+//! `basra analytics export`, `basra analytics report` and `basra simulate`: the command
+//! lines of the `basra-analytics` crate.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use basra_analytics::export::{ExportOptions, export};
+use basra_analytics::report::report;
+use basra_analytics::simulate::{SimulateOptions, simulate};
+use basra_platform::auth::TokenIssuer;
+use chrono::{DateTime, NaiveDate, Utc};
+use clap::{Args, Subcommand};
+
+/// `basra analytics …`.
+#[derive(Subcommand)]
+pub enum AnalyticsCommand {
+    /// Export match records to Parquet, partitioned by day (incremental by default).
+    Export(ExportArgs),
+    /// Write a self-contained HTML report with plots from an export.
+    Report(ReportArgs),
+}
+
+/// `basra analytics report`.
+#[derive(Args)]
+pub struct ReportArgs {
+    /// An export directory (`basra analytics export --out`).
+    #[arg(long)]
+    from: PathBuf,
+    /// The HTML file to write.
+    #[arg(long, default_value = "report.html")]
+    out: PathBuf,
+}
+
+/// `basra analytics export`.
+#[derive(Args)]
+pub struct ExportArgs {
+    /// PostgreSQL holding the accounts database (a role in `basra_analyst` is enough).
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+    /// The export directory: `<table>/date=YYYY-MM-DD/part-….parquet` and `_watermark.json`.
+    #[arg(long)]
+    out: PathBuf,
+    /// Only matches that ended at or after this (RFC 3339 or YYYY-MM-DD, UTC). With
+    /// --since or --until the run is a slice: the watermark is neither read nor moved.
+    #[arg(long, value_parser = parse_time)]
+    since: Option<DateTime<Utc>>,
+    /// Only matches that ended before this (RFC 3339 or YYYY-MM-DD, UTC).
+    #[arg(long, value_parser = parse_time)]
+    until: Option<DateTime<Utc>>,
+    /// Leave records younger than this many seconds to the next run (a recording that
+    /// commits late is then never skipped by the watermark).
+    #[arg(long, default_value_t = 60)]
+    settle_seconds: u64,
+}
+
+/// `basra simulate`.
+#[derive(Args)]
+pub struct SimulateArgs {
+    /// The backend's endpoint (`basra dev`) or the accounts service.
+    #[arg(long, env = "BASRA_SERVER", default_value = "http://127.0.0.1:50051")]
+    server: String,
+    /// Matches to record.
+    #[arg(long, default_value_t = 1_000)]
+    matches: u64,
+    /// Simulated people (guest accounts, reused by a run with the same --seed).
+    #[arg(long, default_value_t = 200)]
+    players: usize,
+    /// Matches end over this many days, up to now.
+    #[arg(long, default_value_t = 30)]
+    days: u32,
+    /// Makes the corpus reproducible.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// RecordMatch calls in flight.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// A service token for RecordMatch. Without it, one is signed with the accounts key
+    /// named by BASRA_AUTH__SIGNING_KEY_FILE and BASRA_AUTH__SIGNING_KEY_ID (the
+    /// accounts service's own settings).
+    #[arg(long, env = "BASRA_SERVICE_TOKEN", hide_env_values = true)]
+    service_token: Option<String>,
+}
+
+fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .map(|d| d.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc())
+        .map_err(|_| format!("{text:?} is neither RFC 3339 nor YYYY-MM-DD"))
+}
+
+/// Runs `basra analytics …`.
+pub async fn run(command: AnalyticsCommand) -> anyhow::Result<()> {
+    match command {
+        AnalyticsCommand::Export(args) => {
+            let pool = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(2)
+                .connect(&args.database_url)
+                .await
+                .context("cannot connect to PostgreSQL")?;
+            let summary = export(
+                &pool,
+                &ExportOptions {
+                    out: args.out,
+                    since: args.since,
+                    until: args.until,
+                    settle: Duration::from_secs(args.settle_seconds),
+                    progress: true,
+                },
+            )
+            .await?;
+            for failure in &summary.failures {
+                eprintln!("skipped {}: {}", failure.match_id, failure.error);
+            }
+            println!("{}", summary.describe());
+            Ok(())
+        }
+        AnalyticsCommand::Report(args) => {
+            let summary = report(&args.from, &args.out)?;
+            println!(
+                "wrote {} ({} plots from {} matches and {} plays) in {:.1}s",
+                args.out.display(),
+                summary.plots,
+                summary.matches,
+                summary.plays,
+                summary.elapsed.as_secs_f64()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Runs `basra simulate`.
+pub async fn run_simulate(args: SimulateArgs) -> anyhow::Result<()> {
+    let service_token = match args.service_token {
+        Some(token) => token,
+        None => mint_service_token()?,
+    };
+    let summary = simulate(&SimulateOptions {
+        server: args.server,
+        matches: args.matches,
+        players: args.players,
+        days: args.days,
+        until: Utc::now(),
+        seed: args.seed,
+        concurrency: args.concurrency,
+        service_token,
+        progress: true,
+    })
+    .await?;
+    println!("{}", summary.describe());
+    Ok(())
+}
+
+/// A one-hour service token signed with the accounts key of the accounts settings.
+fn mint_service_token() -> anyhow::Result<String> {
+    let settings = accounts::Settings::load()?;
+    anyhow::ensure!(
+        settings.auth.signing_key_file().is_some(),
+        "give --service-token, or BASRA_AUTH__SIGNING_KEY_FILE and BASRA_AUTH__SIGNING_KEY_ID \
+         naming the accounts signing key"
+    );
+    let key = accounts::signing_key(&settings)?;
+    let issuer = TokenIssuer::new(key, &settings.auth.issuer, &settings.auth.audience);
+    Ok(
+        accounts::issue_service_token(&issuer, uuid::Uuid::now_v7(), Duration::from_secs(3600))?
+            .token,
+    )
+}

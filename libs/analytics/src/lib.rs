@@ -1,0 +1,15 @@
+//! Analytics over Basra match records.
+//!
+//! - [`export`]: PostgreSQL (`analyst.match_records`) to Parquet, partitioned by day, with
+//!   a per-play table derived by replaying every record through the engine.
+//! - [`simulate`]: a corpus of realistic matches recorded through `Accounts.RecordMatch`.
+//!
+//! The SQL views and the read-only `basra_analyst` role are a migration of the accounts
+//! service (`services/accounts/migrations/*_analyst.sql`); the Parquet schema is
+//! documented in this crate's README and is a public contract.
+
+pub mod dataset;
+pub mod export;
+pub mod progress;
+pub mod report;
+pub mod simulate;

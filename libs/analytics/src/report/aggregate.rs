@@ -1,0 +1,392 @@
+//! The figures of the report, computed from an export one day partition at a time: each
+//! day's four tables are read, joined by match id within the day, and folded into
+//! running totals, so memory depends on the busiest day and the number of players, not
+//! on the number of matches.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use anyhow::Context as _;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int16Type, Int32Type, TimestampMicrosecondType};
+use arrow_array::{Array, RecordBatch};
+use chrono::NaiveDate;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::export::tables::Table;
+
+/// The modes, in the order the report shows them.
+pub const MODES: [&str; 3] = ["ranked", "casual", "with_bots"];
+
+/// Most points kept for the rating-change scatter plot.
+pub const SCATTER_POINTS: usize = 3_000;
+
+/// Wins of one group out of its decided matches.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WinRate {
+    /// Matches (or seats) counted.
+    pub n: u64,
+    /// Of those, wins.
+    pub wins: u64,
+}
+
+impl WinRate {
+    /// The win rate and its 95 % Wilson score interval.
+    pub fn with_interval(&self) -> Option<(f64, f64, f64)> {
+        if self.n == 0 {
+            return None;
+        }
+        let n = self.n as f64;
+        let p = self.wins as f64 / n;
+        let z = 1.959_963_984_540_054_f64;
+        let denominator = 1.0 + z * z / n;
+        let centre = (p + z * z / (2.0 * n)) / denominator;
+        let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denominator;
+        Some((p, (centre - half).max(0.0), (centre + half).min(1.0)))
+    }
+}
+
+/// Everything the report plots.
+#[derive(Debug, Default)]
+pub struct Figures {
+    /// Matches per day, by mode ([`MODES`] order).
+    pub per_day: BTreeMap<NaiveDate, [u64; 3]>,
+    /// Matches by number of completed rounds.
+    pub rounds: BTreeMap<i32, u64>,
+    /// Matches by whole minutes of duration.
+    pub minutes: BTreeMap<i64, u64>,
+    /// The side that plays first (side 0) against the other, by seats (2, 4), matches
+    /// won on the board (target reached).
+    pub first_side: BTreeMap<i16, WinRate>,
+    /// Scored rounds (one per round, both sides together).
+    pub scored_rounds: u64,
+    /// Basras in those rounds: ordinary, Jack, Komi.
+    pub basras: [u64; 3],
+    /// Matches won on the board, by target score: (all, decided by the majority bonus).
+    pub majority_decides: BTreeMap<i32, (u64, u64)>,
+    /// The latest rating of each rated player: (recorded_at, rating).
+    pub latest_rating: HashMap<String, (i64, f64)>,
+    /// Sampled (rating gap, rating change) points of rated seats.
+    pub gap_change: Vec<(f64, f64)>,
+    /// Rated seats seen (the scatter keeps a sample of them).
+    pub rated_seats: u64,
+    /// Mean rating change by gap bucket of 100 points: (sum, count).
+    pub gap_buckets: BTreeMap<i64, (f64, u64)>,
+    /// In matches with bots and people, decided: people's seats and bots' seats.
+    pub people_vs_bots: [WinRate; 2],
+    /// Matches by number of automatic plays.
+    pub automatic: BTreeMap<i32, u64>,
+    /// Matches read.
+    pub matches: u64,
+    /// Plays read.
+    pub plays: u64,
+}
+
+/// Reads the export under `root`.
+pub fn figures(root: &Path) -> anyhow::Result<Figures> {
+    let mut figures = Figures::default();
+    let mut sampler = Sampler::new(SCATTER_POINTS);
+    for day in days(root)? {
+        let matches = read_day(root, Table::Matches, &day)?;
+        let rounds = read_day(root, Table::Rounds, &day)?;
+        let players = read_day(root, Table::MatchPlayers, &day)?;
+        let plays = read_day(root, Table::Plays, &day)?;
+        figures.plays += plays.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+
+        // Majority points per match and side over the day's scored rounds.
+        let mut majority: HashMap<&str, [i64; 2]> = HashMap::new();
+        for b in &rounds {
+            let ids = b
+                .column_by_name("match_id")
+                .context("rounds.match_id")?
+                .as_string::<i32>();
+            let side = int16(b, "side")?;
+            let points = int32(b, "majority_points")?;
+            let basras = [
+                int32(b, "basras")?,
+                int32(b, "jack_basras")?,
+                int32(b, "komi_basras")?,
+            ];
+            for i in 0..b.num_rows() {
+                let entry = majority.entry(ids.value(i)).or_default();
+                entry[usize::from(side.value(i) == 1)] += i64::from(points.value(i));
+                for (k, column) in basras.iter().enumerate() {
+                    figures.basras[k] += column.value(i).max(0) as u64;
+                }
+            }
+            figures.scored_rounds += b.num_rows() as u64 / 2;
+        }
+
+        for b in &matches {
+            let ids = b
+                .column_by_name("match_id")
+                .context("matches.match_id")?
+                .as_string::<i32>();
+            let mode = b
+                .column_by_name("mode")
+                .context("matches.mode")?
+                .as_string::<i32>();
+            let seats = int16(b, "seats")?;
+            let target = int32(b, "target_score")?;
+            let rounds = int32(b, "rounds")?;
+            let duration = b
+                .column_by_name("duration_seconds")
+                .context("matches.duration_seconds")?
+                .as_primitive::<Float64Type>();
+            let automatic = int32(b, "automatic_plays")?;
+            let winner = int16(b, "winner_side")?;
+            let reason = b
+                .column_by_name("end_reason")
+                .context("matches.end_reason")?
+                .as_string::<i32>();
+            let totals = [int32(b, "side0_total")?, int32(b, "side1_total")?];
+            for i in 0..b.num_rows() {
+                figures.matches += 1;
+                let slot = MODES.iter().position(|m| *m == mode.value(i)).unwrap_or(1);
+                figures.per_day.entry(day_of(&day)?).or_default()[slot] += 1;
+                *figures.rounds.entry(rounds.value(i)).or_default() += 1;
+                *figures
+                    .minutes
+                    .entry((duration.value(i) / 60.0) as i64)
+                    .or_default() += 1;
+                *figures.automatic.entry(automatic.value(i)).or_default() += 1;
+                if reason.value(i) != "target_reached" || winner.is_null(i) {
+                    continue;
+                }
+                let w = usize::from(winner.value(i) == 1);
+                let first = figures.first_side.entry(seats.value(i)).or_default();
+                first.n += 1;
+                first.wins += u64::from(w == 0);
+                let maj = majority.get(ids.value(i)).copied().unwrap_or_default();
+                let without = |side: usize| i64::from(totals[side].value(i)) - maj[side];
+                let decided = without(w) <= without(1 - w);
+                let entry = figures.majority_decides.entry(target.value(i)).or_default();
+                entry.0 += 1;
+                entry.1 += u64::from(decided);
+            }
+        }
+
+        // Seats: who won in mixed matches; ratings.
+        let mut mixed: HashMap<&str, bool> = HashMap::new();
+        for b in &players {
+            let ids = b
+                .column_by_name("match_id")
+                .context("match_players.match_id")?
+                .as_string::<i32>();
+            let bot = b
+                .column_by_name("is_bot")
+                .context("match_players.is_bot")?
+                .as_boolean();
+            for i in 0..b.num_rows() {
+                let any_bot = mixed.entry(ids.value(i)).or_default();
+                *any_bot |= bot.value(i);
+            }
+        }
+        let mut has_person: HashMap<&str, bool> = HashMap::new();
+        for b in &players {
+            let ids = b
+                .column_by_name("match_id")
+                .context("match_players.match_id")?
+                .as_string::<i32>();
+            let bot = b
+                .column_by_name("is_bot")
+                .context("match_players.is_bot")?
+                .as_boolean();
+            for i in 0..b.num_rows() {
+                *has_person.entry(ids.value(i)).or_default() |= !bot.value(i);
+            }
+        }
+        for b in &players {
+            let ids = b
+                .column_by_name("match_id")
+                .context("match_players.match_id")?
+                .as_string::<i32>();
+            let user = b
+                .column_by_name("user_id")
+                .context("match_players.user_id")?
+                .as_string::<i32>();
+            let bot = b
+                .column_by_name("is_bot")
+                .context("match_players.is_bot")?
+                .as_boolean();
+            let won = b
+                .column_by_name("won")
+                .context("match_players.won")?
+                .as_boolean();
+            let lost = b
+                .column_by_name("lost")
+                .context("match_players.lost")?
+                .as_boolean();
+            let after = float64(b, "rating_after")?;
+            let change = float64(b, "rating_change")?;
+            let before = float64(b, "rating_before")?;
+            let opponent = float64(b, "opponent_rating_before")?;
+            let ended = b
+                .column_by_name("ended_at")
+                .context("match_players.ended_at")?
+                .as_primitive::<TimestampMicrosecondType>();
+            for i in 0..b.num_rows() {
+                let id = ids.value(i);
+                if mixed.get(id).copied().unwrap_or(false)
+                    && has_person.get(id).copied().unwrap_or(false)
+                    && (won.value(i) || lost.value(i))
+                {
+                    let group = &mut figures.people_vs_bots[usize::from(bot.value(i))];
+                    group.n += 1;
+                    group.wins += u64::from(won.value(i));
+                }
+                if after.is_null(i) || user.is_null(i) {
+                    continue;
+                }
+                let at = ended.value(i);
+                let latest = figures
+                    .latest_rating
+                    .entry(user.value(i).to_owned())
+                    .or_insert((at, after.value(i)));
+                if at >= latest.0 {
+                    *latest = (at, after.value(i));
+                }
+                if !opponent.is_null(i) {
+                    let gap = before.value(i) - opponent.value(i);
+                    let delta = change.value(i);
+                    figures.rated_seats += 1;
+                    sampler.offer(&mut figures.gap_change, (gap, delta));
+                    let bucket = (gap / 100.0).round() as i64 * 100;
+                    let entry = figures.gap_buckets.entry(bucket).or_default();
+                    entry.0 += delta;
+                    entry.1 += 1;
+                }
+            }
+        }
+    }
+    Ok(figures)
+}
+
+fn int16<'a>(b: &'a RecordBatch, name: &str) -> anyhow::Result<&'a arrow_array::Int16Array> {
+    Ok(b.column_by_name(name)
+        .with_context(|| format!("no column {name}"))?
+        .as_primitive::<Int16Type>())
+}
+
+fn int32<'a>(b: &'a RecordBatch, name: &str) -> anyhow::Result<&'a arrow_array::Int32Array> {
+    Ok(b.column_by_name(name)
+        .with_context(|| format!("no column {name}"))?
+        .as_primitive::<Int32Type>())
+}
+
+fn float64<'a>(b: &'a RecordBatch, name: &str) -> anyhow::Result<&'a arrow_array::Float64Array> {
+    Ok(b.column_by_name(name)
+        .with_context(|| format!("no column {name}"))?
+        .as_primitive::<Float64Type>())
+}
+
+fn day_of(partition: &str) -> anyhow::Result<NaiveDate> {
+    NaiveDate::parse_from_str(partition.trim_start_matches("date="), "%Y-%m-%d")
+        .with_context(|| format!("{partition} is not a day partition"))
+}
+
+/// The day partitions (`date=…`) of the `matches` table, in order.
+fn days(root: &Path) -> anyhow::Result<Vec<String>> {
+    let dir = root.join(Table::Matches.name());
+    let mut days: Vec<String> = std::fs::read_dir(&dir)
+        .with_context(|| format!("{} is not an export (no matches/)", root.display()))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with("date="))
+        .collect();
+    days.sort();
+    Ok(days)
+}
+
+fn read_day(root: &Path, table: Table, day: &str) -> anyhow::Result<Vec<RecordBatch>> {
+    let dir = root.join(table.name()).join(day);
+    let mut batches = Vec::new();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(batches);
+    };
+    let mut files: Vec<_> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("part-") && n.ends_with(".parquet"))
+        })
+        .collect();
+    files.sort();
+    for path in files {
+        let file = std::fs::File::open(&path)?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .with_context(|| format!("{} is not Parquet", path.display()))?
+            .with_batch_size(65_536)
+            .build()?;
+        for batch in reader {
+            batches.push(batch?);
+        }
+    }
+    Ok(batches)
+}
+
+/// Reservoir sampling with a fixed-seed generator: the same export gives the same plot.
+struct Sampler {
+    capacity: usize,
+    seen: u64,
+    state: u64,
+}
+
+impl Sampler {
+    fn new(capacity: usize) -> Sampler {
+        Sampler {
+            capacity,
+            seen: 0,
+            state: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        self.state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn offer<T>(&mut self, sample: &mut Vec<T>, item: T) {
+        self.seen += 1;
+        if sample.len() < self.capacity {
+            sample.push(item);
+        } else {
+            let pick = self.next() % self.seen;
+            if (pick as usize) < self.capacity {
+                sample[pick as usize] = item;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wilson_interval_brackets_the_rate() {
+        let (p, low, high) = WinRate { n: 100, wins: 55 }.with_interval().unwrap();
+        assert!((p - 0.55).abs() < 1e-12);
+        assert!((low - 0.4524).abs() < 1e-3, "{low}");
+        assert!((high - 0.6438).abs() < 1e-3, "{high}");
+        assert_eq!(WinRate::default().with_interval(), None);
+        let (_, low, high) = WinRate { n: 10, wins: 10 }.with_interval().unwrap();
+        assert!(low > 0.7 && high > 0.999_999 && high <= 1.0, "{low} {high}");
+    }
+
+    #[test]
+    fn the_sampler_keeps_at_most_its_capacity() {
+        let mut sampler = Sampler::new(10);
+        let mut sample = Vec::new();
+        for i in 0..1_000 {
+            sampler.offer(&mut sample, i);
+        }
+        assert_eq!(sample.len(), 10);
+        assert!(sample.iter().any(|&i| i >= 10), "later items get in");
+    }
+}

@@ -1,0 +1,67 @@
+//! Helpers of the analytics tests: players and simulated matches recorded through the
+//! accounts store on a fresh PostgreSQL database (`#[sqlx::test]`, which needs
+//! `DATABASE_URL` and fails when PostgreSQL is unreachable).
+#![allow(dead_code)] // Each test crate uses its own part.
+
+use accounts::PgStore;
+use accounts::domain::{DisplayName, Username};
+use accounts::record::MatchRecord;
+use accounts::store::{NewAccount, Recorded, Store};
+use basra_analytics::simulate::corpus::{Corpus, CorpusOptions, Player, policy_of};
+use chrono::{DateTime, TimeZone, Utc};
+use uuid::Uuid;
+
+/// The end of the simulated span.
+pub(crate) fn until() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 20, 0, 0, 0).unwrap()
+}
+
+/// `n` registered players with the corpus's mix of policies.
+pub(crate) async fn players(store: &PgStore, n: usize) -> Vec<Player> {
+    let mut players = Vec::with_capacity(n);
+    for i in 0..n {
+        let id = Uuid::now_v7();
+        store
+            .create_account(NewAccount {
+                id,
+                username: Username::parse(&format!("player{i}")).unwrap(),
+                password_hash: "$argon2id$v=19$m=1024,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2g".into(),
+                display_name: DisplayName::parse(&format!("Player {i}")).unwrap(),
+                now: until() - chrono::Duration::days(60),
+            })
+            .await
+            .unwrap();
+        players.push(Player {
+            user_id: id,
+            policy: policy_of(i),
+        });
+    }
+    players
+}
+
+/// `n` simulated matches over `days` days, recorded in order; each with what the store
+/// answered.
+pub(crate) async fn record_matches(
+    store: &PgStore,
+    players: &[Player],
+    n: usize,
+    days: u32,
+    seed: u64,
+) -> Vec<(MatchRecord, Recorded)> {
+    let mut corpus = Corpus::new(
+        players.to_vec(),
+        CorpusOptions {
+            seed,
+            days,
+            until: until(),
+        },
+    );
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let record = MatchRecord::from_proto(corpus.next_record()).expect("a valid record");
+        let recorded = store.record_match(&record, Utc::now()).await.unwrap();
+        assert!(!recorded.already_recorded);
+        out.push((record, recorded));
+    }
+    out
+}

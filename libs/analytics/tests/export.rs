@@ -1,0 +1,439 @@
+//! Export → read back: the Parquet files hold exactly what SQL over the analyst views
+//! says (row counts and sums), partitioned by day; incremental runs export only what is
+//! new; a record that fails to replay is counted, listed and skipped.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+use accounts::PgStore;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int16Type, Int32Type, TimestampMicrosecondType};
+use arrow_array::{Array, RecordBatch};
+use basra_analytics::dataset;
+use basra_analytics::export::tables::Table;
+use basra_analytics::export::{ExportOptions, ExportSummary, export};
+use chrono::{DateTime, NaiveDate, TimeZone, Utc};
+use sqlx::PgPool;
+
+use common::{players, record_matches};
+
+fn options(out: &Path) -> ExportOptions {
+    ExportOptions {
+        out: out.to_owned(),
+        since: None,
+        until: None,
+        settle: Duration::ZERO,
+        progress: false,
+    }
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("basra-export-{name}-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn batches(root: &Path, table: Table) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
+    dataset::for_each_batch(root, table, &[], |b| {
+        out.push(b.clone());
+        Ok(())
+    })
+    .unwrap();
+    out
+}
+
+fn rows(root: &Path, table: Table) -> i64 {
+    batches(root, table)
+        .iter()
+        .map(|b| b.num_rows() as i64)
+        .sum()
+}
+
+fn sum_i32(root: &Path, table: Table, column: &str) -> i64 {
+    batches(root, table)
+        .iter()
+        .map(|b| {
+            let c = b
+                .column_by_name(column)
+                .unwrap()
+                .as_primitive::<Int32Type>();
+            c.iter().flatten().map(i64::from).sum::<i64>()
+        })
+        .sum()
+}
+
+fn count_true(root: &Path, table: Table, column: &str) -> i64 {
+    batches(root, table)
+        .iter()
+        .map(|b| b.column_by_name(column).unwrap().as_boolean().true_count() as i64)
+        .sum()
+}
+
+async fn scalar(pool: &PgPool, sql: &'static str) -> i64 {
+    sqlx::query_scalar::<_, Option<i64>>(sql)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+        .unwrap_or(0)
+}
+
+#[sqlx::test(migrator = "accounts::store::MIGRATOR")]
+async fn the_export_reads_back_equal_to_sql_over_the_views(pool: PgPool) {
+    let store = PgStore::new(pool.clone());
+    let people = players(&store, 10).await;
+    record_matches(&store, &people, 60, 4, 11).await;
+    let out = temp_dir("readback");
+
+    let summary = export(&pool, &options(&out)).await.unwrap();
+    assert!(summary.failures.is_empty(), "{:?}", summary.failures);
+    assert_eq!(summary.matches, 60);
+
+    // Row counts.
+    let matches = scalar(&pool, "SELECT count(*) FROM analyst.matches").await;
+    assert_eq!(rows(&out, Table::Matches), matches);
+    let seats = scalar(&pool, "SELECT count(*) FROM analyst.match_players").await;
+    assert_eq!(rows(&out, Table::MatchPlayers), seats);
+    let round_rows = scalar(&pool, "SELECT count(*) FROM analyst.rounds").await;
+    assert_eq!(rows(&out, Table::Rounds), round_rows);
+    let plays = scalar(&pool, "SELECT sum(plays) FROM analyst.matches").await;
+    assert_eq!(rows(&out, Table::Plays), plays);
+    assert_eq!(
+        summary.rows,
+        [
+            matches as u64,
+            seats as u64,
+            round_rows as u64,
+            plays as u64
+        ]
+    );
+
+    // Sums.
+    assert_eq!(
+        sum_i32(&out, Table::Matches, "rounds"),
+        scalar(&pool, "SELECT sum(rounds) FROM analyst.matches").await
+    );
+    assert_eq!(
+        sum_i32(&out, Table::Matches, "automatic_plays"),
+        scalar(&pool, "SELECT sum(automatic_plays) FROM analyst.matches").await
+    );
+    assert_eq!(
+        count_true(&out, Table::Plays, "automatic"),
+        scalar(&pool, "SELECT sum(automatic_plays) FROM analyst.matches").await
+    );
+    assert_eq!(
+        sum_i32(&out, Table::Matches, "side0_total") + sum_i32(&out, Table::Matches, "side1_total"),
+        scalar(
+            &pool,
+            "SELECT sum(side0_total + side1_total) FROM analyst.matches"
+        )
+        .await
+    );
+    assert_eq!(
+        count_true(&out, Table::Matches, "ranked"),
+        scalar(&pool, "SELECT count(*) FROM analyst.matches WHERE ranked").await
+    );
+    for column in [
+        "basras",
+        "jack_basras",
+        "komi_basras",
+        "round_points",
+        "pile_size",
+        "card_points",
+    ] {
+        let sql: &'static str = match column {
+            "basras" => "SELECT sum(basras) FROM analyst.rounds",
+            "jack_basras" => "SELECT sum(jack_basras) FROM analyst.rounds",
+            "komi_basras" => "SELECT sum(komi_basras) FROM analyst.rounds",
+            "round_points" => "SELECT sum(round_points) FROM analyst.rounds",
+            "pile_size" => "SELECT sum(pile_size) FROM analyst.rounds",
+            _ => "SELECT sum(card_points) FROM analyst.rounds",
+        };
+        assert_eq!(
+            sum_i32(&out, Table::Rounds, column),
+            scalar(&pool, sql).await,
+            "{column}"
+        );
+    }
+    assert_eq!(
+        count_true(&out, Table::Rounds, "majority"),
+        scalar(&pool, "SELECT count(*) FROM analyst.rounds WHERE majority").await
+    );
+    assert_eq!(
+        count_true(&out, Table::MatchPlayers, "won"),
+        scalar(
+            &pool,
+            "SELECT count(*) FROM analyst.match_players WHERE won"
+        )
+        .await
+    );
+    let rating_change: f64 = batches(&out, Table::MatchPlayers)
+        .iter()
+        .map(|b| {
+            let c = b
+                .column_by_name("rating_change")
+                .unwrap()
+                .as_primitive::<Float64Type>();
+            c.iter().flatten().sum::<f64>()
+        })
+        .sum();
+    let sql_change: f64 =
+        sqlx::query_scalar("SELECT sum(rating_change) FROM analyst.match_players")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!((rating_change - sql_change).abs() < 1e-6);
+    let rated = batches(&out, Table::MatchPlayers)
+        .iter()
+        .map(|b| (b.num_rows() - b.column_by_name("rating_after").unwrap().null_count()) as i64)
+        .sum::<i64>();
+    assert_eq!(
+        rated,
+        scalar(&pool, "SELECT count(*) FROM analyst.rating_history").await
+    );
+
+    // Replayed Basras equal the recorded ones over the rounds a match completed
+    // (a resigned or abandoned match has plays in a round that was never scored).
+    let mut completed: HashSet<(String, i32)> = HashSet::new();
+    for b in batches(&out, Table::Rounds) {
+        let ids = b.column_by_name("match_id").unwrap().as_string::<i32>();
+        let rounds = b
+            .column_by_name("round")
+            .unwrap()
+            .as_primitive::<Int32Type>();
+        for i in 0..b.num_rows() {
+            completed.insert((ids.value(i).to_owned(), rounds.value(i)));
+        }
+    }
+    let mut replayed: HashMap<String, i64> = HashMap::new();
+    let mut taken_total = 0i64;
+    for b in batches(&out, Table::Plays) {
+        let ids = b.column_by_name("match_id").unwrap().as_string::<i32>();
+        let rounds = b
+            .column_by_name("round")
+            .unwrap()
+            .as_primitive::<Int32Type>();
+        let basra = b.column_by_name("basra").unwrap().as_string::<i32>();
+        let taken = b.column_by_name("taken").unwrap().as_list::<i32>();
+        let taken_count = b
+            .column_by_name("taken_count")
+            .unwrap()
+            .as_primitive::<Int16Type>();
+        for i in 0..b.num_rows() {
+            assert_eq!(taken.value(i).len() as i16, taken_count.value(i));
+            taken_total += i64::from(taken_count.value(i));
+            if basra.is_valid(i) && completed.contains(&(ids.value(i).to_owned(), rounds.value(i)))
+            {
+                *replayed.entry(basra.value(i).to_owned()).or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(
+        replayed.get("basra").copied().unwrap_or(0),
+        scalar(&pool, "SELECT sum(basras) FROM analyst.rounds").await
+    );
+    assert_eq!(
+        replayed.get("jack").copied().unwrap_or(0),
+        scalar(&pool, "SELECT sum(jack_basras) FROM analyst.rounds").await
+    );
+    assert_eq!(
+        replayed.get("komi").copied().unwrap_or(0),
+        scalar(&pool, "SELECT sum(komi_basras) FROM analyst.rounds").await
+    );
+    assert!(taken_total > 0);
+
+    // Partitions: every row sits in the day its match ended.
+    for table in [Table::Matches, Table::Rounds, Table::MatchPlayers] {
+        for file in dataset::files(&out, table).unwrap() {
+            let day = partition_day(&file);
+            let mut tmp = Vec::new();
+            let b = read_file(&file, &mut tmp);
+            for b in b {
+                let ended = b
+                    .column_by_name("ended_at")
+                    .unwrap()
+                    .as_primitive::<TimestampMicrosecondType>();
+                for t in ended.iter().flatten() {
+                    assert_eq!(
+                        DateTime::from_timestamp_micros(t).unwrap().date_naive(),
+                        day
+                    );
+                }
+            }
+        }
+    }
+    let days = scalar(&pool, "SELECT count(*) FROM analyst.daily_activity").await;
+    assert_eq!(
+        dataset::files(&out, Table::Matches).unwrap().len() as i64,
+        days
+    );
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+fn partition_day(file: &Path) -> NaiveDate {
+    let dir = file
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    NaiveDate::parse_from_str(dir.strip_prefix("date=").unwrap(), "%Y-%m-%d").unwrap()
+}
+
+fn read_file<'a>(file: &Path, out: &'a mut Vec<RecordBatch>) -> &'a [RecordBatch] {
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        std::fs::File::open(file).unwrap(),
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    for b in reader {
+        out.push(b.unwrap());
+    }
+    out
+}
+
+#[sqlx::test(migrator = "accounts::store::MIGRATOR")]
+async fn incremental_runs_export_only_new_records_and_slices_leave_the_watermark(pool: PgPool) {
+    let store = PgStore::new(pool.clone());
+    let people = players(&store, 6).await;
+    record_matches(&store, &people, 20, 3, 21).await;
+    let out = temp_dir("incremental");
+
+    let first = export(&pool, &options(&out)).await.unwrap();
+    assert_eq!(first.matches, 20);
+    assert!(out.join("_watermark.json").exists());
+    let again = export(&pool, &options(&out)).await.unwrap();
+    assert_eq!(again.matches, 0, "nothing new");
+    assert!(again.files.is_empty());
+
+    record_matches(&store, &people, 15, 3, 22).await;
+    let second = export(&pool, &options(&out)).await.unwrap();
+    assert_eq!(second.matches, 15);
+    assert_eq!(second.recorded_from, Some(again.recorded_before));
+    assert!(again.recorded_before > first.recorded_before);
+    assert_eq!(rows(&out, Table::Matches), 35);
+    assert_eq!(
+        rows(&out, Table::Plays),
+        scalar(&pool, "SELECT sum(plays) FROM analyst.matches").await
+    );
+
+    // A settle time keeps fresh records for the next run.
+    record_matches(&store, &people, 3, 3, 23).await;
+    let settled = export(
+        &pool,
+        &ExportOptions {
+            settle: Duration::from_secs(3600),
+            ..options(&out)
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(settled.matches, 0);
+
+    // A slice by end time: its own directory, exactly the view's count, no watermark.
+    let slice_dir = temp_dir("slice");
+    let since = Utc.with_ymd_and_hms(2026, 11, 18, 0, 0, 0).unwrap();
+    let until = Utc.with_ymd_and_hms(2026, 11, 19, 0, 0, 0).unwrap();
+    let slice = export(
+        &pool,
+        &ExportOptions {
+            since: Some(since),
+            until: Some(until),
+            ..options(&slice_dir)
+        },
+    )
+    .await
+    .unwrap();
+    let expected: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM analyst.matches WHERE ended_at >= $1 AND ended_at < $2",
+    )
+    .bind(since)
+    .bind(until)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(expected > 0);
+    assert_eq!(slice.matches as i64, expected);
+    assert_eq!(rows(&slice_dir, Table::Matches), expected);
+    assert!(!slice_dir.join("_watermark.json").exists());
+    for dir in [out, slice_dir] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+#[sqlx::test(migrator = "accounts::store::MIGRATOR")]
+async fn a_record_that_does_not_replay_is_reported_counted_and_skipped(pool: PgPool) {
+    let store = PgStore::new(pool.clone());
+    let people = players(&store, 4).await;
+    let recorded = record_matches(&store, &people, 10, 1, 31).await;
+    let out = temp_dir("failures");
+    // One log plays a card its seat never held: the third action replays the first card.
+    let broken = &recorded
+        .iter()
+        .find(|(r, _)| r.actions.len() > 3)
+        .unwrap()
+        .0
+        .match_id;
+    sqlx::query(
+        "UPDATE matches SET actions = jsonb_set(actions, '{2,action}', actions -> 0 -> 'action')
+         WHERE match_id = $1",
+    )
+    .bind(broken)
+    .execute(&pool)
+    .await
+    .unwrap();
+    // And one whose settings no longer decode.
+    let undecodable = &recorded
+        .iter()
+        .find(|(r, _)| &r.match_id != broken)
+        .unwrap()
+        .0
+        .match_id;
+    sqlx::query("UPDATE matches SET settings = settings || '{\"seats\": 3}' WHERE match_id = $1")
+        .bind(undecodable)
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    let summary: ExportSummary = export(&pool, &options(&out)).await.unwrap();
+    assert_eq!(summary.matches, 8);
+    let mut failed: Vec<&str> = summary
+        .failures
+        .iter()
+        .map(|f| f.match_id.as_str())
+        .collect();
+    failed.sort();
+    let mut expected = vec![broken.as_str(), undecodable.as_str()];
+    expected.sort();
+    assert_eq!(failed, expected);
+    let broken_failure = summary
+        .failures
+        .iter()
+        .find(|f| &f.match_id == broken)
+        .unwrap();
+    assert!(
+        broken_failure.error.contains("action 2 was refused"),
+        "{}",
+        broken_failure.error
+    );
+    assert_eq!(rows(&out, Table::Matches), 8);
+    assert!(
+        summary.describe().contains("2 skipped"),
+        "{}",
+        summary.describe()
+    );
+    // The failures are listed next to the data.
+    let listed: Vec<String> = std::fs::read_dir(out.join("_failures"))
+        .unwrap()
+        .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].lines().count(), 2);
+    assert!(listed[0].contains(broken.as_str()));
+    std::fs::remove_dir_all(&out).unwrap();
+}
