@@ -8,8 +8,8 @@ use std::{path::PathBuf, time::Duration};
 pub use basra_platform::auth::IdentitySettings;
 use basra_platform::auth::Role;
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
-use basra_platform::redis::Topology;
 pub use basra_platform::metrics::MetricsSettings;
+use basra_platform::redis::Topology;
 use serde::Deserialize;
 
 use crate::domain::{PairingParams, WindowParams};
