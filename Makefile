@@ -23,8 +23,9 @@ play: ## Play in the terminal against the backend of `make run` (second terminal
 rules: ## Run the rules tool: JSON lines on stdin, answers on stdout
 	$(CARGO) run --quiet --release -p basra-rules
 
-test: ## Run every test (unit, property, integration, doc); starts the local Redis Cluster
+test: ## Run every test (unit, property, integration, doc); starts the local Redis Cluster, installs playwright-core
 	scripts/redis-cluster.sh start
+	@[ -d libs/analytics/tests/browser/node_modules/playwright-core ] || npm ci --prefix libs/analytics/tests/browser --no-audit --no-fund --silent
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 
