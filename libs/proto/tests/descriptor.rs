@@ -38,6 +38,7 @@ fn descriptor_set_lists_every_service_and_rpc() {
                 "Leaderboard",
                 "MatchHistory",
                 "RecordMatch",
+                "GetPlayers",
             ]),
         ),
         (
@@ -54,7 +55,7 @@ fn descriptor_set_lists_every_service_and_rpc() {
         (
             "basra.game.v1",
             "Game",
-            set(&["Play", "CreateRoom", "SeatPlayer"]),
+            set(&["Play", "CreateRoom", "SeatPlayer", "GetSeat"]),
         ),
         (
             "basra.game.v1",
