@@ -258,7 +258,7 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
     let config = matchmaking::Config {
         queue: queue_settings.queue.clone(),
         rooms: queue_settings.rooms.clone(),
-        drain,
+        serving: drain.into(),
     };
     let matchmaking_verifier = TokenVerifier::trusting(
         vec![player_key],

@@ -151,13 +151,14 @@ pub async fn run(
     let config = matchmaking::Config {
         queue: queue_settings.queue.clone(),
         rooms: queue_settings.rooms.clone(),
-        drain: queue_settings.server.drain(),
+        serving: (&queue_settings.server).into(),
     };
     let (matchmaker, _background) = matchmaking::start(config, deps, shutdown.clone());
 
-    let routes = game
-        .add_to(accounts_routes)
-        .add_service(MatchmakingServer::new(matchmaker));
+    let routes = game.add_to(accounts_routes).add_service(
+        MatchmakingServer::new(matchmaker)
+            .max_decoding_message_size(matchmaking::MAX_MESSAGE_BYTES),
+    );
     let names = [
         accounts::SERVICE_NAME,
         matchmaking::SERVICE_NAME,
@@ -166,15 +167,12 @@ pub async fn run(
     ];
     let auth = AuthLayer::new(verifier, accounts::PUBLIC_METHODS);
     ready(started);
-    basra_platform::serve(
-        listener,
-        routes,
-        &names,
-        auth,
-        shutdown,
-        Duration::from_secs(5),
-    )
-    .await?;
+    // One port for the three services: the accounts server's limits, a short drain.
+    let serving = basra_platform::ServeOptions {
+        drain: Duration::from_secs(5),
+        limits: accounts_settings.server.limits.clone(),
+    };
+    basra_platform::serve(listener, routes, &names, auth, shutdown, serving).await?;
     Ok(())
 }
 

@@ -95,7 +95,8 @@ pub fn load_with_env<T: DeserializeOwned + Validate>(
     Ok(settings)
 }
 
-/// The `[server]` section every service has.
+/// The `[server]` section every service has: where it listens, how it drains, the
+/// limits of its connections (`[server.limits]`), and which proxies to believe.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerSettings {
@@ -103,6 +104,67 @@ pub struct ServerSettings {
     pub listen: SocketAddr,
     /// How long in-flight calls get to finish after SIGTERM.
     pub drain_seconds: u64,
+    /// What one connection, and all of them together, may hold.
+    #[serde(default)]
+    pub limits: ConnectionLimits,
+    /// The proxies (load balancers, ingress) whose `forwarded` / `x-forwarded-for`
+    /// headers name the client, as networks (`10.0.0.0/8`, `fd00::/8`, `192.0.2.7/32`).
+    /// Empty: the TCP peer is the client.
+    #[serde(default)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+}
+
+/// `[server.limits]`: what keeps one client, or a flood of them, from exhausting a
+/// server. (The largest message is each service's own, set on its generated server.)
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConnectionLimits {
+    /// The largest metadata (all headers of a call) a client may send, in bytes; a
+    /// call with more is refused by HTTP/2 before it reaches a service.
+    pub max_header_list_bytes: u32,
+    /// Concurrent calls (streams) on one connection.
+    pub max_streams_per_connection: u32,
+    /// Open connections; one beyond this is closed at once (the client sees
+    /// UNAVAILABLE and retries, elsewhere behind a load balancer).
+    pub max_connections: usize,
+    /// After this long a connection is asked to go away (clients reconnect), with the
+    /// drain time to finish its calls; 0 keeps connections as long as they live.
+    /// Bounds idle connections; game streams resume on their new connection.
+    pub max_connection_age_seconds: u64,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> ConnectionLimits {
+        ConnectionLimits {
+            max_header_list_bytes: 16 * 1024,
+            max_streams_per_connection: 32,
+            max_connections: 50_000,
+            max_connection_age_seconds: 0,
+        }
+    }
+}
+
+impl ConnectionLimits {
+    /// [`max_connection_age_seconds`](Self::max_connection_age_seconds), if set.
+    pub fn max_connection_age(&self) -> Option<Duration> {
+        (self.max_connection_age_seconds > 0)
+            .then(|| Duration::from_secs(self.max_connection_age_seconds))
+    }
+}
+
+impl Validate for ConnectionLimits {
+    fn validate(&self) -> Result<(), String> {
+        if self.max_header_list_bytes < 1024 {
+            return Err("server.limits.max_header_list_bytes must be at least 1024".into());
+        }
+        if self.max_streams_per_connection == 0 || self.max_connections == 0 {
+            return Err(
+                "server.limits.max_streams_per_connection and max_connections must be at least 1"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
 }
 
 impl ServerSettings {
@@ -124,7 +186,7 @@ impl Validate for ServerSettings {
                 self.drain_seconds
             ));
         }
-        Ok(())
+        self.limits.validate()
     }
 }
 

@@ -18,7 +18,16 @@ use tonic::{Code, Status};
 pub trait ServiceError: Error {
     /// The gRPC code clients see for this error.
     fn code(&self) -> Code;
+
+    /// For a limit (RESOURCE_EXHAUSTED), when a retry is likely to succeed: sent as
+    /// the [`RETRY_AFTER_MS`] metadata of the status, besides the message.
+    fn retry_after(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
+
+/// The status metadata telling a client how many milliseconds to wait before retrying.
+pub const RETRY_AFTER_MS: &str = "retry-after-ms";
 
 /// The message clients get for internal errors.
 pub const INTERNAL_MESSAGE: &str = "internal error";
@@ -34,7 +43,14 @@ pub fn to_status<E: ServiceError + ?Sized>(error: &E) -> Status {
             tracing::error!(error = %ErrorChain(error), code = ?code, "internal error");
             Status::new(code, INTERNAL_MESSAGE)
         }
-        _ => Status::new(code, error.to_string()),
+        _ => {
+            let mut status = Status::new(code, error.to_string());
+            if let Some(wait) = error.retry_after() {
+                let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
+                status.metadata_mut().insert(RETRY_AFTER_MS, ms.into());
+            }
+            status
+        }
     }
 }
 

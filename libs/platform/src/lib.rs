@@ -10,12 +10,14 @@
 //! | [`shutdown`] | a [`CancellationToken`](tokio_util::sync::CancellationToken) cancelled on SIGTERM or SIGINT |
 //! | [`redis`](mod@redis) | one Redis layer: a single node or a cluster by the URL setting, key prefix and hash tags, scripts, sharded pub/sub with resubscription |
 //! | [`metrics`] | Prometheus metrics (`prometheus-client`) served on `GET /metrics` |
+//! | [`client_addr`] | the client's address behind trusted proxies (`forwarded`, `x-forwarded-for`), for per-address limits |
 //! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts) |
 //!
 //! A service's `main` is, in order: [`config::load`], [`telemetry::init`],
 //! bind the listener, [`shutdown::on_signal`], [`serve::serve`].
 
 pub mod auth;
+pub mod client_addr;
 pub mod config;
 pub mod error;
 pub mod metrics;
@@ -27,4 +29,4 @@ pub mod telemetry;
 
 pub use auth::{AuthLayer, Caller, Role, TokenIssuer, TokenVerifier};
 pub use error::{ServiceError, to_status};
-pub use serve::serve;
+pub use serve::{ServeOptions, serve};

@@ -3,9 +3,9 @@
 
 mod severable;
 
-use std::{pin::pin, time::Duration};
+use std::{pin::pin, sync::Arc, time::Duration};
 
-use tokio::net::TcpListener;
+use tokio::{net::TcpListener, sync::Semaphore};
 use tokio_stream::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 use tonic::{
@@ -15,6 +15,7 @@ use tonic::{
 use tonic_health::{ServingStatus, server::HealthReporter};
 
 use crate::auth::AuthLayer;
+use crate::config::ConnectionLimits;
 use severable::Severable;
 
 /// The health service's name, as listed by reflection.
@@ -24,6 +25,40 @@ const REFLECTION_V1ALPHA: &str = "grpc.reflection.v1alpha.ServerReflection";
 
 /// How long connections get to close after the drain deadline has cut them.
 const CUT_GRACE: Duration = Duration::from_secs(1);
+
+/// How [`serve`] drains and limits its connections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// How long in-flight calls get to finish after shutdown.
+    pub drain: Duration,
+    /// What connections may hold.
+    pub limits: ConnectionLimits,
+}
+
+impl ServeOptions {
+    /// Draining for `drain`, with the default limits (tests and tools).
+    pub fn with_drain(drain: Duration) -> ServeOptions {
+        ServeOptions {
+            drain,
+            limits: ConnectionLimits::default(),
+        }
+    }
+}
+
+impl From<Duration> for ServeOptions {
+    fn from(drain: Duration) -> ServeOptions {
+        ServeOptions::with_drain(drain)
+    }
+}
+
+impl From<&crate::config::ServerSettings> for ServeOptions {
+    fn from(settings: &crate::config::ServerSettings) -> ServeOptions {
+        ServeOptions {
+            drain: settings.drain(),
+            limits: settings.limits.clone(),
+        }
+    }
+}
 
 /// Why [`serve`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -43,18 +78,24 @@ pub enum ServeError {
 /// reflection v1 and v1alpha (from [`basra_proto::FILE_DESCRIPTOR_SET`],
 /// listing `service_names`, health and reflection).
 ///
+/// `options.limits` apply to every connection: metadata size, calls per connection,
+/// open connections (one over the cap is closed at once), connection age. The
+/// largest message is each service's own (`max_decoding_message_size` on its
+/// generated server, where its routes are built).
+///
 /// When `shutdown` is cancelled: every service goes NOT_SERVING, the listener
-/// closes, and in-flight calls get up to `drain` to finish (open connections
-/// are told to go away, so clients reconnect elsewhere). Connections still
-/// open after `drain` (long streams) are cut, then `serve` returns.
+/// closes, and in-flight calls get up to `options.drain` to finish (open
+/// connections are told to go away, so clients reconnect elsewhere). Connections
+/// still open after the drain (long streams) are cut, then `serve` returns.
 pub async fn serve(
     listener: TcpListener,
     routes: Routes,
     service_names: &[&str],
     auth: AuthLayer,
     shutdown: CancellationToken,
-    drain: Duration,
+    options: impl Into<ServeOptions>,
 ) -> Result<(), ServeError> {
+    let ServeOptions { drain, limits } = options.into();
     let local_addr = listener.local_addr().ok();
     let (reporter, health) = tonic_health::server::health_reporter();
     set_status(&reporter, service_names, ServingStatus::Serving).await;
@@ -67,18 +108,37 @@ pub async fn serve(
     // drain deadline: tonic alone would wait for them forever.
     let stop = CancellationToken::new();
     let cut = CancellationToken::new();
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
     let incoming = TcpIncoming::from(listener)
         // Game events are small and latency-sensitive: no Nagle delay.
         .with_nodelay(Some(true))
-        .map({
+        .filter_map({
             let cut = cut.clone();
-            move |conn| conn.map(|stream| Severable::new(stream, cut.clone()))
+            move |conn| match conn {
+                Ok(stream) => match Arc::clone(&slots).try_acquire_owned() {
+                    Ok(slot) => Some(Ok(Severable::new(stream, cut.clone(), slot))),
+                    Err(_) => {
+                        // Dropping the stream closes it: the client retries.
+                        tracing::warn!(peer = ?stream.peer_addr().ok(), "connection refused: at server.max_connections");
+                        None
+                    }
+                },
+                Err(err) => Some(Err(err)),
+            }
         });
-    let server = Server::builder()
+    let mut builder = Server::builder()
         // Finds vanished clients (a phone losing its network) holding
         // streams open, so their seats can time out.
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+        .http2_max_header_list_size(limits.max_header_list_bytes)
+        .max_concurrent_streams(limits.max_streams_per_connection);
+    if let Some(age) = limits.max_connection_age() {
+        builder = builder
+            .max_connection_age(age)
+            .max_connection_age_grace(drain);
+    }
+    let server = builder
         .trace_fn(crate::telemetry::grpc_span)
         .layer(auth)
         .add_routes(routes)

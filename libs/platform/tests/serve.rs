@@ -8,7 +8,8 @@ use std::{
 
 use basra_platform::{
     auth::{self, AuthLayer, Caller, Role, SigningKey, TokenIssuer},
-    serve::{ServeError, serve},
+    config::ConnectionLimits,
+    serve::{ServeError, ServeOptions, serve},
 };
 use basra_proto::basra::game::v1::{
     CloseRoomRequest, CloseRoomResponse, DrainReplicaRequest, DrainReplicaResponse, GetRoomRequest,
@@ -93,6 +94,10 @@ struct App {
 
 impl App {
     async fn spawn(drain: Duration) -> App {
+        App::spawn_with(ServeOptions::with_drain(drain)).await
+    }
+
+    async fn spawn_with(options: ServeOptions) -> App {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let issuer = TokenIssuer::new(SigningKey::generate(), "basra-accounts", "basra");
@@ -105,7 +110,7 @@ impl App {
             &[GAME_ADMIN],
             auth,
             shutdown.clone(),
-            drain,
+            options,
         ));
         App {
             addr,
@@ -431,4 +436,114 @@ async fn reflection_lists_the_served_services() {
         .into_inner();
     let response = responses.message().await.unwrap().unwrap();
     assert!(format!("{response:?}").contains(GAME_ADMIN), "{response:?}");
+}
+
+fn limited(limits: ConnectionLimits) -> ServeOptions {
+    ServeOptions {
+        drain: Duration::from_secs(1),
+        limits,
+    }
+}
+
+/// The public GetRoom answers NOT_FOUND "anonymous" once it reaches the handler.
+async fn reaches_the_handler(client: &mut GameAdminClient<Channel>) -> bool {
+    let status = client
+        .get_room(GetRoomRequest::default())
+        .await
+        .expect_err("the probe answers NOT_FOUND");
+    status.code() == Code::NotFound && status.message() == "anonymous"
+}
+
+#[tokio::test]
+async fn oversized_metadata_never_reaches_a_service_and_the_server_keeps_serving() {
+    let app = App::spawn_with(limited(ConnectionLimits {
+        max_header_list_bytes: 2048,
+        ..ConnectionLimits::default()
+    }))
+    .await;
+    let mut client = GameAdminClient::new(app.channel().await);
+    assert!(reaches_the_handler(&mut client).await);
+
+    let mut request = Request::new(GetRoomRequest::default());
+    let padding = "x".repeat(8 * 1024);
+    request
+        .metadata_mut()
+        .insert("x-padding", padding.parse().unwrap());
+    let status = client
+        .get_room(request)
+        .await
+        .expect_err("an 8 KiB header is over the 2 KiB limit");
+    assert_ne!(
+        status.code(),
+        Code::NotFound,
+        "reached the handler: {status:?}"
+    );
+
+    let mut fresh = GameAdminClient::new(app.channel().await);
+    assert!(reaches_the_handler(&mut fresh).await);
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_are_closed_until_one_frees_up() {
+    let app = App::spawn_with(limited(ConnectionLimits {
+        max_connections: 1,
+        ..ConnectionLimits::default()
+    }))
+    .await;
+    let mut first = GameAdminClient::new(app.channel().await);
+    assert!(reaches_the_handler(&mut first).await);
+
+    let endpoint = Endpoint::from_shared(format!("http://{}", app.addr)).unwrap();
+    let refused = match endpoint.connect().await {
+        Err(_) => true,
+        Ok(channel) => !reaches_the_handler(&mut GameAdminClient::new(channel)).await,
+    };
+    assert!(
+        refused,
+        "a second connection was served beyond the cap of 1"
+    );
+
+    // The slot frees when the first connection closes.
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(channel) = endpoint.connect().await
+            && reaches_the_handler(&mut GameAdminClient::new(channel)).await
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the freed slot was never reused");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn calls_beyond_the_per_connection_stream_cap_wait_their_turn() {
+    let app = App::spawn_with(limited(ConnectionLimits {
+        max_streams_per_connection: 1,
+        ..ConnectionLimits::default()
+    }))
+    .await;
+    let client = GameAdminClient::new(app.channel().await);
+    let bearer = format!("Bearer {}", app.token(&player()));
+    // The first call settles the connection: from then on the client knows the cap.
+    // (A stream opened before the server's SETTINGS arrive is refused with
+    // REFUSED_STREAM, which clients see as UNAVAILABLE and may retry.)
+    let (mut a, mut b) = (client.clone(), client);
+    a.drain_replica(with_auth(DrainReplicaRequest::default(), &bearer))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let (first, second) = tokio::join!(
+        a.drain_replica(with_auth(DrainReplicaRequest::default(), &bearer)),
+        b.drain_replica(with_auth(DrainReplicaRequest::default(), &bearer)),
+    );
+    first.expect("served");
+    second.expect("served after the first");
+    // Each call takes 400 ms; with one stream at a time they cannot overlap.
+    assert!(
+        started.elapsed() >= Duration::from_millis(790),
+        "{:?}",
+        started.elapsed()
+    );
 }

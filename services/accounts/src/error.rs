@@ -41,6 +41,20 @@ pub enum AccountsError {
         /// How long until the next attempt is allowed.
         retry_after: Duration,
     },
+    /// Too many sign-ups (Register, GuestLogin) from this address or in all.
+    #[error("too many sign-ups: retry in {}s", retry_after.as_secs().max(1))]
+    SignupLimited {
+        /// How long until the next attempt is allowed.
+        retry_after: Duration,
+    },
+    /// A bounded resource (password hashing, sign-ups) is at capacity right now.
+    #[error("{what} is at capacity: retry in {}s", retry_after.as_secs().max(1))]
+    Overloaded {
+        /// What is busy.
+        what: &'static str,
+        /// When a retry is likely to succeed.
+        retry_after: Duration,
+    },
     /// No such user.
     #[error("no such user")]
     UserNotFound,
@@ -98,11 +112,22 @@ impl ServiceError for AccountsError {
             AccountsError::GuestUpgraded | AccountsError::AlreadyRegistered => {
                 Code::FailedPrecondition
             }
-            AccountsError::RateLimited { .. } => Code::ResourceExhausted,
+            AccountsError::RateLimited { .. }
+            | AccountsError::SignupLimited { .. }
+            | AccountsError::Overloaded { .. } => Code::ResourceExhausted,
             AccountsError::UserNotFound => Code::NotFound,
             AccountsError::PermissionDenied(_) => Code::PermissionDenied,
             AccountsError::Unavailable(_) => Code::Unavailable,
             AccountsError::Database(_) | AccountsError::Internal(_) => Code::Internal,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            AccountsError::RateLimited { retry_after }
+            | AccountsError::SignupLimited { retry_after }
+            | AccountsError::Overloaded { retry_after, .. } => Some(*retry_after),
+            _ => None,
         }
     }
 }

@@ -33,6 +33,7 @@ pub mod store;
 use std::sync::Arc;
 use std::time::Duration;
 
+use basra_platform::ServeOptions;
 use basra_platform::auth::{AuthLayer, SigningKey, TokenIssuer};
 use basra_platform::ratelimit::RateLimiter;
 use secrecy::ExposeSecret;
@@ -53,12 +54,13 @@ use crate::settings::DatabaseKind;
 
 /// Serves `service` on `listener` until `shutdown` is cancelled: access
 /// tokens checked by the platform's auth layer (except [`PUBLIC_METHODS`]),
-/// plus gRPC health and reflection; in-flight calls get `drain` to finish.
+/// plus gRPC health and reflection; `serving` says how it drains and limits
+/// connections (a bare drain duration gives the default limits).
 pub async fn serve<S: Store>(
     listener: TcpListener,
     service: AccountsService<S>,
     shutdown: CancellationToken,
-    drain: Duration,
+    serving: impl Into<ServeOptions>,
 ) -> Result<()> {
     if service.store().pool_stats().is_some() {
         tokio::spawn(watch_pool(
@@ -69,7 +71,7 @@ pub async fn serve<S: Store>(
     }
     let auth = AuthLayer::new(service.verifier(), PUBLIC_METHODS);
     let routes = tonic::service::Routes::new(service.into_server());
-    basra_platform::serve(listener, routes, &[SERVICE_NAME], auth, shutdown, drain)
+    basra_platform::serve(listener, routes, &[SERVICE_NAME], auth, shutdown, serving)
         .await
         .map_err(|e| AccountsError::Internal(format!("grpc server: {e}")))
 }
@@ -121,6 +123,8 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
         passwords: PasswordHasherPool::new(
             settings.passwords.memory_kib,
             settings.passwords.iterations,
+            settings.passwords.concurrency(),
+            settings.passwords.queue_wait(),
         )?,
         account_limiter: RateLimiter::new(
             limits.per_account_max,
@@ -130,6 +134,15 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
             limits.per_peer_max,
             Duration::from_secs(limits.per_peer_window_seconds),
         ),
+        signup_by_address: RateLimiter::new(
+            settings.signup_limits.per_address_max,
+            Duration::from_secs(settings.signup_limits.per_address_window_seconds),
+        ),
+        signup_global: RateLimiter::new(
+            settings.signup_limits.global_max,
+            Duration::from_secs(settings.signup_limits.global_window_seconds),
+        ),
+        trusted_proxies: settings.server.trusted_proxies.clone(),
         leaderboard: LeaderboardRules {
             min_ranked_matches: settings.leaderboard.min_ranked_matches,
         },
@@ -141,7 +154,7 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
 #[derive(Debug)]
 pub struct App {
     service: AppService,
-    drain: Duration,
+    serving: ServeOptions,
     metrics: basra_platform::metrics::MetricsSettings,
 }
 
@@ -176,7 +189,7 @@ impl App {
         };
         Ok(App {
             service,
-            drain: settings.server.drain(),
+            serving: (&settings.server).into(),
             metrics: settings.metrics.clone(),
         })
     }
@@ -207,8 +220,8 @@ impl App {
                 AccountsError::Internal(format!("metrics.listen {}: {e}", self.metrics.listen))
             })?;
         match self.service {
-            AppService::Memory(s) => serve(listener, s, shutdown, self.drain).await,
-            AppService::Postgres(s) => serve(listener, s, shutdown, self.drain).await,
+            AppService::Memory(s) => serve(listener, s, shutdown, self.serving).await,
+            AppService::Postgres(s) => serve(listener, s, shutdown, self.serving).await,
         }
     }
 }

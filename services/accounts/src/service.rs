@@ -1,6 +1,6 @@
 //! The `basra.accounts.v1.Accounts` gRPC service over any [`Store`].
 
-use std::net::SocketAddr;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,6 +39,10 @@ pub const PUBLIC_METHODS: &[&str] = &[
     "/basra.accounts.v1.Accounts/Logout",
 ];
 
+/// The largest request accepted, in bytes (RecordMatch, with a long match's action
+/// log, is the largest by far); a larger one is answered OUT_OF_RANGE.
+pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+
 /// Leaderboard page size when the request says 0.
 pub const LEADERBOARD_DEFAULT_PAGE: u32 = 50;
 /// Match history page size when the request says 0.
@@ -62,8 +66,14 @@ pub struct ServiceConfig {
     pub passwords: PasswordHasherPool,
     /// Login attempts per account.
     pub account_limiter: RateLimiter,
-    /// Login attempts per peer address.
+    /// Login attempts per client address.
     pub peer_limiter: RateLimiter,
+    /// Register and GuestLogin calls per client address.
+    pub signup_by_address: RateLimiter,
+    /// Register and GuestLogin calls across this replica.
+    pub signup_global: RateLimiter,
+    /// The proxies whose forwarding headers name the client (per-address limits).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Who is listed on the leaderboard.
     pub leaderboard: LeaderboardRules,
 }
@@ -148,7 +158,7 @@ impl<S: Store> AccountsService<S> {
 
     /// The tonic server wrapping this service.
     pub fn into_server(self) -> AccountsServer<AccountsService<S>> {
-        AccountsServer::new(self)
+        AccountsServer::new(self).max_decoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     /// A new sign-in: a refresh token and the family it starts.
@@ -230,18 +240,41 @@ impl<S: Store> AccountsService<S> {
             .map_err(|e| AccountsError::Unauthenticated(e.to_string()))
     }
 
-    fn check_login_rate(&self, account_key: &str, peer: Option<SocketAddr>) -> Result<()> {
+    /// The client's address (behind the trusted proxies), as a limiter key.
+    fn client_key<T>(&self, request: &Request<T>) -> String {
+        let ip: Option<IpAddr> = basra_platform::client_addr::client_ip(
+            request.remote_addr(),
+            request.metadata(),
+            &self.inner.config.trusted_proxies,
+        );
+        ip.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string())
+    }
+
+    fn check_login_rate(&self, account_key: &str, client: &str) -> Result<()> {
         let config = &self.inner.config;
-        let peer_key = peer.map_or_else(|| "unknown".to_owned(), |p| p.ip().to_string());
-        let by_peer = config.peer_limiter.check(&peer_key);
+        let by_client = config.peer_limiter.check(client);
         let by_account = config.account_limiter.check(account_key);
-        match (by_peer, by_account) {
+        match (by_client, by_account) {
             (Ok(()), Ok(())) => Ok(()),
             (Err(wait), _) | (_, Err(wait)) => {
-                tracing::warn!(peer = %peer_key, "login rate limited");
+                tracing::warn!(client, "login rate limited");
                 Err(AccountsError::RateLimited { retry_after: wait })
             }
         }
+    }
+
+    /// Register and GuestLogin may create an account: limited per client address and
+    /// across the replica, so a flood cannot fill the database or the hashing pool.
+    fn check_signup_rate(&self, client: &str) -> Result<()> {
+        let config = &self.inner.config;
+        let limited = config
+            .signup_by_address
+            .check(client)
+            .and_then(|()| config.signup_global.check("all"));
+        limited.map_err(|wait| {
+            tracing::warn!(client, "sign-up rate limited");
+            AccountsError::SignupLimited { retry_after: wait }
+        })
     }
 
     async fn do_guest_login(&self, req: pb::GuestLoginRequest) -> Result<pb::GuestLoginResponse> {
@@ -340,11 +373,7 @@ impl<S: Store> AccountsService<S> {
         })
     }
 
-    async fn do_login(
-        &self,
-        peer: Option<SocketAddr>,
-        req: pb::LoginRequest,
-    ) -> Result<pb::LoginResponse> {
+    async fn do_login(&self, client: &str, req: pb::LoginRequest) -> Result<pb::LoginResponse> {
         if req.username.is_empty() {
             return Err(AccountsError::invalid("username", "must not be empty"));
         }
@@ -359,7 +388,7 @@ impl<S: Store> AccountsService<S> {
             .take(USERNAME_MAX + 1)
             .collect::<String>()
             .to_ascii_lowercase();
-        self.check_login_rate(&key, peer)?;
+        self.check_login_rate(&key, client)?;
         if req.username.chars().count() > USERNAME_MAX {
             // No account can have it: answer like an unknown user (after the
             // rate limit, so probing costs the same).
@@ -751,10 +780,12 @@ impl<S: Store> Accounts for AccountsService<S> {
         &self,
         request: Request<pb::GuestLoginRequest>,
     ) -> Result<Response<pb::GuestLoginResponse>, Status> {
-        let outcome = self
-            .do_guest_login(request.into_inner())
-            .await
-            .map_err(Status::from);
+        let client = self.client_key(&request);
+        let outcome = match self.check_signup_rate(&client) {
+            Ok(()) => self.do_guest_login(request.into_inner()).await,
+            Err(limited) => Err(limited),
+        }
+        .map_err(Status::from);
         self.inner.metrics.sign_in("guest", &outcome);
         Ok(Response::new(outcome?))
     }
@@ -765,10 +796,12 @@ impl<S: Store> Accounts for AccountsService<S> {
         request: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterResponse>, Status> {
         let caller = self.optional_caller(&request)?;
-        let outcome = self
-            .do_register(caller, request.into_inner())
-            .await
-            .map_err(Status::from);
+        let client = self.client_key(&request);
+        let outcome = match self.check_signup_rate(&client) {
+            Ok(()) => self.do_register(caller, request.into_inner()).await,
+            Err(limited) => Err(limited),
+        }
+        .map_err(Status::from);
         self.inner.metrics.sign_in("register", &outcome);
         Ok(Response::new(outcome?))
     }
@@ -778,9 +811,9 @@ impl<S: Store> Accounts for AccountsService<S> {
         &self,
         request: Request<pb::LoginRequest>,
     ) -> Result<Response<pb::LoginResponse>, Status> {
-        let peer = request.remote_addr();
+        let client = self.client_key(&request);
         let outcome = self
-            .do_login(peer, request.into_inner())
+            .do_login(&client, request.into_inner())
             .await
             .map_err(Status::from);
         self.inner.metrics.sign_in("login", &outcome);

@@ -28,6 +28,8 @@ pub struct Settings {
     pub auth: AuthSettings,
     /// Login rate limits.
     pub login_limits: LoginLimitSettings,
+    /// Register and GuestLogin rate limits.
+    pub signup_limits: SignupLimitSettings,
     /// Password hashing cost.
     pub passwords: PasswordSettings,
     /// Who is listed on the leaderboard.
@@ -123,6 +125,20 @@ pub struct LoginLimitSettings {
     pub per_peer_window_seconds: u64,
 }
 
+/// `[signup_limits]`: Register and GuestLogin, which may create an account.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignupLimitSettings {
+    /// Calls per client address per window.
+    pub per_address_max: u32,
+    /// The per-address window.
+    pub per_address_window_seconds: u64,
+    /// Calls across this replica per window.
+    pub global_max: u32,
+    /// The global window.
+    pub global_window_seconds: u64,
+}
+
 /// `[passwords]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -131,6 +147,25 @@ pub struct PasswordSettings {
     pub memory_kib: u32,
     /// argon2id passes.
     pub iterations: u32,
+    /// Hashes computed at once (each holds `memory_kib`); 0: one per CPU core.
+    pub max_concurrent: usize,
+    /// How long a call waits for a hashing slot before RESOURCE_EXHAUSTED.
+    pub queue_wait_ms: u64,
+}
+
+impl PasswordSettings {
+    /// [`max_concurrent`](Self::max_concurrent), with 0 resolved to the number of cores.
+    pub fn concurrency(&self) -> usize {
+        match self.max_concurrent {
+            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            n => n,
+        }
+    }
+
+    /// [`queue_wait_ms`](Self::queue_wait_ms) as a duration.
+    pub fn queue_wait(&self) -> Duration {
+        Duration::from_millis(self.queue_wait_ms)
+    }
 }
 
 /// `[leaderboard]`.
@@ -208,6 +243,14 @@ impl Validate for Settings {
         }
         if limits.per_account_window_seconds == 0 || limits.per_peer_window_seconds == 0 {
             return Err("login_limits windows must be at least 1 second".into());
+        }
+
+        let signup = &self.signup_limits;
+        if signup.per_address_max == 0 || signup.global_max == 0 {
+            return Err("signup_limits.per_address_max and global_max must be at least 1".into());
+        }
+        if signup.per_address_window_seconds == 0 || signup.global_window_seconds == 0 {
+            return Err("signup_limits windows must be at least 1 second".into());
         }
 
         if self.passwords.memory_kib < 8 || self.passwords.iterations == 0 {

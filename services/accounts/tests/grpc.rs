@@ -9,7 +9,7 @@ use std::time::Duration;
 use accounts::store::Store;
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::common::v1 as common_pb;
-use common::{TestApp, authed, spawn_app, spawn_app_with, tokens};
+use common::{TestApp, authed, spawn_app, spawn_app_on, spawn_app_with, test_settings, tokens};
 use tonic::Code;
 use uuid::Uuid;
 
@@ -44,6 +44,7 @@ grpc_tests!(
     get_players_answers_services_with_names_and_ratings,
     forged_and_expired_access_tokens_are_refused,
     login_attempts_are_rate_limited_per_account_and_per_peer,
+    sign_ups_are_rate_limited_per_address_and_in_all,
     pagination_through_grpc,
     health_and_reflection_answer,
 );
@@ -54,6 +55,72 @@ fn failure<T: std::fmt::Debug>(
 ) -> (Code, String) {
     let status = result.expect_err("the call should fail");
     (status.code(), status.message().to_owned())
+}
+
+/// `message` as if forwarded by a proxy for `client`.
+fn forwarded_for<T>(message: T, client: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request
+        .metadata_mut()
+        .insert("x-forwarded-for", client.parse().unwrap());
+    request
+}
+
+/// Asserts a sign-up limit's answer: RESOURCE_EXHAUSTED, a message and a retry hint.
+fn assert_sign_up_limited<T: std::fmt::Debug>(result: Result<tonic::Response<T>, tonic::Status>) {
+    let status = result.expect_err("the sign-up should be limited");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert!(status.message().contains("too many sign-ups"), "{status:?}");
+    let retry_ms: u64 = status
+        .metadata()
+        .get(basra_platform::error::RETRY_AFTER_MS)
+        .expect("a retry hint")
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry_ms >= 1, "{retry_ms}");
+}
+
+/// Behind a trusted proxy each forwarded client has its own sign-up budget; a client
+/// connecting directly cannot pick one by sending the header itself.
+#[tokio::test]
+async fn forwarded_addresses_count_only_from_trusted_proxies() {
+    let limited = [("BASRA_SIGNUP_LIMITS__PER_ADDRESS_MAX", "2")];
+    let mut settings = test_settings(&limited);
+    settings.server.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+    let app = spawn_app_on(accounts::MemoryStore::new(), settings).await;
+    let mut client = app.client().await;
+    for client_ip in ["198.51.100.1", "198.51.100.2"] {
+        for i in 0..2 {
+            let device = format!("{client_ip}-{i}");
+            client
+                .guest_login(forwarded_for(guest_req(&device), client_ip))
+                .await
+                .expect("within this client's own budget");
+        }
+        assert_sign_up_limited(
+            client
+                .guest_login(forwarded_for(guest_req("one-more"), client_ip))
+                .await,
+        );
+    }
+
+    // Not trusted: the header is ignored and every call spends the peer's budget.
+    let app = spawn_app_with(accounts::MemoryStore::new(), &limited).await;
+    let mut client = app.client().await;
+    for i in 0..2 {
+        let spoofed = format!("203.0.113.{i}");
+        client
+            .guest_login(forwarded_for(guest_req(&format!("d{i}")), &spoofed))
+            .await
+            .unwrap();
+    }
+    assert_sign_up_limited(
+        client
+            .guest_login(forwarded_for(guest_req("d9"), "203.0.113.99"))
+            .await,
+    );
 }
 
 fn guest_req(device: &str) -> pb::GuestLoginRequest {
@@ -949,6 +1016,54 @@ mod cases {
         }
         let (code, _) = failure(client.login(login_req("dave", "wrong password")).await);
         assert_eq!(code, Code::ResourceExhausted);
+    }
+
+    pub(super) async fn sign_ups_are_rate_limited_per_address_and_in_all<S: Store>(store: S) {
+        let app = spawn_app_with(
+            store,
+            &[
+                ("BASRA_SIGNUP_LIMITS__PER_ADDRESS_MAX", "3"),
+                ("BASRA_SIGNUP_LIMITS__PER_ADDRESS_WINDOW_SECONDS", "3600"),
+            ],
+        )
+        .await;
+        let mut client = app.client().await;
+        // GuestLogin and Register share one budget per address.
+        client.guest_login(guest_req("device-1")).await.unwrap();
+        client.guest_login(guest_req("device-2")).await.unwrap();
+        register(&app, "alice").await;
+        assert_sign_up_limited(client.guest_login(guest_req("device-3")).await);
+        assert_sign_up_limited(
+            client
+                .register(register_req("bob", "correct horse battery"))
+                .await,
+        );
+        // Nothing was written for the refused calls; Login is not a sign-up.
+        let (code, _) = failure(
+            client
+                .login(login_req("bob", "correct horse battery"))
+                .await,
+        );
+        assert_eq!(code, Code::Unauthenticated);
+        client
+            .login(login_req("alice", "correct horse battery"))
+            .await
+            .expect("login is limited separately");
+        drop(client);
+
+        // The replica-wide budget holds across addresses.
+        let app = spawn_app_with(
+            accounts::MemoryStore::new(),
+            &[
+                ("BASRA_SIGNUP_LIMITS__GLOBAL_MAX", "2"),
+                ("BASRA_SIGNUP_LIMITS__GLOBAL_WINDOW_SECONDS", "3600"),
+            ],
+        )
+        .await;
+        let mut client = app.client().await;
+        client.guest_login(guest_req("g-1")).await.unwrap();
+        client.guest_login(guest_req("g-2")).await.unwrap();
+        assert_sign_up_limited(client.guest_login(guest_req("g-3")).await);
     }
 
     pub(super) async fn pagination_through_grpc<S: Store>(store: S) {

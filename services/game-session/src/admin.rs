@@ -214,7 +214,7 @@ impl GameAdmin for AdminService {
         let deadline_ms = request.deadline.map_or(30_000, |d| {
             d.seconds.max(0) * 1000 + i64::from(d.nanos.max(0)) / 1_000_000
         });
-        let streams = self.core.open_streams.load(Ordering::SeqCst) as u32;
+        let streams = self.core.open_streams() as u32;
         let at = if self.core.drain.is_cancelled() {
             self.core.drain_deadline_ms.load(Ordering::SeqCst)
         } else {

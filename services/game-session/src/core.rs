@@ -11,13 +11,13 @@
 //! finds its own lease swept (it stalled longer than the lease) ends its streams, which
 //! resume, and continues under a new instance id.
 
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use basra_engine::Seed;
 use rand::RngCore as _;
-use tokio::sync::watch;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{GameError, Result};
@@ -30,8 +30,23 @@ use crate::room::{Reject, Room};
 use crate::settings::Timing;
 use crate::store::{Commit, CommitOutcome, LeasedSeat, RoomStore, move_key};
 
-/// How many times a change is retried on version conflicts before giving up.
-const MAX_ATTEMPTS: usize = 64;
+/// How many times a change is tried on version conflicts before giving up.
+const MAX_ATTEMPTS: u32 = 32;
+/// The first retry waits up to this long; each next one up to twice as long ...
+const BACKOFF_BASE: Duration = Duration::from_millis(1);
+/// ... but never more than this.
+const BACKOFF_CAP: Duration = Duration::from_millis(50);
+
+/// How long to wait before retry number `attempt` (1 for the first retry) after a
+/// version conflict: "full jitter", uniformly random up to an exponentially growing,
+/// capped ceiling, so writers that collided spread out instead of colliding again.
+/// `unit` is a random number in [0, 1).
+pub fn conflict_backoff(attempt: u32, unit: f64) -> Duration {
+    let ceiling = BACKOFF_BASE
+        .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
+        .min(BACKOFF_CAP);
+    ceiling.mul_f64(unit.clamp(0.0, 1.0))
+}
 
 /// What the service needs to know, already validated (tests build it directly).
 #[derive(Debug, Clone)]
@@ -82,8 +97,8 @@ pub struct Core {
     pub hub: Arc<Hub>,
     /// Settings.
     pub config: ServiceConfig,
-    /// Open Play streams on this replica.
-    pub open_streams: AtomicUsize,
+    /// One permit per Play stream this replica may hold (`max_streams`).
+    pub stream_slots: Arc<Semaphore>,
     /// Cancelled when the replica stops: streams end with UNAVAILABLE.
     pub shutdown: CancellationToken,
     /// Cancelled by `DrainReplica`.
@@ -153,7 +168,10 @@ impl Core {
         let key = client_move
             .filter(|(_, id)| !id.is_empty())
             .map(|(seat, id)| move_key(seat, id));
-        for _ in 0..MAX_ATTEMPTS {
+        for attempt in 0..MAX_ATTEMPTS {
+            if attempt > 0 {
+                tokio::time::sleep(conflict_backoff(attempt, rand::random::<f64>())).await;
+            }
             let loaded = self
                 .store
                 .load(room_id)
@@ -484,34 +502,63 @@ impl Core {
         Ok(())
     }
 
-    /// Counts a new stream, or refuses it at capacity or while draining.
+    /// Takes a stream slot, or refuses the stream at capacity or while draining.
     pub fn admit(self: &Arc<Self>) -> Result<StreamPermit> {
         if self.drain.is_cancelled() || self.shutdown.is_cancelled() {
             return Err(GameError::Unavailable(
                 "this replica is draining; reconnect elsewhere".into(),
             ));
         }
-        let open = self.open_streams.fetch_add(1, Ordering::SeqCst);
-        self.metrics.open_streams.inc();
-        let permit = StreamPermit(Arc::clone(self));
-        if open >= self.config.max_streams {
+        let Ok(slot) = Arc::clone(&self.stream_slots).try_acquire_owned() else {
             self.metrics.streams_refused.inc();
             return Err(GameError::Exhausted(format!(
                 "this replica serves its maximum of {} streams; retry with backoff",
                 self.config.max_streams
             )));
-        }
-        Ok(permit)
+        };
+        self.metrics.open_streams.inc();
+        Ok(StreamPermit {
+            _slot: slot,
+            metrics: Arc::clone(&self.metrics),
+        })
+    }
+
+    /// Play streams open on this replica now.
+    pub fn open_streams(&self) -> usize {
+        self.config.max_streams - self.stream_slots.available_permits()
     }
 }
 
-/// One admitted stream; dropping it frees the slot.
+/// One admitted stream; dropping it frees its slot.
 #[derive(Debug)]
-pub struct StreamPermit(Arc<Core>);
+pub struct StreamPermit {
+    _slot: OwnedSemaphorePermit,
+    metrics: Arc<GameMetrics>,
+}
 
 impl Drop for StreamPermit {
     fn drop(&mut self) {
-        self.0.open_streams.fetch_sub(1, Ordering::SeqCst);
-        self.0.metrics.open_streams.dec();
+        self.metrics.open_streams.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conflict_backoff_grows_with_jitter_up_to_the_cap() {
+        // The ceiling doubles from 1 ms and stops at the cap.
+        assert_eq!(
+            conflict_backoff(1, 0.999_999),
+            Duration::from_nanos(999_999)
+        );
+        assert_eq!(conflict_backoff(3, 0.5), Duration::from_millis(2));
+        assert_eq!(conflict_backoff(6, 0.5), Duration::from_millis(16));
+        assert_eq!(conflict_backoff(7, 1.0), BACKOFF_CAP);
+        assert_eq!(conflict_backoff(31, 1.0), BACKOFF_CAP);
+        // Jitter: the whole range from nothing to the ceiling.
+        assert_eq!(conflict_backoff(5, 0.0), Duration::ZERO);
+        assert!(conflict_backoff(5, 0.25) < conflict_backoff(5, 0.75));
     }
 }

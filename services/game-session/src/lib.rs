@@ -40,9 +40,10 @@ pub mod settings;
 pub mod store;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicUsize};
+use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
+use basra_platform::ServeOptions;
 use basra_platform::auth::{AuthLayer, Role, TokenVerifier, TrustedKey, load_trusted};
 use basra_proto::basra::game::v1::{game_admin_server::GameAdminServer, game_server::GameServer};
 use tokio::net::TcpListener;
@@ -79,8 +80,8 @@ impl GameSession {
         let core = Arc::new(Core {
             store: Arc::clone(&store),
             hub: Arc::default(),
+            stream_slots: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
             config,
-            open_streams: AtomicUsize::new(0),
             shutdown: shutdown.clone(),
             drain: CancellationToken::new(),
             drain_deadline_ms: AtomicI64::new(0),
@@ -144,19 +145,19 @@ impl GameSession {
 }
 
 /// Serves a replica on `listener` until `shutdown` is cancelled. Tokens are checked with
-/// `verifier`; in-flight calls get `drain` to finish.
+/// `verifier`; `serving` says how it drains and limits connections.
 pub async fn run(
     listener: TcpListener,
     store: Arc<dyn RoomStore>,
     verifier: TokenVerifier,
     config: ServiceConfig,
     accounts: Option<AccountsLink>,
-    drain: Duration,
+    serving: impl Into<ServeOptions>,
     shutdown: CancellationToken,
 ) -> Result<(), GameError> {
     let background = shutdown.child_token();
     let session = GameSession::start(store, config, accounts, background.clone());
-    let result = serve_session(&session, listener, verifier, drain, shutdown).await;
+    let result = serve_session(&session, listener, verifier, serving, shutdown).await;
     background.cancel();
     result
 }
@@ -215,14 +216,7 @@ pub async fn run_with_settings(
     .map_err(|err| {
         GameError::Invalid(format!("metrics.listen {}: {err}", settings.metrics.listen))
     })?;
-    let result = serve_session(
-        &session,
-        listener,
-        verifier,
-        settings.server.drain(),
-        shutdown,
-    )
-    .await;
+    let result = serve_session(&session, listener, verifier, &settings.server, shutdown).await;
     background.cancel();
     result
 }
@@ -249,13 +243,13 @@ fn verifier(settings: &Settings) -> Result<TokenVerifier, GameError> {
 }
 
 /// Serves a started replica's routes (with auth, health and reflection) on `listener`
-/// until `shutdown`; in-flight calls get `drain` to finish. The replica's background
+/// until `shutdown`; `serving` says how it drains and limits connections. The replica's background
 /// tasks run until the `shutdown` given to [`GameSession::start`].
 pub async fn serve_session(
     session: &GameSession,
     listener: TcpListener,
     verifier: TokenVerifier,
-    drain: Duration,
+    serving: impl Into<ServeOptions>,
     shutdown: CancellationToken,
 ) -> Result<(), GameError> {
     let auth = AuthLayer::new(verifier, &[]);
@@ -265,7 +259,7 @@ pub async fn serve_session(
         SERVICE_NAMES,
         auth,
         shutdown,
-        drain,
+        serving,
     )
     .await
     .map_err(|err| GameError::Internal(format!("grpc server: {err}")))

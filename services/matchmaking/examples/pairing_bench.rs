@@ -127,7 +127,7 @@ fn start(store: Arc<dyn Store>, metrics: Arc<Metrics>) -> CancellationToken {
     let config = Config {
         queue,
         rooms: settings.rooms,
-        drain: Duration::from_secs(1),
+        serving: Duration::from_secs(1).into(),
     };
     let _ = matchmaking::start(config, deps, shutdown.clone());
     shutdown

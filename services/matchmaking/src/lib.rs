@@ -23,9 +23,9 @@ pub mod settings;
 pub mod store;
 pub mod upstream;
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
-use basra_platform::{AuthLayer, TokenVerifier, serve::serve};
+use basra_platform::{AuthLayer, ServeOptions, TokenVerifier, serve::serve};
 use basra_proto::basra::matchmaking::v1::matchmaking_server::MatchmakingServer;
 use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
@@ -46,6 +46,9 @@ use crate::{
 /// The gRPC service name, for health and reflection.
 pub const SERVICE_NAME: &str = "basra.matchmaking.v1.Matchmaking";
 
+/// The largest request accepted, in bytes; a larger one is answered OUT_OF_RANGE.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
 /// The behaviour settings of a running matchmaker.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -53,8 +56,8 @@ pub struct Config {
     pub queue: QueueSettings,
     /// Created rooms.
     pub rooms: RoomSettings,
-    /// How long in-flight calls get at shutdown.
-    pub drain: Duration,
+    /// How the server drains at shutdown and limits its connections.
+    pub serving: ServeOptions,
 }
 
 /// What the matchmaker talks to.
@@ -125,11 +128,12 @@ pub async fn run(
     deps: Deps,
     shutdown: CancellationToken,
 ) -> Result<()> {
-    let drain = config.drain;
+    let serving = config.serving.clone();
     let (service, background) = start(config, deps, shutdown.clone());
-    let routes = Routes::new(MatchmakingServer::new(service));
+    let routes =
+        Routes::new(MatchmakingServer::new(service).max_decoding_message_size(MAX_MESSAGE_BYTES));
     let auth = AuthLayer::new(verifier, &[]);
-    serve(listener, routes, &[SERVICE_NAME], auth, shutdown, drain).await?;
+    serve(listener, routes, &[SERVICE_NAME], auth, shutdown, serving).await?;
     let _ = background.await;
     Ok(())
 }

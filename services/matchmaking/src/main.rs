@@ -100,7 +100,7 @@ async fn main() -> anyhow::Result<()> {
     let config = Config {
         queue: settings.queue.clone(),
         rooms: settings.rooms.clone(),
-        drain: settings.server.drain(),
+        serving: (&settings.server).into(),
     };
 
     let listener = TcpListener::bind(settings.server.listen)

@@ -175,6 +175,8 @@ async fn settle(inner: &Inner, group: Group) -> Result<()> {
                 .commit(&group.room_id, &records, now, q.grace_ms())
                 .await?;
             if outcome == CommitOutcome::Committed {
+                // Counted as soon as it is committed: the players hear of it from here.
+                inner.deps.metrics.matched(bots > 0);
                 for member in &group.members {
                     inner
                         .deps
@@ -182,7 +184,6 @@ async fn settle(inner: &Inner, group: Group) -> Result<()> {
                         .set_player_room(&member.user_id, &group.room_id, PLAYER_ROOM_TTL_MS)
                         .await?;
                 }
-                inner.deps.metrics.matched(bots > 0);
                 tracing::debug!(room = %group.room_id, players = group.members.len(), bots, "matched");
             } else {
                 tracing::info!(room = %group.room_id, ?outcome, "group not committed");

@@ -11,22 +11,30 @@ use std::{
 use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     net::TcpStream,
+    sync::OwnedSemaphorePermit,
 };
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 /// A [`TcpStream`] whose reads and writes fail once `cut` is cancelled, which
-/// makes hyper drop the connection.
+/// makes hyper drop the connection. It holds one of the server's connection slots
+/// until it is dropped.
 pub(super) struct Severable {
     stream: TcpStream,
     cut: Pin<Box<WaitForCancellationFutureOwned>>,
+    _slot: OwnedSemaphorePermit,
 }
 
 impl Severable {
-    pub(super) fn new(stream: TcpStream, cut: CancellationToken) -> Self {
+    pub(super) fn new(
+        stream: TcpStream,
+        cut: CancellationToken,
+        slot: OwnedSemaphorePermit,
+    ) -> Self {
         Severable {
             stream,
             cut: Box::pin(cut.cancelled_owned()),
+            _slot: slot,
         }
     }
 

@@ -142,7 +142,11 @@ pub(crate) fn test_settings(env: &[(&str, &str)]) -> Settings {
 
 /// Starts the service on `store` with [`test_settings`]`(env)`.
 pub(crate) async fn spawn_app_with<S: Store>(store: S, env: &[(&str, &str)]) -> TestApp<S> {
-    let settings = test_settings(env);
+    spawn_app_on(store, test_settings(env)).await
+}
+
+/// Starts the service on `store` with `settings` (its server limits, a 1 s drain).
+pub(crate) async fn spawn_app_on<S: Store>(store: S, settings: Settings) -> TestApp<S> {
     let key_pem = private_pem();
     let key = SigningKey::from_pem(KID, &key_pem).unwrap();
     let config = accounts::service_config(&settings, key).unwrap();
@@ -154,7 +158,10 @@ pub(crate) async fn spawn_app_with<S: Store>(store: S, env: &[(&str, &str)]) -> 
         listener,
         service.clone(),
         shutdown.clone(),
-        Duration::from_secs(1),
+        basra_platform::ServeOptions {
+            drain: Duration::from_secs(1),
+            limits: settings.server.limits.clone(),
+        },
     ));
     TestApp {
         addr,

@@ -415,7 +415,7 @@ impl Env {
         let config = Config {
             queue: self.settings.queue.clone(),
             rooms: self.settings.rooms.clone(),
-            drain: Duration::from_millis(200),
+            serving: Duration::from_millis(200).into(),
         };
         let shutdown = self.shutdown.child_token();
         tokio::spawn(matchmaking::run(
