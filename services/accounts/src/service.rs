@@ -40,7 +40,7 @@ pub const PUBLIC_METHODS: &[&str] = &[
 ];
 
 /// The largest request accepted, in bytes (RecordMatch, with a long match's action
-/// log, is the largest by far); a larger one is answered OUT_OF_RANGE.
+/// log, is the largest by far); a larger one is answered RESOURCE_EXHAUSTED.
 pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 
 /// Leaderboard page size when the request says 0.

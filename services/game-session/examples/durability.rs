@@ -91,6 +91,7 @@ fn room(id: &str) -> Room {
             grace_ms: 600_000,
             bot_delay_ms: 0,
             rematch_ms: 600_000,
+            turn_slack_ms: 1_000,
         },
         0,
     );

@@ -156,6 +156,7 @@ fn serve() -> anyhow::Result<()> {
                 grace_ms: 120_000,
                 bot_delay_ms: 0,
                 rematch_ms: 120_000,
+                turn_slack_ms: 1_000,
             },
             max_streams: 1_000_000,
             join_timeout: Duration::from_secs(30),

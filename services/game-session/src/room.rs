@@ -722,11 +722,18 @@ impl Room {
         (ended, true)
     }
 
+    /// When the server plays for the player whose turn it is: the turn's deadline (as
+    /// the clients are told it) plus the slack that lets plays in flight land first.
+    fn turn_timer_ms(&self) -> Option<i64> {
+        let slack = i64::try_from(self.timing.turn_slack_ms).unwrap_or(i64::MAX);
+        self.turn_deadline_ms.map(|at| at.saturating_add(slack))
+    }
+
     /// The next moment something is due in this room (a bot's move, a turn timeout, a
     /// grace period's end, the rematch window's end).
     pub fn next_deadline(&self) -> Option<i64> {
         match self.status {
-            Status::InProgress => [self.bot_due_ms, self.turn_deadline_ms]
+            Status::InProgress => [self.bot_due_ms, self.turn_timer_ms()]
                 .into_iter()
                 .chain(self.seats.iter().map(|s| s.grace_deadline_ms))
                 .flatten()
@@ -750,7 +757,7 @@ impl Room {
                     return self.resign(seat as u8, true, now).is_ok();
                 }
                 let bot_due = self.bot_due_ms.is_some_and(|at| at <= now);
-                let timed_out = self.turn_deadline_ms.is_some_and(|at| at <= now);
+                let timed_out = self.turn_timer_ms().is_some_and(|at| at <= now);
                 if !(bot_due || timed_out) {
                     return false;
                 }

@@ -59,7 +59,7 @@ fn invalid(message: impl Into<String>) -> Status {
 }
 
 /// The status answering a failed read of the client's stream. tonic's decoder refuses a
-/// message above [`MAX_MESSAGE_BYTES`](crate::MAX_MESSAGE_BYTES) with OUT_OF_RANGE; the
+/// message above [`MAX_MESSAGE_BYTES`](crate::MAX_MESSAGE_BYTES) with RESOURCE_EXHAUSTED; the
 /// API answers capacity limits with RESOURCE_EXHAUSTED (as other gRPC stacks do for an
 /// oversized message).
 fn inbound_status(status: Status) -> Status {

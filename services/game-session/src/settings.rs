@@ -63,6 +63,8 @@ pub struct GameSettings {
     pub bot_delay_ms: u64,
     /// Seconds the rematch offer stays open.
     pub rematch_seconds: u64,
+    /// Milliseconds past a turn's deadline before the server plays for the player.
+    pub turn_slack_ms: u64,
     /// Most Play streams open at once on this replica.
     pub max_streams: usize,
     /// Seconds a new stream may take to send its Join.
@@ -160,6 +162,12 @@ impl Validate for GameSettings {
                 self.turn_seconds
             ));
         }
+        if self.turn_slack_ms > 10_000 {
+            return Err(format!(
+                "game.turn_slack_ms must be at most 10000, not {}",
+                self.turn_slack_ms
+            ));
+        }
         if self.max_streams == 0 {
             return Err("game.max_streams must be at least 1".into());
         }
@@ -189,6 +197,11 @@ pub struct Timing {
     pub bot_delay_ms: u64,
     /// Milliseconds of rematch window.
     pub rematch_ms: u64,
+    /// Milliseconds the server waits past a turn's deadline before playing for the
+    /// player: a play that reached the server in time, but is still queued or retrying
+    /// its commit under load, is never beaten by the timer.
+    #[serde(default)]
+    pub turn_slack_ms: u64,
 }
 
 impl GameSettings {
@@ -199,6 +212,7 @@ impl GameSettings {
             grace_ms: self.grace_seconds * 1000,
             bot_delay_ms: self.bot_delay_ms,
             rematch_ms: self.rematch_seconds * 1000,
+            turn_slack_ms: self.turn_slack_ms,
         }
     }
 

@@ -551,6 +551,40 @@ async fn a_timed_out_turn_is_played_automatically() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_play_landing_within_the_slack_past_the_deadline_beats_the_timer() {
+    let tokens = Tokens::new();
+    let mut t = timing();
+    t.turn_ms = 300;
+    t.turn_slack_ms = 1_500;
+    let replica =
+        Replica::spawn(redis_store(&prefix()).await, &tokens, config("r1", t), None).await;
+    let (room, ua, _) = two_player_room(&replica, &tokens).await;
+    let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
+    let turn = a
+        .until(|e| matches!(e, E::TurnStarted(t) if t.seat == 0))
+        .await;
+    let Some(E::TurnStarted(started)) = turn.event else {
+        unreachable!()
+    };
+    // Play 300 ms after the advertised deadline, as a play stuck in a queue would land.
+    let deadline = started.deadline.unwrap();
+    let deadline_ms = deadline.seconds * 1000 + i64::from(deadline.nanos) / 1_000_000;
+    let late = deadline_ms + 300 - chrono::Utc::now().timestamp_millis();
+    tokio::time::sleep(Duration::from_millis(late.max(0) as u64)).await;
+    let card = a.hand.iter().next().unwrap();
+    a.play(card, "late-but-in-flight").await;
+    let played = a.until(|e| matches!(e, E::CardPlayed(_))).await;
+    assert!(
+        matches!(&played.event, Some(E::CardPlayed(p)) if p.seat == 0 && !p.automatic),
+        "the player's own play counts: {played:?}"
+    );
+    // Past deadline + slack, the timer plays for the absent seat 1 as before.
+    let played = a.until(|e| matches!(e, E::CardPlayed(_))).await;
+    assert!(matches!(&played.event, Some(E::CardPlayed(p)) if p.seat == 1 && p.automatic));
+    replica.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bot_seat_plays_a_whole_match() {
     let tokens = Tokens::new();
     let store = redis_store(&prefix()).await;

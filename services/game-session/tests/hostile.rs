@@ -163,3 +163,72 @@ async fn a_spectator_cannot_play_and_a_seat_token_does_not_open_another_room() {
     assert_eq!(err.code(), Code::PermissionDenied, "{err}");
     replica.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_4_mb_message_ends_only_its_own_stream_and_changes_nothing() {
+    let tokens = Tokens::new();
+    let store = redis_store(&prefix()).await;
+    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
+    let (room, mut a, mut b) = two_players(&replica, &tokens, low_target()).await;
+    let version = store.load(&room).await.unwrap().unwrap().version;
+
+    // A play whose move id alone is 4 MB: refused while decoding, never buffered whole.
+    b.send(Kind::PlayCard(game::PlayCard {
+        card: Some(basra_proto::convert::card_to_pb("AS".parse().unwrap())),
+        capture_choice: None,
+        based_on_seq: None,
+        client_move_id: "x".repeat(4 * 1024 * 1024),
+    }))
+    .await;
+    assert_eq!(stream_end(&mut b).await, Code::ResourceExhausted);
+    assert_eq!(
+        store.load(&room).await.unwrap().unwrap().version,
+        version,
+        "nothing was written"
+    );
+
+    // The other player's stream and the room carry on.
+    let ended = a.play_on(Some(1)).await;
+    assert!(ended.is_none(), "one play, the match runs");
+    replica.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_that_never_reads_holds_up_nobody() {
+    let tokens = Tokens::new();
+    let replica = Replica::spawn(
+        redis_store(&prefix()).await,
+        &tokens,
+        config("r1", timing()),
+        None,
+    )
+    .await;
+    let (room, mut a, mut b) = two_players(&replica, &tokens, low_target()).await;
+    // A spectator that joins and then never reads: its events pile up only to its own
+    // stream's bounded queue and HTTP/2 window, and its stream task waits alone.
+    let join = game::ClientMessage {
+        kind: Some(Kind::Join(game::Join {
+            room_id: room.clone(),
+            last_seen_seq: None,
+            spectate: true,
+        })),
+    };
+    let (_tx, _unread) = open(
+        replica.channel().await,
+        &tokens.token(Uuid::now_v7(), Role::Player),
+        join,
+    )
+    .await
+    .unwrap();
+
+    // The players play the whole match at full speed meanwhile.
+    let ta = tokio::spawn(async move { a.play_on(None).await });
+    let tb = tokio::spawn(async move { b.play_on(None).await });
+    let (ea, eb) = tokio::time::timeout(Duration::from_secs(60), async {
+        (ta.await.unwrap(), tb.await.unwrap())
+    })
+    .await
+    .expect("the match ends although a watcher never reads");
+    assert_eq!(ea.expect("a saw the end"), eb.expect("b saw the end"));
+    replica.stop().await;
+}

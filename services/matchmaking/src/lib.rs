@@ -46,7 +46,7 @@ use crate::{
 /// The gRPC service name, for health and reflection.
 pub const SERVICE_NAME: &str = "basra.matchmaking.v1.Matchmaking";
 
-/// The largest request accepted, in bytes; a larger one is answered OUT_OF_RANGE.
+/// The largest request accepted, in bytes; a larger one is answered RESOURCE_EXHAUSTED.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
 
 /// The behaviour settings of a running matchmaker.

@@ -71,6 +71,7 @@ pub fn timing() -> Timing {
         grace_ms: 60_000,
         bot_delay_ms: 0,
         rematch_ms: 60_000,
+        turn_slack_ms: 0,
     }
 }
 
