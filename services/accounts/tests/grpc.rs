@@ -123,6 +123,23 @@ async fn forwarded_addresses_count_only_from_trusted_proxies() {
     );
 }
 
+/// With PostgreSQL unreachable, a call is answered UNAVAILABLE within the pool's
+/// acquire timeout, before a client's 3 s deadline.
+#[tokio::test]
+async fn an_unreachable_database_answers_unavailable_promptly() {
+    // Nothing listens on port 1: every connection attempt is refused.
+    let store =
+        accounts::PgStore::connect_lazy("postgres://postgres@127.0.0.1:1/postgres", 4).unwrap();
+    let app = spawn_app_with(store, &[]).await;
+    let mut client = app.client().await;
+    // With a 3 s deadline: a slower answer would be DEADLINE_EXCEEDED instead.
+    let mut request = tonic::Request::new(guest_req("device-1"));
+    request.set_timeout(Duration::from_secs(3));
+    let status = client.guest_login(request).await.unwrap_err();
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert!(status.message().contains("retry"), "{status:?}");
+}
+
 fn guest_req(device: &str) -> pb::GuestLoginRequest {
     pb::GuestLoginRequest {
         device_id: device.into(),

@@ -22,6 +22,17 @@ use crate::rating::{Rating, rate};
 use crate::record::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
 
+/// How long a call waits for a pooled connection before it is answered UNAVAILABLE:
+/// well under a client's usual 3 s deadline, so a client hears "unavailable, retry"
+/// rather than DEADLINE_EXCEEDED while PostgreSQL is down or the pool is exhausted.
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(1);
+
+fn pool_options(max_connections: u32) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+}
+
 /// A [`Store`] on PostgreSQL.
 #[derive(Debug, Clone)]
 pub struct PgStore {
@@ -39,11 +50,14 @@ impl PgStore {
 
     /// Connects a pool of at most `max_connections` to `url`.
     pub async fn connect(url: &str, max_connections: u32) -> Result<PgStore> {
-        let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(5))
-            .connect(url)
-            .await?;
+        let pool = pool_options(max_connections).connect(url).await?;
+        Ok(PgStore { pool })
+    }
+
+    /// A store whose pool connects on first use: starts even while PostgreSQL is down,
+    /// and answers UNAVAILABLE until it is back.
+    pub fn connect_lazy(url: &str, max_connections: u32) -> Result<PgStore> {
+        let pool = pool_options(max_connections).connect_lazy(url)?;
         Ok(PgStore { pool })
     }
 
