@@ -11,7 +11,7 @@
 //! | [`redis`](mod@redis) | one Redis layer: a single node or a cluster by the URL setting, key prefix and hash tags, scripts, sharded pub/sub with resubscription |
 //! | [`metrics`] | Prometheus metrics (`prometheus-client`) served on `GET /metrics` |
 //! | [`client_addr`] | the client's address behind trusted proxies (`forwarded`, `x-forwarded-for`), for per-address limits |
-//! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts) |
+//! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts, sign-ups), on `governor` |
 //!
 //! A service's `main` is, in order: [`config::load`], [`telemetry::init`],
 //! bind the listener, [`shutdown::on_signal`], [`serve::serve`].

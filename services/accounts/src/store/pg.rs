@@ -25,7 +25,7 @@ use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
 /// How long a call waits for a pooled connection before it is answered UNAVAILABLE:
 /// well under a client's usual 3 s deadline, so a client hears "unavailable, retry"
 /// rather than DEADLINE_EXCEEDED while PostgreSQL is down or the pool is exhausted.
-pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(1);
 
 fn pool_options(max_connections: u32) -> PgPoolOptions {
     PgPoolOptions::new()
