@@ -41,7 +41,7 @@ bench: ## Run the benchmarks (figures go in README.md, 'Performance')
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 20 --think-ms 1000
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := engine_actions rules_tool client_messages
+FUZZ_TARGETS := engine_actions rules_tool client_messages tokens
 fuzz: ## Fuzz each target for FUZZ_SECONDS (cargo-fuzz, nightly; see README "Fuzzing")
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
 	cd fuzz && for target in $(FUZZ_TARGETS); do \
