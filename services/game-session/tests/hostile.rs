@@ -181,10 +181,22 @@ async fn a_4_mb_message_ends_only_its_own_stream_and_changes_nothing() {
     }))
     .await;
     assert_eq!(stream_end(&mut b).await, Code::ResourceExhausted);
+    // The only thing the room records is that seat 1's stream went away: no play.
+    loop {
+        let event = a.next().await.expect("a's stream stays up");
+        match event.event.unwrap() {
+            E::ConnectionChanged(c) if c.seat == 1 => {
+                assert_eq!(c.state, game::ConnectionState::Disconnected as i32);
+                break;
+            }
+            E::CardPlayed(p) => panic!("nothing may be played: {p:?}"),
+            _ => {}
+        }
+    }
     assert_eq!(
         store.load(&room).await.unwrap().unwrap().version,
-        version,
-        "nothing was written"
+        version + 1,
+        "one change: the disconnect"
     );
 
     // The other player's stream and the room carry on.
