@@ -24,7 +24,10 @@ fn fixture() -> &'static Fixture {
             role: Role::Player,
             guest: true,
         };
-        let token = issuer.issue(&caller, Duration::from_secs(3600)).unwrap().token;
+        let token = issuer
+            .issue(&caller, Duration::from_secs(3600))
+            .unwrap()
+            .token;
         Fixture {
             verifier: issuer.verifier(),
             token,
