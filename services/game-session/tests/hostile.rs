@@ -104,13 +104,7 @@ async fn a_spectator_cannot_play_and_a_seat_token_does_not_open_another_room() {
 
     // A spectator (allowed in these rooms) tries to play and to resign.
     let watcher = Uuid::now_v7();
-    let join = game::ClientMessage {
-        kind: Some(Kind::Join(game::Join {
-            room_id: room.clone(),
-            last_seen_seq: None,
-            spectate: true,
-        })),
-    };
+    let join = spectate_message(&room);
     let (tx, mut events) = open(
         replica.channel().await,
         &tokens.token(watcher, Role::Player),
@@ -218,13 +212,7 @@ async fn a_watcher_that_never_reads_holds_up_nobody() {
     let (room, mut a, mut b) = two_players(&replica, &tokens, low_target()).await;
     // A spectator that joins and then never reads: its events pile up only to its own
     // stream's bounded queue and HTTP/2 window, and its stream task waits alone.
-    let join = game::ClientMessage {
-        kind: Some(Kind::Join(game::Join {
-            room_id: room.clone(),
-            last_seen_seq: None,
-            spectate: true,
-        })),
-    };
+    let join = spectate_message(&room);
     let (_tx, _unread) = open(
         replica.channel().await,
         &tokens.token(Uuid::now_v7(), Role::Player),

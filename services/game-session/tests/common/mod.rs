@@ -284,6 +284,17 @@ pub fn join_message(room_id: &str, last_seen_seq: Option<u64>) -> ClientMessage 
     }
 }
 
+/// A Join that watches `room_id` as a spectator, from the start.
+pub fn spectate_message(room_id: &str) -> ClientMessage {
+    ClientMessage {
+        kind: Some(Kind::Join(game::Join {
+            room_id: room_id.into(),
+            last_seen_seq: None,
+            spectate: true,
+        })),
+    }
+}
+
 /// Opens a Play stream and sends Join; the error status if the server refuses.
 pub async fn open(
     channel: Channel,
