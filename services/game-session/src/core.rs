@@ -29,6 +29,7 @@ use crate::record::encoded_record;
 use crate::room::{Reject, Room};
 use crate::settings::Timing;
 use crate::store::{Commit, CommitOutcome, LeasedSeat, RoomStore, move_key};
+use crate::walks::Walks;
 
 /// How many times a change is tried on version conflicts before giving up.
 const MAX_ATTEMPTS: u32 = 32;
@@ -69,6 +70,24 @@ pub struct ServiceConfig {
     pub lease: Duration,
 }
 
+impl ServiceConfig {
+    /// How long a replica holds a shard walk without renewing it: ten timer polls (one
+    /// second by default), at least half a second. A crashed replica's shards are walked
+    /// again by the others within about this long, which the turn slack (one second by
+    /// default) mostly absorbs.
+    pub fn walk_lease(&self) -> Duration {
+        (self.timer_poll * 10).clamp(Duration::from_millis(500), Duration::from_secs(5))
+    }
+
+    /// A new [`Walks`] for this replica: its name and a random part.
+    pub fn walks(&self) -> Walks {
+        Walks::new(
+            format!("{}/{}", self.replica, uuid::Uuid::now_v7().simple()),
+            self.walk_lease(),
+        )
+    }
+}
+
 /// The outcome of [`Core::mutate`].
 #[derive(Debug)]
 pub enum Mutation<T> {
@@ -107,6 +126,8 @@ pub struct Core {
     pub drain_deadline_ms: AtomicI64,
     /// The presence lease.
     pub lease: Lease,
+    /// The shards this replica walks (timers, outbox, lease sweep).
+    pub walks: Arc<Walks>,
     /// accounts, for players' names (and the outbox).
     pub accounts: Option<AccountsLink>,
     /// Prometheus metrics.
@@ -375,10 +396,14 @@ impl Core {
                 self.refresh_lease(now).await;
                 next_refresh = now + self.config.lease.as_millis() as i64 / 3;
             }
-            if let Err(err) = self.sweep_leases(now).await {
+            let shards = self.walks.shards();
+            if shards.is_empty() {
+                continue;
+            }
+            if let Err(err) = self.sweep_leases(&shards, now).await {
                 tracing::warn!(error = %err, "cannot sweep presence leases");
             }
-            let due = match self.store.due_rooms(now_ms(), 256).await {
+            let due = match self.store.due_rooms(&shards, now_ms(), 256).await {
                 Ok(due) => due,
                 Err(err) => {
                     tracing::warn!(error = %err, "cannot read due rooms");
@@ -391,6 +416,22 @@ impl Core {
                 }
             }
         }
+    }
+
+    /// Renews this replica's shard walks four times per walk lease until `shutdown`,
+    /// then gives them up. Apart from the timer loop, so that a long tick (many rooms
+    /// due) does not let the walks lapse.
+    pub async fn run_walks(self: Arc<Self>, shutdown: CancellationToken) {
+        let mut tick = tokio::time::interval(self.walks.lease() / 4);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            self.walks.renew(self.store.as_ref(), now_ms()).await;
+        }
+        self.walks.leave(self.store.as_ref(), now_ms()).await;
     }
 
     /// The instance id this replica's presence lease is held under: the replica name and
@@ -464,9 +505,13 @@ impl Core {
     }
 
     /// Disconnects the seats of replicas whose lease expired.
-    async fn sweep_leases(self: &Arc<Self>, now: i64) -> Result<()> {
+    async fn sweep_leases(self: &Arc<Self>, shards: &[u32], now: i64) -> Result<()> {
         let claim = self.config.lease.as_millis() as i64;
-        for expired in self.store.lease_claim_expired(now, claim, 8).await? {
+        for expired in self
+            .store
+            .lease_claim_expired(shards, now, claim, 8)
+            .await?
+        {
             let mut done = true;
             for seat in &expired.seats {
                 let result = self

@@ -38,6 +38,7 @@ pub mod room;
 pub mod service;
 pub mod settings;
 pub mod store;
+pub mod walks;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
@@ -77,6 +78,7 @@ impl GameSession {
         accounts: Option<AccountsLink>,
         shutdown: CancellationToken,
     ) -> GameSession {
+        let walks = Arc::new(config.walks());
         let core = Arc::new(Core {
             store: Arc::clone(&store),
             hub: Arc::default(),
@@ -86,6 +88,7 @@ impl GameSession {
             drain: CancellationToken::new(),
             drain_deadline_ms: AtomicI64::new(0),
             lease: Default::default(),
+            walks,
             accounts: accounts.clone(),
             metrics: Arc::default(),
         });
@@ -110,10 +113,12 @@ impl GameSession {
             core.config.resync,
             shutdown.clone(),
         ));
+        tokio::spawn(Arc::clone(&core).run_walks(shutdown.clone()));
         tokio::spawn(Arc::clone(&core).run_timers(shutdown.clone()));
         if let Some(link) = accounts {
             tokio::spawn(outbox::run(
                 store,
+                Arc::clone(&core.walks),
                 link,
                 core.config.replica.clone(),
                 Arc::clone(&core.metrics),

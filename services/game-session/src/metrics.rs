@@ -49,6 +49,9 @@ pub struct GameMetrics {
     pub outbox_oldest_age_seconds: Gauge,
     /// Match records delivered to accounts.
     pub outbox_delivered: Counter,
+    /// Match records accounts had already recorded (a second delivery: a slow forwarder's
+    /// entry was claimed by another, or an answer was lost).
+    pub outbox_redelivered: Counter,
     /// 1 while the replica drains (DrainReplica or shutdown), else 0.
     pub draining: Gauge,
     /// The most streams this replica admits.
@@ -72,6 +75,7 @@ impl GameMetrics {
             outbox_pending: Gauge::default(),
             outbox_oldest_age_seconds: Gauge::default(),
             outbox_delivered: Counter::default(),
+            outbox_redelivered: Counter::default(),
             draining: Gauge::default(),
             max_streams: Gauge::default(),
         };
@@ -137,6 +141,11 @@ impl GameMetrics {
             "outbox_delivered",
             "Match records delivered to accounts",
             m.outbox_delivered.clone(),
+        );
+        registry.register(
+            "outbox_redelivered",
+            "Match records delivered again that accounts had already recorded",
+            m.outbox_redelivered.clone(),
         );
         registry.register(
             "draining",

@@ -19,6 +19,7 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::metrics::GameMetrics;
 use crate::store::RoomStore;
+use crate::walks::Walks;
 
 /// Where and how to call RecordMatch.
 #[derive(Clone)]
@@ -94,6 +95,7 @@ impl AccountsLink {
 /// Forwards outbox records until `shutdown`.
 pub async fn run(
     store: Arc<dyn RoomStore>,
+    walks: Arc<Walks>,
     link: AccountsLink,
     consumer: String,
     metrics: Arc<GameMetrics>,
@@ -104,8 +106,11 @@ pub async fn run(
     let mut client = AccountsClient::new(link.channel.clone());
     let mut backoff = link.retry_min;
     loop {
+        // Only the shards this replica walks (see `walks`): the others' forwarders
+        // deliver theirs, and take these over if this replica dies.
+        let shards = walks.shards();
         let entries = match store
-            .outbox_fetch(&consumer, backoff.as_millis() as u64, 16)
+            .outbox_fetch(&shards, &consumer, backoff.as_millis() as u64, 16)
             .await
         {
             Ok(entries) => entries,
@@ -137,12 +142,14 @@ pub async fn run(
             }
             match client.record_match(request).await {
                 Ok(response) => {
-                    tracing::info!(
-                        match_id,
-                        already_recorded = response.get_ref().already_recorded,
-                        "match recorded"
-                    );
+                    let already_recorded = response.get_ref().already_recorded;
+                    tracing::info!(match_id, already_recorded, "match recorded");
                     metrics.outbox_delivered.inc();
+                    if already_recorded {
+                        // Delivered before (by a forwarder that was slow to ack, or whose
+                        // answer was lost): at least once, never recorded twice.
+                        metrics.outbox_redelivered.inc();
+                    }
                     if let Err(err) = store.outbox_ack(&entry.id).await {
                         tracing::warn!(match_id, error = %err, "outbox: cannot ack");
                     }

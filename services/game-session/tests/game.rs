@@ -13,6 +13,7 @@ use basra_proto::basra::game::v1::{
     game_client::GameClient, server_event::Event as E,
 };
 use common::*;
+use game_session::store::ALL_SHARDS;
 use sha2::Digest as _;
 use tonic::Code;
 use uuid::Uuid;
@@ -747,7 +748,10 @@ async fn outbox_records_once(url: &str) {
         assert_eq!(game.totals().to_vec(), record.final_totals);
     }
     assert_eq!(
-        store.outbox_fetch("check", 0, 10).await.unwrap(),
+        store
+            .outbox_fetch(&ALL_SHARDS, "check", 0, 10)
+            .await
+            .unwrap(),
         vec![],
         "the outbox is empty"
     );

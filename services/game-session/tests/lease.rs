@@ -11,6 +11,7 @@ use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{self as game, server_event::Event as E};
 use common::*;
 use game_session::ServiceConfig;
+use game_session::store::ALL_SHARDS;
 use tokio_util::sync::CancellationToken;
 use tonic::Code;
 use uuid::Uuid;
@@ -187,7 +188,12 @@ async fn a_replica_whose_lease_was_swept_ends_its_streams_and_they_resume() {
 
     // As if the replica had stalled past its lease and another one had swept it.
     let swept = store
-        .lease_claim_expired(game_session::core::now_ms() + 3_600_000, 60_000, 100)
+        .lease_claim_expired(
+            &ALL_SHARDS,
+            game_session::core::now_ms() + 3_600_000,
+            60_000,
+            100,
+        )
         .await
         .unwrap();
     assert_eq!(swept.len(), 1, "one live instance");
@@ -209,7 +215,12 @@ async fn a_replica_whose_lease_was_swept_ends_its_streams_and_they_resume() {
     b2.play_on(Some(2)).await;
     ta.await.unwrap();
     let instances = store
-        .lease_claim_expired(game_session::core::now_ms() + 3_600_000, 60_000, 100)
+        .lease_claim_expired(
+            &ALL_SHARDS,
+            game_session::core::now_ms() + 3_600_000,
+            60_000,
+            100,
+        )
         .await
         .unwrap();
     assert_eq!(instances.len(), 1);
@@ -218,4 +229,113 @@ async fn a_replica_whose_lease_was_swept_ends_its_streams_and_they_resume() {
         "a new instance id"
     );
     replica.stop().await;
+}
+
+/// A replica's core on its own runtime, so that it can die at once (as [`Crashable`]).
+async fn crashable_session(
+    store: Arc<dyn game_session::RoomStore>,
+    config: ServiceConfig,
+) -> (tokio::runtime::Runtime, Arc<game_session::walks::Walks>) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    runtime.spawn(async move {
+        let session =
+            game_session::GameSession::start(store, config, None, CancellationToken::new());
+        let _ = tx.send(Arc::clone(&session.core().walks));
+        // The session lives until the runtime dies.
+        std::future::pending::<()>().await;
+        drop(session);
+    });
+    (runtime, rx.await.unwrap())
+}
+
+fn held(walks: &game_session::walks::Walks) -> Vec<u32> {
+    let mut shards: Vec<u32> = walks.held().iter().map(|w| w.shard).collect();
+    shards.sort_unstable();
+    shards
+}
+
+/// Waits (up to 10 s) until `done` holds; how long that took.
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) -> Duration {
+    let started = Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{what}: not within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    started.elapsed()
+}
+
+async fn two_replicas_split_the_shard_walks_and_one_takes_over(
+    store: Arc<dyn game_session::RoomStore>,
+) {
+    use game_session::store::SHARDS;
+    let all: Vec<u32> = ALL_SHARDS.to_vec();
+    let r1_shutdown = CancellationToken::new();
+    let r1 = game_session::GameSession::start(
+        Arc::clone(&store),
+        config("r1", timing()),
+        None,
+        r1_shutdown.clone(),
+    );
+    let r1 = Arc::clone(&r1.core().walks);
+    eventually("r1 alone walks every shard", || held(&r1) == all).await;
+
+    // A second replica: each walks half, none twice.
+    let (runtime, r2) = crashable_session(Arc::clone(&store), config("r2", timing())).await;
+    eventually("the two split the shards", || {
+        let (a, b) = (held(&r1), held(&r2));
+        let mut both = [a.clone(), b.clone()].concat();
+        both.sort_unstable();
+        a.len() == SHARDS as usize / 2 && b.len() == SHARDS as usize / 2 && both == all
+    })
+    .await;
+
+    // r2 crashes (no shutdown path, its walks are not given up): r1 takes them over
+    // once their lease runs out.
+    let lease = config("r2", timing()).walk_lease();
+    let crashed = Instant::now();
+    runtime.shutdown_background();
+    eventually("r1 takes over every shard", || held(&r1) == all).await;
+    let took = crashed.elapsed();
+    assert!(
+        took >= lease / 2,
+        "not before the crashed replica's lease ran out ({took:?}, lease {lease:?})"
+    );
+    eprintln!("crashed replica's shards taken over after {took:?} (walk lease {lease:?})");
+
+    // A third replica joins and r1 stops cleanly: the third gets every shard at once,
+    // without waiting for r1's lease.
+    let r3_shutdown = CancellationToken::new();
+    let r3 = game_session::GameSession::start(
+        Arc::clone(&store),
+        config("r3", timing()),
+        None,
+        r3_shutdown.clone(),
+    );
+    let r3 = Arc::clone(&r3.core().walks);
+    eventually("r1 and r3 split the shards", || {
+        held(&r3).len() == SHARDS as usize / 2
+    })
+    .await;
+    r1_shutdown.cancel();
+    let handed = eventually("r3 takes over from a stopped replica", || held(&r3) == all).await;
+    eprintln!("stopped replica's shards taken over after {handed:?} (walk lease {lease:?})");
+    r3_shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_split_the_shards_and_a_crashed_ones_are_taken_over() {
+    two_replicas_split_the_shard_walks_and_one_takes_over(redis_store(&prefix()).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_split_the_shards_and_a_crashed_ones_are_taken_over_on_a_cluster() {
+    two_replicas_split_the_shard_walks_and_one_takes_over(cluster_store(&prefix()).await).await;
 }

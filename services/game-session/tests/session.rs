@@ -15,6 +15,7 @@ use basra_proto::basra::game::v1::{
 };
 use common::*;
 use game_session::room::{Occupant, Status};
+use game_session::store::ALL_SHARDS;
 use prost::Message as _;
 use sha2::Digest as _;
 use tonic::Code;
@@ -93,7 +94,10 @@ async fn a_resign_ends_the_match_for_the_other_side() {
     assert_eq!(loaded.room.status, Status::Finished);
 
     // The record waiting in the outbox says who resigned.
-    let entries = store.outbox_fetch("check", 0, 10).await.unwrap();
+    let entries = store
+        .outbox_fetch(&ALL_SHARDS, "check", 0, 10)
+        .await
+        .unwrap();
     assert_eq!(entries.len(), 1);
     let record =
         basra_proto::basra::accounts::v1::MatchRecord::decode(entries[0].payload.as_slice())
@@ -719,10 +723,11 @@ impl game_session::RoomStore for Deaf {
     }
     async fn due_rooms(
         &self,
+        shards: &[u32],
         now_ms: i64,
         limit: usize,
     ) -> game_session::error::Result<Vec<String>> {
-        self.0.due_rooms(now_ms, limit).await
+        self.0.due_rooms(shards, now_ms, limit).await
     }
     async fn claim_due(
         &self,
@@ -749,11 +754,14 @@ impl game_session::RoomStore for Deaf {
     }
     async fn outbox_fetch(
         &self,
+        shards: &[u32],
         consumer: &str,
         min_idle_ms: u64,
         count: usize,
     ) -> game_session::error::Result<Vec<game_session::store::OutboxEntry>> {
-        self.0.outbox_fetch(consumer, min_idle_ms, count).await
+        self.0
+            .outbox_fetch(shards, consumer, min_idle_ms, count)
+            .await
     }
     async fn outbox_ack(&self, id: &str) -> game_session::error::Result<()> {
         self.0.outbox_ack(id).await
@@ -782,14 +790,26 @@ impl game_session::RoomStore for Deaf {
     }
     async fn lease_claim_expired(
         &self,
+        shards: &[u32],
         now_ms: i64,
         claim_ms: i64,
         limit: usize,
     ) -> game_session::error::Result<Vec<game_session::store::ExpiredLease>> {
-        self.0.lease_claim_expired(now_ms, claim_ms, limit).await
+        self.0
+            .lease_claim_expired(shards, now_ms, claim_ms, limit)
+            .await
     }
     async fn lease_release(&self, instance: &str) -> game_session::error::Result<()> {
         self.0.lease_release(instance).await
+    }
+    async fn walk_shards(
+        &self,
+        walker: &str,
+        now_ms: i64,
+        until_ms: i64,
+        leaving: bool,
+    ) -> game_session::error::Result<Vec<game_session::store::WalkLease>> {
+        self.0.walk_shards(walker, now_ms, until_ms, leaving).await
     }
     fn notices(&self) -> tokio::sync::broadcast::Receiver<game_session::store::Notice> {
         tokio::sync::broadcast::channel(1).1

@@ -8,8 +8,14 @@ use std::sync::Arc;
 use basra_engine::Seed;
 use game_session::room::{Occupant, Room};
 use game_session::store::{
-    Commit, CommitOutcome, ExpiredLease, LeasedSeat, MemoryStore, RoomHead, RoomStore, move_key,
+    ALL_SHARDS, Commit, CommitOutcome, ExpiredLease, LeasedSeat, MemoryStore, RoomHead, RoomStore,
+    SHARDS, WalkLease, move_key, shard_of,
 };
+
+/// Every shard but `shard`.
+fn all_but(shard: u32) -> Vec<u32> {
+    ALL_SHARDS.iter().copied().filter(|s| *s != shard).collect()
+}
 
 fn room(id: &str, now: i64) -> Room {
     let mut room = Room::new(
@@ -170,25 +176,56 @@ async fn contract(store: Arc<dyn RoomStore>) {
 
     // Deadlines: due, claimed once, synced back.
     let deadline = loaded.room.next_deadline().unwrap();
-    assert!(store.due_rooms(deadline - 1, 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .due_rooms(&ALL_SHARDS, deadline - 1, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
-        store.due_rooms(deadline, 10).await.unwrap(),
+        store.due_rooms(&ALL_SHARDS, deadline, 10).await.unwrap(),
         vec![id.clone()]
+    );
+    assert_eq!(
+        store
+            .due_rooms(&[shard_of(&id)], deadline, 10)
+            .await
+            .unwrap(),
+        vec![id.clone()]
+    );
+    assert!(
+        store
+            .due_rooms(&all_but(shard_of(&id)), deadline, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "only the shards asked for"
     );
     assert!(store.claim_due(&id, deadline, 5_000).await.unwrap());
     assert!(
         !store.claim_due(&id, deadline, 5_000).await.unwrap(),
         "claimed once"
     );
-    assert!(store.due_rooms(deadline, 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .due_rooms(&ALL_SHARDS, deadline, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     store.sync_deadline(&id, 1, Some(0)).await.unwrap();
     assert!(
-        store.due_rooms(deadline, 10).await.unwrap().is_empty(),
+        store
+            .due_rooms(&ALL_SHARDS, deadline, 10)
+            .await
+            .unwrap()
+            .is_empty(),
         "an old version does not sync"
     );
     store.sync_deadline(&id, 2, Some(deadline)).await.unwrap();
     assert_eq!(
-        store.due_rooms(deadline, 10).await.unwrap(),
+        store.due_rooms(&ALL_SHARDS, deadline, 10).await.unwrap(),
         vec![id.clone()]
     );
 
@@ -218,24 +255,45 @@ async fn contract(store: Arc<dyn RoomStore>) {
         })]
     );
     assert!(
-        store.due_rooms(i64::MAX, 10).await.unwrap().is_empty(),
+        store
+            .due_rooms(&ALL_SHARDS, i64::MAX, 10)
+            .await
+            .unwrap()
+            .is_empty(),
         "closed rooms have no deadline"
     );
-    let got = store.outbox_fetch("c1", 60_000, 10).await.unwrap();
+    assert!(
+        store
+            .outbox_fetch(&all_but(shard_of(&id)), "c0", 60_000, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "only the shards asked for"
+    );
+    let got = store
+        .outbox_fetch(&[shard_of(&id)], "c1", 60_000, 10)
+        .await
+        .unwrap();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].payload, b"record");
     assert!(
         store
-            .outbox_fetch("c2", 60_000, 10)
+            .outbox_fetch(&ALL_SHARDS, "c2", 60_000, 10)
             .await
             .unwrap()
             .is_empty(),
         "in flight"
     );
-    let retry = store.outbox_fetch("c2", 0, 10).await.unwrap();
+    let retry = store.outbox_fetch(&ALL_SHARDS, "c2", 0, 10).await.unwrap();
     assert_eq!(retry.len(), 1, "redelivered once idle");
     store.outbox_ack(&retry[0].id).await.unwrap();
-    assert!(store.outbox_fetch("c3", 0, 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .outbox_fetch(&ALL_SHARDS, "c3", 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // A new match starts a new action log; actions append in order.
     let mut next = room(&id, now + 3);
@@ -283,12 +341,15 @@ async fn contract(store: Arc<dyn RoomStore>) {
     );
     assert!(
         store
-            .lease_claim_expired(9_999, 1_000, 10)
+            .lease_claim_expired(&ALL_SHARDS, 9_999, 1_000, 10)
             .await
             .unwrap()
             .is_empty()
     );
-    let claimed = store.lease_claim_expired(10_000, 1_000, 10).await.unwrap();
+    let claimed = store
+        .lease_claim_expired(&ALL_SHARDS, 10_000, 1_000, 10)
+        .await
+        .unwrap();
     assert_eq!(
         claimed,
         vec![ExpiredLease {
@@ -298,7 +359,7 @@ async fn contract(store: Arc<dyn RoomStore>) {
     );
     assert!(
         store
-            .lease_claim_expired(10_999, 1_000, 10)
+            .lease_claim_expired(&ALL_SHARDS, 10_999, 1_000, 10)
             .await
             .unwrap()
             .is_empty(),
@@ -310,23 +371,98 @@ async fn contract(store: Arc<dyn RoomStore>) {
     );
     assert!(!store.lease_add(&instance, &seat, 50_000).await.unwrap());
     assert_eq!(
-        store.lease_claim_expired(11_000, 1_000, 10).await.unwrap(),
+        store
+            .lease_claim_expired(&ALL_SHARDS, 11_000, 1_000, 10)
+            .await
+            .unwrap(),
         claimed,
         "an unfinished sweep is claimed again"
     );
     store.lease_release(&instance).await.unwrap();
     assert!(
         store
-            .lease_claim_expired(i64::MAX / 2, 1_000, 10)
+            .lease_claim_expired(&ALL_SHARDS, i64::MAX / 2, 1_000, 10)
             .await
             .unwrap()
             .is_empty()
     );
 }
 
+fn shards_of(walks: &[WalkLease]) -> Vec<u32> {
+    let mut shards: Vec<u32> = walks.iter().map(|w| w.shard).collect();
+    shards.sort_unstable();
+    shards
+}
+
+/// The shard walks: divided between the live walkers, each shard held by one, a
+/// stopped walker's shards taken over when its lease ends, a leaving walker's at once.
+async fn walk_contract(store: Arc<dyn RoomStore>) {
+    let all: Vec<u32> = ALL_SHARDS.to_vec();
+    // Alone: every shard, each taken for the first time.
+    let w1 = store.walk_shards("w1", 1_000, 2_000, false).await.unwrap();
+    assert_eq!(shards_of(&w1), all);
+    assert!(w1.iter().all(|w| w.epoch == 1), "{w1:?}");
+    // A second walker: nothing free yet; the first gives half up on its next renewal,
+    // the second takes it, under a new epoch.
+    assert!(
+        store
+            .walk_shards("w2", 1_100, 2_100, false)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let w1 = store.walk_shards("w1", 1_200, 2_200, false).await.unwrap();
+    assert_eq!(w1.len(), SHARDS as usize / 2, "{w1:?}");
+    let w2 = store.walk_shards("w2", 1_300, 2_300, false).await.unwrap();
+    assert_eq!(w2.len(), SHARDS as usize / 2, "{w2:?}");
+    assert!(w2.iter().all(|w| w.epoch == 2), "handed over: {w2:?}");
+    let mut both = [shards_of(&w1), shards_of(&w2)].concat();
+    both.sort_unstable();
+    assert_eq!(both, all, "each shard walked by exactly one");
+    // Renewing keeps the same walks and epochs.
+    assert_eq!(
+        store.walk_shards("w2", 1_400, 2_400, false).await.unwrap(),
+        w2
+    );
+    // w1 stops renewing: once its lease ends (2,200), w2 takes everything.
+    let w2 = store.walk_shards("w2", 2_100, 3_100, false).await.unwrap();
+    assert_eq!(w2.len(), SHARDS as usize / 2, "w1 still holds its lease");
+    let w2 = store.walk_shards("w2", 2_201, 3_201, false).await.unwrap();
+    assert_eq!(shards_of(&w2), all, "taken over after the lease");
+    // w2 leaves: a newcomer gets every shard at once.
+    assert!(
+        store
+            .walk_shards("w2", 2_300, 2_300, true)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let w3 = store.walk_shards("w3", 2_301, 3_301, false).await.unwrap();
+    assert_eq!(shards_of(&w3), all, "a leaving walker frees its walks");
+    assert!(
+        w3.iter().all(|w| w.epoch >= 3),
+        "each hand-over bumps the epoch: {w3:?}"
+    );
+}
+
 #[tokio::test]
 async fn the_memory_store_keeps_the_contract() {
     contract(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn the_memory_store_divides_the_shard_walks() {
+    walk_contract(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn the_redis_store_divides_the_shard_walks() {
+    walk_contract(common::redis_store(&common::prefix()).await).await;
+}
+
+#[tokio::test]
+async fn the_redis_store_divides_the_shard_walks_on_a_cluster() {
+    walk_contract(common::cluster_store(&common::prefix()).await).await;
 }
 
 #[tokio::test]

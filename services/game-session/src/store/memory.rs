@@ -9,7 +9,7 @@ use tokio::sync::broadcast;
 
 use super::{
     Commit, CommitOutcome, EventsAfter, ExpiredLease, LeasedSeat, Loaded, Notice, OutboxEntry,
-    RoomHead, RoomStore,
+    RoomHead, RoomStore, SHARDS, WalkLease, shard_of,
 };
 use crate::error::Result;
 use crate::events::StoredEvent;
@@ -33,6 +33,10 @@ struct Inner {
     leases: HashMap<String, i64>,
     lease_seats: HashMap<String, HashSet<String>>,
     swept: HashSet<String>,
+    /// Walker → end of its walk lease.
+    walkers: HashMap<String, i64>,
+    /// Shard → (epoch, until, walker).
+    walks: HashMap<u32, (u64, i64, String)>,
 }
 
 #[derive(Debug)]
@@ -47,6 +51,8 @@ struct Stored {
 #[derive(Debug)]
 struct Entry {
     id: String,
+    /// The shard of the room that queued it.
+    shard: u32,
     payload: Vec<u8>,
     delivered_at: Option<Instant>,
 }
@@ -132,6 +138,7 @@ impl RoomStore for MemoryStore {
             let id = format!("{}-0", inner.next_outbox);
             inner.outbox.push_back(Entry {
                 id,
+                shard: shard_of(&commit.room.id),
                 payload,
                 delivered_at: None,
             });
@@ -191,12 +198,12 @@ impl RoomStore for MemoryStore {
             .and_then(|s| s.moves.get(key).copied()))
     }
 
-    async fn due_rooms(&self, now_ms: i64, limit: usize) -> Result<Vec<String>> {
+    async fn due_rooms(&self, shards: &[u32], now_ms: i64, limit: usize) -> Result<Vec<String>> {
         let inner = self.lock();
         let mut due: Vec<(i64, &String)> = inner
             .deadlines
             .iter()
-            .filter(|(_, at)| **at <= now_ms)
+            .filter(|(id, at)| **at <= now_ms && shards.contains(&shard_of(id)))
             .map(|(id, at)| (*at, id))
             .collect();
         due.sort();
@@ -249,6 +256,7 @@ impl RoomStore for MemoryStore {
 
     async fn outbox_fetch(
         &self,
+        shards: &[u32],
         _consumer: &str,
         min_idle_ms: u64,
         count: usize,
@@ -260,7 +268,7 @@ impl RoomStore for MemoryStore {
             let ready = entry
                 .delivered_at
                 .is_none_or(|at| now.duration_since(at).as_millis() >= u128::from(min_idle_ms));
-            if ready && out.len() < count {
+            if ready && out.len() < count && shards.contains(&entry.shard) {
                 entry.delivered_at = Some(now);
                 out.push(OutboxEntry {
                     id: entry.id.clone(),
@@ -310,6 +318,7 @@ impl RoomStore for MemoryStore {
 
     async fn lease_claim_expired(
         &self,
+        shards: &[u32],
         now_ms: i64,
         claim_ms: i64,
         limit: usize,
@@ -318,7 +327,7 @@ impl RoomStore for MemoryStore {
         let mut expired: Vec<(i64, String)> = inner
             .leases
             .iter()
-            .filter(|(_, until)| **until <= now_ms)
+            .filter(|(instance, until)| **until <= now_ms && shards.contains(&shard_of(instance)))
             .map(|(instance, until)| (*until, instance.clone()))
             .collect();
         expired.sort();
@@ -342,6 +351,57 @@ impl RoomStore for MemoryStore {
         inner.lease_seats.remove(instance);
         inner.leases.remove(instance);
         Ok(())
+    }
+
+    async fn walk_shards(
+        &self,
+        walker: &str,
+        now_ms: i64,
+        until_ms: i64,
+        leaving: bool,
+    ) -> Result<Vec<WalkLease>> {
+        // The same steps as `lua/walk_shards.lua`.
+        let mut inner = self.lock();
+        inner.walkers.retain(|_, until| *until >= now_ms);
+        if leaving {
+            inner.walkers.remove(walker);
+        } else {
+            inner.walkers.insert(walker.to_owned(), until_ms);
+        }
+        let live = inner.walkers.len().max(1) as u32;
+        let share = if leaving { 0 } else { SHARDS.div_ceil(live) } as usize;
+        let (mut held, mut free) = (Vec::new(), Vec::new());
+        for shard in 0..SHARDS {
+            match inner.walks.get(&shard) {
+                Some((_, till, owner)) if owner == walker && *till >= now_ms => held.push(shard),
+                Some((_, till, _)) if *till >= now_ms => {}
+                _ => free.push(shard),
+            }
+        }
+        let mut out = Vec::new();
+        for (i, shard) in held.into_iter().enumerate() {
+            let walk = inner.walks.get_mut(&shard).expect("held above");
+            if i < share {
+                walk.1 = until_ms;
+                out.push(WalkLease {
+                    shard,
+                    epoch: walk.0,
+                });
+            } else {
+                walk.1 = 0;
+            }
+        }
+        for shard in free {
+            if out.len() >= share {
+                break;
+            }
+            let epoch = inner.walks.get(&shard).map_or(0, |walk| walk.0) + 1;
+            inner
+                .walks
+                .insert(shard, (epoch, until_ms, walker.to_owned()));
+            out.push(WalkLease { shard, epoch });
+        }
+        Ok(out)
     }
 
     fn notices(&self) -> broadcast::Receiver<Notice> {

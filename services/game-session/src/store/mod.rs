@@ -14,7 +14,38 @@ use crate::events::StoredEvent;
 use crate::room::{ActionRecord, PendingActions, Room};
 
 pub use memory::MemoryStore;
-pub use redis_store::{COMMIT_LUA, RedisStore, SHARDS};
+pub use redis_store::{COMMIT_LUA, RedisStore};
+
+/// How many shards the rooms (and presence leases) are spread over: enough to spread over
+/// the primaries of a cluster. Part of the key layout: changing it strands stored rooms.
+pub const SHARDS: u32 = 16;
+
+/// Every shard, in order (what a caller walks when it owns them all: tests, tools).
+pub const ALL_SHARDS: [u32; SHARDS as usize] = {
+    let mut all = [0; SHARDS as usize];
+    let mut i = 0;
+    while i < SHARDS as usize {
+        all[i] = i as u32;
+        i += 1;
+    }
+    all
+};
+
+/// The shard of a room (or of a replica instance's presence lease).
+pub fn shard_of(id: &str) -> u32 {
+    basra_platform::redis::shard_of(id, SHARDS)
+}
+
+/// A shard walk held by one replica: the timer loop, the outbox forwarder and the lease
+/// sweep of that replica walk the shard; the others skip it (see [`RoomStore::walk_shards`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalkLease {
+    /// The shard.
+    pub shard: u32,
+    /// Its fencing number: bumped each time the shard's walk changes hands, so a holder
+    /// that stalled past its lease finds a higher number (and another holder) and stops.
+    pub epoch: u64,
+}
 
 /// A room as loaded: its state and the version a commit must name.
 #[derive(Debug, Clone)]
@@ -171,8 +202,8 @@ pub trait RoomStore: Send + Sync + 'static {
     /// The seq recorded for an idempotency key.
     async fn applied_move(&self, room_id: &str, key: &str) -> Result<Option<u64>>;
 
-    /// Rooms whose next deadline is at or before `now_ms`.
-    async fn due_rooms(&self, now_ms: i64, limit: usize) -> Result<Vec<String>>;
+    /// Rooms of `shards` whose next deadline is at or before `now_ms`.
+    async fn due_rooms(&self, shards: &[u32], now_ms: i64, limit: usize) -> Result<Vec<String>>;
 
     /// Claims a due room for `lease_ms` (its deadline moves to `now_ms + lease_ms`);
     /// false when it is not due any more or another replica claimed it first.
@@ -185,10 +216,11 @@ pub trait RoomStore: Send + Sync + 'static {
     /// Room ids, newest first.
     async fn list_rooms(&self, offset: usize, count: usize) -> Result<Vec<String>>;
 
-    /// Outbox entries for `consumer`: entries pending longer than `min_idle_ms` (failed
-    /// or abandoned deliveries) first, else new ones.
+    /// Outbox entries of `shards` for `consumer`: entries pending longer than
+    /// `min_idle_ms` (failed or abandoned deliveries) first, else new ones.
     async fn outbox_fetch(
         &self,
+        shards: &[u32],
         consumer: &str,
         min_idle_ms: u64,
         count: usize,
@@ -209,11 +241,12 @@ pub trait RoomStore: Send + Sync + 'static {
     /// expired and was swept, as for [`RoomStore::lease_add`].
     async fn lease_refresh(&self, instance: &str, until_ms: i64) -> Result<bool>;
 
-    /// Claims up to `limit` instances whose lease expired by `now_ms` (or whose previous
-    /// sweeper did not finish within `claim_ms`), marks them swept for good, and returns
-    /// them with their seats. Each is claimed by one caller at a time.
+    /// Claims up to `limit` instances of `shards` whose lease expired by `now_ms` (or
+    /// whose previous sweeper did not finish within `claim_ms`), marks them swept for
+    /// good, and returns them with their seats. Each is claimed by one caller at a time.
     async fn lease_claim_expired(
         &self,
+        shards: &[u32],
         now_ms: i64,
         claim_ms: i64,
         limit: usize,
@@ -221,6 +254,21 @@ pub trait RoomStore: Send + Sync + 'static {
 
     /// Forgets a swept instance once its seats are disconnected.
     async fn lease_release(&self, instance: &str) -> Result<()>;
+
+    /// Divides the shard walks between the live replicas, for `walker` (one replica's
+    /// id): records that `walker` is alive until `until_ms`, then renews the walks it
+    /// holds and takes free ones (never held, or whose holder's lease ended before
+    /// `now_ms`) up to its share, `ceil(SHARDS / live walkers)`, giving up walks beyond
+    /// it so that a replica that just started gets its share. `leaving`: gives up every
+    /// walk (a replica that stops) so others take them at once. Returns the walks
+    /// `walker` holds until `until_ms`. One atomic step.
+    async fn walk_shards(
+        &self,
+        walker: &str,
+        now_ms: i64,
+        until_ms: i64,
+        leaving: bool,
+    ) -> Result<Vec<WalkLease>>;
 
     /// Notices of new events in any room, from every replica.
     fn notices(&self) -> broadcast::Receiver<Notice>;

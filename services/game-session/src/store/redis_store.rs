@@ -3,8 +3,10 @@
 //! Rooms are spread over [`SHARDS`] shards by their id ([`shard_of`]); every key of a
 //! room and every index a room's commit writes carries its shard's hash tag `{gs:S}`,
 //! so each script touches one hash slot and declares every key it touches. The timer
-//! loop, the outbox forwarder, the lease sweep and the admin listing walk the shards.
-//! Presence leases are sharded by replica instance the same way.
+//! loop, the outbox forwarder and the lease sweep walk the shards a replica holds
+//! (divided between the live replicas by [`RoomStore::walk_shards`], in the slot of
+//! `{gs:walk}`); the admin listing walks them all. Presence leases are sharded by
+//! replica instance the same way.
 //!
 //! | key (`P` the prefix, `S` the shard) | type | holds |
 //! |---|---|---|
@@ -19,28 +21,25 @@
 //! | `P:{gs:S}:leases` | sorted set | replica instances of the shard by the end of their presence lease (Unix ms) |
 //! | `P:{gs:S}:lease:INSTANCE` | set | the seats connected through that instance ([`LeasedSeat`]) |
 //! | `P:{gs:S}:leases-swept` | sorted set | instances whose lease expired, by when (kept a day) |
+//! | `P:{gs:walk}:walkers` | sorted set | replicas walking shards, by the end of their walk lease (Unix ms) |
+//! | `P:{gs:walk}:walks` | hash | shard → `epoch until walker`: who walks it, until when, its fencing number |
 //!
 //! [`SHARDS`] is part of the key layout: changing it strands the rooms already stored.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
-use basra_platform::redis::{Connection, Keys, PubSubEvent, Redis, Script, shard_of};
+use basra_platform::redis::{Connection, Keys, PubSubEvent, Redis, Script};
 use redis::AsyncCommands;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::{
     Commit, CommitOutcome, EventsAfter, ExpiredLease, LeasedSeat, Loaded, Notice, OutboxEntry,
-    RoomHead, RoomStore,
+    RoomHead, RoomStore, SHARDS, WalkLease, shard_of,
 };
 use crate::error::{GameError, Result};
 use crate::events::StoredEvent;
 use crate::room::{ActionRecord, Room, Status};
-
-/// How many shards the rooms (and leases) are spread over: enough to spread over the
-/// primaries of a cluster; each timer tick reads every shard's deadlines once.
-pub const SHARDS: u32 = 16;
 
 /// The consumer group of the outbox.
 const OUTBOX_GROUP: &str = "forwarder";
@@ -55,6 +54,7 @@ struct Scripts {
     lease_add: Script,
     lease_refresh: Script,
     lease_claim: Script,
+    walk_shards: Script,
 }
 
 impl Scripts {
@@ -67,6 +67,7 @@ impl Scripts {
             lease_add: Script::new(include_str!("lua/lease_add.lua")),
             lease_refresh: Script::new(include_str!("lua/lease_refresh.lua")),
             lease_claim: Script::new(include_str!("lua/lease_claim.lua")),
+            walk_shards: Script::new(include_str!("lua/walk_shards.lua")),
         }
     }
 }
@@ -81,8 +82,6 @@ pub struct RedisStore {
     keys: Keys,
     closed_ttl_seconds: u64,
     scripts: Arc<Scripts>,
-    /// Where the next walk over the shards starts, so no shard waits behind the others.
-    walk: Arc<AtomicU32>,
     /// After each commit, wait for this many replicas to have it (0: do not wait).
     wait_replicas: u32,
     /// For at most this long.
@@ -115,7 +114,6 @@ impl RedisStore {
             keys,
             closed_ttl_seconds,
             scripts: Arc::new(Scripts::new()),
-            walk: Arc::new(AtomicU32::new(0)),
             wait_replicas: 0,
             wait_timeout_ms: 0,
             notices: broadcast::channel(4096).0,
@@ -185,7 +183,7 @@ impl RedisStore {
     }
 
     fn room_shard(room_id: &str) -> u32 {
-        shard_of(room_id, SHARDS)
+        shard_of(room_id)
     }
 
     fn room_key(&self, room_id: &str, name: &str) -> String {
@@ -193,7 +191,7 @@ impl RedisStore {
     }
 
     fn lease_key(&self, instance: &str, name: &str) -> String {
-        self.shard_key(shard_of(instance, SHARDS), name)
+        self.shard_key(shard_of(instance), name)
     }
 
     fn lease_seats_key(&self, instance: &str) -> String {
@@ -202,12 +200,6 @@ impl RedisStore {
 
     fn channel(&self, shard: u32) -> String {
         self.shard_key(shard, "notify")
-    }
-
-    /// The shards in walking order, starting one further at each walk.
-    fn walk(&self) -> impl Iterator<Item = u32> {
-        let start = self.walk.fetch_add(1, Ordering::Relaxed);
-        (0..SHARDS).map(move |i| (start + i) % SHARDS)
     }
 }
 
@@ -390,9 +382,9 @@ impl RoomStore for RedisStore {
             .await?)
     }
 
-    async fn due_rooms(&self, now_ms: i64, limit: usize) -> Result<Vec<String>> {
+    async fn due_rooms(&self, shards: &[u32], now_ms: i64, limit: usize) -> Result<Vec<String>> {
         let mut due = Vec::new();
-        for shard in self.walk() {
+        for &shard in shards {
             if due.len() >= limit {
                 break;
             }
@@ -471,12 +463,13 @@ impl RoomStore for RedisStore {
 
     async fn outbox_fetch(
         &self,
+        shards: &[u32],
         consumer: &str,
         min_idle_ms: u64,
         count: usize,
     ) -> Result<Vec<OutboxEntry>> {
         let mut entries = Vec::new();
-        for shard in self.walk() {
+        for &shard in shards {
             if entries.len() >= count {
                 break;
             }
@@ -559,12 +552,13 @@ impl RoomStore for RedisStore {
 
     async fn lease_claim_expired(
         &self,
+        shards: &[u32],
         now_ms: i64,
         claim_ms: i64,
         limit: usize,
     ) -> Result<Vec<ExpiredLease>> {
         let mut expired = Vec::new();
-        for shard in self.walk() {
+        for &shard in shards {
             if expired.len() >= limit {
                 break;
             }
@@ -603,6 +597,36 @@ impl RoomStore for RedisStore {
         Ok(())
     }
 
+    async fn walk_shards(
+        &self,
+        walker: &str,
+        now_ms: i64,
+        until_ms: i64,
+        leaving: bool,
+    ) -> Result<Vec<WalkLease>> {
+        let flat: Vec<u64> = self
+            .scripts
+            .walk_shards
+            .key(self.keys.key("gs:walk", "walkers"))
+            .key(self.keys.key("gs:walk", "walks"))
+            .arg(walker)
+            .arg(now_ms)
+            .arg(until_ms)
+            .arg(SHARDS)
+            .arg(if leaving { "1" } else { "" })
+            .invoke_async(&mut self.conn())
+            .await?;
+        flat.chunks(2)
+            .map(|pair| match pair {
+                [shard, epoch] if *shard < u64::from(SHARDS) => Ok(WalkLease {
+                    shard: *shard as u32,
+                    epoch: *epoch,
+                }),
+                _ => Err(GameError::Corrupt("bad shard walk reply".into())),
+            })
+            .collect()
+    }
+
     fn notices(&self) -> broadcast::Receiver<Notice> {
         self.notices.subscribe()
     }
@@ -618,7 +642,7 @@ mod tests {
     fn a_room_and_its_shard_indexes_share_one_slot() {
         let keys = Keys::new("p").unwrap();
         for id in ["a", "room-42", "0190b3c1-7e1f-7000-8000-000000000000"] {
-            let shard = shard_of(id, SHARDS);
+            let shard = shard_of(id);
             let tag = format!("gs:{shard}");
             let room = keys.key(&tag, &format!("room:{id}:state"));
             for name in ["deadlines", "rooms", "outbox", "notify"] {
