@@ -20,9 +20,15 @@
 //!   reconnects and resubscribes after a lost connection and then reports
 //!   [`PubSubEvent::Resubscribed`]: messages sent meanwhile are gone, so the caller
 //!   re-reads what it cares about.
+//! - A cluster connection is rebuilt when its calls keep failing on timeouts or lost
+//!   connections ([`ClusterConn`]): after a primary is killed (SIGKILL) the `redis`
+//!   crate's cluster client (1.8.1) was seen to stay stalled for many seconds after the
+//!   replica had been promoted, also for slots of the primaries still up; a fresh client
+//!   reads the new slot map and works at once.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use ::redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use ::redis::cluster::ClusterClientBuilder;
@@ -48,6 +54,14 @@ const CLUSTER_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
 const CLUSTER_CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 /// The pause between two attempts to restore a lost subscription.
 const RESUBSCRIBE_PAUSE: Duration = Duration::from_millis(500);
+/// A cluster connection is rebuilt after this many failed calls (timeouts, lost
+/// connections) within [`REBUILD_WINDOW`]…
+const REBUILD_AFTER_FAILURES: u32 = 8;
+/// …counted over this long…
+const REBUILD_WINDOW: Duration = Duration::from_secs(2);
+/// …and at most once per this long (a failover in progress fails calls until the replica
+/// is promoted, whatever the client does).
+const REBUILD_MIN_GAP: Duration = Duration::from_secs(1);
 
 /// Where Redis is: one node or a cluster, parsed from the URL setting.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +111,7 @@ pub enum Connection {
     /// One node.
     Single(ConnectionManager),
     /// A cluster: every command goes to the primary of its key's slot.
-    Cluster(ClusterConnection),
+    Cluster(ClusterConn),
 }
 
 impl std::fmt::Debug for Connection {
@@ -151,18 +165,20 @@ impl Connection {
         wait.arg(replicas).arg(timeout_ms);
         match self {
             Connection::Single(conn) => wait.query_async(conn).await,
-            Connection::Cluster(conn) => {
+            Connection::Cluster(cluster) => {
                 use ::redis::cluster_routing::{
                     Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr,
                 };
                 let route = Route::new(hash_slot(key), SlotAddr::Master);
+                let (generation, mut conn) = cluster.current();
                 let value = conn
                     .route_command(
                         wait,
                         RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
                     )
-                    .await?;
-                Ok(::redis::from_redis_value(value)?)
+                    .await;
+                cluster.observe(generation, &value);
+                Ok(::redis::from_redis_value(value?)?)
             }
         }
     }
@@ -198,12 +214,7 @@ impl Redis {
                     .set_connection_timeout(Some(CONNECT_TIMEOUT));
                 Connection::Single(client.get_connection_manager_with_config(config).await?)
             }
-            Topology::Cluster(nodes) => Connection::Cluster(
-                cluster_builder(nodes)
-                    .build()?
-                    .get_async_connection()
-                    .await?,
-            ),
+            Topology::Cluster(nodes) => Connection::Cluster(ClusterConn::connect(nodes).await?),
         };
         let _: String = ::redis::cmd("PING").query_async(&mut conn).await?;
         Ok(Redis { topology, conn })
@@ -242,6 +253,181 @@ impl Redis {
             on_event,
         ));
         Ok(())
+    }
+}
+
+/// A cluster connection that rebuilds itself when its calls keep failing: more than
+/// [`REBUILD_AFTER_FAILURES`] timeouts or lost connections within [`REBUILD_WINDOW`]
+/// (counted over every caller; successes in between do not reset the count, since a
+/// stalled client may still serve some slots) start a new cluster client in the
+/// background, which replaces the old one once it answers `PING`; calls already sent
+/// finish (or time out) on the old one. At most one rebuild per [`REBUILD_MIN_GAP`].
+/// Clones share one connection.
+#[derive(Clone)]
+pub struct ClusterConn {
+    shared: Arc<ClusterShared>,
+}
+
+struct ClusterShared {
+    nodes: Vec<String>,
+    current: RwLock<(u64, ClusterConnection)>,
+    health: Mutex<Health>,
+    rebuilds: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Health {
+    window_start: Instant,
+    failures: u32,
+    rebuilding: bool,
+    last_rebuild: Option<Instant>,
+}
+
+impl ClusterConn {
+    async fn connect(nodes: &[String]) -> RedisResult<ClusterConn> {
+        let conn = cluster_builder(nodes)
+            .build()?
+            .get_async_connection()
+            .await?;
+        Ok(ClusterConn {
+            shared: Arc::new(ClusterShared {
+                nodes: nodes.to_vec(),
+                current: RwLock::new((0, conn)),
+                health: Mutex::new(Health {
+                    window_start: Instant::now(),
+                    failures: 0,
+                    rebuilding: false,
+                    last_rebuild: None,
+                }),
+                rebuilds: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// How many times the client was rebuilt.
+    pub fn rebuilds(&self) -> u64 {
+        self.shared.rebuilds.load(Ordering::Relaxed)
+    }
+
+    fn current(&self) -> (u64, ClusterConnection) {
+        let current = self
+            .shared
+            .current
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        (current.0, current.1.clone())
+    }
+
+    /// Counts a failed call made on `generation`; starts a rebuild when they pile up.
+    fn observe<T>(&self, generation: u64, result: &RedisResult<T>) {
+        let Err(err) = result else { return };
+        if !(err.is_timeout() || err.is_connection_dropped() || err.is_connection_refusal()) {
+            return;
+        }
+        let now = Instant::now();
+        let mut health = self
+            .shared
+            .health
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if now.duration_since(health.window_start) > REBUILD_WINDOW {
+            health.window_start = now;
+            health.failures = 0;
+        }
+        health.failures += 1;
+        let due = health.failures >= REBUILD_AFTER_FAILURES
+            && !health.rebuilding
+            && health
+                .last_rebuild
+                .is_none_or(|at| now.duration_since(at) >= REBUILD_MIN_GAP);
+        if !due {
+            return;
+        }
+        health.rebuilding = true;
+        drop(health);
+        tracing::warn!(
+            error = %err,
+            "redis cluster calls keep failing; rebuilding the cluster client"
+        );
+        let this = self.clone();
+        tokio::spawn(async move { this.rebuild(generation).await });
+    }
+
+    async fn rebuild(&self, generation: u64) {
+        let fresh = tokio::time::timeout(RESPONSE_TIMEOUT, async {
+            let mut conn = cluster_builder(&self.shared.nodes)
+                .build()?
+                .get_async_connection()
+                .await?;
+            let _: String = ::redis::cmd("PING").query_async(&mut conn).await?;
+            RedisResult::Ok(conn)
+        })
+        .await;
+        match fresh {
+            Ok(Ok(conn)) => {
+                let mut current = self
+                    .shared
+                    .current
+                    .write()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                if current.0 == generation {
+                    *current = (generation + 1, conn);
+                    self.shared.rebuilds.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(generation = generation + 1, "redis cluster client rebuilt");
+                }
+            }
+            Ok(Err(err)) => tracing::warn!(error = %err, "redis cluster client: rebuild failed"),
+            Err(_) => tracing::warn!("redis cluster client: rebuild timed out"),
+        }
+        let mut health = self
+            .shared
+            .health
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        health.rebuilding = false;
+        health.last_rebuild = Some(Instant::now());
+        health.window_start = Instant::now();
+        health.failures = 0;
+    }
+}
+
+impl ConnectionLike for ClusterConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let (generation, mut conn) = self.current();
+            let result = conn.req_packed_command(cmd).await;
+            self.observe(generation, &result);
+            result
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let (generation, mut conn) = self.current();
+            let result = conn.req_packed_commands(pipeline, offset, count).await;
+            self.observe(generation, &result);
+            result
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}
+
+impl Connection {
+    /// How many times the cluster client was rebuilt after repeated failures (0 for a
+    /// single node).
+    pub fn rebuilds(&self) -> u64 {
+        match self {
+            Connection::Single(_) => 0,
+            Connection::Cluster(cluster) => cluster.rebuilds(),
+        }
     }
 }
 
