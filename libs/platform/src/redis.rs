@@ -20,11 +20,11 @@
 //!   reconnects and resubscribes after a lost connection and then reports
 //!   [`PubSubEvent::Resubscribed`]: messages sent meanwhile are gone, so the caller
 //!   re-reads what it cares about.
-//! - A cluster connection is rebuilt when its calls keep failing on timeouts or lost
-//!   connections ([`ClusterConn`]): after a primary is killed (SIGKILL) the `redis`
-//!   crate's cluster client (1.8.1) was seen to stay stalled for many seconds after the
-//!   replica had been promoted, also for slots of the primaries still up; a fresh client
-//!   reads the new slot map and works at once.
+//! - A cluster connection is rebuilt when it stalls or its calls keep failing on
+//!   timeouts or lost connections ([`ClusterConn`]): after a primary is killed (SIGKILL)
+//!   the `redis` crate's cluster client (1.8.1) was seen to hold every call until its
+//!   timeout for many seconds, also for slots of the primaries still up; a fresh client
+//!   reads the slot map again and works at once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -54,6 +54,11 @@ const CLUSTER_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
 const CLUSTER_CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 /// The pause between two attempts to restore a lost subscription.
 const RESUBSCRIBE_PAUSE: Duration = Duration::from_millis(500);
+/// A cluster client is stalled when calls are waiting and none finished for this long
+/// (no script or command of ours blocks the server for anywhere near as long).
+const STALL_AFTER: Duration = Duration::from_millis(1000);
+/// How often the watchdog looks for a stall.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
 /// A cluster connection is rebuilt after this many failed calls (timeouts, lost
 /// connections) within [`REBUILD_WINDOW`]…
 const REBUILD_AFTER_FAILURES: u32 = 8;
@@ -170,15 +175,16 @@ impl Connection {
                     Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr,
                 };
                 let route = Route::new(hash_slot(key), SlotAddr::Master);
-                let (generation, mut conn) = cluster.current();
-                let value = conn
-                    .route_command(
-                        wait,
-                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
-                    )
-                    .await;
-                cluster.observe(generation, &value);
-                Ok(::redis::from_redis_value(value?)?)
+                let value = cluster
+                    .call(async move |conn: &mut ClusterConnection| {
+                        conn.route_command(
+                            wait,
+                            RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
+                        )
+                        .await
+                    })
+                    .await?;
+                Ok(::redis::from_redis_value(value)?)
             }
         }
     }
@@ -256,13 +262,21 @@ impl Redis {
     }
 }
 
-/// A cluster connection that rebuilds itself when its calls keep failing: more than
-/// [`REBUILD_AFTER_FAILURES`] timeouts or lost connections within [`REBUILD_WINDOW`]
-/// (counted over every caller; successes in between do not reset the count, since a
-/// stalled client may still serve some slots) start a new cluster client in the
-/// background, which replaces the old one once it answers `PING`; calls already sent
-/// finish (or time out) on the old one. At most one rebuild per [`REBUILD_MIN_GAP`].
-/// Clones share one connection.
+/// A cluster connection that rebuilds itself when it stalls or its calls keep failing.
+///
+/// - **Stalled**: calls are waiting and none has finished for [`STALL_AFTER`]. After a
+///   primary was killed (SIGKILL) the `redis` crate's cluster client (1.8.1) held every
+///   call, also those for slots of the primaries still up, until the call's timeout,
+///   call after call. A watchdog ([`WATCH_EVERY`]) sees this, starts a new client, and
+///   once it answers `PING` makes it the one new calls use; the calls still waiting on
+///   the old client fail at once with a timeout error, as they would have a few seconds
+///   later (so a write among them may or may not have been applied, as with any
+///   timeout: callers retry idempotently).
+/// - **Failing**: [`REBUILD_AFTER_FAILURES`] timeouts or lost connections within
+///   [`REBUILD_WINDOW`] (successes in between do not reset the count: a sick client may
+///   still serve some slots) rebuild it the same way.
+///
+/// At most one rebuild per [`REBUILD_MIN_GAP`]. Clones share one connection.
 #[derive(Clone)]
 pub struct ClusterConn {
     shared: Arc<ClusterShared>,
@@ -270,9 +284,22 @@ pub struct ClusterConn {
 
 struct ClusterShared {
     nodes: Vec<String>,
-    current: RwLock<(u64, ClusterConnection)>,
+    current: RwLock<Generation>,
     health: Mutex<Health>,
     rebuilds: AtomicU64,
+    /// Calls waiting for an answer.
+    in_flight: AtomicU64,
+    /// When a call last finished (ok or not), or one started with none waiting, in ms
+    /// after `started`.
+    last_progress_ms: AtomicU64,
+    started: Instant,
+}
+
+/// One cluster client, and the signal that it was replaced.
+struct Generation {
+    number: u64,
+    conn: ClusterConnection,
+    replaced: CancellationToken,
 }
 
 #[derive(Debug)]
@@ -289,19 +316,26 @@ impl ClusterConn {
             .build()?
             .get_async_connection()
             .await?;
-        Ok(ClusterConn {
-            shared: Arc::new(ClusterShared {
-                nodes: nodes.to_vec(),
-                current: RwLock::new((0, conn)),
-                health: Mutex::new(Health {
-                    window_start: Instant::now(),
-                    failures: 0,
-                    rebuilding: false,
-                    last_rebuild: None,
-                }),
-                rebuilds: AtomicU64::new(0),
+        let shared = Arc::new(ClusterShared {
+            nodes: nodes.to_vec(),
+            current: RwLock::new(Generation {
+                number: 0,
+                conn,
+                replaced: CancellationToken::new(),
             }),
-        })
+            health: Mutex::new(Health {
+                window_start: Instant::now(),
+                failures: 0,
+                rebuilding: false,
+                last_rebuild: None,
+            }),
+            rebuilds: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            last_progress_ms: AtomicU64::new(0),
+            started: Instant::now(),
+        });
+        tokio::spawn(watchdog(Arc::downgrade(&shared)));
+        Ok(ClusterConn { shared })
     }
 
     /// How many times the client was rebuilt.
@@ -309,53 +343,100 @@ impl ClusterConn {
         self.shared.rebuilds.load(Ordering::Relaxed)
     }
 
-    fn current(&self) -> (u64, ClusterConnection) {
+    fn current(&self) -> (u64, ClusterConnection, CancellationToken) {
         let current = self
             .shared
             .current
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        (current.0, current.1.clone())
+        (
+            current.number,
+            current.conn.clone(),
+            current.replaced.clone(),
+        )
     }
 
-    /// Counts a failed call made on `generation`; starts a rebuild when they pile up.
-    fn observe<T>(&self, generation: u64, result: &RedisResult<T>) {
+    /// Runs one call on the current client; fails it early if that client is replaced
+    /// meanwhile; counts its outcome.
+    async fn call<T>(
+        &self,
+        run: impl AsyncFnOnce(&mut ClusterConnection) -> RedisResult<T>,
+    ) -> RedisResult<T> {
+        let (number, mut conn, replaced) = self.current();
+        if self.shared.in_flight.fetch_add(1, Ordering::Relaxed) == 0 {
+            // The first call after a quiet spell: the stall clock starts now.
+            self.shared
+                .last_progress_ms
+                .store(self.shared.elapsed_ms(), Ordering::Relaxed);
+        }
+        let result = tokio::select! {
+            result = run(&mut conn) => result,
+            () = replaced.cancelled() => Err(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the stalled cluster client was replaced while this call waited",
+            ))),
+        };
+        self.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.shared
+            .last_progress_ms
+            .store(self.shared.elapsed_ms(), Ordering::Relaxed);
+        self.observe(number, &result);
+        result
+    }
+
+    /// Counts a failed call made on generation `number`; rebuilds when they pile up.
+    fn observe<T>(&self, number: u64, result: &RedisResult<T>) {
         let Err(err) = result else { return };
         if !(err.is_timeout() || err.is_connection_dropped() || err.is_connection_refusal()) {
             return;
         }
         let now = Instant::now();
-        let mut health = self
-            .shared
-            .health
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut health = self.shared.lock_health();
         if now.duration_since(health.window_start) > REBUILD_WINDOW {
             health.window_start = now;
             health.failures = 0;
         }
         health.failures += 1;
-        let due = health.failures >= REBUILD_AFTER_FAILURES
-            && !health.rebuilding
-            && health
+        if health.failures >= REBUILD_AFTER_FAILURES {
+            drop(health);
+            self.shared.start_rebuild(number, "calls keep failing");
+        }
+    }
+}
+
+impl ClusterShared {
+    fn elapsed_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn lock_health(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Starts a rebuild of generation `number` in the background, unless one is running
+    /// or the last one is too recent.
+    fn start_rebuild(self: &Arc<Self>, number: u64, why: &'static str) {
+        let mut health = self.lock_health();
+        let now = Instant::now();
+        if health.rebuilding
+            || health
                 .last_rebuild
-                .is_none_or(|at| now.duration_since(at) >= REBUILD_MIN_GAP);
-        if !due {
+                .is_some_and(|at| now.duration_since(at) < REBUILD_MIN_GAP)
+        {
             return;
         }
         health.rebuilding = true;
         drop(health);
-        tracing::warn!(
-            error = %err,
-            "redis cluster calls keep failing; rebuilding the cluster client"
-        );
-        let this = self.clone();
-        tokio::spawn(async move { this.rebuild(generation).await });
+        tracing::warn!(why, "redis cluster client: rebuilding it");
+        let this = Arc::clone(self);
+        tokio::spawn(async move { this.rebuild(number).await });
     }
 
-    async fn rebuild(&self, generation: u64) {
+    async fn rebuild(&self, number: u64) {
         let fresh = tokio::time::timeout(RESPONSE_TIMEOUT, async {
-            let mut conn = cluster_builder(&self.shared.nodes)
+            let mut conn = cluster_builder(&self.nodes)
                 .build()?
                 .get_async_connection()
                 .await?;
@@ -366,24 +447,28 @@ impl ClusterConn {
         match fresh {
             Ok(Ok(conn)) => {
                 let mut current = self
-                    .shared
                     .current
                     .write()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
-                if current.0 == generation {
-                    *current = (generation + 1, conn);
-                    self.shared.rebuilds.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(generation = generation + 1, "redis cluster client rebuilt");
+                if current.number == number {
+                    let old = std::mem::replace(
+                        &mut *current,
+                        Generation {
+                            number: number + 1,
+                            conn,
+                            replaced: CancellationToken::new(),
+                        },
+                    );
+                    drop(current);
+                    old.replaced.cancel();
+                    self.rebuilds.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(generation = number + 1, "redis cluster client rebuilt");
                 }
             }
             Ok(Err(err)) => tracing::warn!(error = %err, "redis cluster client: rebuild failed"),
             Err(_) => tracing::warn!("redis cluster client: rebuild timed out"),
         }
-        let mut health = self
-            .shared
-            .health
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut health = self.lock_health();
         health.rebuilding = false;
         health.last_rebuild = Some(Instant::now());
         health.window_start = Instant::now();
@@ -391,14 +476,34 @@ impl ClusterConn {
     }
 }
 
+/// Watches for a stalled client (calls waiting, none finished for [`STALL_AFTER`]) until
+/// the connection is dropped.
+async fn watchdog(shared: std::sync::Weak<ClusterShared>) {
+    let mut tick = tokio::time::interval(WATCH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let idle_ms = shared
+            .elapsed_ms()
+            .saturating_sub(shared.last_progress_ms.load(Ordering::Relaxed));
+        if shared.in_flight.load(Ordering::Relaxed) > 0 && idle_ms >= STALL_AFTER.as_millis() as u64
+        {
+            let number = shared
+                .current
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .number;
+            shared.start_rebuild(number, "calls are waiting and none finished");
+        }
+    }
+}
+
 impl ConnectionLike for ClusterConn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        Box::pin(async move {
-            let (generation, mut conn) = self.current();
-            let result = conn.req_packed_command(cmd).await;
-            self.observe(generation, &result);
-            result
-        })
+        Box::pin(self.call(async |conn: &mut ClusterConnection| conn.req_packed_command(cmd).await))
     }
 
     fn req_packed_commands<'a>(
@@ -407,12 +512,9 @@ impl ConnectionLike for ClusterConn {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        Box::pin(async move {
-            let (generation, mut conn) = self.current();
-            let result = conn.req_packed_commands(pipeline, offset, count).await;
-            self.observe(generation, &result);
-            result
-        })
+        Box::pin(self.call(async move |conn: &mut ClusterConnection| {
+            conn.req_packed_commands(pipeline, offset, count).await
+        }))
     }
 
     fn get_db(&self) -> i64 {

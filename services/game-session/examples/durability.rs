@@ -113,6 +113,8 @@ struct Figures {
     errors: u64,
     /// When this room first committed after the kill (ms after it), if it did.
     back_after_ms: Option<u64>,
+    /// Failed calls by (the start of) their error message.
+    error_kinds: HashMap<String, u64>,
 }
 
 async fn writer(
@@ -161,7 +163,10 @@ async fn writer(
                 acked = v;
             }
             Ok(_) | Err(_) => {
-                if result.is_err() {
+                if let Err(err) = &result {
+                    let text = err.to_string();
+                    let kind = text.chars().take(80).collect::<String>();
+                    *figures.error_kinds.entry(kind).or_default() += 1;
                     figures.errors += 1;
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
@@ -227,6 +232,11 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
+    // RUST_LOG=warn shows the cluster client's rebuilds.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let url = std::env::var("REDIS_CLUSTER_URL").unwrap_or_else(|_| {
         "redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003".into()
     });
@@ -277,14 +287,25 @@ async fn main() -> anyhow::Result<()> {
     let killed_at = Arc::new(std::sync::OnceLock::new());
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = tokio::task::JoinSet::new();
+    let victim_ranges = primaries
+        .iter()
+        .find(|(addr, _)| *addr == victim)
+        .map(|(_, ranges)| ranges.clone())
+        .unwrap_or_default();
     for id in ids {
-        tasks.spawn(writer(
+        let slot = hash_slot(&format!(
+            "{prefix}:{{gs:{}}}:rooms",
+            game_session::store::shard_of(&id)
+        ));
+        let on_victim = victim_ranges.iter().any(|&(a, b)| a <= slot && slot <= b);
+        let writing = writer(
             store.clone(),
             id,
             killed.clone(),
             killed_at.clone(),
             stop.clone(),
-        ));
+        );
+        tasks.spawn(async move { writing.await.map(|f| (on_victim, f)) });
     }
     let started = Instant::now();
     tokio::time::sleep(Duration::from_secs(args.kill_after)).await;
@@ -315,12 +336,20 @@ async fn main() -> anyhow::Result<()> {
     let mut rooms_losing = 0;
     let mut back: Vec<u64> = Vec::new();
     let mut never_back = 0;
+    // When the rooms of the primaries still up committed again (ms after the kill).
+    let mut others_back: Vec<u64> = Vec::new();
     while let Some(result) = tasks.join_next().await {
-        let f = result??;
+        let (on_victim, f) = result??;
+        if !on_victim {
+            others_back.push(f.back_after_ms.unwrap_or(u64::MAX));
+        }
         all.before_us.extend(f.before_us);
         all.after += f.after;
         all.lost += f.lost;
         all.errors += f.errors;
+        for (kind, n) in f.error_kinds {
+            *all.error_kinds.entry(kind).or_default() += n;
+        }
         all.longest_gap_ms = all.longest_gap_ms.max(f.longest_gap_ms);
         rooms_losing += usize::from(f.lost > 0);
         match f.back_after_ms {
@@ -353,9 +382,22 @@ async fn main() -> anyhow::Result<()> {
         back.get(back.len() / 2).copied().unwrap_or(0) as f64 / 1000.0,
         back.last().copied().unwrap_or(0) as f64 / 1000.0
     );
+    let mut kinds: Vec<(String, u64)> = all.error_kinds.into_iter().collect();
+    kinds.sort_by(|a, b| b.1.cmp(&a.1));
+    for (kind, n) in kinds.iter().take(5) {
+        println!("  {n} failed calls: {kind}");
+    }
+    others_back.sort_unstable();
     println!(
-        "acknowledged commits lost: {} (in {rooms_losing} rooms)",
-        all.lost
+        "of which the {} rooms of the primaries still up: p50 {:.1} s, max {:.1} s",
+        others_back.len(),
+        others_back.get(others_back.len() / 2).copied().unwrap_or(0) as f64 / 1000.0,
+        others_back.last().copied().unwrap_or(0) as f64 / 1000.0
+    );
+    println!(
+        "acknowledged commits lost: {} (in {rooms_losing} rooms); cluster client rebuilt {} times",
+        all.lost,
+        store.client_rebuilds()
     );
 
     let script = concat!(

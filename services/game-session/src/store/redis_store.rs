@@ -159,6 +159,12 @@ impl RedisStore {
         self
     }
 
+    /// How many times the cluster client was rebuilt after its calls kept failing (see
+    /// `basra_platform::redis::ClusterConn`; 0 on one node).
+    pub fn client_rebuilds(&self) -> u64 {
+        self.conn.rebuilds()
+    }
+
     async fn ensure_group(&self, shard: u32) -> Result<()> {
         let result: redis::RedisResult<()> = redis::cmd("XGROUP")
             .arg("CREATE")
