@@ -166,27 +166,19 @@ impl Connection {
         replicas: u32,
         timeout_ms: u64,
     ) -> RedisResult<u32> {
-        let mut wait = ::redis::cmd("WAIT");
-        wait.arg(replicas).arg(timeout_ms);
-        match self {
-            Connection::Single(conn) => wait.query_async(conn).await,
-            Connection::Cluster(cluster) => {
-                use ::redis::cluster_routing::{
-                    Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr,
-                };
-                let route = Route::new(hash_slot(key), SlotAddr::Master);
-                let value = cluster
-                    .call(async move |conn: &mut ClusterConnection| {
-                        conn.route_command(
-                            wait,
-                            RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
-                        )
-                        .await
-                    })
-                    .await?;
-                Ok(::redis::from_redis_value(value)?)
-            }
-        }
+        // WAIT has no key, so on a cluster it goes in one pipeline behind a command on
+        // `key`: the pipeline is routed (and redirected, after a failover) by that key's
+        // slot, so WAIT reaches the primary that holds it now.
+        let (acked,): (u32,) = ::redis::pipe()
+            .cmd("EXISTS")
+            .arg(key)
+            .ignore()
+            .cmd("WAIT")
+            .arg(replicas)
+            .arg(timeout_ms)
+            .query_async(self)
+            .await?;
+        Ok(acked)
     }
 }
 

@@ -530,6 +530,9 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     let service = token(&issuer, Uuid::now_v7(), Role::Service)?;
     let mut rooms = Vec::with_capacity(args.matches);
     let mut creating = tokio::task::JoinSet::new();
+    // Fewer calls at once than the server's streams per connection (32): a burst above it
+    // before the client has the server's settings is refused (REFUSED_STREAM).
+    let creation_slots = Arc::new(tokio::sync::Semaphore::new(16));
     for _ in 0..args.matches {
         let (room_id, ua, ub) = (Uuid::now_v7().to_string(), Uuid::now_v7(), Uuid::now_v7());
         let mut client = GameClient::new(control.clone());
@@ -549,7 +552,11 @@ async fn drive(args: Args) -> anyhow::Result<()> {
             },
             &service,
         );
-        creating.spawn(async move { client.create_room(request).await.map(|_| ()) });
+        let slots = Arc::clone(&creation_slots);
+        creating.spawn(async move {
+            let _slot = slots.acquire_owned().await;
+            client.create_room(request).await.map(|_| ())
+        });
         rooms.push((room_id, ua, ub));
     }
     while let Some(created) = creating.join_next().await {
