@@ -76,7 +76,7 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
     /// A service token for RecordMatch. Without it, one is signed with the accounts key
-    /// named by BASRA_AUTH__SIGNING_KEY_FILE and BASRA_AUTH__SIGNING_KEY_ID (the
+    /// named by BASRA_IDENTITY__SIGNING_KEY_FILE and BASRA_IDENTITY__KEY_ID (the
     /// accounts service's own settings).
     #[arg(long, env = "BASRA_SERVICE_TOKEN", hide_env_values = true)]
     service_token: Option<String>,
@@ -158,8 +158,8 @@ pub async fn run_simulate(args: SimulateArgs) -> anyhow::Result<()> {
 fn mint_service_token() -> anyhow::Result<String> {
     let settings = accounts::Settings::load()?;
     anyhow::ensure!(
-        settings.auth.signing_key_file().is_some(),
-        "give --service-token, or BASRA_AUTH__SIGNING_KEY_FILE and BASRA_AUTH__SIGNING_KEY_ID \
+        settings.identity.signing_key_file().is_some(),
+        "give --service-token, or BASRA_IDENTITY__SIGNING_KEY_FILE and BASRA_IDENTITY__KEY_ID \
          naming the accounts signing key"
     );
     let key = accounts::signing_key(&settings)?;
