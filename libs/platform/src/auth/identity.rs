@@ -92,7 +92,7 @@ impl std::fmt::Debug for ServiceIdentity {
 
 /// `[identity]`: the service's own signing key. game-session and matchmaking sign their
 /// service tokens with it; accounts signs the players' access tokens with it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IdentitySettings {
     /// PKCS#8 PEM Ed25519 private key (`openssl genpkey -algorithm ed25519`); empty: no
@@ -109,6 +109,17 @@ pub struct IdentitySettings {
 
 fn default_token_ttl() -> u64 {
     300
+}
+
+impl Default for IdentitySettings {
+    /// No key (the older static-token way, or accounts' development key).
+    fn default() -> IdentitySettings {
+        IdentitySettings {
+            signing_key_file: PathBuf::new(),
+            key_id: String::new(),
+            token_ttl_seconds: default_token_ttl(),
+        }
+    }
 }
 
 impl IdentitySettings {
