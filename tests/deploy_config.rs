@@ -86,34 +86,32 @@ fn each_callers_identity_is_trusted_by_its_receiver() {
         load_with_env(matchmaking::settings::DEFAULTS, pod_env("matchmaking")).unwrap();
     let game: game_session::Settings =
         load_with_env(game_session::settings::DEFAULTS, pod_env("game-session")).unwrap();
-    let trusts = |keys: &[basra_platform::auth::TrustedKeySettings], kid: &str, role: Role| {
-        keys.iter().any(|key| key.kid == kid && key.role == role)
-    };
-    assert!(trusts(
-        &game.auth.trusted_keys,
-        &matchmaking.identity.key_id,
-        Role::Service
-    ));
-    assert!(trusts(
-        &accounts.auth.trusted_keys,
-        &game.identity.key_id,
-        Role::Service
-    ));
-    assert!(trusts(
-        &accounts.auth.trusted_keys,
-        &matchmaking.identity.key_id,
-        Role::Service
-    ));
-    assert!(trusts(
-        &game.auth.trusted_keys,
-        &accounts.auth.signing_key_id,
-        Role::Player
-    ));
+    assert!(game.auth.trusts(&accounts.identity.key_id, Role::Player));
     assert!(
         matchmaking
             .auth
-            .keys
-            .iter()
-            .any(|key| key.kid == accounts.auth.signing_key_id && key.role == Some(Role::Player))
+            .trusts(&accounts.identity.key_id, Role::Player)
     );
+}
+
+/// `[auth]`, `[identity]` and `[redis]` are one shape in every service: the platform's
+/// structs (this stops compiling when a service grows its own), loaded here from each
+/// ConfigMap.
+#[test]
+fn auth_identity_and_redis_are_one_shape_in_every_service() {
+    fn same<T>(_: &T, _: &T) {}
+    let accounts: accounts::Settings =
+        load_with_env(accounts::settings::DEFAULTS, pod_env("accounts")).unwrap();
+    let matchmaking: matchmaking::settings::Settings =
+        load_with_env(matchmaking::settings::DEFAULTS, pod_env("matchmaking")).unwrap();
+    let game: game_session::Settings =
+        load_with_env(game_session::settings::DEFAULTS, pod_env("game-session")).unwrap();
+    same(&accounts.auth, &game.auth);
+    same(&game.auth, &matchmaking.auth);
+    same(&accounts.identity, &game.identity);
+    same(&game.identity, &matchmaking.identity);
+    same(&game.redis, &matchmaking.redis);
+    assert_eq!(accounts.auth.issuer, game.auth.issuer);
+    assert_eq!(game.auth.issuer, matchmaking.auth.issuer);
+    assert_eq!(game.redis.url, matchmaking.redis.url, "one Redis Secret");
 }

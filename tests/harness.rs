@@ -230,7 +230,7 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
     );
     let game_metrics = serve_metrics(session.core().metrics.registry(), shutdown.clone()).await?;
     tasks.push(tokio::spawn(async move {
-        game_session::serve_session(&session, listener, game_verifier, drain, token)
+        game_session::serve(listener, &session, game_verifier, token, drain)
             .await
             .expect("game-session serves");
     }));
@@ -268,7 +268,7 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
     let (listener, matchmaking_url) = bind().await?;
     let token = shutdown.clone();
     tasks.push(tokio::spawn(async move {
-        matchmaking::run(listener, config, matchmaking_verifier, deps, token)
+        matchmaking::serve(listener, config, matchmaking_verifier, deps, token)
             .await
             .expect("matchmaking serves");
     }));

@@ -76,8 +76,8 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
     /// A service token for RecordMatch. Without it, one is signed with the accounts key
-    /// named by BASRA_AUTH__SIGNING_KEY_FILE and BASRA_AUTH__SIGNING_KEY_ID (the
-    /// accounts service's own settings).
+    /// named by BASRA_ACCOUNTS_IDENTITY__SIGNING_KEY_FILE and
+    /// BASRA_ACCOUNTS_IDENTITY__KEY_ID (accounts' settings as `basra dev` reads them).
     #[arg(long, env = "BASRA_SERVICE_TOKEN", hide_env_values = true)]
     service_token: Option<String>,
 }
@@ -154,13 +154,19 @@ pub async fn run_simulate(args: SimulateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A one-hour service token signed with the accounts key of the accounts settings.
+/// A one-hour service token signed with the accounts key of the accounts settings, read
+/// as `basra dev` reads them (`BASRA_ACCOUNTS_…` variables), so one exported key serves
+/// both.
 fn mint_service_token() -> anyhow::Result<String> {
-    let settings = accounts::Settings::load()?;
+    let vars = std::env::vars().filter_map(|(key, value)| {
+        let rest = key.strip_prefix("BASRA_ACCOUNTS_")?;
+        Some((format!("BASRA_{rest}"), value))
+    });
+    let settings = accounts::Settings::from_env(vars)?;
     anyhow::ensure!(
-        settings.auth.signing_key_file().is_some(),
-        "give --service-token, or BASRA_AUTH__SIGNING_KEY_FILE and BASRA_AUTH__SIGNING_KEY_ID \
-         naming the accounts signing key"
+        settings.identity.signing_key_file().is_some(),
+        "give --service-token, or BASRA_ACCOUNTS_IDENTITY__SIGNING_KEY_FILE and \
+         BASRA_ACCOUNTS_IDENTITY__KEY_ID naming the accounts signing key"
     );
     let key = accounts::signing_key(&settings)?;
     let issuer = TokenIssuer::new(key, &settings.auth.issuer, &settings.auth.audience);

@@ -3,18 +3,11 @@
 //! PostgreSQL and Redis URLs are given. Nothing to install to play.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use accounts::{AccountsService, MemoryStore as AccountsMemory, PgStore, Store};
 use anyhow::Context as _;
-use basra_platform::auth::{AuthLayer, Caller, Role, TokenVerifier};
-use basra_proto::basra::matchmaking::v1::matchmaking_server::MatchmakingServer;
-use game_session::{AccountsLink, Credentials, GameSession, RoomStore};
-use matchmaking::clock::SystemClock;
-use matchmaking::metrics::Metrics;
-use matchmaking::upstream::{GrpcGame, GrpcNames, GrpcRatings};
-use secrecy::SecretString;
+use basra_platform::auth::{AuthLayer, IdentitySettings, Role, SigningKey, TrustedKeySettings};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::service::Routes;
@@ -47,11 +40,14 @@ pub struct Started {
     pub public_pem: String,
 }
 
-/// How long a service token minted for the in-process services lives.
-const SERVICE_TOKEN_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
-
-/// Binds, starts the three services and serves until `shutdown` is cancelled. `ready` hears
-/// where it listens once it is accepting connections.
+/// Binds, builds the three services through their own `App::build` (as each binary does)
+/// and serves them on one port until `shutdown` is cancelled. `ready` hears where it
+/// listens once it is accepting connections.
+///
+/// One signing key signs everything here: accounts' access tokens, and the service tokens
+/// game-session and matchmaking mint with it as their `[identity]`. accounts trusts its
+/// own key for every role, and its verifier guards the one port; the other two trust it
+/// for players, as they trust accounts' key in production.
 pub async fn run(
     options: DevOptions,
     shutdown: CancellationToken,
@@ -64,119 +60,114 @@ pub async fn run(
     let url = format!("http://{addr}");
     let DevSettings {
         accounts: mut accounts_settings,
-        matchmaking: queue_settings,
+        matchmaking: mut queue_settings,
         game_session: mut game_settings,
     } = options.settings;
-    // A fresh development key, unless the accounts settings name a key file (then tools
-    // such as `basra simulate` can sign service tokens with it too).
-    let key = accounts::signing_key(&accounts_settings)?;
+
+    // The key the accounts settings name (then tools such as `basra simulate` can sign
+    // service tokens with it too), or a fresh development key, in files as a pod has them.
+    let keys = DevKeys::new(&accounts_settings.identity)?;
     let started = Started {
         addr,
-        kid: key.kid().to_owned(),
-        public_pem: key.public_pem(),
+        kid: keys.kid.clone(),
+        public_pem: keys.public_pem.clone(),
     };
+    let redis = options.redis_url.clone().unwrap_or_else(|| "memory".into());
+
+    accounts_settings.identity = keys.identity(&accounts_settings.identity);
     if let Some(database) = &options.database_url {
-        accounts_settings.database.url = SecretString::from(database.clone());
+        accounts_settings.database.url = secrecy::SecretString::from(database.clone());
     }
-    let config = accounts::service_config(&accounts_settings, key)?;
-    let issuer = config.issuer.clone();
-    let (accounts_routes, verifier) = match &options.database_url {
-        None => accounts_routes(AccountsService::new(AccountsMemory::new(), config)),
-        Some(database) => {
-            let store = PgStore::connect(database, accounts_settings.database.max_connections)
-                .await
-                .context("cannot connect to PostgreSQL")?;
-            store.migrate().await?;
-            accounts_routes(AccountsService::new(store, config))
-        }
-    };
+    let server = accounts_settings.server.clone();
+    let accounts = accounts::App::build(accounts_settings)
+        .await
+        .context("accounts")?;
 
-    // The services call each other through this same port, as a service.
-    let service = Caller {
-        user_id: uuid::Uuid::now_v7(),
-        role: Role::Service,
-        guest: false,
-    };
-    let service_token = issuer.issue(&service, SERVICE_TOKEN_TTL)?.token;
-
+    game_settings.identity = keys.identity(&game_settings.identity);
+    game_settings.auth.trusted_keys = vec![keys.trusted(Role::Player)];
+    game_settings.redis.url = redis.clone();
+    game_settings.accounts.url = url.clone();
     if let Some(delay) = options.bot_delay {
         game_settings.game.bot_delay_ms = delay.as_millis() as u64;
     }
-    let rooms: Arc<dyn RoomStore> = match &options.redis_url {
-        None => Arc::new(game_session::MemoryStore::new()),
-        Some(redis) => Arc::new(
-            game_session::RedisStore::connect(
-                redis,
-                &game_settings.redis.prefix,
-                game_settings.game.closed_room_ttl_seconds,
-                shutdown.clone(),
-            )
-            .await
-            .context("cannot connect to Redis")?,
-        ),
-    };
-    let link = AccountsLink::new(&url, Credentials::Issuer(Arc::new(issuer), service))
-        .map_err(anyhow::Error::msg)?;
-    let game = GameSession::start(
-        rooms,
-        game_settings.game.service_config(),
-        Some(link),
-        shutdown.clone(),
-    );
+    let game = game_session::App::build(game_settings)
+        .await
+        .context("game-session")?;
 
-    let queue: Arc<dyn matchmaking::store::Store> = match &options.redis_url {
-        None => Arc::new(matchmaking::store::MemoryStore::new()),
-        Some(redis) => Arc::new(
-            matchmaking::store::RedisStore::connect(redis, &queue_settings.redis.prefix)
-                .await
-                .context("cannot connect to Redis")?,
-        ),
-    };
-    let deps = matchmaking::Deps {
-        store: queue,
-        game: Arc::new(GrpcGame::new(
-            &url,
-            &service_token,
-            queue_settings.game.timeout(),
-        )?),
-        ratings: Arc::new(GrpcRatings::new(&url, queue_settings.accounts.timeout())?),
-        names: Arc::new(GrpcNames::new(
-            &url,
-            &service_token,
-            queue_settings.accounts.timeout(),
-        )?),
-        clock: Arc::new(SystemClock),
-        metrics: Arc::new(Metrics::new()),
-    };
-    let config = matchmaking::Config {
-        queue: queue_settings.queue.clone(),
-        rooms: queue_settings.rooms.clone(),
-        serving: (&queue_settings.server).into(),
-    };
-    let (matchmaker, _background) = matchmaking::start(config, deps, shutdown.clone());
+    queue_settings.identity = keys.identity(&queue_settings.identity);
+    queue_settings.auth.trusted_keys = vec![keys.trusted(Role::Player)];
+    queue_settings.redis.url = redis;
+    queue_settings.game.url = url.clone();
+    queue_settings.accounts.url = url;
+    let matchmaker = matchmaking::App::build(queue_settings)
+        .await
+        .context("matchmaking")?;
 
-    let routes = game.add_to(accounts_routes).add_service(
-        MatchmakingServer::new(matchmaker)
-            .max_decoding_message_size(matchmaking::MAX_MESSAGE_BYTES),
-    );
+    let auth = AuthLayer::new(accounts.verifier(), accounts::PUBLIC_METHODS);
+    let routes = accounts.mount(Routes::default(), shutdown.clone()).await?;
+    let routes = game.mount(routes, shutdown.clone()).await?;
+    let routes = matchmaker.mount(routes, shutdown.clone()).await?;
     let names = [
         accounts::SERVICE_NAME,
         matchmaking::SERVICE_NAME,
         game_session::SERVICE_NAMES[0],
         game_session::SERVICE_NAMES[1],
     ];
-    let auth = AuthLayer::new(verifier, accounts::PUBLIC_METHODS);
     ready(started);
-    // One port for the three services: the accounts server's limits, a short drain.
-    let serving = basra_platform::ServeOptions {
-        drain: Duration::from_secs(5),
-        limits: accounts_settings.server.limits.clone(),
-    };
-    basra_platform::serve(listener, routes, &names, auth, shutdown, serving).await?;
+    // One port for the three services: the accounts server's settings.
+    basra_platform::serve(listener, routes, &names, auth, shutdown, &server).await?;
+    drop(keys);
     Ok(())
 }
 
-fn accounts_routes<S: Store>(service: AccountsService<S>) -> (Routes, TokenVerifier) {
-    let verifier = service.verifier();
-    (Routes::new(service.into_server()), verifier)
+/// The development key in files, in a private temporary directory removed at exit.
+struct DevKeys {
+    _dir: tempfile::TempDir,
+    private_file: PathBuf,
+    public_file: PathBuf,
+    kid: String,
+    public_pem: String,
+}
+
+impl DevKeys {
+    /// The key `identity` names, or a generated one.
+    fn new(identity: &IdentitySettings) -> anyhow::Result<DevKeys> {
+        let dir = tempfile::Builder::new().prefix("basra-dev-").tempdir()?;
+        let (key, private_file) = match identity.signing_key()? {
+            Some(key) => (key, identity.signing_key_file.clone()),
+            None => {
+                let key = SigningKey::generate();
+                let file = dir.path().join("signing-key.pem");
+                std::fs::write(&file, key.private_pem())?;
+                (key, file)
+            }
+        };
+        let public_file = dir.path().join("public-key.pem");
+        std::fs::write(&public_file, key.public_pem())?;
+        Ok(DevKeys {
+            private_file,
+            public_file,
+            kid: key.kid().to_owned(),
+            public_pem: key.public_pem(),
+            _dir: dir,
+        })
+    }
+
+    /// `[identity]` signing with this key (other values as `base` has them).
+    fn identity(&self, base: &IdentitySettings) -> IdentitySettings {
+        IdentitySettings {
+            signing_key_file: self.private_file.clone(),
+            key_id: self.kid.clone(),
+            ..base.clone()
+        }
+    }
+
+    /// This key trusted for `role`.
+    fn trusted(&self, role: Role) -> TrustedKeySettings {
+        TrustedKeySettings {
+            kid: self.kid.clone(),
+            public_key_file: self.public_file.clone(),
+            role,
+        }
+    }
 }

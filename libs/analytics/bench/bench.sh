@@ -21,7 +21,7 @@ BASRA=$TARGET/release/basra
 cargo build --quiet --release -p basra
 rm -rf "$WORK" && mkdir -p "$WORK"
 openssl genpkey -algorithm ed25519 -out "$WORK/key.pem" 2>/dev/null
-export BASRA_AUTH__SIGNING_KEY_FILE=$WORK/key.pem BASRA_AUTH__SIGNING_KEY_ID=bench-1
+export BASRA_ACCOUNTS_IDENTITY__SIGNING_KEY_FILE=$WORK/key.pem BASRA_ACCOUNTS_IDENTITY__KEY_ID=bench-1
 psql "$PG/postgres" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB"
 
 RUST_LOG=warn "$BASRA" dev --listen 127.0.0.1:$PORT --database-url "$PG/$DB" >"$WORK/dev.log" 2>&1 &

@@ -13,8 +13,13 @@
 //! | [`client_addr`] | the client's address behind trusted proxies (`forwarded`, `x-forwarded-for`), for per-address limits |
 //! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts, sign-ups), on `governor` |
 //!
-//! A service's `main` is, in order: [`config::load`], [`telemetry::init`],
-//! bind the listener, [`shutdown::on_signal`], [`serve::serve`].
+//! A service's `main` is, in order: its `Settings::load()` ([`config::load`]),
+//! [`telemetry::init`], its `App::build(settings)`, bind the listener, and
+//! `app.run(listener, `[`shutdown::on_signal`]`())`, which ends in [`serve::serve`] with
+//! the `[server]` settings. The sections every service shares are typed here:
+//! [`config::ServerSettings`], [`config::TelemetrySettings`],
+//! [`metrics::MetricsSettings`], [`auth::AuthSettings`], [`auth::IdentitySettings`],
+//! [`redis::RedisSettings`].
 
 pub mod auth;
 pub mod client_addr;

@@ -25,6 +25,8 @@
 //!   the `redis` crate's cluster client (1.8.1) was seen to hold every call until its
 //!   timeout for many seconds, also for slots of the primaries still up; a fresh client
 //!   reads the slot map again and works at once.
+//! - [`RedisSettings`] is the `[redis]` section of every service that keeps state in
+//!   Redis, the same keys everywhere.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -106,6 +108,57 @@ impl Topology {
     /// Whether this is a cluster.
     pub fn is_cluster(&self) -> bool {
         matches!(self, Topology::Cluster(_))
+    }
+}
+
+/// `[redis]`, the same in every service that keeps state in Redis.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisSettings {
+    /// `redis://host:port/db`; a comma-separated list of Redis Cluster node URLs; or
+    /// `memory`: the service's in-process store (one replica only, `basra dev`).
+    pub url: String,
+    /// The prefix of every key the service writes (several deployments, or tests, can
+    /// share one Redis). No braces: they would change the hash slot.
+    pub prefix: String,
+    /// After each write that must survive a failover, wait until this many replicas of
+    /// the primary have it (`WAIT`); 0: do not. game-session waits on its commits;
+    /// matchmaking refuses a value other than 0 (its tickets are re-created by a
+    /// resuming client).
+    #[serde(default)]
+    pub wait_replicas: u32,
+    /// The longest such a wait lasts (then the write stands, possibly on the primary only).
+    #[serde(default = "default_wait_timeout_ms")]
+    pub wait_timeout_ms: u64,
+}
+
+fn default_wait_timeout_ms() -> u64 {
+    50
+}
+
+impl RedisSettings {
+    /// Whether the URL asks for the in-process store.
+    pub fn is_memory(&self) -> bool {
+        self.url == "memory"
+    }
+}
+
+impl crate::config::Validate for RedisSettings {
+    fn validate(&self) -> Result<(), String> {
+        if !self.is_memory() {
+            Topology::parse(&self.url).map_err(|msg| {
+                format!("redis.url must be \"memory\", a redis:// URL or a list of them: {msg}")
+            })?;
+        }
+        if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
+            return Err("redis.prefix must be non-empty and hold no braces".into());
+        }
+        if self.wait_replicas > 0 && self.wait_timeout_ms == 0 {
+            return Err(
+                "redis.wait_timeout_ms must be positive when redis.wait_replicas is".into(),
+            );
+        }
+        Ok(())
     }
 }
 

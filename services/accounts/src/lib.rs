@@ -8,13 +8,16 @@
 //! - [`service`]: the gRPC service over any store.
 //! - [`rating`]: Glicko-2 changes of a match; [`record`]: match records;
 //!   [`refresh`]: refresh tokens; [`password`]: argon2id.
-//! - [`settings`]: typed settings; [`App`] / [`run`]: start from settings.
+//! - [`settings`]: typed settings; [`App`]: the service as they describe it.
+//!
+//! Every service starts the same way: `Settings::load()` → [`App::build`] →
+//! [`App::run`] (or [`App::mount`] beside other services, as `basra dev` does).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), accounts::AccountsError> {
 //! let settings = accounts::Settings::load().expect("valid settings");
-//! let app = accounts::App::build(&settings).await?;
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+//! let listener = tokio::net::TcpListener::bind(settings.server.listen).await.expect("bind");
+//! let app = accounts::App::build(settings).await?;
 //! app.run(listener, tokio_util::sync::CancellationToken::new()).await
 //! # }
 //! ```
@@ -34,11 +37,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use basra_platform::ServeOptions;
-use basra_platform::auth::{AuthLayer, SigningKey, TokenIssuer};
+use basra_platform::auth::{AuthLayer, SigningKey, TokenIssuer, TokenVerifier};
 use basra_platform::ratelimit::RateLimiter;
 use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tonic::service::Routes;
 
 pub use error::AccountsError;
 pub use metrics::AccountsMetrics;
@@ -55,40 +59,56 @@ use crate::settings::DatabaseKind;
 /// Serves `service` on `listener` until `shutdown` is cancelled: access
 /// tokens checked by the platform's auth layer (except [`PUBLIC_METHODS`]),
 /// plus gRPC health and reflection; `serving` says how it drains and limits
-/// connections (a bare drain duration gives the default limits).
+/// connections. Tests and tools serve a service they built themselves this way;
+/// the binary goes through [`App`].
 pub async fn serve<S: Store>(
     listener: TcpListener,
     service: AccountsService<S>,
     shutdown: CancellationToken,
     serving: impl Into<ServeOptions>,
 ) -> Result<()> {
+    let auth = AuthLayer::new(service.verifier(), PUBLIC_METHODS);
+    let routes = mount_service(service, Routes::default(), shutdown.clone());
+    serve_routes(listener, routes, auth, shutdown, serving).await
+}
+
+/// Adds `service` to `routes` and keeps its pool gauges current until `shutdown`.
+fn mount_service<S: Store>(
+    service: AccountsService<S>,
+    routes: Routes,
+    shutdown: CancellationToken,
+) -> Routes {
     if service.store().pool_stats().is_some() {
         tokio::spawn(watch_pool(
             service.store().clone(),
             Arc::clone(service.metrics()),
-            shutdown.clone(),
+            shutdown,
         ));
     }
-    let auth = AuthLayer::new(service.verifier(), PUBLIC_METHODS);
-    let routes = tonic::service::Routes::new(service.into_server());
+    routes.add_service(service.into_server())
+}
+
+async fn serve_routes(
+    listener: TcpListener,
+    routes: Routes,
+    auth: AuthLayer,
+    shutdown: CancellationToken,
+    serving: impl Into<ServeOptions>,
+) -> Result<()> {
     basra_platform::serve(listener, routes, &[SERVICE_NAME], auth, shutdown, serving)
         .await
         .map_err(|e| AccountsError::Internal(format!("grpc server: {e}")))
 }
 
-/// The signing key the settings name, or a fresh development key.
+/// The signing key `[identity]` names, or a fresh development key.
 pub fn signing_key(settings: &Settings) -> Result<SigningKey> {
-    match settings.auth.signing_key_file() {
-        Some(path) => {
-            let pem = std::fs::read_to_string(path).map_err(|e| {
-                AccountsError::Internal(format!(
-                    "cannot read auth.signing_key_file {}: {e}",
-                    path.display()
-                ))
-            })?;
-            let key = SigningKey::from_pem(&settings.auth.signing_key_id, &pem)
-                .map_err(|e| AccountsError::Internal(e.to_string()))?;
-            tracing::info!(kid = key.kid(), file = %path.display(), "signing key loaded");
+    let key = settings
+        .identity
+        .signing_key()
+        .map_err(|e| AccountsError::Internal(e.to_string()))?;
+    match key {
+        Some(key) => {
+            tracing::info!(kid = key.kid(), file = %settings.identity.signing_key_file.display(), "signing key loaded");
             Ok(key)
         }
         None => {
@@ -96,7 +116,7 @@ pub fn signing_key(settings: &Settings) -> Result<SigningKey> {
             tracing::warn!(
                 kid = key.kid(),
                 public_key = %key.public_pem(),
-                "no auth.signing_key_file configured: generated a DEVELOPMENT signing key; \
+                "no identity.signing_key_file configured: generated a DEVELOPMENT signing key; \
                  tokens stop verifying when this process restarts"
             );
             Ok(key)
@@ -118,8 +138,8 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
     Ok(ServiceConfig {
         trusted_keys,
         issuer,
-        access_ttl: settings.auth.access_ttl(),
-        refresh_ttl: settings.auth.refresh_ttl(),
+        access_ttl: settings.tokens.access_ttl(),
+        refresh_ttl: settings.tokens.refresh_ttl(),
         passwords: PasswordHasherPool::new(
             settings.passwords.memory_kib,
             settings.passwords.iterations,
@@ -154,8 +174,7 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
 #[derive(Debug)]
 pub struct App {
     service: AppService,
-    serving: ServeOptions,
-    metrics: basra_platform::metrics::MetricsSettings,
+    settings: Settings,
 }
 
 #[derive(Debug)]
@@ -167,8 +186,8 @@ enum AppService {
 impl App {
     /// Connects the store and loads the key. Fails (before any socket is
     /// bound) when the database is unreachable or the key unusable.
-    pub async fn build(settings: &Settings) -> Result<App> {
-        let config = service_config(settings, signing_key(settings)?)?;
+    pub async fn build(settings: Settings) -> Result<App> {
+        let config = service_config(&settings, signing_key(&settings)?)?;
         let service = match settings.database.kind() {
             DatabaseKind::Memory => {
                 tracing::warn!("database.url is \"memory\": accounts live in this process only");
@@ -187,11 +206,29 @@ impl App {
                 AppService::Postgres(AccountsService::new(store, config))
             }
         };
-        Ok(App {
-            service,
-            serving: (&settings.server).into(),
-            metrics: settings.metrics.clone(),
-        })
+        Ok(App { service, settings })
+    }
+
+    /// The settings it was built from.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The token issuer: its key signs every access token.
+    pub fn issuer(&self) -> &TokenIssuer {
+        match &self.service {
+            AppService::Memory(s) => s.issuer(),
+            AppService::Postgres(s) => s.issuer(),
+        }
+    }
+
+    /// The verifier of the calls it accepts: its own key for every role, plus
+    /// `auth.trusted_keys`.
+    pub fn verifier(&self) -> TokenVerifier {
+        match &self.service {
+            AppService::Memory(s) => s.verifier(),
+            AppService::Postgres(s) => s.verifier(),
+        }
     }
 
     /// Mints a service token signed by this app's key.
@@ -200,29 +237,37 @@ impl App {
         service_id: uuid::Uuid,
         ttl: Duration,
     ) -> Result<basra_platform::auth::IssuedToken> {
-        let issuer = match &self.service {
-            AppService::Memory(s) => s.issuer(),
-            AppService::Postgres(s) => s.issuer(),
-        };
-        issue_service_token(issuer, service_id, ttl)
+        issue_service_token(self.issuer(), service_id, ttl)
     }
 
-    /// Serves on `listener` until `shutdown` is cancelled, and the metrics on
-    /// `metrics.listen` when it is set.
-    pub async fn run(self, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
+    /// Everything but the gRPC listener: serves the metrics on `metrics.listen` when it
+    /// is set, starts the background work (until `shutdown`) and adds the `Accounts`
+    /// service to `routes`. [`run`](Self::run) serves the result alone; `basra dev`
+    /// mounts the three services on one server.
+    pub async fn mount(self, routes: Routes, shutdown: CancellationToken) -> Result<Routes> {
         let registry = match &self.service {
             AppService::Memory(s) => s.metrics().registry(),
             AppService::Postgres(s) => s.metrics().registry(),
         };
-        basra_platform::metrics::spawn(&self.metrics, registry, shutdown.clone())
+        let metrics = &self.settings.metrics;
+        basra_platform::metrics::spawn(metrics, registry, shutdown.clone())
             .await
             .map_err(|e| {
-                AccountsError::Internal(format!("metrics.listen {}: {e}", self.metrics.listen))
+                AccountsError::Internal(format!("metrics.listen {}: {e}", metrics.listen))
             })?;
-        match self.service {
-            AppService::Memory(s) => serve(listener, s, shutdown, self.serving).await,
-            AppService::Postgres(s) => serve(listener, s, shutdown, self.serving).await,
-        }
+        Ok(match self.service {
+            AppService::Memory(s) => mount_service(s, routes, shutdown),
+            AppService::Postgres(s) => mount_service(s, routes, shutdown),
+        })
+    }
+
+    /// Serves on `listener` until `shutdown` is cancelled, with the `[server]` settings
+    /// (drain, connection limits), and the metrics on `metrics.listen` when it is set.
+    pub async fn run(self, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
+        let server = self.settings.server.clone();
+        let auth = AuthLayer::new(self.verifier(), PUBLIC_METHODS);
+        let routes = self.mount(Routes::default(), shutdown.clone()).await?;
+        serve_routes(listener, routes, auth, shutdown, &server).await
     }
 }
 
@@ -256,14 +301,4 @@ pub async fn migrate(settings: &Settings) -> Result<()> {
     store.migrate().await?;
     tracing::info!("database migrations applied");
     Ok(())
-}
-
-/// [`App::build`] then [`App::run`]: the service as the settings describe
-/// it, on `listener`, until `shutdown` is cancelled.
-pub async fn run(
-    listener: TcpListener,
-    settings: &Settings,
-    shutdown: CancellationToken,
-) -> Result<()> {
-    App::build(settings).await?.run(listener, shutdown).await
 }

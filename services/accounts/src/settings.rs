@@ -2,10 +2,9 @@
 //! named by `BASRA_CONFIG_FILE`, then `BASRA_<SECTION>__<KEY>` environment
 //! variables. [`Settings::load`] validates everything before a socket is bound.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use basra_platform::auth::TrustedKeySettings;
+use basra_platform::auth::{AuthSettings, IdentitySettings};
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
 use basra_platform::metrics::MetricsSettings;
 use secrecy::{ExposeSecret, SecretString};
@@ -24,8 +23,15 @@ pub struct Settings {
     pub telemetry: TelemetrySettings,
     /// Where data lives.
     pub database: DatabaseSettings,
-    /// Tokens and keys.
+    /// The tokens accepted: issuer, audience, trusted keys by kid (the same section in
+    /// every service). accounts also accepts its own signing key's tokens, for every role.
     pub auth: AuthSettings,
+    /// The signing key of the players' access tokens (the same section in every
+    /// service); unset: a development key is generated at start.
+    #[serde(default)]
+    pub identity: IdentitySettings,
+    /// Access and refresh token lifetimes.
+    pub tokens: TokenSettings,
     /// Login rate limits.
     pub login_limits: LoginLimitSettings,
     /// Register and GuestLogin rate limits.
@@ -71,43 +77,25 @@ impl DatabaseSettings {
     }
 }
 
-/// `[auth]`.
+/// `[tokens]`: the lifetimes of what accounts issues.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AuthSettings {
-    /// The `iss` of access tokens.
-    pub issuer: String,
-    /// The `aud` of access tokens.
-    pub audience: String,
+pub struct TokenSettings {
     /// Access token lifetime.
-    pub access_token_ttl_seconds: u64,
+    pub access_ttl_seconds: u64,
     /// Refresh token lifetime.
-    pub refresh_token_ttl_seconds: u64,
-    /// PKCS#8 PEM Ed25519 private key file; empty: generate a development key.
-    pub signing_key_file: PathBuf,
-    /// The key id (`kid`) of that key.
-    pub signing_key_id: String,
-    /// Public keys trusted besides the signing key, by kid, each for one role:
-    /// game-session's service key (RecordMatch), an operator key, the previous signing
-    /// key (role `player`) during a rotation.
-    #[serde(default)]
-    pub trusted_keys: Vec<TrustedKeySettings>,
+    pub refresh_ttl_seconds: u64,
 }
 
-impl AuthSettings {
+impl TokenSettings {
     /// Access token lifetime.
     pub fn access_ttl(&self) -> Duration {
-        Duration::from_secs(self.access_token_ttl_seconds)
+        Duration::from_secs(self.access_ttl_seconds)
     }
 
     /// Refresh token lifetime.
     pub fn refresh_ttl(&self) -> Duration {
-        Duration::from_secs(self.refresh_token_ttl_seconds)
-    }
-
-    /// The signing key file, if one is configured.
-    pub fn signing_key_file(&self) -> Option<&std::path::Path> {
-        (!self.signing_key_file.as_os_str().is_empty()).then_some(self.signing_key_file.as_path())
+        Duration::from_secs(self.refresh_ttl_seconds)
     }
 }
 
@@ -215,26 +203,22 @@ impl Validate for Settings {
             return Err("database.max_connections must be at least 1".into());
         }
 
-        let auth = &self.auth;
-        if auth.issuer.trim().is_empty() || auth.audience.trim().is_empty() {
-            return Err("auth.issuer and auth.audience must not be empty".into());
-        }
-        if !(1..=MAX_ACCESS_TTL_SECONDS).contains(&auth.access_token_ttl_seconds) {
+        self.auth.validate()?;
+        self.identity.validate()?;
+        let tokens = &self.tokens;
+        if !(1..=MAX_ACCESS_TTL_SECONDS).contains(&tokens.access_ttl_seconds) {
             return Err(format!(
-                "auth.access_token_ttl_seconds must be between 1 and {MAX_ACCESS_TTL_SECONDS}, not {}",
-                auth.access_token_ttl_seconds
+                "tokens.access_ttl_seconds must be between 1 and {MAX_ACCESS_TTL_SECONDS}, not {}",
+                tokens.access_ttl_seconds
             ));
         }
-        if !(auth.access_token_ttl_seconds..=MAX_REFRESH_TTL_SECONDS)
-            .contains(&auth.refresh_token_ttl_seconds)
+        if !(tokens.access_ttl_seconds..=MAX_REFRESH_TTL_SECONDS)
+            .contains(&tokens.refresh_ttl_seconds)
         {
             return Err(format!(
-                "auth.refresh_token_ttl_seconds must be between access_token_ttl_seconds and {MAX_REFRESH_TTL_SECONDS}, not {}",
-                auth.refresh_token_ttl_seconds
+                "tokens.refresh_ttl_seconds must be between access_ttl_seconds and {MAX_REFRESH_TTL_SECONDS}, not {}",
+                tokens.refresh_ttl_seconds
             ));
-        }
-        if auth.signing_key_file().is_some() && auth.signing_key_id.trim().is_empty() {
-            return Err("auth.signing_key_id must be set when auth.signing_key_file is".into());
         }
 
         let limits = &self.login_limits;
@@ -278,30 +262,27 @@ mod tests {
     fn defaults_load_and_validate() {
         let s = Settings::from_env(Vec::new()).unwrap();
         assert_eq!(s.database.kind(), DatabaseKind::Memory);
-        assert_eq!(s.auth.access_ttl(), Duration::from_secs(900));
-        assert!(s.auth.signing_key_file().is_none());
+        assert_eq!(s.tokens.access_ttl(), Duration::from_secs(900));
+        assert!(s.identity.signing_key_file().is_none());
     }
 
     #[test]
     fn environment_overrides_and_bad_values_are_named() {
         let s = Settings::from_env(env(&[
             ("BASRA_DATABASE__URL", "postgres://u@h/db"),
-            ("BASRA_AUTH__ACCESS_TOKEN_TTL_SECONDS", "60"),
+            ("BASRA_TOKENS__ACCESS_TTL_SECONDS", "60"),
         ]))
         .unwrap();
         assert_eq!(s.database.kind(), DatabaseKind::Postgres);
-        assert_eq!(s.auth.access_token_ttl_seconds, 60);
+        assert_eq!(s.tokens.access_ttl_seconds, 60);
 
         let err = Settings::from_env(env(&[("BASRA_DATABASE__URL", "mysql://x")])).unwrap_err();
         assert!(err.to_string().contains("database.url"), "{err}");
         let err =
-            Settings::from_env(env(&[("BASRA_AUTH__SIGNING_KEY_FILE", "/k.pem")])).unwrap_err();
-        assert!(err.to_string().contains("signing_key_id"), "{err}");
+            Settings::from_env(env(&[("BASRA_IDENTITY__SIGNING_KEY_FILE", "/k.pem")])).unwrap_err();
+        assert!(err.to_string().contains("identity.key_id"), "{err}");
         let err =
-            Settings::from_env(env(&[("BASRA_AUTH__ACCESS_TOKEN_TTL_SECONDS", "0")])).unwrap_err();
-        assert!(
-            err.to_string().contains("access_token_ttl_seconds"),
-            "{err}"
-        );
+            Settings::from_env(env(&[("BASRA_TOKENS__ACCESS_TTL_SECONDS", "0")])).unwrap_err();
+        assert!(err.to_string().contains("access_ttl_seconds"), "{err}");
     }
 }

@@ -164,14 +164,14 @@ fn serve() -> anyhow::Result<()> {
             resync: Duration::from_millis(2000),
             lease: Duration::from_millis(15_000),
         };
-        game_session::run(
+        let session =
+            game_session::GameSession::start(Arc::new(store), config, None, shutdown.child_token());
+        game_session::serve(
             listener,
-            Arc::new(store),
+            &session,
             verifier,
-            config,
-            None,
-            Duration::from_secs(1),
             shutdown,
+            Duration::from_secs(1),
         )
         .await?;
         Ok(())

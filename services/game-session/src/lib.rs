@@ -16,11 +16,16 @@
 //! - [`metrics`]: the replica's Prometheus metrics.
 //! - [`outbox`]: finished matches to `Accounts.RecordMatch`, retried until they land.
 //!
+//! Every service starts the same way: `Settings::load()` → [`App::build`] →
+//! [`App::run`] (or [`App::mount`] beside other services, as `basra dev` does). Tests
+//! that bring their own store or keys use [`GameSession::start`] and [`serve`].
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), game_session::GameError> {
 //! let settings = game_session::Settings::load().expect("valid settings");
 //! let listener = tokio::net::TcpListener::bind(settings.server.listen).await.expect("bind");
-//! game_session::run_with_settings(listener, &settings, tokio_util::sync::CancellationToken::new()).await
+//! let app = game_session::App::build(settings).await?;
+//! app.run(listener, tokio_util::sync::CancellationToken::new()).await
 //! # }
 //! ```
 
@@ -45,7 +50,7 @@ use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use basra_platform::ServeOptions;
-use basra_platform::auth::{AuthLayer, Role, TokenVerifier, TrustedKey, load_trusted};
+use basra_platform::auth::{AuthLayer, TokenVerifier};
 use basra_proto::basra::game::v1::{game_admin_server::GameAdminServer, game_server::GameServer};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -62,7 +67,7 @@ pub const SERVICE_NAMES: &[&str] = &["basra.game.v1.Game", "basra.game.v1.GameAd
 /// The largest client message accepted (a Play message is a few dozen bytes).
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
 
-/// A replica: its core and background tasks, ready to be served (alone by [`run`], or
+/// A replica: its core and background tasks, ready to be served (alone by [`serve`], or
 /// mounted with other services in one process by the dev mode).
 #[derive(Debug)]
 pub struct GameSession {
@@ -149,123 +154,188 @@ impl GameSession {
     }
 }
 
-/// Serves a replica on `listener` until `shutdown` is cancelled. Tokens are checked with
-/// `verifier`; `serving` says how it drains and limits connections.
-pub async fn run(
-    listener: TcpListener,
+/// A replica as its settings describe it: its store connected, its keys loaded, its link
+/// to accounts made; nothing started yet.
+pub struct App {
+    settings: Settings,
     store: Arc<dyn RoomStore>,
     verifier: TokenVerifier,
-    config: ServiceConfig,
     accounts: Option<AccountsLink>,
-    serving: impl Into<ServeOptions>,
-    shutdown: CancellationToken,
-) -> Result<(), GameError> {
-    let background = shutdown.child_token();
-    let session = GameSession::start(store, config, accounts, background.clone());
-    let result = serve_session(&session, listener, verifier, serving, shutdown).await;
-    background.cancel();
-    result
+    /// Stops the store's subscription when the app is dropped unstarted, or when the
+    /// background work it was mounted with stops.
+    store_guard: tokio_util::sync::DropGuard,
 }
 
-/// [`run`] from loaded [`Settings`]: connects to Redis, reads the verification key and
-/// the accounts link.
-pub async fn run_with_settings(
-    listener: TcpListener,
-    settings: &Settings,
-    shutdown: CancellationToken,
-) -> Result<(), GameError> {
-    let verifier = verifier(settings)?;
-    let store = RedisStore::connect(
-        &settings.redis.url,
-        &settings.redis.prefix,
-        settings.game.closed_room_ttl_seconds,
-        shutdown.clone(),
-    )
-    .await?
-    .with_replica_wait(settings.redis.wait_replicas, settings.redis.wait_timeout_ms);
-    let config = settings.game.service_config();
-    let accounts = if settings.accounts.url.is_empty() {
-        None
-    } else {
-        let identity = settings
-            .identity
-            .load(&settings.auth.issuer, &settings.auth.audience)
-            .map_err(|err| GameError::Invalid(err.to_string()))?;
-        let credentials = match identity {
-            Some(identity) => Credentials::Identity(Arc::new(identity)),
-            None if !settings.accounts.service_token.is_empty() => {
-                Credentials::Static(settings.accounts.service_token.clone())
-            }
-            None => {
-                return Err(GameError::Invalid(
-                    "no credentials for accounts: set identity.signing_key_file (preferred) \
-                     or accounts.service_token"
-                        .into(),
-                ));
-            }
-        };
-        let mut link =
-            AccountsLink::new(&settings.accounts.url, credentials).map_err(GameError::Invalid)?;
-        link.retry_min = Duration::from_millis(settings.accounts.retry_min_ms);
-        link.retry_max = Duration::from_millis(settings.accounts.retry_max_ms);
-        Some(link)
-    };
-    let background = shutdown.child_token();
-    let session = GameSession::start(Arc::new(store), config, accounts, background.clone());
-    basra_platform::metrics::spawn(
-        &settings.metrics,
-        session.core().metrics.registry(),
-        background.clone(),
-    )
-    .await
-    .map_err(|err| {
-        GameError::Invalid(format!("metrics.listen {}: {err}", settings.metrics.listen))
-    })?;
-    let result = serve_session(&session, listener, verifier, &settings.server, shutdown).await;
-    background.cancel();
-    result
-}
-
-/// The token verifier the settings describe: `auth.trusted_keys`, each for its role,
-/// plus the older `auth.public_key_file` for every role when set.
-fn verifier(settings: &Settings) -> Result<TokenVerifier, GameError> {
-    let invalid = |err: basra_platform::auth::AuthError| GameError::Invalid(err.to_string());
-    let mut keys = load_trusted(&settings.auth.trusted_keys).map_err(invalid)?;
-    if !settings.auth.public_key_file.is_empty() {
-        let pem = std::fs::read_to_string(&settings.auth.public_key_file).map_err(|err| {
-            GameError::Invalid(format!(
-                "auth.public_key_file {:?}: {err}",
-                settings.auth.public_key_file
-            ))
-        })?;
-        keys.push(TrustedKey {
-            kid: settings.auth.key_id.clone(),
-            public_pem: pem,
-            roles: vec![Role::Player, Role::Service, Role::Operator],
-        });
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("replica", &self.settings.game.replica)
+            .finish_non_exhaustive()
     }
-    TokenVerifier::trusting(keys, &settings.auth.issuer, &settings.auth.audience).map_err(invalid)
+}
+
+impl App {
+    /// Connects the store (Redis, or memory when `redis.url = "memory"`), reads the
+    /// trusted keys and the identity. Fails, before any socket is bound, when Redis is
+    /// unreachable or a key unusable.
+    pub async fn build(settings: Settings) -> Result<App, GameError> {
+        let invalid = |err: basra_platform::auth::AuthError| GameError::Invalid(err.to_string());
+        let verifier = settings.auth.verifier().map_err(invalid)?;
+        let accounts = accounts_link(&settings)?;
+        let store_stop = CancellationToken::new();
+        let store: Arc<dyn RoomStore> = if settings.redis.is_memory() {
+            tracing::warn!("redis.url is \"memory\": rooms live in this process only");
+            Arc::new(MemoryStore::new())
+        } else {
+            Arc::new(
+                RedisStore::connect(
+                    &settings.redis.url,
+                    &settings.redis.prefix,
+                    settings.game.closed_room_ttl_seconds,
+                    store_stop.clone(),
+                )
+                .await?
+                .with_replica_wait(settings.redis.wait_replicas, settings.redis.wait_timeout_ms),
+            )
+        };
+        Ok(App {
+            settings,
+            store,
+            verifier,
+            accounts,
+            store_guard: store_stop.drop_guard(),
+        })
+    }
+
+    /// The settings it was built from.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The verifier of the calls it accepts (`auth.trusted_keys`).
+    pub fn verifier(&self) -> &TokenVerifier {
+        &self.verifier
+    }
+
+    /// Everything but the gRPC listener: starts the replica's background work (fan-out,
+    /// timers, the outbox forwarder, the metrics on `metrics.listen` when set), which
+    /// stops when `shutdown` is cancelled, and adds `Game` and `GameAdmin` to `routes`.
+    /// [`run`](Self::run) serves the result alone; `basra dev` mounts the three services
+    /// on one server.
+    pub async fn mount(
+        self,
+        routes: tonic::service::Routes,
+        shutdown: CancellationToken,
+    ) -> Result<tonic::service::Routes, GameError> {
+        let App {
+            settings,
+            store,
+            accounts,
+            store_guard,
+            ..
+        } = self;
+        tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move {
+                shutdown.cancelled().await;
+                drop(store_guard);
+            }
+        });
+        let session = GameSession::start(
+            store,
+            settings.game.service_config(),
+            accounts,
+            shutdown.clone(),
+        );
+        basra_platform::metrics::spawn(
+            &settings.metrics,
+            session.core().metrics.registry(),
+            shutdown,
+        )
+        .await
+        .map_err(|err| {
+            GameError::Invalid(format!("metrics.listen {}: {err}", settings.metrics.listen))
+        })?;
+        Ok(session.add_to(routes))
+    }
+
+    /// Serves on `listener` until `shutdown` is cancelled, with the `[server]` settings
+    /// (drain, connection limits). The background work (the outbox among it) goes on
+    /// through the drain and stops when the server has.
+    pub async fn run(
+        self,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> Result<(), GameError> {
+        let server = self.settings.server.clone();
+        let auth = AuthLayer::new(self.verifier.clone(), &[]);
+        let background = CancellationToken::new();
+        let result = match self
+            .mount(tonic::service::Routes::default(), background.clone())
+            .await
+        {
+            Ok(routes) => serve_routes(listener, routes, auth, shutdown, &server).await,
+            Err(err) => Err(err),
+        };
+        background.cancel();
+        result
+    }
+}
+
+/// The link to accounts the settings describe: none when `accounts.url` is empty;
+/// credentials from `[identity]` (preferred) or the static `accounts.service_token`.
+fn accounts_link(settings: &Settings) -> Result<Option<AccountsLink>, GameError> {
+    if settings.accounts.url.is_empty() {
+        return Ok(None);
+    }
+    let identity = settings
+        .identity
+        .load(&settings.auth.issuer, &settings.auth.audience)
+        .map_err(|err| GameError::Invalid(err.to_string()))?;
+    let credentials = match identity {
+        Some(identity) => Credentials::Identity(Arc::new(identity)),
+        None if !settings.accounts.service_token.is_empty() => {
+            Credentials::Static(settings.accounts.service_token.clone())
+        }
+        None => {
+            return Err(GameError::Invalid(
+                "no credentials for accounts: set identity.signing_key_file (preferred) \
+                 or accounts.service_token"
+                    .into(),
+            ));
+        }
+    };
+    let mut link =
+        AccountsLink::new(&settings.accounts.url, credentials).map_err(GameError::Invalid)?;
+    link.retry_min = Duration::from_millis(settings.accounts.retry_min_ms);
+    link.retry_max = Duration::from_millis(settings.accounts.retry_max_ms);
+    Ok(Some(link))
 }
 
 /// Serves a started replica's routes (with auth, health and reflection) on `listener`
-/// until `shutdown`; `serving` says how it drains and limits connections. The replica's background
-/// tasks run until the `shutdown` given to [`GameSession::start`].
-pub async fn serve_session(
-    session: &GameSession,
+/// until `shutdown`; `serving` says how it drains and limits connections. The replica's
+/// background tasks run until the `shutdown` given to [`GameSession::start`]. Tests and
+/// tools that bring their own store or keys serve this way; the binary goes through
+/// [`App`].
+pub async fn serve(
     listener: TcpListener,
+    session: &GameSession,
     verifier: TokenVerifier,
-    serving: impl Into<ServeOptions>,
     shutdown: CancellationToken,
+    serving: impl Into<ServeOptions>,
 ) -> Result<(), GameError> {
     let auth = AuthLayer::new(verifier, &[]);
-    basra_platform::serve(
-        listener,
-        session.routes(),
-        SERVICE_NAMES,
-        auth,
-        shutdown,
-        serving,
-    )
-    .await
-    .map_err(|err| GameError::Internal(format!("grpc server: {err}")))
+    serve_routes(listener, session.routes(), auth, shutdown, serving).await
+}
+
+async fn serve_routes(
+    listener: TcpListener,
+    routes: tonic::service::Routes,
+    auth: AuthLayer,
+    shutdown: CancellationToken,
+    serving: impl Into<ServeOptions>,
+) -> Result<(), GameError> {
+    basra_platform::serve(listener, routes, SERVICE_NAMES, auth, shutdown, serving)
+        .await
+        .map_err(|err| GameError::Internal(format!("grpc server: {err}")))
 }

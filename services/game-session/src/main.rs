@@ -1,4 +1,4 @@
-//! `game-session`: loads the settings, starts telemetry and serves until SIGTERM/SIGINT.
+//! `game-session`: settings, telemetry, then [`game_session::App`] until SIGTERM/SIGINT.
 
 use anyhow::Context as _;
 
@@ -10,14 +10,15 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let settings = game_session::Settings::load().context("game-session settings")?;
-    let _telemetry = basra_platform::telemetry::init("game-session", &settings.telemetry)
-        .context("telemetry")?;
-    let listener = tokio::net::TcpListener::bind(settings.server.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", settings.server.listen))?;
-    let shutdown = basra_platform::shutdown::on_signal();
-    game_session::run_with_settings(listener, &settings, shutdown)
+    let _telemetry = basra_platform::telemetry::init("game-session", &settings.telemetry)?;
+    let listen = settings.server.listen;
+    let app = game_session::App::build(settings)
         .await
         .context("game-session")?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    app.run(listener, basra_platform::shutdown::on_signal())
+        .await?;
     Ok(())
 }

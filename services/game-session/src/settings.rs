@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use basra_platform::auth::{IdentitySettings, TrustedKeySettings};
+pub use basra_platform::auth::{AuthSettings, IdentitySettings};
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
 use basra_platform::metrics::MetricsSettings;
+pub use basra_platform::redis::RedisSettings;
 use serde::Deserialize;
 
 /// The embedded defaults.
@@ -19,13 +20,15 @@ pub struct Settings {
     pub server: ServerSettings,
     /// Logs and traces.
     pub telemetry: TelemetrySettings,
-    /// Where room state lives.
+    /// Where room state lives (the same section in every service); `memory`: in this
+    /// process (`basra dev`).
     pub redis: RedisSettings,
     /// Timers, limits and bots.
     pub game: GameSettings,
     /// The match-record outbox's destination.
     pub accounts: AccountsSettings,
-    /// Access token verification.
+    /// The tokens accepted: issuer, audience, trusted keys by kid (the same section in
+    /// every service).
     pub auth: AuthSettings,
     /// Where Prometheus metrics are served.
     #[serde(default)]
@@ -33,20 +36,6 @@ pub struct Settings {
     /// game-session's own signing key for its service tokens to accounts.
     #[serde(default)]
     pub identity: IdentitySettings,
-}
-
-/// The `[redis]` section.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RedisSettings {
-    /// `redis://host:port/db`, or a comma-separated list of Redis Cluster node URLs.
-    pub url: String,
-    /// The prefix of every key this service writes.
-    pub prefix: String,
-    /// After each commit, wait until this many replicas have it (`WAIT`); 0: do not.
-    pub wait_replicas: u32,
-    /// The longest such a wait lasts (then the play stands, possibly on the primary only).
-    pub wait_timeout_ms: u64,
 }
 
 /// The `[game]` section.
@@ -94,27 +83,6 @@ pub struct AccountsSettings {
     pub retry_max_ms: u64,
 }
 
-/// The `[auth]` section.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AuthSettings {
-    /// The `iss` access tokens must carry.
-    pub issuer: String,
-    /// The `aud` access tokens must carry.
-    pub audience: String,
-    /// The accounts public key file (SPKI PEM), trusted for every role (the older
-    /// single-key setup); empty: only `trusted_keys`.
-    #[serde(default)]
-    pub public_key_file: String,
-    /// The key id of that key.
-    #[serde(default)]
-    pub key_id: String,
-    /// Public keys trusted by kid, each for one role: accounts' key for `player`,
-    /// matchmaking's for `service`, an operator key for `operator`.
-    #[serde(default)]
-    pub trusted_keys: Vec<TrustedKeySettings>,
-}
-
 impl Settings {
     /// Loads and validates the settings of this process.
     pub fn load() -> Result<Settings, ConfigError> {
@@ -135,16 +103,9 @@ impl Validate for Settings {
         self.telemetry.validate()?;
         self.game.validate()?;
         self.metrics.validate()?;
-        basra_platform::redis::Topology::parse(&self.redis.url)
-            .map_err(|msg| format!("redis.url: {msg}"))?;
-        if self.redis.wait_replicas > 0 && self.redis.wait_timeout_ms == 0 {
-            return Err(
-                "redis.wait_timeout_ms must be positive when redis.wait_replicas is".into(),
-            );
-        }
-        if self.redis.prefix.is_empty() || self.redis.prefix.contains(['{', '}']) {
-            return Err("redis.prefix must be non-empty and hold no braces".into());
-        }
+        self.redis.validate()?;
+        self.auth.validate()?;
+        self.identity.validate()?;
         if self.accounts.retry_min_ms == 0
             || self.accounts.retry_min_ms > self.accounts.retry_max_ms
         {

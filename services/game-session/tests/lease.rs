@@ -38,14 +38,14 @@ impl Crashable {
         runtime.spawn(async move {
             let store = redis_store(&prefix).await;
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            game_session::run(
+            let session =
+                game_session::GameSession::start(store, config, None, CancellationToken::new());
+            game_session::serve(
                 listener,
-                store,
+                &session,
                 verifier,
-                config,
-                None,
-                Duration::from_millis(300),
                 CancellationToken::new(),
+                Duration::from_millis(300),
             )
             .await
         });

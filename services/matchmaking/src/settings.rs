@@ -3,13 +3,12 @@
 //! environment variables. [`Settings::load`] validates everything before a
 //! socket is bound.
 
-use std::{path::PathBuf, time::Duration};
+use std::time::Duration;
 
-pub use basra_platform::auth::IdentitySettings;
-use basra_platform::auth::Role;
+pub use basra_platform::auth::{AuthSettings, IdentitySettings};
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
 pub use basra_platform::metrics::MetricsSettings;
-use basra_platform::redis::Topology;
+pub use basra_platform::redis::RedisSettings;
 use serde::Deserialize;
 
 use crate::domain::{PairingParams, WindowParams};
@@ -25,9 +24,11 @@ pub struct Settings {
     pub server: ServerSettings,
     /// Logs and traces.
     pub telemetry: TelemetrySettings,
-    /// Where queue and lobby state live.
+    /// Where queue and lobby state live (the same section in every service); `memory`:
+    /// in this process (`basra dev`).
     pub redis: RedisSettings,
-    /// Token verification.
+    /// The tokens accepted: issuer, audience, trusted keys by kid (the same section in
+    /// every service).
     pub auth: AuthSettings,
     /// game-session.
     pub game: UpstreamSettings,
@@ -43,44 +44,6 @@ pub struct Settings {
     /// matchmaking's own signing key for its service tokens to game-session.
     #[serde(default)]
     pub identity: IdentitySettings,
-}
-
-/// `[redis]` (the same section as game-session's).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RedisSettings {
-    /// `memory` (the in-process store), a `redis://` URL, or a comma-separated list of
-    /// Redis Cluster node URLs.
-    pub url: String,
-    /// Prefix of every key.
-    pub prefix: String,
-}
-
-/// `[auth]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AuthSettings {
-    /// Expected `iss`.
-    pub issuer: String,
-    /// Expected `aud`.
-    pub audience: String,
-    /// Verification keys.
-    #[serde(default)]
-    pub keys: Vec<KeySettings>,
-}
-
-/// One `[[auth.keys]]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct KeySettings {
-    /// The key id.
-    pub kid: String,
-    /// SPKI PEM file.
-    pub public_key_file: PathBuf,
-    /// The one role tokens signed with it may carry (`player`, `service`,
-    /// `operator`); unset: any (the older single-key setup).
-    #[serde(default)]
-    pub role: Option<Role>,
 }
 
 /// `[game]` and `[accounts]`.
@@ -212,15 +175,16 @@ impl Validate for Settings {
     fn validate(&self) -> Result<(), String> {
         self.server.validate()?;
         self.telemetry.validate()?;
-        let url = &self.redis.url;
-        if url != "memory" {
-            Topology::parse(url).map_err(|msg| {
-                format!("redis.url must be \"memory\", a redis:// URL or a list of them: {msg}")
-            })?;
+        self.redis.validate()?;
+        if self.redis.wait_replicas != 0 {
+            return Err(
+                "redis.wait_replicas must be 0 in matchmaking: a resuming client re-creates \
+                 its ticket, so its writes do not wait for replicas"
+                    .into(),
+            );
         }
-        if self.redis.prefix.is_empty() || self.redis.prefix.contains(['{', '}']) {
-            return Err("redis.prefix must be non-empty and without braces".into());
-        }
+        self.auth.validate()?;
+        self.identity.validate()?;
         let q = &self.queue;
         if q.target_scores.is_empty() || q.target_scores.contains(&0) {
             return Err("queue.target_scores must list at least one positive score".into());
@@ -292,6 +256,7 @@ mod tests {
             ("BASRA_QUEUE__LEASE_MILLIS", "100", "lease_millis"),
             ("BASRA_ROOMS__WRONG_CODE_MAX", "0", "wrong_code_max"),
             ("BASRA_METRICS__LISTEN", "nowhere", "metrics.listen"),
+            ("BASRA_REDIS__WAIT_REPLICAS", "1", "redis.wait_replicas"),
         ] {
             let err = Settings::from_env(env(&[(key, value)])).unwrap_err();
             assert!(err.to_string().contains(named), "{key}: {err}");

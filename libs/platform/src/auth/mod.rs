@@ -21,7 +21,9 @@ use uuid::Uuid;
 
 use crate::error::ServiceError;
 
-pub use identity::{IdentitySettings, ServiceIdentity, TrustedKeySettings, load_trusted};
+pub use identity::{
+    AuthSettings, IdentitySettings, ServiceIdentity, TrustedKeySettings, load_trusted,
+};
 pub use layer::{AuthLayer, AuthService};
 pub use token::{IssuedToken, SigningKey, TokenIssuer, TokenVerifier, TrustedKey};
 

@@ -16,6 +16,7 @@ use basra_proto::basra::game::v1::{
     client_message::Kind, game_client::GameClient, seat_assignment::Occupant,
     server_event::Event as E,
 };
+use game_session::GameSession;
 use game_session::settings::Timing;
 use game_session::{AccountsLink, Credentials, RedisStore, RoomStore, ServiceConfig};
 use tokio::net::TcpListener;
@@ -152,15 +153,24 @@ impl Replica {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(game_session::run(
-            listener,
-            store,
-            tokens.issuer.verifier(),
-            config,
-            accounts,
-            Duration::from_millis(300),
-            shutdown.clone(),
-        ));
+        let verifier = tokens.issuer.verifier();
+        let handle = tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move {
+                let background = shutdown.child_token();
+                let session = GameSession::start(store, config, accounts, background.clone());
+                let served = game_session::serve(
+                    listener,
+                    &session,
+                    verifier,
+                    shutdown,
+                    Duration::from_millis(300),
+                )
+                .await;
+                background.cancel();
+                served
+            }
+        });
         Replica {
             addr,
             shutdown,

@@ -418,7 +418,7 @@ impl Env {
             serving: Duration::from_millis(200).into(),
         };
         let shutdown = self.shutdown.child_token();
-        tokio::spawn(matchmaking::run(
+        tokio::spawn(matchmaking::serve(
             listener,
             config,
             self.issuer.verifier(),
