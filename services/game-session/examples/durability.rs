@@ -383,7 +383,7 @@ async fn main() -> anyhow::Result<()> {
         back.last().copied().unwrap_or(0) as f64 / 1000.0
     );
     let mut kinds: Vec<(String, u64)> = all.error_kinds.into_iter().collect();
-    kinds.sort_by(|a, b| b.1.cmp(&a.1));
+    kinds.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
     for (kind, n) in kinds.iter().take(5) {
         println!("  {n} failed calls: {kind}");
     }
