@@ -1,8 +1,21 @@
 //! Logs and traces: `tracing` with an `EnvFilter`, human-readable or JSON log
 //! lines, and OpenTelemetry trace export over OTLP/gRPC when an endpoint is
 //! configured.
+//!
+//! One trace follows a match action across the services: W3C trace context
+//! (`traceparent`) goes out on every internal gRPC call ([`TraceContext`], an
+//! interceptor on the clients), is joined by the server ([`grpc_span`]), and crosses
+//! the outbox as text stored with the record ([`current_traceparent`],
+//! [`continue_trace`]), so the call that delivers a record continues the
+//! trace of the action that wrote it.
 
-use opentelemetry::{propagation::Extractor, trace::TracerProvider as _};
+use std::collections::HashMap;
+
+use opentelemetry::{
+    Context,
+    propagation::{Extractor, Injector},
+    trace::TracerProvider as _,
+};
 use opentelemetry_otlp::WithExportConfig as _;
 use opentelemetry_sdk::{Resource, propagation::TraceContextPropagator, trace::SdkTracerProvider};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
@@ -174,6 +187,87 @@ pub fn grpc_span(request: &http::Request<()>) -> tracing::Span {
     // Fails only when no OpenTelemetry layer is installed: nothing to link.
     let _ = span.set_parent(parent);
     span
+}
+
+/// A client interceptor that writes the current span's trace context into each
+/// outgoing call's metadata (`traceparent`, `tracestate`), so the server's span
+/// ([`grpc_span`]) continues this trace. Wrap a channel with [`traced`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TraceContext;
+
+impl tonic::service::Interceptor for TraceContext {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        let context = tracing::Span::current().context();
+        opentelemetry::global::get_text_map_propagator(|propagator| {
+            propagator.inject_context(&context, &mut MetadataInjector(request.metadata_mut()));
+        });
+        Ok(request)
+    }
+}
+
+/// A channel whose calls carry the caller's trace context.
+pub type TracedChannel =
+    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, TraceContext>;
+
+/// `channel`, its calls carrying the caller's trace context ([`TraceContext`]).
+pub fn traced(channel: tonic::transport::Channel) -> TracedChannel {
+    tonic::service::interceptor::InterceptedService::new(channel, TraceContext)
+}
+
+/// The current span's trace context as text (`traceparent=…`, and `tracestate=…`
+/// when there is one, one per line), to store beside work
+/// that another task or replica finishes later (the outbox). Empty when trace
+/// export is off or no span is current.
+pub fn current_traceparent() -> String {
+    let context = tracing::Span::current().context();
+    let mut fields = HashMap::new();
+    opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.inject_context(&context, &mut fields);
+    });
+    let mut lines: Vec<String> = fields
+        .into_iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect();
+    lines.sort();
+    lines.join("\n")
+}
+
+/// The trace context [`current_traceparent`] wrote (an empty or unreadable text
+/// gives an empty context: the span it parents starts a new trace).
+pub fn context_from_traceparent(text: &str) -> Context {
+    let fields: HashMap<String, String> = text
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect();
+    opentelemetry::global::get_text_map_propagator(|propagator| propagator.extract(&fields))
+}
+
+/// Makes `span` a child of the trace context [`current_traceparent`] wrote (no-op
+/// when it is empty or trace export is off).
+pub fn continue_trace(span: &tracing::Span, trace_context: &str) {
+    if trace_context.is_empty() {
+        return;
+    }
+    // Fails only when no OpenTelemetry layer is installed: nothing to link.
+    let _ = span.set_parent(context_from_traceparent(trace_context));
+}
+
+/// Writes trace context into gRPC metadata.
+struct MetadataInjector<'a>(&'a mut tonic::metadata::MetadataMap);
+
+impl Injector for MetadataInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(key), Ok(value)) = (
+            tonic::metadata::MetadataKey::from_bytes(key.as_bytes()),
+            tonic::metadata::MetadataValue::try_from(value.as_str()),
+        ) {
+            self.0.insert(key, value);
+        }
+    }
 }
 
 /// Reads trace context from http headers (opentelemetry-http has this too,

@@ -28,7 +28,7 @@ use crate::outbox::AccountsLink;
 use crate::record::encoded_record;
 use crate::room::{Reject, Room};
 use crate::settings::Timing;
-use crate::store::{Commit, CommitOutcome, LeasedSeat, RoomStore, move_key};
+use crate::store::{Commit, CommitOutcome, LeasedSeat, OutboxRecord, RoomStore, move_key};
 use crate::walks::Walks;
 
 /// How many times a change is tried on version conflicts before giving up.
@@ -220,7 +220,10 @@ impl Core {
                     self.store.match_actions(room_id).await?
                 };
                 all.extend(actions.actions.iter().cloned());
-                Some(encoded_record(&room, &all))
+                Some(OutboxRecord {
+                    payload: encoded_record(&room, &all),
+                    trace_context: basra_platform::telemetry::current_traceparent(),
+                })
             } else {
                 None
             };
@@ -342,7 +345,9 @@ impl Core {
         });
     }
 
-    /// Claims the room's due deadline and does what is due.
+    /// Claims the room's due deadline and does what is due (one trace per firing: a
+    /// bot's play, an automatic play, a grace period ending).
+    #[tracing::instrument(name = "game.timer", skip(self))]
     pub async fn fire(self: &Arc<Self>, room_id: &str) -> Result<()> {
         let now = now_ms();
         let lease = 5_000;

@@ -35,7 +35,7 @@ pub async fn display_names(
     {
         request.metadata_mut().insert("authorization", value);
     }
-    let mut client = AccountsClient::new(link.channel.clone());
+    let mut client = AccountsClient::new(basra_platform::telemetry::traced(link.channel.clone()));
     match tokio::time::timeout(LOOKUP_TIMEOUT, client.get_players(request)).await {
         Ok(Ok(response)) => response
             .into_inner()

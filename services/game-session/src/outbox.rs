@@ -4,18 +4,24 @@
 //! idempotent by match id, so a retry after a lost answer is harmless). A failed entry
 //! stays pending and is claimed again after the current backoff, by this replica or any
 //! other (so a crashed replica's entries are not lost).
+//!
+//! Each delivery is a span (`outbox.record_match`) whose parent is the trace context
+//! stored with the record — the action that finished the match — and the call carries
+//! it on to accounts, so the match's record lands in the trace of its last play.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use basra_platform::auth::{Caller, ServiceIdentity, TokenIssuer};
+use basra_platform::telemetry::{continue_trace, traced};
 use basra_proto::basra::accounts::v1::{
     MatchRecord, RecordMatchRequest, accounts_client::AccountsClient,
 };
 use prost::Message as _;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Channel, Endpoint};
+use tracing::Instrument as _;
 
 use crate::metrics::GameMetrics;
 use crate::store::RoomStore;
@@ -103,7 +109,7 @@ pub async fn run(
 ) {
     // When each record still held was first seen undelivered.
     let mut undelivered: HashMap<String, Instant> = HashMap::new();
-    let mut client = AccountsClient::new(link.channel.clone());
+    let mut client = AccountsClient::new(traced(link.channel.clone()));
     let mut backoff = link.retry_min;
     loop {
         // Only the shards this replica walks (see `walks`): the others' forwarders
@@ -123,7 +129,7 @@ pub async fn run(
         let mut failed = false;
         let mut failed_ids = Vec::new();
         for entry in entries {
-            let record = match MatchRecord::decode(entry.payload.as_slice()) {
+            let record = match MatchRecord::decode(entry.record.payload.as_slice()) {
                 Ok(record) => record,
                 Err(err) => {
                     tracing::error!(id = entry.id, error = %err, "outbox: undecodable record dropped");
@@ -140,7 +146,9 @@ pub async fn run(
             {
                 request.metadata_mut().insert("authorization", value);
             }
-            match client.record_match(request).await {
+            let span = tracing::info_span!("outbox.record_match", match_id, otel.kind = "client");
+            continue_trace(&span, &entry.record.trace_context);
+            match client.record_match(request).instrument(span).await {
                 Ok(response) => {
                     let already_recorded = response.get_ref().already_recorded;
                     tracing::info!(match_id, already_recorded, "match recorded");

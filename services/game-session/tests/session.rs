@@ -100,7 +100,7 @@ async fn a_resign_ends_the_match_for_the_other_side() {
         .unwrap();
     assert_eq!(entries.len(), 1);
     let record =
-        basra_proto::basra::accounts::v1::MatchRecord::decode(entries[0].payload.as_slice())
+        basra_proto::basra::accounts::v1::MatchRecord::decode(entries[0].record.payload.as_slice())
             .unwrap();
     assert_eq!(record.end_reason, pb::MatchEndReason::Resigned as i32);
     assert_eq!(record.winner_side, Some(0));

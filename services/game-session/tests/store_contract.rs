@@ -8,8 +8,8 @@ use std::sync::Arc;
 use basra_engine::Seed;
 use game_session::room::{Occupant, Room};
 use game_session::store::{
-    ALL_SHARDS, Commit, CommitOutcome, ExpiredLease, LeasedSeat, MemoryStore, RoomHead, RoomStore,
-    SHARDS, WalkLease, move_key, shard_of,
+    ALL_SHARDS, Commit, CommitOutcome, ExpiredLease, LeasedSeat, MemoryStore, OutboxRecord,
+    RoomHead, RoomStore, SHARDS, WalkLease, move_key, shard_of,
 };
 
 /// Every shard but `shard`.
@@ -240,7 +240,11 @@ async fn contract(store: Arc<dyn RoomStore>) {
         events: &close_events,
         actions: &close_actions,
         applied_move: None,
-        outbox: Some(b"record".to_vec()),
+        outbox: Some(OutboxRecord {
+            payload: b"record".to_vec(),
+            trace_context: "traceparent=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+                .into(),
+        }),
     };
     assert_eq!(
         store.commit(commit).await.unwrap(),
@@ -275,7 +279,12 @@ async fn contract(store: Arc<dyn RoomStore>) {
         .await
         .unwrap();
     assert_eq!(got.len(), 1);
-    assert_eq!(got[0].payload, b"record");
+    assert_eq!(got[0].record.payload, b"record");
+    assert_eq!(
+        got[0].record.trace_context,
+        "traceparent=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "the trace context travels with the record"
+    );
     assert!(
         store
             .outbox_fetch(&ALL_SHARDS, "c2", 60_000, 10)

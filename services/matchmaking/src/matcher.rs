@@ -113,7 +113,9 @@ pub(crate) async fn round(inner: &Arc<Inner>) -> Result<usize> {
     Ok(formed)
 }
 
-/// Creates the group's room and matches its members, or releases them.
+/// Creates the group's room and matches its members, or releases them (one trace per
+/// group: its CreateRoom in game-session continues it).
+#[tracing::instrument(name = "matchmaking.settle", skip_all, fields(room_id = %group.room_id))]
 async fn settle(inner: &Inner, group: Group) -> Result<()> {
     let q = &inner.config.queue;
     let format = group.format;

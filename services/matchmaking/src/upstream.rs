@@ -6,6 +6,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use basra_platform::Caller;
 use basra_platform::auth::ServiceIdentity;
+use basra_platform::telemetry::{TracedChannel, traced};
 use basra_proto::basra::{
     accounts::v1::{GetPlayersRequest, GetProfileRequest, accounts_client::AccountsClient},
     game::v1::{
@@ -16,7 +17,7 @@ use basra_proto::basra::{
 use tonic::{
     Code, Request, Status,
     metadata::MetadataValue,
-    transport::{Channel, Endpoint},
+    transport::Endpoint,
 };
 
 use crate::error::{MatchmakingError, Result};
@@ -50,7 +51,7 @@ pub fn is_transient(status: &Status) -> bool {
 /// [`GameRooms`] over gRPC with a service token.
 #[derive(Debug, Clone)]
 pub struct GrpcGame {
-    client: GameClient<Channel>,
+    client: GameClient<TracedChannel>,
     credentials: ServiceCredentials,
 }
 
@@ -69,7 +70,7 @@ impl GrpcGame {
     pub fn new(url: &str, service_token: &str, timeout: Duration) -> Result<GrpcGame> {
         let channel = endpoint(url, timeout)?.connect_lazy();
         Ok(GrpcGame {
-            client: GameClient::new(channel),
+            client: GameClient::new(traced(channel)),
             credentials: ServiceCredentials::Static(bearer(service_token)?),
         })
     }
@@ -82,7 +83,7 @@ impl GrpcGame {
     ) -> Result<GrpcGame> {
         let channel = endpoint(url, timeout)?.connect_lazy();
         Ok(GrpcGame {
-            client: GameClient::new(channel),
+            client: GameClient::new(traced(channel)),
             credentials: ServiceCredentials::Identity(identity),
         })
     }
@@ -150,14 +151,14 @@ pub trait RatingSource: Send + Sync + 'static {
 /// [`RatingSource`] asking accounts over gRPC.
 #[derive(Debug, Clone)]
 pub struct GrpcRatings {
-    client: AccountsClient<Channel>,
+    client: AccountsClient<TracedChannel>,
 }
 
 impl GrpcRatings {
     /// A client of accounts at `url`.
     pub fn new(url: &str, timeout: Duration) -> Result<GrpcRatings> {
         Ok(GrpcRatings {
-            client: AccountsClient::new(endpoint(url, timeout)?.connect_lazy()),
+            client: AccountsClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
         })
     }
 }
@@ -206,7 +207,7 @@ pub trait NameSource: Send + Sync + 'static {
 /// [`NameSource`] asking accounts' `GetPlayers` with a service token.
 #[derive(Debug, Clone)]
 pub struct GrpcNames {
-    client: AccountsClient<Channel>,
+    client: AccountsClient<TracedChannel>,
     credentials: ServiceCredentials,
 }
 
@@ -214,7 +215,7 @@ impl GrpcNames {
     /// A client of accounts at `url`, sending `service_token`.
     pub fn new(url: &str, service_token: &str, timeout: Duration) -> Result<GrpcNames> {
         Ok(GrpcNames {
-            client: AccountsClient::new(endpoint(url, timeout)?.connect_lazy()),
+            client: AccountsClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
             credentials: ServiceCredentials::Static(bearer(service_token)?),
         })
     }
@@ -226,7 +227,7 @@ impl GrpcNames {
         timeout: Duration,
     ) -> Result<GrpcNames> {
         Ok(GrpcNames {
-            client: AccountsClient::new(endpoint(url, timeout)?.connect_lazy()),
+            client: AccountsClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
             credentials: ServiceCredentials::Identity(identity),
         })
     }

@@ -9,7 +9,7 @@ use tokio::sync::broadcast;
 
 use super::{
     Commit, CommitOutcome, EventsAfter, ExpiredLease, LeasedSeat, Loaded, Notice, OutboxEntry,
-    RoomHead, RoomStore, SHARDS, WalkLease, shard_of,
+    OutboxRecord, RoomHead, RoomStore, SHARDS, WalkLease, shard_of,
 };
 use crate::error::Result;
 use crate::events::StoredEvent;
@@ -53,7 +53,7 @@ struct Entry {
     id: String,
     /// The shard of the room that queued it.
     shard: u32,
-    payload: Vec<u8>,
+    record: OutboxRecord,
     delivered_at: Option<Instant>,
 }
 
@@ -133,13 +133,13 @@ impl RoomStore for MemoryStore {
                 inner.deadlines.remove(&room_id);
             }
         }
-        if let Some(payload) = commit.outbox {
+        if let Some(record) = commit.outbox {
             inner.next_outbox += 1;
             let id = format!("{}-0", inner.next_outbox);
             inner.outbox.push_back(Entry {
                 id,
                 shard: shard_of(&commit.room.id),
-                payload,
+                record,
                 delivered_at: None,
             });
         }
@@ -272,7 +272,7 @@ impl RoomStore for MemoryStore {
                 entry.delivered_at = Some(now);
                 out.push(OutboxEntry {
                     id: entry.id.clone(),
-                    payload: entry.payload.clone(),
+                    record: entry.record.clone(),
                 });
             }
         }

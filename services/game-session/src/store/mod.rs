@@ -71,8 +71,8 @@ pub struct Commit<'a> {
     /// An idempotency key (seat and client move id) and the seq answering it. When the
     /// key is already recorded, nothing is written.
     pub applied_move: Option<(String, u64)>,
-    /// A finished match's record for the outbox (an encoded `MatchRecord`).
-    pub outbox: Option<Vec<u8>>,
+    /// A finished match's record for the outbox.
+    pub outbox: Option<OutboxRecord>,
 }
 
 /// What a commit did.
@@ -169,13 +169,24 @@ pub struct ExpiredLease {
     pub seats: Vec<LeasedSeat>,
 }
 
-/// An outbox entry: its id and the encoded match record.
+/// What the outbox holds for one finished match.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OutboxRecord {
+    /// The encoded `MatchRecord`.
+    pub payload: Vec<u8>,
+    /// The trace context of the action that finished the match
+    /// (`basra_platform::telemetry::current_traceparent`; empty when tracing is off),
+    /// so its delivery continues that trace.
+    pub trace_context: String,
+}
+
+/// An outbox entry: its id and the record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboxEntry {
     /// The entry id (for [`RoomStore::outbox_ack`]).
     pub id: String,
-    /// The encoded `MatchRecord`.
-    pub payload: Vec<u8>,
+    /// The record.
+    pub record: OutboxRecord,
 }
 
 /// Room storage. Every write is one atomic compare-and-set on the room's version.

@@ -16,7 +16,7 @@
 //! | `P:{gs:S}:room:ID:actions` | list | the running match's actions, JSON (read at its end) |
 //! | `P:{gs:S}:deadlines` | sorted set | the shard's room ids by next deadline (Unix ms) |
 //! | `P:{gs:S}:rooms` | sorted set | the shard's room ids by creation time |
-//! | `P:{gs:S}:outbox` | stream, group `forwarder` | encoded `MatchRecord`s |
+//! | `P:{gs:S}:outbox` | stream, group `forwarder` | `record`: an encoded `MatchRecord`; `trace`: the trace context of the action that finished it |
 //! | `P:{gs:S}:notify` | shard channel (`SPUBLISH`) | `seq room_id` after each commit (see [`Notice`]) |
 //! | `P:{gs:S}:leases` | sorted set | replica instances of the shard by the end of their presence lease (Unix ms) |
 //! | `P:{gs:S}:lease:INSTANCE` | set | the seats connected through that instance ([`LeasedSeat`]) |
@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     Commit, CommitOutcome, EventsAfter, ExpiredLease, LeasedSeat, Loaded, Notice, OutboxEntry,
-    RoomHead, RoomStore, SHARDS, WalkLease, shard_of,
+    OutboxRecord, RoomHead, RoomStore, SHARDS, WalkLease, shard_of,
 };
 use crate::error::{GameError, Result};
 use crate::events::StoredEvent;
@@ -248,6 +248,7 @@ impl RoomStore for RedisStore {
             .map(|at| at.to_string())
             .unwrap_or_default();
         let (move_key, move_seq) = commit.applied_move.unwrap_or_default();
+        let outbox = commit.outbox.unwrap_or_default();
         let mut invocation = self.scripts.commit.prepare_invoke();
         invocation
             .key(self.room_key(&room.id, "state"))
@@ -266,8 +267,8 @@ impl RoomStore for RedisStore {
             .arg(deadline)
             .arg(&room.id)
             .arg(room.created_at_ms)
-            .arg(commit.outbox.unwrap_or_default())
-            .arg("")
+            .arg(outbox.payload)
+            .arg(outbox.trace_context)
             .arg(format!(
                 "{} {}",
                 super::notice_seq(room, commit.events),
@@ -489,11 +490,14 @@ impl RoomStore for RedisStore {
                 .arg(count - entries.len())
                 .invoke_async(&mut self.conn())
                 .await?;
-            for pair in flat.chunks(2) {
-                match pair {
-                    [id, payload] => entries.push(OutboxEntry {
+            for triple in flat.chunks(3) {
+                match triple {
+                    [id, payload, trace_context] => entries.push(OutboxEntry {
                         id: outbox_id(shard, &String::from_utf8_lossy(id)),
-                        payload: payload.clone(),
+                        record: OutboxRecord {
+                            payload: payload.clone(),
+                            trace_context: String::from_utf8_lossy(trace_context).into_owned(),
+                        },
                     }),
                     _ => return Err(GameError::Corrupt("odd outbox reply".into())),
                 }

@@ -5,7 +5,7 @@
 -- KEYS: 1 state, 2 log, 3 moves, 4 deadlines, 5 rooms, 6 outbox, 7 actions, 8 channel
 -- ARGV: 1 expected version, 2 room JSON, 3 move key or '', 4 move seq, 5 status flag,
 --       6 deadline or '', 7 room id, 8 created ms, 9 outbox payload or '',
---       10 unused (the channel is KEYS[8]), 11 notice, 12 ttl seconds or '', 13 number of events n,
+--       10 the finishing action's trace context (with the outbox payload), 11 notice, 12 ttl seconds or '', 13 number of events n,
 --       14 number of actions m, 15 '1' to start a new action log or '', 16 last seq,
 --       17..16+n events, 17+n..16+n+m actions
 local cur = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
@@ -32,7 +32,7 @@ else
   redis.call('ZADD', KEYS[4], ARGV[6], ARGV[7])
 end
 if cur == 0 then redis.call('ZADD', KEYS[5], ARGV[8], ARGV[7]) end
-if ARGV[9] ~= '' then redis.call('XADD', KEYS[6], '*', 'record', ARGV[9]) end
+if ARGV[9] ~= '' then redis.call('XADD', KEYS[6], '*', 'record', ARGV[9], 'trace', ARGV[10]) end
 if ARGV[12] ~= '' then
   for _, k in ipairs({1, 2, 3, 7}) do redis.call('EXPIRE', KEYS[k], ARGV[12]) end
 end
