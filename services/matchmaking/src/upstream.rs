@@ -14,11 +14,7 @@ use basra_proto::basra::{
         SeatPlayerResponse, game_client::GameClient,
     },
 };
-use tonic::{
-    Code, Request, Status,
-    metadata::MetadataValue,
-    transport::Endpoint,
-};
+use tonic::{Code, Request, Status, metadata::MetadataValue, transport::Endpoint};
 
 use crate::error::{MatchmakingError, Result};
 
