@@ -15,6 +15,8 @@
 //!   `Event::for_viewer`.
 //! - [`metrics`]: the replica's Prometheus metrics.
 //! - [`outbox`]: finished matches to `Accounts.RecordMatch`, retried until they land.
+//! - [`pod_cost`]: the pod's `controller.kubernetes.io/pod-deletion-cost`, kept equal to
+//!   its open streams so a scale-down removes the emptiest pods first.
 //!
 //! Every service starts the same way: `Settings::load()` → [`App::build`] →
 //! [`App::run`] (or [`App::mount`] beside other services, as `basra dev` does). Tests
@@ -38,6 +40,7 @@ pub mod hub;
 pub mod metrics;
 pub mod names;
 pub mod outbox;
+pub mod pod_cost;
 pub mod record;
 pub mod room;
 pub mod service;
@@ -161,6 +164,7 @@ pub struct App {
     store: Arc<dyn RoomStore>,
     verifier: TokenVerifier,
     accounts: Option<AccountsLink>,
+    pod_cost: Option<pod_cost::PodPatcher>,
     /// Stops the store's subscription when the app is dropped unstarted, or when the
     /// background work it was mounted with stops.
     store_guard: tokio_util::sync::DropGuard,
@@ -182,6 +186,20 @@ impl App {
         let invalid = |err: basra_platform::auth::AuthError| GameError::Invalid(err.to_string());
         let verifier = settings.auth.verifier().map_err(invalid)?;
         let accounts = accounts_link(&settings)?;
+        let pod_cost = if settings.kubernetes.pod_deletion_cost {
+            let pod = match settings.kubernetes.pod_name.as_str() {
+                "" => settings.game.replica.as_str(),
+                name => name,
+            };
+            if pod.is_empty() {
+                return Err(GameError::Invalid(
+                    "kubernetes.pod_deletion_cost needs kubernetes.pod_name or game.replica".into(),
+                ));
+            }
+            Some(pod_cost::PodPatcher::new(&settings.kubernetes, pod).map_err(GameError::Invalid)?)
+        } else {
+            None
+        };
         let store_stop = CancellationToken::new();
         let store: Arc<dyn RoomStore> = if settings.redis.is_memory() {
             tracing::warn!("redis.url is \"memory\": rooms live in this process only");
@@ -203,6 +221,7 @@ impl App {
             store,
             verifier,
             accounts,
+            pod_cost,
             store_guard: store_stop.drop_guard(),
         })
     }
@@ -231,6 +250,7 @@ impl App {
             settings,
             store,
             accounts,
+            pod_cost,
             store_guard,
             ..
         } = self;
@@ -247,6 +267,14 @@ impl App {
             accounts,
             shutdown.clone(),
         );
+        if let Some(patcher) = pod_cost {
+            tokio::spawn(pod_cost::run(
+                patcher,
+                Arc::clone(&session.core().metrics),
+                Duration::from_millis(settings.kubernetes.min_interval_ms),
+                shutdown.clone(),
+            ));
+        }
         basra_platform::metrics::spawn(
             &settings.metrics,
             session.core().metrics.registry(),

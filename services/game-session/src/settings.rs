@@ -36,6 +36,9 @@ pub struct Settings {
     /// game-session's own signing key for its service tokens to accounts.
     #[serde(default)]
     pub identity: IdentitySettings,
+    /// Its own pod's deletion cost, kept current through the Kubernetes API.
+    #[serde(default)]
+    pub kubernetes: crate::pod_cost::KubernetesSettings,
 }
 
 /// The `[game]` section.
@@ -106,6 +109,7 @@ impl Validate for Settings {
         self.redis.validate()?;
         self.auth.validate()?;
         self.identity.validate()?;
+        self.kubernetes.validate()?;
         if self.accounts.retry_min_ms == 0
             || self.accounts.retry_min_ms > self.accounts.retry_max_ms
         {
