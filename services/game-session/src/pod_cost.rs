@@ -188,17 +188,16 @@ impl PodPatcher {
         let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
             .await
             .map_err(|err| format!("connect {}:{}: {err}", self.host, self.port))?;
-        let response = match &self.tls {
+        match &self.tls {
             Some((connector, name)) => {
                 let stream = connector
                     .connect(name.clone(), tcp)
                     .await
                     .map_err(|err| format!("tls: {err}"))?;
-                send(TokioIo::new(stream), request).await?
+                send(TokioIo::new(stream), request).await
             }
-            None => send(TokioIo::new(tcp), request).await?,
-        };
-        Ok(response)
+            None => send(TokioIo::new(tcp), request).await,
+        }
     }
 }
 
