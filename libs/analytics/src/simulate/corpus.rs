@@ -184,7 +184,7 @@ impl Corpus {
             });
             for event in &events {
                 if let Event::RoundEnded(score) = event {
-                    rounds.push((dealer, score.clone()));
+                    rounds.push((dealer, *score));
                 }
             }
         }
