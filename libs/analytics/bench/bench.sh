@@ -21,7 +21,7 @@ WORK=${WORK:-/tmp/basra-analytics-bench}
 TARGET=${CARGO_TARGET_DIR:-target}
 BASRA=$TARGET/release/basra
 
-cargo build --quiet --release -p basra
+[ -n "${SKIP_BUILD:-}" ] || cargo build --quiet --release -p basra   # SKIP_BUILD=1: use the binary as built
 rm -rf "$WORK" && mkdir -p "$WORK"
 openssl genpkey -algorithm ed25519 -out "$WORK/key.pem" 2>/dev/null
 # accounts (in `basra dev`) signs with this key, and simulate signs its service token with it.
