@@ -10,7 +10,7 @@
 //! engine here instead and records them through `RecordMatches`, for corpora of many
 //! thousands of matches.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -338,19 +338,19 @@ async fn play_match(
 }
 
 /// Waits until each played match is in the match history of its person, or `timeout`
-/// passes; answers how many are.
+/// passes; answers how many are. Each pass asks only the people with a match missing.
 async fn wait_for_records(
     people: &[Arc<Person>],
     played: &[(String, usize)],
     timeout: Duration,
 ) -> anyhow::Result<u64> {
     let deadline = Instant::now() + timeout;
-    let mut missing: HashSet<&str> = played.iter().map(|(id, _)| id.as_str()).collect();
-    let mut by_person: Vec<usize> = played.iter().map(|(_, person)| *person).collect();
-    by_person.sort_unstable();
-    by_person.dedup();
+    let mut missing: HashMap<usize, HashSet<&str>> = HashMap::new();
+    for (match_id, person) in played {
+        missing.entry(*person).or_default().insert(match_id.as_str());
+    }
     loop {
-        for &person in &by_person {
+        for (&person, ids) in missing.iter_mut() {
             let mut accounts = people[person].session.accounts();
             let mut page_token = String::new();
             loop {
@@ -363,16 +363,18 @@ async fn wait_for_records(
                     .context("MatchHistory of a simulated player")?
                     .into_inner();
                 for summary in &page.matches {
-                    missing.remove(summary.match_id.as_str());
+                    ids.remove(summary.match_id.as_str());
                 }
-                if page.next_page_token.is_empty() {
+                if ids.is_empty() || page.next_page_token.is_empty() {
                     break;
                 }
                 page_token = page.next_page_token;
             }
         }
+        missing.retain(|_, ids| !ids.is_empty());
         if missing.is_empty() || Instant::now() >= deadline {
-            return Ok((played.len() - missing.len()) as u64);
+            let left: usize = missing.values().map(HashSet::len).sum();
+            return Ok((played.len() - left) as u64);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
