@@ -347,7 +347,10 @@ async fn wait_for_records(
     let deadline = Instant::now() + timeout;
     let mut missing: HashMap<usize, HashSet<&str>> = HashMap::new();
     for (match_id, person) in played {
-        missing.entry(*person).or_default().insert(match_id.as_str());
+        missing
+            .entry(*person)
+            .or_default()
+            .insert(match_id.as_str());
     }
     loop {
         for (&person, ids) in missing.iter_mut() {
