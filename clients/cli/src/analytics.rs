@@ -167,6 +167,7 @@ pub async fn run_simulate(args: SimulateArgs) -> anyhow::Result<()> {
             seed: args.seed,
             concurrency: args.concurrency.unwrap_or(16),
             record_timeout: Duration::from_secs(args.record_timeout_seconds),
+            queue_bots: true,
             progress: true,
         })
         .await?;

@@ -45,6 +45,10 @@ pub struct ServicesOptions {
     pub concurrency: usize,
     /// How long to wait, after the last match, for every record to reach accounts.
     pub record_timeout: Duration,
+    /// Let the queue seat a bot (after its usual wait) when it finds nobody in a queued
+    /// person's rating window. Ratings drift apart as people win and lose, and two
+    /// people more than the window's width apart would otherwise wait for ever.
+    pub queue_bots: bool,
     /// Show a progress bar (only ever on a terminal).
     pub progress: bool,
 }
@@ -52,7 +56,8 @@ pub struct ServicesOptions {
 /// How the people of one match get their seats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Seating {
-    /// Two people queue for a ranked two-seat match (no bot may fill in).
+    /// Two people queue for a ranked two-seat match (a bot fills in only when
+    /// [`ServicesOptions::queue_bots`] allows and nobody is in the rating window).
     RankedQueue,
     /// One person plays the computer (unranked, a bot seat).
     Computer,
@@ -172,8 +177,9 @@ pub async fn simulate_services(options: &ServicesOptions) -> anyhow::Result<Serv
             .map(|&i| (i, Arc::clone(&people[i])))
             .collect();
         let free = Arc::clone(&free);
+        let queue_bots = options.queue_bots;
         in_flight.spawn(async move {
-            let result = play_match(seating, target, &group).await;
+            let result = play_match(seating, target, queue_bots, &group).await;
             free.lock()
                 .expect("the free list is never poisoned")
                 .extend(group.iter().map(|(i, _)| *i));
@@ -261,6 +267,7 @@ fn take(free: &Mutex<Vec<usize>>, count: usize, rng: &mut ChaCha8Rng) -> Option<
 async fn play_match(
     seating: Seating,
     target: u32,
+    queue_bots: bool,
     group: &[(usize, Arc<Person>)],
 ) -> anyhow::Result<Vec<(String, usize)>> {
     let settings = |seats: u32| RuleSettings {
@@ -287,7 +294,8 @@ async fn play_match(
             for (index, person) in group {
                 let (index, person) = (*index, Arc::clone(person));
                 queued.spawn(async move {
-                    let seated = lobby::find_match(&person.session, true, false, 2, false).await;
+                    let seated =
+                        lobby::find_match(&person.session, true, queue_bots, 2, false).await;
                     (seated, index, person)
                 });
             }
