@@ -315,14 +315,36 @@ impl Backend {
             let mut redis = redis::Client::open(url)?
                 .get_multiplexed_async_connection()
                 .await?;
-            let keys: Vec<String> = redis::cmd("KEYS")
-                .arg(format!("{prefix}*"))
-                .query_async(&mut redis)
-                .await?;
-            if !keys.is_empty() {
-                let _: () = redis::cmd("DEL").arg(keys).query_async(&mut redis).await?;
-            }
+            delete_keys(&mut redis, &format!("{prefix}*")).await?;
         }
         Ok(())
+    }
+}
+
+/// Deletes the keys matching `pattern` and answers how many there were. SCAN, not KEYS:
+/// KEYS blocks a big shared Redis for as long as it walks every key, and times out there.
+pub async fn delete_keys(
+    redis: &mut redis::aio::MultiplexedConnection,
+    pattern: &str,
+) -> anyhow::Result<usize> {
+    let mut cursor = 0u64;
+    let mut deleted = 0;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(redis)
+            .await?;
+        if !keys.is_empty() {
+            deleted += keys.len();
+            let _: () = redis::cmd("DEL").arg(keys).query_async(redis).await?;
+        }
+        if next == 0 {
+            return Ok(deleted);
+        }
+        cursor = next;
     }
 }

@@ -1,5 +1,6 @@
 //! `basra analytics export`, `basra analytics report` and `basra simulate`: the command
-//! lines of the `basra-analytics` crate.
+//! lines of the `basra-analytics` crate (and of [`crate::simulate`], the simulation
+//! through the real services).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,6 +12,9 @@ use basra_analytics::simulate::{SimulateOptions, simulate};
 use basra_platform::auth::TokenIssuer;
 use chrono::{DateTime, NaiveDate, Utc};
 use clap::{Args, Subcommand};
+
+use crate::session::Endpoints;
+use crate::simulate::{ServicesOptions, simulate_services};
 
 /// `basra analytics …`.
 #[derive(Subcommand)]
@@ -57,29 +61,43 @@ pub struct ExportArgs {
 /// `basra simulate`.
 #[derive(Args)]
 pub struct SimulateArgs {
-    /// The backend's endpoint (`basra dev`) or the accounts service.
+    /// The backend's endpoint (`basra dev`, or the one client endpoint of a deployment).
     #[arg(long, env = "BASRA_SERVER", default_value = "http://127.0.0.1:50051")]
     server: String,
-    /// Matches to record.
+    /// Matches to play.
     #[arg(long, default_value_t = 1_000)]
     matches: u64,
-    /// Simulated people (guest accounts, reused by a run with the same --seed).
+    /// Simulated people (guest accounts, reused by a run with the same --seed). Each run
+    /// signs them all in: accounts allows 300 sign-ups a minute per address by default.
     #[arg(long, default_value_t = 200)]
     players: usize,
-    /// Matches end over this many days, up to now.
-    #[arg(long, default_value_t = 30)]
-    days: u32,
-    /// Makes the corpus reproducible.
+    /// Makes the run reproducible.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// RecordMatch calls in flight.
-    #[arg(long, default_value_t = 32)]
-    concurrency: usize,
-    /// A service token for RecordMatch. Without it, one is signed with the accounts key
-    /// named by BASRA_ACCOUNTS_IDENTITY__SIGNING_KEY_FILE and
+    /// Matches played at once (services), or RecordMatches calls in flight (--fast).
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// Fast mode: the engine plays the matches here, and the records go to accounts
+    /// through RecordMatches with a service token, instead of bots playing through
+    /// matchmaking and game-session. For large --matches.
+    #[arg(long)]
+    fast: bool,
+    /// (--fast) Matches end over this many days, up to now. Through the services they
+    /// end now.
+    #[arg(long, default_value_t = 30)]
+    days: u32,
+    /// (--fast) Records per RecordMatches call (1 to 100).
+    #[arg(long, default_value_t = 100)]
+    batch: usize,
+    /// (--fast) A service token for RecordMatches. Without it, one is signed with the
+    /// accounts key named by BASRA_ACCOUNTS_IDENTITY__SIGNING_KEY_FILE and
     /// BASRA_ACCOUNTS_IDENTITY__KEY_ID (accounts' settings as `basra dev` reads them).
     #[arg(long, env = "BASRA_SERVICE_TOKEN", hide_env_values = true)]
     service_token: Option<String>,
+    /// How long to wait, after the last match, for every record to reach accounts
+    /// through game-session's outbox.
+    #[arg(long, default_value_t = 60)]
+    record_timeout_seconds: u64,
 }
 
 fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
@@ -95,9 +113,16 @@ fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
 pub async fn run(command: AnalyticsCommand) -> anyhow::Result<()> {
     match command {
         AnalyticsCommand::Export(args) => {
+            // The export is one long streamed query: JIT compiling it costs more than it
+            // saves (measured), so the session runs without.
+            let connect = args
+                .database_url
+                .parse::<sqlx::postgres::PgConnectOptions>()
+                .context("the database URL")?
+                .options([("jit", "off")]);
             let pool = sqlx::postgres::PgPoolOptions::new()
                 .max_connections(2)
-                .connect(&args.database_url)
+                .connect_with(connect)
                 .await
                 .context("cannot connect to PostgreSQL")?;
             let summary = export(
@@ -134,6 +159,27 @@ pub async fn run(command: AnalyticsCommand) -> anyhow::Result<()> {
 
 /// Runs `basra simulate`.
 pub async fn run_simulate(args: SimulateArgs) -> anyhow::Result<()> {
+    if !args.fast {
+        let summary = simulate_services(&ServicesOptions {
+            endpoints: Endpoints::single(&args.server),
+            matches: args.matches,
+            players: args.players,
+            seed: args.seed,
+            concurrency: args.concurrency.unwrap_or(16),
+            record_timeout: Duration::from_secs(args.record_timeout_seconds),
+            queue_bots: true,
+            progress: true,
+        })
+        .await?;
+        println!("{}", summary.describe());
+        anyhow::ensure!(
+            summary.recorded == summary.match_ids.len() as u64,
+            "{} of the matches played were not recorded within {}s",
+            summary.match_ids.len() as u64 - summary.recorded,
+            args.record_timeout_seconds
+        );
+        return Ok(());
+    }
     let service_token = match args.service_token {
         Some(token) => token,
         None => mint_service_token()?,
@@ -145,7 +191,8 @@ pub async fn run_simulate(args: SimulateArgs) -> anyhow::Result<()> {
         days: args.days,
         until: Utc::now(),
         seed: args.seed,
-        concurrency: args.concurrency,
+        concurrency: args.concurrency.unwrap_or(4),
+        batch: args.batch,
         service_token,
         progress: true,
     })

@@ -7,6 +7,7 @@
 //! - [`lobby`]: getting a seat (queue, computer, private code, public lobby).
 //! - [`player`]: playing a room over the `Play` stream, for a person or a bot, resuming
 //!   after a dropped connection.
+//! - [`simulate`]: `basra simulate` through the real services (bots as guests).
 //! - [`table`]: the client's model of its game, rebuilt from the events.
 //! - [`render`]: the terminal picture and announcements.
 
@@ -18,4 +19,5 @@ pub mod lobby;
 pub mod player;
 pub mod render;
 pub mod session;
+pub mod simulate;
 pub mod table;

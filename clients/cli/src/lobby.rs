@@ -20,12 +20,24 @@ pub struct Seated {
     pub join_code: Option<String>,
 }
 
-/// Queues for a match; `bots` lets a bot take the empty seat after a wait.
+/// Queues for a match; `bots` lets a bot take the empty seat after a wait. The queue's
+/// updates are told on stderr.
 pub async fn quick_match(
     session: &Session,
     ranked: bool,
     bots: bool,
     seats: u32,
+) -> anyhow::Result<Seated> {
+    find_match(session, ranked, bots, seats, true).await
+}
+
+/// [`quick_match`], telling the queue's updates on stderr only when `announce`.
+pub async fn find_match(
+    session: &Session,
+    ranked: bool,
+    bots: bool,
+    seats: u32,
+    announce: bool,
 ) -> anyhow::Result<Seated> {
     let mut updates = session
         .matchmaking()
@@ -42,10 +54,10 @@ pub async fn quick_match(
         .into_inner();
     while let Some(update) = updates.message().await? {
         match update.update {
-            Some(Update::Queued(queued)) => {
+            Some(Update::Queued(queued)) if announce => {
                 eprintln!("queued: {} waiting", queued.players_waiting);
             }
-            Some(Update::WindowWidened(window)) => {
+            Some(Update::WindowWidened(window)) if announce => {
                 eprintln!(
                     "looking for ratings {:.0}–{:.0}{}",
                     window.rating_min,
@@ -67,7 +79,7 @@ pub async fn quick_match(
             Some(Update::Cancelled(cancelled)) => {
                 anyhow::bail!("the search was cancelled ({:?})", cancelled.reason());
             }
-            None => {}
+            Some(Update::Queued(_) | Update::WindowWidened(_)) | None => {}
         }
     }
     anyhow::bail!("the matchmaking stream ended without a match")

@@ -114,7 +114,8 @@ enum Command {
         #[command(subcommand)]
         command: basra::analytics::AnalyticsCommand,
     },
-    /// Fill a deployment's match records with simulated matches, through RecordMatch.
+    /// Fill a deployment's match records with simulated matches: bots play through the
+    /// services, or (--fast) the engine plays here and RecordMatches records them.
     Simulate(basra::analytics::SimulateArgs),
     /// Operate game-session: rooms, drains, operator tokens (deploy/README.md).
     Admin {

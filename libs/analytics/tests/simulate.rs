@@ -1,6 +1,6 @@
-//! `simulate` against a real accounts service on PostgreSQL: every match goes through
-//! `RecordMatch` with a service token, the players are guests signed in once, and a player
-//! token is refused.
+//! `simulate`'s fast mode against a real accounts service on PostgreSQL: every match goes
+//! through `RecordMatches` batches with a service token, the players are guests signed in
+//! once, and a bad token is refused.
 
 mod common;
 
@@ -61,14 +61,15 @@ fn options(running: &Running, matches: u64) -> SimulateOptions {
         days: 7,
         until: common::until(),
         seed: 42,
-        concurrency: 8,
+        concurrency: 4,
+        batch: 16,
         service_token: running.token.clone(),
         progress: false,
     }
 }
 
 #[sqlx::test(migrator = "accounts::store::MIGRATOR")]
-async fn simulate_records_every_match_through_record_match(pool: PgPool) {
+async fn simulate_records_every_match_through_record_matches(pool: PgPool) {
     let running = accounts_service(pool.clone()).await;
 
     let summary = simulate(&options(&running, 120)).await.unwrap();

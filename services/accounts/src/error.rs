@@ -20,6 +20,14 @@ pub enum AccountsError {
         /// What is wrong, for the client developer.
         reason: String,
     },
+    /// One record of a `RecordMatches` batch is refused, and with it the whole batch.
+    #[error("records[{index}]: {error}")]
+    InvalidRecord {
+        /// The record's position in the request.
+        index: usize,
+        /// Why it is refused (an [`AccountsError::InvalidArgument`]).
+        error: Box<AccountsError>,
+    },
     /// The username belongs to another account.
     #[error("username is already taken")]
     UsernameTaken,
@@ -88,6 +96,29 @@ impl AccountsError {
     }
 }
 
+impl AccountsError {
+    /// This error, about the `index`-th record of a batch: an invalid argument names the
+    /// record; any other error (the database) is the batch's as a whole.
+    pub fn in_record(self, index: usize) -> AccountsError {
+        match self {
+            AccountsError::InvalidArgument { .. } => AccountsError::InvalidRecord {
+                index,
+                error: Box::new(self),
+            },
+            other => other,
+        }
+    }
+
+    /// The error about one record, without the record's position (a batch of one is a
+    /// `RecordMatch`).
+    pub fn without_record(self) -> AccountsError {
+        match self {
+            AccountsError::InvalidRecord { error, .. } => *error,
+            other => other,
+        }
+    }
+}
+
 impl From<sqlx::Error> for AccountsError {
     fn from(err: sqlx::Error) -> AccountsError {
         match err {
@@ -104,7 +135,9 @@ impl From<sqlx::Error> for AccountsError {
 impl ServiceError for AccountsError {
     fn code(&self) -> Code {
         match self {
-            AccountsError::InvalidArgument { .. } => Code::InvalidArgument,
+            AccountsError::InvalidArgument { .. } | AccountsError::InvalidRecord { .. } => {
+                Code::InvalidArgument
+            }
             AccountsError::UsernameTaken => Code::AlreadyExists,
             AccountsError::BadCredentials
             | AccountsError::BadRefreshToken

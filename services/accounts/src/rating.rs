@@ -110,3 +110,22 @@ pub fn rate(record: &MatchRecord, current: &HashMap<Uuid, Rating>) -> Vec<Rating
     }
     updates
 }
+
+/// The rating changes of `records`, rated one after the other: each record is rated
+/// ([`rate`]) from `current`, which then takes its changes, so a batch of matches
+/// rates exactly as recording them one by one. Answers each record's changes, in order.
+pub fn rate_in_order<'a>(
+    records: impl IntoIterator<Item = &'a MatchRecord>,
+    current: &mut HashMap<Uuid, Rating>,
+) -> Vec<Vec<RatingUpdate>> {
+    records
+        .into_iter()
+        .map(|record| {
+            let updates = rate(record, current);
+            for update in &updates {
+                current.insert(update.user_id, update.after);
+            }
+            updates
+        })
+        .collect()
+}

@@ -23,7 +23,7 @@ use crate::record::{MatchRecord, basras_to_proto, timestamp_to_proto};
 use crate::refresh::{NewRefreshToken, TokenState, hash_presented};
 use crate::store::{
     GuestUpgrade, HistoryCursor, HistoryEntry, LeaderboardCursor, LeaderboardRow, LeaderboardRules,
-    NewAccount, NewGuest, NewSession, RatingChange, Rotation, Store, User,
+    NewAccount, NewGuest, NewSession, RatingChange, Recorded, Rotation, Store, User,
 };
 
 /// The full gRPC name of the service (health and reflection list it).
@@ -639,14 +639,55 @@ impl<S: Store> AccountsService<S> {
             rated = !recorded.rating_changes.is_empty(),
             "match recorded"
         );
-        Ok(pb::RecordMatchResponse {
-            rating_changes: recorded
-                .rating_changes
-                .iter()
-                .map(rating_change_to_proto)
-                .collect(),
-            already_recorded: recorded.already_recorded,
+        Ok(recorded_to_proto(&recorded))
+    }
+
+    async fn do_record_matches(
+        &self,
+        caller: Caller,
+        req: pb::RecordMatchesRequest,
+    ) -> Result<pb::RecordMatchesResponse> {
+        if caller.role != Role::Service {
+            return Err(AccountsError::PermissionDenied(
+                "RecordMatches needs a service token; players cannot record matches",
+            ));
+        }
+        if req.records.is_empty() || req.records.len() > MAX_RECORDS_PER_CALL {
+            return Err(AccountsError::invalid(
+                "records",
+                format!("must hold 1 to {MAX_RECORDS_PER_CALL} records"),
+            ));
+        }
+        let records = req
+            .records
+            .into_iter()
+            .enumerate()
+            .map(|(index, record)| MatchRecord::from_proto(record).map_err(|e| e.in_record(index)))
+            .collect::<Result<Vec<_>>>()?;
+        let recorded = self
+            .inner
+            .store
+            .record_matches(&records, domain::now())
+            .await?;
+        tracing::info!(
+            records = records.len(),
+            already_recorded = recorded.iter().filter(|r| r.already_recorded).count(),
+            "matches recorded"
+        );
+        Ok(pb::RecordMatchesResponse {
+            results: recorded.iter().map(recorded_to_proto).collect(),
         })
+    }
+}
+
+fn recorded_to_proto(recorded: &Recorded) -> pb::RecordMatchResponse {
+    pb::RecordMatchResponse {
+        rating_changes: recorded
+            .rating_changes
+            .iter()
+            .map(rating_change_to_proto)
+            .collect(),
+        already_recorded: recorded.already_recorded,
     }
 }
 
@@ -919,7 +960,49 @@ impl<S: Store> Accounts for AccountsService<S> {
             .inc();
         Ok(Response::new(outcome?))
     }
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn record_matches(
+        &self,
+        request: Request<pb::RecordMatchesRequest>,
+    ) -> Result<Response<pb::RecordMatchesResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
+        let outcome = self
+            .do_record_matches(caller, request.into_inner())
+            .await
+            .map_err(Status::from);
+        // The same counter as RecordMatch, one count per record.
+        let counter = &self.inner.metrics.record_match;
+        match &outcome {
+            Ok(answer) => {
+                for result in &answer.results {
+                    let result = if result.already_recorded {
+                        "duplicate"
+                    } else {
+                        "recorded"
+                    };
+                    counter
+                        .get_or_create(&ResultLabel {
+                            result: result.to_owned(),
+                        })
+                        .inc();
+                }
+            }
+            Err(status) => {
+                counter
+                    .get_or_create(&ResultLabel {
+                        result: code_label(status.code()),
+                    })
+                    .inc();
+            }
+        }
+        Ok(Response::new(outcome?))
+    }
 }
+
+/// The most records one RecordMatches call may carry.
+pub const MAX_RECORDS_PER_CALL: usize = 100;
 
 /// The most players one GetPlayers call may ask for.
 const MAX_PLAYERS_PER_CALL: usize = 100;

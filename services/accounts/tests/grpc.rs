@@ -41,6 +41,8 @@ grpc_tests!(
     wrong_credentials_are_indistinguishable,
     bad_refresh_tokens_are_refused,
     record_match_needs_a_service_token_and_a_sane_record,
+    record_matches_rates_in_order_exactly_like_record_match,
+    record_matches_refuses_a_bad_batch_and_writes_nothing,
     get_players_answers_services_with_names_and_ratings,
     forged_and_expired_access_tokens_are_refused,
     login_attempts_are_rate_limited_per_account_and_per_peer,
@@ -286,6 +288,47 @@ async fn register<S: Store>(app: &TestApp<S>, username: &str) -> pb::AuthTokens 
             .into_inner()
             .tokens,
     )
+}
+
+/// Records RecordMatch refuses, each with how its message starts: malformed, or (the
+/// unknown user) refused by the store after the match row was written.
+fn bad_records(a: &str, b: &str) -> Vec<(pb::MatchRecord, &'static str)> {
+    let record = || match_record("m-1", a, b, true);
+    let mut bad_cases: Vec<(pb::MatchRecord, &'static str)> = Vec::new();
+    let mut r = record();
+    r.match_id.clear();
+    bad_cases.push((r, "record.match_id"));
+    let mut r = record();
+    r.seats.pop();
+    bad_cases.push((r, "record.seats: has 1 seats but settings.seats is 2"));
+    let mut r = record();
+    r.seats[1].user_id = a.to_owned();
+    bad_cases.push((r, "record.seats: seat 1: user"));
+    let mut r = record();
+    r.seats[1].user_id = Uuid::now_v7().to_string();
+    bad_cases.push((r, "record.seats: seat 1: unknown user"));
+    let mut r = record();
+    r.seed = vec![1; 31];
+    bad_cases.push((r, "record.seed: must be 32 bytes"));
+    let mut r = record();
+    r.settings = Some(common_pb::RuleSettings {
+        seats: Some(3),
+        ..Default::default()
+    });
+    bad_cases.push((r, "record: settings.seats must be 2 or 4"));
+    let mut r = record();
+    r.winner_side = Some(2);
+    bad_cases.push((r, "record.winner_side"));
+    let mut r = record();
+    r.end_reason = 0;
+    bad_cases.push((r, "record.end_reason"));
+    let mut r = record();
+    r.ended_at = Some(ts(1));
+    bad_cases.push((r, "record.ended_at: is before started_at"));
+    let mut r = record();
+    r.actions[0].action = None;
+    bad_cases.push((r, "record.actions: action 0"));
+    bad_cases
 }
 
 mod cases {
@@ -794,40 +837,7 @@ mod cases {
         assert_eq!(code, Code::Unauthenticated);
 
         let service = app.service_token();
-        let mut bad_cases: Vec<(pb::MatchRecord, &str)> = Vec::new();
-        let mut r = record();
-        r.match_id.clear();
-        bad_cases.push((r, "record.match_id"));
-        let mut r = record();
-        r.seats.pop();
-        bad_cases.push((r, "record.seats: has 1 seats but settings.seats is 2"));
-        let mut r = record();
-        r.seats[1].user_id = a.user_id.clone();
-        bad_cases.push((r, "record.seats: seat 1: user"));
-        let mut r = record();
-        r.seats[1].user_id = Uuid::now_v7().to_string();
-        bad_cases.push((r, "record.seats: seat 1: unknown user"));
-        let mut r = record();
-        r.seed = vec![1; 31];
-        bad_cases.push((r, "record.seed: must be 32 bytes"));
-        let mut r = record();
-        r.settings = Some(common_pb::RuleSettings {
-            seats: Some(3),
-            ..Default::default()
-        });
-        bad_cases.push((r, "record: settings.seats must be 2 or 4"));
-        let mut r = record();
-        r.winner_side = Some(2);
-        bad_cases.push((r, "record.winner_side"));
-        let mut r = record();
-        r.end_reason = 0;
-        bad_cases.push((r, "record.end_reason"));
-        let mut r = record();
-        r.ended_at = Some(ts(1));
-        bad_cases.push((r, "record.ended_at: is before started_at"));
-        let mut r = record();
-        r.actions[0].action = None;
-        bad_cases.push((r, "record.actions: action 0"));
+        let bad_cases = bad_records(&a.user_id, &b.user_id);
         for (bad, expected) in bad_cases {
             let (code, message) = failure(client.record_match(request(&service, bad)).await);
             assert_eq!(code, Code::InvalidArgument, "{message}");
@@ -850,6 +860,221 @@ mod cases {
             .unwrap()
             .into_inner();
         assert!(!ok.already_recorded);
+    }
+
+    pub(super) async fn record_matches_rates_in_order_exactly_like_record_match<S: Store>(
+        store: S,
+    ) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+        let service = app.service_token();
+        let one = [
+            register(&app, "one_a").await,
+            register(&app, "one_b").await,
+            register(&app, "one_c").await,
+        ];
+        let two = [
+            register(&app, "two_a").await,
+            register(&app, "two_b").await,
+            register(&app, "two_c").await,
+        ];
+        // (winner, loser, ranked) by player index: the same story for both trios.
+        let story = [
+            (0, 1, true),
+            (1, 2, true),
+            (2, 0, true),
+            (1, 0, false),
+            (0, 2, true),
+            (1, 0, true),
+        ];
+        let records = |trio: &[pb::AuthTokens; 3], tag: &str| -> Vec<pb::MatchRecord> {
+            story
+                .iter()
+                .enumerate()
+                .map(|(i, &(w, l, ranked))| {
+                    match_record(
+                        &format!("{tag}-{i}"),
+                        &trio[w].user_id,
+                        &trio[l].user_id,
+                        ranked,
+                    )
+                })
+                .collect()
+        };
+
+        // Trio one, one RecordMatch at a time.
+        let mut singles = Vec::new();
+        for record in records(&one, "one") {
+            singles.push(
+                client
+                    .record_match(authed(
+                        &service,
+                        pb::RecordMatchRequest {
+                            record: Some(record),
+                        },
+                    ))
+                    .await
+                    .unwrap()
+                    .into_inner(),
+            );
+        }
+        // Trio two in one batch, with its second match repeated at the end.
+        let mut batch = records(&two, "two");
+        batch.push(batch[1].clone());
+        let answer = client
+            .record_matches(authed(
+                &service,
+                pb::RecordMatchesRequest {
+                    records: batch.clone(),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(answer.results.len(), story.len() + 1);
+        let without_users = |r: &pb::RecordMatchResponse| {
+            r.rating_changes
+                .iter()
+                .map(|c| (c.seat, c.rating_before, c.rating_after, c.deviation_after))
+                .collect::<Vec<_>>()
+        };
+        for (i, (single, batched)) in singles.iter().zip(&answer.results).enumerate() {
+            assert!(!batched.already_recorded, "match {i}");
+            assert_eq!(without_users(batched), without_users(single), "match {i}");
+            assert_eq!(single.rating_changes.is_empty(), !story[i].2);
+        }
+        let repeat = &answer.results[story.len()];
+        assert!(repeat.already_recorded, "the repeat within the batch");
+        assert_eq!(repeat.rating_changes, answer.results[1].rating_changes);
+        for (a, b) in one.iter().zip(&two) {
+            let profile = |token: &str| {
+                let mut client = client.clone();
+                let token = token.to_owned();
+                async move {
+                    client
+                        .get_profile(authed(&token, pb::GetProfileRequest::default()))
+                        .await
+                        .unwrap()
+                        .into_inner()
+                        .profile
+                        .unwrap()
+                }
+            };
+            let (pa, pb_) = (
+                profile(&a.access_token).await,
+                profile(&b.access_token).await,
+            );
+            assert_eq!(
+                (
+                    pa.rating,
+                    pa.rating_deviation,
+                    pa.ranked_matches,
+                    pa.matches_played
+                ),
+                (
+                    pb_.rating,
+                    pb_.rating_deviation,
+                    pb_.ranked_matches,
+                    pb_.matches_played
+                ),
+            );
+        }
+
+        // The whole batch again: every record already recorded, nothing changes.
+        let before = app.counts().await;
+        let again = client
+            .record_matches(authed(
+                &service,
+                pb::RecordMatchesRequest { records: batch },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(again.results.iter().all(|r| r.already_recorded));
+        for (first, second) in answer.results.iter().zip(&again.results) {
+            assert_eq!(first.rating_changes, second.rating_changes);
+        }
+        assert_eq!(app.counts().await, before);
+        // A match recorded by RecordMatch is a duplicate in a batch too.
+        let mixed = client
+            .record_matches(authed(
+                &service,
+                pb::RecordMatchesRequest {
+                    records: vec![records(&one, "one")[0].clone()],
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(mixed.results[0].already_recorded);
+        assert_eq!(mixed.results[0].rating_changes, singles[0].rating_changes);
+    }
+
+    pub(super) async fn record_matches_refuses_a_bad_batch_and_writes_nothing<S: Store>(store: S) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+        let a = register(&app, "alice").await;
+        let b = register(&app, "bob").await;
+        let service = app.service_token();
+        let good = |id: &str| match_record(id, &a.user_id, &b.user_id, true);
+        let request = |token: &str, records: Vec<pb::MatchRecord>| {
+            authed(token, pb::RecordMatchesRequest { records })
+        };
+        let before = app.counts().await;
+
+        let (code, message) = failure(
+            client
+                .record_matches(request(&a.access_token, vec![good("g-1")]))
+                .await,
+        );
+        assert_eq!(code, Code::PermissionDenied);
+        assert!(message.contains("service token"), "{message}");
+        let (code, _) = failure(
+            client
+                .record_matches(pb::RecordMatchesRequest {
+                    records: vec![good("g-1")],
+                })
+                .await,
+        );
+        assert_eq!(code, Code::Unauthenticated);
+        let (code, message) = failure(client.record_matches(request(&service, vec![])).await);
+        assert_eq!(code, Code::InvalidArgument);
+        assert!(
+            message.starts_with("records: must hold 1 to 100"),
+            "{message}"
+        );
+        let too_many = (0..101).map(|i| good(&format!("g-{i}"))).collect();
+        let (code, message) = failure(client.record_matches(request(&service, too_many)).await);
+        assert_eq!(code, Code::InvalidArgument);
+        assert!(
+            message.starts_with("records: must hold 1 to 100"),
+            "{message}"
+        );
+
+        // Each record RecordMatch refuses, between two good ones: the batch is refused,
+        // naming the record, and nothing is written (not even the good ones).
+        for (mut bad, expected) in bad_records(&a.user_id, &b.user_id) {
+            if !bad.match_id.is_empty() {
+                bad.match_id = "bad".into();
+            }
+            let batch = vec![good("g-1"), bad, good("g-2")];
+            let (code, message) = failure(client.record_matches(request(&service, batch)).await);
+            assert_eq!(code, Code::InvalidArgument, "{message}");
+            let expected = format!("records[1]: {expected}");
+            assert!(
+                message.starts_with(&expected),
+                "{message:?} should start with {expected:?}"
+            );
+        }
+        assert_eq!(app.counts().await, before, "nothing written");
+        // The ids are still free.
+        let ok = client
+            .record_matches(request(&service, vec![good("g-1"), good("g-2")]))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(ok.results.iter().all(|r| !r.already_recorded));
+        assert_eq!(app.counts().await.matches, before.matches + 2);
     }
 
     pub(super) async fn get_players_answers_services_with_names_and_ratings<S: Store>(store: S) {

@@ -10,18 +10,10 @@ use basra_proto::basra::game::v1 as game;
 use basra_proto::convert::{
     basra_to_pb, bot_display_name, card_to_pb, cards_to_pb, player_display_name, settings_to_pb,
 };
-use prost_types::Timestamp;
+pub use basra_proto::record::{side_scores, timestamp};
 
 use crate::events::{LogEvent, StoredEvent};
 use crate::room::{Occupant, Room, SeatSnapshot, Status};
-
-/// A Unix-milliseconds instant as a protobuf timestamp.
-pub fn timestamp(ms: i64) -> Timestamp {
-    Timestamp {
-        seconds: ms.div_euclid(1000),
-        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
-    }
-}
 
 /// The API's room status.
 pub fn status_to_pb(status: Status) -> pb::RoomStatus {
@@ -123,26 +115,6 @@ pub fn server_event(seq: u64, now: i64, event: game::server_event::Event) -> gam
         server_time: Some(timestamp(now)),
         event: Some(event),
     }
-}
-
-/// A round score as the API's per-side scores.
-pub fn side_scores(score: &basra_engine::RoundScore) -> Vec<pb::SideRoundScore> {
-    (0..2)
-        .map(|side| pb::SideRoundScore {
-            side: side as u32,
-            pile_size: u32::from(score.piles[side]),
-            basras: Some(pb::BasraCounts {
-                basra: u32::from(score.basras[side][0]),
-                jack: u32::from(score.basras[side][1]),
-                komi: u32::from(score.basras[side][2]),
-            }),
-            basra_points: score.basra_points[side],
-            majority_points: score.majority_points[side],
-            card_points: score.card_points[side],
-            round_points: score.points[side],
-            total: score.totals[side],
-        })
-        .collect()
 }
 
 /// The stored event number `seq` as `viewer` may see it (`None`: a spectator). Other

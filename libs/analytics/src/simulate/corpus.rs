@@ -9,7 +9,7 @@ use basra_engine::settings::Seats;
 use basra_engine::{Action, Event, Game, Seed, Settings};
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::common::v1 as common;
-use basra_proto::convert::{card_to_pb, settings_to_pb};
+use basra_proto::record::{LoggedAction, MatchFacts};
 use chrono::{DateTime, Duration, Utc};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -150,97 +150,58 @@ impl Corpus {
         let mut rounds = Vec::new();
         let mut events = Vec::new();
         let mut end_reason = common::MatchEndReason::TargetReached;
-        let mut closed_winner = None;
         while let Some(seat) = game.turn() {
-            if let Some((reason, after)) = stop
-                && actions.len() >= after
-            {
-                end_reason = reason;
-                at += Duration::seconds(self.think());
-                match reason {
-                    common::MatchEndReason::Resigned => {
-                        actions.push(pb::RecordedAction {
-                            seat: u32::from(seat.0),
-                            action: Some(pb::recorded_action::Action::Resign(
-                                pb::RecordedResign {},
-                            )),
-                            automatic: false,
-                            at: Some(timestamp(at)),
-                        });
-                        game.apply_into(&Action::Resign { seat }, &mut events)
-                            .expect("a seat may always resign");
-                    }
-                    _ => {
-                        // The seat to move never came back: the other side wins.
-                        at += Duration::seconds(120);
-                        closed_winner = Some(u32::from(seat.side().other().0));
-                    }
+            let (action, automatic) = match stop {
+                Some((reason, after)) if actions.len() >= after => {
+                    // A resignation, or a seat that never came back and resigns
+                    // automatically after the grace period (as game-session records it).
+                    end_reason = reason;
+                    let abandoned = reason == common::MatchEndReason::Abandoned;
+                    at += Duration::seconds(self.think() + if abandoned { 120 } else { 0 });
+                    (Action::Resign { seat }, abandoned)
                 }
-                break;
-            }
-            let automatic = self.chance(2);
-            at += Duration::seconds(if automatic {
-                TURN_TIMER_SECONDS
-            } else {
-                self.think()
-            });
-            let view = game.view(Some(seat));
-            let action = bot::choose(policies[seat.index()], &view, &mut self.rng)
-                .expect("the seat to move has a card");
+                _ => {
+                    let automatic = self.chance(2);
+                    at += Duration::seconds(if automatic {
+                        TURN_TIMER_SECONDS
+                    } else {
+                        self.think()
+                    });
+                    let view = game.view(Some(seat));
+                    let action = bot::choose(policies[seat.index()], &view, &mut self.rng)
+                        .expect("the seat to move has a card");
+                    (action, automatic)
+                }
+            };
+            let dealer = game.round().dealer().0;
             events.clear();
             game.apply_into(&action, &mut events)
-                .expect("bots play legal cards");
-            let Action::Play { card, .. } = action else {
-                unreachable!("bots only play cards")
-            };
-            actions.push(pb::RecordedAction {
-                seat: u32::from(seat.0),
-                action: Some(pb::recorded_action::Action::Play(pb::RecordedPlay {
-                    card: Some(card_to_pb(card)),
-                    capture_choice: None,
-                })),
+                .expect("bots play legal cards, and a seat may always resign");
+            actions.push(LoggedAction {
+                action,
                 automatic,
-                at: Some(timestamp(at)),
+                at_ms: at.timestamp_millis(),
             });
             for event in &events {
                 if let Event::RoundEnded(score) = event {
-                    rounds.push(pb::RoundRecord {
-                        round: score.round + 1,
-                        dealer: u32::from(game_dealer(&settings, score.round)),
-                        sides: side_scores(score),
-                    });
+                    rounds.push((dealer, *score));
                 }
             }
         }
-        let mut basra_counts = [
-            common::BasraCounts::default(),
-            common::BasraCounts::default(),
-        ];
-        for round in &rounds {
-            for (side, counts) in basra_counts.iter_mut().enumerate() {
-                let b = round.sides[side].basras.unwrap_or_default();
-                counts.basra += b.basra;
-                counts.jack += b.jack;
-                counts.komi += b.komi;
-            }
-        }
-        let winner_side = closed_winner.or_else(|| game.result().map(|r| u32::from(r.winner.0)));
-        pb::MatchRecord {
-            match_id: Uuid::now_v7().to_string(),
-            room_id: format!("sim-{:x}-{}", self.options.seed, self.made),
-            ranked,
-            settings: Some(settings_to_pb(&settings)),
-            seats,
-            seed: seed.to_vec(),
+        basra_proto::record::match_record(
+            MatchFacts {
+                match_id: Uuid::now_v7().to_string(),
+                room_id: format!("sim-{:x}-{}", self.options.seed, self.made),
+                ranked,
+                seats,
+                end_reason,
+                started_at_ms: started_at.timestamp_millis(),
+                ended_at_ms: at.timestamp_millis(),
+            },
+            &game,
             actions,
-            rounds,
-            final_totals: game.totals().to_vec(),
-            basra_counts: basra_counts.to_vec(),
-            winner_side,
-            end_reason: end_reason as i32,
-            started_at: Some(timestamp(started_at)),
-            ended_at: Some(timestamp(at)),
-        }
+            rounds.iter().map(|(dealer, score)| (*dealer, score)),
+        )
     }
 
     fn think(&mut self) -> i64 {
@@ -263,38 +224,5 @@ impl Corpus {
                 return second;
             }
         }
-    }
-}
-
-/// The dealer of round `round` (from 0): the last seat deals round 0, then the deal
-/// passes on (RULES.md §5), as the engine does.
-fn game_dealer(settings: &Settings, round: u32) -> u8 {
-    let seats = u32::from(settings.seat_count());
-    ((seats - 1 + round % seats) % seats) as u8
-}
-
-fn side_scores(score: &basra_engine::RoundScore) -> Vec<common::SideRoundScore> {
-    (0..2)
-        .map(|side| common::SideRoundScore {
-            side: side as u32,
-            pile_size: u32::from(score.piles[side]),
-            basras: Some(common::BasraCounts {
-                basra: u32::from(score.basras[side][0]),
-                jack: u32::from(score.basras[side][1]),
-                komi: u32::from(score.basras[side][2]),
-            }),
-            basra_points: score.basra_points[side],
-            majority_points: score.majority_points[side],
-            card_points: score.card_points[side],
-            round_points: score.points[side],
-            total: score.totals[side],
-        })
-        .collect()
-}
-
-fn timestamp(t: DateTime<Utc>) -> prost_types::Timestamp {
-    prost_types::Timestamp {
-        seconds: t.timestamp(),
-        nanos: t.timestamp_subsec_nanos() as i32,
     }
 }

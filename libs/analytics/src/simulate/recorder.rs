@@ -1,14 +1,18 @@
-//! Recording a corpus through a deployment: the simulated players sign in as guests (one
-//! device each, so a second run reuses them), and each match goes to
-//! `Accounts.RecordMatch` with a service token — the call game-session's outbox makes —
-//! many calls in flight at once.
+//! The fast mode of `basra simulate`: the simulated players sign in as guests (one device
+//! each, so a second run reuses them), the engine plays their matches here, and the records
+//! go to accounts with a service token through `Accounts.RecordMatches` — batches of up to
+//! 100 records, each validated and recorded exactly as `RecordMatch` (the call
+//! game-session's outbox makes) would, in one transaction per batch. A record costs
+//! accounts a share of one call and one transaction instead of a whole one each, which is
+//! what makes thousands of matches a second possible on one machine.
 
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use basra_proto::basra::accounts::v1::accounts_client::AccountsClient;
-use basra_proto::basra::accounts::v1::{GuestLoginRequest, RecordMatchRequest};
+use basra_proto::basra::accounts::v1::{GuestLoginRequest, MatchRecord, RecordMatchesRequest};
 use chrono::{DateTime, Utc};
+use prost::Message as _;
 use tokio::task::JoinSet;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
@@ -31,8 +35,11 @@ pub struct SimulateOptions {
     pub until: DateTime<Utc>,
     /// Makes the corpus reproducible (the same seed reuses the same guests).
     pub seed: u64,
-    /// RecordMatch calls in flight.
+    /// RecordMatches calls in flight.
     pub concurrency: usize,
+    /// Most records per RecordMatches call (1 to 100); a call also stays under
+    /// [`MAX_BATCH_BYTES`].
+    pub batch: usize,
     /// A service token (role `service`) accepted by accounts.
     pub service_token: String,
     /// Show a progress bar (only ever on a terminal).
@@ -63,7 +70,12 @@ impl SimulateSummary {
     }
 }
 
-/// Signs the simulated players in (creating them the first time).
+/// The most bytes of records one RecordMatches call carries: under accounts' 256 KiB
+/// request limit, with room for the call's framing.
+pub const MAX_BATCH_BYTES: usize = 224 * 1024;
+
+/// Signs the simulated players in (creating them the first time). A sign-up refused by
+/// accounts' per-address limit (RESOURCE_EXHAUSTED) is retried when the answer says.
 pub async fn sign_in_players(
     client: &mut AccountsClient<Channel>,
     seed: u64,
@@ -71,14 +83,27 @@ pub async fn sign_in_players(
 ) -> anyhow::Result<Vec<Player>> {
     let mut players = Vec::with_capacity(count);
     for index in 0..count {
-        let response = client
-            .guest_login(GuestLoginRequest {
-                device_id: format!("simulate-{seed:x}-{index}"),
-                display_name: format!("Sim {}", index + 1),
-            })
-            .await
-            .with_context(|| format!("GuestLogin of simulated player {index}"))?
-            .into_inner();
+        let request = GuestLoginRequest {
+            device_id: format!("simulate-{seed:x}-{index}"),
+            display_name: format!("Sim {}", index + 1),
+        };
+        let response = loop {
+            match client.guest_login(request.clone()).await {
+                Err(status) if status.code() == tonic::Code::ResourceExhausted => {
+                    let wait = retry_after(&status).unwrap_or(Duration::from_secs(1));
+                    eprintln!(
+                        "sign-ups are rate limited; waiting {:.1}s (player {index} of {count})",
+                        wait.as_secs_f64()
+                    );
+                    tokio::time::sleep(wait).await;
+                }
+                other => {
+                    break other
+                        .with_context(|| format!("GuestLogin of simulated player {index}"))?
+                        .into_inner();
+                }
+            }
+        };
         let tokens = response.tokens.context("GuestLogin answered no tokens")?;
         players.push(Player {
             user_id: Uuid::parse_str(&tokens.user_id).context("GuestLogin's user id")?,
@@ -88,11 +113,22 @@ pub async fn sign_in_players(
     Ok(players)
 }
 
+/// The `retry-after-ms` of a refusal.
+fn retry_after(status: &tonic::Status) -> Option<Duration> {
+    let ms = status.metadata().get("retry-after-ms")?.to_str().ok()?;
+    Some(Duration::from_millis(ms.parse().ok()?))
+}
+
 /// Records `options.matches` simulated matches.
 pub async fn simulate(options: &SimulateOptions) -> anyhow::Result<SimulateSummary> {
     anyhow::ensure!(options.players >= 4, "--players must be at least 4");
+    anyhow::ensure!(
+        (1..=100).contains(&options.batch),
+        "--batch must be 1 to 100 records"
+    );
     let channel = Endpoint::from_shared(options.server.clone())
         .context("the server address")?
+        .tcp_nodelay(true)
         .connect()
         .await
         .with_context(|| format!("cannot connect to {}", options.server))?;
@@ -102,21 +138,35 @@ pub async fn simulate(options: &SimulateOptions) -> anyhow::Result<SimulateSumma
         .parse()
         .context("the service token is not valid metadata")?;
 
-    // A generator thread plays the matches (CPU), the runtime sends them (I/O); the
-    // bounded channel keeps a few hundred records in memory at most.
-    let (tx, mut rx) = tokio::sync::mpsc::channel(options.concurrency.max(1) * 4);
+    // A generator thread plays the matches and packs them into batches (CPU), the
+    // runtime sends them (I/O); the bounded channel keeps a few batches in memory at most.
+    let (tx, mut rx) =
+        tokio::sync::mpsc::channel::<Vec<MatchRecord>>(options.concurrency.max(1) * 2);
     let corpus_options = CorpusOptions {
         seed: options.seed,
         days: options.days,
         until: options.until,
     };
     let total = options.matches;
+    let batch_max = options.batch;
     let generator = tokio::task::spawn_blocking(move || {
         let mut corpus = Corpus::new(players, corpus_options);
+        let mut batch = Vec::with_capacity(batch_max);
+        let mut bytes = 0;
         for _ in 0..total {
-            if tx.blocking_send(corpus.next_record()).is_err() {
-                break;
+            let record = corpus.next_record();
+            let size = record.encoded_len() + 8;
+            if !batch.is_empty() && (batch.len() == batch_max || bytes + size > MAX_BATCH_BYTES) {
+                if tx.blocking_send(std::mem::take(&mut batch)).is_err() {
+                    return;
+                }
+                bytes = 0;
             }
+            bytes += size;
+            batch.push(record);
+        }
+        if !batch.is_empty() {
+            let _ = tx.blocking_send(batch);
         }
     });
 
@@ -124,14 +174,14 @@ pub async fn simulate(options: &SimulateOptions) -> anyhow::Result<SimulateSumma
     let started = Instant::now();
     let mut in_flight = JoinSet::new();
     let (mut recorded, mut rated) = (0u64, 0u64);
-    let mut finish = |result: Result<anyhow::Result<bool>, tokio::task::JoinError>| {
-        let changed = result.context("a RecordMatch task panicked")??;
-        recorded += 1;
-        rated += u64::from(changed);
-        bar.inc(1);
+    let mut finish = |result: Result<anyhow::Result<(u64, u64)>, tokio::task::JoinError>| {
+        let (done, changed) = result.context("a RecordMatches task panicked")??;
+        recorded += done;
+        rated += changed;
+        bar.inc(done);
         anyhow::Ok(())
     };
-    while let Some(record) = rx.recv().await {
+    while let Some(batch) = rx.recv().await {
         while in_flight.len() >= options.concurrency.max(1) {
             let done = in_flight.join_next().await.expect("a call is in flight");
             finish(done)?;
@@ -139,17 +189,29 @@ pub async fn simulate(options: &SimulateOptions) -> anyhow::Result<SimulateSumma
         let mut client = client.clone();
         let bearer = bearer.clone();
         in_flight.spawn(async move {
-            let match_id = record.match_id.clone();
-            let mut request = tonic::Request::new(RecordMatchRequest {
-                record: Some(record),
-            });
+            let count = batch.len() as u64;
+            let first = batch
+                .first()
+                .map(|r| r.match_id.clone())
+                .unwrap_or_default();
+            let mut request = tonic::Request::new(RecordMatchesRequest { records: batch });
             request.metadata_mut().insert("authorization", bearer);
             let response = client
-                .record_match(request)
+                .record_matches(request)
                 .await
-                .with_context(|| format!("RecordMatch {match_id}"))?
+                .with_context(|| format!("RecordMatches of {count} records from {first}"))?
                 .into_inner();
-            Ok(!response.rating_changes.is_empty())
+            anyhow::ensure!(
+                response.results.len() as u64 == count,
+                "RecordMatches answered {} results for {count} records",
+                response.results.len()
+            );
+            let rated = response
+                .results
+                .iter()
+                .filter(|r| !r.rating_changes.is_empty())
+                .count() as u64;
+            Ok((count, rated))
         });
     }
     while let Some(done) = in_flight.join_next().await {

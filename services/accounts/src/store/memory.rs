@@ -55,6 +55,63 @@ struct PlayerRow {
     change: Option<RatingChange>,
 }
 
+impl Inner {
+    /// Records one match whose players all exist (checked by the caller).
+    fn record_one(&mut self, record: &MatchRecord) -> Recorded {
+        if self.matches.contains_key(&record.match_id) {
+            return Recorded {
+                already_recorded: true,
+                rating_changes: self
+                    .changes
+                    .get(&record.match_id)
+                    .cloned()
+                    .unwrap_or_default(),
+            };
+        }
+        let current: HashMap<Uuid, Rating> = record
+            .players()
+            .filter_map(|(_, id)| self.ratings.get(&id).map(|row| (id, row.rating)))
+            .collect();
+        let updates = rate(record, &current);
+        let changes: Vec<RatingChange> = updates
+            .iter()
+            .map(|u| RatingChange {
+                user_id: u.user_id,
+                seat: u.seat,
+                rating_before: u.before.rating,
+                rating_after: u.after.rating,
+                deviation_after: u.after.deviation,
+            })
+            .collect();
+        for u in &updates {
+            if let Some(row) = self.ratings.get_mut(&u.user_id) {
+                row.rating = u.after;
+                row.ranked_matches += 1;
+            }
+        }
+        for (seat, user_id) in record.players() {
+            let side = usize::from(seat.side);
+            let row = PlayerRow {
+                match_id: record.match_id.clone(),
+                seat: seat.seat,
+                ended_at: record.ended_at,
+                won: record.winner_side == Some(seat.side),
+                lost: record.winner_side.is_some_and(|w| w != seat.side),
+                basras: record.basra_counts.get(side).copied().unwrap_or_default(),
+                change: changes.iter().find(|c| c.user_id == user_id).copied(),
+            };
+            self.players.entry(user_id).or_default().push(row);
+        }
+        self.changes
+            .insert(record.match_id.clone(), changes.clone());
+        self.matches.insert(record.match_id.clone(), record.clone());
+        Recorded {
+            already_recorded: false,
+            rating_changes: changes,
+        }
+    }
+}
+
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> MemoryStore {
@@ -403,68 +460,32 @@ impl Store for MemoryStore {
             .map(|(i, r)| (i as u32 + 1, r)))
     }
 
-    async fn record_match(&self, record: &MatchRecord, _now: DateTime<Utc>) -> Result<Recorded> {
+    async fn record_matches(
+        &self,
+        records: &[MatchRecord],
+        _now: DateTime<Utc>,
+    ) -> Result<Vec<Recorded>> {
         let mut inner = self.lock();
-        if inner.matches.contains_key(&record.match_id) {
-            return Ok(Recorded {
-                already_recorded: true,
-                rating_changes: inner
-                    .changes
-                    .get(&record.match_id)
-                    .cloned()
-                    .unwrap_or_default(),
-            });
-        }
-        let mut current = HashMap::new();
-        for (seat, user_id) in record.players() {
-            let row = inner.ratings.get(&user_id).ok_or_else(|| {
-                AccountsError::invalid(
+        // Every player must exist before anything is written (all or nothing).
+        for (index, record) in records.iter().enumerate() {
+            if inner.matches.contains_key(&record.match_id) {
+                continue;
+            }
+            if let Some((seat, user_id)) = record
+                .players()
+                .find(|(_, id)| !inner.ratings.contains_key(id))
+            {
+                return Err(AccountsError::invalid(
                     "record.seats",
                     format!("seat {}: unknown user {user_id}", seat.seat),
                 )
-            })?;
-            current.insert(user_id, row.rating);
-        }
-        let updates = rate(record, &current);
-        let changes: Vec<RatingChange> = updates
-            .iter()
-            .map(|u| RatingChange {
-                user_id: u.user_id,
-                seat: u.seat,
-                rating_before: u.before.rating,
-                rating_after: u.after.rating,
-                deviation_after: u.after.deviation,
-            })
-            .collect();
-        for u in &updates {
-            if let Some(row) = inner.ratings.get_mut(&u.user_id) {
-                row.rating = u.after;
-                row.ranked_matches += 1;
+                .in_record(index));
             }
         }
-        for (seat, user_id) in record.players() {
-            let side = usize::from(seat.side);
-            let row = PlayerRow {
-                match_id: record.match_id.clone(),
-                seat: seat.seat,
-                ended_at: record.ended_at,
-                won: record.winner_side == Some(seat.side),
-                lost: record.winner_side.is_some_and(|w| w != seat.side),
-                basras: record.basra_counts.get(side).copied().unwrap_or_default(),
-                change: changes.iter().find(|c| c.user_id == user_id).copied(),
-            };
-            inner.players.entry(user_id).or_default().push(row);
-        }
-        inner
-            .changes
-            .insert(record.match_id.clone(), changes.clone());
-        inner
-            .matches
-            .insert(record.match_id.clone(), record.clone());
-        Ok(Recorded {
-            already_recorded: false,
-            rating_changes: changes,
-        })
+        Ok(records
+            .iter()
+            .map(|record| inner.record_one(record))
+            .collect())
     }
 
     async fn match_history(

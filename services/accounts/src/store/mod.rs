@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::domain::{DeviceId, DisplayName, Username};
-use crate::error::Result;
+use crate::error::{AccountsError, Result};
 use crate::rating::Rating;
 use crate::record::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
@@ -395,12 +395,36 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// changes ([`crate::rating::rate`]) in the same transaction. Idempotent by
     /// match id: a second call changes nothing and answers the first changes
     /// with `already_recorded`. Errors: `InvalidArgument` when a seat names an
-    /// unknown user.
+    /// unknown user. A batch of one ([`Store::record_matches`]).
     fn record_match(
         &self,
         record: &MatchRecord,
         now: DateTime<Utc>,
-    ) -> impl Future<Output = Result<Recorded>> + Send;
+    ) -> impl Future<Output = Result<Recorded>> + Send {
+        async move {
+            let mut recorded = self
+                .record_matches(std::slice::from_ref(record), now)
+                .await
+                .map_err(AccountsError::without_record)?;
+            recorded
+                .pop()
+                .ok_or_else(|| AccountsError::Internal("a batch of one answered nothing".into()))
+        }
+    }
+
+    /// Records finished matches in one atomic step, each exactly as
+    /// [`Store::record_match`] would if called for each in `records` order: idempotent
+    /// by match id (a match recorded before, or earlier in `records`, changes nothing
+    /// and is answered the first recording's changes with `already_recorded`), and
+    /// each rated match rated from the ratings the matches before it left. Answers one
+    /// [`Recorded`] per record, in order. All or nothing: when a record names an
+    /// unknown user nothing is written and the error is
+    /// [`AccountsError::InvalidRecord`] naming the record.
+    fn record_matches(
+        &self,
+        records: &[MatchRecord],
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<Recorded>>> + Send;
 
     /// Up to `limit` of the user's matches after `after`, newest first.
     fn match_history(

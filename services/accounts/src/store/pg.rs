@@ -2,7 +2,7 @@
 //! checking, so building needs no database); migrations are embedded from
 //! `migrations/` and run by [`PgStore::migrate`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -18,7 +18,7 @@ use super::{
 };
 use crate::domain::DeviceId;
 use crate::error::{AccountsError, Result};
-use crate::rating::{Rating, rate};
+use crate::rating::{Rating, rate_in_order};
 use crate::record::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
 
@@ -578,67 +578,75 @@ impl Store for PgStore {
         .transpose()
     }
 
-    async fn record_match(&self, record: &MatchRecord, now: DateTime<Utc>) -> Result<Recorded> {
+    async fn record_matches(
+        &self,
+        records: &[MatchRecord],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Recorded>> {
+        // The first occurrence of each match id is the one that may be recorded; a
+        // repeat is answered like a retry.
+        let mut first_of: HashMap<&str, usize> = HashMap::with_capacity(records.len());
+        for (index, record) in records.iter().enumerate() {
+            first_of.entry(record.match_id.as_str()).or_insert(index);
+        }
+        let candidates: Vec<&MatchRecord> = records
+            .iter()
+            .enumerate()
+            .filter(|(index, r)| first_of[r.match_id.as_str()] == *index)
+            .map(|(_, r)| r)
+            .collect();
+
         let mut tx = self.pool.begin().await?;
-        // The primary key is the idempotency guard: a concurrent recording of
-        // the same match waits here for the first to commit, then conflicts.
-        let inserted = sqlx::query(
+        // The primary key is the idempotency guard: a concurrent recording of one of
+        // these matches waits here for the first to commit, then conflicts. Rows go in
+        // match id order, so two batches sharing matches never deadlock.
+        let inserted: Vec<String> = sqlx::query_scalar(
             "INSERT INTO matches (match_id, room_id, ranked, settings, seats, seed, actions, rounds,
                                   final_totals, basra_counts, winner_side, end_reason,
                                   started_at, ended_at, recorded_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-             ON CONFLICT (match_id) DO NOTHING",
+             SELECT m.*, $15 FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BOOLEAN[], $4::JSONB[],
+                                         $5::JSONB[], $6::BYTEA[], $7::JSONB[], $8::JSONB[],
+                                         $9::JSONB[], $10::JSONB[], $11::SMALLINT[], $12::TEXT[],
+                                         $13::TIMESTAMPTZ[], $14::TIMESTAMPTZ[]) AS m
+             ORDER BY 1
+             ON CONFLICT (match_id) DO NOTHING
+             RETURNING match_id",
         )
-        .bind(&record.match_id)
-        .bind(&record.room_id)
-        .bind(record.ranked)
-        .bind(Json(&record.settings))
-        .bind(Json(&record.seats))
-        .bind(record.seed.as_slice())
-        .bind(Json(&record.actions))
-        .bind(Json(&record.rounds))
-        .bind(Json(&record.final_totals))
-        .bind(Json(&record.basra_counts))
-        .bind(record.winner_side.map(i16::from))
-        .bind(record.end_reason.as_str())
-        .bind(record.started_at)
-        .bind(record.ended_at)
+        .bind(candidates.iter().map(|r| r.match_id.as_str()).collect::<Vec<_>>())
+        .bind(candidates.iter().map(|r| r.room_id.as_str()).collect::<Vec<_>>())
+        .bind(candidates.iter().map(|r| r.ranked).collect::<Vec<_>>())
+        .bind(candidates.iter().map(|r| Json(&r.settings)).collect::<Vec<_>>())
+        .bind(candidates.iter().map(|r| Json(&r.seats)).collect::<Vec<_>>())
+        .bind(candidates.iter().map(|r| r.seed.as_slice()).collect::<Vec<_>>())
+        .bind(candidates.iter().map(|r| Json(&r.actions)).collect::<Vec<_>>())
+        .bind(candidates.iter().map(|r| Json(&r.rounds)).collect::<Vec<_>>())
+        .bind(candidates.iter().map(|r| Json(&r.final_totals)).collect::<Vec<_>>())
+        .bind(candidates.iter().map(|r| Json(&r.basra_counts)).collect::<Vec<_>>())
+        .bind(candidates.iter().map(|r| r.winner_side.map(i16::from)).collect::<Vec<_>>())
+        .bind(candidates.iter().map(|r| r.end_reason.as_str()).collect::<Vec<_>>())
+        .bind(candidates.iter().map(|r| r.started_at).collect::<Vec<_>>())
+        .bind(candidates.iter().map(|r| r.ended_at).collect::<Vec<_>>())
         .bind(now)
-        .execute(&mut *tx)
+        .fetch_all(&mut *tx)
         .await?;
-        if inserted.rows_affected() == 0 {
-            tx.rollback().await?;
-            let rows = sqlx::query(
-                "SELECT seat, user_id, rating_before, rating_after, deviation_after
-                 FROM match_players
-                 WHERE match_id = $1 AND rating_after IS NOT NULL
-                 ORDER BY seat",
-            )
-            .bind(&record.match_id)
-            .fetch_all(&self.pool)
-            .await?;
-            let rating_changes = rows
-                .iter()
-                .map(|row| {
-                    Ok(RatingChange {
-                        user_id: row.try_get("user_id")?,
-                        seat: u8::try_from(row.try_get::<i16, _>("seat")?).unwrap_or(u8::MAX),
-                        rating_before: row.try_get("rating_before")?,
-                        rating_after: row.try_get("rating_after")?,
-                        deviation_after: row.try_get("deviation_after")?,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            return Ok(Recorded {
-                already_recorded: true,
-                rating_changes,
-            });
-        }
+        let inserted: HashSet<String> = inserted.into_iter().collect();
+        // The new matches, in request order (the order they are rated in).
+        let new: Vec<(usize, &MatchRecord)> = records
+            .iter()
+            .enumerate()
+            .filter(|(index, r)| {
+                first_of[r.match_id.as_str()] == *index && inserted.contains(&r.match_id)
+            })
+            .collect();
 
-        // Lock the players' ratings in id order (no deadlock between matches
-        // sharing players) and read them.
-        let mut ids: Vec<Uuid> = record.players().map(|(_, id)| id).collect();
+        // Lock the players' ratings in id order (no deadlock between batches sharing
+        // players) and read them.
+        let mut ids: Vec<Uuid> = new
+            .iter()
+            .flat_map(|(_, r)| r.players().map(|(_, id)| id))
+            .collect();
         ids.sort();
+        ids.dedup();
         let rows = sqlx::query(
             "SELECT user_id, rating, deviation, volatility FROM ratings
              WHERE user_id = ANY($1) ORDER BY user_id FOR UPDATE",
@@ -646,7 +654,7 @@ impl Store for PgStore {
         .bind(&ids)
         .fetch_all(&mut *tx)
         .await?;
-        let mut current = HashMap::new();
+        let mut current = HashMap::with_capacity(rows.len());
         for row in &rows {
             current.insert(
                 row.try_get::<Uuid, _>("user_id")?,
@@ -657,106 +665,138 @@ impl Store for PgStore {
                 },
             );
         }
-        if let Some((seat, id)) = record.players().find(|(_, id)| !current.contains_key(id)) {
-            // Dropping the transaction rolls the match row back.
-            return Err(AccountsError::invalid(
-                "record.seats",
-                format!("seat {}: unknown user {id}", seat.seat),
-            ));
+        for &(index, record) in &new {
+            if let Some((seat, id)) = record.players().find(|(_, id)| !current.contains_key(id)) {
+                // Dropping the transaction rolls the match rows back.
+                return Err(AccountsError::invalid(
+                    "record.seats",
+                    format!("seat {}: unknown user {id}", seat.seat),
+                )
+                .in_record(index));
+            }
         }
-
-        let updates = rate(record, &current);
-        let changes: Vec<RatingChange> = updates
+        let updates = rate_in_order(new.iter().map(|(_, r)| *r), &mut current);
+        let changes: Vec<Vec<RatingChange>> = updates
             .iter()
-            .map(|u| RatingChange {
-                user_id: u.user_id,
-                seat: u.seat,
-                rating_before: u.before.rating,
-                rating_after: u.after.rating,
-                deviation_after: u.after.deviation,
+            .map(|updates| {
+                let mut changes: Vec<RatingChange> = updates
+                    .iter()
+                    .map(|u| RatingChange {
+                        user_id: u.user_id,
+                        seat: u.seat,
+                        rating_before: u.before.rating,
+                        rating_after: u.after.rating,
+                        deviation_after: u.after.deviation,
+                    })
+                    .collect();
+                changes.sort_by_key(|c| c.seat);
+                changes
             })
             .collect();
 
-        let players: Vec<(&SeatRecord, Uuid)> = record.players().collect();
-        let change_of = |id: Uuid| changes.iter().find(|c| c.user_id == id);
-        let basras_of = |side: u8| {
-            record
-                .basra_counts
-                .get(usize::from(side))
-                .copied()
-                .unwrap_or_default()
-        };
-        sqlx::query(
-            "INSERT INTO match_players (match_id, seat, side, user_id, won, lost, basras,
-                                        jack_basras, komi_basras, rating_before, rating_after,
-                                        deviation_after, ended_at)
-             SELECT $1, p.seat, p.side, p.user_id, p.won, p.lost, p.basras, p.jack, p.komi,
-                    p.before, p.after, p.deviation, $2
-             FROM UNNEST($3::SMALLINT[], $4::SMALLINT[], $5::UUID[], $6::BOOLEAN[], $7::BOOLEAN[],
-                         $8::INT[], $9::INT[], $10::INT[], $11::DOUBLE PRECISION[],
-                         $12::DOUBLE PRECISION[], $13::DOUBLE PRECISION[])
-                  AS p(seat, side, user_id, won, lost, basras, jack, komi, before, after, deviation)",
-        )
-        .bind(&record.match_id)
-        .bind(record.ended_at)
-        .bind(players.iter().map(|(s, _)| i16::from(s.seat)).collect::<Vec<_>>())
-        .bind(players.iter().map(|(s, _)| i16::from(s.side)).collect::<Vec<_>>())
-        .bind(players.iter().map(|(_, id)| *id).collect::<Vec<_>>())
-        .bind(
-            players
-                .iter()
-                .map(|(s, _)| record.winner_side == Some(s.side))
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            players
-                .iter()
-                .map(|(s, _)| record.winner_side.is_some_and(|w| w != s.side))
-                .collect::<Vec<_>>(),
-        )
-        .bind(players.iter().map(|(s, _)| clamp_i32(basras_of(s.side).basra)).collect::<Vec<_>>())
-        .bind(players.iter().map(|(s, _)| clamp_i32(basras_of(s.side).jack)).collect::<Vec<_>>())
-        .bind(players.iter().map(|(s, _)| clamp_i32(basras_of(s.side).komi)).collect::<Vec<_>>())
-        .bind(players.iter().map(|(_, id)| change_of(*id).map(|c| c.rating_before)).collect::<Vec<_>>())
-        .bind(players.iter().map(|(_, id)| change_of(*id).map(|c| c.rating_after)).collect::<Vec<_>>())
-        .bind(players.iter().map(|(_, id)| change_of(*id).map(|c| c.deviation_after)).collect::<Vec<_>>())
-        .execute(&mut *tx)
-        .await?;
-
-        if !updates.is_empty() {
+        let players = PlayerRows::of(new.iter().map(|(_, r)| *r).zip(&changes));
+        if !players.match_id.is_empty() {
             sqlx::query(
-                "UPDATE ratings r
-                 SET rating = n.rating, deviation = n.deviation, volatility = n.volatility,
-                     ranked_matches = r.ranked_matches + 1, updated_at = $1
-                 FROM UNNEST($2::UUID[], $3::DOUBLE PRECISION[], $4::DOUBLE PRECISION[],
-                             $5::DOUBLE PRECISION[]) AS n(user_id, rating, deviation, volatility)
-                 WHERE r.user_id = n.user_id",
+                "INSERT INTO match_players (match_id, seat, side, user_id, won, lost, basras,
+                                            jack_basras, komi_basras, rating_before, rating_after,
+                                            deviation_after, ended_at)
+                 SELECT * FROM UNNEST($1::TEXT[], $2::SMALLINT[], $3::SMALLINT[], $4::UUID[],
+                                      $5::BOOLEAN[], $6::BOOLEAN[], $7::INT[], $8::INT[], $9::INT[],
+                                      $10::DOUBLE PRECISION[], $11::DOUBLE PRECISION[],
+                                      $12::DOUBLE PRECISION[], $13::TIMESTAMPTZ[])",
             )
-            .bind(now)
-            .bind(updates.iter().map(|u| u.user_id).collect::<Vec<_>>())
-            .bind(updates.iter().map(|u| u.after.rating).collect::<Vec<_>>())
-            .bind(
-                updates
-                    .iter()
-                    .map(|u| u.after.deviation)
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                updates
-                    .iter()
-                    .map(|u| u.after.volatility)
-                    .collect::<Vec<_>>(),
-            )
+            .bind(&players.match_id)
+            .bind(&players.seat)
+            .bind(&players.side)
+            .bind(&players.user_id)
+            .bind(&players.won)
+            .bind(&players.lost)
+            .bind(&players.basras)
+            .bind(&players.jack)
+            .bind(&players.komi)
+            .bind(&players.before)
+            .bind(&players.after)
+            .bind(&players.deviation)
+            .bind(&players.ended_at)
             .execute(&mut *tx)
             .await?;
         }
+
+        // Each changed rating is written once: its value after the batch's last match,
+        // and its count of rated matches grown by the batch's.
+        let mut rated: HashMap<Uuid, i32> = HashMap::new();
+        for update in updates.iter().flatten() {
+            *rated.entry(update.user_id).or_default() += 1;
+        }
+        if !rated.is_empty() {
+            let mut users: Vec<Uuid> = rated.keys().copied().collect();
+            users.sort();
+            let finals: Vec<Rating> = users.iter().map(|id| current[id]).collect();
+            sqlx::query(
+                "UPDATE ratings r
+                 SET rating = n.rating, deviation = n.deviation, volatility = n.volatility,
+                     ranked_matches = r.ranked_matches + n.rated, updated_at = $1
+                 FROM UNNEST($2::UUID[], $3::DOUBLE PRECISION[], $4::DOUBLE PRECISION[],
+                             $5::DOUBLE PRECISION[], $6::INT[])
+                      AS n(user_id, rating, deviation, volatility, rated)
+                 WHERE r.user_id = n.user_id",
+            )
+            .bind(now)
+            .bind(&users)
+            .bind(finals.iter().map(|r| r.rating).collect::<Vec<_>>())
+            .bind(finals.iter().map(|r| r.deviation).collect::<Vec<_>>())
+            .bind(finals.iter().map(|r| r.volatility).collect::<Vec<_>>())
+            .bind(users.iter().map(|id| rated[id]).collect::<Vec<_>>())
+            .execute(&mut *tx)
+            .await?;
+        }
+
+        // The changes stored by the first recording of each match that was not new.
+        let mut stored: HashMap<String, Vec<RatingChange>> = HashMap::new();
+        let old: Vec<&str> = candidates
+            .iter()
+            .filter(|r| !inserted.contains(&r.match_id))
+            .map(|r| r.match_id.as_str())
+            .collect();
+        if !old.is_empty() {
+            let rows = sqlx::query(
+                "SELECT match_id, seat, user_id, rating_before, rating_after, deviation_after
+                 FROM match_players
+                 WHERE match_id = ANY($1) AND rating_after IS NOT NULL
+                 ORDER BY match_id, seat",
+            )
+            .bind(&old)
+            .fetch_all(&mut *tx)
+            .await?;
+            for row in &rows {
+                stored
+                    .entry(row.try_get("match_id")?)
+                    .or_default()
+                    .push(RatingChange {
+                        user_id: row.try_get("user_id")?,
+                        seat: u8::try_from(row.try_get::<i16, _>("seat")?).unwrap_or(u8::MAX),
+                        rating_before: row.try_get("rating_before")?,
+                        rating_after: row.try_get("rating_after")?,
+                        deviation_after: row.try_get("deviation_after")?,
+                    });
+            }
+        }
         tx.commit().await?;
-        let mut rating_changes = changes;
-        rating_changes.sort_by_key(|c| c.seat);
-        Ok(Recorded {
-            already_recorded: false,
-            rating_changes,
-        })
+
+        for ((_, record), changes) in new.iter().zip(changes) {
+            stored.insert(record.match_id.clone(), changes);
+        }
+        Ok(records
+            .iter()
+            .enumerate()
+            .map(|(index, record)| {
+                let id = record.match_id.as_str();
+                Recorded {
+                    already_recorded: !(first_of[id] == index && inserted.contains(id)),
+                    rating_changes: stored.get(id).cloned().unwrap_or_default(),
+                }
+            })
+            .collect())
     }
 
     async fn match_history(
@@ -844,6 +884,56 @@ impl Store for PgStore {
             revoked_refresh_tokens: n("revoked")?,
             matches: n("matches")?,
         })
+    }
+}
+
+/// The `match_players` rows of new matches, column by column (one UNNEST insert).
+#[derive(Default)]
+struct PlayerRows<'a> {
+    match_id: Vec<&'a str>,
+    seat: Vec<i16>,
+    side: Vec<i16>,
+    user_id: Vec<Uuid>,
+    won: Vec<bool>,
+    lost: Vec<bool>,
+    basras: Vec<i32>,
+    jack: Vec<i32>,
+    komi: Vec<i32>,
+    before: Vec<Option<f64>>,
+    after: Vec<Option<f64>>,
+    deviation: Vec<Option<f64>>,
+    ended_at: Vec<DateTime<Utc>>,
+}
+
+impl<'a> PlayerRows<'a> {
+    /// The human seats of each match, with the match's rating changes.
+    fn of(matches: impl Iterator<Item = (&'a MatchRecord, &'a Vec<RatingChange>)>) -> Self {
+        let mut rows = PlayerRows::default();
+        for (record, changes) in matches {
+            for (seat, id) in record.players() {
+                let basras = record
+                    .basra_counts
+                    .get(usize::from(seat.side))
+                    .copied()
+                    .unwrap_or_default();
+                let change = changes.iter().find(|c| c.user_id == id);
+                rows.match_id.push(&record.match_id);
+                rows.seat.push(i16::from(seat.seat));
+                rows.side.push(i16::from(seat.side));
+                rows.user_id.push(id);
+                rows.won.push(record.winner_side == Some(seat.side));
+                rows.lost
+                    .push(record.winner_side.is_some_and(|w| w != seat.side));
+                rows.basras.push(clamp_i32(basras.basra));
+                rows.jack.push(clamp_i32(basras.jack));
+                rows.komi.push(clamp_i32(basras.komi));
+                rows.before.push(change.map(|c| c.rating_before));
+                rows.after.push(change.map(|c| c.rating_after));
+                rows.deviation.push(change.map(|c| c.deviation_after));
+                rows.ended_at.push(record.ended_at);
+            }
+        }
+        rows
     }
 }
 

@@ -584,6 +584,12 @@ impl acc::accounts_server::Accounts for FakeAccounts {
             already_recorded: already,
         }))
     }
+    async fn record_matches(
+        &self,
+        _: Request<acc::RecordMatchesRequest>,
+    ) -> Result<tonic::Response<acc::RecordMatchesResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
 }
 
 /// Serves the fake accounts on `listener` until `shutdown`.
