@@ -571,6 +571,239 @@ async fn a_new_search_supersedes_the_old_one(store: Arc<dyn Store>) {
     assert_eq!(s.queue_lengths().await.unwrap(), vec![(UNRANKED2, 1)]);
 }
 
+/// A player has one live search, whatever the formats: a new search in another
+/// format cancels the old one (which then never pairs), and the next one
+/// cancels that in turn. These are the cases a per-format queue layout must
+/// keep across its slots.
+async fn a_new_search_supersedes_across_formats(store: Arc<dyn Store>) {
+    let s = &*store;
+    s.enqueue(ticket("one", "me", RANKED2, 1500.0), T0, TTL, GRACE)
+        .await
+        .unwrap();
+    s.enqueue(ticket("two", "me", RANKED4, 1500.0), T0 + 1, TTL, GRACE)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.poll("one", T0 + 1, TTL).await.unwrap().unwrap().state,
+        TicketState::Cancelled(CancelCause::Superseded)
+    );
+    assert_eq!(s.queued_ticket("me").await.unwrap().as_deref(), Some("two"));
+    assert_eq!(s.queue_lengths().await.unwrap(), vec![(RANKED4, 1)]);
+    // Someone in the old format finds nobody: the superseded ticket left it.
+    put(s, "other", RANKED2, 1500.0, T0 + 2).await;
+    assert!(
+        s.form_groups(T0 + 3, &params(), &rooms(5))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Back to the first format with a third ticket: the second one goes.
+    s.enqueue(ticket("three", "me", RANKED2, 1500.0), T0 + 4, TTL, GRACE)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.poll("two", T0 + 4, TTL).await.unwrap().unwrap().state,
+        TicketState::Cancelled(CancelCause::Superseded)
+    );
+    assert_eq!(
+        s.queued_ticket("me").await.unwrap().as_deref(),
+        Some("three")
+    );
+    assert_eq!(s.queue_lengths().await.unwrap(), vec![(RANKED2, 2)]);
+    let groups = s.form_groups(T0 + 5, &params(), &rooms(5)).await.unwrap();
+    assert_eq!(groups.len(), 1);
+    let mut got = ids(&groups[0]);
+    got.sort();
+    assert_eq!(got, vec!["other", "three"]);
+}
+
+/// Cancel and resume across formats: cancelling or resuming a superseded
+/// ticket neither brings it back nor touches the live search in the other
+/// format; a resume keeps its ticket's own format whatever the request says.
+async fn cancel_and_resume_across_formats(store: Arc<dyn Store>) {
+    let s = &*store;
+    s.enqueue(ticket("one", "me", RANKED2, 1500.0), T0, TTL, GRACE)
+        .await
+        .unwrap();
+    s.enqueue(ticket("two", "me", UNRANKED2, 0.0), T0 + 1, TTL, GRACE)
+        .await
+        .unwrap();
+    // The old ticket: cancel answers cancelled, a resume sees it cancelled.
+    assert_eq!(
+        s.cancel("me", "one", CancelCause::ByClient, T0 + 2, GRACE)
+            .await
+            .unwrap(),
+        CancelOutcome::Cancelled
+    );
+    let e = s
+        .enqueue(ticket("one", "me", RANKED2, 1500.0), T0 + 3, TTL, GRACE)
+        .await
+        .unwrap();
+    assert!(e.resumed);
+    assert_eq!(
+        e.view.state,
+        TicketState::Cancelled(CancelCause::Superseded)
+    );
+    let v = s.poll("two", T0 + 3, TTL).await.unwrap().unwrap();
+    assert_eq!(v.state, TicketState::Queued);
+    assert_eq!(s.queued_ticket("me").await.unwrap().as_deref(), Some("two"));
+    assert_eq!(s.queue_lengths().await.unwrap(), vec![(UNRANKED2, 1)]);
+    // The live one drops its stream and resumes, naming another format: it
+    // comes back in its own format at its old queue time.
+    s.detach("two", T0 + 4, GRACE).await.unwrap();
+    assert!(
+        s.queue_lengths()
+            .await
+            .unwrap()
+            .iter()
+            .all(|(_, n)| *n == 0)
+    );
+    let e = s
+        .enqueue(ticket("two", "me", RANKED4, 1800.0), T0 + 5, TTL, GRACE)
+        .await
+        .unwrap();
+    assert!(e.resumed && e.view.attached);
+    assert_eq!(e.view.format, UNRANKED2);
+    assert_eq!(e.view.enqueued_ms, T0 + 1);
+    assert_eq!(s.queue_lengths().await.unwrap(), vec![(UNRANKED2, 1)]);
+    // Cancelled by its owner only; then the account has no search.
+    assert_eq!(
+        s.cancel("you", "two", CancelCause::ByClient, T0 + 6, GRACE)
+            .await
+            .unwrap(),
+        CancelOutcome::NotFound
+    );
+    assert_eq!(
+        s.cancel("me", "two", CancelCause::ByClient, T0 + 6, GRACE)
+            .await
+            .unwrap(),
+        CancelOutcome::Cancelled
+    );
+    assert_eq!(s.queued_ticket("me").await.unwrap(), None);
+    assert!(
+        s.queue_lengths()
+            .await
+            .unwrap()
+            .iter()
+            .all(|(_, n)| *n == 0)
+    );
+}
+
+/// A search whose old ticket sits in a formed group of another format is
+/// refused, and the group is unharmed.
+async fn a_group_in_one_format_blocks_a_search_in_another(store: Arc<dyn Store>) {
+    let s = &*store;
+    s.enqueue(ticket("one", "me", UNRANKED2, 0.0), T0, TTL, GRACE)
+        .await
+        .unwrap();
+    put(s, "mate", UNRANKED2, 0.0, T0).await;
+    let g = s
+        .form_groups(T0 + 1, &params(), &rooms(1))
+        .await
+        .unwrap()
+        .remove(0);
+    let err = s
+        .enqueue(ticket("two", "me", RANKED4, 1500.0), T0 + 2, TTL, GRACE)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            matchmaking::error::MatchmakingError::FailedPrecondition(_)
+        ),
+        "{err:?}"
+    );
+    assert!(s.poll("two", T0 + 2, TTL).await.unwrap().is_none());
+    assert!(
+        s.queue_lengths()
+            .await
+            .unwrap()
+            .iter()
+            .all(|(_, n)| *n == 0)
+    );
+    assert_eq!(s.queued_ticket("me").await.unwrap().as_deref(), Some("one"));
+    assert_eq!(
+        s.commit(&g.room_id, &records(&g), T0 + 3, GRACE)
+            .await
+            .unwrap(),
+        CommitOutcome::Committed
+    );
+    assert!(matches!(
+        s.poll("one", T0 + 3, TTL).await.unwrap().unwrap().state,
+        TicketState::Matched(_)
+    ));
+}
+
+/// Formats pair independently: one round forms groups in each format from
+/// that format's tickets only, and a released group goes back to its own
+/// format.
+async fn two_formats_pair_independently(store: Arc<dyn Store>) {
+    let s = &*store;
+    put(s, "r1", RANKED2, 1500.0, T0).await;
+    put(s, "r2", RANKED2, 1510.0, T0 + 1).await;
+    for (i, id) in ["f1", "f2", "f3", "f4"].into_iter().enumerate() {
+        put(s, id, RANKED4, 1500.0 + i as f64, T0 + 2).await;
+    }
+    // Alone in its format: pairs with nobody from the others.
+    put(s, "u1", UNRANKED2, 0.0, T0 + 3).await;
+    let mut lengths = s.queue_lengths().await.unwrap();
+    lengths.sort_by_key(|(f, _)| f.key());
+    assert_eq!(lengths, vec![(RANKED2, 2), (RANKED4, 4), (UNRANKED2, 1)]);
+    let mut groups = s.form_groups(T0 + 4, &params(), &rooms(5)).await.unwrap();
+    groups.sort_by_key(|g| g.format.key());
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    assert_eq!(groups[0].format, RANKED2);
+    let mut got = ids(&groups[0]);
+    got.sort();
+    assert_eq!(got, vec!["r1", "r2"]);
+    assert_eq!(groups[1].format, RANKED4);
+    let mut got = ids(&groups[1]);
+    got.sort();
+    assert_eq!(got, vec!["f1", "f2", "f3", "f4"]);
+    let left: Vec<_> = s
+        .queue_lengths()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    assert_eq!(left, vec![(UNRANKED2, 1)]);
+    // The ranked 2-seat group is released: back to its format, not the others.
+    assert!(
+        s.release(&groups[0].room_id, groups[0].lease, T0 + 5, GRACE)
+            .await
+            .unwrap()
+    );
+    for id in ["r1", "r2"] {
+        let e = s
+            .enqueue(
+                ticket(id, &format!("u-{id}"), UNRANKED2, 0.0),
+                T0 + 6,
+                TTL,
+                GRACE,
+            )
+            .await
+            .unwrap();
+        assert!(e.resumed);
+        assert_eq!(e.view.format, RANKED2);
+    }
+    assert_eq!(
+        s.commit(&groups[1].room_id, &records(&groups[1]), T0 + 7, GRACE)
+            .await
+            .unwrap(),
+        CommitOutcome::Committed
+    );
+    let mut lengths: Vec<_> = s
+        .queue_lengths()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    lengths.sort_by_key(|(f, _)| f.key());
+    assert_eq!(lengths, vec![(RANKED2, 2), (UNRANKED2, 1)]);
+}
+
 async fn bots_fill_after_the_wait(store: Arc<dyn Store>) {
     let s = &*store;
     let mut t = ticket("lonely", "u", RANKED2, 1500.0);
@@ -849,6 +1082,10 @@ contract!(
     an_unconfirmed_room_keeps_its_group,
     tickets_expire,
     a_new_search_supersedes_the_old_one,
+    a_new_search_supersedes_across_formats,
+    cancel_and_resume_across_formats,
+    a_group_in_one_format_blocks_a_search_in_another,
+    two_formats_pair_independently,
     bots_fill_after_the_wait,
     rooms_seats_codes_and_lobby,
     requests_and_wrong_codes,
