@@ -530,7 +530,7 @@ url = "{game}"
 url = "{accounts}"
 
 [queue]
-lease_millis = 3000
+lease_millis = 4000
 ticket_ttl_seconds = 5
 
 [identity]
