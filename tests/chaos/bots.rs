@@ -15,8 +15,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use basra::table::Table;
-use basra_engine::bot::{self, Policy};
 use basra_engine::Action;
+use basra_engine::bot::{self, Policy};
 use basra_proto::basra::accounts::v1::GuestLoginRequest;
 use basra_proto::basra::accounts::v1::accounts_client::AccountsClient;
 use basra_proto::basra::common::v1::RuleSettings;
@@ -25,7 +25,7 @@ use basra_proto::basra::game::v1::game_client::GameClient;
 use basra_proto::basra::game::v1::seat_assignment::Occupant;
 use basra_proto::basra::game::v1::server_event::Event;
 use basra_proto::basra::game::v1::{
-    CaptureChoice, ClientMessage, CreateRoomRequest, Join, PlayCard, SeatAssignment,
+    CaptureChoice, ClientMessage, CreateRoomRequest, Join, PlayCard, Resign, SeatAssignment,
 };
 use basra_proto::convert::card_to_pb;
 use rand_chacha::ChaCha8Rng;
@@ -96,8 +96,19 @@ pub async fn create_room(
     b: &Player,
     target_score: u32,
 ) -> anyhow::Result<String> {
+    create_room_with_token(&stack.room_maker.token()?, url, a, b, target_score).await
+}
+
+/// [`create_room`] with a service token already minted.
+pub async fn create_room_with_token(
+    service_token: &str,
+    url: &str,
+    a: &Player,
+    b: &Player,
+    target_score: u32,
+) -> anyhow::Result<String> {
     let room_id = uuid::Uuid::now_v7().to_string();
-    let token: MetadataValue<_> = format!("Bearer {}", stack.room_maker.token()?).parse()?;
+    let token: MetadataValue<_> = format!("Bearer {service_token}").parse()?;
     let seat = |user: &Player| SeatAssignment {
         occupant: Some(Occupant::UserId(user.user_id.clone())),
     };
@@ -133,6 +144,11 @@ pub struct Script {
     pub turn_seconds: u64,
     /// Give up after this long in all.
     pub deadline: Duration,
+    /// Resign after this many own plays (the soak's resigning players).
+    pub resign_after: Option<u32>,
+    /// Drop the stream after this many own plays, once, and resume a moment later (the
+    /// soak's flaky connections).
+    pub drop_after: Option<u32>,
 }
 
 /// What one player saw.
@@ -252,6 +268,8 @@ pub async fn play(
     let mut broken_at: Option<Instant> = None;
     let mut sleeping = false;
     let mut slept_seq: Option<u64> = None;
+    let mut my_plays = 0u32;
+    let mut dropped = false;
     loop {
         if started.elapsed() > script.deadline {
             log.failure = Some(format!(
@@ -387,11 +405,26 @@ pub async fn play(
                 if !script.think.is_zero() {
                     tokio::time::sleep(script.think).await;
                 }
-                if let Some((message, id)) = play_message(&table, &mut rng) {
-                    pending = Some((id, Instant::now()));
+                let message = if script.resign_after == Some(my_plays) {
+                    Some((
+                        ClientMessage {
+                            kind: Some(Kind::Resign(Resign {})),
+                        },
+                        String::new(),
+                    ))
+                } else {
+                    play_message(&table, &mut rng)
+                };
+                if let Some((message, id)) = message {
+                    pending = (!id.is_empty()).then(|| (id, Instant::now()));
+                    my_plays += 1;
                     if tx.send(message).await.is_err() {
                         break Err(None);
                     }
+                }
+                if !dropped && script.drop_after == Some(my_plays) {
+                    dropped = true;
+                    break Ok(());
                 }
             }
         };
@@ -410,7 +443,12 @@ pub async fn play(
                     .or_insert((0, String::new()));
                 entry.0 += 1;
             }
-            Ok(()) => {}
+            // The scripted drop: not an error; resume after a pause, on the same replica.
+            Ok(()) => {
+                drop(stream);
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                continue;
+            }
         }
         broken_at.get_or_insert_with(Instant::now);
         failures += 1;

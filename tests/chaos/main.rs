@@ -9,6 +9,7 @@
 //! cargo build -p accounts -p game-session -p matchmaking -p basra-e2e --example chaos
 //! target/debug/examples/chaos --bin-dir target/debug [--short] [--matches N]
 //!     [--saturation N] [--pg-down S] [--blackhole S] [--target-score N] [--only abcdef]
+//! target/debug/examples/chaos --bin-dir target/debug --soak MINUTES
 //! ```
 //!
 //! Everything it starts lives under a fresh directory in the system temp dir (kept when a
@@ -20,6 +21,7 @@ mod bots;
 mod proxy;
 mod report;
 mod scenarios;
+mod soak;
 mod stack;
 
 use std::path::PathBuf;
@@ -34,6 +36,7 @@ struct Args {
     bin_dir: PathBuf,
     size: Size,
     only: String,
+    soak_minutes: Option<u64>,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -47,6 +50,7 @@ fn parse_args() -> anyhow::Result<Args> {
             target_score: 101,
         },
         only: "abcdef".into(),
+        soak_minutes: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -62,7 +66,9 @@ fn parse_args() -> anyhow::Result<Args> {
         }
         let value = it.next().with_context(|| format!("{flag} needs a value"))?;
         let number = || -> anyhow::Result<u64> {
-            value.parse().with_context(|| format!("{flag} {value}: not a number"))
+            value
+                .parse()
+                .with_context(|| format!("{flag} {value}: not a number"))
         };
         match flag.as_str() {
             "--bin-dir" => args.bin_dir = PathBuf::from(&value),
@@ -72,9 +78,10 @@ fn parse_args() -> anyhow::Result<Args> {
             "--blackhole" => args.size.blackhole = Duration::from_secs(number()?),
             "--target-score" => args.size.target_score = number()? as u32,
             "--only" => args.only = value,
+            "--soak" => args.soak_minutes = Some(number()?),
             other => bail!(
                 "unknown flag {other}; flags: --bin-dir DIR --short --matches N --saturation N \
-                 --pg-down S --blackhole S --target-score N --only abcdef"
+                 --pg-down S --blackhole S --target-score N --only abcdef --soak MINUTES"
             ),
         }
     }
@@ -100,7 +107,16 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let mut stack = Stack::start(&args.bin_dir, &dir, tuning).await?;
     let db = sqlx::PgPool::connect(&stack.pg.url()).await?;
     let mut rows = Vec::new();
-    for letter in args.only.chars() {
+    if let Some(minutes) = args.soak_minutes {
+        println!("chaos: soak for {minutes} min");
+        rows.push(soak::run(&mut stack, &db, minutes).await?);
+    }
+    let only = if args.soak_minutes.is_some() {
+        ""
+    } else {
+        args.only.as_str()
+    };
+    for letter in only.chars() {
         let scenario_started = Instant::now();
         println!("chaos: scenario {letter}");
         let row = match letter {
@@ -121,7 +137,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
             "scenario wall time {:.1} s",
             scenario_started.elapsed().as_secs_f64()
         ));
-        println!("chaos: scenario {letter}: {}", if row.passed() { "pass" } else { "FAIL" });
+        println!(
+            "chaos: scenario {letter}: {}",
+            if row.passed() { "pass" } else { "FAIL" }
+        );
         rows.push(row);
         // The next scenario starts from a whole stack.
         stack.heal().await?;
@@ -132,7 +151,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         "chaos: {} scenarios in {:.0} s; load average {}",
         rows.len(),
         started.elapsed().as_secs_f64(),
-        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
     );
     let failed = rows.iter().any(|r| !r.passed());
     drop(stack);

@@ -39,7 +39,10 @@ impl Row {
 
     /// Whether every promise held.
     pub fn passed(&self) -> bool {
-        self.lost == 0 && self.duplicated == 0 && self.records_wrong == 0 && self.failures.is_empty()
+        self.lost == 0
+            && self.duplicated == 0
+            && self.records_wrong == 0
+            && self.failures.is_empty()
     }
 }
 
@@ -72,7 +75,10 @@ pub fn render(rows: &[Row]) -> String {
             out.push_str(&format!("  - FAILED: {failure}\n"));
         }
         if row.failures.len() > 10 {
-            out.push_str(&format!("  - … and {} more failures\n", row.failures.len() - 10));
+            out.push_str(&format!(
+                "  - … and {} more failures\n",
+                row.failures.len() - 10
+            ));
         }
     }
     out

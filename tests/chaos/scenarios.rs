@@ -38,7 +38,12 @@ pub struct Size {
 }
 
 /// Signs in two guests per match and creates each room on replica `i % 2`.
-async fn setup(stack: &Stack, tag: &str, n: usize, target: u32) -> anyhow::Result<Vec<(String, Player, Player, usize)>> {
+async fn setup(
+    stack: &Stack,
+    tag: &str,
+    n: usize,
+    target: u32,
+) -> anyhow::Result<Vec<(String, Player, Player, usize)>> {
     let players = bots::guests(&stack.accounts.url(), tag, 2 * n).await?;
     let urls = stack.game_urls();
     let mut rooms = Vec::with_capacity(n);
@@ -62,10 +67,22 @@ fn start(
     let urls = stack.game_urls();
     let mut set = JoinSet::new();
     for (room, a, b, home) in rooms {
-        set.spawn(bots::play(a.clone(), room.clone(), urls.clone(), *home, script.clone()));
+        set.spawn(bots::play(
+            a.clone(),
+            room.clone(),
+            urls.clone(),
+            *home,
+            script.clone(),
+        ));
         let mut sleepy = script.clone();
         sleepy.sleep_once = sleeper(*home);
-        set.spawn(bots::play(b.clone(), room.clone(), urls.clone(), *home, sleepy));
+        set.spawn(bots::play(
+            b.clone(),
+            room.clone(),
+            urls.clone(),
+            *home,
+            sleepy,
+        ));
     }
     set
 }
@@ -78,12 +95,14 @@ async fn finish(mut set: JoinSet<SeatLog>) -> anyhow::Result<Vec<SeatLog>> {
     Ok(logs)
 }
 
-fn script(stack: &Stack, think_ms: u64) -> Script {
+pub(crate) fn script(stack: &Stack, think_ms: u64) -> Script {
     Script {
         think: Duration::from_millis(think_ms),
         sleep_once: None,
         turn_seconds: stack.tuning.turn_seconds,
         deadline: Duration::from_secs(600),
+        resign_after: None,
+        drop_after: None,
     }
 }
 
@@ -108,7 +127,8 @@ fn tally(row: &mut Row, logs: &[SeatLog]) {
     }
     if !errors.is_empty() {
         let listed: Vec<String> = errors.iter().map(|(c, n)| format!("{c} ×{n}")).collect();
-        row.notes.push(format!("stream breaks seen: {}", listed.join(", ")));
+        row.notes
+            .push(format!("stream breaks seen: {}", listed.join(", ")));
     }
 }
 
@@ -116,7 +136,7 @@ fn tally(row: &mut Row, logs: &[SeatLog]) {
 /// other than exactly once and checks each record's plays against what the players saw
 /// and each player's rated-match count (one match each). Returns when the last record
 /// was seen.
-async fn check_records(
+pub(crate) async fn check_records(
     db: &PgPool,
     row: &mut Row,
     rooms: &[(String, Player, Player)],
@@ -144,8 +164,9 @@ async fn check_records(
         let (count, actions) = counts.get(room).copied().unwrap_or((0, 0));
         if count != 1 {
             row.records_wrong += 1;
-            row.failures
-                .push(format!("room {room} recorded {count} times (after {wait:?})"));
+            row.failures.push(format!(
+                "room {room} recorded {count} times (after {wait:?})"
+            ));
             continue;
         }
         // A player that joined after the first plays saw them in its snapshot, so the
@@ -180,6 +201,39 @@ async fn check_records(
     Ok(done)
 }
 
+/// Waits (up to `wait`) for a record of every room in `rooms`; counts the rooms recorded
+/// other than exactly once in `row` and returns how many were recorded.
+pub(crate) async fn check_records_once(
+    db: &PgPool,
+    row: &mut Row,
+    rooms: &[String],
+    wait: Duration,
+) -> anyhow::Result<usize> {
+    let started = Instant::now();
+    loop {
+        let found: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT room_id, count(*) FROM matches WHERE room_id = ANY($1) GROUP BY room_id",
+        )
+        .bind(rooms)
+        .fetch_all(db)
+        .await
+        .context("reading the match records")?;
+        if found.len() == rooms.len() || started.elapsed() > wait {
+            let once = found.iter().filter(|(_, n)| *n == 1).count();
+            row.records_wrong += (rooms.len() - once) as u64;
+            if once != rooms.len() {
+                row.failures.push(format!(
+                    "{} of {} matches recorded other than once",
+                    rooms.len() - once,
+                    rooms.len()
+                ));
+            }
+            return Ok(once);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 fn rooms_of(setup: &[(String, Player, Player, usize)]) -> Vec<(String, Player, Player)> {
     setup
         .iter()
@@ -189,7 +243,10 @@ fn rooms_of(setup: &[(String, Player, Player, usize)]) -> Vec<(String, Player, P
 
 /// (a) SIGKILL one of two game-session replicas while matches are in play.
 pub async fn kill_game_replica(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::Result<Row> {
-    let mut row = Row::new("a. SIGKILL 1 of 2 game-session replicas mid-match", size.matches);
+    let mut row = Row::new(
+        "a. SIGKILL 1 of 2 game-session replicas mid-match",
+        size.matches,
+    );
     let rooms = setup(stack, "a", size.matches, size.target_score).await?;
     let asleep = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&asleep);
@@ -215,10 +272,19 @@ pub async fn kill_game_replica(stack: &mut Stack, db: &PgPool, size: &Size) -> a
         killed.elapsed().as_secs_f64()
     ));
     if fired != slept.len() || slept.is_empty() {
-        row.failures
-            .push(format!("turn timers fired in {fired} of {} rooms", slept.len()));
+        row.failures.push(format!(
+            "turn timers fired in {fired} of {} rooms",
+            slept.len()
+        ));
     }
-    check_records(db, &mut row, &rooms_of(&rooms), &logs, Duration::from_secs(30)).await?;
+    check_records(
+        db,
+        &mut row,
+        &rooms_of(&rooms),
+        &logs,
+        Duration::from_secs(30),
+    )
+    .await?;
     stack.heal().await?;
     Ok(row)
 }
@@ -268,7 +334,10 @@ fn codes_text(codes: &BTreeMap<String, u32>) -> String {
 /// (b) PostgreSQL stopped while matches end.
 pub async fn stop_postgres(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::Result<Row> {
     let mut row = Row::new(
-        &format!("b. PostgreSQL down {} s while matches end", size.pg_down.as_secs()),
+        &format!(
+            "b. PostgreSQL down {} s while matches end",
+            size.pg_down.as_secs()
+        ),
         size.matches,
     );
     let rooms = setup(stack, "b", size.matches, size.target_score).await?;
@@ -301,7 +370,14 @@ pub async fn stop_postgres(stack: &mut Stack, db: &PgPool, size: &Size) -> anyho
     }
     let back = Instant::now();
     stack.pg.start_server().await?;
-    let done = check_records(db, &mut row, &rooms_of(&rooms), &logs, Duration::from_secs(60)).await?;
+    let done = check_records(
+        db,
+        &mut row,
+        &rooms_of(&rooms),
+        &logs,
+        Duration::from_secs(60),
+    )
+    .await?;
     row.recover = Some(done.duration_since(back));
     row.notes
         .push("time to recover: from PostgreSQL start to the last match recorded".into());
@@ -323,7 +399,14 @@ pub async fn restart_redis(stack: &mut Stack, db: &PgPool, size: &Size) -> anyho
     row.notes.push(
         "the plays each player saw equal the plays recorded: no acknowledged play lost".into(),
     );
-    check_records(db, &mut row, &rooms_of(&rooms), &logs, Duration::from_secs(30)).await?;
+    check_records(
+        db,
+        &mut row,
+        &rooms_of(&rooms),
+        &logs,
+        Duration::from_secs(30),
+    )
+    .await?;
     Ok(row)
 }
 
@@ -340,7 +423,9 @@ pub async fn network_faults(stack: &mut Stack, db: &PgPool, size: &Size) -> anyh
     let prober = rooms[0].1.clone();
     let set = start(stack, &rooms, &script(stack, 60), |_| None);
     tokio::time::sleep(Duration::from_secs(1)).await;
-    stack.redis_proxy.set(Fault::Latency(Duration::from_millis(100)));
+    stack
+        .redis_proxy
+        .set(Fault::Latency(Duration::from_millis(100)));
     tokio::time::sleep(Duration::from_secs(3)).await;
     stack.redis_proxy.set(Fault::None);
     stack.redis_proxy.reset_all();
@@ -371,14 +456,24 @@ pub async fn network_faults(stack: &mut Stack, db: &PgPool, size: &Size) -> anyh
     let logs = finish(set).await?;
     tally(&mut row, &logs);
     row.recover = logs.iter().map(|l| l.longest_outage).max();
-    check_records(db, &mut row, &rooms_of(&rooms), &logs, Duration::from_secs(60)).await?;
+    check_records(
+        db,
+        &mut row,
+        &rooms_of(&rooms),
+        &logs,
+        Duration::from_secs(60),
+    )
+    .await?;
     Ok(row)
 }
 
 /// (e) A matchmaking replica SIGKILLed while groups form: nobody ends up in two rooms.
 pub async fn kill_matchmaker(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::Result<Row> {
     let players = bots::guests(&stack.accounts.url(), "e", 2 * size.matches).await?;
-    let mut row = Row::new("e. SIGKILL 1 of 2 matchmaking replicas while groups form", size.matches);
+    let mut row = Row::new(
+        "e. SIGKILL 1 of 2 matchmaking replicas while groups form",
+        size.matches,
+    );
     let urls: Vec<String> = stack.matchmakers.iter().map(|m| m.url()).collect();
     let mut set = JoinSet::new();
     let mut killed = None;
@@ -387,7 +482,10 @@ pub async fn kill_matchmaker(stack: &mut Stack, db: &PgPool, size: &Size) -> any
         let urls = urls.clone();
         set.spawn(async move { find_match(player, urls, i % 2).await });
         // Arrivals spread over about two seconds; the kill lands halfway, while groups form.
-        tokio::time::sleep(Duration::from_millis(2000 / (2 * size.matches as u64).max(1))).await;
+        tokio::time::sleep(Duration::from_millis(
+            2000 / (2 * size.matches as u64).max(1),
+        ))
+        .await;
         if i == players.len() / 2 {
             stack.matchmakers[0].kill();
             killed = Some(Instant::now());
@@ -409,8 +507,10 @@ pub async fn kill_matchmaker(stack: &mut Stack, db: &PgPool, size: &Size) -> any
         if rooms.len() != 1 {
             row.duplicated += rooms.len().saturating_sub(1) as u64;
             row.lost += u64::from(rooms.is_empty());
-            row.failures
-                .push(format!("player {user} was matched into {} rooms", rooms.len()));
+            row.failures.push(format!(
+                "player {user} was matched into {} rooms",
+                rooms.len()
+            ));
         }
         for room in rooms {
             by_room.entry(room.clone()).or_default().push(user.clone());
@@ -425,7 +525,8 @@ pub async fn kill_matchmaker(stack: &mut Stack, db: &PgPool, size: &Size) -> any
     row.events = assigned.values().map(|r| r.len() as u64).sum();
     row.recover = Some(recover);
     if !errors.is_empty() {
-        row.notes.push(format!("FindMatch breaks: {}", codes_text(&errors)));
+        row.notes
+            .push(format!("FindMatch breaks: {}", codes_text(&errors)));
     }
     row.notes.push(format!(
         "events = players matched; {} rooms made; time to recover = kill to the last player matched",
@@ -436,7 +537,12 @@ pub async fn kill_matchmaker(stack: &mut Stack, db: &PgPool, size: &Size) -> any
     let mut rooms = Vec::new();
     for (room, users) in &by_room {
         if let [a, b] = users.as_slice() {
-            rooms.push((room.clone(), by_user[a.as_str()].clone(), by_user[b.as_str()].clone(), 1));
+            rooms.push((
+                room.clone(),
+                by_user[a.as_str()].clone(),
+                by_user[b.as_str()].clone(),
+                1,
+            ));
         }
     }
     let logs = finish(start(stack, &rooms, &script(stack, 0), |_| None)).await?;
@@ -445,7 +551,14 @@ pub async fn kill_matchmaker(stack: &mut Stack, db: &PgPool, size: &Size) -> any
     row.failures.extend(played.failures);
     row.lost += played.lost;
     row.duplicated += played.duplicated;
-    check_records(db, &mut row, &rooms_of(&rooms), &logs, Duration::from_secs(30)).await?;
+    check_records(
+        db,
+        &mut row,
+        &rooms_of(&rooms),
+        &logs,
+        Duration::from_secs(30),
+    )
+    .await?;
     stack.heal().await?;
     Ok(row)
 }
@@ -453,14 +566,20 @@ pub async fn kill_matchmaker(stack: &mut Stack, db: &PgPool, size: &Size) -> any
 /// Searches a ranked match on replica `home`, resuming the same ticket on the other
 /// replica when the stream breaks; returns the user, the rooms it was matched into, and
 /// the break codes.
-async fn find_match(player: Player, urls: Vec<String>, home: usize) -> (String, Vec<String>, Vec<String>) {
+async fn find_match(
+    player: Player,
+    urls: Vec<String>,
+    home: usize,
+) -> (String, Vec<String>, Vec<String>) {
     let ticket = uuid::Uuid::now_v7().to_string();
     let mut rooms = Vec::new();
     let mut errors = Vec::new();
     let mut replica = home;
     let started = Instant::now();
     while rooms.is_empty() && started.elapsed() < Duration::from_secs(120) {
-        let Ok(channel) = bots::channel(&urls[replica]) else { break };
+        let Ok(channel) = bots::channel(&urls[replica]) else {
+            break;
+        };
         let request = FindMatchRequest {
             ticket_id: ticket.clone(),
             ranked: true,
@@ -480,7 +599,9 @@ async fn find_match(player: Player, urls: Vec<String>, home: usize) -> (String, 
                     match stream.message().await {
                         Ok(Some(update)) => match update.update {
                             Some(Update::Matched(matched)) => rooms.push(matched.room_id),
-                            Some(Update::Cancelled(c)) => errors.push(format!("cancelled {:?}", c.reason)),
+                            Some(Update::Cancelled(c)) => {
+                                errors.push(format!("cancelled {:?}", c.reason))
+                            }
                             _ => {}
                         },
                         Ok(None) => break,
@@ -531,10 +652,15 @@ pub async fn saturation(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::
         latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
         row.automatic_while_connected
     ));
-    let errors: u32 = logs.iter().flat_map(|l| l.errors.values()).map(|(n, _)| n).sum();
+    let errors: u32 = logs
+        .iter()
+        .flat_map(|l| l.errors.values())
+        .map(|(n, _)| n)
+        .sum();
     if errors > 0 {
-        row.failures
-            .push(format!("{errors} streams ended with an error under saturation"));
+        row.failures.push(format!(
+            "{errors} streams ended with an error under saturation"
+        ));
     }
     if row.automatic_while_connected > 0 {
         row.failures.push(format!(
@@ -542,6 +668,13 @@ pub async fn saturation(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::
             row.automatic_while_connected
         ));
     }
-    check_records(db, &mut row, &rooms_of(&rooms), &logs, Duration::from_secs(60)).await?;
+    check_records(
+        db,
+        &mut row,
+        &rooms_of(&rooms),
+        &logs,
+        Duration::from_secs(60),
+    )
+    .await?;
     Ok(row)
 }

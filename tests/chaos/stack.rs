@@ -29,13 +29,18 @@ pub struct Tuning {
 
 /// A free local port (bound, then released: good enough on a test machine).
 pub fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 async fn wait_port(port: u16, what: &str, timeout: Duration) -> anyhow::Result<()> {
     let start = Instant::now();
     loop {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
             return Ok(());
         }
         if start.elapsed() > timeout {
@@ -68,7 +73,14 @@ impl Redis {
     async fn spawn(&mut self) -> anyhow::Result<()> {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--appendonly", "yes", "--appendfsync", "always", "--save", ""])
+            .args([
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ])
             .arg("--dir")
             .arg(&self.dir)
             .arg("--logfile")
@@ -142,7 +154,10 @@ impl Postgres {
     async fn start(dir: &Path) -> anyhow::Result<Postgres> {
         std::fs::create_dir_all(dir)?;
         // The postgres user must own the data directory and reach it.
-        let _ = Command::new("chown").arg("postgres:postgres").arg(dir).status();
+        let _ = Command::new("chown")
+            .arg("postgres:postgres")
+            .arg(dir)
+            .status();
         let mut ancestor = dir.parent();
         while let Some(path) = ancestor {
             let _ = Command::new("chmod").arg("o+x").arg(path).status();
@@ -184,7 +199,10 @@ impl Postgres {
             self.port, data
         );
         let log = format!("{data}/postgres.log");
-        pg_tool("pg_ctl", &["-D", data, "-o", &options, "-l", &log, "-w", "start"])?;
+        pg_tool(
+            "pg_ctl",
+            &["-D", data, "-o", &options, "-l", &log, "-w", "start"],
+        )?;
         self.running = true;
         wait_port(self.port, "postgres", Duration::from_secs(30)).await
     }
@@ -217,6 +235,8 @@ pub struct Service {
     pub name: String,
     /// Its gRPC port.
     pub port: u16,
+    /// Its Prometheus port, if it serves metrics.
+    pub metrics_port: Option<u16>,
     binary: PathBuf,
     config: PathBuf,
     log: PathBuf,
@@ -271,6 +291,16 @@ impl Service {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Resident memory in KiB (`/proc/<pid>/status`), while it runs.
+    pub fn rss_kib(&self) -> Option<u64> {
+        let pid = self.child.as_ref()?.id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
     }
 
     /// SIGKILL, and reap it.
@@ -362,11 +392,20 @@ impl Stack {
 
         let service = |name: &str, binary: &str, config: String| -> anyhow::Result<Service> {
             let port = free_port()?;
+            let metrics_port = if config.contains("{MPORT}") {
+                Some(free_port()?)
+            } else {
+                None
+            };
             let path = dir.join(format!("{name}.toml"));
-            std::fs::write(&path, config.replace("{PORT}", &port.to_string()))?;
+            let config = config
+                .replace("{PORT}", &port.to_string())
+                .replace("{MPORT}", &metrics_port.unwrap_or(0).to_string());
+            std::fs::write(&path, config)?;
             Ok(Service {
                 name: name.to_owned(),
                 port,
+                metrics_port,
                 binary: bin_dir.join(binary),
                 config: path,
                 log: dir.join(format!("{name}.log")),
@@ -492,6 +531,9 @@ role = "player"
 kid = "{m_kid}"
 public_key_file = {m_pub}
 role = "service"
+
+[metrics]
+listen = "127.0.0.1:{{MPORT}}"
 
 [identity]
 signing_key_file = {g_priv}
