@@ -89,6 +89,7 @@ pub async fn run(stack: &mut Stack, db: &PgPool, minutes: u64) -> anyhow::Result
     let mut rss_start: Option<Vec<(String, u64)>> = None;
     let mut lag_max = 0f64;
     let mut pending_max = 0f64;
+    let mut samples = 0u32;
     let mut next_match = 0u64;
     let mut set: JoinSet<(bool, bool, String, SeatLog, SeatLog)> = JoinSet::new();
     let mut sample = tokio::time::interval(Duration::from_secs(5));
@@ -151,6 +152,7 @@ pub async fn run(stack: &mut Stack, db: &PgPool, minutes: u64) -> anyhow::Result
                     if let Some(port) = game.metrics_port
                         && let Some((pending, lag)) = outbox(port).await
                     {
+                        samples += 1;
                         pending_max = pending_max.max(pending);
                         lag_max = lag_max.max(lag);
                     }
@@ -220,8 +222,12 @@ pub async fn run(stack: &mut Stack, db: &PgPool, minutes: u64) -> anyhow::Result
         rss.join("; ")
     ));
     row.notes.push(format!(
-        "outbox: at most {pending_max} pending, oldest at most {lag_max:.1} s"
+        "outbox ({samples} samples of the replicas' metrics): at most {pending_max} pending, oldest at most {lag_max:.1} s"
     ));
+    if samples == 0 {
+        row.failures
+            .push("the outbox metrics could not be read".into());
+    }
     if tally.errors.is_empty() {
         row.notes.push("errors: none".into());
     } else {
