@@ -2,13 +2,13 @@
 //! private Redis and PostgreSQL, real gRPC players, and one fault per scenario — a
 //! game-session replica SIGKILLed, PostgreSQL stopped, Redis SIGKILLed and restarted,
 //! latency, resets and blackholes on the store links, a matchmaking replica SIGKILLed,
-//! saturation. Prints a table (scenario, matches, events checked, lost, duplicated,
+//! saturation, and the resume storm of a replica's thousands of streams. Prints a table (scenario, matches, events checked, lost, duplicated,
 //! recorded twice or not at all, time to recover) and exits non-zero when a promise broke.
 //!
 //! ```text
 //! cargo build -p accounts -p game-session -p matchmaking -p basra-e2e --example chaos
 //! target/debug/examples/chaos --bin-dir target/debug [--short] [--matches N]
-//!     [--saturation N] [--pg-down S] [--blackhole S] [--target-score N] [--only abcdef]
+//!     [--saturation N] [--pg-down S] [--blackhole S] [--target-score N] [--storm N] [--only abcdefg]
 //! target/debug/examples/chaos --bin-dir target/debug --soak MINUTES
 //! ```
 //!
@@ -40,28 +40,34 @@ struct Args {
 }
 
 fn parse_args() -> anyhow::Result<Args> {
+    let short = std::env::args().any(|arg| arg == "--short");
     let mut args = Args {
         bin_dir: PathBuf::from("target/debug"),
-        size: Size {
-            matches: 100,
-            saturation_matches: 100,
-            pg_down: Duration::from_secs(30),
-            blackhole: Duration::from_secs(10),
-            target_score: 101,
-        },
-        only: "abcdef".into(),
-        soak_minutes: None,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        if flag == "--short" {
-            args.size = Size {
+        size: if short {
+            Size {
                 matches: 4,
                 saturation_matches: 16,
                 pg_down: Duration::from_secs(6),
                 blackhole: Duration::from_secs(3),
                 target_score: 101,
-            };
+                storm_streams: 200,
+            }
+        } else {
+            Size {
+                matches: 100,
+                saturation_matches: 100,
+                pg_down: Duration::from_secs(30),
+                blackhole: Duration::from_secs(10),
+                target_score: 101,
+                storm_streams: 2000,
+            }
+        },
+        only: "abcdefg".into(),
+        soak_minutes: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        if flag == "--short" {
             continue;
         }
         let value = it.next().with_context(|| format!("{flag} needs a value"))?;
@@ -77,11 +83,12 @@ fn parse_args() -> anyhow::Result<Args> {
             "--pg-down" => args.size.pg_down = Duration::from_secs(number()?),
             "--blackhole" => args.size.blackhole = Duration::from_secs(number()?),
             "--target-score" => args.size.target_score = number()? as u32,
+            "--storm" => args.size.storm_streams = number()? as usize,
             "--only" => args.only = value,
             "--soak" => args.soak_minutes = Some(number()?),
             other => bail!(
                 "unknown flag {other}; flags: --bin-dir DIR --short --matches N --saturation N \
-                 --pg-down S --blackhole S --target-score N --only abcdef --soak MINUTES"
+                 --pg-down S --blackhole S --target-score N --storm N --only abcdefg --soak MINUTES"
             ),
         }
     }
@@ -126,7 +133,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
             'd' => scenarios::network_faults(&mut stack, &db, &args.size).await,
             'e' => scenarios::kill_matchmaker(&mut stack, &db, &args.size).await,
             'f' => scenarios::saturation(&mut stack, &db, &args.size).await,
-            other => bail!("no scenario {other}; scenarios: abcdef"),
+            'g' => scenarios::resume_storm(&mut stack, args.size.storm_streams).await,
+            other => bail!("no scenario {other}; scenarios: abcdefg"),
         };
         let mut row = row.unwrap_or_else(|err| {
             let mut row = report::Row::new(&format!("{letter}. (did not run)"), 0);

@@ -35,6 +35,8 @@ pub struct Size {
     pub blackhole: Duration,
     /// Target score of the matches (smaller: shorter matches).
     pub target_score: u32,
+    /// Streams of the resume storm.
+    pub storm_streams: usize,
 }
 
 /// Signs in two guests per match and creates each room on replica `i % 2`.
@@ -677,5 +679,161 @@ pub async fn saturation(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::
         Duration::from_secs(60),
     )
     .await?;
+    Ok(row)
+}
+
+/// (g) The resume storm: every player of a replica resumes on the survivor at once. The
+/// rooms wait for a second player (no turn timers), so the storm is the resumes alone.
+/// Returns the time from the kill to the last player served (its Ping answered on the
+/// survivor); resumes refused on the way are counted by status.
+pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<Row> {
+    use basra_proto::basra::game::v1::game_client::GameClient;
+    use basra_proto::basra::game::v1::seat_assignment::Occupant;
+    use basra_proto::basra::game::v1::server_event::Event;
+    use basra_proto::basra::game::v1::{
+        ClientMessage, CreateRoomRequest, Join, OpenSeat, Ping, SeatAssignment,
+        client_message::Kind,
+    };
+    use tokio_stream::wrappers::ReceiverStream;
+
+    let mut row = Row::new(
+        &format!(
+            "g. resume storm: {streams} streams of a SIGKILLed replica resume on the survivor"
+        ),
+        0,
+    );
+    let players = bots::guests(&stack.accounts.url(), "g", streams).await?;
+    let urls = stack.game_urls();
+    let token: tonic::metadata::MetadataValue<_> =
+        format!("Bearer {}", stack.room_maker.token()?).parse()?;
+    let mut game = GameClient::new(bots::channel(&urls[0])?);
+    let mut rooms = Vec::with_capacity(streams);
+    for player in &players {
+        let room_id = uuid::Uuid::now_v7().to_string();
+        let seats = vec![
+            SeatAssignment {
+                occupant: Some(Occupant::UserId(player.user_id.clone())),
+            },
+            SeatAssignment {
+                occupant: Some(Occupant::Open(OpenSeat {})),
+            },
+        ];
+        game.create_room(bots::authed(
+            CreateRoomRequest {
+                room_id: room_id.clone(),
+                seats,
+                ..CreateRoomRequest::default()
+            },
+            &token,
+        ))
+        .await
+        .context("Game.CreateRoom")?;
+        rooms.push(room_id);
+    }
+    let join = |room: &str, last: Option<u64>| ClientMessage {
+        kind: Some(Kind::Join(Join {
+            room_id: room.to_owned(),
+            last_seen_seq: last,
+            spectate: false,
+        })),
+    };
+    let ping = ClientMessage {
+        kind: Some(Kind::Ping(Ping { nonce: 1 })),
+    };
+    // Every player opens its stream on replica 0 and waits for its first event.
+    let mut open = JoinSet::new();
+    for (player, room) in players.iter().zip(&rooms) {
+        let (player, room, url) = (player.clone(), room.clone(), urls[0].clone());
+        let first = join(&room, None);
+        open.spawn(async move {
+            let (tx, rx) = tokio::sync::mpsc::channel(4);
+            tx.send(first).await.ok();
+            let mut stream = GameClient::new(bots::channel(&url)?)
+                .play(bots::authed(ReceiverStream::new(rx), &player.bearer))
+                .await?
+                .into_inner();
+            let event = stream.message().await?.context("no first event")?;
+            anyhow::Ok((player, room, event.seq, tx, stream))
+        });
+    }
+    let mut held = Vec::new();
+    while let Some(opened) = open.join_next().await {
+        held.push(opened??);
+    }
+    stack.games[0].kill();
+    let killed = Instant::now();
+    let mut resumes = JoinSet::new();
+    for (player, room, seq, tx, stream) in held {
+        drop((tx, stream));
+        let url = urls[1].clone();
+        let (first, ping) = (join(&room, Some(seq)), ping.clone());
+        resumes.spawn(async move {
+            let mut refused: BTreeMap<String, u32> = BTreeMap::new();
+            let channel = bots::channel(&url)?;
+            loop {
+                let (tx, rx) = tokio::sync::mpsc::channel(4);
+                tx.send(first.clone()).await.ok();
+                tx.send(ping.clone()).await.ok();
+                let attempt = async {
+                    let mut stream = GameClient::new(channel.clone())
+                        .play(bots::authed(ReceiverStream::new(rx), &player.bearer))
+                        .await?
+                        .into_inner();
+                    while let Some(event) = stream.message().await? {
+                        if matches!(event.event, Some(Event::Pong(_))) {
+                            return Ok(());
+                        }
+                    }
+                    Err(tonic::Status::unavailable("stream closed before the pong"))
+                };
+                match attempt.await {
+                    Ok(()) => return anyhow::Ok((killed.elapsed(), refused)),
+                    Err(status) => {
+                        *refused
+                            .entry(format!("{:?}: {}", status.code(), status.message()))
+                            .or_default() += 1;
+                        if killed.elapsed() > Duration::from_secs(120) {
+                            anyhow::bail!("not served within 120 s");
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        });
+    }
+    let mut served = Vec::new();
+    let mut refused: BTreeMap<String, u32> = BTreeMap::new();
+    while let Some(done) = resumes.join_next().await {
+        match done? {
+            Ok((took, codes)) => {
+                served.push(took);
+                for (code, n) in codes {
+                    *refused.entry(code).or_default() += n;
+                }
+            }
+            Err(err) => row.failures.push(format!("{err:#}")),
+        }
+    }
+    served.sort();
+    row.events = served.len() as u64;
+    row.recover = served.last().copied();
+    let median = served.get(served.len() / 2).copied().unwrap_or_default();
+    row.notes.push(format!(
+        "{} of {streams} served on the survivor; median {:.2} s, last {:.2} s after the kill (goal: all within 1 s: {})",
+        served.len(),
+        median.as_secs_f64(),
+        row.recover.unwrap_or_default().as_secs_f64(),
+        if row.recover.unwrap_or_default() <= Duration::from_secs(1) { "met" } else { "not met" }
+    ));
+    if refused.is_empty() {
+        row.notes.push("no resume was refused".into());
+    } else {
+        let total: u32 = refused.values().sum();
+        row.notes.push(format!(
+            "{total} resume attempts refused: {}",
+            codes_text(&refused)
+        ));
+    }
+    stack.heal().await?;
     Ok(row)
 }
