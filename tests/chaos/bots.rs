@@ -177,6 +177,8 @@ pub struct SeatLog {
     /// Automatic plays of this seat although the player was connected for the whole turn
     /// or had a play in flight, and was not told to sleep.
     pub automatic_while_connected: u32,
+    /// For each automatic play while connected: what the player knew of that turn.
+    pub automatic_details: Vec<String>,
     /// Whether the timer played the turn the player slept through.
     pub slept_turn_timed_out: Option<bool>,
     /// From sending a play to receiving its `card_played`.
@@ -313,6 +315,7 @@ pub async fn play(
         let stream_since = wall_now();
         let mut answered: Option<u64> = None;
         let mut pending: Option<(String, Instant)> = None;
+        let mut turn_seen: Option<Instant> = None;
         let ended: Result<(), Option<tonic::Status>> = loop {
             let next = match tokio::time::timeout(
                 script.deadline.saturating_sub(started.elapsed()),
@@ -349,9 +352,18 @@ pub async fn play(
             if logged {
                 log.events += 1;
             }
+            let first_view = table.last_seq.is_none();
             if let Err(err) = table.apply(&event) {
                 log.failure = Some(format!("bad event: {err}"));
                 return log;
+            }
+            if first_view && matches!(event.event, Some(Event::Snapshot(_))) {
+                // Plays made before this player first joined (the timer plays for a player
+                // who has not joined yet): 48 cards go round the table each round.
+                let held = table.hand_counts.iter().sum::<u32>() + table.deck_remaining;
+                if held > 0 {
+                    log.plays_seen += u64::from(table.round * 48 + 48 - held.min(48));
+                }
             }
             if matches!(event.event, Some(Event::CardPlayed(_))) {
                 log.plays_seen += 1;
@@ -367,7 +379,7 @@ pub async fn play(
                     {
                         log.play_latencies.push(sent.elapsed());
                     }
-                    pending = None;
+                    let in_flight_play = pending.take();
                     if played.automatic {
                         log.automatic += 1;
                         if sleeping {
@@ -377,9 +389,26 @@ pub async fn play(
                             let turn_start = table_turn_start(&table, script.turn_seconds);
                             if in_flight || turn_start.is_some_and(|t| stream_since <= t) {
                                 log.automatic_while_connected += 1;
+                                let now = wall_now();
+                                log.automatic_details.push(format!(
+                                    "turn shown {:.2} s ago, deadline {:+.2} s, own play {}",
+                                    turn_seen
+                                        .map_or(f64::NAN, |t: Instant| t.elapsed().as_secs_f64()),
+                                    table.turn_deadline.map_or(f64::NAN, |d| d as f64 - now),
+                                    match &in_flight_play {
+                                        Some((_, sent)) => format!(
+                                            "sent {:.2} s before",
+                                            sent.elapsed().as_secs_f64()
+                                        ),
+                                        None => "not sent".to_owned(),
+                                    }
+                                ));
                             }
                         }
                     }
+                }
+                Some(Event::TurnStarted(turn)) if Some(turn.seat) == table.seat => {
+                    turn_seen = Some(Instant::now());
                 }
                 Some(Event::Rejected(_)) => answered = None,
                 _ => {}

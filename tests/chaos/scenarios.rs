@@ -39,54 +39,55 @@ pub struct Size {
     pub storm_streams: usize,
 }
 
-/// Signs in two guests per match and creates each room on replica `i % 2`.
-async fn setup(
+/// Signs in two guests per match, creates each room on replica `i % 2` and starts both of
+/// its players at once (a room's match and its turn timer start with the room). Seat B
+/// sleeps through one turn when `sleeper` gives it a flag.
+async fn setup_and_start(
     stack: &Stack,
     tag: &str,
     n: usize,
     target: u32,
-) -> anyhow::Result<Vec<(String, Player, Player, usize)>> {
+    script: &Script,
+    sleeper: impl Fn(usize) -> Option<Arc<AtomicBool>>,
+) -> anyhow::Result<(Vec<(String, Player, Player, usize)>, JoinSet<SeatLog>)> {
     let players = bots::guests(&stack.accounts.url(), tag, 2 * n).await?;
     let urls = stack.game_urls();
     let mut rooms = Vec::with_capacity(n);
+    let mut set = JoinSet::new();
     for i in 0..n {
         let home = i % urls.len();
         let (a, b) = (players[2 * i].clone(), players[2 * i + 1].clone());
         let room = bots::create_room(stack, &urls[home], &a, &b, target).await?;
+        start_room(
+            &mut set,
+            &urls,
+            (&room, &a, &b, home),
+            script,
+            sleeper(home),
+        );
         rooms.push((room, a, b, home));
     }
-    Ok(rooms)
+    Ok((rooms, set))
 }
 
-/// Starts both players of every room (seat B sleeps through one turn when `sleepers`
-/// says so for its room).
-fn start(
-    stack: &Stack,
-    rooms: &[(String, Player, Player, usize)],
+fn start_room(
+    set: &mut JoinSet<SeatLog>,
+    urls: &[String],
+    (room, a, b, home): (&str, &Player, &Player, usize),
     script: &Script,
-    sleeper: impl Fn(usize) -> Option<Arc<AtomicBool>>,
-) -> JoinSet<SeatLog> {
-    let urls = stack.game_urls();
-    let mut set = JoinSet::new();
-    for (room, a, b, home) in rooms {
-        set.spawn(bots::play(
-            a.clone(),
-            room.clone(),
-            urls.clone(),
-            *home,
-            script.clone(),
-        ));
-        let mut sleepy = script.clone();
-        sleepy.sleep_once = sleeper(*home);
-        set.spawn(bots::play(
-            b.clone(),
-            room.clone(),
-            urls.clone(),
-            *home,
-            sleepy,
-        ));
-    }
-    set
+    sleep_once: Option<Arc<AtomicBool>>,
+) {
+    let urls = urls.to_vec();
+    set.spawn(bots::play(
+        a.clone(),
+        room.to_owned(),
+        urls.clone(),
+        home,
+        script.clone(),
+    ));
+    let mut sleepy = script.clone();
+    sleepy.sleep_once = sleep_once;
+    set.spawn(bots::play(b.clone(), room.to_owned(), urls, home, sleepy));
 }
 
 async fn finish(mut set: JoinSet<SeatLog>) -> anyhow::Result<Vec<SeatLog>> {
@@ -249,12 +250,17 @@ pub async fn kill_game_replica(stack: &mut Stack, db: &PgPool, size: &Size) -> a
         "a. SIGKILL 1 of 2 game-session replicas mid-match",
         size.matches,
     );
-    let rooms = setup(stack, "a", size.matches, size.target_score).await?;
     let asleep = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&asleep);
-    let set = start(stack, &rooms, &script(stack, 25), move |home| {
-        (home == 0).then(|| Arc::clone(&flag))
-    });
+    let (rooms, set) = setup_and_start(
+        stack,
+        "a",
+        size.matches,
+        size.target_score,
+        &script(stack, 25),
+        move |home| (home == 0).then(|| Arc::clone(&flag)),
+    )
+    .await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     stack.games[0].kill();
     asleep.store(true, Ordering::Relaxed);
@@ -342,9 +348,16 @@ pub async fn stop_postgres(stack: &mut Stack, db: &PgPool, size: &Size) -> anyho
         ),
         size.matches,
     );
-    let rooms = setup(stack, "b", size.matches, size.target_score).await?;
+    let (rooms, set) = setup_and_start(
+        stack,
+        "b",
+        size.matches,
+        size.target_score,
+        &script(stack, 5),
+        |_| None,
+    )
+    .await?;
     let prober = rooms[0].1.clone();
-    let set = start(stack, &rooms, &script(stack, 5), |_| None);
     tokio::time::sleep(Duration::from_millis(500)).await;
     stack.pg.stop()?;
     let stopped = Instant::now();
@@ -390,8 +403,15 @@ pub async fn stop_postgres(stack: &mut Stack, db: &PgPool, size: &Size) -> anyho
 /// (c) Redis SIGKILLed and restarted (AOF, fsync always) mid-match.
 pub async fn restart_redis(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::Result<Row> {
     let mut row = Row::new("c. Redis SIGKILL + restart (AOF) mid-match", size.matches);
-    let rooms = setup(stack, "c", size.matches, size.target_score).await?;
-    let set = start(stack, &rooms, &script(stack, 25), |_| None);
+    let (rooms, set) = setup_and_start(
+        stack,
+        "c",
+        size.matches,
+        size.target_score,
+        &script(stack, 25),
+        |_| None,
+    )
+    .await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     stack.redis.kill();
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -422,9 +442,16 @@ pub async fn network_faults(stack: &mut Stack, db: &PgPool, size: &Size) -> anyh
         ),
         size.matches,
     );
-    let rooms = setup(stack, "d", size.matches, size.target_score).await?;
+    let (rooms, set) = setup_and_start(
+        stack,
+        "d",
+        size.matches,
+        size.target_score,
+        &script(stack, 60),
+        |_| None,
+    )
+    .await?;
     let prober = rooms[0].1.clone();
-    let set = start(stack, &rooms, &script(stack, 60), |_| None);
     tokio::time::sleep(Duration::from_secs(1)).await;
     stack
         .redis_proxy
@@ -548,7 +575,18 @@ pub async fn kill_matchmaker(stack: &mut Stack, db: &PgPool, size: &Size) -> any
             ));
         }
     }
-    let logs = finish(start(stack, &rooms, &script(stack, 0), |_| None)).await?;
+    let mut set = JoinSet::new();
+    let urls = stack.game_urls();
+    for (room, a, b, home) in &rooms {
+        start_room(
+            &mut set,
+            &urls,
+            (room, a, b, *home),
+            &script(stack, 0),
+            None,
+        );
+    }
+    let logs = finish(set).await?;
     let mut played = Row::new("", 0);
     tally(&mut played, &logs);
     row.failures.extend(played.failures);
@@ -632,9 +670,12 @@ async fn find_match(
 pub async fn saturation(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::Result<Row> {
     let n = size.saturation_matches;
     let mut row = Row::new("f. saturation: players answer at once, 2 replicas", n);
-    let rooms = setup(stack, "f", n, size.target_score).await?;
     let started = Instant::now();
-    let logs = finish(start(stack, &rooms, &script(stack, 0), |_| None)).await?;
+    let (rooms, set) = setup_and_start(stack, "f", n, size.target_score, &script(stack, 0), |_| {
+        None
+    })
+    .await?;
+    let logs = finish(set).await?;
     let wall = started.elapsed();
     tally(&mut row, &logs);
     let plays: u64 = logs.iter().map(|l| l.plays_seen).sum::<u64>() / 2;
@@ -664,6 +705,10 @@ pub async fn saturation(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::
         row.failures.push(format!(
             "{errors} streams ended with an error under saturation"
         ));
+    }
+    for detail in logs.iter().flat_map(|l| &l.automatic_details).take(5) {
+        row.notes
+            .push(format!("automatic play of a connected player: {detail}"));
     }
     if row.automatic_while_connected > 0 {
         row.failures.push(format!(
