@@ -359,10 +359,11 @@ pub async fn play(
             }
             if first_view && matches!(event.event, Some(Event::Snapshot(_))) {
                 // Plays made before this player first joined (the timer plays for a player
-                // who has not joined yet): 48 cards go round the table each round.
+                // who has not joined yet): 48 cards go round the table each round; rounds
+                // count from 1 (0 before the first).
                 let held = table.hand_counts.iter().sum::<u32>() + table.deck_remaining;
-                if held > 0 {
-                    log.plays_seen += u64::from(table.round * 48 + 48 - held.min(48));
+                if held > 0 && table.round > 0 {
+                    log.plays_seen += u64::from((table.round - 1) * 48 + 48 - held.min(48));
                 }
             }
             if matches!(event.event, Some(Event::CardPlayed(_))) {
