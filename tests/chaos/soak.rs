@@ -39,7 +39,7 @@ async fn outbox(port: u16) -> Option<(f64, f64)> {
         body.lines()
             .filter(|l| !l.starts_with('#'))
             .find(|l| {
-                l.split(|c| c == ' ' || c == '{')
+                l.split([' ', '{'])
                     .next()
                     .is_some_and(|n| n.ends_with(name))
             })
@@ -99,8 +99,8 @@ pub async fn run(stack: &mut Stack, db: &PgPool, minutes: u64) -> anyhow::Result
         let mut first = script(stack, 100);
         let mut second = first.clone();
         // Every fifth match someone resigns; every third a player drops and resumes.
-        let resign = n % 5 == 0;
-        let drop = n % 3 == 0;
+        let resign = n.is_multiple_of(5);
+        let drop = n.is_multiple_of(3);
         if resign {
             second.resign_after = Some(6 + (n % 10) as u32);
         }

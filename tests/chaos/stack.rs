@@ -424,8 +424,8 @@ impl Stack {
             games.push(game);
         }
         let mut matchmakers = Vec::new();
-        for i in 0..2 {
-            let config = matchmaking_config(&keys, &redis_url, &accounts.url(), &games[i].url());
+        for (i, game) in games.iter().enumerate() {
+            let config = matchmaking_config(&keys, &redis_url, &accounts.url(), &game.url());
             let mut mm = service(&format!("matchmaking-{i}"), "matchmaking", config)?;
             mm.start().await?;
             matchmakers.push(mm);
