@@ -23,6 +23,9 @@ pub struct Row {
     pub recover: Option<Duration>,
     /// Figures and observations.
     pub notes: Vec<String>,
+    /// For a scenario that reports a figure against a goal instead of a promise: whether
+    /// the goal was met (shown in the result column; it does not fail the run).
+    pub goal: Option<bool>,
     /// Broken promises: the scenario fails if any.
     pub failures: Vec<String>,
 }
@@ -63,7 +66,12 @@ pub fn render(rows: &[Row]) -> String {
             row.recover
                 .map(|d| format!("{:.1} s", d.as_secs_f64()))
                 .unwrap_or_else(|| "—".into()),
-            if row.passed() { "pass" } else { "FAIL" }
+            match (row.passed(), row.goal) {
+                (false, _) => "FAIL",
+                (true, None) => "pass",
+                (true, Some(true)) => "goal met",
+                (true, Some(false)) => "goal not met",
+            }
         ));
     }
     for row in rows {

@@ -343,7 +343,7 @@ fn codes_text(codes: &BTreeMap<String, u32>) -> String {
 pub async fn stop_postgres(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::Result<Row> {
     let mut row = Row::new(
         &format!(
-            "b. PostgreSQL down {} s while matches end",
+            "b. PostgreSQL down ≥ {} s while matches end",
             size.pg_down.as_secs()
         ),
         size.matches,
@@ -870,6 +870,10 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
         row.recover.unwrap_or_default().as_secs_f64(),
         if row.recover.unwrap_or_default() <= Duration::from_secs(1) { "met" } else { "not met" }
     ));
+    row.goal = Some(
+        row.recover
+            .is_some_and(|last| last <= Duration::from_secs(1)),
+    );
     if refused.is_empty() {
         row.notes.push("no resume was refused".into());
     } else {
