@@ -471,9 +471,11 @@ url = "{pg_url}"
 max_connections = 16
 migrate = true
 
-[auth]
+[identity]
 signing_key_file = {a_priv}
-signing_key_id = "{a_kid}"
+key_id = "{a_kid}"
+
+[auth]
 [[auth.trusted_keys]]
 kid = "{g_kid}"
 public_key_file = {g_pub}
@@ -560,7 +562,7 @@ url = "{redis_url}"
 prefix = "chaos:mm"
 
 [auth]
-[[auth.keys]]
+[[auth.trusted_keys]]
 kid = "{a_kid}"
 public_key_file = {a_pub}
 role = "player"
