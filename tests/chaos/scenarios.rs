@@ -785,12 +785,16 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
     let ping = ClientMessage {
         kind: Some(Kind::Ping(Ping { nonce: 1 })),
     };
-    // Every player opens its stream on replica 0 and waits for its first event.
+    // Every player opens its stream on replica 0 and waits for its first event, 64 at a
+    // time (thousands of connects at once overflow the listen backlog of the test box).
     let mut open = JoinSet::new();
+    let gate = Arc::new(tokio::sync::Semaphore::new(64));
     for (player, room) in players.iter().zip(&rooms) {
         let (player, room, url) = (player.clone(), room.clone(), urls[0].clone());
         let first = join(&room, None);
+        let gate = Arc::clone(&gate);
         open.spawn(async move {
+            let _permit = gate.acquire_owned().await?;
             let (tx, rx) = tokio::sync::mpsc::channel(4);
             tx.send(first).await.ok();
             let mut stream = GameClient::new(bots::channel(&url)?)
