@@ -851,6 +851,7 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
         });
     }
     let mut served = Vec::new();
+    let mut unserved = 0usize;
     let mut refused: BTreeMap<String, u32> = BTreeMap::new();
     while let Some(done) = resumes.join_next().await {
         match done? {
@@ -860,8 +861,13 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
                     *refused.entry(code).or_default() += n;
                 }
             }
-            Err(err) => row.failures.push(format!("{err:#}")),
+            // Reported against the goal, not a broken promise (issue 14).
+            Err(_) => unserved += 1,
         }
+    }
+    if unserved > 0 {
+        row.notes
+            .push(format!("{unserved} streams not served within 120 s"));
     }
     served.sort();
     row.events = served.len() as u64;
