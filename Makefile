@@ -9,7 +9,8 @@ REDIS_CLUSTER_URL ?= redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0
 export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: help run play test bench analytics-bench lint fmt rules k8s-check fuzz release images redis-cluster redis-cluster-stop
+
+.PHONY: help run play test bench analytics-bench lint fmt rules k8s-check fuzz release images redis-cluster redis-cluster-stop chaos chaos-short soak
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -47,6 +48,29 @@ fuzz: ## Fuzz each target for FUZZ_SECONDS (cargo-fuzz, nightly; see README "Fuz
 	cd fuzz && for target in $(FUZZ_TARGETS); do \
 		$(CARGO) +nightly fuzz run $$target -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
 	done
+
+# The fault suite and the soak run the real service binaries (README "Reliability"), built
+# with CHAOS_PROFILE (dev: the debug build `make test` already made; release for figures).
+CHAOS_PROFILE ?= dev
+CHAOS_BIN_DIR := $(CARGO_TARGET_DIR_OR_TARGET)/$(if $(filter dev,$(CHAOS_PROFILE)),debug,$(CHAOS_PROFILE))
+CHAOS_FLAGS ?=
+MINUTES ?= 30
+define chaos_build
+	$(CARGO) build --quiet --profile $(CHAOS_PROFILE) -p accounts -p game-session -p matchmaking --bins
+	$(CARGO) build --quiet --profile $(CHAOS_PROFILE) -p basra-e2e --example chaos
+endef
+
+chaos: ## The fault suite, long form: 100 matches per scenario, PostgreSQL down 30 s (private stores)
+	$(chaos_build)
+	$(CHAOS_BIN_DIR)/examples/chaos --bin-dir $(CHAOS_BIN_DIR) $(CHAOS_FLAGS)
+
+chaos-short: ## The fault suite, short form: a few matches per scenario, ~2 minutes (CI runs it)
+	$(chaos_build)
+	$(CHAOS_BIN_DIR)/examples/chaos --bin-dir $(CHAOS_BIN_DIR) --short $(CHAOS_FLAGS)
+
+soak: ## Bots play through the real services for MINUTES (default 30); RSS, errors, matches, outbox lag
+	$(chaos_build)
+	$(CHAOS_BIN_DIR)/examples/chaos --bin-dir $(CHAOS_BIN_DIR) --soak $(MINUTES)
 
 redis-cluster: ## Start the local Redis Cluster the tests use (127.0.0.1:7001-7006)
 	scripts/redis-cluster.sh start

@@ -1,0 +1,173 @@
+//! The fault suite (`make chaos`, `make chaos-short`): the real service binaries on a
+//! private Redis and PostgreSQL, real gRPC players, and one fault per scenario — a
+//! game-session replica SIGKILLed, PostgreSQL stopped, Redis SIGKILLed and restarted,
+//! latency, resets and blackholes on the store links, a matchmaking replica SIGKILLed,
+//! saturation, and the resume storm of a replica's thousands of streams. Prints a table (scenario, matches, events checked, lost, duplicated,
+//! recorded twice or not at all, time to recover) and exits non-zero when a promise broke.
+//!
+//! ```text
+//! cargo build -p accounts -p game-session -p matchmaking -p basra-e2e --example chaos
+//! target/debug/examples/chaos --bin-dir target/debug [--short] [--matches N]
+//!     [--saturation N] [--pg-down S] [--blackhole S] [--target-score N] [--storm N] [--only abcdefg]
+//! target/debug/examples/chaos --bin-dir target/debug --soak MINUTES
+//! ```
+//!
+//! Everything it starts lives under a fresh directory in the system temp dir (kept when a
+//! scenario fails, for its logs) and is stopped at the end.
+
+#![allow(missing_docs, unreachable_pub)]
+
+mod bots;
+mod proxy;
+mod report;
+mod scenarios;
+mod soak;
+mod stack;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+
+use scenarios::Size;
+use stack::{Stack, Tuning};
+
+struct Args {
+    bin_dir: PathBuf,
+    size: Size,
+    only: String,
+    soak_minutes: Option<u64>,
+}
+
+fn parse_args() -> anyhow::Result<Args> {
+    let short = std::env::args().any(|arg| arg == "--short");
+    let mut args = Args {
+        bin_dir: PathBuf::from("target/debug"),
+        size: if short {
+            Size {
+                matches: 4,
+                saturation_matches: 16,
+                pg_down: Duration::from_secs(6),
+                blackhole: Duration::from_secs(3),
+                target_score: 101,
+                storm_streams: 200,
+            }
+        } else {
+            Size {
+                matches: 100,
+                saturation_matches: 100,
+                pg_down: Duration::from_secs(30),
+                blackhole: Duration::from_secs(10),
+                target_score: 101,
+                storm_streams: 2000,
+            }
+        },
+        only: "abcdefg".into(),
+        soak_minutes: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        if flag == "--short" {
+            continue;
+        }
+        let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+        let number = || -> anyhow::Result<u64> {
+            value
+                .parse()
+                .with_context(|| format!("{flag} {value}: not a number"))
+        };
+        match flag.as_str() {
+            "--bin-dir" => args.bin_dir = PathBuf::from(&value),
+            "--matches" => args.size.matches = number()? as usize,
+            "--saturation" => args.size.saturation_matches = number()? as usize,
+            "--pg-down" => args.size.pg_down = Duration::from_secs(number()?),
+            "--blackhole" => args.size.blackhole = Duration::from_secs(number()?),
+            "--target-score" => args.size.target_score = number()? as u32,
+            "--storm" => args.size.storm_streams = number()? as usize,
+            "--only" => args.only = value,
+            "--soak" => args.soak_minutes = Some(number()?),
+            other => bail!(
+                "unknown flag {other}; flags: --bin-dir DIR --short --matches N --saturation N \
+                 --pg-down S --blackhole S --target-score N --storm N --only abcdefg --soak MINUTES"
+            ),
+        }
+    }
+    if args.size.matches == 0 {
+        bail!("--matches must be at least 1");
+    }
+    Ok(args)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = parse_args()?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run(args))
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let dir = std::env::temp_dir().join(format!("basra-chaos-{}", uuid::Uuid::now_v7().simple()));
+    let tuning = Tuning { turn_seconds: 5 };
+    println!("chaos: starting the stack in {}", dir.display());
+    let mut stack = Stack::start(&args.bin_dir, &dir, tuning).await?;
+    let db = sqlx::PgPool::connect(&stack.pg.url()).await?;
+    let mut rows = Vec::new();
+    if let Some(minutes) = args.soak_minutes {
+        println!("chaos: soak for {minutes} min");
+        rows.push(soak::run(&mut stack, &db, minutes).await?);
+    }
+    let only = if args.soak_minutes.is_some() {
+        ""
+    } else {
+        args.only.as_str()
+    };
+    for letter in only.chars() {
+        let scenario_started = Instant::now();
+        println!("chaos: scenario {letter}");
+        let row = match letter {
+            'a' => scenarios::kill_game_replica(&mut stack, &db, &args.size).await,
+            'b' => scenarios::stop_postgres(&mut stack, &db, &args.size).await,
+            'c' => scenarios::restart_redis(&mut stack, &db, &args.size).await,
+            'd' => scenarios::network_faults(&mut stack, &db, &args.size).await,
+            'e' => scenarios::kill_matchmaker(&mut stack, &db, &args.size).await,
+            'f' => scenarios::saturation(&mut stack, &db, &args.size).await,
+            'g' => scenarios::resume_storm(&mut stack, args.size.storm_streams).await,
+            other => bail!("no scenario {other}; scenarios: abcdefg"),
+        };
+        let mut row = row.unwrap_or_else(|err| {
+            let mut row = report::Row::new(&format!("{letter}. (did not run)"), 0);
+            row.failures.push(format!("{err:#}"));
+            row
+        });
+        row.notes.push(format!(
+            "scenario wall time {:.1} s",
+            scenario_started.elapsed().as_secs_f64()
+        ));
+        println!(
+            "chaos: scenario {letter}: {}",
+            if row.passed() { "pass" } else { "FAIL" }
+        );
+        rows.push(row);
+        // The next scenario starts from a whole stack.
+        stack.heal().await?;
+    }
+    db.close().await;
+    println!("\n{}", report::render(&rows));
+    println!(
+        "chaos: {} scenarios in {:.0} s; load average {}",
+        rows.len(),
+        started.elapsed().as_secs_f64(),
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
+    let failed = rows.iter().any(|r| !r.passed());
+    drop(stack);
+    if failed {
+        bail!("a scenario broke a promise; logs in {}", dir.display());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

@@ -1,0 +1,589 @@
+//! The stack under test, all of it private to the run: a `redis-server` with AOF on and a
+//! PostgreSQL cluster made with `initdb`, each on its own port and in its own directory
+//! (the shared stores of the other test suites are never touched), a fault proxy in front
+//! of each, and the real service binaries (`accounts`, two `game-session`, two
+//! `matchmaking`) as child processes with settings files written here, so a scenario can
+//! SIGKILL any of them and start it again.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use basra_platform::auth::{ServiceIdentity, SigningKey};
+
+use crate::proxy::Proxy;
+
+/// Token issuer and audience, as the services' defaults.
+pub const ISSUER: &str = "basra-accounts";
+/// See [`ISSUER`].
+pub const AUDIENCE: &str = "basra";
+
+/// Tunables of the services that the scenarios rely on.
+#[derive(Debug, Clone, Copy)]
+pub struct Tuning {
+    /// game.turn_seconds.
+    pub turn_seconds: u64,
+}
+
+/// A free local port (bound, then released: good enough on a test machine).
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+async fn wait_port(port: u16, what: &str, timeout: Duration) -> anyhow::Result<()> {
+    let start = Instant::now();
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        if start.elapsed() > timeout {
+            bail!("{what} did not listen on port {port} within {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The private Redis (AOF on, fsync on every write so a SIGKILL loses no acknowledged write).
+pub struct Redis {
+    /// Its port.
+    pub port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Redis {
+    async fn start(dir: &Path) -> anyhow::Result<Redis> {
+        std::fs::create_dir_all(dir)?;
+        let mut redis = Redis {
+            port: free_port()?,
+            dir: dir.to_owned(),
+            child: None,
+        };
+        redis.spawn().await?;
+        Ok(redis)
+    }
+
+    async fn spawn(&mut self) -> anyhow::Result<()> {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ])
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("--logfile")
+            .arg(self.dir.join("redis.log"))
+            .stdout(Stdio::null())
+            .spawn()
+            .context("redis-server must be installed (apt-get install redis-server)")?;
+        self.child = Some(child);
+        wait_port(self.port, "redis-server", Duration::from_secs(20)).await
+    }
+
+    /// SIGKILL: no shutdown, the AOF is what survives.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port and directory (it replays the AOF).
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.kill();
+        self.spawn().await
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The private PostgreSQL cluster (`initdb` into the run's directory, `pg_ctl`).
+pub struct Postgres {
+    /// Its port.
+    pub port: u16,
+    data: PathBuf,
+    running: bool,
+}
+
+/// Runs a PostgreSQL tool; as root it runs as the `postgres` user (initdb refuses root).
+fn pg_tool(tool: &str, args: &[&str]) -> anyhow::Result<()> {
+    let root = std::env::var("USER").is_ok_and(|u| u == "root")
+        || Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let mut command = if root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--", tool]);
+        c
+    } else {
+        Command::new(tool)
+    };
+    let output = command
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("{tool} (PostgreSQL server tools) must be installed"))?;
+    if !output.status.success() {
+        bail!(
+            "{tool} {args:?} failed: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}
+
+impl Postgres {
+    async fn start(dir: &Path) -> anyhow::Result<Postgres> {
+        std::fs::create_dir_all(dir)?;
+        // The postgres user must own the data directory and reach it.
+        let _ = Command::new("chown")
+            .arg("postgres:postgres")
+            .arg(dir)
+            .status();
+        let mut ancestor = dir.parent();
+        while let Some(path) = ancestor {
+            let _ = Command::new("chmod").arg("o+x").arg(path).status();
+            ancestor = path.parent();
+        }
+        let data = dir.join("data");
+        pg_tool(
+            "initdb",
+            &["-D", data.to_str().context("utf-8 path")?, "-U", "postgres"],
+        )
+        .map(|_| ())
+        .or_else(|err| {
+            pg_tool(
+                "initdb",
+                &[
+                    "-D",
+                    data.to_str().unwrap_or_default(),
+                    "-U",
+                    "postgres",
+                    "--auth=trust",
+                ],
+            )
+            .map_err(|_| err)
+        })?;
+        let mut pg = Postgres {
+            port: free_port()?,
+            data,
+            running: false,
+        };
+        pg.start_server().await?;
+        Ok(pg)
+    }
+
+    /// Starts the server (after [`Postgres::stop`]).
+    pub async fn start_server(&mut self) -> anyhow::Result<()> {
+        let data = self.data.to_str().context("utf-8 path")?;
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200",
+            self.port, data
+        );
+        let log = format!("{data}/postgres.log");
+        pg_tool(
+            "pg_ctl",
+            &["-D", data, "-o", &options, "-l", &log, "-w", "start"],
+        )?;
+        self.running = true;
+        wait_port(self.port, "postgres", Duration::from_secs(30)).await
+    }
+
+    /// Stops the server at once (`-m immediate`: like a crash, recovery at the next start).
+    pub fn stop(&mut self) -> anyhow::Result<()> {
+        let data = self.data.to_str().context("utf-8 path")?;
+        pg_tool("pg_ctl", &["-D", data, "-m", "immediate", "-w", "stop"])?;
+        self.running = false;
+        Ok(())
+    }
+
+    /// Its URL (database `postgres`).
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        if self.running {
+            let _ = self.stop();
+        }
+    }
+}
+
+/// One service process.
+pub struct Service {
+    /// accounts-0, game-0, …
+    pub name: String,
+    /// Its gRPC port.
+    pub port: u16,
+    /// Its Prometheus port, if it serves metrics.
+    pub metrics_port: Option<u16>,
+    binary: PathBuf,
+    config: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Service {
+    /// Its gRPC URL.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Starts the process (if it is not running) and waits for its port.
+    pub async fn start(&mut self) -> anyhow::Result<()> {
+        if let Some(child) = &mut self.child {
+            if child.try_wait()?.is_none() {
+                return Ok(());
+            }
+            self.child = None;
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)?;
+        let child = Command::new(&self.binary)
+            .env("BASRA_CONFIG_FILE", &self.config)
+            .env_remove("RUST_LOG")
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting {}", self.binary.display()))?;
+        self.child = Some(child);
+        let started = Instant::now();
+        loop {
+            if tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+                .await
+                .is_ok()
+            {
+                return Ok(());
+            }
+            if let Some(child) = &mut self.child
+                && let Some(status) = child.try_wait()?
+            {
+                bail!(
+                    "{} exited at start ({status}); its log: {}",
+                    self.name,
+                    self.log.display()
+                );
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                bail!("{} did not listen within 60 s", self.name);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Resident memory in KiB (`/proc/<pid>/status`), while it runs.
+    pub fn rss_kib(&self) -> Option<u64> {
+        let pid = self.child.as_ref()?.id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+
+    /// SIGKILL, and reap it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Everything a run starts.
+pub struct Stack {
+    /// The private Redis.
+    pub redis: Redis,
+    /// The private PostgreSQL.
+    pub pg: Postgres,
+    /// The services' way to Redis.
+    pub redis_proxy: Proxy,
+    /// accounts' way to PostgreSQL.
+    pub pg_proxy: Proxy,
+    /// accounts.
+    pub accounts: Service,
+    /// Two game-session replicas.
+    pub games: Vec<Service>,
+    /// Two matchmaking replicas.
+    pub matchmakers: Vec<Service>,
+    /// matchmaking's identity: the driver creates rooms with it as matchmaking does.
+    pub room_maker: ServiceIdentity,
+    /// The settings the services run with.
+    pub tuning: Tuning,
+}
+
+struct Keys {
+    accounts: (String, PathBuf, PathBuf),
+    game: (String, PathBuf, PathBuf),
+    matchmaking: (String, PathBuf, PathBuf),
+}
+
+fn write_key(dir: &Path, name: &str) -> anyhow::Result<(String, PathBuf, PathBuf, SigningKey)> {
+    let key = SigningKey::generate();
+    let private = dir.join(format!("{name}.pem"));
+    let public = dir.join(format!("{name}.pub.pem"));
+    std::fs::write(&private, key.private_pem())?;
+    std::fs::write(&public, key.public_pem())?;
+    Ok((key.kid().to_owned(), private, public, key))
+}
+
+fn toml_path(path: &Path) -> String {
+    format!("{:?}", path.display().to_string())
+}
+
+impl Stack {
+    /// Starts the stores, the proxies and every service; `bin_dir` holds the service
+    /// binaries, `dir` is the run's scratch directory.
+    pub async fn start(bin_dir: &Path, dir: &Path, tuning: Tuning) -> anyhow::Result<Stack> {
+        std::fs::create_dir_all(dir)?;
+        for binary in ["accounts", "game-session", "matchmaking"] {
+            if !bin_dir.join(binary).exists() {
+                bail!(
+                    "{} is missing: build the services first (cargo build -p accounts -p \
+                     game-session -p matchmaking)",
+                    bin_dir.join(binary).display()
+                );
+            }
+        }
+        let (redis, pg) = (
+            Redis::start(&dir.join("redis")).await?,
+            Postgres::start(&dir.join("pg")).await?,
+        );
+        let redis_proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], redis.port))).await?;
+        let pg_proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], pg.port))).await?;
+
+        let (a_kid, a_priv, a_pub, _) = write_key(dir, "accounts")?;
+        let (g_kid, g_priv, g_pub, _) = write_key(dir, "game")?;
+        let (m_kid, m_priv, m_pub, m_key) = write_key(dir, "matchmaking")?;
+        let keys = Keys {
+            accounts: (a_kid, a_priv, a_pub),
+            game: (g_kid, g_priv, g_pub),
+            matchmaking: (m_kid, m_priv, m_pub),
+        };
+        let room_maker = ServiceIdentity::new(m_key, ISSUER, AUDIENCE, Duration::from_secs(300));
+
+        let service = |name: &str, binary: &str, config: String| -> anyhow::Result<Service> {
+            let port = free_port()?;
+            let metrics_port = if config.contains("{MPORT}") {
+                Some(free_port()?)
+            } else {
+                None
+            };
+            let path = dir.join(format!("{name}.toml"));
+            let config = config
+                .replace("{PORT}", &port.to_string())
+                .replace("{MPORT}", &metrics_port.unwrap_or(0).to_string());
+            std::fs::write(&path, config)?;
+            Ok(Service {
+                name: name.to_owned(),
+                port,
+                metrics_port,
+                binary: bin_dir.join(binary),
+                config: path,
+                log: dir.join(format!("{name}.log")),
+                child: None,
+            })
+        };
+        let pg_url = format!("postgres://postgres@{}/postgres", pg_proxy.addr);
+        let redis_url = format!("redis://{}", redis_proxy.addr);
+        let mut accounts = service("accounts-0", "accounts", accounts_config(&keys, &pg_url))?;
+        accounts.start().await?;
+        let mut games = Vec::new();
+        for i in 0..2 {
+            let config = game_config(&keys, &redis_url, &accounts.url(), i, tuning);
+            let mut game = service(&format!("game-{i}"), "game-session", config)?;
+            game.start().await?;
+            games.push(game);
+        }
+        let mut matchmakers = Vec::new();
+        for (i, game) in games.iter().enumerate() {
+            let config = matchmaking_config(&keys, &redis_url, &accounts.url(), &game.url());
+            let mut mm = service(&format!("matchmaking-{i}"), "matchmaking", config)?;
+            mm.start().await?;
+            matchmakers.push(mm);
+        }
+        Ok(Stack {
+            redis,
+            pg,
+            redis_proxy,
+            pg_proxy,
+            accounts,
+            games,
+            matchmakers,
+            room_maker,
+            tuning,
+        })
+    }
+
+    /// Starts again every service that is not running (after a scenario killed one).
+    pub async fn heal(&mut self) -> anyhow::Result<()> {
+        self.accounts.start().await?;
+        for service in self.games.iter_mut().chain(self.matchmakers.iter_mut()) {
+            service.start().await?;
+        }
+        Ok(())
+    }
+
+    /// The game-session URLs, in replica order.
+    pub fn game_urls(&self) -> Vec<String> {
+        self.games.iter().map(Service::url).collect()
+    }
+}
+
+const QUIET: &str = "[telemetry]\nfilter = \"warn\"\njson = false\n";
+
+fn accounts_config(keys: &Keys, pg_url: &str) -> String {
+    format!(
+        r#"[server]
+listen = "127.0.0.1:{{PORT}}"
+drain_seconds = 1
+{QUIET}
+[database]
+url = "{pg_url}"
+max_connections = 16
+migrate = true
+
+[identity]
+signing_key_file = {a_priv}
+key_id = "{a_kid}"
+
+[auth]
+[[auth.trusted_keys]]
+kid = "{g_kid}"
+public_key_file = {g_pub}
+role = "service"
+[[auth.trusted_keys]]
+kid = "{m_kid}"
+public_key_file = {m_pub}
+role = "service"
+
+[signup_limits]
+per_address_max = 1000000
+global_max = 1000000
+
+[leaderboard]
+min_ranked_matches = 1
+"#,
+        a_priv = toml_path(&keys.accounts.1),
+        a_kid = keys.accounts.0,
+        g_kid = keys.game.0,
+        g_pub = toml_path(&keys.game.2),
+        m_kid = keys.matchmaking.0,
+        m_pub = toml_path(&keys.matchmaking.2),
+    )
+}
+
+fn game_config(keys: &Keys, redis_url: &str, accounts: &str, i: usize, t: Tuning) -> String {
+    format!(
+        r#"[server]
+listen = "127.0.0.1:{{PORT}}"
+drain_seconds = 1
+{QUIET}
+[redis]
+url = "{redis_url}"
+prefix = "chaos"
+
+[game]
+replica = "game-{i}"
+turn_seconds = {turn}
+grace_seconds = 60
+bot_delay_ms = 0
+rematch_seconds = 1
+lease_ms = 6000
+
+[accounts]
+url = "{accounts}"
+retry_min_ms = 200
+retry_max_ms = 2000
+
+[auth]
+[[auth.trusted_keys]]
+kid = "{a_kid}"
+public_key_file = {a_pub}
+role = "player"
+[[auth.trusted_keys]]
+kid = "{m_kid}"
+public_key_file = {m_pub}
+role = "service"
+
+[metrics]
+listen = "127.0.0.1:{{MPORT}}"
+
+[identity]
+signing_key_file = {g_priv}
+key_id = "{g_kid}"
+"#,
+        turn = t.turn_seconds,
+        a_kid = keys.accounts.0,
+        a_pub = toml_path(&keys.accounts.2),
+        m_kid = keys.matchmaking.0,
+        m_pub = toml_path(&keys.matchmaking.2),
+        g_priv = toml_path(&keys.game.1),
+        g_kid = keys.game.0,
+    )
+}
+
+fn matchmaking_config(keys: &Keys, redis_url: &str, accounts: &str, game: &str) -> String {
+    format!(
+        r#"[server]
+listen = "127.0.0.1:{{PORT}}"
+drain_seconds = 1
+{QUIET}
+[redis]
+url = "{redis_url}"
+prefix = "chaos:mm"
+
+[auth]
+[[auth.trusted_keys]]
+kid = "{a_kid}"
+public_key_file = {a_pub}
+role = "player"
+
+[game]
+url = "{game}"
+
+[accounts]
+url = "{accounts}"
+
+[queue]
+lease_millis = 4000
+ticket_ttl_seconds = 5
+
+[identity]
+signing_key_file = {m_priv}
+key_id = "{m_kid}"
+"#,
+        a_kid = keys.accounts.0,
+        a_pub = toml_path(&keys.accounts.2),
+        m_priv = toml_path(&keys.matchmaking.1),
+        m_kid = keys.matchmaking.0,
+    )
+}
