@@ -591,7 +591,14 @@ async fn a_spectator_never_sees_a_hand_card() {
         view.hand_counts.iter().any(|&n| n > 0),
         "the players hold cards"
     );
-    assert!(!view.table.is_empty());
+    // Every card is somewhere a spectator may count it (the table may be empty: the
+    // second play can sweep it).
+    let counted: u32 = view.hand_counts.iter().sum::<u32>()
+        + view.table.len() as u32
+        + view.pile_sizes.iter().sum::<u32>()
+        + view.deck_remaining;
+    assert_eq!(counted, 52, "{view:?}");
+    assert!(view.hand.is_empty(), "a spectator holds no hand: {view:?}");
 
     // A spectator cannot act.
     late_tx
