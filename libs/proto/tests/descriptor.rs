@@ -38,6 +38,7 @@ fn descriptor_set_lists_every_service_and_rpc() {
                 "Leaderboard",
                 "MatchHistory",
                 "RecordMatch",
+                "RecordMatches",
                 "GetPlayers",
             ]),
         ),
