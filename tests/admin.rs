@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use basra::admin::{Admin, operator_token, rooms_table};
 use basra::lobby;
-use basra::session::Session;
 use basra_e2e::spawn_backend;
 use basra_platform::auth::SigningKey;
 use basra_proto::basra::accounts::v1::GuestLoginRequest;
@@ -20,17 +19,7 @@ const AUD: &str = "basra";
 async fn an_operator_lists_inspects_closes_and_drains() {
     let backend = spawn_backend().await.expect("backend");
     let (kid, pem) = backend.operator_key.clone().expect("an operator key");
-    let ana = Session::sign_in(&backend.endpoints, |mut accounts| async move {
-        let response = accounts
-            .guest_login(GuestLoginRequest {
-                device_id: "admin-ana".into(),
-                display_name: String::new(),
-            })
-            .await?;
-        Ok(response.into_inner().tokens)
-    })
-    .await
-    .expect("signed in");
+    let ana = backend.guest("admin-ana").await.expect("signed in");
     let room = lobby::create_room(
         &ana,
         RoomVisibility::Private,

@@ -14,7 +14,7 @@ use basra_e2e::{Backend, spawn_backend, spawn_dev};
 use basra_engine::bot::{self, Policy};
 use basra_engine::{Action, Seat, Seed, Settings, replay};
 use basra_proto::basra::accounts::v1::{
-    GetProfileRequest, GuestLoginRequest, LeaderboardRequest, MatchHistoryRequest, RegisterRequest,
+    GetProfileRequest, LeaderboardRequest, MatchHistoryRequest, RegisterRequest,
 };
 use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
 use basra_proto::basra::game::v1::client_message::Kind;
@@ -114,18 +114,7 @@ async fn register(backend: &Backend, username: &str) -> Session {
 }
 
 async fn guest(backend: &Backend, device: &str) -> Session {
-    let device = device.to_owned();
-    Session::sign_in(&backend.endpoints, |mut accounts| async move {
-        let response = accounts
-            .guest_login(GuestLoginRequest {
-                device_id: device,
-                display_name: String::new(),
-            })
-            .await?;
-        Ok(response.into_inner().tokens)
-    })
-    .await
-    .expect("signed in")
+    backend.guest(device).await.expect("signed in")
 }
 
 fn short(target: u32) -> RuleSettings {

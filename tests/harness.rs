@@ -294,6 +294,21 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
 }
 
 impl Backend {
+    /// Signs in as the guest of `device` (the same device is the same account).
+    pub async fn guest(&self, device: &str) -> anyhow::Result<basra::session::Session> {
+        let device = device.to_owned();
+        basra::session::Session::sign_in(&self.endpoints, |mut accounts| async move {
+            let response = accounts
+                .guest_login(basra_proto::basra::accounts::v1::GuestLoginRequest {
+                    device_id: device,
+                    display_name: String::new(),
+                })
+                .await?;
+            Ok(response.into_inner().tokens)
+        })
+        .await
+    }
+
     /// Stops the servers, drops the test's database and deletes its Redis keys.
     pub async fn stop(self) -> anyhow::Result<()> {
         self.shutdown.cancel();

@@ -9,7 +9,7 @@ use basra::player::{Driver, play_room};
 use basra::session::Session;
 use basra_e2e::spawn_backend_with;
 use basra_engine::bot::Policy;
-use basra_proto::basra::accounts::v1::{GuestLoginRequest, MatchHistoryRequest};
+use basra_proto::basra::accounts::v1::MatchHistoryRequest;
 use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
 
 const TOKEN_TTL: Duration = Duration::from_secs(2);
@@ -19,17 +19,7 @@ const PAST_EXPIRY: Duration = Duration::from_secs(33);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn matches_land_after_the_first_service_tokens_expired() {
     let backend = spawn_backend_with(TOKEN_TTL).await.expect("backend");
-    let ana = Session::sign_in(&backend.endpoints, |mut accounts| async move {
-        let response = accounts
-            .guest_login(GuestLoginRequest {
-                device_id: "identity-ana".into(),
-                display_name: String::new(),
-            })
-            .await?;
-        Ok(response.into_inner().tokens)
-    })
-    .await
-    .expect("signed in");
+    let ana = backend.guest("identity-ana").await.expect("signed in");
 
     play_one(&ana).await;
     assert_eq!(recorded(&ana, 1).await, 1);

@@ -13,7 +13,7 @@ use basra::player::play_room;
 use basra::session::Session;
 use basra_e2e::spawn_backend;
 use basra_engine::bot::Policy;
-use basra_proto::basra::accounts::v1::{GuestLoginRequest, MatchHistoryRequest};
+use basra_proto::basra::accounts::v1::MatchHistoryRequest;
 use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
 use basra_proto::basra::game::v1::client_message::Kind;
 use basra_proto::basra::game::v1::{ClientMessage, Join};
@@ -38,17 +38,7 @@ async fn every_metric_the_deployment_reads_is_served() {
 
     // One whole match against the computer, recorded in accounts: plays, commits,
     // timers, the outbox and RecordMatch all move.
-    let ana = Session::sign_in(&backend.endpoints, |mut accounts| async move {
-        let response = accounts
-            .guest_login(GuestLoginRequest {
-                device_id: "metrics-ana".into(),
-                display_name: String::new(),
-            })
-            .await?;
-        Ok(response.into_inner().tokens)
-    })
-    .await
-    .expect("signed in");
+    let ana = backend.guest("metrics-ana").await.expect("signed in");
     let rules = RuleSettings {
         target_score: Some(11),
         ..RuleSettings::default()

@@ -16,7 +16,6 @@ use basra::player::play_room;
 use basra::session::Session;
 use basra_e2e::{Backend, spawn_backend};
 use basra_engine::bot::Policy;
-use basra_proto::basra::accounts::v1::GuestLoginRequest;
 use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
 use basra_proto::basra::game::v1::client_message::Kind;
 use basra_proto::basra::game::v1::{ClientMessage, Join, ServerEvent};
@@ -211,18 +210,7 @@ fn deploy(file: &str) -> PathBuf {
 }
 
 async fn sign_in(backend: &Backend, device: &str) -> Session {
-    let device = device.to_owned();
-    Session::sign_in(&backend.endpoints, |mut accounts| async move {
-        let response = accounts
-            .guest_login(GuestLoginRequest {
-                device_id: device,
-                display_name: String::new(),
-            })
-            .await?;
-        Ok(response.into_inner().tokens)
-    })
-    .await
-    .expect("signed in")
+    backend.guest(device).await.expect("signed in")
 }
 
 /// A new guest's Play stream joined to a new room, open until the returned parts drop.

@@ -15,7 +15,7 @@ use basra::session::Session;
 use basra_e2e::spawn_backend;
 use basra_engine::bot::Policy;
 use basra_platform::config::TelemetrySettings;
-use basra_proto::basra::accounts::v1::{GuestLoginRequest, MatchHistoryRequest};
+use basra_proto::basra::accounts::v1::MatchHistoryRequest;
 use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
@@ -83,17 +83,7 @@ async fn a_match_record_continues_the_trace_of_the_action_that_finished_the_matc
     .expect("telemetry");
 
     let backend = spawn_backend().await.expect("backend");
-    let ana = Session::sign_in(&backend.endpoints, |mut accounts| async move {
-        let response = accounts
-            .guest_login(GuestLoginRequest {
-                device_id: "traces-ana".into(),
-                display_name: String::new(),
-            })
-            .await?;
-        Ok(response.into_inner().tokens)
-    })
-    .await
-    .expect("signed in");
+    let ana = backend.guest("traces-ana").await.expect("signed in");
     let rules = RuleSettings {
         target_score: Some(11),
         ..RuleSettings::default()
