@@ -73,16 +73,7 @@ impl Inner {
             .filter_map(|(_, id)| self.ratings.get(&id).map(|row| (id, row.rating)))
             .collect();
         let updates = rate(record, &current);
-        let changes: Vec<RatingChange> = updates
-            .iter()
-            .map(|u| RatingChange {
-                user_id: u.user_id,
-                seat: u.seat,
-                rating_before: u.before.rating,
-                rating_after: u.after.rating,
-                deviation_after: u.after.deviation,
-            })
-            .collect();
+        let changes: Vec<RatingChange> = updates.iter().map(RatingChange::from).collect();
         for u in &updates {
             if let Some(row) = self.ratings.get_mut(&u.user_id) {
                 row.rating = u.after;

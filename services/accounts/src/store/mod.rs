@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::domain::{DeviceId, DisplayName, Username};
 use crate::error::{AccountsError, Result};
-use crate::rating::Rating;
+use crate::rating::{Rating, RatingUpdate};
 use crate::record::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
 
@@ -199,6 +199,18 @@ pub struct RatingChange {
     pub rating_after: f64,
     /// Deviation after.
     pub deviation_after: f64,
+}
+
+impl From<&RatingUpdate> for RatingChange {
+    fn from(u: &RatingUpdate) -> Self {
+        Self {
+            user_id: u.user_id,
+            seat: u.seat,
+            rating_before: u.before.rating,
+            rating_after: u.after.rating,
+            deviation_after: u.after.deviation,
+        }
+    }
 }
 
 /// The result of [`Store::record_match`].

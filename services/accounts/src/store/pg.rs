@@ -679,16 +679,8 @@ impl Store for PgStore {
         let changes: Vec<Vec<RatingChange>> = updates
             .iter()
             .map(|updates| {
-                let mut changes: Vec<RatingChange> = updates
-                    .iter()
-                    .map(|u| RatingChange {
-                        user_id: u.user_id,
-                        seat: u.seat,
-                        rating_before: u.before.rating,
-                        rating_after: u.after.rating,
-                        deviation_after: u.after.deviation,
-                    })
-                    .collect();
+                let mut changes: Vec<RatingChange> =
+                    updates.iter().map(RatingChange::from).collect();
                 changes.sort_by_key(|c| c.seat);
                 changes
             })
