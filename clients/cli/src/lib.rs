@@ -3,6 +3,7 @@
 //! - [`admin`]: the operator's tool over `GameAdmin`, and operator tokens.
 //! - [`analytics`]: `basra analytics export` and `basra simulate` (the `basra-analytics` crate).
 //! - [`dev`]: the whole backend in one process (`basra dev`).
+//! - [`friends`]: `basra friends …` (requests, friends, blocks).
 //! - [`session`]: sign-in and the connection to the one client endpoint.
 //! - [`lobby`]: getting a seat (queue, computer, private code, public lobby).
 //! - [`player`]: playing a room over the `Play` stream, for a person or a bot, resuming
@@ -15,6 +16,7 @@ pub mod admin;
 pub mod analytics;
 pub mod dev;
 pub mod dev_settings;
+pub mod friends;
 pub mod lobby;
 pub mod player;
 pub mod render;

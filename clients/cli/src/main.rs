@@ -107,6 +107,14 @@ enum Command {
         #[arg(long)]
         bot_delay_ms: Option<u64>,
     },
+    /// Friends: list, add (by username or friend code), accept, decline, cancel, remove,
+    /// block, unblock.
+    Friends {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: basra::friends::FriendsCommand,
+    },
     /// Answer rule questions: JSON lines on stdin (see README, "The rules tool").
     Rules,
     /// Analytics over match records (see libs/analytics/README.md).
@@ -212,6 +220,13 @@ async fn main() -> anyhow::Result<()> {
         Command::Analytics { command } => basra::analytics::run(command).await,
         Command::Simulate(args) => basra::analytics::run_simulate(args).await,
         Command::Admin { command } => admin(command).await,
+        Command::Friends {
+            connection,
+            command,
+        } => {
+            let session = sign_in(&connection).await?;
+            basra::friends::run(&session, command).await
+        }
         Command::Dev {
             listen,
             database_url,

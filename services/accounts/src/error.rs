@@ -66,6 +66,10 @@ pub enum AccountsError {
     /// No such user.
     #[error("no such user")]
     UserNotFound,
+    /// A friend action the rules refuse (its code is the refusal's).
+    #[error(transparent)]
+    Friend(#[from] crate::friends::Refusal),
+
     /// The caller is authenticated but not allowed to do this.
     #[error("{0}")]
     PermissionDenied(&'static str),
@@ -149,6 +153,7 @@ impl ServiceError for AccountsError {
             | AccountsError::SignupLimited { .. }
             | AccountsError::Overloaded { .. } => Code::ResourceExhausted,
             AccountsError::UserNotFound => Code::NotFound,
+            AccountsError::Friend(refusal) => refusal.code(),
             AccountsError::PermissionDenied(_) => Code::PermissionDenied,
             AccountsError::Unavailable(_) => Code::Unavailable,
             AccountsError::Database(_) | AccountsError::Internal(_) => Code::Internal,
@@ -160,6 +165,10 @@ impl ServiceError for AccountsError {
             AccountsError::RateLimited { retry_after }
             | AccountsError::SignupLimited { retry_after }
             | AccountsError::Overloaded { retry_after, .. } => Some(*retry_after),
+            // The daily count starts over at the next UTC midnight.
+            AccountsError::Friend(crate::friends::Refusal::TooManyRequests) => {
+                Some(crate::friends::until_next_day(chrono::Utc::now()))
+            }
             _ => None,
         }
     }

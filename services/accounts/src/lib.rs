@@ -6,6 +6,7 @@
 //! - [`store`]: the [`Store`] trait with [`PgStore`] (PostgreSQL, migrations in
 //!   `migrations/`) and [`MemoryStore`] (embedded dev mode).
 //! - [`service`]: the gRPC service over any store.
+//! - [`friends`]: the rules of friend requests, friendships and blocks.
 //! - [`rating`]: Glicko-2 changes of a match; [`record`]: match records;
 //!   [`refresh`]: refresh tokens; [`password`]: argon2id.
 //! - [`settings`]: typed settings; [`App`]: the service as they describe it.
@@ -24,6 +25,7 @@
 
 pub mod domain;
 pub mod error;
+pub mod friends;
 pub mod metrics;
 pub mod password;
 pub mod rating;
@@ -165,6 +167,10 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
         trusted_proxies: settings.server.trusted_proxies.clone(),
         leaderboard: LeaderboardRules {
             min_ranked_matches: settings.leaderboard.min_ranked_matches,
+        },
+        friends: friends::FriendLimits {
+            max_friends: settings.friends.max_friends,
+            requests_per_day: settings.friends.requests_per_day,
         },
     })
 }

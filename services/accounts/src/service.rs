@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use crate::domain::{self, DeviceId, DisplayName, Password, USERNAME_MAX, Username};
 use crate::error::{AccountsError, Result};
+use crate::friends::{Action, FriendLimits};
 use crate::metrics::{AccountsMetrics, ResultLabel, code_label};
 use crate::password::PasswordHasherPool;
 use crate::record::{MatchRecord, basras_to_proto, timestamp_to_proto};
@@ -25,6 +26,8 @@ use crate::store::{
     GuestUpgrade, HistoryCursor, HistoryEntry, LeaderboardCursor, LeaderboardRow, LeaderboardRules,
     NewAccount, NewGuest, NewSession, RatingChange, Recorded, Rotation, Store, User,
 };
+
+mod friends;
 
 /// The full gRPC name of the service (health and reflection list it).
 pub const SERVICE_NAME: &str = "basra.accounts.v1.Accounts";
@@ -76,6 +79,8 @@ pub struct ServiceConfig {
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Who is listed on the leaderboard.
     pub leaderboard: LeaderboardRules,
+    /// The friend limits.
+    pub friends: FriendLimits,
 }
 
 /// The accounts service: cheap to clone, shared by every connection.
@@ -481,6 +486,12 @@ impl<S: Store> AccountsService<S> {
             .profile(user_id, self.inner.config.leaderboard)
             .await?
             .ok_or(AccountsError::UserNotFound)?;
+        let friend_code = if own {
+            let code = self.inner.store.friend_code(user_id).await?;
+            code.map(|c| c.to_string()).unwrap_or_default()
+        } else {
+            String::new()
+        };
         Ok(pb::GetProfileResponse {
             profile: Some(pb::Profile {
                 user_id: profile.user.id.to_string(),
@@ -500,6 +511,7 @@ impl<S: Store> AccountsService<S> {
                 basras: Some(basras_to_proto(profile.basras)),
                 leaderboard_rank: profile.leaderboard_rank,
                 created_at: Some(timestamp_to_proto(profile.user.created_at)),
+                friend_code,
             }),
         })
     }
@@ -919,6 +931,92 @@ impl<S: Store> Accounts for AccountsService<S> {
         Ok(Response::new(
             self.do_match_history(caller, request.into_inner()).await?,
         ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn add_friend(
+        &self,
+        request: Request<pb::AddFriendRequest>,
+    ) -> Result<Response<pb::AddFriendResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        Ok(Response::new(
+            self.do_add_friend(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn accept_friend(
+        &self,
+        request: Request<pb::AcceptFriendRequest>,
+    ) -> Result<Response<pb::AcceptFriendResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        self.do_friend_action(&caller, &request.get_ref().user_id, Action::Accept)
+            .await?;
+        Ok(Response::new(pb::AcceptFriendResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn decline_friend(
+        &self,
+        request: Request<pb::DeclineFriendRequest>,
+    ) -> Result<Response<pb::DeclineFriendResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        self.do_friend_action(&caller, &request.get_ref().user_id, Action::Decline)
+            .await?;
+        Ok(Response::new(pb::DeclineFriendResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn cancel_friend(
+        &self,
+        request: Request<pb::CancelFriendRequest>,
+    ) -> Result<Response<pb::CancelFriendResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        self.do_friend_action(&caller, &request.get_ref().user_id, Action::Cancel)
+            .await?;
+        Ok(Response::new(pb::CancelFriendResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn remove_friend(
+        &self,
+        request: Request<pb::RemoveFriendRequest>,
+    ) -> Result<Response<pb::RemoveFriendResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        self.do_friend_action(&caller, &request.get_ref().user_id, Action::Remove)
+            .await?;
+        Ok(Response::new(pb::RemoveFriendResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn block_player(
+        &self,
+        request: Request<pb::BlockPlayerRequest>,
+    ) -> Result<Response<pb::BlockPlayerResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        self.do_friend_action(&caller, &request.get_ref().user_id, Action::Block)
+            .await?;
+        Ok(Response::new(pb::BlockPlayerResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn unblock_player(
+        &self,
+        request: Request<pb::UnblockPlayerRequest>,
+    ) -> Result<Response<pb::UnblockPlayerResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        self.do_friend_action(&caller, &request.get_ref().user_id, Action::Unblock)
+            .await?;
+        Ok(Response::new(pb::UnblockPlayerResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn list_friends(
+        &self,
+        request: Request<pb::ListFriendsRequest>,
+    ) -> Result<Response<pb::ListFriendsResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        Ok(Response::new(self.do_list_friends(caller).await?))
     }
 
     #[tracing::instrument(skip_all, fields(caller))]

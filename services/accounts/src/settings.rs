@@ -40,6 +40,8 @@ pub struct Settings {
     pub passwords: PasswordSettings,
     /// Who is listed on the leaderboard.
     pub leaderboard: LeaderboardSettings,
+    /// `[friends]`: the friend limits.
+    pub friends: FriendSettings,
     /// Where Prometheus metrics are served.
     #[serde(default)]
     pub metrics: MetricsSettings,
@@ -164,6 +166,16 @@ pub struct LeaderboardSettings {
     pub min_ranked_matches: u32,
 }
 
+/// `[friends]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FriendSettings {
+    /// Most friends a player may have.
+    pub max_friends: u32,
+    /// Most friend requests a player may send per UTC day.
+    pub requests_per_day: u32,
+}
+
 /// The longest access token lifetime accepted: they cannot be revoked.
 pub const MAX_ACCESS_TTL_SECONDS: u64 = 24 * 3600;
 /// The longest refresh token lifetime accepted.
@@ -219,6 +231,12 @@ impl Validate for Settings {
                 "tokens.refresh_ttl_seconds must be between access_ttl_seconds and {MAX_REFRESH_TTL_SECONDS}, not {}",
                 tokens.refresh_ttl_seconds
             ));
+        }
+
+        if self.friends.max_friends == 0 || self.friends.requests_per_day == 0 {
+            return Err(
+                "friends.max_friends and friends.requests_per_day must be at least 1".into(),
+            );
         }
 
         let limits = &self.login_limits;

@@ -49,6 +49,8 @@ grpc_tests!(
     sign_ups_are_rate_limited_per_address_and_in_all,
     pagination_through_grpc,
     health_and_reflection_answer,
+    friends_through_grpc,
+    bad_friend_requests_get_clear_statuses_and_write_nothing,
 );
 
 /// `(code, message)` of a failed call.
@@ -1458,5 +1460,218 @@ mod cases {
             names.contains(&"grpc.health.v1.Health".to_owned()),
             "{names:?}"
         );
+    }
+
+    pub(super) async fn friends_through_grpc<S: Store>(store: S) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+        let amira = register(&app, "amira").await;
+        let guest = tokens(
+            client
+                .guest_login(guest_req("device-friend"))
+                .await
+                .unwrap()
+                .into_inner()
+                .tokens,
+        );
+        // The guest finds its code on its own profile; amira asks by that code, typed
+        // in lower case without the dash.
+        let profile = client
+            .get_profile(authed(
+                &guest.access_token,
+                pb::GetProfileRequest::default(),
+            ))
+            .await
+            .unwrap()
+            .into_inner()
+            .profile
+            .unwrap();
+        assert_eq!(profile.friend_code.len(), 9, "shown as ABCD-EF12");
+        let typed = profile.friend_code.replace('-', "").to_lowercase();
+        let sent = client
+            .add_friend(authed(
+                &amira.access_token,
+                pb::AddFriendRequest {
+                    target: Some(pb::add_friend_request::Target::FriendCode(typed)),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!sent.became_friends);
+        assert_eq!(sent.friend.unwrap().user_id, guest.user_id);
+        // Someone else's profile does not show their code.
+        let other = client
+            .get_profile(authed(
+                &amira.access_token,
+                pb::GetProfileRequest {
+                    user_id: guest.user_id.clone(),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(other.profile.unwrap().friend_code.is_empty());
+
+        let lister = client.clone();
+        let list = |token: String| {
+            let mut client = lister.clone();
+            async move {
+                client
+                    .list_friends(authed(&token, pb::ListFriendsRequest {}))
+                    .await
+                    .unwrap()
+                    .into_inner()
+            }
+        };
+        let seen = list(guest.access_token.clone()).await;
+        assert_eq!(seen.friend_code, profile.friend_code);
+        assert_eq!(seen.incoming.len(), 1);
+        assert_eq!(seen.incoming[0].display_name, "amira");
+        client
+            .accept_friend(authed(
+                &guest.access_token,
+                pb::AcceptFriendRequest {
+                    user_id: amira.user_id.clone(),
+                },
+            ))
+            .await
+            .unwrap();
+        let mine = list(amira.access_token.clone()).await;
+        assert_eq!(mine.friends.len(), 1);
+        assert_eq!(mine.friends[0].user_id, guest.user_id);
+        assert!(mine.outgoing.is_empty());
+
+        // A block ends the friendship; the blocked guest cannot ask again.
+        client
+            .block_player(authed(
+                &amira.access_token,
+                pb::BlockPlayerRequest {
+                    user_id: guest.user_id.clone(),
+                },
+            ))
+            .await
+            .unwrap();
+        assert!(list(guest.access_token.clone()).await.friends.is_empty());
+        let (code, message) = failure(
+            client
+                .add_friend(authed(
+                    &guest.access_token,
+                    pb::AddFriendRequest {
+                        target: Some(pb::add_friend_request::Target::Username("AMIRA".into())),
+                    },
+                ))
+                .await,
+        );
+        assert_eq!((code, message.as_str()), (Code::NotFound, "no such player"));
+    }
+
+    pub(super) async fn bad_friend_requests_get_clear_statuses_and_write_nothing<S: Store>(
+        store: S,
+    ) {
+        use pb::add_friend_request::Target;
+        let app = spawn_app_with(store, &[("BASRA_FRIENDS__REQUESTS_PER_DAY", "1")]).await;
+        let mut client = app.client().await;
+        let amira = register(&app, "amira").await;
+        let basem = register(&app, "basem").await;
+        let add =
+            |target: Option<Target>| authed(&amira.access_token, pb::AddFriendRequest { target });
+        let before = app.service.store().counts().await.unwrap();
+        let cases = [
+            (add(None), Code::InvalidArgument, "target: name the player"),
+            (
+                add(Some(Target::UserId("nope".into()))),
+                Code::InvalidArgument,
+                "user_id: is not a user id",
+            ),
+            (
+                add(Some(Target::UserId(amira.user_id.clone()))),
+                Code::InvalidArgument,
+                "that is you",
+            ),
+            (
+                add(Some(Target::Username("amira".into()))),
+                Code::InvalidArgument,
+                "that is you",
+            ),
+            (
+                add(Some(Target::Username("no such name!".into()))),
+                Code::InvalidArgument,
+                "username:",
+            ),
+            (
+                add(Some(Target::Username("nobody".into()))),
+                Code::NotFound,
+                "no such player",
+            ),
+            (
+                add(Some(Target::FriendCode("ABC".into()))),
+                Code::InvalidArgument,
+                "friend_code: must be 8",
+            ),
+            (
+                add(Some(Target::FriendCode("ZZZZ-ZZZZ".into()))),
+                Code::NotFound,
+                "no such player",
+            ),
+            (
+                add(Some(Target::UserId(Uuid::now_v7().to_string()))),
+                Code::NotFound,
+                "no such player",
+            ),
+        ];
+        for (request, code, starts) in cases {
+            let (got, message) = failure(client.add_friend(request).await);
+            assert_eq!(got, code, "{message}");
+            assert!(
+                message.starts_with(starts),
+                "{message:?} should start with {starts:?}"
+            );
+        }
+        let (code, _) = failure(
+            client
+                .accept_friend(authed(
+                    &amira.access_token,
+                    pb::AcceptFriendRequest {
+                        user_id: basem.user_id.clone(),
+                    },
+                ))
+                .await,
+        );
+        assert_eq!(code, Code::NotFound);
+        let (code, _) = failure(
+            client
+                .list_friends(tonic::Request::new(pb::ListFriendsRequest {}))
+                .await,
+        );
+        assert_eq!(code, Code::Unauthenticated);
+        let (code, _) = failure(
+            client
+                .list_friends(authed(&app.service_token(), pb::ListFriendsRequest {}))
+                .await,
+        );
+        assert_eq!(code, Code::PermissionDenied);
+        assert_eq!(app.service.store().counts().await.unwrap(), before);
+
+        // One request a day: the second is refused with a hint to retry after midnight UTC.
+        client
+            .add_friend(add(Some(Target::UserId(basem.user_id.clone()))))
+            .await
+            .unwrap();
+        let carim = register(&app, "carim").await;
+        let status = client
+            .add_friend(add(Some(Target::UserId(carim.user_id.clone()))))
+            .await
+            .expect_err("over the daily limit");
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        let retry: u64 = status
+            .metadata()
+            .get(basra_platform::error::RETRY_AFTER_MS)
+            .expect("a retry hint")
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=86_400_000).contains(&retry), "{retry} ms");
     }
 }

@@ -15,9 +15,12 @@ use super::{
 };
 use crate::domain::DeviceId;
 use crate::error::{AccountsError, Result};
+use crate::friends::{Action, FriendCode, FriendLimits, FriendList, Outcome};
 use crate::rating::{Rating, rate};
 use crate::record::{BasraCounts, MatchRecord};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
+
+mod friends;
 
 /// A [`Store`] in process memory.
 #[derive(Debug, Clone, Default)]
@@ -36,6 +39,7 @@ struct Inner {
     matches: HashMap<String, MatchRecord>,
     players: HashMap<Uuid, Vec<PlayerRow>>,
     changes: HashMap<String, Vec<RatingChange>>,
+    friends: friends::Friends,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -537,6 +541,38 @@ impl Store for MemoryStore {
                 .filter(|t| t.revoked_at.is_some())
                 .count() as u64,
             matches: inner.matches.len() as u64,
+            friend_links: inner.friends.link_count(),
         })
+    }
+
+    async fn user_by_username(&self, username_key: &str) -> Result<Option<User>> {
+        let inner = self.lock();
+        Ok(inner
+            .username_keys
+            .get(username_key)
+            .and_then(|id| inner.users.get(id).cloned()))
+    }
+
+    async fn user_by_friend_code(&self, code: &FriendCode) -> Result<Option<User>> {
+        Ok(self.lock().user_by_friend_code(code))
+    }
+
+    async fn friend_code(&self, user_id: Uuid) -> Result<Option<FriendCode>> {
+        Ok(self.lock().friend_code(user_id))
+    }
+
+    async fn befriend(
+        &self,
+        actor: Uuid,
+        other: Uuid,
+        action: Action,
+        limits: FriendLimits,
+        now: DateTime<Utc>,
+    ) -> Result<Outcome> {
+        self.lock().befriend(actor, other, action, limits, now)
+    }
+
+    async fn friend_list(&self, user_id: Uuid) -> Result<FriendList> {
+        Ok(self.lock().friend_list(user_id))
     }
 }

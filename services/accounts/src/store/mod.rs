@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use crate::domain::{DeviceId, DisplayName, Username};
 use crate::error::{AccountsError, Result};
+use crate::friends::{Action, FriendCode, FriendLimits, FriendList, Outcome};
 use crate::rating::{Rating, RatingUpdate};
 use crate::record::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
@@ -285,6 +286,8 @@ pub struct Counts {
     pub revoked_refresh_tokens: u64,
     /// Recorded matches.
     pub matches: u64,
+    /// Friend links (requests, friendship halves, blocks).
+    pub friend_links: u64,
 }
 
 /// A connection pool's state.
@@ -448,4 +451,38 @@ pub trait Store: Clone + Send + Sync + 'static {
 
     /// Row counts.
     fn counts(&self) -> impl Future<Output = Result<Counts>> + Send;
+
+    /// The account registered as `username_key` (lower case).
+    fn user_by_username(
+        &self,
+        username_key: &str,
+    ) -> impl Future<Output = Result<Option<User>>> + Send;
+
+    /// The account whose friend code is `code`.
+    fn user_by_friend_code(
+        &self,
+        code: &FriendCode,
+    ) -> impl Future<Output = Result<Option<User>>> + Send;
+
+    /// The user's friend code, given (randomly, unique) the first time it is asked
+    /// for; `None` when there is no such user.
+    fn friend_code(&self, user_id: Uuid)
+    -> impl Future<Output = Result<Option<FriendCode>>> + Send;
+
+    /// `actor` does `action` to `other`, as [`crate::friends::decide`] rules, in one
+    /// atomic step that also serializes it with every other friend action of either
+    /// player (their friend counts stay true). Errors:
+    /// [`AccountsError::Friend`] with the refusal (nothing written), `UserNotFound`
+    /// when either player does not exist.
+    fn befriend(
+        &self,
+        actor: Uuid,
+        other: Uuid,
+        action: Action,
+        limits: FriendLimits,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Outcome>> + Send;
+
+    /// The user's friends, requests both ways and blocks.
+    fn friend_list(&self, user_id: Uuid) -> impl Future<Output = Result<FriendList>> + Send;
 }

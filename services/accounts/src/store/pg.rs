@@ -18,9 +18,12 @@ use super::{
 };
 use crate::domain::DeviceId;
 use crate::error::{AccountsError, Result};
+use crate::friends::{Action, FriendCode, FriendLimits, FriendList, Outcome};
 use crate::rating::{Rating, rate_in_order};
 use crate::record::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
+
+mod friends;
 
 /// How long a call waits for a pooled connection before it is answered UNAVAILABLE:
 /// well under a client's usual 3 s deadline, so a client hears "unavailable, retry"
@@ -864,7 +867,8 @@ impl Store for PgStore {
                     (SELECT count(*) FROM password_credentials) AS credentials,
                     (SELECT count(*) FROM refresh_tokens) AS refresh_tokens,
                     (SELECT count(*) FROM refresh_tokens WHERE revoked_at IS NOT NULL) AS revoked,
-                    (SELECT count(*) FROM matches) AS matches",
+                    (SELECT count(*) FROM matches) AS matches,
+                    (SELECT count(*) FROM friend_links) AS friend_links",
         )
         .fetch_one(&self.pool)
         .await?;
@@ -875,7 +879,35 @@ impl Store for PgStore {
             refresh_tokens: n("refresh_tokens")?,
             revoked_refresh_tokens: n("revoked")?,
             matches: n("matches")?,
+            friend_links: n("friend_links")?,
         })
+    }
+
+    async fn user_by_username(&self, username_key: &str) -> Result<Option<User>> {
+        friends::user_by_username(&self.pool, username_key).await
+    }
+
+    async fn user_by_friend_code(&self, code: &FriendCode) -> Result<Option<User>> {
+        friends::user_by_friend_code(&self.pool, code).await
+    }
+
+    async fn friend_code(&self, user_id: Uuid) -> Result<Option<FriendCode>> {
+        friends::friend_code(&self.pool, user_id).await
+    }
+
+    async fn befriend(
+        &self,
+        actor: Uuid,
+        other: Uuid,
+        action: Action,
+        limits: FriendLimits,
+        now: DateTime<Utc>,
+    ) -> Result<Outcome> {
+        friends::befriend(&self.pool, actor, other, action, limits, now).await
+    }
+
+    async fn friend_list(&self, user_id: Uuid) -> Result<FriendList> {
+        friends::friend_list(&self.pool, user_id).await
     }
 }
 
