@@ -590,6 +590,54 @@ impl acc::accounts_server::Accounts for FakeAccounts {
     ) -> Result<tonic::Response<acc::RecordMatchesResponse>, Status> {
         Err(Status::unimplemented("fake"))
     }
+    async fn add_friend(
+        &self,
+        _: Request<acc::AddFriendRequest>,
+    ) -> Result<tonic::Response<acc::AddFriendResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn accept_friend(
+        &self,
+        _: Request<acc::AcceptFriendRequest>,
+    ) -> Result<tonic::Response<acc::AcceptFriendResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn decline_friend(
+        &self,
+        _: Request<acc::DeclineFriendRequest>,
+    ) -> Result<tonic::Response<acc::DeclineFriendResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn cancel_friend(
+        &self,
+        _: Request<acc::CancelFriendRequest>,
+    ) -> Result<tonic::Response<acc::CancelFriendResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn remove_friend(
+        &self,
+        _: Request<acc::RemoveFriendRequest>,
+    ) -> Result<tonic::Response<acc::RemoveFriendResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn block_player(
+        &self,
+        _: Request<acc::BlockPlayerRequest>,
+    ) -> Result<tonic::Response<acc::BlockPlayerResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn unblock_player(
+        &self,
+        _: Request<acc::UnblockPlayerRequest>,
+    ) -> Result<tonic::Response<acc::UnblockPlayerResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn list_friends(
+        &self,
+        _: Request<acc::ListFriendsRequest>,
+    ) -> Result<tonic::Response<acc::ListFriendsResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
 }
 
 /// Serves the fake accounts on `listener` until `shutdown`.
