@@ -9,7 +9,9 @@
 //!
 //! Reports plays/s, the latency from a play (just before the client sends it) to the
 //! opponent's receipt of the `card_played` event (p50/p99/p99.9/max), server CPU per play,
-//! Redis CPU per play, and server memory per open stream (RSS delta / streams).
+//! Redis CPU per play, the bytes Redis received and sent per play (`INFO stats`: on a
+//! shared Redis other clients count too), and server memory per open stream (RSS delta /
+//! streams).
 //!
 //! ```text
 //! REDIS_URL=redis://127.0.0.1:6379 cargo run --release -p game-session --example load -- \
@@ -298,6 +300,32 @@ async fn redis_cpu(nodes: &mut [(String, redis::aio::MultiplexedConnection)]) ->
         );
     }
     out
+}
+
+/// Bytes Redis received from and sent to its clients so far (`INFO stats`), summed over
+/// the primaries: what the replica writes to and reads from Redis (the machine's other
+/// clients count too on a shared Redis: run on a private one to measure).
+async fn redis_bytes(nodes: &mut [(String, redis::aio::MultiplexedConnection)]) -> (u64, u64) {
+    let (mut input, mut output) = (0, 0);
+    for (_, conn) in nodes.iter_mut() {
+        let info: String = redis::cmd("INFO")
+            .arg("stats")
+            .query_async(conn)
+            .await
+            .unwrap_or_default();
+        for line in info.lines() {
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            let value = value.trim().parse::<u64>().unwrap_or(0);
+            match key {
+                "total_net_input_bytes" => input += value,
+                "total_net_output_bytes" => output += value,
+                _ => {}
+            }
+        }
+    }
+    (input, output)
 }
 
 /// What the players share.
@@ -612,12 +640,14 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     start_tx.send(true)?;
     tokio::time::sleep(Duration::from_secs(args.warmup)).await;
     let (cpu0, redis_cpu0) = (server.cpu_seconds(), redis_cpu(&mut redis_nodes).await);
+    let bytes0 = redis_bytes(&mut redis_nodes).await;
     shared.measuring.store(true, Ordering::Relaxed);
     let window = Instant::now();
     tokio::time::sleep(Duration::from_secs(args.seconds)).await;
     shared.measuring.store(false, Ordering::Relaxed);
     let elapsed = window.elapsed().as_secs_f64();
     let (cpu1, redis_cpu1) = (server.cpu_seconds(), redis_cpu(&mut redis_nodes).await);
+    let bytes1 = redis_bytes(&mut redis_nodes).await;
     let redis_used: Vec<f64> = redis_cpu1
         .iter()
         .zip(&redis_cpu0)
@@ -676,6 +706,11 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         (cpu1 - cpu0) / elapsed * 100.0,
         (redis_cpu1 - redis_cpu0) / plays.max(1) as f64 * 1e6,
         (redis_cpu1 - redis_cpu0) / elapsed * 100.0
+    );
+    println!(
+        "redis bytes/play: {:.0} in (written to Redis), {:.0} out (read from Redis)",
+        (bytes1.0 - bytes0.0) as f64 / plays.max(1) as f64,
+        (bytes1.1 - bytes0.1) as f64 / plays.max(1) as f64
     );
     if redis_nodes.len() > 1 {
         let each: Vec<String> = redis_nodes

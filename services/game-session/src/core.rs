@@ -28,7 +28,7 @@ use crate::outbox::AccountsLink;
 use crate::record::encoded_record;
 use crate::room::{Reject, Room};
 use crate::settings::Timing;
-use crate::store::{Commit, CommitOutcome, LeasedSeat, OutboxRecord, RoomStore, move_key};
+use crate::store::{Commit, CommitOutcome, LeasedSeat, Loaded, OutboxRecord, RoomStore, move_key};
 use crate::walks::Walks;
 
 /// How many times a change is tried on version conflicts before giving up.
@@ -189,20 +189,27 @@ impl Core {
         let key = client_move
             .filter(|(_, id)| !id.is_empty())
             .map(|(seat, id)| move_key(seat, id));
-        for attempt in 0..MAX_ATTEMPTS {
-            if attempt > 0 {
-                tokio::time::sleep(conflict_backoff(attempt, rand::random::<f64>())).await;
-            }
-            let loaded = self
-                .store
-                .load(room_id)
-                .await?
-                .ok_or_else(|| GameError::RoomNotFound(room_id.to_owned()))?;
+        // The state this replica last committed, if it still holds it: tried first,
+        // and at most once (a stale one fails the commit's version check, and a refusal
+        // is confirmed against the stored room).
+        let mut cached = self.hub.cached(room_id);
+        let mut conflicts = 0;
+        for _ in 0..MAX_ATTEMPTS + 1 {
+            let from_cache = cached.is_some();
+            let loaded = match cached.take() {
+                Some(loaded) => loaded,
+                None => self
+                    .store
+                    .load(room_id)
+                    .await?
+                    .ok_or_else(|| GameError::RoomNotFound(room_id.to_owned()))?,
+            };
             let mut room = loaded.room;
             let first_seq = room.seq + 1;
             let now = now_ms();
             let value = match change(&mut room, now) {
                 Ok(value) => value,
+                Err(_) if from_cache => continue,
                 Err(reject) => return Ok(Mutation::Rejected(reject)),
             };
             let events = room.take_pending();
@@ -253,6 +260,10 @@ impl Core {
                         room.seq + 1 - events.len() as u64,
                         &events,
                         room.status == crate::room::Status::Closed,
+                        Loaded {
+                            room: room.clone(),
+                            version,
+                        },
                     );
                     self.schedule(room_id, room.next_deadline());
                     return Ok(Mutation::Done {
@@ -263,9 +274,18 @@ impl Core {
                     });
                 }
                 CommitOutcome::AlreadyApplied { seq } => return Ok(Mutation::AlreadyApplied(seq)),
+                CommitOutcome::Conflict if from_cache => {
+                    // The state held here was stale: not contention, reload at once.
+                    self.hub.forget_state(room_id);
+                    self.metrics.stale_states.inc();
+                }
                 CommitOutcome::Conflict => {
                     self.metrics.cas_conflicts.inc();
-                    continue;
+                    conflicts += 1;
+                    if conflicts == MAX_ATTEMPTS {
+                        break;
+                    }
+                    tokio::time::sleep(conflict_backoff(conflicts, rand::random::<f64>())).await;
                 }
             }
         }

@@ -9,6 +9,14 @@
 //! them from there, and read the stored log only for what the watch does not hold
 //! contiguously after their last delivered seq (commits of other replicas, a gap, or an
 //! epoch bump).
+//!
+//! The hub also keeps, for each room with local streams, the state this replica last
+//! committed to it and its version ([`Hub::cached`]): the next change to the room starts
+//! from there instead of loading and decoding the room from the store. The store's
+//! compare-and-set on the version stays the authority: a stale state fails its commit,
+//! which then reloads. A notice of a newer seq (another replica's commit, or a change
+//! without events) drops the state at once, so that case is rare; the state goes with
+//! the room's last local stream.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -18,7 +26,7 @@ use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::StoredEvent;
-use crate::store::{Notice, RoomStore};
+use crate::store::{Loaded, Notice, RoomStore};
 
 /// How many of a room's latest local commits its watch keeps.
 const RECENT_COMMITS: usize = 8;
@@ -93,14 +101,22 @@ pub struct InFlight {
 
 impl InFlight {
     /// The commit stored `events` (the first with `first_seq`; `closed`: the room is
-    /// closed after them). No events: the streams look anyway (as for a notice with seq
-    /// 0).
-    pub fn committed(mut self, first_seq: u64, events: &Arc<[StoredEvent]>, closed: bool) {
+    /// closed after them) and left the room as `state`, kept for the next change unless a
+    /// newer change was noticed meanwhile. No events: the streams look anyway (as for a
+    /// notice with seq 0).
+    pub fn committed(
+        mut self,
+        first_seq: u64,
+        events: &Arc<[StoredEvent]>,
+        closed: bool,
+        state: Loaded,
+    ) {
         self.done = true;
         self.hub.finish(
             &self.room_id,
             self.counted,
             Stored::of(first_seq, events, closed),
+            Some(state),
         );
     }
 }
@@ -135,19 +151,28 @@ impl Drop for InFlight {
             // Nothing was stored (a conflict, a refusal, an error): announce what
             // came meanwhile.
             self.hub
-                .finish(&self.room_id, self.counted, Stored::Nothing);
+                .finish(&self.room_id, self.counted, Stored::Nothing, None);
         }
     }
+}
+
+/// A room with local streams: its watch, and the state this replica last committed.
+#[derive(Debug)]
+struct Watched {
+    sender: watch::Sender<Wake>,
+    /// The room as this replica last committed it, with its version; `None` when
+    /// another change (or none yet) was noticed since.
+    state: Option<Loaded>,
 }
 
 /// The rooms this replica has streams on.
 #[derive(Debug, Default)]
 pub struct Hub {
-    rooms: Mutex<HashMap<Arc<str>, watch::Sender<Wake>>>,
+    rooms: Mutex<HashMap<Arc<str>, Watched>>,
 }
 
 impl Hub {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, watch::Sender<Wake>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Watched>> {
         self.rooms
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -156,23 +181,52 @@ impl Hub {
     /// A receiver woken whenever the room gets new events.
     pub fn watch(&self, room_id: &str) -> watch::Receiver<Wake> {
         let mut rooms = self.lock();
-        if let Some(sender) = rooms.get(room_id) {
-            return sender.subscribe();
+        if let Some(watched) = rooms.get(room_id) {
+            return watched.sender.subscribe();
         }
         let (sender, receiver) = watch::channel(Wake::default());
-        rooms.insert(room_id.into(), sender);
+        rooms.insert(
+            room_id.into(),
+            Watched {
+                sender,
+                state: None,
+            },
+        );
         receiver
     }
 
-    /// Forgets the room if no stream watches it any more.
+    /// Forgets the room (and its state) if no stream watches it any more.
     pub fn release(&self, room_id: &str) {
         let mut rooms = self.lock();
         if rooms
             .get(room_id)
-            .is_some_and(|sender| sender.receiver_count() == 0)
+            .is_some_and(|watched| watched.sender.receiver_count() == 0)
         {
             rooms.remove(room_id);
         }
+    }
+
+    /// The room as this replica last committed it, with its version, if nothing newer
+    /// was noticed since (a guess to commit against: the version check decides).
+    pub fn cached(&self, room_id: &str) -> Option<Loaded> {
+        self.lock()
+            .get(room_id)
+            .and_then(|watched| watched.state.clone())
+    }
+
+    /// Drops the room's state (a commit against it found a newer version).
+    pub fn forget_state(&self, room_id: &str) {
+        if let Some(watched) = self.lock().get_mut(room_id) {
+            watched.state = None;
+        }
+    }
+
+    /// Rooms whose state is held here.
+    pub fn cached_rooms(&self) -> usize {
+        self.lock()
+            .values()
+            .filter(|watched| watched.state.is_some())
+            .count()
     }
 
     /// Wakes the room's streams (`seq` 0: all of them, see [`Notice`]). A notice that
@@ -188,8 +242,16 @@ impl Hub {
             self.notify_all();
             return;
         }
-        if let Some(sender) = self.lock().get(room_id) {
-            sender.send_if_modified(|wake| {
+        if let Some(watched) = self.lock().get_mut(room_id) {
+            if watched
+                .state
+                .as_ref()
+                .is_some_and(|held| seq == 0 || seq > held.room.seq)
+            {
+                // The room changed after the state held here.
+                watched.state = None;
+            }
+            watched.sender.send_if_modified(|wake| {
                 if seq == 0 {
                     wake.epoch += 1;
                     true
@@ -210,8 +272,8 @@ impl Hub {
     /// Marks a commit of this replica to the room as in progress until the returned
     /// guard is dropped or [`InFlight::committed`] is called.
     pub fn commit_started(self: &Arc<Self>, room_id: &str) -> InFlight {
-        let counted = self.lock().get(room_id).is_some_and(|sender| {
-            sender.send_if_modified(|wake| {
+        let counted = self.lock().get(room_id).is_some_and(|watched| {
+            watched.sender.send_if_modified(|wake| {
                 wake.in_flight += 1;
                 false
             });
@@ -235,15 +297,21 @@ impl Hub {
         events: &Arc<[StoredEvent]>,
         closed: bool,
     ) {
-        self.finish(room_id, false, Stored::of(first_seq, events, closed));
+        self.finish(room_id, false, Stored::of(first_seq, events, closed), None);
     }
 
-    fn finish(&self, room_id: &str, counted: bool, stored: Stored) {
-        let rooms = self.lock();
-        let Some(sender) = rooms.get(room_id) else {
+    fn finish(&self, room_id: &str, counted: bool, stored: Stored, state: Option<Loaded>) {
+        let mut rooms = self.lock();
+        let Some(watched) = rooms.get_mut(room_id) else {
             return;
         };
-        sender.send_if_modified(|wake| {
+        if let Some(state) = state {
+            // A notice of a later seq that came during the commit: the room moved on.
+            let newer = watched.sender.borrow().deferred > state.room.seq;
+            let closed = state.room.status == crate::room::Status::Closed;
+            watched.state = (!newer && !closed).then_some(state);
+        }
+        watched.sender.send_if_modified(|wake| {
             if counted {
                 wake.in_flight = wake.in_flight.saturating_sub(1);
             }
@@ -294,8 +362,9 @@ impl Hub {
 
     /// Wakes every local stream (after missed notices).
     pub fn notify_all(&self) {
-        for sender in self.lock().values() {
-            sender.send_modify(|wake| wake.epoch += 1);
+        for watched in self.lock().values_mut() {
+            watched.state = None;
+            watched.sender.send_modify(|wake| wake.epoch += 1);
         }
     }
 
@@ -325,7 +394,7 @@ impl Hub {
             let rooms: Vec<(Arc<str>, u64)> = self
                 .lock()
                 .iter()
-                .map(|(id, sender)| (Arc::clone(id), sender.borrow().seq))
+                .map(|(id, watched)| (Arc::clone(id), watched.sender.borrow().seq))
                 .collect();
             for chunk in rooms.chunks(1000) {
                 let ids: Vec<Arc<str>> = chunk.iter().map(|(id, _)| Arc::clone(id)).collect();
@@ -424,7 +493,7 @@ mod tests {
         let in_flight = hub.commit_started("r");
         hub.notify("r", 2);
         assert!(!watch.has_changed().unwrap());
-        in_flight.committed(1, &events(2), false);
+        in_flight.committed(1, &events(2), false, state(2, 1));
         let wake = watch.borrow_and_update().clone();
         assert_eq!(wake.seq, 2);
         assert_eq!(held(&wake, 0), [(1, 0)]);
@@ -440,6 +509,87 @@ mod tests {
         // Without a commit in progress a notice wakes at once.
         hub.notify("r", 4);
         assert_eq!(watch.borrow_and_update().seq, 4);
+    }
+
+    fn state(seq: u64, version: u64) -> Loaded {
+        let timing = crate::settings::Timing {
+            turn_ms: 1,
+            grace_ms: 1,
+            bot_delay_ms: 1,
+            rematch_ms: 1,
+            turn_slack_ms: 0,
+        };
+        let mut room = crate::room::Room::new(
+            "r".into(),
+            basra_engine::Settings::default(),
+            Vec::new(),
+            false,
+            false,
+            0,
+            timing,
+            0,
+        );
+        room.seq = seq;
+        Loaded { room, version }
+    }
+
+    fn held_version(hub: &Hub) -> Option<u64> {
+        hub.cached("r").map(|loaded| loaded.version)
+    }
+
+    #[test]
+    fn the_committed_state_is_held_until_the_room_moves_on_elsewhere() {
+        let hub = Arc::new(Hub::default());
+        // Not watched: nothing is held.
+        hub.commit_started("r")
+            .committed(1, &events(1), false, state(1, 1));
+        assert_eq!(held_version(&hub), None);
+        let watch = hub.watch("r");
+        hub.commit_started("r")
+            .committed(2, &events(1), false, state(2, 2));
+        assert_eq!(held_version(&hub), Some(2));
+        // Its own notice, back through Redis, keeps it; so does the resync's.
+        hub.notify("r", 2);
+        assert_eq!(held_version(&hub), Some(2));
+        // Another replica's commit drops it.
+        hub.notify("r", 3);
+        assert_eq!(held_version(&hub), None);
+        // A change without events (seq 0) drops it too.
+        hub.commit_started("r")
+            .committed(4, &events(1), false, state(4, 4));
+        assert_eq!(held_version(&hub), Some(4));
+        hub.notify("r", 0);
+        assert_eq!(held_version(&hub), None);
+        // A later commit noticed while ours was in flight: ours is not kept.
+        let in_flight = hub.commit_started("r");
+        hub.notify("r", 9);
+        in_flight.committed(5, &events(1), false, state(5, 5));
+        assert_eq!(held_version(&hub), None);
+        // Ours noticed during its own commit: kept.
+        let in_flight = hub.commit_started("r");
+        hub.notify("r", 10);
+        in_flight.committed(10, &events(1), false, state(10, 7));
+        assert_eq!(held_version(&hub), Some(7));
+        // A stale state found by a commit, lost notices, a closed room: dropped.
+        hub.forget_state("r");
+        assert_eq!(held_version(&hub), None);
+        hub.commit_started("r")
+            .committed(11, &events(1), false, state(11, 8));
+        hub.notify_all();
+        assert_eq!(held_version(&hub), None);
+        let mut closed = state(12, 9);
+        closed.room.status = crate::room::Status::Closed;
+        hub.commit_started("r")
+            .committed(12, &events(1), true, closed);
+        assert_eq!(held_version(&hub), None);
+        // It goes with the room's last stream.
+        hub.commit_started("r")
+            .committed(13, &events(1), false, state(13, 10));
+        assert_eq!(hub.cached_rooms(), 1);
+        drop(watch);
+        hub.release("r");
+        assert_eq!(hub.cached_rooms(), 0);
+        assert_eq!(held_version(&hub), None);
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub struct GameMetrics {
     pub commit_seconds: Histogram,
     /// Commits refused because another change landed first (retried).
     pub cas_conflicts: Counter,
+    /// Commits made against the room state this replica held, refused because the room
+    /// had moved on (reloaded and retried at once; not contention).
+    pub stale_states: Counter,
     /// Changes given up after every retry conflicted (UNAVAILABLE to the caller).
     pub contention_failures: Counter,
     /// Deadlines (turns, bots, grace, rematch) this replica claimed and fired.
@@ -70,6 +73,7 @@ impl GameMetrics {
             matches_ended: Family::default(),
             commit_seconds: Histogram::new(basra_platform::metrics::latency_buckets()),
             cas_conflicts: Counter::default(),
+            stale_states: Counter::default(),
             contention_failures: Counter::default(),
             timers_fired: Counter::default(),
             outbox_pending: Gauge::default(),
@@ -116,6 +120,11 @@ impl GameMetrics {
             "cas_conflicts",
             "Commits refused by the version check (retried)",
             m.cas_conflicts.clone(),
+        );
+        registry.register(
+            "stale_states",
+            "Commits against a held room state that had moved on (reloaded, retried at once)",
+            m.stale_states.clone(),
         );
         registry.register(
             "contention_failures",

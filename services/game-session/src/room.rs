@@ -810,3 +810,72 @@ fn rule_reject(error: basra_engine::RuleError) -> Reject {
     };
     Reject::new(code, error.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use basra_engine::Seed;
+
+    use super::*;
+
+    fn stored_again(room: &Room) -> Room {
+        serde_json::from_str(&serde_json::to_string(room).unwrap()).unwrap()
+    }
+
+    /// A replica reuses the room it committed instead of loading it back (see
+    /// `crate::hub`): the room kept in memory must behave exactly like the one read from
+    /// the store. Two copies play the same whole matches, one of them stored and read
+    /// back after every change: same events, same stored form, at every step.
+    #[test]
+    fn a_room_kept_in_memory_plays_like_the_stored_one() {
+        let timing = Timing {
+            turn_ms: 20_000,
+            grace_ms: 60_000,
+            bot_delay_ms: 0,
+            rematch_ms: 60_000,
+            turn_slack_ms: 0,
+        };
+        for (n, seed) in [[7u8; 32], [42u8; 32], [200u8; 32]].into_iter().enumerate() {
+            let occupants = vec![
+                Occupant::Player {
+                    user_id: "a".into(),
+                    name: "A".into(),
+                },
+                Occupant::Player {
+                    user_id: "b".into(),
+                    name: String::new(),
+                },
+            ];
+            let mut kept = Room::new(
+                format!("room-{n}"),
+                Settings::default(),
+                occupants,
+                false,
+                true,
+                0,
+                timing,
+                1,
+            );
+            kept.start_if_full(Seed(seed), "match".into(), 2);
+            let _ = kept.take_pending();
+            let _ = kept.take_pending_actions();
+            let mut stored = stored_again(&kept);
+            let mut now = 3;
+            while let Some(turn) = kept.game.as_ref().and_then(basra_engine::Game::turn) {
+                now += 1;
+                let play = kept.game.as_ref().unwrap().legal_plays()[0];
+                let a = kept.play(turn.0, play.card, None, false, now.to_string(), now);
+                let b = stored.play(turn.0, play.card, None, false, now.to_string(), now);
+                assert_eq!(a, b);
+                assert_eq!(kept.take_pending(), stored.take_pending());
+                assert_eq!(kept.take_pending_actions(), stored.take_pending_actions());
+                assert_eq!(
+                    serde_json::to_string(&kept).unwrap(),
+                    serde_json::to_string(&stored).unwrap()
+                );
+                stored = stored_again(&stored);
+            }
+            assert!(kept.game.as_ref().unwrap().is_over());
+            assert_eq!(kept.status, Status::Finished);
+        }
+    }
+}
