@@ -112,6 +112,54 @@ pub struct ServerSettings {
     /// Empty: the TCP peer is the client.
     #[serde(default)]
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// The web origins (`https://play.example.com`: scheme, host and port, no path)
+    /// whose pages may call this server from a browser through gRPC-Web (CORS).
+    /// `"*"` allows any origin (development only). Empty: no web page may call it
+    /// from another origin. A list in TOML; a comma-separated list in the variable
+    /// (`BASRA_SERVER__ALLOWED_ORIGINS=https://a.example,https://b.example`).
+    #[serde(default, deserialize_with = "list_or_commas")]
+    pub allowed_origins: Vec<String>,
+}
+
+/// A list of strings from a TOML array, or from one comma-separated string (as an
+/// environment variable gives it).
+fn list_or_commas<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrCommas {
+        List(Vec<String>),
+        Commas(String),
+    }
+    Ok(match ListOrCommas::deserialize(deserializer)? {
+        ListOrCommas::List(list) => list,
+        ListOrCommas::Commas(text) => text
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    })
+}
+
+/// Why `origin` is not a web origin `allowed_origins` can hold, if it is not.
+fn check_origin(origin: &str) -> Result<(), String> {
+    if origin == "*" {
+        return Ok(());
+    }
+    let rest = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"))
+        .ok_or_else(|| {
+            format!("server.allowed_origins: {origin:?} must start with http:// or https://")
+        })?;
+    if rest.is_empty() || rest.contains(['/', '?', '#', ' ', ',']) {
+        return Err(format!(
+            "server.allowed_origins: {origin:?} must be scheme://host[:port], without a path or a trailing slash"
+        ));
+    }
+    Ok(())
 }
 
 /// `[server.limits]`: what keeps one client, or a flood of them, from exhausting a
@@ -185,6 +233,9 @@ impl Validate for ServerSettings {
                 Self::MAX_DRAIN_SECONDS,
                 self.drain_seconds
             ));
+        }
+        for origin in &self.allowed_origins {
+            check_origin(origin)?;
         }
         self.limits.validate()
     }

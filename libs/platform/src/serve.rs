@@ -1,10 +1,13 @@
 //! The gRPC server every service runs: its routes behind the [`AuthLayer`],
-//! plus gRPC health and reflection, and a graceful, bounded shutdown.
+//! plus gRPC health and reflection, and a graceful, bounded shutdown. Browsers reach
+//! the same routes through gRPC-Web (HTTP/1.1 or HTTP/2, `tonic-web`), from the web
+//! origins the settings allow (CORS, `tower-http`).
 
 mod severable;
 
 use std::{pin::pin, sync::Arc, time::Duration};
 
+use http::{HeaderName, HeaderValue, Method};
 use tokio::{net::TcpListener, sync::Semaphore};
 use tokio_stream::StreamExt as _;
 use tokio_util::sync::CancellationToken;
@@ -13,6 +16,7 @@ use tonic::{
     transport::{Server, server::TcpIncoming},
 };
 use tonic_health::{ServingStatus, server::HealthReporter};
+use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use crate::auth::AuthLayer;
 use crate::config::ConnectionLimits;
@@ -33,6 +37,9 @@ pub struct ServeOptions {
     pub drain: Duration,
     /// What connections may hold.
     pub limits: ConnectionLimits,
+    /// The web origins whose pages may call through gRPC-Web (`"*"`: any); see
+    /// [`ServerSettings::allowed_origins`](crate::config::ServerSettings::allowed_origins).
+    pub allowed_origins: Vec<String>,
 }
 
 impl ServeOptions {
@@ -41,6 +48,7 @@ impl ServeOptions {
         ServeOptions {
             drain,
             limits: ConnectionLimits::default(),
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -56,6 +64,7 @@ impl From<&crate::config::ServerSettings> for ServeOptions {
         ServeOptions {
             drain: settings.drain(),
             limits: settings.limits.clone(),
+            allowed_origins: settings.allowed_origins.clone(),
         }
     }
 }
@@ -95,7 +104,11 @@ pub async fn serve(
     shutdown: CancellationToken,
     options: impl Into<ServeOptions>,
 ) -> Result<(), ServeError> {
-    let ServeOptions { drain, limits } = options.into();
+    let ServeOptions {
+        drain,
+        limits,
+        allowed_origins,
+    } = options.into();
     let local_addr = listener.local_addr().ok();
     let (reporter, health) = tonic_health::server::health_reporter();
     set_status(&reporter, service_names, ServingStatus::Serving).await;
@@ -140,6 +153,13 @@ pub async fn serve(
     }
     let server = builder
         .trace_fn(crate::telemetry::grpc_span)
+        // gRPC-Web arrives over HTTP/1.1 as well; HTTP/2 clients are unaffected.
+        .accept_http1(true)
+        // Outermost first: CORS answers a browser's preflight before auth, and adds
+        // its headers to every answer (auth's refusals too, so a page can read them);
+        // gRPC-Web is translated to gRPC before auth and the services see it.
+        .layer(cors(&allowed_origins))
+        .layer(tonic_web::GrpcWebLayer::new())
         .layer(auth)
         .add_routes(routes)
         .serve_with_incoming_shutdown(incoming, stop.clone().cancelled_owned());
@@ -169,6 +189,35 @@ pub async fn serve(
     }
     tracing::info!("server stopped");
     Ok(())
+}
+
+/// The response headers a browser page may read: the gRPC status (trailers-only
+/// answers carry it in the headers) and the game's refusal code.
+const EXPOSED_HEADERS: [&str; 4] = [
+    "grpc-status",
+    "grpc-message",
+    "grpc-status-details-bin",
+    "basra-reject-code",
+];
+
+/// CORS for gRPC-Web calls from `origins` (`"*"`: any): POST with whatever headers
+/// the call sends (its token among them; no cookies are used, so none are allowed).
+fn cors(origins: &[String]) -> CorsLayer {
+    let allow = if origins.iter().any(|origin| origin == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(
+            origins
+                .iter()
+                .filter_map(|origin| HeaderValue::from_str(origin).ok()),
+        )
+    };
+    CorsLayer::new()
+        .allow_origin(allow)
+        .allow_methods([Method::POST])
+        .allow_headers(AllowHeaders::mirror_request())
+        .expose_headers(EXPOSED_HEADERS.map(HeaderName::from_static))
+        .max_age(Duration::from_secs(24 * 3600))
 }
 
 /// Sets the overall status (`""`) and each service's.

@@ -201,3 +201,37 @@ fn broken_defaults_are_reported() {
         .to_string();
     assert!(message.starts_with("invalid settings:"), "{message}");
 }
+
+#[test]
+fn allowed_origins_come_as_a_list_or_commas_and_must_be_bare_origins() {
+    assert!(load(&[]).unwrap().server.allowed_origins.is_empty());
+    let settings = load(&[(
+        "BASRA_SERVER__ALLOWED_ORIGINS",
+        "https://play.example.com, http://127.0.0.1:7400",
+    )])
+    .unwrap();
+    assert_eq!(
+        settings.server.allowed_origins,
+        ["https://play.example.com", "http://127.0.0.1:7400"]
+    );
+    let from_toml: Settings = load_with_env(
+        &DEFAULTS.replace(
+            "drain_seconds = 20",
+            "drain_seconds = 20\nallowed_origins = [\"*\"]",
+        ),
+        env(&[]),
+    )
+    .unwrap();
+    assert_eq!(from_toml.server.allowed_origins, ["*"]);
+    for bad in [
+        "play.example.com",
+        "https://play.example.com/",
+        "https://a.example/app",
+    ] {
+        let message = error_message(&[("BASRA_SERVER__ALLOWED_ORIGINS", bad)]);
+        assert!(
+            message.contains("server.allowed_origins"),
+            "{bad}: {message}"
+        );
+    }
+}

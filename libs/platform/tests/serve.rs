@@ -440,8 +440,8 @@ async fn reflection_lists_the_served_services() {
 
 fn limited(limits: ConnectionLimits) -> ServeOptions {
     ServeOptions {
-        drain: Duration::from_secs(1),
         limits,
+        ..ServeOptions::with_drain(Duration::from_secs(1))
     }
 }
 

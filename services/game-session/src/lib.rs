@@ -10,7 +10,9 @@
 //!   the presence lease that lets other replicas disconnect a dead replica's players.
 //! - [`hub`]: per-replica fan-out of the store's notices to the local streams, and the
 //!   resync under lost notices.
-//! - [`service`]: `Game` (Play, CreateRoom, SeatPlayer); [`admin`]: `GameAdmin`.
+//! - [`service`]: `Game` (Play, CreateRoom, SeatPlayer); [`web`]: Play's browser shape
+//!   (Watch and one unary call per action), through the same per-action logic as Play
+//!   (`actions`); [`admin`]: `GameAdmin`.
 //! - [`convert`]: the only way anything reaches a client: the engine's per-seat view and
 //!   `Event::for_viewer`.
 //! - [`metrics`]: the replica's Prometheus metrics.
@@ -31,6 +33,7 @@
 //! # }
 //! ```
 
+mod actions;
 pub mod admin;
 pub mod convert;
 pub mod core;
@@ -47,6 +50,7 @@ pub mod service;
 pub mod settings;
 pub mod store;
 pub mod walks;
+pub mod web;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;

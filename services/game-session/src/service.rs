@@ -4,7 +4,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use basra_engine::CardSet;
 use basra_platform::auth::{self, Role};
 use basra_platform::ratelimit::RateLimiter;
 use basra_proto::basra::common::v1 as pb;
@@ -14,13 +13,14 @@ use basra_proto::basra::game::v1::{
     client_message::Kind, game_server::Game, seat_assignment::Occupant as PbOccupant,
     server_event::Event as E,
 };
-use basra_proto::convert::{card_from_pb, settings_from_pb, settings_to_pb};
+use basra_proto::convert::{settings_from_pb, settings_to_pb};
 use rand::Rng as _;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument as _;
 
+use crate::actions::{self, Acted};
 use crate::convert::{project, server_event, snapshot, status_to_pb};
 use crate::core::{Core, Mutation, StreamPermit, fresh_id, fresh_seed, now_ms};
 use crate::error::GameError;
@@ -29,6 +29,7 @@ use crate::hub::Wake;
 use crate::names::display_names;
 use crate::room::{Occupant, Reject, Room, Status as RoomStatus};
 use crate::store::LeasedSeat;
+use crate::web;
 
 /// The `Game` service over a [`Core`].
 #[derive(Debug, Clone)]
@@ -73,28 +74,16 @@ fn inbound_status(status: Status) -> Status {
     status
 }
 
-#[tonic::async_trait]
-impl Game for GameService {
-    type PlayStream = EventStream;
-
-    #[tracing::instrument(skip_all, fields(user_id, room_id))]
-    async fn play(
+impl GameService {
+    /// Opens a seat's (or a spectator's) event stream on `join`: Play's after its join
+    /// message (`inbound` the rest of the client's messages), Watch's with none.
+    pub(crate) async fn open(
         &self,
-        request: Request<Streaming<ClientMessage>>,
-    ) -> Result<Response<EventStream>, Status> {
-        let caller = auth::caller(&request)?;
-        let user_id = caller.user_id.to_string();
-        tracing::Span::current().record("user_id", user_id.as_str());
-        let permit = self.core.admit()?;
-        let mut inbound = request.into_inner();
-        let first = tokio::time::timeout(self.core.config.join_timeout, inbound.message())
-            .await
-            .map_err(|_| invalid("no join message within the join timeout"))?
-            .map_err(inbound_status)?
-            .ok_or_else(|| invalid("the stream ended before its join message"))?;
-        let Some(Kind::Join(join)) = first.kind else {
-            return Err(invalid("the first message must be join"));
-        };
+        user_id: &str,
+        join: game::Join,
+        inbound: Option<Streaming<ClientMessage>>,
+        permit: StreamPermit,
+    ) -> Result<impl Stream<Item = Result<ServerEvent, Status>> + Send + 'static, Status> {
         if join.room_id.is_empty() || join.room_id.len() > 128 {
             return Err(invalid("join.room_id must be 1..128 characters"));
         }
@@ -111,7 +100,7 @@ impl Game for GameService {
             }
             None
         } else {
-            Some(loaded.room.seat_of(&user_id).ok_or_else(|| {
+            Some(loaded.room.seat_of(user_id).ok_or_else(|| {
                 GameError::Denied("you have no seat in this room; ask to spectate".into())
             })?)
         };
@@ -172,9 +161,81 @@ impl Game for GameService {
                 .run(inbound, watch, lease_lost, join.last_seen_seq)
                 .instrument(span),
         );
-        Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(rx).map(|item: Outgoing| *item),
-        )))
+        Ok(tokio_stream::wrappers::ReceiverStream::new(rx).map(|item: Outgoing| *item))
+    }
+
+    /// The `Game` calls' shared handle on the chat limiter (the action calls use it).
+    pub(crate) fn chat(&self) -> &RateLimiter {
+        &self.chat
+    }
+
+    /// The replica's core.
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.core
+    }
+}
+
+#[tonic::async_trait]
+impl Game for GameService {
+    type PlayStream = EventStream;
+
+    #[tracing::instrument(skip_all, fields(user_id, room_id))]
+    async fn play(
+        &self,
+        request: Request<Streaming<ClientMessage>>,
+    ) -> Result<Response<EventStream>, Status> {
+        let caller = auth::caller(&request)?;
+        let user_id = caller.user_id.to_string();
+        tracing::Span::current().record("user_id", user_id.as_str());
+        let permit = self.core.admit()?;
+        let mut inbound = request.into_inner();
+        let first = tokio::time::timeout(self.core.config.join_timeout, inbound.message())
+            .await
+            .map_err(|_| invalid("no join message within the join timeout"))?
+            .map_err(inbound_status)?
+            .ok_or_else(|| invalid("the stream ended before its join message"))?;
+        let Some(Kind::Join(join)) = first.kind else {
+            return Err(invalid("the first message must be join"));
+        };
+        let events = self.open(&user_id, join, Some(inbound), permit).await?;
+        Ok(Response::new(Box::pin(events)))
+    }
+
+    type WatchStream = web::WatchStream;
+
+    async fn watch(
+        &self,
+        request: Request<game::WatchRequest>,
+    ) -> Result<Response<web::WatchStream>, Status> {
+        web::watch(self, request).await
+    }
+
+    async fn play_card(
+        &self,
+        request: Request<game::PlayCardRequest>,
+    ) -> Result<Response<game::PlayCardResponse>, Status> {
+        web::play_card(self, request).await
+    }
+
+    async fn resign(
+        &self,
+        request: Request<game::ResignRequest>,
+    ) -> Result<Response<game::ResignResponse>, Status> {
+        web::resign(self, request).await
+    }
+
+    async fn quick_chat(
+        &self,
+        request: Request<game::QuickChatRequest>,
+    ) -> Result<Response<game::QuickChatResponse>, Status> {
+        web::quick_chat(self, request).await
+    }
+
+    async fn ask_rematch(
+        &self,
+        request: Request<game::AskRematchRequest>,
+    ) -> Result<Response<game::AskRematchResponse>, Status> {
+        web::ask_rematch(self, request).await
     }
 
     #[tracing::instrument(skip_all, fields(room_id = %request.get_ref().room_id))]
@@ -367,7 +428,7 @@ struct Session {
 impl Session {
     async fn run(
         mut self,
-        mut inbound: Streaming<ClientMessage>,
+        mut inbound: Option<Streaming<ClientMessage>>,
         mut watch: watch::Receiver<Wake>,
         mut lease_lost: watch::Receiver<u64>,
         last_seen: Option<u64>,
@@ -489,12 +550,13 @@ impl Session {
 
     async fn serve(
         &mut self,
-        inbound: &mut Streaming<ClientMessage>,
+        inbound: &mut Option<Streaming<ClientMessage>>,
         watch: &mut watch::Receiver<Wake>,
         lease_lost: &mut watch::Receiver<u64>,
     ) -> End {
         let shutdown = self.core.shutdown.clone();
         let drain = self.core.drain.clone();
+        let tx = self.tx.clone();
         loop {
             let step = tokio::select! {
                 biased;
@@ -508,7 +570,7 @@ impl Session {
                 _ = lease_lost.changed(), if self.leased.is_some() => {
                     return End::Status(Status::unavailable("this replica lost its presence lease; resume with last_seen_seq"));
                 }
-                message = inbound.message() => match message {
+                message = next_message(inbound, &tx) => match message {
                     Ok(Some(message)) => self.handle(message).await,
                     Ok(None) => return End::Gone,
                     Err(status) => {
@@ -628,130 +690,9 @@ impl Session {
                 .reject(RejectCode::NotSeated, "spectators cannot act", "", None)
                 .await;
         };
-        let move_id = match &kind {
-            Kind::PlayCard(play) => play.client_move_id.clone(),
-            _ => String::new(),
-        };
-        if move_id.len() > 128 {
-            return self
-                .reject(
-                    RejectCode::Malformed,
-                    "client_move_id is longer than 128",
-                    "",
-                    None,
-                )
-                .await;
-        }
-        let mut leaving = false;
-        let outcome = match kind {
-            Kind::PlayCard(play) => {
-                let card = match play.card.as_ref().map(card_from_pb) {
-                    Some(Ok(card)) => card,
-                    Some(Err(err)) => {
-                        return self
-                            .reject(RejectCode::Malformed, err.0, &move_id, None)
-                            .await;
-                    }
-                    None => {
-                        return self
-                            .reject(
-                                RejectCode::Malformed,
-                                "play_card.card is required",
-                                &move_id,
-                                None,
-                            )
-                            .await;
-                    }
-                };
-                let take = match play.capture_choice {
-                    None => None,
-                    Some(choice) => {
-                        let mut set = CardSet::EMPTY;
-                        for card in &choice.cards {
-                            match card_from_pb(card) {
-                                Ok(card) => set.insert(card),
-                                Err(err) => {
-                                    return self
-                                        .reject(RejectCode::Malformed, err.0, &move_id, None)
-                                        .await;
-                                }
-                            }
-                        }
-                        Some(set)
-                    }
-                };
-                let based_on = play.based_on_seq;
-                let id = move_id.clone();
-                self.core
-                    .mutate(&self.room_id, Some((seat, &move_id)), move |room, now| {
-                        if let Some(based) = based_on
-                            && based < room.game_seq
-                        {
-                            return Err(Reject::new(
-                                RejectCode::Stale,
-                                format!(
-                                    "the game changed after seq {based} (now at {}); look again",
-                                    room.game_seq
-                                ),
-                            ));
-                        }
-                        room.play(seat, card, take, false, id.clone(), now)
-                    })
-                    .await?
-            }
-            Kind::Resign(_) => {
-                self.core
-                    .mutate(&self.room_id, None, |room, now| {
-                        room.resign(seat, false, now)
-                    })
-                    .await?
-            }
-            Kind::QuickChat(chat) => {
-                let phrase = chat.phrase;
-                if !matches!(game::QuickChatPhrase::try_from(phrase), Ok(p) if p != game::QuickChatPhrase::Unspecified)
-                {
-                    return self
-                        .reject(RejectCode::Malformed, "unknown phrase", "", None)
-                        .await;
-                }
-                if self
-                    .chat
-                    .check(&format!("{}:{seat}", self.room_id))
-                    .is_err()
-                {
-                    return self
-                        .reject(
-                            RejectCode::RateLimited,
-                            "too many chat messages; wait a little",
-                            "",
-                            None,
-                        )
-                        .await;
-                }
-                self.core
-                    .mutate(&self.room_id, None, |room, now| {
-                        room.chat(seat, phrase, now);
-                        Ok(())
-                    })
-                    .await?
-            }
-            Kind::Rematch(_) => {
-                self.core
-                    .mutate(&self.room_id, None, |room, now| {
-                        room.ask_rematch(seat, fresh_seed(), fresh_id(), now)
-                    })
-                    .await?
-            }
-            Kind::Leave(_) => {
-                leaving = true;
-                self.core
-                    .mutate(&self.room_id, None, |room, now| room.leave(seat, now))
-                    .await?
-            }
-            Kind::Ping(_) | Kind::Join(_) => unreachable!("handled above"),
-        };
-        match outcome {
-            Mutation::Done { room, events, .. } => {
+        let leaving = matches!(kind, Kind::Leave(_));
+        match actions::act(&self.core, &self.chat, &self.room_id, seat, kind).await? {
+            Acted::Done { room, events } => {
                 // Our own change reaches us at once, without waiting for the notice, and
                 // without reading it back when nothing came before it unseen.
                 let before = room.seq - events.len() as u64;
@@ -773,39 +714,23 @@ impl Session {
                 }
                 Ok(None)
             }
-            Mutation::Rejected(reject) => {
-                // A retried move is usually refused by the rules (the card is gone, the
-                // turn moved on): look its id up only then, not before every play. (A
-                // retry the rules would accept again is caught by the commit's own
-                // idempotency check.)
-                if !move_id.is_empty()
-                    && let Some(seq) = self
-                        .core
-                        .store
-                        .applied_move(&self.room_id, &crate::store::move_key(seat, &move_id))
-                        .await?
-                {
-                    return self
-                        .reject(
-                            RejectCode::AlreadyApplied,
-                            "this move was already played",
-                            &move_id,
-                            Some(seq),
-                        )
-                        .await;
-                }
-                self.reject(reject.code, reject.message, &move_id, None)
-                    .await
-            }
-            Mutation::AlreadyApplied(seq) => {
-                self.reject(
-                    RejectCode::AlreadyApplied,
-                    "this move was already played",
-                    &move_id,
-                    Some(seq),
-                )
-                .await
-            }
+            Acted::Refused(refusal) => self.send_local(E::Rejected(refusal.to_pb())).await,
+        }
+    }
+}
+
+/// The client's next message on a Play stream. A Watch stream has no client messages:
+/// its end (`None`) comes when the client drops the response (`tx` closes), so a
+/// vanished browser is disconnected at once rather than at the next event.
+async fn next_message(
+    inbound: &mut Option<Streaming<ClientMessage>>,
+    tx: &mpsc::Sender<Outgoing>,
+) -> Result<Option<ClientMessage>, Status> {
+    match inbound {
+        Some(inbound) => inbound.message().await,
+        None => {
+            tx.closed().await;
+            Ok(None)
         }
     }
 }

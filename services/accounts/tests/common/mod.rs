@@ -159,8 +159,8 @@ pub(crate) async fn spawn_app_on<S: Store>(store: S, settings: Settings) -> Test
         service.clone(),
         shutdown.clone(),
         basra_platform::ServeOptions {
-            drain: Duration::from_secs(1),
             limits: settings.server.limits.clone(),
+            ..basra_platform::ServeOptions::with_drain(Duration::from_secs(1))
         },
     ));
     TestApp {
