@@ -10,13 +10,20 @@ export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 
-.PHONY: help run play test bench analytics-bench lint fmt rules k8s-check fuzz release images redis-cluster redis-cluster-stop chaos chaos-short soak
+.PHONY: help run web play test bench analytics-bench lint fmt rules k8s-check fuzz release images redis-cluster redis-cluster-stop chaos chaos-short soak
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-run: ## Start the whole backend on its embedded defaults (in-memory stores, one port: 50051)
+run: ## Start the whole backend on its embedded defaults (in-memory stores, one port: 50051) and the web page (8080)
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory web; \
+	  else echo "npm not found: the web page is not built (make play works without it)"; fi
 	$(CARGO) run --quiet -p basra -- dev
+
+WEB := clients/web
+web: ## Build the web client into clients/web/dist (npm ci once; TypeScript from proto/ by buf; esbuild)
+	@[ -d $(WEB)/node_modules/@bufbuild/buf ] || npm ci --prefix $(WEB) --no-audit --no-fund --silent
+	npm run --prefix $(WEB) --silent build
 
 play: ## Play in the terminal against the backend of `make run` (second terminal)
 	$(CARGO) run --quiet -p basra -- play
@@ -24,9 +31,10 @@ play: ## Play in the terminal against the backend of `make run` (second terminal
 rules: ## Run the rules tool: JSON lines on stdin, answers on stdout
 	$(CARGO) run --quiet --release -p basra-rules
 
-test: ## Run every test (unit, property, integration, doc); starts the local Redis Cluster, installs playwright-core
+test: ## Run every test (unit, property, integration, doc, the web client in Chromium); starts the local Redis Cluster, builds the web page
 	scripts/redis-cluster.sh start
 	@[ -d libs/analytics/tests/browser/node_modules/playwright-core ] || npm ci --prefix libs/analytics/tests/browser --no-audit --no-fund --silent
+	$(MAKE) --no-print-directory web
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 

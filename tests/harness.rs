@@ -87,6 +87,7 @@ pub async fn spawn_dev_with(
         redis_url,
         bot_delay: Some(Duration::ZERO),
         settings: basra::dev_settings::DevSettings::from_env(env)?,
+        web: None,
     };
     let token = shutdown.clone();
     let task = tokio::spawn(async move {

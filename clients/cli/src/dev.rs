@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::service::Routes;
 
 use crate::dev_settings::DevSettings;
+use crate::web_page::WebOptions;
 
 /// Where `basra dev` listens and keeps its data.
 #[derive(Debug, Clone)]
@@ -27,6 +28,8 @@ pub struct DevOptions {
     pub bot_delay: Option<Duration>,
     /// The three services' settings (see [`DevSettings`]).
     pub settings: DevSettings,
+    /// Where to serve the web client's page, if anywhere.
+    pub web: Option<WebOptions>,
 }
 
 /// What a running backend tells the person who started it.
@@ -38,6 +41,8 @@ pub struct Started {
     pub kid: String,
     /// Its public key (PEM), for anyone verifying tokens.
     pub public_pem: String,
+    /// Where the web page is served, when it is.
+    pub web_addr: Option<SocketAddr>,
 }
 
 /// Binds, builds the three services through their own `App::build` (as each binary does)
@@ -67,11 +72,37 @@ pub async fn run(
     // The key the accounts settings name (then tools such as `basra simulate` can sign
     // service tokens with it too), or a fresh development key, in files as a pod has them.
     let keys = DevKeys::new(&accounts_settings.identity)?;
+    let web = match &options.web {
+        Some(web) => Some((
+            TcpListener::bind(web.listen)
+                .await
+                .with_context(|| format!("cannot listen on {} for the web page", web.listen))?,
+            web.dir.clone(),
+        )),
+        None => None,
+    };
     let started = Started {
         addr,
         kid: keys.kid.clone(),
         public_pem: keys.public_pem.clone(),
+        web_addr: match &web {
+            Some((listener, _)) => Some(listener.local_addr()?),
+            None => None,
+        },
     };
+    // The page calls from its own origin: unless the settings name the origins, any page
+    // may call this development backend (its tokens are bearer tokens, never cookies).
+    if accounts_settings.server.allowed_origins.is_empty() {
+        accounts_settings.server.allowed_origins = vec!["*".into()];
+    }
+    if let Some((listener, dir)) = web {
+        tokio::spawn(crate::web_page::serve(
+            listener,
+            dir,
+            addr.port(),
+            shutdown.clone(),
+        ));
+    }
     let redis = options.redis_url.clone().unwrap_or_else(|| "memory".into());
 
     accounts_settings.identity = keys.identity(&accounts_settings.identity);

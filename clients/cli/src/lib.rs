@@ -10,6 +10,7 @@
 //!   after a dropped connection.
 //! - [`simulate`]: `basra simulate` through the real services (bots as guests).
 //! - [`table`]: the client's model of its game, rebuilt from the events.
+//! - [`web_page`]: the web client's page, served by `basra dev`.
 //! - [`render`]: the terminal picture and announcements.
 
 pub mod admin;
@@ -23,3 +24,4 @@ pub mod render;
 pub mod session;
 pub mod simulate;
 pub mod table;
+pub mod web_page;

@@ -106,6 +106,12 @@ enum Command {
         /// How long the computer thinks before each play, in milliseconds.
         #[arg(long)]
         bot_delay_ms: Option<u64>,
+        /// Where the web client's page is served (`make web` builds it).
+        #[arg(long, env = "BASRA_DEV_WEB_LISTEN", default_value = "127.0.0.1:8080")]
+        web_listen: std::net::SocketAddr,
+        /// The built page (default: clients/web/dist of this source tree).
+        #[arg(long, env = "BASRA_DEV_WEB_DIR")]
+        web_dir: Option<std::path::PathBuf>,
     },
     /// Friends: list, add (by username or friend code), accept, decline, cancel, remove,
     /// block, unblock.
@@ -232,7 +238,11 @@ async fn main() -> anyhow::Result<()> {
             database_url,
             redis_url,
             bot_delay_ms,
+            web_listen,
+            web_dir,
         } => {
+            let web_dir = web_dir.unwrap_or_else(basra::web_page::default_dir);
+            let web_built = basra::web_page::is_built(&web_dir);
             let _telemetry = basra_platform::telemetry::init(
                 "basra-dev",
                 &basra_platform::config::TelemetrySettings::default(),
@@ -252,6 +262,10 @@ async fn main() -> anyhow::Result<()> {
                         Some((key.into_string().ok()?, value.into_string().ok()?))
                     }),
                 )?,
+                web: web_built.then(|| basra::web_page::WebOptions {
+                    listen: web_listen,
+                    dir: web_dir.clone(),
+                }),
             };
             basra::dev::run(options, basra_platform::shutdown::on_signal(), |started| {
                 println!(
@@ -272,6 +286,13 @@ async fn main() -> anyhow::Result<()> {
                     "a bot:  cargo run -p basra -- bot --server http://{} computer",
                     started.addr
                 );
+                match started.web_addr {
+                    Some(web) => println!("web:    open http://{web}/ in a browser"),
+                    None => println!(
+                        "web:    not built ({} has no page): run `make web`, then `make run` again",
+                        web_dir.display()
+                    ),
+                }
                 println!("stop:   Ctrl-C");
             })
             .await

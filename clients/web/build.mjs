@@ -1,0 +1,17 @@
+// Bundles the page into dist/: app.js (esbuild, from src/main.ts), index.html, style.css.
+import { build } from "esbuild";
+import { cpSync, mkdirSync, rmSync } from "node:fs";
+
+rmSync("dist", { recursive: true, force: true });
+mkdirSync("dist");
+await build({
+  entryPoints: ["src/main.ts"],
+  bundle: true,
+  minify: true,
+  sourcemap: true,
+  format: "esm",
+  target: ["es2022"],
+  outfile: "dist/app.js",
+  logLevel: "warning",
+});
+cpSync("static", "dist", { recursive: true });

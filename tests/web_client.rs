@@ -1,0 +1,86 @@
+//! The web client in a real browser: `basra dev` (in-memory stores) serves the built page
+//! (`make web`), and `clients/web/tests/browser.mjs` drives Debian's headless Chromium
+//! through playwright-core against it — a whole match against the computer by clicking,
+//! with a reload mid-match; two players through a private room code; the Arabic page
+//! right to left; no console errors. Screenshots are kept in
+//! `$CARGO_TARGET_TMPDIR/web-client` (the path is printed).
+//!
+//! Needs Node.js, Debian's `chromium`, the built page and `npm ci` in `clients/web`
+//! (`make test` does both); the test fails, never skips, without them.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use basra::web_page::{WebOptions, is_built};
+use tokio_util::sync::CancellationToken;
+
+fn web_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/web")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_plays_through_the_web_client() {
+    let web = web_dir();
+    assert!(
+        is_built(&web.join("dist")),
+        "the page is not built: run `make web` (npm ci and npm run build in clients/web)"
+    );
+    assert!(
+        web.join("node_modules/playwright-core").exists(),
+        "playwright-core is missing: run `npm ci --prefix clients/web`"
+    );
+    let shutdown = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let options = basra::dev::DevOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        database_url: None,
+        redis_url: None,
+        bot_delay: Some(Duration::from_millis(30)),
+        settings: basra::dev_settings::DevSettings::from_env(Vec::new()).unwrap(),
+        web: Some(WebOptions {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            dir: web.join("dist"),
+        }),
+    };
+    let dev = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            basra::dev::run(options, shutdown, move |started| {
+                let _ = tx.send(started.web_addr);
+            })
+            .await
+        }
+    });
+    let page = rx.await.unwrap().expect("the page is served");
+    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-client");
+    println!("screenshots: {}", artifacts.display());
+    let script = web.join("tests/browser.mjs");
+    let url = format!("http://{page}/");
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg(script)
+            .arg(url)
+            .arg(&artifacts)
+            .output()
+            .expect("node runs (Debian's nodejs)")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = stdout.lines().last().unwrap_or_default();
+    let report: serde_json::Value = serde_json::from_str(line)
+        .unwrap_or_else(|err| panic!("one JSON line from the browser ({err}): {stdout}\n{stderr}"));
+    assert!(
+        output.status.success() && report["ok"] == true,
+        "the browser run failed: {report:#}\n{stderr}"
+    );
+    assert!(
+        report["computer"]["plays"].as_u64().unwrap() >= 12,
+        "{report}"
+    );
+    assert_eq!(report["arabic"]["dir"], "rtl");
+    shutdown.cancel();
+    dev.await.unwrap().unwrap();
+}
