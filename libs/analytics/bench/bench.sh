@@ -15,7 +15,7 @@ read -r -a SIZES <<<"${SIZES[*]}"
 PG=${PG:-postgres://postgres@127.0.0.1:5432}
 # Local and trusted: no TLS handshake or encryption on the bulk reads and writes.
 PGPARAMS=${PGPARAMS:-sslmode=disable}
-DB=basra_analytics_bench
+DB=${DB:-basra_analytics_bench}   # DB=...: a database of your own on a shared server
 PORT=${PORT:-50081}
 WORK=${WORK:-/tmp/basra-analytics-bench}
 TARGET=${CARGO_TARGET_DIR:-target}

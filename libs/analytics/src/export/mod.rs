@@ -7,9 +7,10 @@
 //! - [`sink`]: day-partitioned Parquet files, renamed into place when complete.
 //! - [`watermark`]: where the last incremental run stopped.
 //!
-//! The database is read by one task and the records are replayed and written by a
-//! blocking thread, joined by a bounded channel: at most [`CHANNEL_RECORDS`] decoded
-//! records are in flight, so memory does not grow with the number of matches.
+//! Three stages run at once, joined by bounded channels: a task reads and decodes the
+//! records, a thread replays them, another writes Parquet. At most [`CHANNEL_RECORDS`]
+//! records wait in each channel, so memory does not grow with the number of matches, and
+//! records keep their order (the day partitions rely on it).
 
 pub mod replay;
 pub mod sink;
@@ -31,7 +32,7 @@ use self::source::{Selection, StoredMatch};
 use self::tables::TABLES;
 use self::watermark::Watermark;
 
-/// Decoded records waiting for the writer thread.
+/// Records waiting for the next stage, in each of the two channels.
 pub const CHANNEL_RECORDS: usize = 256;
 
 /// What to export and where.
@@ -104,6 +105,12 @@ enum Item {
     Undecodable(Failure),
 }
 
+/// A record after the replay stage: its plays, or why it is skipped.
+enum Replayed {
+    Plays(Box<StoredMatch>, Vec<replay::PlayRow>),
+    Skipped(Failure),
+}
+
 /// Runs one export into `options.out`.
 pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<ExportSummary> {
     let started = Instant::now();
@@ -134,6 +141,26 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
     let bar = crate::progress::matches_bar(options.progress, total);
 
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(CHANNEL_RECORDS);
+    let (replayed_tx, replayed_rx) = std::sync::mpsc::sync_channel::<Replayed>(CHANNEL_RECORDS);
+    // Replaying is pure engine work: on its own thread it overlaps the database read
+    // and the Parquet encoding. It stops when the writer does (its sends fail).
+    let replayer = tokio::task::spawn_blocking(move || {
+        while let Some(item) = rx.blocking_recv() {
+            let replayed = match item {
+                Item::Record(record) => match replay::plays(&record) {
+                    Ok(plays) => Replayed::Plays(record, plays),
+                    Err(err) => Replayed::Skipped(Failure {
+                        match_id: record.match_id.clone(),
+                        error: err.to_string(),
+                    }),
+                },
+                Item::Undecodable(failure) => Replayed::Skipped(failure),
+            };
+            if replayed_tx.send(replayed).is_err() {
+                return;
+            }
+        }
+    });
     let out = options.out.clone();
     let writer_run = run.clone();
     let writer_bar = bar.clone();
@@ -141,27 +168,17 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
         let mut sink = PartitionedSink::new(&out, &writer_run);
         let mut failures = Vec::new();
         let mut matches = 0u64;
-        while let Some(item) = rx.blocking_recv() {
+        while let Ok(replayed) = replayed_rx.recv() {
             writer_bar.inc(1);
-            let record = match item {
-                Item::Record(record) => record,
-                Item::Undecodable(failure) => {
-                    failures.push(failure);
-                    continue;
-                }
-            };
-            match replay::plays(&record) {
-                Ok(plays) => {
+            match replayed {
+                Replayed::Plays(record, plays) => {
                     if let Err(err) = sink.push(&record, &plays) {
                         sink.abandon();
                         return Err(anyhow::anyhow!("writing Parquet: {err}"));
                     }
                     matches += 1;
                 }
-                Err(err) => failures.push(Failure {
-                    match_id: record.match_id.clone(),
-                    error: err.to_string(),
-                }),
+                Replayed::Skipped(failure) => failures.push(failure),
             }
         }
         let (files, rows) = sink
@@ -190,6 +207,7 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
     }
     drop(tx);
     let written = writer.await.context("the export writer panicked")?;
+    replayer.await.context("the export replayer panicked")?;
     bar.finish_and_clear();
     if let Some(err) = read_error {
         if let Ok((_, _, _, files)) = &written {

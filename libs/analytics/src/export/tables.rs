@@ -10,7 +10,7 @@ use arrow_array::builder::{
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use basra_engine::BasraKind;
+use basra_engine::{BasraKind, Card};
 use chrono::{DateTime, Utc};
 
 use super::replay::PlayRow;
@@ -194,6 +194,14 @@ pub fn settings_preset(record: &StoredMatch) -> String {
     } else {
         "custom".to_owned()
     }
+}
+
+/// A card's notation (`AS`, `10H`), made once for all 52 cards: the plays table
+/// writes one or more per row.
+fn card_name(card: Card) -> &'static str {
+    static NAMES: LazyLock<Vec<String>> =
+        LazyLock::new(|| Card::all().map(|card| card.to_string()).collect());
+    &NAMES[usize::from(card.index())]
 }
 
 /// The name of a Basra kind in the export.
@@ -518,7 +526,6 @@ pub struct PlaysBuilder {
     automatic: BooleanBuilder,
     at: TimestampMicrosecondBuilder,
     rows: usize,
-    text: String,
 }
 
 impl Default for PlaysBuilder {
@@ -542,7 +549,6 @@ impl Default for PlaysBuilder {
             automatic: BooleanBuilder::new(),
             at: TimestampMicrosecondBuilder::new(),
             rows: 0,
-            text: String::with_capacity(4),
         }
     }
 }
@@ -550,7 +556,6 @@ impl Default for PlaysBuilder {
 impl PlaysBuilder {
     /// Adds the plays of `record`.
     pub fn push(&mut self, record: &StoredMatch, plays: &[PlayRow]) {
-        use std::fmt::Write as _;
         for play in plays {
             self.match_id.append_value(&record.match_id);
             self.round.append_value(i32_of(play.round));
@@ -558,13 +563,9 @@ impl PlaysBuilder {
             self.action_index.append_value(i32_of(play.action_index));
             self.seat.append_value(i16::from(play.seat));
             self.side.append_value(i16::from(play.side));
-            self.text.clear();
-            let _ = write!(self.text, "{}", play.card);
-            self.card.append_value(&self.text);
+            self.card.append_value(card_name(play.card));
             for card in play.taken.iter() {
-                self.text.clear();
-                let _ = write!(self.text, "{card}");
-                self.taken.values().append_value(&self.text);
+                self.taken.values().append_value(card_name(card));
             }
             self.taken.append(true);
             self.taken_count.append_value(play.taken.len() as i16);
