@@ -608,3 +608,16 @@ impl PlaysBuilder {
         RecordBatch::try_new(PLAYS.clone(), columns).expect("columns match the schema")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_card_name_is_its_notation() {
+        for card in Card::all() {
+            assert_eq!(card_name(card), card.to_string());
+        }
+        assert_eq!(card_name("10H".parse().unwrap()), "10H");
+    }
+}
