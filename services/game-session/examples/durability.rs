@@ -5,14 +5,18 @@
 //! are gone. Run once without waiting for replicas and once with `WAIT 1` after each
 //! commit (`[redis] wait_replicas`).
 //!
+//! It kills a primary, so it runs on a cluster of its own, never on the shared test
+//! cluster (7001–7006): `BASE_PORT` (default 7101; ports overlapping 7001–7006 are refused) names the first of its
+//! six ports; the example starts that cluster with `scripts/redis-cluster.sh start`
+//! (idempotent) and ignores `REDIS_CLUSTER_URL`.
+//!
 //! ```text
-//! scripts/redis-cluster.sh start
-//! REDIS_CLUSTER_URL=redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003 \
-//!   cargo run --release -p game-session --example durability -- --wait 0 --rooms 200 --seconds 12
+//! BASE_PORT=7101 cargo run --release -p game-session --example durability -- --wait 0 --rooms 200 --seconds 12
 //! ```
 //!
-//! Then `scripts/redis-cluster.sh heal` restarts the killed node (the example does it at
-//! the end). Reports commits/s and commit latency before the kill, how long the rooms of
+//! At the end it runs `scripts/redis-cluster.sh heal` (same `BASE_PORT`), which restarts
+//! the killed node; `BASE_PORT=7101 scripts/redis-cluster.sh stop` ends the cluster.
+//! Reports commits/s and commit latency before the kill, how long the rooms of
 //! the killed primary could not commit, and the acknowledged commits lost.
 
 #![allow(missing_docs)]
@@ -237,9 +241,11 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
-    let url = std::env::var("REDIS_CLUSTER_URL").unwrap_or_else(|_| {
-        "redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003".into()
-    });
+    let base_port = private_cluster()?;
+    let url = (base_port..base_port + 3)
+        .map(|port| format!("redis://127.0.0.1:{port}"))
+        .collect::<Vec<_>>()
+        .join(",");
     let prefix = format!("dur-{}", Uuid::now_v7().simple());
     let store = Arc::new(
         RedisStore::connect(&url, &prefix, 600, CancellationToken::new())
@@ -400,13 +406,40 @@ async fn main() -> anyhow::Result<()> {
         store.client_rebuilds()
     );
 
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scripts/redis-cluster.sh"
-    );
-    let healed = std::process::Command::new(script).arg("heal").status()?;
-    if !healed.success() {
-        bail!("{script} heal failed");
+    cluster_script(base_port, "heal")?;
+    Ok(())
+}
+
+/// The script that runs local clusters.
+const CLUSTER_SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../scripts/redis-cluster.sh"
+);
+
+/// Starts (or finds running) the example's own cluster and returns its first port:
+/// `BASE_PORT`, default 7101. Ports overlapping the shared test cluster's
+/// 7001–7006 are refused, since a primary is killed.
+fn private_cluster() -> anyhow::Result<u16> {
+    let base_port: u16 = match std::env::var("BASE_PORT") {
+        Ok(text) => text.parse().context("BASE_PORT: not a port")?,
+        Err(_) => 7101,
+    };
+    if base_port <= 7006 && base_port.saturating_add(5) >= 7001 {
+        bail!(
+            "BASE_PORT {base_port}: the shared test cluster's ports; pick a cluster of its own (e.g. 7101)"
+        );
+    }
+    cluster_script(base_port, "start")?;
+    Ok(base_port)
+}
+
+fn cluster_script(base_port: u16, action: &str) -> anyhow::Result<()> {
+    let done = std::process::Command::new(CLUSTER_SCRIPT)
+        .arg(action)
+        .env("BASE_PORT", base_port.to_string())
+        .status()?;
+    if !done.success() {
+        bail!("BASE_PORT={base_port} {CLUSTER_SCRIPT} {action} failed");
     }
     Ok(())
 }
