@@ -7,8 +7,10 @@
 //! 2. latency: tickets arriving at a steady rate, time from queueing to
 //!    matched (p50, p99), measured from the store's match events.
 //!
-//! `cargo run --release -p matchmaking --example pairing_bench -- [queue] [rate] [seconds]`
-//! (defaults: 100000 tickets, 2000 arrivals/s, 10 s).
+//! `cargo run --release -p matchmaking --example pairing_bench -- [queue] [rate] [seconds] [formats]`
+//! (defaults: 100000 tickets, 2000 arrivals/s, 10 s, 1 format). With several formats the
+//! tickets are spread evenly over ranked 2-seat formats of different target scores
+//! (101, 151, 201, …), each its own queue.
 
 use std::{
     collections::HashMap,
@@ -77,25 +79,34 @@ impl NameSource for NoNames {
     }
 }
 
-const FORMAT: Format = Format {
-    ranked: true,
-    seats: 2,
-    target_score: 101,
-};
+/// The `i`-th of the benchmark's formats: ranked, 2 seats, target 101, 151, 201, …
+fn format(i: usize) -> Format {
+    Format {
+        ranked: true,
+        seats: 2,
+        target_score: 101 + 50 * i as u32,
+    }
+}
 
-async fn enqueue_many(store: &Arc<dyn Store>, ids: Vec<String>, ttl: i64) {
+/// Ticket `n`'s format among `formats` of them.
+fn format_of(n: usize, formats: usize) -> Format {
+    format(n % formats.max(1))
+}
+
+async fn enqueue_many(store: &Arc<dyn Store>, ids: Vec<String>, ttl: i64, formats: usize) {
     let mut tasks = tokio::task::JoinSet::new();
+    let ids: Vec<(usize, String)> = ids.into_iter().enumerate().collect();
     for chunk in ids.chunks(ids.len().div_ceil(64).max(1)) {
         let store = store.clone();
         let chunk = chunk.to_vec();
         tasks.spawn(async move {
-            for id in chunk {
+            for (n, id) in chunk {
                 let rating = (rand::rng().random_range(1000.0..2000.0f64) * 100.0).round() / 100.0;
                 let ticket = NewTicket {
                     user_id: format!("u-{id}"),
                     id,
                     guest: false,
-                    format: FORMAT,
+                    format: format_of(n, formats),
                     rating,
                     allow_bots: false,
                 };
@@ -159,6 +170,7 @@ async fn main() {
     let queue_size: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let rate: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(2_000);
     let seconds: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(10);
+    let formats: usize = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(1).max(1);
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
 
     // 1. Throughput from a large queue.
@@ -166,9 +178,9 @@ async fn main() {
     let store: Arc<dyn Store> = Arc::new(RedisStore::connect(&url, &prefix).await.expect("redis"));
     let ids: Vec<String> = (0..queue_size).map(|i| format!("b{i}")).collect();
     let filled = Instant::now();
-    enqueue_many(&store, ids, 3_600_000).await;
+    enqueue_many(&store, ids, 3_600_000, formats).await;
     println!(
-        "queued {queue_size} tickets in {:.2} s",
+        "queued {queue_size} tickets in {formats} format(s) in {:.2} s",
         filled.elapsed().as_secs_f64()
     );
     let metrics = Arc::new(Metrics::new());
@@ -236,26 +248,26 @@ async fn main() {
     while sent < total {
         ticker.tick().await;
         // 20 arrivals per tick keeps the pacing cheap.
-        let batch: Vec<String> = (sent..(sent + 20).min(total))
-            .map(|i| format!("s{i}"))
+        let batch: Vec<(u64, String)> = (sent..(sent + 20).min(total))
+            .map(|i| (i, format!("s{i}")))
             .collect();
         sent += batch.len() as u64;
         {
             let now = Instant::now();
             let mut map = queued_at.lock().unwrap();
-            for id in &batch {
+            for (_, id) in &batch {
                 map.insert(id.clone(), now);
             }
         }
         let store = store.clone();
         tokio::spawn(async move {
-            for id in batch {
+            for (n, id) in batch {
                 let rating = (rand::rng().random_range(1000.0..2000.0f64) * 100.0).round() / 100.0;
                 let ticket = NewTicket {
                     user_id: format!("u-{id}"),
                     id,
                     guest: false,
-                    format: FORMAT,
+                    format: format_of(n as usize, formats),
                     rating,
                     allow_bots: false,
                 };
