@@ -174,7 +174,7 @@ async fn settle(inner: &Inner, group: Group) -> Result<()> {
             let outcome = inner
                 .deps
                 .store
-                .commit(&group.room_id, &records, now, q.grace_ms())
+                .commit(&group.room_id, group.format, &records, now, q.grace_ms())
                 .await?;
             if outcome == CommitOutcome::Committed {
                 // Counted as soon as it is committed: the players hear of it from here.
@@ -201,7 +201,12 @@ async fn settle(inner: &Inner, group: Group) -> Result<()> {
             inner
                 .deps
                 .store
-                .defer(&group.room_id, group.lease, now + q.room_retry_ms())
+                .defer(
+                    &group.room_id,
+                    group.format,
+                    group.lease,
+                    now + q.room_retry_ms(),
+                )
                 .await?;
         }
         // A refusal: the room was not made, so the players may go back to
@@ -212,7 +217,7 @@ async fn settle(inner: &Inner, group: Group) -> Result<()> {
             inner
                 .deps
                 .store
-                .release(&group.room_id, group.lease, now, q.grace_ms())
+                .release(&group.room_id, group.format, group.lease, now, q.grace_ms())
                 .await?;
         }
     }

@@ -212,12 +212,16 @@ async fn commit_matches_and_cancel_answers_where_to_play(store: Arc<dyn Store>) 
         .unwrap()
         .remove(0);
     assert_eq!(
-        s.commit(&g.room_id, &records(&g), T0, GRACE).await.unwrap(),
+        s.commit(&g.room_id, g.format, &records(&g), T0, GRACE)
+            .await
+            .unwrap(),
         CommitOutcome::Committed
     );
     // A second commit (another replica) finds nothing to do.
     assert_eq!(
-        s.commit(&g.room_id, &records(&g), T0, GRACE).await.unwrap(),
+        s.commit(&g.room_id, g.format, &records(&g), T0, GRACE)
+            .await
+            .unwrap(),
         CommitOutcome::Gone
     );
     let v = s.poll("a", T0, TTL).await.unwrap().unwrap();
@@ -319,7 +323,11 @@ async fn a_group_member_cannot_leave_its_group(store: Arc<dyn Store>) {
     assert!(s.poll("c2", T0 + 4, TTL).await.unwrap().is_none());
     // The reply is lost: the group waits for its retry; c cancels again and
     // its stream drops; b's too.
-    assert!(s.defer(&g.room_id, g.lease, T0 + 2_000).await.unwrap());
+    assert!(
+        s.defer(&g.room_id, g.format, g.lease, T0 + 2_000)
+            .await
+            .unwrap()
+    );
     assert_eq!(
         s.cancel("u-c", "c", CancelCause::ByClient, T0 + 5, GRACE)
             .await
@@ -338,7 +346,7 @@ async fn a_group_member_cannot_leave_its_group(store: Arc<dyn Store>) {
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].room_id, g.room_id);
     assert_eq!(
-        s.commit(&g.room_id, &records(&g), T0 + 2_001, GRACE)
+        s.commit(&g.room_id, g.format, &records(&g), T0 + 2_001, GRACE)
             .await
             .unwrap(),
         CommitOutcome::Committed
@@ -370,7 +378,11 @@ async fn release_keeps_tickets_for_a_resume(store: Arc<dyn Store>) {
         .await
         .unwrap()
         .remove(0);
-    assert!(s.release(&g.room_id, g.lease, T0 + 1, GRACE).await.unwrap());
+    assert!(
+        s.release(&g.room_id, g.format, g.lease, T0 + 1, GRACE)
+            .await
+            .unwrap()
+    );
     let v = s.poll("a", T0 + 1, TTL).await.unwrap().unwrap();
     assert_eq!(v.state, TicketState::Queued);
     assert!(v.unavailable && !v.attached);
@@ -425,7 +437,7 @@ async fn stale_groups_are_reclaimed(store: Arc<dyn Store>) {
     // Re-leased: not handed out twice.
     assert!(s.reclaim(T0 + 10_001, 10_000, 10).await.unwrap().is_empty());
     assert_eq!(
-        s.commit(&g.room_id, &records(&g), T0 + 10_002, GRACE)
+        s.commit(&g.room_id, g.format, &records(&g), T0 + 10_002, GRACE)
             .await
             .unwrap(),
         CommitOutcome::Committed
@@ -444,7 +456,11 @@ async fn an_unconfirmed_room_keeps_its_group(store: Arc<dyn Store>) {
         .await
         .unwrap()
         .remove(0);
-    assert!(s.defer(&g.room_id, g.lease, T0 + 2_000).await.unwrap());
+    assert!(
+        s.defer(&g.room_id, g.format, g.lease, T0 + 2_000)
+            .await
+            .unwrap()
+    );
     for id in ["a", "b"] {
         let v = s.poll(id, T0 + 1, TTL).await.unwrap().unwrap();
         assert_eq!(v.state, TicketState::Pending);
@@ -476,7 +492,7 @@ async fn an_unconfirmed_room_keeps_its_group(store: Arc<dyn Store>) {
         }]
     );
     assert_eq!(
-        s.commit(&g.room_id, &records(&g), T0 + 2_001, GRACE)
+        s.commit(&g.room_id, g.format, &records(&g), T0 + 2_001, GRACE)
             .await
             .unwrap(),
         CommitOutcome::Committed
@@ -505,19 +521,27 @@ async fn a_taken_over_lease_cannot_requeue_the_group(x: Arc<dyn Store>, y: Arc<d
     assert_eq!(gy.room_id, gx.room_id);
     // X's call timed out: too late to requeue or to set the retry.
     assert!(
-        !x.release(&gx.room_id, gx.lease, T0 + 10_001, GRACE)
+        !x.release(&gx.room_id, gx.format, gx.lease, T0 + 10_001, GRACE)
             .await
             .unwrap()
     );
-    assert!(!x.defer(&gx.room_id, gx.lease, T0 + 10_001).await.unwrap());
+    assert!(
+        !x.defer(&gx.room_id, gx.format, gx.lease, T0 + 10_001)
+            .await
+            .unwrap()
+    );
     let v = y.poll("a", T0 + 10_001, TTL).await.unwrap().unwrap();
     assert_eq!(v.state, TicketState::Pending);
     assert!(!v.unavailable);
     // Y's call times out too: it holds the lease, so the group waits.
-    assert!(y.defer(&gy.room_id, gy.lease, T0 + 12_000).await.unwrap());
+    assert!(
+        y.defer(&gy.room_id, gy.format, gy.lease, T0 + 12_000)
+            .await
+            .unwrap()
+    );
     // X's call did make the room after all: its commit stands.
     assert_eq!(
-        x.commit(&gx.room_id, &records(&gx), T0 + 10_002, GRACE)
+        x.commit(&gx.room_id, gx.format, &records(&gx), T0 + 10_002, GRACE)
             .await
             .unwrap(),
         CommitOutcome::Committed
@@ -531,7 +555,7 @@ async fn a_taken_over_lease_cannot_requeue_the_group(x: Arc<dyn Store>, y: Arc<d
     }
     assert!(y.reclaim(T0 + 12_000, 10_000, 10).await.unwrap().is_empty());
     assert!(
-        !y.release(&gy.room_id, gy.lease, T0 + 12_001, GRACE)
+        !y.release(&gy.room_id, gy.format, gy.lease, T0 + 12_001, GRACE)
             .await
             .unwrap()
     );
@@ -723,7 +747,7 @@ async fn a_group_in_one_format_blocks_a_search_in_another(store: Arc<dyn Store>)
     );
     assert_eq!(s.queued_ticket("me").await.unwrap().as_deref(), Some("one"));
     assert_eq!(
-        s.commit(&g.room_id, &records(&g), T0 + 3, GRACE)
+        s.commit(&g.room_id, g.format, &records(&g), T0 + 3, GRACE)
             .await
             .unwrap(),
         CommitOutcome::Committed
@@ -770,9 +794,15 @@ async fn two_formats_pair_independently(store: Arc<dyn Store>) {
     assert_eq!(left, vec![(UNRANKED2, 1)]);
     // The ranked 2-seat group is released: back to its format, not the others.
     assert!(
-        s.release(&groups[0].room_id, groups[0].lease, T0 + 5, GRACE)
-            .await
-            .unwrap()
+        s.release(
+            &groups[0].room_id,
+            groups[0].format,
+            groups[0].lease,
+            T0 + 5,
+            GRACE
+        )
+        .await
+        .unwrap()
     );
     for id in ["r1", "r2"] {
         let e = s
@@ -788,9 +818,15 @@ async fn two_formats_pair_independently(store: Arc<dyn Store>) {
         assert_eq!(e.view.format, RANKED2);
     }
     assert_eq!(
-        s.commit(&groups[1].room_id, &records(&groups[1]), T0 + 7, GRACE)
-            .await
-            .unwrap(),
+        s.commit(
+            &groups[1].room_id,
+            groups[1].format,
+            &records(&groups[1]),
+            T0 + 7,
+            GRACE
+        )
+        .await
+        .unwrap(),
         CommitOutcome::Committed
     );
     let mut lengths: Vec<_> = s

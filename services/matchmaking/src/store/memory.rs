@@ -486,6 +486,7 @@ impl Store for MemoryStore {
     async fn commit(
         &self,
         room_id: &str,
+        _format: Format,
         records: &[(String, MatchRecord)],
         now: Millis,
         grace_ms: Millis,
@@ -533,6 +534,7 @@ impl Store for MemoryStore {
     async fn release(
         &self,
         room_id: &str,
+        _format: Format,
         lease: u64,
         now: Millis,
         grace_ms: Millis,
@@ -564,7 +566,13 @@ impl Store for MemoryStore {
         Ok(true)
     }
 
-    async fn defer(&self, room_id: &str, lease: u64, retry_at: Millis) -> Result<bool> {
+    async fn defer(
+        &self,
+        room_id: &str,
+        _format: Format,
+        lease: u64,
+        retry_at: Millis,
+    ) -> Result<bool> {
         let notify = {
             let mut s = self.lock();
             let Some(group) = s.groups.get(room_id).filter(|g| g.lease == lease).cloned() else {

@@ -401,10 +401,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// The group's room exists: match its members (`records` by ticket id).
     /// Any holder may commit, even one whose lease was taken over: the room
-    /// it made is the group's one room.
+    /// it made is the group's one room. `format` is the group's
+    /// ([`Group::format`]): a group lives with its format's queue.
     async fn commit(
         &self,
         room_id: &str,
+        format: Format,
         records: &[(String, MatchRecord)],
         now: Millis,
         grace_ms: Millis,
@@ -413,9 +415,11 @@ pub trait Store: Send + Sync + 'static {
     /// game-session refused the group's room (it was not made): its members
     /// go back to queued (detached, flagged unavailable), keeping their queue
     /// time. Does nothing (false) unless `lease` is the group's current one.
+    /// `format` is the group's.
     async fn release(
         &self,
         room_id: &str,
+        format: Format,
         lease: u64,
         now: Millis,
         grace_ms: Millis,
@@ -427,8 +431,14 @@ pub trait Store: Send + Sync + 'static {
     /// streams end UNAVAILABLE; a resume waits for this same room) and
     /// [`reclaim`](Store::reclaim) hands the group out again from
     /// `retry_at`. Does nothing (false) unless `lease` is the group's current
-    /// one.
-    async fn defer(&self, room_id: &str, lease: u64, retry_at: Millis) -> Result<bool>;
+    /// one. `format` is the group's.
+    async fn defer(
+        &self,
+        room_id: &str,
+        format: Format,
+        lease: u64,
+        retry_at: Millis,
+    ) -> Result<bool>;
 
     /// Drops tickets past their deadline (dead streams, resume grace over,
     /// old results). Returns how many queued tickets were dropped.

@@ -1,35 +1,50 @@
 //! The Redis [`Store`]: the queue and the lobby as Redis data, every state
 //! change one Lua script, so any number of replicas share them safely.
 //!
-//! Key layout (`P` is the configured prefix):
+//! Key layout (`P` is the configured prefix, `F` a format's key such as `r.2.101`):
 //!
-//! | key | what |
-//! |---|---|
-//! | `P:{q}:t:<ticket>` | hash: one ticket (account, format, rating, queue time, state, result) |
-//! | `P:{q}:w:<format>` | zset: the pool of a format by queue time (positions, oldest first) |
-//! | `P:{q}:r:<format>` | zset: the same pool by rating (window search) |
-//! | `P:{q}:fmts` | set: formats that may have waiting tickets |
-//! | `P:{q}:u:<account>` | string: the account's latest ticket (superseding) |
-//! | `P:{q}:alive` | zset: ticket deadlines (heartbeat, resume grace, result retention) |
-//! | `P:{q}:g:<room>` | string: a formed group (JSON, with its lease number) waiting for its room |
-//! | `P:{q}:pending` | zset: groups by lease deadline or retry time (takeover, retry) |
-//! | `P:{q}:events` | shard channel (`SPUBLISH`): ids of tickets whose state changed |
-//! | `P:{lobby}:room:<id>` | hash: a room (meta JSON, seats JSON, status, filter fields) |
-//! | `P:{lobby}:public` | zset: open public rooms by lobby sequence (oldest first) |
-//! | `P:{lobby}:code:<code>` | string: join code → room, for as long as the room is kept |
-//! | `P:{lobby}:req:<account>:<request>` | string: CreateRoom idempotency → room |
-//! | `P:{lobby}:guess:<account>:<bucket>` | counter: wrong join codes in a time bucket |
-//! | `P:{lobby}:at:<account>` | string: the room the account was last seated in (expires) |
+//! | key | slot | what |
+//! |---|---|---|
+//! | `P:{q:F}:t:<ticket>` | format | hash: one ticket (account, format, rating, queue time, state, result; `tomb` while it is a tombstone) |
+//! | `P:{q:F}:w` | format | zset: the format's pool by queue time (positions, oldest first) |
+//! | `P:{q:F}:r` | format | zset: the same pool by rating (window search) |
+//! | `P:{q:F}:alive` | format | zset: ticket deadlines (heartbeat, resume grace, result retention) |
+//! | `P:{q:F}:g:<room>` | format | string: a formed group (JSON, with its lease number) waiting for its room |
+//! | `P:{q:F}:pending` | format | zset: groups by lease deadline or retry time (takeover, retry) |
+//! | `P:{q:F}:round` | format | string: the format's round throttle (expires) |
+//! | `P:{q:F}:events` | format | shard channel (`SPUBLISH`): ids of the format's tickets whose state changed |
+//! | `P:{t:<ticket>}` | the ticket | string `"F owner"`: the ticket's locator, claimed once (`SET NX`) |
+//! | `P:{pl:<account>}:search` | the account | hash: `cur`, the account's live search |
+//! | `P:{pl:<account>}:old` | the account | set: superseded tickets whose cancel is not confirmed yet |
+//! | `P:{q}:fmts` | registry | set: every format ever used (rounds, reclaim, expiry, lengths walk it) |
+//! | `P:{lobby}:room:<id>` | lobby | hash: a room (meta JSON, seats JSON, status, filter fields) |
+//! | `P:{lobby}:public` | lobby | zset: open public rooms by lobby sequence (oldest first) |
+//! | `P:{lobby}:code:<code>` | lobby | string: join code → room, for as long as the room is kept |
+//! | `P:{lobby}:req:<account>:<request>` | lobby | string: CreateRoom idempotency → room |
+//! | `P:{lobby}:guess:<account>:<bucket>` | lobby | counter: wrong join codes in a time bucket |
+//! | `P:{lobby}:at:<account>` | lobby | string: the room the account was last seated in (expires) |
 //!
-//! The queue's keys share the hash tag `{q}` and the lobby's `{lobby}`: each
-//! script touches one slot, so this works on Redis Cluster. A script is called
-//! with its slot's key (`P:{q}` or `P:{lobby}`), which routes it, and derives
-//! every key name from it: the tickets a pairing round reads are found in the
-//! pools during the round, so they cannot be named in advance, but they are
-//! all in that slot. The events channel is a shard channel of the queue's slot
-//! (`SPUBLISH`), so it works on a cluster too. The cost is that the whole queue
-//! lives on one primary: a pairing round at 5,000+ pairs/s fits one Redis core
-//! (see the benchmark); sharding by format is the next step if it ever does not.
+//! Every script touches one slot, so this works on Redis Cluster. A script is called
+//! with its slot's key (`P:{q:F}`, `P:{pl:A}` or `P:{lobby}`), which routes it, and
+//! derives every key name from it: the tickets a pairing round reads are found in the
+//! pools during the round, so they cannot be named in advance, but they are all in
+//! that format's slot. Each format's queue is its own slot (so formats spread over the
+//! primaries of a cluster); a pairing round, reclaim, expiry, commit, release and
+//! defer each run in one format's slot, and the pool is never read across slots.
+//!
+//! A new search (ticket N of account A in format F) is four steps, each atomic in its
+//! slot, ordered so that an account is in at most one pool at every instant:
+//! 1. **claim** N's locator (`SET NX GET`; another owner: refused; the same owner: a
+//!    resume, in the stored format);
+//! 2. **swap** in `{pl:A}`: N becomes `cur`, the ticket it replaces goes into `old`;
+//! 3. **cancel** every ticket in `old` in its own format's slot (a ticket not inserted
+//!    yet gets a **tombstone**, a cancelled record); confirmed ones leave `old`. If one
+//!    is in a formed group the search is refused and the swap undone (after handling
+//!    them all);
+//! 4. **insert** N in `{q:F}`, refused (N's cancelled view) if a tombstone is there.
+//!
+//! Crash cases between the steps: the repo's `ARCHITECTURE.md`. The lobby's keys
+//! still share one slot, `{lobby}` (its split per mode is designed there, not built).
 //!
 //! [`queue`] holds the queue's side, [`lobby`] the lobby's; the `.lua` files
 //! are next to them, in `queue/` and `lobby/`.
@@ -37,7 +52,7 @@
 mod lobby;
 mod queue;
 
-use basra_platform::redis::{Keys, PubSubEvent, Redis};
+use basra_platform::redis::{Keys, Redis};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -79,26 +94,14 @@ impl RedisStore {
         let keys = Keys::new(prefix)
             .map_err(|msg| MatchmakingError::Config(format!("redis.prefix: {msg}")))?;
         let redis = Redis::connect(url).await?;
-        let queue = Queue::new(redis.conn(), keys.slot("q"));
         let lobby = Lobby::new(redis.conn(), keys.slot("lobby"));
         let (events, _) = broadcast::channel(16 * 1024);
         let listening = CancellationToken::new();
-        // Subscribed before returning, so no event after `connect` is missed. Events
-        // lost while the subscription is down are covered by the streams' own polling.
-        let sender = events.clone();
-        redis
-            .subscribe(
-                vec![queue.events_channel()],
-                listening.clone(),
-                move |event| {
-                    if let PubSubEvent::Message { payload, .. } = event
-                        && let Ok(id) = String::from_utf8(payload)
-                    {
-                        let _ = sender.send(id);
-                    }
-                },
-            )
-            .await?;
+        // Each format's event channel is subscribed when this process first queues a
+        // ticket in it (before the ticket enters), so none of its events is missed.
+        // Events lost while a subscription is down are covered by the streams' own
+        // polling.
+        let queue = Queue::new(redis, keys, events.clone(), listening.clone());
         Ok(RedisStore {
             queue,
             lobby,
@@ -163,25 +166,37 @@ impl Store for RedisStore {
     async fn commit(
         &self,
         room_id: &str,
+        format: Format,
         records: &[(String, MatchRecord)],
         now: Millis,
         grace_ms: Millis,
     ) -> Result<CommitOutcome> {
-        self.queue.commit(room_id, records, now, grace_ms).await
+        self.queue
+            .commit(room_id, format, records, now, grace_ms)
+            .await
     }
 
     async fn release(
         &self,
         room_id: &str,
+        format: Format,
         lease: u64,
         now: Millis,
         grace_ms: Millis,
     ) -> Result<bool> {
-        self.queue.release(room_id, lease, now, grace_ms).await
+        self.queue
+            .release(room_id, format, lease, now, grace_ms)
+            .await
     }
 
-    async fn defer(&self, room_id: &str, lease: u64, retry_at: Millis) -> Result<bool> {
-        self.queue.defer(room_id, lease, retry_at).await
+    async fn defer(
+        &self,
+        room_id: &str,
+        format: Format,
+        lease: u64,
+        retry_at: Millis,
+    ) -> Result<bool> {
+        self.queue.defer(room_id, format, lease, retry_at).await
     }
 
     async fn expire(&self, now: Millis, max: usize) -> Result<u64> {

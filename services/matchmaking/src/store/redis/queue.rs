@@ -1,11 +1,19 @@
-//! The queue in Redis: tickets, the pools of each format, formed groups and their
-//! leases. Every key is in the slot of the hash tag `{q}`; each script below is one
-//! atomic step on that slot (see the key table in [`super`]).
+//! The queue in Redis, one slot per format: each format's tickets, pools, deadlines,
+//! groups and leases share the hash tag `{q:F}`, and every queue script below is one
+//! atomic step on one format's slot. A search is routed to its format by its locator
+//! (`{t:ID}`), an account's live search is kept in its own slot (`{pl:A}`), and the
+//! pairing rounds, reclaim, expiry and lengths walk the registry of formats
+//! (`{q}:fmts`). Key table and the order of a new search's steps: [`super`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 
 use redis::AsyncCommands as _;
 use serde::Deserialize;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
-use basra_platform::redis::{Connection, Script};
+use basra_platform::redis::{Connection, Keys, PubSubEvent, Redis, Script};
 
 use super::{b, corrupt};
 use crate::{
@@ -18,7 +26,7 @@ use crate::{
     },
 };
 
-/// A queue script: the shared helpers, then its body.
+/// A script on one format's slot: the shared helpers, then its body.
 fn script(body: &str) -> Script {
     Script::new(&format!("{}\n{body}", include_str!("queue/prelude.lua")))
 }
@@ -26,7 +34,8 @@ fn script(body: &str) -> Script {
 /// The queue's scripts, loaded once.
 #[derive(Debug)]
 struct Scripts {
-    enqueue: Script,
+    // On a format's slot.
+    enter: Script,
     poll: Script,
     detach: Script,
     cancel: Script,
@@ -36,13 +45,16 @@ struct Scripts {
     release: Script,
     defer: Script,
     expire: Script,
-    lengths: Script,
+    // On an account's slot.
+    swap: Script,
+    settle: Script,
+    forget: Script,
 }
 
 impl Scripts {
     fn new() -> Scripts {
         Scripts {
-            enqueue: script(include_str!("queue/enqueue.lua")),
+            enter: script(include_str!("queue/enter.lua")),
             poll: script(include_str!("queue/poll.lua")),
             detach: script(include_str!("queue/detach.lua")),
             cancel: script(include_str!("queue/cancel.lua")),
@@ -52,45 +64,188 @@ impl Scripts {
             release: script(include_str!("queue/release.lua")),
             defer: script(include_str!("queue/defer.lua")),
             expire: script(include_str!("queue/expire.lua")),
-            lengths: script(include_str!("queue/lengths.lua")),
+            swap: Script::new(include_str!("queue/swap.lua")),
+            settle: Script::new(include_str!("queue/settle.lua")),
+            forget: Script::new(include_str!("queue/forget.lua")),
         }
     }
 }
 
-/// The pairing script, as the store runs it (public for the benchmark and the property
-/// test that pins it to the memory store's pairing).
+/// The pairing script of one format's slot, as the store runs it (public for the
+/// benchmark and the property test that pins it to the memory store's pairing).
 pub fn pairing_script() -> Script {
     script(include_str!("queue/form.lua"))
 }
 
-/// The queue: tickets and groups under `P:{q}`.
+/// Formats whose ticket locations this process remembers at most (a ticket's format
+/// never changes, so the memory is only a shortcut past its locator).
+const REMEMBERED_TICKETS: usize = 100_000;
+
+/// The queue: one slot per format, plus the locators, the accounts' searches and the
+/// registry of formats.
 #[derive(Debug)]
 pub(super) struct Queue {
+    redis: Redis,
     conn: Connection,
-    /// `P:{q}`: the key every script is called with (its slot) and the start of every
-    /// queue key.
-    slot: String,
+    keys: Keys,
     scripts: Scripts,
+    /// Where ticket events go (every format's channel feeds it).
+    events: broadcast::Sender<String>,
+    /// Ends the subscriptions.
+    listening: CancellationToken,
+    /// Formats this process has registered and whose channel it listens on.
+    known: tokio::sync::Mutex<HashSet<String>>,
+    /// Ticket → format, for the tickets this process has looked up.
+    formats: Mutex<HashMap<String, Format>>,
 }
 
 impl Queue {
-    pub(super) fn new(conn: Connection, slot: String) -> Queue {
+    pub(super) fn new(
+        redis: Redis,
+        keys: Keys,
+        events: broadcast::Sender<String>,
+        listening: CancellationToken,
+    ) -> Queue {
         Queue {
-            conn,
-            slot,
+            conn: redis.conn(),
+            redis,
+            keys,
             scripts: Scripts::new(),
+            events,
+            listening,
+            known: tokio::sync::Mutex::new(HashSet::new()),
+            formats: Mutex::new(HashMap::new()),
         }
-    }
-
-    /// The channel of ticket events (a shard channel of the queue's slot).
-    pub(super) fn events_channel(&self) -> String {
-        format!("{}:events", self.slot)
     }
 
     fn conn(&self) -> Connection {
         self.conn.clone()
     }
 
+    /// `P:{q:F}`: format `F`'s slot, the key its scripts are called with.
+    fn slot(&self, format: &str) -> String {
+        self.keys.slot(&format!("q:{format}"))
+    }
+
+    /// `P:{t:ID}`: the ticket's locator (`"F owner"`).
+    fn locator_key(&self, id: &str) -> String {
+        self.keys.slot(&format!("t:{id}"))
+    }
+
+    /// `P:{pl:A}`: the account's slot (its live search and superseded tickets).
+    fn account(&self, user_id: &str) -> String {
+        self.keys.slot(&format!("pl:{user_id}"))
+    }
+
+    /// `P:{q}:fmts`: the registry of formats ever used.
+    fn registry(&self) -> String {
+        self.keys.key("q", "fmts")
+    }
+
+    /// The formats in the registry, in key order (the order of a pairing round).
+    async fn registered(&self) -> Result<Vec<String>> {
+        let mut formats: Vec<String> = self.conn().smembers(self.registry()).await?;
+        formats.sort();
+        Ok(formats)
+    }
+
+    /// Registers `format` and listens on its event channel, once per process. Called
+    /// before a ticket of this process enters the format, so none of its events is
+    /// missed.
+    async fn know(&self, format: &str) -> Result<()> {
+        let mut known = self.known.lock().await;
+        if known.contains(format) {
+            return Ok(());
+        }
+        let _: i64 = self.conn().sadd(self.registry(), format).await?;
+        let sender = self.events.clone();
+        self.redis
+            .subscribe(
+                vec![format!("{}:events", self.slot(format))],
+                self.listening.child_token(),
+                move |event| {
+                    if let PubSubEvent::Message { payload, .. } = event
+                        && let Ok(id) = String::from_utf8(payload)
+                    {
+                        let _ = sender.send(id);
+                    }
+                },
+            )
+            .await?;
+        known.insert(format.to_owned());
+        Ok(())
+    }
+
+    fn remember(&self, id: &str, format: Format) {
+        let mut formats = self.formats.lock().unwrap_or_else(|p| p.into_inner());
+        if formats.len() >= REMEMBERED_TICKETS {
+            formats.clear();
+        }
+        formats.insert(id.to_owned(), format);
+    }
+
+    fn forget_format(&self, id: &str) {
+        self.formats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+    }
+
+    fn remembered(&self, id: &str) -> Option<Format> {
+        self.formats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .copied()
+    }
+
+    /// The ticket's locator: its format and owner.
+    async fn locate(&self, id: &str) -> Result<Option<(Format, String)>> {
+        let value: Option<String> = self.conn().get(self.locator_key(id)).await?;
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        let (format, owner) = parse_locator(&value)?;
+        self.remember(id, format);
+        Ok(Some((format, owner)))
+    }
+
+    /// The ticket's format: remembered, else from its locator.
+    async fn format_of(&self, id: &str) -> Result<Option<Format>> {
+        if let Some(format) = self.remembered(id) {
+            return Ok(Some(format));
+        }
+        Ok(self.locate(id).await?.map(|(format, _)| format))
+    }
+
+    /// Runs ENTER for `t` in `format`'s slot.
+    async fn enter(
+        &self,
+        t: &NewTicket,
+        format: Format,
+        now: Millis,
+        ttl_ms: Millis,
+        create: bool,
+    ) -> Result<Vec<String>> {
+        Ok(self
+            .scripts
+            .enter
+            .key(self.slot(&format.key()))
+            .arg(&t.id)
+            .arg(&t.user_id)
+            .arg(b(t.guest))
+            .arg(t.rating.to_string())
+            .arg(b(t.allow_bots))
+            .arg(now)
+            .arg(ttl_ms)
+            .arg(b(create))
+            .invoke_async(&mut self.conn())
+            .await?)
+    }
+
+    /// A new search or a resume, in the steps of the key table's design: claim the
+    /// ticket's locator, swap it in as the account's live search, cancel (or tombstone)
+    /// every ticket it superseded, each in its own format's slot, then insert it.
     pub(super) async fn enqueue(
         &self,
         t: NewTicket,
@@ -98,35 +253,88 @@ impl Queue {
         ttl_ms: Millis,
         grace_ms: Millis,
     ) -> Result<Enqueued> {
-        let out: Vec<String> = self
+        // 1. Claim: the locator names the ticket's owner and format, once.
+        let claimed: Option<String> = redis::cmd("SET")
+            .arg(self.locator_key(&t.id))
+            .arg(format!("{} {}", t.format.key(), t.user_id))
+            .arg("NX")
+            .arg("GET")
+            .query_async(&mut self.conn())
+            .await?;
+        let format = match &claimed {
+            None => t.format,
+            Some(value) => {
+                let (format, owner) = parse_locator(value)?;
+                if owner != t.user_id {
+                    return Err(in_use());
+                }
+                format
+            }
+        };
+        self.remember(&t.id, format);
+        self.know(&format.key()).await?;
+        if claimed.is_some() {
+            // A resume, in the ticket's own format whatever the request says; a ticket
+            // claimed but never inserted (a crash, or an expiry that left its locator)
+            // goes on as a new search.
+            let out = self.enter(&t, format, now, ttl_ms, false).await?;
+            if out.first().map(String::as_str) != Some("absent") {
+                return entered(&t.id, &out);
+            }
+        }
+        // 2. Swap: this ticket is the account's live search; the ones it replaces wait
+        // in `old` until their cancel is confirmed.
+        let account = self.account(&t.user_id);
+        let swapped: Vec<String> = self
             .scripts
-            .enqueue
-            .key(&self.slot)
+            .swap
+            .key(&account)
             .arg(&t.id)
-            .arg(&t.user_id)
-            .arg(b(t.guest))
-            .arg(t.format.key())
-            .arg(t.rating.to_string())
-            .arg(b(t.allow_bots))
-            .arg(now)
-            .arg(ttl_ms)
-            .arg(grace_ms)
             .invoke_async(&mut self.conn())
             .await?;
-        if out.first().map(String::as_str) == Some("owner") {
-            return Err(MatchmakingError::InvalidArgument(
-                "ticket_id is in use by another account: pick a fresh one".into(),
-            ));
+        // 3. Cancel every superseded ticket in its own slot, all of them even when one
+        // is in a formed group (a refused search must still end what it displaced).
+        let superseded = swapped.get(1..).unwrap_or_default();
+        if !superseded.is_empty() {
+            let mut confirmed = Vec::with_capacity(superseded.len());
+            let mut held = None;
+            for old in superseded {
+                let outcome = match self.locate(old).await? {
+                    Some((old_format, _)) => {
+                        self.cancel_in(
+                            old_format,
+                            &t.user_id,
+                            old,
+                            CancelCause::Superseded,
+                            now,
+                            grace_ms,
+                        )
+                        .await?
+                    }
+                    // Expired: nothing left to cancel.
+                    None => CancelOutcome::Cancelled,
+                };
+                if outcome == CancelOutcome::InGroup {
+                    held.get_or_insert_with(|| old.clone());
+                } else {
+                    confirmed.push(old.clone());
+                }
+            }
+            let mut call = self.scripts.settle.key(&account);
+            call.arg(&t.id).arg(held.as_deref().unwrap_or(""));
+            for id in &confirmed {
+                call.arg(id);
+            }
+            let _: i64 = call.invoke_async(&mut self.conn()).await?;
+            if let Some(held) = held {
+                // Its group is final (the room may exist already): refuse the new one,
+                // which was never inserted.
+                return Err(crate::store::memory::in_group_error(&held));
+            }
         }
-        if out.first().map(String::as_str) == Some("ingroup") {
-            return Err(crate::store::memory::in_group_error(
-                out.get(1).map(String::as_str).unwrap_or_default(),
-            ));
-        }
-        Ok(Enqueued {
-            resumed: out.first().map(String::as_str) == Some("1"),
-            view: parse_view(&t.id, out.get(1..).unwrap_or_default())?,
-        })
+        // 4. Insert, unless a newer search or a cancel tombstoned it meanwhile.
+        let out = self.enter(&t, format, now, ttl_ms, true).await?;
+        entered(&t.id, &out)
     }
 
     pub(super) async fn poll(
@@ -135,23 +343,50 @@ impl Queue {
         now: Millis,
         ttl_ms: Millis,
     ) -> Result<Option<TicketView>> {
-        let out: Option<Vec<String>> = self
+        let remembered = self.remembered(id);
+        let Some(format) = remembered.or(self.locate(id).await?.map(|(f, _)| f)) else {
+            return Ok(None);
+        };
+        let mut out = self.poll_in(format, id, now, ttl_ms).await?;
+        if out.is_none() && remembered.is_some() {
+            // Gone, or expired and its id taken again in another format: ask its
+            // locator rather than this process's memory.
+            self.forget_format(id);
+            if let Some((located, _)) = self.locate(id).await?
+                && located != format
+            {
+                out = self.poll_in(located, id, now, ttl_ms).await?;
+            }
+        }
+        out.map(|f| parse_view(id, &f)).transpose()
+    }
+
+    async fn poll_in(
+        &self,
+        format: Format,
+        id: &str,
+        now: Millis,
+        ttl_ms: Millis,
+    ) -> Result<Option<Vec<String>>> {
+        Ok(self
             .scripts
             .poll
-            .key(&self.slot)
+            .key(self.slot(&format.key()))
             .arg(id)
             .arg(now)
             .arg(ttl_ms)
             .invoke_async(&mut self.conn())
-            .await?;
-        out.map(|f| parse_view(id, &f)).transpose()
+            .await?)
     }
 
     pub(super) async fn detach(&self, id: &str, now: Millis, grace_ms: Millis) -> Result<()> {
+        let Some(format) = self.format_of(id).await? else {
+            return Ok(());
+        };
         let _: i64 = self
             .scripts
             .detach
-            .key(&self.slot)
+            .key(self.slot(&format.key()))
             .arg(id)
             .arg(now)
             .arg(grace_ms)
@@ -160,8 +395,36 @@ impl Queue {
         Ok(())
     }
 
+    /// CancelFind: the locator says which slot (and whose ticket), the ticket is
+    /// cancelled (or tombstoned, if not inserted yet) there, then it stops being the
+    /// account's live search.
     pub(super) async fn cancel(
         &self,
+        user_id: &str,
+        id: &str,
+        cause: CancelCause,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<CancelOutcome> {
+        let Some((format, owner)) = self.locate(id).await? else {
+            return Ok(CancelOutcome::NotFound);
+        };
+        if owner != user_id {
+            return Ok(CancelOutcome::NotFound);
+        }
+        let outcome = self
+            .cancel_in(format, user_id, id, cause, now, grace_ms)
+            .await?;
+        if outcome == CancelOutcome::Cancelled {
+            self.forget_search(user_id, id).await?;
+        }
+        Ok(outcome)
+    }
+
+    /// CANCEL in `format`'s slot.
+    async fn cancel_in(
+        &self,
+        format: Format,
         user_id: &str,
         id: &str,
         cause: CancelCause,
@@ -171,7 +434,7 @@ impl Queue {
         let out: Vec<String> = self
             .scripts
             .cancel
-            .key(&self.slot)
+            .key(self.slot(&format.key()))
             .arg(id)
             .arg(user_id)
             .arg(cause.as_str())
@@ -189,28 +452,53 @@ impl Queue {
         }
     }
 
+    /// The ticket is no longer the account's live search (if it was) nor a superseded
+    /// one waiting for its cancel.
+    async fn forget_search(&self, user_id: &str, id: &str) -> Result<()> {
+        let _: i64 = self
+            .scripts
+            .forget
+            .key(self.account(user_id))
+            .arg(id)
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// One pairing round: one FORM per registered format, in key order, each with the
+    /// room ids and group budget the formats before it left.
     pub(super) async fn form_groups(
         &self,
         now: Millis,
         params: &PairingParams,
         room_ids: &[String],
     ) -> Result<Vec<Group>> {
-        let mut call = self.scripts.form.key(&self.slot);
-        call.arg(now)
-            .arg(params.window.start)
-            .arg(params.window.growth_per_second)
-            .arg(params.window.max)
-            .arg(params.bot_after_ms)
-            .arg(params.lease_ms)
-            .arg(params.max_groups)
-            .arg(params.scan_limit)
-            .arg(params.candidates)
-            .arg(params.min_round_interval_ms);
-        for id in room_ids {
-            call.arg(id);
+        let limit = params.max_groups.min(room_ids.len());
+        let mut groups = Vec::new();
+        for format in self.registered().await? {
+            if groups.len() >= limit {
+                break;
+            }
+            let mut call = self.scripts.form.key(self.slot(&format));
+            call.arg(now)
+                .arg(params.window.start)
+                .arg(params.window.growth_per_second)
+                .arg(params.window.max)
+                .arg(params.bot_after_ms)
+                .arg(params.lease_ms)
+                .arg(limit - groups.len())
+                .arg(params.scan_limit)
+                .arg(params.candidates)
+                .arg(params.min_round_interval_ms);
+            for id in &room_ids[groups.len()..limit] {
+                call.arg(id);
+            }
+            let out: Vec<String> = call.invoke_async(&mut self.conn()).await?;
+            for js in &out {
+                groups.push(parse_group(js)?);
+            }
         }
-        let out: Vec<String> = call.invoke_async(&mut self.conn()).await?;
-        out.iter().map(|js| parse_group(js)).collect()
+        Ok(groups)
     }
 
     pub(super) async fn reclaim(
@@ -219,26 +507,36 @@ impl Queue {
         lease_ms: Millis,
         max: usize,
     ) -> Result<Vec<Group>> {
-        let out: Vec<String> = self
-            .scripts
-            .reclaim
-            .key(&self.slot)
-            .arg(now)
-            .arg(lease_ms)
-            .arg(max)
-            .invoke_async(&mut self.conn())
-            .await?;
-        out.iter().map(|js| parse_group(js)).collect()
+        let mut groups = Vec::new();
+        for format in self.registered().await? {
+            if groups.len() >= max {
+                break;
+            }
+            let out: Vec<String> = self
+                .scripts
+                .reclaim
+                .key(self.slot(&format))
+                .arg(now)
+                .arg(lease_ms)
+                .arg(max - groups.len())
+                .invoke_async(&mut self.conn())
+                .await?;
+            for js in &out {
+                groups.push(parse_group(js)?);
+            }
+        }
+        Ok(groups)
     }
 
     pub(super) async fn commit(
         &self,
         room_id: &str,
+        format: Format,
         records: &[(String, MatchRecord)],
         now: Millis,
         grace_ms: Millis,
     ) -> Result<CommitOutcome> {
-        let mut call = self.scripts.commit.key(&self.slot);
+        let mut call = self.scripts.commit.key(self.slot(&format.key()));
         call.arg(room_id).arg(now).arg(grace_ms);
         for (id, record) in records {
             call.arg(id).arg(serde_json::to_string(record)?);
@@ -254,6 +552,7 @@ impl Queue {
     pub(super) async fn release(
         &self,
         room_id: &str,
+        format: Format,
         lease: u64,
         now: Millis,
         grace_ms: Millis,
@@ -261,7 +560,7 @@ impl Queue {
         let done: i64 = self
             .scripts
             .release
-            .key(&self.slot)
+            .key(self.slot(&format.key()))
             .arg(room_id)
             .arg(lease)
             .arg(now)
@@ -271,11 +570,17 @@ impl Queue {
         Ok(done == 1)
     }
 
-    pub(super) async fn defer(&self, room_id: &str, lease: u64, retry_at: Millis) -> Result<bool> {
+    pub(super) async fn defer(
+        &self,
+        room_id: &str,
+        format: Format,
+        lease: u64,
+        retry_at: Millis,
+    ) -> Result<bool> {
         let done: i64 = self
             .scripts
             .defer
-            .key(&self.slot)
+            .key(self.slot(&format.key()))
             .arg(room_id)
             .arg(lease)
             .arg(retry_at)
@@ -284,40 +589,98 @@ impl Queue {
         Ok(done == 1)
     }
 
+    /// Expiry, format by format; then the locators of the deleted tickets, and the
+    /// accounts' pointers to them, are deleted in their own slots (a crash in between
+    /// leaves a locator of the same owner: a reuse of that id is a new search).
     pub(super) async fn expire(&self, now: Millis, max: usize) -> Result<u64> {
-        let n: u64 = self
-            .scripts
-            .expire
-            .key(&self.slot)
-            .arg(now)
-            .arg(max)
-            .invoke_async(&mut self.conn())
-            .await?;
-        Ok(n)
+        let mut dropped = 0;
+        let mut budget = max;
+        for format in self.registered().await? {
+            if budget == 0 {
+                break;
+            }
+            let out: Vec<String> = self
+                .scripts
+                .expire
+                .key(self.slot(&format))
+                .arg(now)
+                .arg(budget)
+                .invoke_async(&mut self.conn())
+                .await?;
+            let (count, gone) = out.split_first().ok_or_else(|| corrupt("expiry"))?;
+            dropped += count.parse::<u64>().map_err(|_| corrupt("expiry count"))?;
+            for pair in gone.chunks(2) {
+                let [id, user_id] = pair else {
+                    return Err(corrupt("expiry list"));
+                };
+                budget = budget.saturating_sub(1);
+                let _: i64 = self.conn().del(self.locator_key(id)).await?;
+                self.forget_format(id);
+                self.forget_search(user_id, id).await?;
+            }
+        }
+        Ok(dropped)
     }
 
     pub(super) async fn queue_lengths(&self) -> Result<Vec<(Format, u64)>> {
-        let out: Vec<String> = self
-            .scripts
-            .lengths
-            .key(&self.slot)
-            .invoke_async(&mut self.conn())
-            .await?;
-        Ok(out
-            .chunks(2)
-            .filter_map(|c| Some((Format::parse(&c[0])?, c.get(1)?.parse().ok()?)))
-            .filter(|(_, n)| *n > 0)
-            .collect())
+        let mut lengths = Vec::new();
+        for key in self.registered().await? {
+            let Some(format) = Format::parse(&key) else {
+                continue;
+            };
+            let n: u64 = self.conn().zcard(format!("{}:w", self.slot(&key))).await?;
+            if n > 0 {
+                lengths.push((format, n));
+            }
+        }
+        Ok(lengths)
     }
 
+    /// The account's live search, read through to its ticket: only while it waits or
+    /// is in a forming group.
     pub(super) async fn queued_ticket(&self, user_id: &str) -> Result<Option<String>> {
-        let mut conn = self.conn();
-        let latest: Option<String> = conn.get(format!("{}:u:{user_id}", self.slot)).await?;
-        let Some(id) = latest else {
+        let cur: Option<String> = self
+            .conn()
+            .hget(format!("{}:search", self.account(user_id)), "cur")
+            .await?;
+        let Some(id) = cur else {
             return Ok(None);
         };
-        let state: Option<String> = conn.hget(format!("{}:t:{id}", self.slot), "state").await?;
+        let Some(format) = self.format_of(&id).await? else {
+            return Ok(None);
+        };
+        let state: Option<String> = self
+            .conn()
+            .hget(format!("{}:t:{id}", self.slot(&format.key())), "state")
+            .await?;
         Ok(matches!(state.as_deref(), Some("queued" | "pending")).then_some(id))
+    }
+}
+
+fn in_use() -> MatchmakingError {
+    MatchmakingError::InvalidArgument(
+        "ticket_id is in use by another account: pick a fresh one".into(),
+    )
+}
+
+/// A locator's value: `"F owner"`.
+fn parse_locator(value: &str) -> Result<(Format, String)> {
+    let (format, owner) = value.split_once(' ').ok_or_else(|| corrupt("locator"))?;
+    Ok((
+        Format::parse(format).ok_or_else(|| corrupt("locator format"))?,
+        owner.to_owned(),
+    ))
+}
+
+/// What ENTER answered.
+fn entered(id: &str, out: &[String]) -> Result<Enqueued> {
+    match out.first().map(String::as_str) {
+        Some("owner") => Err(in_use()),
+        Some(resumed @ ("0" | "1")) => Ok(Enqueued {
+            resumed: resumed == "1",
+            view: parse_view(id, &out[1..])?,
+        }),
+        _ => Err(corrupt("enter")),
     }
 }
 

@@ -16,7 +16,7 @@ for i = 4, #ARGV, 2 do
     notify(t)
   elseif f[1] == 'pending' then
     redis.call('HSET', k, 'state', 'queued')
-    if f[2] == '1' then pool_add(t, f[3], f[4], f[5]) end
+    if f[2] == '1' then pool_add(t, f[4], f[5]) end
     redis.call('ZADD', Q .. ':alive', now + grace, t)
     notify(t)
   end

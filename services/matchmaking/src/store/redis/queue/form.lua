@@ -3,12 +3,15 @@
 -- interval between rounds (real ms; 0: none), then the room ids to use.
 -- Returns the groups formed, as JSON.
 --
--- Rounds are throttled across replicas (`P:{q}:round`, real time): with N
+-- One format's round (the format of the slot, `KEYS[1]` = `P:{q:F}`; the store runs
+-- one per format, walking the registry of formats).
+--
+-- Rounds are throttled across replicas (`P:{q:F}:round`, real time): with N
 -- replicas a round still runs about once per interval, not N times, since
 -- a round over many unpairable tickets costs Redis time. A round that hit
 -- its group limit frees the next one at once (more are waiting).
 --
--- Per format, oldest ticket first (the anchor): in a ranked format, the
+-- Oldest ticket first (the anchor): in a ranked format, the
 -- nearest ratings within the anchor's window (both sides, bounded) whose
 -- own window also covers the anchor, greedily while the group's spread stays
 -- within every member's window; in an unranked one, the oldest others. A
@@ -32,16 +35,13 @@ local function width(enq)
   return w
 end
 local out = {}
-local fmts = redis.call('SMEMBERS', Q .. ':fmts')
-table.sort(fmts)
-for _, fmt in ipairs(fmts) do
-  if #out >= max_groups then break end
+local fmt = FMT
+do
   local ranked = string.sub(fmt, 1, 1) == 'r'
   local seats = tonumber(string.match(fmt, '^%a%.(%d+)%.'))
   local need = seats - 1
-  local wkey, rkey = Q .. ':w:' .. fmt, Q .. ':r:' .. fmt
+  local wkey, rkey = Q .. ':w', Q .. ':r'
   local anchors = redis.call('ZRANGE', wkey, 0, scan - 1)
-  if #anchors == 0 then redis.call('SREM', Q .. ':fmts', fmt) end
   local taken = {}
   for _, a in ipairs(anchors) do
     if #out >= max_groups then break end
@@ -99,7 +99,7 @@ for _, fmt in ipairs(fmts) do
           taken[m] = true
           local mk = tkey(m)
           local mf = redis.call('HMGET', mk, 'user', 'guest', 'rating', 'enq')
-          pool_rem(m, fmt)
+          pool_rem(m)
           redis.call('HSET', mk, 'state', 'pending')
           g.members[#g.members + 1] = {ticket_id = m, user_id = mf[1], guest = mf[2],
             rating = mf[3], enqueued_ms = mf[4]}

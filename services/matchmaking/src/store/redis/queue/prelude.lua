@@ -1,14 +1,15 @@
--- Helpers shared by the queue scripts. `KEYS[1]` is `P:{q}`.
+-- Helpers shared by the queue scripts. `KEYS[1]` is `P:{q:F}`, the slot of format F:
+-- its tickets, its pools, deadlines, groups and leases (see the key table in mod.rs).
 local Q = KEYS[1]
+local FMT = string.match(Q, '{q:(.*)}$')
 local function tkey(id) return Q .. ':t:' .. id end
-local function pool_add(id, fmt, rating, enq)
-  redis.call('ZADD', Q .. ':w:' .. fmt, enq, id)
-  redis.call('ZADD', Q .. ':r:' .. fmt, rating, id)
-  redis.call('SADD', Q .. ':fmts', fmt)
+local function pool_add(id, rating, enq)
+  redis.call('ZADD', Q .. ':w', enq, id)
+  redis.call('ZADD', Q .. ':r', rating, id)
 end
-local function pool_rem(id, fmt)
-  redis.call('ZREM', Q .. ':w:' .. fmt, id)
-  redis.call('ZREM', Q .. ':r:' .. fmt, id)
+local function pool_rem(id)
+  redis.call('ZREM', Q .. ':w', id)
+  redis.call('ZREM', Q .. ':r', id)
 end
 local function notify(id) redis.call('SPUBLISH', Q .. ':events', id) end
 local function view(id)
@@ -17,9 +18,9 @@ local function view(id)
   if not f[1] then return false end
   local pos, waiting = 0, 0
   if f[1] == 'queued' then
-    waiting = redis.call('ZCARD', Q .. ':w:' .. f[5])
+    waiting = redis.call('ZCARD', Q .. ':w')
     if f[2] == '1' then
-      local r = redis.call('ZRANK', Q .. ':w:' .. f[5], id)
+      local r = redis.call('ZRANK', Q .. ':w', id)
       if r then pos = r + 1 end
     end
   end
