@@ -1,0 +1,289 @@
+//! The Redis store's new search is four steps in three slots (claim the ticket's
+//! locator, swap it in as the account's live search, cancel or tombstone what it
+//! superseded, insert it in its format's queue; see `ARCHITECTURE.md`). A replica can
+//! die between two of them. Each test here writes the keys as such a crash leaves them
+//! (the steps before it done, the rest not), then checks what the design promises:
+//! the account is never in two pools, and the next call finishes the search. On one
+//! Redis and on the cluster.
+
+mod common;
+
+use std::sync::Arc;
+
+use basra_platform::redis::{Connection, Redis};
+use matchmaking::{
+    clock::Millis,
+    domain::Format,
+    store::{CancelCause, CancelOutcome, NewTicket, Store, TicketState},
+};
+
+const T0: Millis = 1_800_000_000_000;
+const TTL: Millis = 15_000;
+const GRACE: Millis = 30_000;
+
+const RANKED2: Format = Format {
+    ranked: true,
+    seats: 2,
+    target_score: 101,
+};
+const UNRANKED2: Format = Format {
+    ranked: false,
+    seats: 2,
+    target_score: 101,
+};
+const RANKED4: Format = Format {
+    ranked: true,
+    seats: 4,
+    target_score: 101,
+};
+
+fn ticket(id: &str, format: Format) -> NewTicket {
+    NewTicket {
+        id: id.into(),
+        user_id: "me".into(),
+        guest: false,
+        format,
+        rating: 1500.0,
+        allow_bots: false,
+    }
+}
+
+/// A store and a raw connection on the same keys.
+struct Setup {
+    store: Arc<dyn Store>,
+    raw: Connection,
+    prefix: String,
+}
+
+impl Setup {
+    /// Step 1 done for `id` of account `me` in `format`: its locator.
+    async fn claimed(&self, id: &str, format: Format) {
+        let _: () = ::redis::cmd("SET")
+            .arg(format!("{}:{{t:{id}}}", self.prefix))
+            .arg(format!("{} me", format.key()))
+            .query_async(&mut self.raw.clone())
+            .await
+            .unwrap();
+    }
+
+    /// Step 2 done for `id`: the account's live search, with `old` superseded.
+    async fn swapped(&self, id: &str, old: Option<&str>) {
+        let account = format!("{}:{{pl:me}}", self.prefix);
+        let _: () = ::redis::cmd("HSET")
+            .arg(format!("{account}:search"))
+            .arg("cur")
+            .arg(id)
+            .query_async(&mut self.raw.clone())
+            .await
+            .unwrap();
+        if let Some(old) = old {
+            let _: () = ::redis::cmd("SADD")
+                .arg(format!("{account}:old"))
+                .arg(old)
+                .query_async(&mut self.raw.clone())
+                .await
+                .unwrap();
+        }
+    }
+
+    async fn state(&self, id: &str) -> Option<TicketState> {
+        self.store
+            .poll(id, T0 + 100, TTL)
+            .await
+            .unwrap()
+            .map(|v| v.state)
+    }
+
+    async fn lengths(&self) -> Vec<(Format, u64)> {
+        let mut lengths = self.store.queue_lengths().await.unwrap();
+        lengths.sort_by_key(|(f, _)| f.key());
+        lengths
+    }
+}
+
+/// After step 1 (N claimed, nothing else): the player is in the old queue only; a
+/// retry of N goes on from the claim, in the claimed format, and supersedes O.
+async fn a_retry_after_the_claim_finishes_the_search(s: Setup) {
+    s.store
+        .enqueue(ticket("o", UNRANKED2), T0, TTL, GRACE)
+        .await
+        .unwrap();
+    s.claimed("n", RANKED2).await;
+    assert_eq!(s.lengths().await, vec![(UNRANKED2, 1)]);
+    assert_eq!(s.state("n").await, None);
+    // The retry names another format: the claim's stands.
+    let e = s
+        .store
+        .enqueue(ticket("n", RANKED4), T0 + 1, TTL, GRACE)
+        .await
+        .unwrap();
+    assert!(!e.resumed);
+    assert_eq!(e.view.state, TicketState::Queued);
+    assert_eq!(e.view.format, RANKED2);
+    assert_eq!(
+        s.state("o").await,
+        Some(TicketState::Cancelled(CancelCause::Superseded))
+    );
+    assert_eq!(s.lengths().await, vec![(RANKED2, 1)]);
+    assert_eq!(
+        s.store.queued_ticket("me").await.unwrap().as_deref(),
+        Some("n")
+    );
+}
+
+/// After step 2 (`cur` = N, O in `old`, O still queued): one queue. A retry of N
+/// cancels O and inserts N.
+async fn a_retry_after_the_swap_cancels_the_old_one(s: Setup) {
+    s.store
+        .enqueue(ticket("o", UNRANKED2), T0, TTL, GRACE)
+        .await
+        .unwrap();
+    s.claimed("n", RANKED2).await;
+    s.swapped("n", Some("o")).await;
+    assert_eq!(s.lengths().await, vec![(UNRANKED2, 1)]);
+    let e = s
+        .store
+        .enqueue(ticket("n", RANKED2), T0 + 1, TTL, GRACE)
+        .await
+        .unwrap();
+    assert_eq!(e.view.state, TicketState::Queued);
+    assert_eq!(
+        s.state("o").await,
+        Some(TicketState::Cancelled(CancelCause::Superseded))
+    );
+    assert_eq!(s.lengths().await, vec![(RANKED2, 1)]);
+}
+
+/// After step 2, the account's next search M comes instead of N's retry: it cancels
+/// O and tombstones N, so N's late retry is refused (N's cancelled view) and M is the
+/// one search left.
+async fn the_next_search_tombstones_an_unfinished_one(s: Setup) {
+    s.store
+        .enqueue(ticket("o", UNRANKED2), T0, TTL, GRACE)
+        .await
+        .unwrap();
+    s.claimed("n", RANKED2).await;
+    s.swapped("n", Some("o")).await;
+    let e = s
+        .store
+        .enqueue(ticket("m", RANKED4), T0 + 1, TTL, GRACE)
+        .await
+        .unwrap();
+    assert_eq!(e.view.state, TicketState::Queued);
+    assert_eq!(
+        s.state("o").await,
+        Some(TicketState::Cancelled(CancelCause::Superseded))
+    );
+    assert_eq!(s.lengths().await, vec![(RANKED4, 1)]);
+    let late = s
+        .store
+        .enqueue(ticket("n", RANKED2), T0 + 2, TTL, GRACE)
+        .await
+        .unwrap();
+    assert_eq!(
+        late.view.state,
+        TicketState::Cancelled(CancelCause::Superseded)
+    );
+    assert!(!late.view.attached);
+    assert_eq!(late.view.format, RANKED2);
+    assert_eq!(s.lengths().await, vec![(RANKED4, 1)]);
+    assert_eq!(
+        s.store.queued_ticket("me").await.unwrap().as_deref(),
+        Some("m")
+    );
+}
+
+/// After step 3 (O cancelled, N not inserted): no queue at all; the retry of N
+/// inserts it.
+async fn a_retry_after_the_cancel_inserts(s: Setup) {
+    s.store
+        .enqueue(ticket("o", UNRANKED2), T0, TTL, GRACE)
+        .await
+        .unwrap();
+    s.store
+        .cancel("me", "o", CancelCause::Superseded, T0 + 1, GRACE)
+        .await
+        .unwrap();
+    s.claimed("n", RANKED2).await;
+    s.swapped("n", None).await;
+    assert!(s.lengths().await.is_empty());
+    assert_eq!(s.store.queued_ticket("me").await.unwrap(), None);
+    let e = s
+        .store
+        .enqueue(ticket("n", RANKED2), T0 + 2, TTL, GRACE)
+        .await
+        .unwrap();
+    assert_eq!(e.view.state, TicketState::Queued);
+    assert_eq!(s.lengths().await, vec![(RANKED2, 1)]);
+}
+
+/// CancelFind of a ticket claimed but not inserted yet tombstones it: its insert is
+/// refused with the cancel's cause, and no pool ever holds it.
+async fn a_cancel_before_the_insert_is_kept(s: Setup) {
+    s.claimed("n", RANKED2).await;
+    s.swapped("n", None).await;
+    assert_eq!(
+        s.store
+            .cancel("you", "n", CancelCause::ByClient, T0, GRACE)
+            .await
+            .unwrap(),
+        CancelOutcome::NotFound
+    );
+    assert_eq!(
+        s.store
+            .cancel("me", "n", CancelCause::ByClient, T0, GRACE)
+            .await
+            .unwrap(),
+        CancelOutcome::Cancelled
+    );
+    let e = s
+        .store
+        .enqueue(ticket("n", RANKED2), T0 + 1, TTL, GRACE)
+        .await
+        .unwrap();
+    assert_eq!(e.view.state, TicketState::Cancelled(CancelCause::ByClient));
+    assert!(s.lengths().await.is_empty());
+    assert_eq!(s.store.queued_ticket("me").await.unwrap(), None);
+    // The tombstone expires like any cancelled ticket.
+    s.store.expire(T0 + GRACE + 1, 100).await.unwrap();
+    assert_eq!(s.state("n").await, None);
+}
+
+macro_rules! steps {
+    ($($name:ident),* $(,)?) => {
+        mod redis {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let prefix = common::unique_prefix();
+                    let raw = Redis::connect(&common::redis_url()).await.unwrap().conn();
+                    let store = common::redis_store(&prefix).await;
+                    super::$name(Setup { store, raw, prefix: prefix.clone() }).await;
+                    common::forget_prefix(&prefix);
+                }
+            )*
+        }
+        mod redis_cluster {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let prefix = common::unique_prefix();
+                    let raw = Redis::connect(&common::redis_cluster_url()).await.unwrap().conn();
+                    let store = common::cluster_store(&prefix).await;
+                    super::$name(Setup { store, raw, prefix: prefix.clone() }).await;
+                    common::forget_cluster_prefix(&prefix);
+                }
+            )*
+        }
+    };
+}
+
+steps!(
+    a_retry_after_the_claim_finishes_the_search,
+    a_retry_after_the_swap_cancels_the_old_one,
+    the_next_search_tombstones_an_unfinished_one,
+    a_retry_after_the_cancel_inserts,
+    a_cancel_before_the_insert_is_kept,
+);
