@@ -19,6 +19,7 @@ use basra_platform::{
     AuthLayer, Caller, Role, TokenIssuer,
     auth::{self, SigningKey},
 };
+use basra_proto::basra::game::v1 as game;
 use basra_proto::basra::{
     common::v1::RoomStatus,
     game::v1::{
@@ -157,6 +158,43 @@ impl Game for FakeGameService {
         &self,
         _request: Request<Streaming<ClientMessage>>,
     ) -> Result<Response<Self::PlayStream>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+
+    type WatchStream = Pin<Box<dyn Stream<Item = Result<game::WatchResponse, Status>> + Send>>;
+
+    async fn watch(
+        &self,
+        _request: Request<game::WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+
+    async fn play_card(
+        &self,
+        _request: Request<game::PlayCardRequest>,
+    ) -> Result<Response<game::PlayCardResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+
+    async fn resign(
+        &self,
+        _request: Request<game::ResignRequest>,
+    ) -> Result<Response<game::ResignResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+
+    async fn quick_chat(
+        &self,
+        _request: Request<game::QuickChatRequest>,
+    ) -> Result<Response<game::QuickChatResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+
+    async fn ask_rematch(
+        &self,
+        _request: Request<game::AskRematchRequest>,
+    ) -> Result<Response<game::AskRematchResponse>, Status> {
         Err(Status::unimplemented("fake"))
     }
 
