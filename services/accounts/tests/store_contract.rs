@@ -782,6 +782,14 @@ mod contract {
         list.iter().map(|e| e.user_id).collect()
     }
 
+    /// `a` does `action` to `b` at minute `minute`; the action must succeed.
+    async fn act<S: Store>(store: &S, a: &User, b: &User, action: Action, minute: u32) -> Outcome {
+        store
+            .befriend(a.id, b.id, action, FRIENDS, at(minute))
+            .await
+            .unwrap_or_else(|e| panic!("{action:?} should succeed: {e:?}"))
+    }
+
     async fn refused<S: Store>(store: &S, a: &User, b: &User, action: Action) -> Refusal {
         match store.befriend(a.id, b.id, action, FRIENDS, at(1)).await {
             Err(AccountsError::Friend(refusal)) => refusal,
@@ -816,10 +824,7 @@ mod contract {
         assert!(!lb.friends[0].is_guest && la.friends[0].is_guest);
         assert_eq!(store.counts().await.unwrap().friend_links, 2);
 
-        store
-            .befriend(b.id, a.id, Action::Remove, FRIENDS, at(3))
-            .await
-            .unwrap();
+        act(&store, &b, &a, Action::Remove, 3).await;
         assert!(store.friend_list(a.id).await.unwrap().friends.is_empty());
         assert!(store.friend_list(b.id).await.unwrap().friends.is_empty());
         assert_eq!(store.counts().await.unwrap().friend_links, 0);
@@ -829,23 +834,11 @@ mod contract {
         );
 
         // Declined and withdrawn requests leave nothing behind.
-        store
-            .befriend(a.id, b.id, Action::Add, FRIENDS, at(4))
-            .await
-            .unwrap();
-        store
-            .befriend(b.id, a.id, Action::Decline, FRIENDS, at(5))
-            .await
-            .unwrap();
+        act(&store, &a, &b, Action::Add, 4).await;
+        act(&store, &b, &a, Action::Decline, 5).await;
         assert_eq!(store.counts().await.unwrap().friend_links, 0);
-        store
-            .befriend(b.id, a.id, Action::Add, FRIENDS, at(6))
-            .await
-            .unwrap();
-        store
-            .befriend(b.id, a.id, Action::Cancel, FRIENDS, at(7))
-            .await
-            .unwrap();
+        act(&store, &b, &a, Action::Add, 6).await;
+        act(&store, &b, &a, Action::Cancel, 7).await;
         assert_eq!(store.counts().await.unwrap().friend_links, 0);
 
         let ghost = Uuid::now_v7();
@@ -860,10 +853,7 @@ mod contract {
     pub(super) async fn asking_back_accepts_and_refusals_write_nothing<S: Store>(store: S) {
         let a = new_account(&store, "amira").await;
         let b = new_account(&store, "basem").await;
-        store
-            .befriend(a.id, b.id, Action::Add, FRIENDS, at(1))
-            .await
-            .unwrap();
+        act(&store, &a, &b, Action::Add, 1).await;
         let before = store.counts().await.unwrap();
         assert_eq!(
             refused(&store, &a, &b, Action::Add).await,
@@ -892,18 +882,9 @@ mod contract {
     pub(super) async fn a_block_ends_everything_and_is_private<S: Store>(store: S) {
         let a = new_account(&store, "amira").await;
         let b = new_account(&store, "basem").await;
-        store
-            .befriend(a.id, b.id, Action::Add, FRIENDS, at(1))
-            .await
-            .unwrap();
-        store
-            .befriend(b.id, a.id, Action::Accept, FRIENDS, at(2))
-            .await
-            .unwrap();
-        store
-            .befriend(a.id, b.id, Action::Block, FRIENDS, at(3))
-            .await
-            .unwrap();
+        act(&store, &a, &b, Action::Add, 1).await;
+        act(&store, &b, &a, Action::Accept, 2).await;
+        act(&store, &a, &b, Action::Block, 3).await;
         let la = store.friend_list(a.id).await.unwrap();
         let lb = store.friend_list(b.id).await.unwrap();
         assert!(la.friends.is_empty() && lb.friends.is_empty());
@@ -922,29 +903,17 @@ mod contract {
             Refusal::YouBlock
         );
         // Blocking again changes nothing; so does unblocking twice.
-        store
-            .befriend(a.id, b.id, Action::Block, FRIENDS, at(4))
-            .await
-            .unwrap();
+        act(&store, &a, &b, Action::Block, 4).await;
         assert_eq!(store.counts().await.unwrap().friend_links, 1);
-        store
-            .befriend(a.id, b.id, Action::Unblock, FRIENDS, at(5))
-            .await
-            .unwrap();
-        store
-            .befriend(a.id, b.id, Action::Unblock, FRIENDS, at(5))
-            .await
-            .unwrap();
+        act(&store, &a, &b, Action::Unblock, 5).await;
+        act(&store, &a, &b, Action::Unblock, 5).await;
         assert_eq!(store.counts().await.unwrap().friend_links, 0);
         let again = store
             .befriend(b.id, a.id, Action::Add, FRIENDS, at(6))
             .await;
         assert_eq!(again.unwrap(), Outcome::Requested);
         // A pending request from the blocked player goes with the block.
-        store
-            .befriend(a.id, b.id, Action::Block, FRIENDS, at(7))
-            .await
-            .unwrap();
+        act(&store, &a, &b, Action::Block, 7).await;
         assert!(store.friend_list(a.id).await.unwrap().incoming.is_empty());
         assert!(store.friend_list(b.id).await.unwrap().outgoing.is_empty());
     }
@@ -956,24 +925,12 @@ mod contract {
             others.push(new_account(&store, name).await);
         }
         // Before her list fills, a asks d.
-        store
-            .befriend(a.id, others[3].id, Action::Add, FRIENDS, at(1))
-            .await
-            .unwrap();
+        act(&store, &a, &others[3], Action::Add, 1).await;
         for other in &others[..2] {
-            store
-                .befriend(other.id, a.id, Action::Add, FRIENDS, at(1))
-                .await
-                .unwrap();
-            store
-                .befriend(a.id, other.id, Action::Accept, FRIENDS, at(1))
-                .await
-                .unwrap();
+            act(&store, other, &a, Action::Add, 1).await;
+            act(&store, &a, other, Action::Accept, 1).await;
         }
-        store
-            .befriend(others[2].id, a.id, Action::Add, FRIENDS, at(1))
-            .await
-            .unwrap();
+        act(&store, &others[2], &a, Action::Add, 1).await;
         let before = store.counts().await.unwrap();
         assert_eq!(
             refused(&store, &a, &others[2], Action::Accept).await,
@@ -992,15 +949,9 @@ mod contract {
         // Three requests a day; a withdrawn one still counts; the next UTC day starts over.
         let e = &others[4];
         for other in &others[..3] {
-            store
-                .befriend(e.id, other.id, Action::Add, FRIENDS, at(10))
-                .await
-                .unwrap();
+            act(&store, e, other, Action::Add, 10).await;
         }
-        store
-            .befriend(e.id, others[0].id, Action::Cancel, FRIENDS, at(11))
-            .await
-            .unwrap();
+        act(&store, e, &others[0], Action::Cancel, 11).await;
         assert_eq!(
             refused(&store, e, &others[0], Action::Add).await,
             Refusal::TooManyRequests
