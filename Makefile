@@ -35,7 +35,7 @@ test: ## Run every test (unit, property, integration, doc, the web client in Chr
 	scripts/redis-cluster.sh start
 	@[ -d libs/analytics/tests/browser/node_modules/playwright-core ] || npm ci --prefix libs/analytics/tests/browser --no-audit --no-fund --silent
 	$(MAKE) --no-print-directory web
-	$(CARGO) test --workspace --all-targets
+	$(CARGO) test --workspace --all-targets --no-fail-fast
 	$(CARGO) test --workspace --doc
 
 bench: ## Run the benchmarks (figures go in README.md, 'Performance')

@@ -64,7 +64,17 @@ fn descriptor_set_lists_every_service_and_rpc() {
         (
             "basra.game.v1",
             "Game",
-            set(&["Play", "CreateRoom", "SeatPlayer", "GetSeat"]),
+            set(&[
+                "Play",
+                "Watch",
+                "PlayCard",
+                "Resign",
+                "QuickChat",
+                "AskRematch",
+                "CreateRoom",
+                "SeatPlayer",
+                "GetSeat",
+            ]),
         ),
         (
             "basra.game.v1",
