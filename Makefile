@@ -10,7 +10,7 @@ export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 
-.PHONY: help run web play test bench analytics-bench lint fmt rules k8s-check fuzz release images redis-cluster redis-cluster-stop chaos chaos-short soak
+.PHONY: help run web api-check api-release play test bench analytics-bench lint fmt rules k8s-check fuzz release images redis-cluster redis-cluster-stop chaos chaos-short soak
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -24,6 +24,16 @@ WEB := clients/web
 web: ## Build the web client into clients/web/dist (npm ci once; TypeScript from proto/ by buf; esbuild)
 	@[ -d $(WEB)/node_modules/@bufbuild/buf ] || npm ci --prefix $(WEB) --no-audit --no-fund --silent
 	npm run --prefix $(WEB) --silent build
+
+BUF := $(WEB)/node_modules/.bin/buf
+api-check: ## The API's hygiene (buf.yaml): buf lint (STANDARD) and no breaking change against api/released.binpb
+	@[ -x $(BUF) ] || npm ci --prefix $(WEB) --no-audit --no-fund --silent
+	$(BUF) lint
+	$(BUF) breaking --against api/released.binpb
+
+api-release: ## Record the API as released (api/released.binpb): run when a release ships, commit the file
+	@[ -x $(BUF) ] || npm ci --prefix $(WEB) --no-audit --no-fund --silent
+	$(BUF) build --exclude-source-info -o api/released.binpb
 
 play: ## Play in the terminal against the backend of `make run` (second terminal)
 	$(CARGO) run --quiet -p basra -- play

@@ -9,7 +9,7 @@ use basra::lobby;
 use basra_e2e::spawn_backend;
 use basra_platform::auth::SigningKey;
 use basra_proto::basra::accounts::v1::GuestLoginRequest;
-use basra_proto::basra::accounts::v1::accounts_client::AccountsClient;
+use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
 use basra_proto::basra::common::v1::{RoomStatus, RoomVisibility, RuleSettings};
 
 const ISS: &str = "basra-accounts";
@@ -50,7 +50,7 @@ async fn an_operator_lists_inspects_closes_and_drains() {
     assert!(!drained.replica.is_empty());
 
     // A player is not an operator; a key nobody trusts signs nothing.
-    let player_token = AccountsClient::connect(backend.endpoints.accounts.clone())
+    let player_token = AccountsServiceClient::connect(backend.endpoints.accounts.clone())
         .await
         .unwrap()
         .guest_login(GuestLoginRequest {

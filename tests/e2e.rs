@@ -17,8 +17,8 @@ use basra_proto::basra::accounts::v1::{
     GetProfileRequest, LeaderboardRequest, MatchHistoryRequest, RegisterRequest,
 };
 use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
-use basra_proto::basra::game::v1::client_message::Kind;
-use basra_proto::basra::game::v1::{ClientMessage, Join};
+use basra_proto::basra::game::v1::play_request::Kind;
+use basra_proto::basra::game::v1::{Join, PlayRequest};
 use basra_proto::basra::matchmaking::v1::join_room_request::Target;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -328,7 +328,7 @@ async fn a_dropped_connection_resumes_mid_match(backend: Backend) {
 
     // Ana plays a few cards by hand over a raw stream, then the connection drops.
     let (tx, rx) = mpsc::channel(16);
-    tx.send(ClientMessage {
+    tx.send(PlayRequest {
         kind: Some(Kind::Join(Join {
             room_id: room.clone(),
             last_seen_seq: None,

@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use accounts::{AccountsService, PgStore};
+use accounts::{AccountsApi, PgStore};
 use anyhow::Context as _;
 use basra::session::Endpoints;
 use basra_platform::auth::{Role, ServiceIdentity, SigningKey, TokenVerifier, TrustedKey};
@@ -185,7 +185,7 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
     let store = PgStore::connect(&db_url, 4).await?;
     store.migrate().await?;
     let db = store.pool().clone();
-    let service = AccountsService::new(store, config);
+    let service = AccountsApi::new(store, config);
     let accounts_metrics = serve_metrics(service.metrics().registry(), shutdown.clone()).await?;
     let (listener, accounts_url) = bind().await?;
     let token = shutdown.clone();

@@ -15,8 +15,8 @@ use basra_e2e::spawn_backend;
 use basra_engine::bot::Policy;
 use basra_proto::basra::accounts::v1::MatchHistoryRequest;
 use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
-use basra_proto::basra::game::v1::client_message::Kind;
-use basra_proto::basra::game::v1::{ClientMessage, Join};
+use basra_proto::basra::game::v1::play_request::Kind;
+use basra_proto::basra::game::v1::{Join, PlayRequest};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -60,7 +60,7 @@ async fn every_metric_the_deployment_reads_is_served() {
         .await
         .expect("room");
     let (tx, rx) = mpsc::channel(4);
-    tx.send(ClientMessage {
+    tx.send(PlayRequest {
         kind: Some(Kind::Join(Join {
             room_id: held.room_id.clone(),
             last_seen_seq: None,

@@ -17,8 +17,8 @@ use basra::session::Session;
 use basra_e2e::{Backend, spawn_backend};
 use basra_engine::bot::Policy;
 use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
-use basra_proto::basra::game::v1::client_message::Kind;
-use basra_proto::basra::game::v1::{ClientMessage, Join, ServerEvent};
+use basra_proto::basra::game::v1::play_request::Kind;
+use basra_proto::basra::game::v1::{Join, PlayRequest, PlayResponse};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::mpsc;
@@ -219,15 +219,15 @@ async fn open_stream(
     device: &str,
 ) -> (
     Session,
-    mpsc::Sender<ClientMessage>,
-    tonic::Streaming<ServerEvent>,
+    mpsc::Sender<PlayRequest>,
+    tonic::Streaming<PlayResponse>,
 ) {
     let session = sign_in(backend, device).await;
     let room = lobby::create_room(&session, RoomVisibility::Private, vec![1], rules())
         .await
         .expect("room");
     let (tx, rx) = mpsc::channel(4);
-    tx.send(ClientMessage {
+    tx.send(PlayRequest {
         kind: Some(Kind::Join(Join {
             room_id: room.room_id,
             last_seen_seq: None,

@@ -1,7 +1,8 @@
 //! The web client in a real browser: `basra dev` (in-memory stores) serves the built page
 //! (`make web`), and `clients/web/tests/browser.mjs` drives Debian's headless Chromium
 //! through playwright-core against it — a whole match against the computer by clicking,
-//! with a reload mid-match; two players through a private room code; the Arabic page
+//! with a reload mid-match; two players through a private room code; two through quick
+//! match (FindMatch over gRPC-Web), one resigning; the Arabic page
 //! right to left; no console errors. Screenshots are kept in
 //! `$CARGO_TARGET_TMPDIR/web-client` (the path is printed).
 //!
@@ -81,6 +82,7 @@ async fn a_browser_plays_through_the_web_client() {
         "{report}"
     );
     assert_eq!(report["arabic"]["dir"], "rtl");
+    assert!(report["quickMatch"]["resigned"].is_string(), "{report}");
     shutdown.cancel();
     dev.await.unwrap().unwrap();
 }

@@ -23,8 +23,8 @@ fuzz_target!(|data: &[u8]| {
     };
     match kind % 8 {
         0 => {
-            if let Ok(message) = game::ClientMessage::decode(bytes)
-                && let Some(game::client_message::Kind::PlayCard(play)) = message.kind
+            if let Ok(message) = game::PlayRequest::decode(bytes)
+                && let Some(game::play_request::Kind::PlayCard(play)) = message.kind
             {
                 if let Some(card) = play.card.as_ref() {
                     let _ = card_from_pb(card);

@@ -29,8 +29,8 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     tonic_prost_build::configure()
         // A snapshot (the whole game view) is many times larger than any other
-        // event; boxing it keeps every `ServerEvent` small on the hot path.
-        .boxed(".basra.game.v1.ServerEvent.event.snapshot")
+        // event; boxing it keeps every `PlayResponse` small on the hot path.
+        .boxed(".basra.game.v1.PlayResponse.event.snapshot")
         .compile_fds(fds)?;
     Ok(())
 }

@@ -18,14 +18,14 @@ use basra::table::Table;
 use basra_engine::Action;
 use basra_engine::bot::{self, Policy};
 use basra_proto::basra::accounts::v1::GuestLoginRequest;
-use basra_proto::basra::accounts::v1::accounts_client::AccountsClient;
+use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
 use basra_proto::basra::common::v1::RuleSettings;
-use basra_proto::basra::game::v1::client_message::Kind;
-use basra_proto::basra::game::v1::game_client::GameClient;
+use basra_proto::basra::game::v1::game_service_client::GameServiceClient;
+use basra_proto::basra::game::v1::play_request::Kind;
+use basra_proto::basra::game::v1::play_response::Event;
 use basra_proto::basra::game::v1::seat_assignment::Occupant;
-use basra_proto::basra::game::v1::server_event::Event;
 use basra_proto::basra::game::v1::{
-    CaptureChoice, ClientMessage, CreateRoomRequest, Join, PlayCard, Resign, SeatAssignment,
+    CaptureChoice, CreateRoomRequest, Join, PlayCard, PlayRequest, Resign, SeatAssignment,
 };
 use basra_proto::convert::card_to_pb;
 use rand_chacha::ChaCha8Rng;
@@ -66,7 +66,7 @@ pub fn authed<T>(message: T, bearer: &MetadataValue<tonic::metadata::Ascii>) -> 
 
 /// Signs `n` guests in at accounts (tag keeps device ids unique across scenarios).
 pub async fn guests(accounts_url: &str, tag: &str, n: usize) -> anyhow::Result<Vec<Player>> {
-    let mut client = AccountsClient::new(channel(accounts_url)?);
+    let mut client = AccountsServiceClient::new(channel(accounts_url)?);
     let mut players = Vec::with_capacity(n);
     for i in 0..n {
         let tokens = client
@@ -112,7 +112,7 @@ pub async fn create_room_with_token(
     let seat = |user: &Player| SeatAssignment {
         occupant: Some(Occupant::UserId(user.user_id.clone())),
     };
-    GameClient::new(channel(url)?)
+    GameServiceClient::new(channel(url)?)
         .create_room(authed(
             CreateRoomRequest {
                 room_id: room_id.clone(),
@@ -128,7 +128,7 @@ pub async fn create_room_with_token(
             &token,
         ))
         .await
-        .context("Game.CreateRoom")?;
+        .context("GameService.CreateRoom")?;
     Ok(room_id)
 }
 
@@ -216,11 +216,11 @@ fn note_error(log: &mut SeatLog, status: &tonic::Status) {
     entry.0 += 1;
 }
 
-fn play_message(table: &Table, rng: &mut ChaCha8Rng) -> Option<(ClientMessage, String)> {
+fn play_message(table: &Table, rng: &mut ChaCha8Rng) -> Option<(PlayRequest, String)> {
     match bot::choose(Policy::Greedy, &table.view(), rng)? {
         Action::Play { card, take, .. } => {
             let id = uuid::Uuid::now_v7().to_string();
-            let message = ClientMessage {
+            let message = PlayRequest {
                 kind: Some(Kind::PlayCard(PlayCard {
                     card: Some(card_to_pb(card)),
                     capture_choice: take.map(|cards| CaptureChoice {
@@ -281,7 +281,7 @@ pub async fn play(
             return log;
         }
         let (tx, rx) = mpsc::channel(16);
-        let join = ClientMessage {
+        let join = PlayRequest {
             kind: Some(Kind::Join(Join {
                 room_id: room_id.clone(),
                 last_seen_seq: table.last_seq,
@@ -293,7 +293,7 @@ pub async fn play(
         if opened > 1 {
             log.resumes += 1;
         }
-        let mut client = GameClient::new(channels[replica].clone());
+        let mut client = GameServiceClient::new(channels[replica].clone());
         let stream = client
             .play(authed(ReceiverStream::new(rx), &player.bearer))
             .await;
@@ -437,7 +437,7 @@ pub async fn play(
                 }
                 let message = if script.resign_after == Some(my_plays) {
                     Some((
-                        ClientMessage {
+                        PlayRequest {
                             kind: Some(Kind::Resign(Resign {})),
                         },
                         String::new(),

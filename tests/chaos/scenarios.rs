@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use basra_proto::basra::accounts::v1::GetProfileRequest;
-use basra_proto::basra::accounts::v1::accounts_client::AccountsClient;
-use basra_proto::basra::matchmaking::v1::find_match_update::Update;
-use basra_proto::basra::matchmaking::v1::matchmaking_client::MatchmakingClient;
+use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
+use basra_proto::basra::matchmaking::v1::find_match_response::Update;
+use basra_proto::basra::matchmaking::v1::matchmaking_service_client::MatchmakingServiceClient;
 use basra_proto::basra::matchmaking::v1::{FindMatchRequest, MatchPreset};
 use sqlx::PgPool;
 use tokio::task::JoinSet;
@@ -304,7 +304,10 @@ async fn probe_accounts(stack: &Stack, player: &Player) -> (String, Duration) {
         Ok(channel) => {
             let mut request = bots::authed(GetProfileRequest::default(), &player.bearer);
             request.set_timeout(Duration::from_secs(3));
-            match AccountsClient::new(channel).get_profile(request).await {
+            match AccountsServiceClient::new(channel)
+                .get_profile(request)
+                .await
+            {
                 Ok(_) => "Ok".to_owned(),
                 Err(status) => format!("{:?}", status.code()),
             }
@@ -630,7 +633,7 @@ async fn find_match(
             }),
             allow_bots: Some(false),
         };
-        match MatchmakingClient::new(channel)
+        match MatchmakingServiceClient::new(channel)
             .find_match(bots::authed(request, &player.bearer))
             .await
         {
@@ -732,12 +735,11 @@ pub async fn saturation(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::
 /// Returns the time from the kill to the last player served (its Ping answered on the
 /// survivor); resumes refused on the way are counted by status.
 pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<Row> {
-    use basra_proto::basra::game::v1::game_client::GameClient;
+    use basra_proto::basra::game::v1::game_service_client::GameServiceClient;
+    use basra_proto::basra::game::v1::play_response::Event;
     use basra_proto::basra::game::v1::seat_assignment::Occupant;
-    use basra_proto::basra::game::v1::server_event::Event;
     use basra_proto::basra::game::v1::{
-        ClientMessage, CreateRoomRequest, Join, OpenSeat, Ping, SeatAssignment,
-        client_message::Kind,
+        CreateRoomRequest, Join, OpenSeat, Ping, PlayRequest, SeatAssignment, play_request::Kind,
     };
     use tokio_stream::wrappers::ReceiverStream;
 
@@ -751,7 +753,7 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
     let urls = stack.game_urls();
     let token: tonic::metadata::MetadataValue<_> =
         format!("Bearer {}", stack.room_maker.token()?).parse()?;
-    let mut game = GameClient::new(bots::channel(&urls[0])?);
+    let mut game = GameServiceClient::new(bots::channel(&urls[0])?);
     let mut rooms = Vec::with_capacity(streams);
     for player in &players {
         let room_id = uuid::Uuid::now_v7().to_string();
@@ -772,17 +774,17 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
             &token,
         ))
         .await
-        .context("Game.CreateRoom")?;
+        .context("GameService.CreateRoom")?;
         rooms.push(room_id);
     }
-    let join = |room: &str, last: Option<u64>| ClientMessage {
+    let join = |room: &str, last: Option<u64>| PlayRequest {
         kind: Some(Kind::Join(Join {
             room_id: room.to_owned(),
             last_seen_seq: last,
             spectate: false,
         })),
     };
-    let ping = ClientMessage {
+    let ping = PlayRequest {
         kind: Some(Kind::Ping(Ping { nonce: 1 })),
     };
     // Every player opens its stream on replica 0 and waits for its first event, 64 at a
@@ -797,7 +799,7 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
             let _permit = gate.acquire_owned().await?;
             let (tx, rx) = tokio::sync::mpsc::channel(4);
             tx.send(first).await.ok();
-            let mut stream = GameClient::new(bots::channel(&url)?)
+            let mut stream = GameServiceClient::new(bots::channel(&url)?)
                 .play(bots::authed(ReceiverStream::new(rx), &player.bearer))
                 .await?
                 .into_inner();
@@ -824,7 +826,7 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
                 tx.send(first.clone()).await.ok();
                 tx.send(ping.clone()).await.ok();
                 let attempt = async {
-                    let mut stream = GameClient::new(channel.clone())
+                    let mut stream = GameServiceClient::new(channel.clone())
                         .play(bots::authed(ReceiverStream::new(rx), &player.bearer))
                         .await?
                         .into_inner();

@@ -1,4 +1,4 @@
-//! `basra admin`: the operator's tool over game-session's `GameAdmin` — list rooms
+//! `basra admin`: the operator's tool over game-session's `GameAdminService` — list rooms
 //! (filters), inspect one, close one, drain a replica — and the operator token it needs,
 //! minted offline from the operator's signing key (`basra admin token --key-file …`).
 
@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use basra_platform::auth::{Caller, Role, SigningKey, TokenIssuer};
 use basra_proto::basra::common::v1::RoomStatus;
-use basra_proto::basra::game::v1::game_admin_client::GameAdminClient;
+use basra_proto::basra::game::v1::game_admin_service_client::GameAdminServiceClient;
 use basra_proto::basra::game::v1::{
     CloseRoomRequest, CloseRoomResponse, DrainReplicaRequest, DrainReplicaResponse, GetRoomRequest,
     GetRoomResponse, ListRoomsRequest, RoomSummary,
@@ -75,7 +75,7 @@ impl tonic::service::Interceptor for OperatorToken {
 
 /// A GameAdmin client of the replica at `server`, calling with `token`.
 pub struct Admin {
-    client: GameAdminClient<InterceptedService<Channel, OperatorToken>>,
+    client: GameAdminServiceClient<InterceptedService<Channel, OperatorToken>>,
 }
 
 impl Admin {
@@ -91,7 +91,7 @@ impl Admin {
             .parse()
             .context("the token is not valid ASCII")?;
         Ok(Admin {
-            client: GameAdminClient::with_interceptor(channel, OperatorToken(token)),
+            client: GameAdminServiceClient::with_interceptor(channel, OperatorToken(token)),
         })
     }
 

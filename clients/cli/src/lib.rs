@@ -1,6 +1,6 @@
 //! `basra`: the terminal client and tools of Basra online.
 //!
-//! - [`admin`]: the operator's tool over `GameAdmin`, and operator tokens.
+//! - [`admin`]: the operator's tool over `GameAdminService`, and operator tokens.
 //! - [`analytics`]: `basra analytics export` and `basra simulate` (the `basra-analytics` crate).
 //! - [`dev`]: the whole backend in one process (`basra dev`).
 //! - [`friends`]: `basra friends …` (requests, friends, blocks).

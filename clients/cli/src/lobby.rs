@@ -4,7 +4,7 @@
 use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 use basra_proto::basra::matchmaking::v1::{
     CreateRoomRequest, FindMatchRequest, JoinRoomRequest, ListPublicRoomsRequest, MatchPreset,
-    PublicRoom, find_match_update::Update, join_room_request::Target,
+    PublicRoom, find_match_response::Update, join_room_request::Target,
 };
 
 use crate::session::Session;

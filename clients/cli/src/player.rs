@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use basra_engine::bot::{self, Policy};
 use basra_engine::{Action, Card, CardSet};
-use basra_proto::basra::game::v1::client_message::Kind;
-use basra_proto::basra::game::v1::server_event::Event;
+use basra_proto::basra::game::v1::play_request::Kind;
+use basra_proto::basra::game::v1::play_response::Event;
 use basra_proto::basra::game::v1::{
-    CaptureChoice, ClientMessage, Join, PlayCard, QuickChat, QuickChatPhrase, Resign, ServerEvent,
+    CaptureChoice, Join, PlayCard, PlayRequest, PlayResponse, QuickChat, QuickChatPhrase, Resign,
 };
 use basra_proto::convert::{card_to_pb, cards_to_pb};
 use rand_chacha::ChaCha8Rng;
@@ -139,11 +139,11 @@ async fn backoff(attempt: u32) {
     tokio::time::sleep(Duration::from_millis(100 * 2u64.pow(attempt.min(5)))).await;
 }
 
-fn message(kind: Kind) -> ClientMessage {
-    ClientMessage { kind: Some(kind) }
+fn message(kind: Kind) -> PlayRequest {
+    PlayRequest { kind: Some(kind) }
 }
 
-fn play_message(table: &Table, card: Card, take: Option<CardSet>) -> ClientMessage {
+fn play_message(table: &Table, card: Card, take: Option<CardSet>) -> PlayRequest {
     message(Kind::PlayCard(PlayCard {
         card: Some(card_to_pb(card)),
         capture_choice: take.map(|cards| CaptureChoice {
@@ -154,7 +154,7 @@ fn play_message(table: &Table, card: Card, take: Option<CardSet>) -> ClientMessa
     }))
 }
 
-fn bot_play(table: &Table, policy: Policy, rng: &mut ChaCha8Rng) -> Option<ClientMessage> {
+fn bot_play(table: &Table, policy: Policy, rng: &mut ChaCha8Rng) -> Option<PlayRequest> {
     match bot::choose(policy, &table.view(), rng)? {
         Action::Play { card, take, .. } => Some(play_message(table, card, take)),
         Action::Resign { .. } => Some(message(Kind::Resign(Resign {}))),
@@ -165,7 +165,7 @@ fn bot_play(table: &Table, policy: Policy, rng: &mut ChaCha8Rng) -> Option<Clien
 #[derive(Debug)]
 pub enum Command {
     /// A message to send.
-    Send(ClientMessage),
+    Send(PlayRequest),
     /// Text to show (help, or why the line was not understood).
     Show(String),
     /// Leave the game.
@@ -225,7 +225,7 @@ fn chat_phrase(text: &str) -> Option<QuickChatPhrase> {
 }
 
 /// The same event stream a bot or a person receives, for tests: applies every event.
-pub fn replay_events(events: &[ServerEvent]) -> anyhow::Result<Table> {
+pub fn replay_events(events: &[PlayResponse]) -> anyhow::Result<Table> {
     let mut table = Table::default();
     for event in events {
         table.apply(event)?;

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use basra_engine::{BasraKind, Card};
 use basra_proto::basra::common::v1 as common;
-use basra_proto::basra::game::v1::ServerEvent;
-use basra_proto::basra::game::v1::server_event::Event;
+use basra_proto::basra::game::v1::PlayResponse;
+use basra_proto::basra::game::v1::play_response::Event;
 use basra_proto::convert::{basra_from_pb, card_from_pb};
 
 use crate::table::Table;
@@ -128,13 +128,13 @@ fn basra_name(kind: BasraKind) -> &'static str {
 }
 
 /// Prints what `event` means to the player (after it was applied to `table`).
-pub fn announce(table: &Table, event: &ServerEvent) {
+pub fn announce(table: &Table, event: &PlayResponse) {
     if let Some(line) = describe(table, event) {
         println!("{line}");
     }
 }
 
-fn describe(table: &Table, event: &ServerEvent) -> Option<String> {
+fn describe(table: &Table, event: &PlayResponse) -> Option<String> {
     Some(match event.event.as_ref()? {
         Event::Snapshot(_) => format!("joined.\n{}", board(table)),
         Event::MatchStarted(started) => format!(

@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 
 use basra_proto::basra::accounts::v1::{
-    AuthTokens, GuestLoginRequest, accounts_client::AccountsClient,
+    AuthTokens, GuestLoginRequest, accounts_service_client::AccountsServiceClient,
 };
-use basra_proto::basra::game::v1::game_client::GameClient;
-use basra_proto::basra::matchmaking::v1::matchmaking_client::MatchmakingClient;
+use basra_proto::basra::game::v1::game_service_client::GameServiceClient;
+use basra_proto::basra::matchmaking::v1::matchmaking_service_client::MatchmakingServiceClient;
 use tonic::Request;
 use tonic::metadata::MetadataValue;
 use tonic::service::Interceptor;
@@ -92,11 +92,11 @@ impl Session {
     /// the tokens (guest, register or log in).
     pub async fn sign_in<F, Fut>(endpoints: &Endpoints, sign_in: F) -> anyhow::Result<Session>
     where
-        F: FnOnce(AccountsClient<Channel>) -> Fut,
+        F: FnOnce(AccountsServiceClient<Channel>) -> Fut,
         Fut: std::future::Future<Output = anyhow::Result<Option<AuthTokens>>>,
     {
         let accounts = connect(&endpoints.accounts).await?;
-        let tokens = sign_in(AccountsClient::new(accounts.clone()))
+        let tokens = sign_in(AccountsServiceClient::new(accounts.clone()))
             .await?
             .ok_or_else(|| anyhow::anyhow!("the server answered a sign-in without tokens"))?;
         let game = if endpoints.game == endpoints.accounts {
@@ -121,18 +121,18 @@ impl Session {
     }
 
     /// The accounts service, signed in.
-    pub fn accounts(&self) -> AccountsClient<InterceptedService<Channel, Bearer>> {
-        AccountsClient::with_interceptor(self.accounts.clone(), self.bearer.clone())
+    pub fn accounts(&self) -> AccountsServiceClient<InterceptedService<Channel, Bearer>> {
+        AccountsServiceClient::with_interceptor(self.accounts.clone(), self.bearer.clone())
     }
 
     /// The game service, signed in.
-    pub fn game(&self) -> GameClient<InterceptedService<Channel, Bearer>> {
-        GameClient::with_interceptor(self.game.clone(), self.bearer.clone())
+    pub fn game(&self) -> GameServiceClient<InterceptedService<Channel, Bearer>> {
+        GameServiceClient::with_interceptor(self.game.clone(), self.bearer.clone())
     }
 
     /// The matchmaking service, signed in.
-    pub fn matchmaking(&self) -> MatchmakingClient<InterceptedService<Channel, Bearer>> {
-        MatchmakingClient::with_interceptor(self.matchmaking.clone(), self.bearer.clone())
+    pub fn matchmaking(&self) -> MatchmakingServiceClient<InterceptedService<Channel, Bearer>> {
+        MatchmakingServiceClient::with_interceptor(self.matchmaking.clone(), self.bearer.clone())
     }
 }
 

@@ -4,8 +4,8 @@
 
 use basra_engine::{Card, CardSet, LegalPlay, Seat, Settings, View, legal_plays};
 use basra_proto::basra::common::v1 as common;
-use basra_proto::basra::game::v1::server_event::Event;
-use basra_proto::basra::game::v1::{self as game, ServerEvent};
+use basra_proto::basra::game::v1::play_response::Event;
+use basra_proto::basra::game::v1::{self as game, PlayResponse};
 use basra_proto::convert::{ConvertError, card_from_pb, settings_from_pb};
 
 /// The client's model of one room.
@@ -44,7 +44,7 @@ pub struct Table {
 impl Table {
     /// Applies one server event; returns it for the caller to announce. Events at or below
     /// the last sequence seen are duplicates and change nothing.
-    pub fn apply(&mut self, event: &ServerEvent) -> Result<(), ConvertError> {
+    pub fn apply(&mut self, event: &PlayResponse) -> Result<(), ConvertError> {
         let is_log_event = !matches!(
             event.event,
             Some(Event::Snapshot(_)) | Some(Event::Rejected(_)) | Some(Event::Pong(_))

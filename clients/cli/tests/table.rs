@@ -4,9 +4,9 @@ use basra::player::{Command, command};
 use basra::table::Table;
 use basra_engine::{Card, CardSet};
 use basra_proto::basra::common::v1::GameView;
-use basra_proto::basra::game::v1::client_message::Kind;
-use basra_proto::basra::game::v1::server_event::Event;
-use basra_proto::basra::game::v1::{CardPlayed, HandDealt, ServerEvent, Snapshot, TurnStarted};
+use basra_proto::basra::game::v1::play_request::Kind;
+use basra_proto::basra::game::v1::play_response::Event;
+use basra_proto::basra::game::v1::{CardPlayed, HandDealt, PlayResponse, Snapshot, TurnStarted};
 use basra_proto::convert::{card_to_pb, cards_to_pb};
 
 fn cards(text: &str) -> Vec<Card> {
@@ -15,8 +15,8 @@ fn cards(text: &str) -> Vec<Card> {
         .collect()
 }
 
-fn event(seq: u64, event: Event) -> ServerEvent {
-    ServerEvent {
+fn event(seq: u64, event: Event) -> PlayResponse {
+    PlayResponse {
         seq,
         server_time: None,
         event: Some(event),

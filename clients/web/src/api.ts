@@ -4,9 +4,9 @@
 
 import { createClient, ConnectError, Code, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
-import { Accounts } from "./gen/basra/accounts/v1/accounts_pb";
-import { Matchmaking } from "./gen/basra/matchmaking/v1/matchmaking_pb";
-import { Game } from "./gen/basra/game/v1/game_pb";
+import { AccountsService } from "./gen/basra/accounts/v1/accounts_pb";
+import { MatchmakingService } from "./gen/basra/matchmaking/v1/matchmaking_pb";
+import { GameService } from "./gen/basra/game/v1/game_pb";
 
 export { ConnectError, Code };
 
@@ -37,9 +37,9 @@ async function apiUrl(): Promise<string> {
 }
 
 export interface Api {
-  accounts: ReturnType<typeof createClient<typeof Accounts>>;
-  matchmaking: ReturnType<typeof createClient<typeof Matchmaking>>;
-  game: ReturnType<typeof createClient<typeof Game>>;
+  accounts: ReturnType<typeof createClient<typeof AccountsService>>;
+  matchmaking: ReturnType<typeof createClient<typeof MatchmakingService>>;
+  game: ReturnType<typeof createClient<typeof GameService>>;
 }
 
 export async function connect(): Promise<Api> {
@@ -49,9 +49,9 @@ export async function connect(): Promise<Api> {
     interceptors: [withToken],
   });
   return {
-    accounts: createClient(Accounts, transport),
-    matchmaking: createClient(Matchmaking, transport),
-    game: createClient(Game, transport),
+    accounts: createClient(AccountsService, transport),
+    matchmaking: createClient(MatchmakingService, transport),
+    game: createClient(GameService, transport),
   };
 }
 

@@ -1,12 +1,12 @@
 // Basra online in the browser: sign in as a guest, pick a game, play at the table.
-// Events come from Game.Watch (resumed from the last seq after a break); actions are
+// Events come from GameService.Watch (resumed from the last seq after a break); actions are
 // Game's unary calls. No framework: each screen is drawn from its state.
 
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { connect, signIn, rememberedName, forget, authed, rejectCode, ConnectError, Code, type Api } from "./api";
 import { applyDirection, cardName, lang, phrase, phraseCodes, setLang, t } from "./i18n";
 import { cardBack, cardFace, cardKey, sameCard, wouldTake, type CardLike } from "./cards";
-import type { ServerEvent, MatchEnded } from "./gen/basra/game/v1/game_pb";
+import type { PlayResponse, MatchEnded } from "./gen/basra/game/v1/game_pb";
 import type { SeatInfo, RuleSettings } from "./gen/basra/common/v1/common_pb";
 import { BasraKind, BotLevel, MatchEndReason, RoomVisibility, SeatOccupant } from "./gen/basra/common/v1/common_pb";
 
@@ -349,7 +349,7 @@ function announce(state: TableState, text: string): void {
   state.announcements = [...state.announcements.slice(-3), text];
 }
 
-function apply(state: TableState, event: ServerEvent): void {
+function apply(state: TableState, event: PlayResponse): void {
   if (event.serverTime) state.offsetMs = timestampMs(event.serverTime) - Date.now();
   const e = event.event;
   if (e.case !== "rejected" && e.case !== "pong") {

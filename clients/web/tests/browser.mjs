@@ -1,8 +1,8 @@
 // Plays Basra in headless Chromium (Debian's, through playwright-core's executablePath)
 // against a running `basra dev` that serves the page: a guest plays a whole match against
 // the computer by clicking cards, reloading mid-match; two browser contexts play each
-// other through a private room code; the Arabic page lays out right to left on a phone
-// screen. No console errors anywhere. Screenshots go to the artifact directory.
+// other through a private room code; two meet through quick match (FindMatch); the Arabic
+// page lays out right to left on a phone screen. No console errors anywhere. Screenshots go to the artifact directory.
 // Usage: node tests/browser.mjs PAGE_URL ARTIFACT_DIR [CHROMIUM]
 // Prints one JSON line with what it saw; exits non-zero on the first failed check.
 import { chromium } from "playwright-core";
@@ -17,7 +17,7 @@ if (!pageUrl || !artifacts) {
 mkdirSync(artifacts, { recursive: true });
 
 const problems = [];
-const report = { computer: {}, friends: {}, arabic: {} };
+const report = { computer: {}, friends: {}, quickMatch: {}, arabic: {} };
 
 function check(condition, message) {
   if (!condition) throw new Error(`check failed: ${message}`);
@@ -147,7 +147,31 @@ try {
     await guest.context().close();
   }
 
-  // 3. Arabic, from the browser's language, right to left, on a phone.
+  // 3. Quick match: two guests search at once (FindMatch, a server stream over gRPC-Web),
+  //    meet each other (not a bot) at one table, and one resigns.
+  {
+    const a = await open(browser);
+    const b = await open(browser);
+    await signIn(a, "Quick A");
+    await signIn(b, "Quick B");
+    await a.getByTestId("quick-match").click();
+    await b.getByTestId("quick-match").click();
+    await a.locator("[data-testid=opponent]", { hasText: "Quick B" }).waitFor({ timeout: 15000 });
+    await b.locator("[data-testid=opponent]", { hasText: "Quick A" }).waitFor({ timeout: 15000 });
+    await a.locator("[data-testid=hand-card]").first().waitFor();
+    a.once("dialog", (dialog) => dialog.accept());
+    await a.getByTestId("resign").click();
+    const ra = await resultOf(a);
+    const rb = await resultOf(b);
+    check(ra.seed === rb.seed, "both players of the quick match see the same seed");
+    check(ra.title !== rb.title, `the resigning player loses: ${ra.title} / ${rb.title}`);
+    report.quickMatch = { resigned: ra.title, other: rb.title };
+    await b.screenshot({ path: join(artifacts, "quick-match-result.png") });
+    await a.context().close();
+    await b.context().close();
+  }
+
+  // 4. Arabic, from the browser's language, right to left, on a phone.
   {
     const page = await open(browser, { locale: "ar-EG", viewport: { width: 390, height: 844 } });
     const dir = await page.evaluate(() => [document.documentElement.dir, document.documentElement.lang]);

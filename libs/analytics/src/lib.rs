@@ -2,7 +2,7 @@
 //!
 //! - [`export`]: PostgreSQL (`analyst.match_records`) to Parquet, partitioned by day, with
 //!   a per-play table derived by replaying every record through the engine.
-//! - [`simulate`]: a corpus of realistic matches recorded through `Accounts.RecordMatch`.
+//! - [`simulate`]: a corpus of realistic matches recorded through `AccountsService.RecordMatch`.
 //!
 //! The SQL views and the read-only `basra_analyst` role are a migration of the accounts
 //! service (`services/accounts/migrations/*_analyst.sql`); the Parquet schema is

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use accounts::{AccountsService, PgStore};
+use accounts::{AccountsApi, PgStore};
 use basra_analytics::simulate::{SimulateOptions, simulate};
 use basra_platform::auth::SigningKey;
 use sqlx::PgPool;
@@ -29,7 +29,7 @@ async fn accounts_service(pool: PgPool) -> Running {
     )
     .unwrap();
     let config = accounts::service_config(&settings, SigningKey::generate()).unwrap();
-    let service = AccountsService::new(PgStore::new(pool), config);
+    let service = AccountsApi::new(PgStore::new(pool), config);
     let token = accounts::issue_service_token(
         service.issuer(),
         uuid::Uuid::now_v7(),

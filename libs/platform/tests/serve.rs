@@ -14,8 +14,8 @@ use basra_platform::{
 use basra_proto::basra::game::v1::{
     CloseRoomRequest, CloseRoomResponse, DrainReplicaRequest, DrainReplicaResponse, GetRoomRequest,
     GetRoomResponse, ListRoomsRequest, ListRoomsResponse,
-    game_admin_client::GameAdminClient,
-    game_admin_server::{GameAdmin, GameAdminServer},
+    game_admin_service_client::GameAdminServiceClient,
+    game_admin_service_server::{GameAdminService, GameAdminServiceServer},
 };
 use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
@@ -29,16 +29,16 @@ use tonic_health::pb::{
 };
 use uuid::Uuid;
 
-const GAME_ADMIN: &str = "basra.game.v1.GameAdmin";
+const GAME_ADMIN: &str = "basra.game.v1.GameAdminService";
 /// GetRoom is public here (it is not in the real API): it shows what a
 /// public method sees.
-const PUBLIC: &[&str] = &["/basra.game.v1.GameAdmin/GetRoom"];
+const PUBLIC: &[&str] = &["/basra.game.v1.GameAdminService/GetRoom"];
 
 /// A GameAdmin that reports what it saw instead of administering anything.
 struct Probe;
 
 #[tonic::async_trait]
-impl GameAdmin for Probe {
+impl GameAdminService for Probe {
     /// Protected: answers with the caller in the response metadata.
     async fn list_rooms(
         &self,
@@ -103,7 +103,7 @@ impl App {
         let issuer = TokenIssuer::new(SigningKey::generate(), "basra-accounts", "basra");
         let auth = AuthLayer::new(issuer.verifier(), PUBLIC);
         let shutdown = CancellationToken::new();
-        let routes = Routes::new(GameAdminServer::new(Probe));
+        let routes = Routes::new(GameAdminServiceServer::new(Probe));
         let server = tokio::spawn(serve(
             listener,
             routes,
@@ -164,7 +164,7 @@ fn assert_status(result: Result<impl std::fmt::Debug, Status>, code: Code, messa
 #[tokio::test]
 async fn protected_methods_need_a_valid_token() {
     let app = App::spawn(Duration::from_secs(1)).await;
-    let mut client = GameAdminClient::new(app.channel().await);
+    let mut client = GameAdminServiceClient::new(app.channel().await);
 
     let none = client.list_rooms(ListRoomsRequest::default()).await;
     assert_status(none, Code::Unauthenticated, "missing access token");
@@ -197,7 +197,7 @@ async fn protected_methods_need_a_valid_token() {
 #[tokio::test]
 async fn the_handler_sees_the_verified_caller() {
     let app = App::spawn(Duration::from_secs(1)).await;
-    let mut client = GameAdminClient::new(app.channel().await);
+    let mut client = GameAdminServiceClient::new(app.channel().await);
     let caller = player();
     let bearer = format!("Bearer {}", app.token(&caller));
 
@@ -225,7 +225,7 @@ async fn the_handler_sees_the_verified_caller() {
 #[tokio::test]
 async fn roles_are_enforced_by_the_handler() {
     let app = App::spawn(Duration::from_secs(1)).await;
-    let mut client = GameAdminClient::new(app.channel().await);
+    let mut client = GameAdminServiceClient::new(app.channel().await);
     let as_player = format!("Bearer {}", app.token(&player()));
     let denied = client
         .close_room(with_auth(CloseRoomRequest::default(), &as_player))
@@ -246,7 +246,7 @@ async fn roles_are_enforced_by_the_handler() {
 #[tokio::test]
 async fn public_methods_pass_without_a_token() {
     let app = App::spawn(Duration::from_secs(1)).await;
-    let mut client = GameAdminClient::new(app.channel().await);
+    let mut client = GameAdminServiceClient::new(app.channel().await);
 
     // No token: the handler runs, with no caller.
     let anonymous = client.get_room(GetRoomRequest::default()).await;
@@ -329,7 +329,7 @@ async fn health_serves_then_goes_not_serving_on_shutdown() {
 #[tokio::test]
 async fn shutdown_lets_in_flight_calls_finish_and_refuses_new_connections() {
     let app = App::spawn(Duration::from_secs(10)).await;
-    let mut client = GameAdminClient::new(app.channel().await);
+    let mut client = GameAdminServiceClient::new(app.channel().await);
     let bearer = format!("Bearer {}", app.token(&player()));
     let slow = tokio::spawn(async move {
         client
@@ -446,7 +446,7 @@ fn limited(limits: ConnectionLimits) -> ServeOptions {
 }
 
 /// The public GetRoom answers NOT_FOUND "anonymous" once it reaches the handler.
-async fn reaches_the_handler(client: &mut GameAdminClient<Channel>) -> bool {
+async fn reaches_the_handler(client: &mut GameAdminServiceClient<Channel>) -> bool {
     let status = client
         .get_room(GetRoomRequest::default())
         .await
@@ -461,7 +461,7 @@ async fn oversized_metadata_never_reaches_a_service_and_the_server_keeps_serving
         ..ConnectionLimits::default()
     }))
     .await;
-    let mut client = GameAdminClient::new(app.channel().await);
+    let mut client = GameAdminServiceClient::new(app.channel().await);
     assert!(reaches_the_handler(&mut client).await);
 
     let mut request = Request::new(GetRoomRequest::default());
@@ -479,7 +479,7 @@ async fn oversized_metadata_never_reaches_a_service_and_the_server_keeps_serving
         "reached the handler: {status:?}"
     );
 
-    let mut fresh = GameAdminClient::new(app.channel().await);
+    let mut fresh = GameAdminServiceClient::new(app.channel().await);
     assert!(reaches_the_handler(&mut fresh).await);
 }
 
@@ -490,13 +490,13 @@ async fn connections_beyond_the_cap_are_closed_until_one_frees_up() {
         ..ConnectionLimits::default()
     }))
     .await;
-    let mut first = GameAdminClient::new(app.channel().await);
+    let mut first = GameAdminServiceClient::new(app.channel().await);
     assert!(reaches_the_handler(&mut first).await);
 
     let endpoint = Endpoint::from_shared(format!("http://{}", app.addr)).unwrap();
     let refused = match endpoint.connect().await {
         Err(_) => true,
-        Ok(channel) => !reaches_the_handler(&mut GameAdminClient::new(channel)).await,
+        Ok(channel) => !reaches_the_handler(&mut GameAdminServiceClient::new(channel)).await,
     };
     assert!(
         refused,
@@ -508,7 +508,7 @@ async fn connections_beyond_the_cap_are_closed_until_one_frees_up() {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Ok(channel) = endpoint.connect().await
-            && reaches_the_handler(&mut GameAdminClient::new(channel)).await
+            && reaches_the_handler(&mut GameAdminServiceClient::new(channel)).await
         {
             break;
         }
@@ -524,7 +524,7 @@ async fn calls_beyond_the_per_connection_stream_cap_wait_their_turn() {
         ..ConnectionLimits::default()
     }))
     .await;
-    let client = GameAdminClient::new(app.channel().await);
+    let client = GameAdminServiceClient::new(app.channel().await);
     let bearer = format!("Bearer {}", app.token(&player()));
     // The first call settles the connection: from then on the client knows the cap.
     // (A stream opened before the server's SETTINGS arrive is refused with

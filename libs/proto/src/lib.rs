@@ -1,16 +1,16 @@
 //! The Basra online gRPC API, generated from `proto/basra/**.proto`.
 //!
-//! Modules mirror the protobuf packages, so `basra.game.v1.ServerEvent` is
-//! [`basra::game::v1::ServerEvent`]. Each service comes with a client
+//! Modules mirror the protobuf packages, so `basra.game.v1.PlayResponse` is
+//! [`basra::game::v1::PlayResponse`]. Each service comes with a client
 //! (`<service>_client::<Service>Client`) and a server
 //! (`<service>_server::<Service>` trait and `<Service>Server` wrapper):
 //!
 //! | package | services |
 //! |---|---|
 //! | `basra.common.v1` | none: cards, rule settings, the per-seat game view |
-//! | `basra.accounts.v1` | `Accounts` |
-//! | `basra.matchmaking.v1` | `Matchmaking` |
-//! | `basra.game.v1` | `Game`, `GameAdmin` |
+//! | `basra.accounts.v1` | `AccountsService` |
+//! | `basra.matchmaking.v1` | `MatchmakingService` |
+//! | `basra.game.v1` | `GameService`, `GameAdminService` |
 //!
 //! The `.proto` files are the reference documentation of the API; their
 //! comments are copied onto the generated items. [`FILE_DESCRIPTOR_SET`] feeds
@@ -54,8 +54,8 @@ pub mod basra {
 
     /// Package `basra.game`.
     pub mod game {
-        /// Package `basra.game.v1`: the `Game` play stream and the operators'
-        /// `GameAdmin` service.
+        /// Package `basra.game.v1`: the `GameService` play stream and the operators'
+        /// `GameAdminService` service.
         pub mod v1 {
             tonic::include_proto!("basra.game.v1");
         }

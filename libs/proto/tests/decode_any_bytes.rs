@@ -18,8 +18,8 @@ fn check_settings(settings: Option<&RuleSettings>) {
 }
 
 fn check(bytes: &[u8]) {
-    if let Ok(message) = game::ClientMessage::decode(bytes)
-        && let Some(game::client_message::Kind::PlayCard(play)) = message.kind
+    if let Ok(message) = game::PlayRequest::decode(bytes)
+        && let Some(game::play_request::Kind::PlayCard(play)) = message.kind
     {
         for card in play
             .card

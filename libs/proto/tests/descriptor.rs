@@ -27,7 +27,7 @@ fn descriptor_set_lists_every_service_and_rpc() {
     let expected = [
         (
             "basra.accounts.v1",
-            "Accounts",
+            "AccountsService",
             set(&[
                 "GuestLogin",
                 "Register",
@@ -52,7 +52,7 @@ fn descriptor_set_lists_every_service_and_rpc() {
         ),
         (
             "basra.matchmaking.v1",
-            "Matchmaking",
+            "MatchmakingService",
             set(&[
                 "FindMatch",
                 "CancelFind",
@@ -63,7 +63,7 @@ fn descriptor_set_lists_every_service_and_rpc() {
         ),
         (
             "basra.game.v1",
-            "Game",
+            "GameService",
             set(&[
                 "Play",
                 "Watch",
@@ -78,7 +78,7 @@ fn descriptor_set_lists_every_service_and_rpc() {
         ),
         (
             "basra.game.v1",
-            "GameAdmin",
+            "GameAdminService",
             set(&["ListRooms", "GetRoom", "CloseRoom", "DrainReplica"]),
         ),
     ];
@@ -104,8 +104,8 @@ fn play_is_bidirectional_and_find_match_server_streaming() {
             .unwrap_or_else(|| panic!("{package}.{service}/{name} is missing"))
     };
 
-    let play = method("basra.game.v1", "Game", "Play");
+    let play = method("basra.game.v1", "GameService", "Play");
     assert!(play.client_streaming() && play.server_streaming());
-    let find = method("basra.matchmaking.v1", "Matchmaking", "FindMatch");
+    let find = method("basra.matchmaking.v1", "MatchmakingService", "FindMatch");
     assert!(!find.client_streaming() && find.server_streaming());
 }

@@ -16,11 +16,11 @@
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use accounts::{AccountsService, PgStore, Settings};
+use accounts::{AccountsApi, PgStore, Settings};
 use anyhow::Context as _;
 use basra_platform::auth::{Caller, Role, SigningKey};
 use basra_proto::basra::accounts::v1::GuestLoginRequest;
-use basra_proto::basra::accounts::v1::accounts_client::AccountsClient;
+use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
 use sqlx::ConnectOptions as _;
 use sqlx::postgres::PgConnectOptions;
 use tokio_util::sync::CancellationToken;
@@ -69,7 +69,7 @@ async fn bench(options: PgConnectOptions, clients: usize, seconds: u64) -> anyho
     let store = PgStore::new(pool);
     store.migrate().await?;
     let config = accounts::service_config(&settings, SigningKey::generate())?;
-    let service = AccountsService::new(store, config);
+    let service = AccountsApi::new(store, config);
     let verifier = service.verifier();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
@@ -103,7 +103,7 @@ async fn bench(options: PgConnectOptions, clients: usize, seconds: u64) -> anyho
     )
     .await?;
     for i in 0..RETURNING_DEVICES {
-        AccountsClient::new(channels[0].clone())
+        AccountsServiceClient::new(channels[0].clone())
             .guest_login(request(format!("returning-{i}")))
             .await?;
     }
@@ -191,7 +191,7 @@ async fn run_phase(
     let deadline = start + duration;
     let mut tasks = tokio::task::JoinSet::new();
     for c in 0..clients {
-        let mut client = AccountsClient::new(channels[c % channels.len()].clone());
+        let mut client = AccountsServiceClient::new(channels[c % channels.len()].clone());
         tasks.spawn(async move {
             let mut latencies = Vec::new();
             let mut errors = 0usize;

@@ -48,9 +48,7 @@ use tonic::service::Routes;
 
 pub use error::AccountsError;
 pub use metrics::AccountsMetrics;
-pub use service::{
-    AccountsService, PUBLIC_METHODS, SERVICE_NAME, ServiceConfig, issue_service_token,
-};
+pub use service::{AccountsApi, PUBLIC_METHODS, SERVICE_NAME, ServiceConfig, issue_service_token};
 pub use settings::Settings;
 pub use store::{LeaderboardRules, MemoryStore, PgStore, Store};
 
@@ -65,7 +63,7 @@ use crate::settings::DatabaseKind;
 /// the binary goes through [`App`].
 pub async fn serve<S: Store>(
     listener: TcpListener,
-    service: AccountsService<S>,
+    service: AccountsApi<S>,
     shutdown: CancellationToken,
     serving: impl Into<ServeOptions>,
 ) -> Result<()> {
@@ -76,7 +74,7 @@ pub async fn serve<S: Store>(
 
 /// Adds `service` to `routes` and keeps its pool gauges current until `shutdown`.
 fn mount_service<S: Store>(
-    service: AccountsService<S>,
+    service: AccountsApi<S>,
     routes: Routes,
     shutdown: CancellationToken,
 ) -> Routes {
@@ -185,8 +183,8 @@ pub struct App {
 
 #[derive(Debug)]
 enum AppService {
-    Memory(AccountsService<MemoryStore>),
-    Postgres(AccountsService<PgStore>),
+    Memory(AccountsApi<MemoryStore>),
+    Postgres(AccountsApi<PgStore>),
 }
 
 impl App {
@@ -197,7 +195,7 @@ impl App {
         let service = match settings.database.kind() {
             DatabaseKind::Memory => {
                 tracing::warn!("database.url is \"memory\": accounts live in this process only");
-                AppService::Memory(AccountsService::new(MemoryStore::new(), config))
+                AppService::Memory(AccountsApi::new(MemoryStore::new(), config))
             }
             DatabaseKind::Postgres => {
                 let store = PgStore::connect(
@@ -209,7 +207,7 @@ impl App {
                     store.migrate().await?;
                     tracing::info!("database migrations applied");
                 }
-                AppService::Postgres(AccountsService::new(store, config))
+                AppService::Postgres(AccountsApi::new(store, config))
             }
         };
         Ok(App { service, settings })
@@ -247,7 +245,7 @@ impl App {
     }
 
     /// Everything but the gRPC listener: serves the metrics on `metrics.listen` when it
-    /// is set, starts the background work (until `shutdown`) and adds the `Accounts`
+    /// is set, starts the background work (until `shutdown`) and adds the `AccountsService`
     /// service to `routes`. [`run`](Self::run) serves the result alone; `basra dev`
     /// mounts the three services on one server.
     pub async fn mount(self, routes: Routes, shutdown: CancellationToken) -> Result<Routes> {

@@ -1,4 +1,4 @@
-//! The `basra.accounts.v1.Accounts` gRPC service over any [`Store`].
+//! The `basra.accounts.v1.AccountsService` gRPC service over any [`Store`].
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -9,7 +9,9 @@ use basra_platform::auth::{
 };
 use basra_platform::ratelimit::RateLimiter;
 use basra_proto::basra::accounts::v1 as pb;
-use basra_proto::basra::accounts::v1::accounts_server::{Accounts, AccountsServer};
+use basra_proto::basra::accounts::v1::accounts_service_server::{
+    AccountsService, AccountsServiceServer,
+};
 use basra_proto::basra::common::v1 as common;
 use basra_proto::convert::settings_to_pb;
 use tonic::{Request, Response, Status};
@@ -30,16 +32,16 @@ use crate::store::{
 mod friends;
 
 /// The full gRPC name of the service (health and reflection list it).
-pub const SERVICE_NAME: &str = "basra.accounts.v1.Accounts";
+pub const SERVICE_NAME: &str = "basra.accounts.v1.AccountsService";
 
 /// The methods callable without an access token. Register and Logout read a
 /// token themselves when one is sent (guest upgrade, sign out everywhere).
 pub const PUBLIC_METHODS: &[&str] = &[
-    "/basra.accounts.v1.Accounts/GuestLogin",
-    "/basra.accounts.v1.Accounts/Register",
-    "/basra.accounts.v1.Accounts/Login",
-    "/basra.accounts.v1.Accounts/Refresh",
-    "/basra.accounts.v1.Accounts/Logout",
+    "/basra.accounts.v1.AccountsService/GuestLogin",
+    "/basra.accounts.v1.AccountsService/Register",
+    "/basra.accounts.v1.AccountsService/Login",
+    "/basra.accounts.v1.AccountsService/Refresh",
+    "/basra.accounts.v1.AccountsService/Logout",
 ];
 
 /// The largest request accepted, in bytes (RecordMatch, with a long match's action
@@ -85,13 +87,13 @@ pub struct ServiceConfig {
 
 /// The accounts service: cheap to clone, shared by every connection.
 #[derive(Debug)]
-pub struct AccountsService<S> {
+pub struct AccountsApi<S> {
     inner: Arc<Inner<S>>,
 }
 
-impl<S> Clone for AccountsService<S> {
+impl<S> Clone for AccountsApi<S> {
     fn clone(&self) -> Self {
-        AccountsService {
+        AccountsApi {
             inner: Arc::clone(&self.inner),
         }
     }
@@ -124,10 +126,10 @@ pub fn issue_service_token(
         .map_err(|e| AccountsError::Internal(format!("cannot issue a service token: {e}")))
 }
 
-impl<S: Store> AccountsService<S> {
+impl<S: Store> AccountsApi<S> {
     /// A service on `store`.
-    pub fn new(store: S, config: ServiceConfig) -> AccountsService<S> {
-        AccountsService {
+    pub fn new(store: S, config: ServiceConfig) -> AccountsApi<S> {
+        AccountsApi {
             inner: Arc::new(Inner {
                 store,
                 verifier: config
@@ -162,8 +164,8 @@ impl<S: Store> AccountsService<S> {
     }
 
     /// The tonic server wrapping this service.
-    pub fn into_server(self) -> AccountsServer<AccountsService<S>> {
-        AccountsServer::new(self).max_decoding_message_size(MAX_MESSAGE_BYTES)
+    pub fn into_server(self) -> AccountsServiceServer<AccountsApi<S>> {
+        AccountsServiceServer::new(self).max_decoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     /// A new sign-in: a refresh token and the family it starts.
@@ -827,7 +829,7 @@ fn required_caller<T>(request: &Request<T>) -> Result<Caller, Status> {
 }
 
 #[tonic::async_trait]
-impl<S: Store> Accounts for AccountsService<S> {
+impl<S: Store> AccountsService for AccountsApi<S> {
     #[tracing::instrument(skip_all)]
     async fn guest_login(
         &self,

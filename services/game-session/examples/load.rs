@@ -42,8 +42,9 @@ use basra_engine::CardSet;
 use basra_platform::auth::{Caller, Role, SigningKey, TokenIssuer, TokenVerifier};
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
-    self as game, ClientMessage, CreateRoomRequest, SeatAssignment, client_message::Kind,
-    game_client::GameClient, seat_assignment::Occupant, server_event::Event as E,
+    self as game, CreateRoomRequest, PlayRequest, SeatAssignment,
+    game_service_client::GameServiceClient, play_request::Kind, play_response::Event as E,
+    seat_assignment::Occupant,
 };
 use basra_proto::convert::{card_from_pb, card_to_pb};
 use game_session::settings::Timing;
@@ -388,10 +389,10 @@ async fn join_stream(
     channel: Channel,
     token: &str,
     room_id: String,
-    tx: &mpsc::Sender<ClientMessage>,
-    rx: mpsc::Receiver<ClientMessage>,
-) -> anyhow::Result<tonic::Streaming<game::ServerEvent>> {
-    tx.send(ClientMessage {
+    tx: &mpsc::Sender<PlayRequest>,
+    rx: mpsc::Receiver<PlayRequest>,
+) -> anyhow::Result<tonic::Streaming<game::PlayResponse>> {
+    tx.send(PlayRequest {
         kind: Some(Kind::Join(game::Join {
             room_id,
             last_seen_seq: Some(0),
@@ -399,7 +400,7 @@ async fn join_stream(
         })),
     })
     .await?;
-    Ok(GameClient::new(channel)
+    Ok(GameServiceClient::new(channel)
         .play(authed(
             tokio_stream::wrappers::ReceiverStream::new(rx),
             token,
@@ -454,7 +455,7 @@ async fn player(
                 bail!("my turn with an empty hand")
             };
             mine.store(shared.now_ns().max(1), Ordering::Relaxed);
-            tx.send(ClientMessage {
+            tx.send(PlayRequest {
                 kind: Some(Kind::PlayCard(game::PlayCard {
                     card: Some(card_to_pb(card)),
                     capture_choice: None,
@@ -509,7 +510,7 @@ async fn player(
             Some(E::MatchEnded(_)) => {
                 figures.matches_ended += 1;
                 my_turn = false;
-                tx.send(ClientMessage {
+                tx.send(PlayRequest {
                     kind: Some(Kind::Rematch(game::RematchRequest {})),
                 })
                 .await?;
@@ -563,7 +564,7 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     let creation_slots = Arc::new(tokio::sync::Semaphore::new(16));
     for _ in 0..args.matches {
         let (room_id, ua, ub) = (Uuid::now_v7().to_string(), Uuid::now_v7(), Uuid::now_v7());
-        let mut client = GameClient::new(control.clone());
+        let mut client = GameServiceClient::new(control.clone());
         let request = authed(
             CreateRoomRequest {
                 room_id: room_id.clone(),

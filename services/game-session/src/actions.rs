@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use basra_engine::CardSet;
 use basra_platform::ratelimit::RateLimiter;
-use basra_proto::basra::game::v1::{self as game, RejectCode, client_message::Kind};
+use basra_proto::basra::game::v1::{self as game, RejectCode, play_request::Kind};
 use basra_proto::convert::card_from_pb;
 
 use crate::core::{Core, Mutation, fresh_id, fresh_seed};

@@ -1,4 +1,4 @@
-//! `GameAdmin`: operators list, inspect and close rooms, and drain this replica.
+//! `GameAdminService`: operators list, inspect and close rooms, and drain this replica.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -7,7 +7,7 @@ use basra_platform::auth::{self, Role};
 use basra_proto::basra::game::v1::{
     CloseRoomRequest, CloseRoomResponse, DrainReplicaRequest, DrainReplicaResponse, GetRoomRequest,
     GetRoomResponse, ListRoomsRequest, ListRoomsResponse, RoomSummary, StreamInfo,
-    game_admin_server::GameAdmin,
+    game_admin_service_server::GameAdminService,
 };
 use basra_proto::convert::settings_to_pb;
 use tonic::{Request, Response, Status};
@@ -17,7 +17,7 @@ use crate::core::{Core, Mutation, now_ms};
 use crate::error::GameError;
 use crate::room::{Occupant, Reject, Room};
 
-/// The `GameAdmin` service over a [`Core`].
+/// The `GameAdminService` service over a [`Core`].
 #[derive(Debug, Clone)]
 pub struct AdminService {
     core: Arc<Core>,
@@ -62,7 +62,7 @@ fn summary(room: &Room) -> RoomSummary {
 }
 
 #[tonic::async_trait]
-impl GameAdmin for AdminService {
+impl GameAdminService for AdminService {
     async fn list_rooms(
         &self,
         request: Request<ListRoomsRequest>,

@@ -98,19 +98,19 @@ pub fn game_view(room: &Room, viewer: Option<u8>) -> pb::GameView {
 }
 
 /// A snapshot event carrying `seq`.
-pub fn snapshot(room: &Room, viewer: Option<u8>, seq: u64, now: i64) -> game::ServerEvent {
+pub fn snapshot(room: &Room, viewer: Option<u8>, seq: u64, now: i64) -> game::PlayResponse {
     server_event(
         seq,
         now,
-        game::server_event::Event::Snapshot(Box::new(game::Snapshot {
+        game::play_response::Event::Snapshot(Box::new(game::Snapshot {
             view: Some(game_view(room, viewer)),
         })),
     )
 }
 
 /// A server event.
-pub fn server_event(seq: u64, now: i64, event: game::server_event::Event) -> game::ServerEvent {
-    game::ServerEvent {
+pub fn server_event(seq: u64, now: i64, event: game::play_response::Event) -> game::PlayResponse {
+    game::PlayResponse {
         seq,
         server_time: Some(timestamp(now)),
         event: Some(event),
@@ -127,8 +127,8 @@ pub fn project(
     seats: usize,
     settings: &basra_engine::Settings,
     now: i64,
-) -> game::ServerEvent {
-    use game::server_event::Event as E;
+) -> game::PlayResponse {
+    use game::play_response::Event as E;
     let viewer_seat = viewer.map(basra_engine::Seat);
     let event = match &stored.event {
         LogEvent::SeatChanged { seat } => E::SeatChanged(game::SeatChanged {

@@ -2,7 +2,7 @@
 //! stream per player, with every room's state in Redis so that any replica serves any
 //! player of any room.
 //!
-//! - [`room`]: a room (seats, the engine's full [`Game`](basra_engine::Game), timers) and
+//! - [`room`]: a room (seats, the engine's full [`GameService`](basra_engine::Game), timers) and
 //!   its pure state changes; [`events`]: the stored event log.
 //! - [`store`]: the [`RoomStore`](store::RoomStore) trait, [`RedisStore`](store::RedisStore)
 //!   (one atomic Lua compare-and-set per change) and [`MemoryStore`](store::MemoryStore).
@@ -10,13 +10,13 @@
 //!   the presence lease that lets other replicas disconnect a dead replica's players.
 //! - [`hub`]: per-replica fan-out of the store's notices to the local streams, and the
 //!   resync under lost notices.
-//! - [`service`]: `Game` (Play, CreateRoom, SeatPlayer); [`web`]: Play's browser shape
+//! - [`service`]: `GameService` (Play, CreateRoom, SeatPlayer); [`web`]: Play's browser shape
 //!   (Watch and one unary call per action), through the same per-action logic as Play
-//!   (`actions`); [`admin`]: `GameAdmin`.
+//!   (`actions`); [`admin`]: `GameAdminService`.
 //! - [`convert`]: the only way anything reaches a client: the engine's per-seat view and
 //!   `Event::for_viewer`.
 //! - [`metrics`]: the replica's Prometheus metrics.
-//! - [`outbox`]: finished matches to `Accounts.RecordMatch`, retried until they land.
+//! - [`outbox`]: finished matches to `AccountsService.RecordMatch`, retried until they land.
 //! - [`pod_cost`]: the pod's `controller.kubernetes.io/pod-deletion-cost`, kept equal to
 //!   its open streams so a scale-down removes the emptiest pods first.
 //!
@@ -58,7 +58,9 @@ use std::time::Duration;
 
 use basra_platform::ServeOptions;
 use basra_platform::auth::{AuthLayer, TokenVerifier};
-use basra_proto::basra::game::v1::{game_admin_server::GameAdminServer, game_server::GameServer};
+use basra_proto::basra::game::v1::{
+    game_admin_service_server::GameAdminServiceServer, game_service_server::GameServiceServer,
+};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -69,7 +71,10 @@ pub use settings::Settings;
 pub use store::{MemoryStore, RedisStore, RoomStore};
 
 /// The gRPC service names this server answers (health and reflection list them).
-pub const SERVICE_NAMES: &[&str] = &["basra.game.v1.Game", "basra.game.v1.GameAdmin"];
+pub const SERVICE_NAMES: &[&str] = &[
+    "basra.game.v1.GameService",
+    "basra.game.v1.GameAdminService",
+];
 
 /// The largest client message accepted (a Play message is a few dozen bytes).
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
@@ -145,17 +150,17 @@ impl GameSession {
         &self.core
     }
 
-    /// The gRPC routes: `Game` and `GameAdmin`.
+    /// The gRPC routes: `GameService` and `GameAdminService`.
     pub fn routes(&self) -> tonic::service::Routes {
         self.add_to(tonic::service::Routes::default())
     }
 
-    /// Adds the `Game` and `GameAdmin` services to `routes` (the one-process dev mode
+    /// Adds the `GameService` and `GameAdminService` services to `routes` (the one-process dev mode
     /// serves them beside the other services).
     pub fn add_to(&self, routes: tonic::service::Routes) -> tonic::service::Routes {
-        let game = GameServer::new(service::GameService::new(Arc::clone(&self.core)))
+        let game = GameServiceServer::new(service::GameApi::new(Arc::clone(&self.core)))
             .max_decoding_message_size(MAX_MESSAGE_BYTES);
-        let admin = GameAdminServer::new(admin::AdminService::new(Arc::clone(&self.core)))
+        let admin = GameAdminServiceServer::new(admin::AdminService::new(Arc::clone(&self.core)))
             .max_decoding_message_size(MAX_MESSAGE_BYTES);
         routes.add_service(game).add_service(admin)
     }
@@ -242,7 +247,7 @@ impl App {
 
     /// Everything but the gRPC listener: starts the replica's background work (fan-out,
     /// timers, the outbox forwarder, the metrics on `metrics.listen` when set), which
-    /// stops when `shutdown` is cancelled, and adds `Game` and `GameAdmin` to `routes`.
+    /// stops when `shutdown` is cancelled, and adds `GameService` and `GameAdminService` to `routes`.
     /// [`run`](Self::run) serves the result alone; `basra dev` mounts the three services
     /// on one server.
     pub async fn mount(

@@ -8,7 +8,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use basra_proto::basra::accounts::v1::{GetPlayersRequest, accounts_client::AccountsClient};
+use basra_proto::basra::accounts::v1::{
+    GetPlayersRequest, accounts_service_client::AccountsServiceClient,
+};
 
 use crate::outbox::AccountsLink;
 
@@ -35,7 +37,8 @@ pub async fn display_names(
     {
         request.metadata_mut().insert("authorization", value);
     }
-    let mut client = AccountsClient::new(basra_platform::telemetry::traced(link.channel.clone()));
+    let mut client =
+        AccountsServiceClient::new(basra_platform::telemetry::traced(link.channel.clone()));
     match tokio::time::timeout(LOOKUP_TIMEOUT, client.get_players(request)).await {
         Ok(Ok(response)) => response
             .into_inner()

@@ -1,4 +1,4 @@
-//! The `Game` gRPC service: the Play stream, and the internal CreateRoom / SeatPlayer.
+//! The `GameService` gRPC service: the Play stream, and the internal CreateRoom / SeatPlayer.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -8,10 +8,10 @@ use basra_platform::auth::{self, Role};
 use basra_platform::ratelimit::RateLimiter;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
-    self as game, ClientMessage, CreateRoomRequest, CreateRoomResponse, GetSeatRequest,
-    GetSeatResponse, RejectCode, SeatPlayerRequest, SeatPlayerResponse, ServerEvent,
-    client_message::Kind, game_server::Game, seat_assignment::Occupant as PbOccupant,
-    server_event::Event as E,
+    self as game, CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse,
+    PlayRequest, PlayResponse, RejectCode, SeatPlayerRequest, SeatPlayerResponse,
+    game_service_server::GameService, play_request::Kind, play_response::Event as E,
+    seat_assignment::Occupant as PbOccupant,
 };
 use basra_proto::convert::{settings_from_pb, settings_to_pb};
 use rand::Rng as _;
@@ -31,29 +31,29 @@ use crate::room::{Occupant, Reject, Room, Status as RoomStatus};
 use crate::store::LeasedSeat;
 use crate::web;
 
-/// The `Game` service over a [`Core`].
+/// The `GameService` service over a [`Core`].
 #[derive(Debug, Clone)]
-pub struct GameService {
+pub struct GameApi {
     core: Arc<Core>,
     chat: Arc<RateLimiter>,
 }
 
-impl GameService {
+impl GameApi {
     /// The service.
-    pub fn new(core: Arc<Core>) -> GameService {
-        GameService {
+    pub fn new(core: Arc<Core>) -> GameApi {
+        GameApi {
             core,
             chat: Arc::new(RateLimiter::new(5, Duration::from_secs(10))),
         }
     }
 }
 
-type EventStream = Pin<Box<dyn Stream<Item = Result<ServerEvent, Status>> + Send>>;
+type EventStream = Pin<Box<dyn Stream<Item = Result<PlayResponse, Status>> + Send>>;
 
 /// What a stream's task hands to its response. Boxed: the channel allocates its slots
 /// 32 at a time and keeps them for the stream's life, so a slot of 8 bytes instead of
 /// 176 saves some 5 KiB per open stream.
-type Outgoing = Box<Result<ServerEvent, Status>>;
+type Outgoing = Box<Result<PlayResponse, Status>>;
 
 fn invalid(message: impl Into<String>) -> Status {
     GameError::Invalid(message.into()).into()
@@ -74,16 +74,16 @@ fn inbound_status(status: Status) -> Status {
     status
 }
 
-impl GameService {
+impl GameApi {
     /// Opens a seat's (or a spectator's) event stream on `join`: Play's after its join
     /// message (`inbound` the rest of the client's messages), Watch's with none.
     pub(crate) async fn open(
         &self,
         user_id: &str,
         join: game::Join,
-        inbound: Option<Streaming<ClientMessage>>,
+        inbound: Option<Streaming<PlayRequest>>,
         permit: StreamPermit,
-    ) -> Result<impl Stream<Item = Result<ServerEvent, Status>> + Send + 'static, Status> {
+    ) -> Result<impl Stream<Item = Result<PlayResponse, Status>> + Send + 'static, Status> {
         if join.room_id.is_empty() || join.room_id.len() > 128 {
             return Err(invalid("join.room_id must be 1..128 characters"));
         }
@@ -164,7 +164,7 @@ impl GameService {
         Ok(tokio_stream::wrappers::ReceiverStream::new(rx).map(|item: Outgoing| *item))
     }
 
-    /// The `Game` calls' shared handle on the chat limiter (the action calls use it).
+    /// The `GameService` calls' shared handle on the chat limiter (the action calls use it).
     pub(crate) fn chat(&self) -> &RateLimiter {
         &self.chat
     }
@@ -176,13 +176,13 @@ impl GameService {
 }
 
 #[tonic::async_trait]
-impl Game for GameService {
+impl GameService for GameApi {
     type PlayStream = EventStream;
 
     #[tracing::instrument(skip_all, fields(user_id, room_id))]
     async fn play(
         &self,
-        request: Request<Streaming<ClientMessage>>,
+        request: Request<Streaming<PlayRequest>>,
     ) -> Result<Response<EventStream>, Status> {
         let caller = auth::caller(&request)?;
         let user_id = caller.user_id.to_string();
@@ -428,7 +428,7 @@ struct Session {
 impl Session {
     async fn run(
         mut self,
-        mut inbound: Option<Streaming<ClientMessage>>,
+        mut inbound: Option<Streaming<PlayRequest>>,
         mut watch: watch::Receiver<Wake>,
         mut lease_lost: watch::Receiver<u64>,
         last_seen: Option<u64>,
@@ -550,7 +550,7 @@ impl Session {
 
     async fn serve(
         &mut self,
-        inbound: &mut Option<Streaming<ClientMessage>>,
+        inbound: &mut Option<Streaming<PlayRequest>>,
         watch: &mut watch::Receiver<Wake>,
         lease_lost: &mut watch::Receiver<u64>,
     ) -> End {
@@ -669,7 +669,7 @@ impl Session {
         .await
     }
 
-    async fn handle(&mut self, message: ClientMessage) -> Result<Option<End>, GameError> {
+    async fn handle(&mut self, message: PlayRequest) -> Result<Option<End>, GameError> {
         let Some(kind) = message.kind else {
             return self
                 .reject(RejectCode::Malformed, "empty message", "", None)
@@ -723,9 +723,9 @@ impl Session {
 /// its end (`None`) comes when the client drops the response (`tx` closes), so a
 /// vanished browser is disconnected at once rather than at the next event.
 async fn next_message(
-    inbound: &mut Option<Streaming<ClientMessage>>,
+    inbound: &mut Option<Streaming<PlayRequest>>,
     tx: &mpsc::Sender<Outgoing>,
-) -> Result<Option<ClientMessage>, Status> {
+) -> Result<Option<PlayRequest>, Status> {
     match inbound {
         Some(inbound) => inbound.message().await,
         None => {

@@ -2,7 +2,7 @@
 //! (`PlayCard`, `Resign`, `QuickChat`, `AskRematch`), for clients without client
 //! streaming (gRPC-Web in a browser).
 //!
-//! Nothing here decides anything: `Watch` is the Play stream's [`open`](GameService::open)
+//! Nothing here decides anything: `Watch` is the Play stream's [`open`](GameApi::open)
 //! with no client messages, and each call is [`act`](crate::actions::act), the same
 //! per-message logic the Play stream runs, with its answer turned into a response or a
 //! status (with the refusal's code in the `basra-reject-code` metadata).
@@ -10,14 +10,14 @@
 use std::pin::Pin;
 
 use basra_platform::auth;
-use basra_proto::basra::game::v1::{self as game, RejectCode, WatchResponse, client_message::Kind};
+use basra_proto::basra::game::v1::{self as game, RejectCode, WatchResponse, play_request::Kind};
 use tokio_stream::{Stream, StreamExt as _};
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Request, Response, Status};
 
 use crate::actions::{self, Acted, Refusal};
 use crate::error::GameError;
-use crate::service::GameService;
+use crate::service::GameApi;
 
 /// The metadata key naming a refused action's [`RejectCode`].
 pub const REJECT_CODE_KEY: &str = "basra-reject-code";
@@ -25,10 +25,10 @@ pub const REJECT_CODE_KEY: &str = "basra-reject-code";
 /// What `Watch` answers.
 pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchResponse, Status>> + Send>>;
 
-/// `Game.Watch`: the Play stream of `request`'s join, without client messages.
+/// `GameService.Watch`: the Play stream of `request`'s join, without client messages.
 #[tracing::instrument(skip_all, fields(user_id, room_id = %request.get_ref().room_id))]
 pub(crate) async fn watch(
-    service: &GameService,
+    service: &GameApi,
     request: Request<game::WatchRequest>,
 ) -> Result<Response<WatchStream>, Status> {
     let caller = auth::caller(&request)?;
@@ -46,10 +46,10 @@ pub(crate) async fn watch(
     Ok(Response::new(Box::pin(responses)))
 }
 
-/// `Game.PlayCard`: Play's `play_card`.
+/// `GameService.PlayCard`: Play's `play_card`.
 #[tracing::instrument(skip_all, fields(user_id, room_id = %request.get_ref().room_id))]
 pub(crate) async fn play_card(
-    service: &GameService,
+    service: &GameApi,
     request: Request<game::PlayCardRequest>,
 ) -> Result<Response<game::PlayCardResponse>, Status> {
     let (user_id, request) = caller_and(request)?;
@@ -73,10 +73,10 @@ pub(crate) async fn play_card(
     Ok(Response::new(response))
 }
 
-/// `Game.Resign`: Play's `resign`.
+/// `GameService.Resign`: Play's `resign`.
 #[tracing::instrument(skip_all, fields(user_id, room_id = %request.get_ref().room_id))]
 pub(crate) async fn resign(
-    service: &GameService,
+    service: &GameApi,
     request: Request<game::ResignRequest>,
 ) -> Result<Response<game::ResignResponse>, Status> {
     let (user_id, request) = caller_and(request)?;
@@ -91,10 +91,10 @@ pub(crate) async fn resign(
     Ok(Response::new(game::ResignResponse { seq }))
 }
 
-/// `Game.QuickChat`: Play's `quick_chat`.
+/// `GameService.QuickChat`: Play's `quick_chat`.
 #[tracing::instrument(skip_all, fields(user_id, room_id = %request.get_ref().room_id))]
 pub(crate) async fn quick_chat(
-    service: &GameService,
+    service: &GameApi,
     request: Request<game::QuickChatRequest>,
 ) -> Result<Response<game::QuickChatResponse>, Status> {
     let (user_id, request) = caller_and(request)?;
@@ -107,10 +107,10 @@ pub(crate) async fn quick_chat(
     Ok(Response::new(game::QuickChatResponse { seq }))
 }
 
-/// `Game.AskRematch`: Play's `rematch`.
+/// `GameService.AskRematch`: Play's `rematch`.
 #[tracing::instrument(skip_all, fields(user_id, room_id = %request.get_ref().room_id))]
 pub(crate) async fn ask_rematch(
-    service: &GameService,
+    service: &GameApi,
     request: Request<game::AskRematchRequest>,
 ) -> Result<Response<game::AskRematchResponse>, Status> {
     let (user_id, request) = caller_and(request)?;
@@ -132,7 +132,7 @@ fn caller_and<T>(request: Request<T>) -> Result<(String, T), Status> {
 /// why it was refused. A status when it could not be tried at all (no such room, no
 /// seat, the store failing).
 async fn act(
-    service: &GameService,
+    service: &GameApi,
     user_id: &str,
     room_id: &str,
     kind: Kind,

@@ -16,12 +16,12 @@ use std::time::Duration;
 
 use basra_platform::auth::Role;
 use basra_proto::basra::common::v1 as pb;
-use basra_proto::basra::game::v1::{self as game, RejectCode, client_message::Kind};
+use basra_proto::basra::game::v1::{self as game, RejectCode, play_request::Kind};
 use common::*;
 use tonic::Code;
 use uuid::Uuid;
 
-use basra_proto::basra::game::v1::server_event::Event as E;
+use basra_proto::basra::game::v1::play_response::Event as E;
 
 /// The test cluster's nodes (primaries and replicas) from `CLUSTER NODES`: address and
 /// whether it is a replica.

@@ -9,8 +9,8 @@ use basra_engine::{Action, Card, Event, Seat, Seed, Settings};
 use basra_platform::auth::Role;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
-    self as game, RejectCode, client_message::Kind, game_admin_client::GameAdminClient,
-    game_client::GameClient, server_event::Event as E,
+    self as game, RejectCode, game_admin_service_client::GameAdminServiceClient,
+    game_service_client::GameServiceClient, play_request::Kind, play_response::Event as E,
 };
 use common::*;
 use game_session::store::ALL_SHARDS;
@@ -481,7 +481,7 @@ async fn bad_joins_get_clear_statuses() {
         .err()
         .unwrap();
     assert_eq!(err.code(), Code::PermissionDenied, "{}", err.message());
-    let not_join = game::ClientMessage {
+    let not_join = game::PlayRequest {
         kind: Some(Kind::Ping(game::Ping { nonce: 1 })),
     };
     let err = open(replica.channel().await, &token, not_join)
@@ -499,7 +499,7 @@ async fn bad_joins_get_clear_statuses() {
     .unwrap();
     assert_eq!(err.code(), Code::Unauthenticated);
     // CreateRoom is for services only, and checks its input.
-    let err = game::game_client::GameClient::new(replica.channel().await)
+    let err = game::game_service_client::GameServiceClient::new(replica.channel().await)
         .create_room(authed(
             game::CreateRoomRequest {
                 room_id: "x".into(),
@@ -814,7 +814,7 @@ async fn admin_needs_the_operator_role_and_closes_rooms() {
     )
     .await;
     let (room, ua, _) = two_player_room(&replica, &tokens).await;
-    let mut admin = GameAdminClient::new(replica.channel().await);
+    let mut admin = GameAdminServiceClient::new(replica.channel().await);
     let player = tokens.token(ua, Role::Player);
     let err = admin
         .list_rooms(authed(game::ListRoomsRequest::default(), &player))
@@ -1000,7 +1000,7 @@ async fn seats_show_the_names_accounts_gives_in_views_events_and_the_record() {
     )
     .await
     .unwrap();
-    GameClient::new(replica.channel().await)
+    GameServiceClient::new(replica.channel().await)
         .seat_player(authed(
             game::SeatPlayerRequest {
                 room_id: room.clone(),

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use basra_platform::auth::Role;
 use basra_proto::basra::game::v1::{
-    self as game, RejectCode, client_message::Kind, game_client::GameClient,
-    server_event::Event as E,
+    self as game, RejectCode, game_service_client::GameServiceClient, play_request::Kind,
+    play_response::Event as E,
 };
 use common::*;
 use tonic::Code;
@@ -33,8 +33,8 @@ async fn a_stream_that_never_joins_is_closed_and_frees_its_place() {
 
     // Opens the stream and says nothing: it holds the replica's only place until the join
     // timeout, then ends with INVALID_ARGUMENT.
-    let (_silent_tx, rx) = tokio::sync::mpsc::channel::<game::ClientMessage>(1);
-    let mut client = GameClient::new(replica.channel().await);
+    let (_silent_tx, rx) = tokio::sync::mpsc::channel::<game::PlayRequest>(1);
+    let mut client = GameServiceClient::new(replica.channel().await);
     let silent = client.play(authed(
         tokio_stream::wrappers::ReceiverStream::new(rx),
         &tokens.token(Uuid::now_v7(), Role::Player),
@@ -113,7 +113,7 @@ async fn a_spectator_cannot_play_and_a_seat_token_does_not_open_another_room() {
     .await
     .unwrap();
     let card = basra_proto::convert::card_to_pb("AS".parse().unwrap());
-    tx.send(game::ClientMessage {
+    tx.send(game::PlayRequest {
         kind: Some(Kind::PlayCard(game::PlayCard {
             card: Some(card),
             client_move_id: "spectator".into(),
@@ -122,7 +122,7 @@ async fn a_spectator_cannot_play_and_a_seat_token_does_not_open_another_room() {
     })
     .await
     .unwrap();
-    tx.send(game::ClientMessage {
+    tx.send(game::PlayRequest {
         kind: Some(Kind::Resign(game::Resign {})),
     })
     .await

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use basra_proto::basra::common::v1 as pb;
-use basra_proto::basra::game::v1::{self as game, server_event::Event as E};
+use basra_proto::basra::game::v1::{self as game, play_response::Event as E};
 use common::*;
 use game_session::ServiceConfig;
 use game_session::store::ALL_SHARDS;

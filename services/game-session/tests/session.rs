@@ -10,8 +10,8 @@ use basra_engine::CardSet;
 use basra_platform::auth::Role;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
-    self as game, RejectCode, ServerEvent, client_message::Kind, game_client::GameClient,
-    server_event::Event as E,
+    self as game, PlayResponse, RejectCode, game_service_client::GameServiceClient,
+    play_request::Kind, play_response::Event as E,
 };
 use common::*;
 use game_session::room::{Occupant, Status};
@@ -290,7 +290,7 @@ async fn get_seat(
     room_id: &str,
     user: Uuid,
 ) -> Result<(pb::RoomStatus, Option<u32>), tonic::Status> {
-    let answer = GameClient::new(replica.channel().await)
+    let answer = GameServiceClient::new(replica.channel().await)
         .get_seat(authed(
             game::GetSeatRequest {
                 room_id: room_id.into(),
@@ -307,7 +307,7 @@ async fn get_seat(
 async fn get_seat_is_for_services_and_checks_its_input() {
     let (tokens, replica) = single_replica(timing()).await;
     let (room, ua, _) = two_player_room(&replica, &tokens).await;
-    let mut client = GameClient::new(replica.channel().await);
+    let mut client = GameServiceClient::new(replica.channel().await);
     let ask = |room_id: &str, user: &str| game::GetSeatRequest {
         room_id: room_id.into(),
         user_id: user.into(),
@@ -523,7 +523,7 @@ async fn an_oversized_message_is_refused_and_changes_nothing() {
 }
 
 /// Every event a spectator receives, checked: no seat, no hand, no dealt card, no move id.
-fn check_spectator_event(event: &ServerEvent) {
+fn check_spectator_event(event: &PlayResponse) {
     match event.event.as_ref().expect("an event") {
         E::Snapshot(s) => {
             let view = s.view.as_ref().unwrap();
@@ -537,7 +537,7 @@ fn check_spectator_event(event: &ServerEvent) {
 }
 
 /// Reads a spectator's stream until the match ends; its events.
-async fn spectate_to_the_end(events: &mut tonic::Streaming<ServerEvent>) -> Vec<ServerEvent> {
+async fn spectate_to_the_end(events: &mut tonic::Streaming<PlayResponse>) -> Vec<PlayResponse> {
     let mut seen = Vec::new();
     loop {
         let event = tokio::time::timeout(WAIT, events.message())
@@ -559,7 +559,7 @@ async fn a_spectator_never_sees_a_hand_card() {
     let (tokens, replica) = single_replica(timing()).await;
     let (room, mut a, mut b) = two_players(&replica, &tokens, low_target()).await;
     let watcher = tokens.token(Uuid::now_v7(), Role::Player);
-    let spectate = |last_seen_seq| game::ClientMessage {
+    let spectate = |last_seen_seq| game::PlayRequest {
         kind: Some(Kind::Join(game::Join {
             room_id: room.clone(),
             last_seen_seq,
@@ -602,7 +602,7 @@ async fn a_spectator_never_sees_a_hand_card() {
 
     // A spectator cannot act.
     late_tx
-        .send(game::ClientMessage {
+        .send(game::PlayRequest {
             kind: Some(Kind::PlayCard(game::PlayCard {
                 card: Some(pb::Card { rank: 1, suit: 1 }),
                 ..Default::default()

@@ -12,7 +12,8 @@ use basra_platform::ServeOptions;
 use basra_platform::auth::Role;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
-    self as game, ServerEvent, WatchResponse, game_client::GameClient, server_event::Event as E,
+    self as game, PlayResponse, WatchResponse, game_service_client::GameServiceClient,
+    play_response::Event as E,
 };
 use basra_proto::convert::card_to_pb;
 use common::*;
@@ -32,7 +33,7 @@ const ORIGIN: &str = "http://play.example.test";
 
 /// A player on the browser shape: a Watch stream for events, unary calls for actions.
 struct WebPlayer {
-    client: GameClient<Channel>,
+    client: GameServiceClient<Channel>,
     token: String,
     room: String,
     seat: u32,
@@ -40,7 +41,7 @@ struct WebPlayer {
     hand: CardSet,
     turn: Option<u32>,
     last_seq: u64,
-    log: Vec<ServerEvent>,
+    log: Vec<PlayResponse>,
 }
 
 impl WebPlayer {
@@ -53,7 +54,7 @@ impl WebPlayer {
         last_seen_seq: Option<u64>,
     ) -> WebPlayer {
         let token = tokens.token(user, Role::Player);
-        let mut client = GameClient::new(channel);
+        let mut client = GameServiceClient::new(channel);
         let events = client
             .watch(authed(watch_request(room, last_seen_seq), &token))
             .await
@@ -73,7 +74,7 @@ impl WebPlayer {
     }
 
     /// The next event; logged ones come in seq order, none lost or repeated.
-    async fn next(&mut self) -> ServerEvent {
+    async fn next(&mut self) -> PlayResponse {
         let response = tokio::time::timeout(WAIT, self.events.message())
             .await
             .expect("an event in time")
@@ -104,7 +105,7 @@ impl WebPlayer {
         event
     }
 
-    async fn until(&mut self, mut pred: impl FnMut(&E) -> bool) -> ServerEvent {
+    async fn until(&mut self, mut pred: impl FnMut(&E) -> bool) -> PlayResponse {
         loop {
             let event = self.next().await;
             if pred(event.event.as_ref().unwrap()) {
@@ -218,7 +219,7 @@ async fn a_whole_match_with_one_seat_on_play_and_one_on_watch_and_unary_calls() 
     let (a, a_end) = ta.await.unwrap();
     assert_eq!(Some(&ended), a_end.as_ref(), "both shapes see the same end");
     assert_eq!(ended.reason, pb::MatchEndReason::TargetReached as i32);
-    let plays = |log: &[ServerEvent]| {
+    let plays = |log: &[PlayResponse]| {
         log.iter()
             .filter(|e| matches!(e.event, Some(E::CardPlayed(_))))
             .count()
@@ -570,7 +571,7 @@ async fn the_endpoint_answers_grpc_web_over_http1_with_cors_for_allowed_origins(
     let preflight = |origin: &str| {
         http::Request::builder()
             .method("OPTIONS")
-            .uri("/basra.game.v1.Game/QuickChat")
+            .uri("/basra.game.v1.GameService/QuickChat")
             .header("host", "localhost")
             .header("origin", origin)
             .header("access-control-request-method", "POST")
@@ -601,7 +602,7 @@ async fn the_endpoint_answers_grpc_web_over_http1_with_cors_for_allowed_origins(
 
     // A unary call: one message frame, then the trailers frame with grpc-status 0.
     let request = grpc_web_request(
-        "/basra.game.v1.Game/QuickChat",
+        "/basra.game.v1.GameService/QuickChat",
         &token,
         ORIGIN,
         grpc_web_frame(&game::QuickChatRequest {
@@ -635,7 +636,7 @@ async fn the_endpoint_answers_grpc_web_over_http1_with_cors_for_allowed_origins(
 
     // A refusal: the status (and the reject code) readable by the page.
     let request = grpc_web_request(
-        "/basra.game.v1.Game/QuickChat",
+        "/basra.game.v1.GameService/QuickChat",
         &token,
         ORIGIN,
         grpc_web_frame(&game::QuickChatRequest {
@@ -651,7 +652,7 @@ async fn the_endpoint_answers_grpc_web_over_http1_with_cors_for_allowed_origins(
 
     // The server stream over HTTP/1.1: the first chunk is the snapshot's frame.
     let request = grpc_web_request(
-        "/basra.game.v1.Game/Watch",
+        "/basra.game.v1.GameService/Watch",
         &token,
         ORIGIN,
         grpc_web_frame(&watch_request(&room, None)),

@@ -1,5 +1,5 @@
 //! The matchmaking service of Basra online: the rated queue, the public
-//! lobby and private rooms (`basra.matchmaking.v1.Matchmaking`).
+//! lobby and private rooms (`basra.matchmaking.v1.MatchmakingService`).
 //!
 //! | module | what |
 //! |---|---|
@@ -30,13 +30,13 @@ pub mod upstream;
 use std::sync::Arc;
 
 use basra_platform::{AuthLayer, ServeOptions, TokenVerifier};
-use basra_proto::basra::matchmaking::v1::matchmaking_server::MatchmakingServer;
+use basra_proto::basra::matchmaking::v1::matchmaking_service_server::MatchmakingServiceServer;
 use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
 use tonic::service::Routes;
 
 pub use error::{MatchmakingError, Result};
-pub use service::MatchmakingService;
+pub use service::MatchmakingApi;
 
 use crate::{
     clock::{Clock, SystemClock},
@@ -48,7 +48,7 @@ use crate::{
 };
 
 /// The gRPC service name, for health and reflection.
-pub const SERVICE_NAME: &str = "basra.matchmaking.v1.Matchmaking";
+pub const SERVICE_NAME: &str = "basra.matchmaking.v1.MatchmakingService";
 
 /// The largest request accepted, in bytes; a larger one is answered RESOURCE_EXHAUSTED.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
@@ -89,7 +89,7 @@ pub fn start(
     config: Config,
     deps: Deps,
     shutdown: CancellationToken,
-) -> (MatchmakingService, JoinHandle<()>) {
+) -> (MatchmakingApi, JoinHandle<()>) {
     let inner = Arc::new(Inner {
         config,
         deps,
@@ -104,7 +104,7 @@ pub fn start(
             dispatch.abort();
         }
     });
-    (MatchmakingService { inner }, background)
+    (MatchmakingApi { inner }, background)
 }
 
 /// Wakes local streams when the store says their ticket changed.
@@ -148,8 +148,9 @@ fn mount_service(
     shutdown: CancellationToken,
 ) -> (Routes, JoinHandle<()>) {
     let (service, background) = start(config, deps, shutdown);
-    let routes = routes
-        .add_service(MatchmakingServer::new(service).max_decoding_message_size(MAX_MESSAGE_BYTES));
+    let routes = routes.add_service(
+        MatchmakingServiceServer::new(service).max_decoding_message_size(MAX_MESSAGE_BYTES),
+    );
     (routes, background)
 }
 
@@ -248,7 +249,7 @@ impl App {
     }
 
     /// Everything but the gRPC listener: serves the metrics on `metrics.listen` when it
-    /// is set, starts the pairing loop (until `shutdown`) and adds `Matchmaking` to
+    /// is set, starts the pairing loop (until `shutdown`) and adds `MatchmakingService` to
     /// `routes`. [`run`](Self::run) serves the result alone; `basra dev` mounts the
     /// three services on one server.
     pub async fn mount(self, routes: Routes, shutdown: CancellationToken) -> Result<Routes> {

@@ -1,4 +1,4 @@
-//! The `basra.matchmaking.v1.Matchmaking` gRPC service.
+//! The `basra.matchmaking.v1.MatchmakingService` gRPC service.
 
 use std::{collections::HashMap, pin::Pin, sync::Arc, sync::Mutex, time::Duration};
 
@@ -9,9 +9,10 @@ use basra_proto::{
         game::v1 as game,
         matchmaking::v1::{
             self as mm, CancelFindRequest, CancelFindResponse, CreateRoomRequest,
-            CreateRoomResponse, FindMatchRequest, FindMatchUpdate, JoinRoomRequest,
+            CreateRoomResponse, FindMatchRequest, FindMatchResponse, JoinRoomRequest,
             JoinRoomResponse, ListPublicRoomsRequest, ListPublicRoomsResponse,
-            find_match_update::Update, join_room_request::Target, matchmaking_server::Matchmaking,
+            find_match_response::Update, join_room_request::Target,
+            matchmaking_service_server::MatchmakingService,
         },
     },
     convert::{bot_display_name, player_display_name, settings_from_pb, settings_to_pb},
@@ -80,7 +81,7 @@ impl Inner {
 
 /// The Matchmaking service; clone freely.
 #[derive(Clone)]
-pub struct MatchmakingService {
+pub struct MatchmakingApi {
     pub(crate) inner: Arc<Inner>,
 }
 
@@ -197,8 +198,8 @@ fn proto_duration(ms: Millis) -> prost_types::Duration {
     }
 }
 
-fn update(ticket_id: &str, update: Update) -> FindMatchUpdate {
-    FindMatchUpdate {
+fn update(ticket_id: &str, update: Update) -> FindMatchResponse {
+    FindMatchResponse {
         ticket_id: ticket_id.to_owned(),
         update: Some(update),
     }
@@ -224,9 +225,9 @@ fn game_error(status: Status, context: &'static str) -> MatchmakingError {
 pub(crate) const PLAYER_ROOM_TTL_MS: Millis = 24 * 3_600_000;
 
 /// The FindMatch stream type.
-pub type FindMatchStream = Pin<Box<dyn Stream<Item = Result<FindMatchUpdate, Status>> + Send>>;
+pub type FindMatchStream = Pin<Box<dyn Stream<Item = Result<FindMatchResponse, Status>> + Send>>;
 
-impl MatchmakingService {
+impl MatchmakingApi {
     fn format_of(&self, request: &FindMatchRequest) -> Result<Format> {
         let preset = request.preset.unwrap_or_default();
         let seats = preset.seats.unwrap_or(2);
@@ -734,7 +735,7 @@ async fn run_stream(
     id: String,
     first: TicketView,
     mut wake: mpsc::Receiver<()>,
-    tx: mpsc::Sender<Result<FindMatchUpdate, Status>>,
+    tx: mpsc::Sender<Result<FindMatchResponse, Status>>,
 ) {
     let q = &inner.config.queue;
     let window = q.window();
@@ -745,7 +746,7 @@ async fn run_stream(
     loop {
         let now = inner.now();
         // What to send, and whether the stream ends with it.
-        let (message, done): (Option<Result<FindMatchUpdate, Status>>, bool) = match &view {
+        let (message, done): (Option<Result<FindMatchResponse, Status>>, bool) = match &view {
             None => (
                 Some(Ok(update(&id, cancelled(mm::CancelReason::Timeout)))),
                 true,
@@ -911,7 +912,7 @@ async fn run_stream(
 }
 
 #[tonic::async_trait]
-impl Matchmaking for MatchmakingService {
+impl MatchmakingService for MatchmakingApi {
     type FindMatchStream = FindMatchStream;
 
     #[tracing::instrument(skip_all, fields(user))]

@@ -8,10 +8,12 @@ use basra_platform::Caller;
 use basra_platform::auth::ServiceIdentity;
 use basra_platform::telemetry::{TracedChannel, traced};
 use basra_proto::basra::{
-    accounts::v1::{GetPlayersRequest, GetProfileRequest, accounts_client::AccountsClient},
+    accounts::v1::{
+        GetPlayersRequest, GetProfileRequest, accounts_service_client::AccountsServiceClient,
+    },
     game::v1::{
         CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, SeatPlayerRequest,
-        SeatPlayerResponse, game_client::GameClient,
+        SeatPlayerResponse, game_service_client::GameServiceClient,
     },
 };
 use tonic::{Code, Request, Status, metadata::MetadataValue, transport::Endpoint};
@@ -47,7 +49,7 @@ pub fn is_transient(status: &Status) -> bool {
 /// [`GameRooms`] over gRPC with a service token.
 #[derive(Debug, Clone)]
 pub struct GrpcGame {
-    client: GameClient<TracedChannel>,
+    client: GameServiceClient<TracedChannel>,
     credentials: ServiceCredentials,
 }
 
@@ -66,7 +68,7 @@ impl GrpcGame {
     pub fn new(url: &str, service_token: &str, timeout: Duration) -> Result<GrpcGame> {
         let channel = endpoint(url, timeout)?.connect_lazy();
         Ok(GrpcGame {
-            client: GameClient::new(traced(channel)),
+            client: GameServiceClient::new(traced(channel)),
             credentials: ServiceCredentials::Static(bearer(service_token)?),
         })
     }
@@ -79,7 +81,7 @@ impl GrpcGame {
     ) -> Result<GrpcGame> {
         let channel = endpoint(url, timeout)?.connect_lazy();
         Ok(GrpcGame {
-            client: GameClient::new(traced(channel)),
+            client: GameServiceClient::new(traced(channel)),
             credentials: ServiceCredentials::Identity(identity),
         })
     }
@@ -147,14 +149,14 @@ pub trait RatingSource: Send + Sync + 'static {
 /// [`RatingSource`] asking accounts over gRPC.
 #[derive(Debug, Clone)]
 pub struct GrpcRatings {
-    client: AccountsClient<TracedChannel>,
+    client: AccountsServiceClient<TracedChannel>,
 }
 
 impl GrpcRatings {
     /// A client of accounts at `url`.
     pub fn new(url: &str, timeout: Duration) -> Result<GrpcRatings> {
         Ok(GrpcRatings {
-            client: AccountsClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
+            client: AccountsServiceClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
         })
     }
 }
@@ -203,7 +205,7 @@ pub trait NameSource: Send + Sync + 'static {
 /// [`NameSource`] asking accounts' `GetPlayers` with a service token.
 #[derive(Debug, Clone)]
 pub struct GrpcNames {
-    client: AccountsClient<TracedChannel>,
+    client: AccountsServiceClient<TracedChannel>,
     credentials: ServiceCredentials,
 }
 
@@ -211,7 +213,7 @@ impl GrpcNames {
     /// A client of accounts at `url`, sending `service_token`.
     pub fn new(url: &str, service_token: &str, timeout: Duration) -> Result<GrpcNames> {
         Ok(GrpcNames {
-            client: AccountsClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
+            client: AccountsServiceClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
             credentials: ServiceCredentials::Static(bearer(service_token)?),
         })
     }
@@ -223,7 +225,7 @@ impl GrpcNames {
         timeout: Duration,
     ) -> Result<GrpcNames> {
         Ok(GrpcNames {
-            client: AccountsClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
+            client: AccountsServiceClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
             credentials: ServiceCredentials::Identity(identity),
         })
     }

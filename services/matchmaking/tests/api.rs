@@ -8,8 +8,8 @@ use std::time::Duration;
 use basra_proto::basra::{
     common::v1::{RoomVisibility, RuleSettings, SeatOccupant},
     matchmaking::v1::{
-        CancelFindRequest, CancelReason, CreateRoomRequest, FindMatchRequest, FindMatchUpdate,
-        JoinRoomRequest, ListPublicRoomsRequest, MatchPreset, find_match_update::Update,
+        CancelFindRequest, CancelReason, CreateRoomRequest, FindMatchRequest, FindMatchResponse,
+        JoinRoomRequest, ListPublicRoomsRequest, MatchPreset, find_match_response::Update,
         join_room_request::Target,
     },
 };
@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 const WAIT: Duration = Duration::from_secs(5);
 
-async fn next(stream: &mut Streaming<FindMatchUpdate>) -> Result<Update, tonic::Status> {
+async fn next(stream: &mut Streaming<FindMatchResponse>) -> Result<Update, tonic::Status> {
     let message = tokio::time::timeout(WAIT, stream.message())
         .await
         .expect("an update in time")?;
@@ -30,7 +30,7 @@ async fn next(stream: &mut Streaming<FindMatchUpdate>) -> Result<Update, tonic::
 }
 
 /// The next update that is not a (re)position.
-async fn next_change(stream: &mut Streaming<FindMatchUpdate>) -> Result<Update, tonic::Status> {
+async fn next_change(stream: &mut Streaming<FindMatchResponse>) -> Result<Update, tonic::Status> {
     loop {
         match next(stream).await? {
             Update::Queued(_) => continue,

@@ -10,7 +10,7 @@ use std::{
     time::Duration,
 };
 
-use basra_proto::basra::matchmaking::v1::{FindMatchRequest, find_match_update::Update};
+use basra_proto::basra::matchmaking::v1::{FindMatchRequest, find_match_response::Update};
 use common::{Env, authed};
 use matchmaking::store::TicketState;
 use rand::{Rng, SeedableRng, rngs::StdRng};

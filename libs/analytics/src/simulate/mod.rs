@@ -2,7 +2,7 @@
 //!
 //! - [`corpus`]: matches played by engine bots, as `RecordMatch` records.
 //! - [`recorder`]: simulated players signed in as guests, and the records sent to
-//!   `Accounts.RecordMatch` with a service token, many at a time.
+//!   `AccountsService.RecordMatch` with a service token, many at a time.
 
 pub mod corpus;
 pub mod recorder;

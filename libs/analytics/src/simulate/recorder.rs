@@ -1,6 +1,6 @@
 //! The fast mode of `basra simulate`: the simulated players sign in as guests (one device
 //! each, so a second run reuses them), the engine plays their matches here, and the records
-//! go to accounts with a service token through `Accounts.RecordMatches` — batches of up to
+//! go to accounts with a service token through `AccountsService.RecordMatches` — batches of up to
 //! 100 records, each validated and recorded exactly as `RecordMatch` (the call
 //! game-session's outbox makes) would, in one transaction per batch. A record costs
 //! accounts a share of one call and one transaction instead of a whole one each, which is
@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use basra_proto::basra::accounts::v1::accounts_client::AccountsClient;
+use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
 use basra_proto::basra::accounts::v1::{GuestLoginRequest, MatchRecord, RecordMatchesRequest};
 use chrono::{DateTime, Utc};
 use prost::Message as _;
@@ -77,7 +77,7 @@ pub const MAX_BATCH_BYTES: usize = 224 * 1024;
 /// Signs the simulated players in (creating them the first time). A sign-up refused by
 /// accounts' per-address limit (RESOURCE_EXHAUSTED) is retried when the answer says.
 pub async fn sign_in_players(
-    client: &mut AccountsClient<Channel>,
+    client: &mut AccountsServiceClient<Channel>,
     seed: u64,
     count: usize,
 ) -> anyhow::Result<Vec<Player>> {
@@ -132,7 +132,7 @@ pub async fn simulate(options: &SimulateOptions) -> anyhow::Result<SimulateSumma
         .connect()
         .await
         .with_context(|| format!("cannot connect to {}", options.server))?;
-    let mut client = AccountsClient::new(channel);
+    let mut client = AccountsServiceClient::new(channel);
     let players = sign_in_players(&mut client, options.seed, options.players).await?;
     let bearer: MetadataValue<_> = format!("Bearer {}", options.service_token)
         .parse()

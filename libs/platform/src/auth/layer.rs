@@ -24,7 +24,7 @@ const ALWAYS_PUBLIC: &[&str] = &[
 
 /// A tower [`Layer`] for tonic servers. For every gRPC method not in
 /// `public_methods` (full paths such as
-/// `"/basra.accounts.v1.Accounts/GuestLogin"`; health and reflection are
+/// `"/basra.accounts.v1.AccountsService/GuestLogin"`; health and reflection are
 /// always public) it requires `authorization: Bearer <jwt>`, verifies it and
 /// inserts the [`Caller`] into the request extensions (read it with
 /// [`caller`](super::caller)). Otherwise it answers `UNAUTHENTICATED` without

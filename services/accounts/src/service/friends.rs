@@ -6,14 +6,14 @@ use basra_proto::basra::accounts::v1 as pb;
 use tonic::{Request, Status};
 use uuid::Uuid;
 
-use super::AccountsService;
+use super::AccountsApi;
 use crate::domain::{self, Username};
 use crate::error::{AccountsError, Result};
 use crate::friends::{Action, FriendCode, FriendEntry, Outcome, Refusal};
 use crate::record::timestamp_to_proto;
 use crate::store::Store;
 
-impl<S: Store> AccountsService<S> {
+impl<S: Store> AccountsApi<S> {
     /// The player calling a friend RPC (a service token has no friends).
     pub(super) fn friend_caller<T>(&self, request: &Request<T>) -> Result<Caller, Status> {
         let caller = super::required_caller(request)?;

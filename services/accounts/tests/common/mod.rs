@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use accounts::record::{BasraCounts, EndReason, MatchRecord, SeatRecord, side_of};
 use accounts::store::{Counts, Store};
-use accounts::{AccountsService, Settings};
+use accounts::{AccountsApi, Settings};
 use basra_platform::auth::{SigningKey, TokenIssuer};
 use basra_proto::basra::accounts::v1 as pb;
-use basra_proto::basra::accounts::v1::accounts_client::AccountsClient;
+use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
 use chrono::{DateTime, TimeZone, Utc};
 use ed25519_dalek::pkcs8::{EncodePrivateKey, spki::der::pem::LineEnding};
 use tokio_util::sync::CancellationToken;
@@ -113,7 +113,7 @@ pub(crate) struct TestApp<S> {
     /// Where it listens.
     pub addr: SocketAddr,
     /// The service (for its store).
-    pub service: AccountsService<S>,
+    pub service: AccountsApi<S>,
     /// The signing key (PKCS#8 PEM, kid [`KID`]), for forging tokens.
     pub key_pem: String,
     /// Issuer and audience.
@@ -150,7 +150,7 @@ pub(crate) async fn spawn_app_on<S: Store>(store: S, settings: Settings) -> Test
     let key_pem = private_pem();
     let key = SigningKey::from_pem(KID, &key_pem).unwrap();
     let config = accounts::service_config(&settings, key).unwrap();
-    let service = AccountsService::new(store, config);
+    let service = AccountsApi::new(store, config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
@@ -188,8 +188,8 @@ impl<S: Store> TestApp<S> {
     }
 
     /// A client of the Accounts service.
-    pub(crate) async fn client(&self) -> AccountsClient<Channel> {
-        AccountsClient::new(self.channel().await)
+    pub(crate) async fn client(&self) -> AccountsServiceClient<Channel> {
+        AccountsServiceClient::new(self.channel().await)
     }
 
     /// A service token (role service), as game-session would hold.

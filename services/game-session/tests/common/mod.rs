@@ -12,9 +12,9 @@ use basra_platform::auth::{Caller, Role, SigningKey, TokenIssuer};
 use basra_proto::basra::accounts::v1 as acc;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
-    self as game, ClientMessage, CreateRoomRequest, SeatAssignment, ServerEvent,
-    client_message::Kind, game_client::GameClient, seat_assignment::Occupant,
-    server_event::Event as E,
+    self as game, CreateRoomRequest, PlayRequest, PlayResponse, SeatAssignment,
+    game_service_client::GameServiceClient, play_request::Kind, play_response::Event as E,
+    seat_assignment::Occupant,
 };
 use game_session::GameSession;
 use game_session::settings::Timing;
@@ -248,7 +248,7 @@ pub async fn create_room(
     seats: Vec<SeatAssignment>,
     settings: pb::RuleSettings,
 ) -> Result<game::CreateRoomResponse, Status> {
-    GameClient::new(channel)
+    GameServiceClient::new(channel)
         .create_room(authed(
             CreateRoomRequest {
                 room_id: room_id.into(),
@@ -268,12 +268,12 @@ pub async fn create_room(
 pub struct Player {
     pub user: Uuid,
     pub seat: u32,
-    pub tx: mpsc::Sender<ClientMessage>,
-    pub events: Streaming<ServerEvent>,
+    pub tx: mpsc::Sender<PlayRequest>,
+    pub events: Streaming<PlayResponse>,
     /// The cards the player holds, from its own events.
     pub hand: CardSet,
     /// Every event received, in order.
-    pub log: Vec<ServerEvent>,
+    pub log: Vec<PlayResponse>,
     pub last_seq: u64,
     pub moves: u32,
     /// Whose turn it is, as far as this player has seen and not yet acted on.
@@ -284,8 +284,8 @@ pub fn card(c: &pb::Card) -> Card {
     basra_proto::convert::card_from_pb(c).unwrap()
 }
 
-pub fn join_message(room_id: &str, last_seen_seq: Option<u64>) -> ClientMessage {
-    ClientMessage {
+pub fn join_message(room_id: &str, last_seen_seq: Option<u64>) -> PlayRequest {
+    PlayRequest {
         kind: Some(Kind::Join(game::Join {
             room_id: room_id.into(),
             last_seen_seq,
@@ -295,8 +295,8 @@ pub fn join_message(room_id: &str, last_seen_seq: Option<u64>) -> ClientMessage 
 }
 
 /// A Join that watches `room_id` as a spectator, from the start.
-pub fn spectate_message(room_id: &str) -> ClientMessage {
-    ClientMessage {
+pub fn spectate_message(room_id: &str) -> PlayRequest {
+    PlayRequest {
         kind: Some(Kind::Join(game::Join {
             room_id: room_id.into(),
             last_seen_seq: None,
@@ -309,12 +309,12 @@ pub fn spectate_message(room_id: &str) -> ClientMessage {
 pub async fn open(
     channel: Channel,
     token: &str,
-    join: ClientMessage,
-) -> Result<(mpsc::Sender<ClientMessage>, Streaming<ServerEvent>), Status> {
+    join: PlayRequest,
+) -> Result<(mpsc::Sender<PlayRequest>, Streaming<PlayResponse>), Status> {
     let (tx, rx) = mpsc::channel(16);
     tx.send(join).await.unwrap();
     let request = authed(tokio_stream::wrappers::ReceiverStream::new(rx), token);
-    let response = GameClient::new(channel).play(request).await?;
+    let response = GameServiceClient::new(channel).play(request).await?;
     Ok((tx, response.into_inner()))
 }
 
@@ -345,7 +345,7 @@ impl Player {
     }
 
     /// The next event, checked against what this seat may know.
-    pub async fn next(&mut self) -> Result<ServerEvent, Status> {
+    pub async fn next(&mut self) -> Result<PlayResponse, Status> {
         let event = tokio::time::timeout(WAIT, self.events.message())
             .await
             .expect("an event in time")?
@@ -355,7 +355,7 @@ impl Player {
     }
 
     /// Updates the model and checks that nothing hidden shows up.
-    pub fn observe(&mut self, event: &ServerEvent) {
+    pub fn observe(&mut self, event: &PlayResponse) {
         match event.event.as_ref().expect("an event") {
             E::Snapshot(snapshot) => {
                 let view = snapshot.view.as_ref().unwrap();
@@ -421,7 +421,7 @@ impl Player {
 
     pub async fn send(&self, kind: Kind) {
         self.tx
-            .send(ClientMessage { kind: Some(kind) })
+            .send(PlayRequest { kind: Some(kind) })
             .await
             .unwrap();
     }
@@ -462,7 +462,7 @@ impl Player {
     }
 
     /// Reads events until one matches.
-    pub async fn until(&mut self, mut pred: impl FnMut(&E) -> bool) -> ServerEvent {
+    pub async fn until(&mut self, mut pred: impl FnMut(&E) -> bool) -> PlayResponse {
         loop {
             let event = self.next().await.expect("the stream stays up");
             if pred(event.event.as_ref().unwrap()) {
@@ -473,7 +473,7 @@ impl Player {
 }
 
 /// The logged events of a log (no snapshot, reject or pong), by seq.
-pub fn logged(log: &[ServerEvent]) -> Vec<&ServerEvent> {
+pub fn logged(log: &[PlayResponse]) -> Vec<&PlayResponse> {
     log.iter()
         .filter(|e| {
             !matches!(
@@ -498,7 +498,7 @@ pub struct FakeAccounts {
 }
 
 #[tonic::async_trait]
-impl acc::accounts_server::Accounts for FakeAccounts {
+impl acc::accounts_service_server::AccountsService for FakeAccounts {
     async fn guest_login(
         &self,
         _: Request<acc::GuestLoginRequest>,
@@ -648,12 +648,14 @@ pub fn serve_accounts(
     shutdown: CancellationToken,
 ) -> JoinHandle<()> {
     let auth = basra_platform::AuthLayer::new(tokens.issuer.verifier(), &[]);
-    let routes = tonic::service::Routes::new(acc::accounts_server::AccountsServer::new(fake));
+    let routes = tonic::service::Routes::new(
+        acc::accounts_service_server::AccountsServiceServer::new(fake),
+    );
     tokio::spawn(async move {
         basra_platform::serve(
             listener,
             routes,
-            &["basra.accounts.v1.Accounts"],
+            &["basra.accounts.v1.AccountsService"],
             auth,
             shutdown,
             Duration::from_millis(100),

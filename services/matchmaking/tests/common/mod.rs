@@ -23,12 +23,12 @@ use basra_proto::basra::game::v1 as game;
 use basra_proto::basra::{
     common::v1::RoomStatus,
     game::v1::{
-        ClientMessage, CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse,
-        SeatPlayerRequest, SeatPlayerResponse, ServerEvent,
-        game_server::{Game, GameServer},
+        CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, PlayRequest,
+        PlayResponse, SeatPlayerRequest, SeatPlayerResponse,
+        game_service_server::{GameService, GameServiceServer},
         seat_assignment::Occupant as SeatOccupant,
     },
-    matchmaking::v1::matchmaking_client::MatchmakingClient,
+    matchmaking::v1::matchmaking_service_client::MatchmakingServiceClient,
 };
 use matchmaking::{
     Config, Deps, MatchmakingError,
@@ -151,12 +151,12 @@ impl FakeGame {
 struct FakeGameService(Arc<FakeGame>);
 
 #[tonic::async_trait]
-impl Game for FakeGameService {
-    type PlayStream = Pin<Box<dyn Stream<Item = Result<ServerEvent, Status>> + Send>>;
+impl GameService for FakeGameService {
+    type PlayStream = Pin<Box<dyn Stream<Item = Result<PlayResponse, Status>> + Send>>;
 
     async fn play(
         &self,
-        _request: Request<Streaming<ClientMessage>>,
+        _request: Request<Streaming<PlayRequest>>,
     ) -> Result<Response<Self::PlayStream>, Status> {
         Err(Status::unimplemented("fake"))
     }
@@ -379,7 +379,7 @@ impl Env {
         tokio::spawn(async move {
             tonic::transport::Server::builder()
                 .layer(auth)
-                .add_service(GameServer::new(service))
+                .add_service(GameServiceServer::new(service))
                 .serve_with_incoming_shutdown(incoming, stop.cancelled_owned())
                 .await
                 .unwrap();
@@ -537,13 +537,13 @@ pub struct Replica {
 
 impl Replica {
     /// A client on a new connection.
-    pub async fn client(&self) -> MatchmakingClient<Channel> {
+    pub async fn client(&self) -> MatchmakingServiceClient<Channel> {
         let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", self.addr))
             .unwrap()
             .connect()
             .await
             .unwrap();
-        MatchmakingClient::new(channel)
+        MatchmakingServiceClient::new(channel)
     }
 }
 
