@@ -959,6 +959,22 @@ async fn rooms_seats_codes_and_lobby(store: Arc<dyn Store>) {
         }
     }
     assert_eq!(seen, vec!["r1", "p0", "p1", "p2", "p3", "p4"]);
+    // Small pages without a filter, over two modes: every room once, in lobby order.
+    let mut seen = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = s
+            .list_public(LobbyFilter::default(), after, 2, 1000)
+            .await
+            .unwrap();
+        assert!(page.rooms.len() <= 2, "{page:?}");
+        seen.extend(page.rooms.iter().map(|r| r.id.clone()));
+        match page.next {
+            Some(n) => after = n,
+            None => break,
+        }
+    }
+    assert_eq!(seen, names);
 
     // Seats: idempotent, preferred, full leaves the lobby; the code still finds the room.
     assert_eq!(

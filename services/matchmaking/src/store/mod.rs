@@ -264,6 +264,18 @@ pub struct RoomRecord {
     pub list_seq: u64,
 }
 
+impl RoomRecord {
+    /// The room's lobby mode (what the lobby's filters look at): ranked or not, seats,
+    /// target score.
+    pub fn format(&self) -> Format {
+        Format {
+            ranked: self.ranked,
+            seats: self.settings.seat_count(),
+            target_score: self.settings.target_score,
+        }
+    }
+}
+
 /// Where a lobby room is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RoomStatus {
@@ -326,11 +338,23 @@ pub struct LobbyFilter {
 
 impl LobbyFilter {
     fn matches(&self, room: &RoomRecord) -> bool {
-        self.seats.is_none_or(|s| s == room.settings.seat_count())
-            && self
-                .target_score
-                .is_none_or(|t| t == room.settings.target_score)
-            && self.ranked.is_none_or(|r| r == room.ranked)
+        self.covers(room.format())
+    }
+
+    /// Whether rooms of format `f` pass the filter.
+    fn covers(&self, f: Format) -> bool {
+        self.seats.is_none_or(|s| s == f.seats)
+            && self.target_score.is_none_or(|t| t == f.target_score)
+            && self.ranked.is_none_or(|r| r == f.ranked)
+    }
+
+    /// The one format the filter allows, when it names all three fields.
+    fn format(&self) -> Option<Format> {
+        Some(Format {
+            ranked: self.ranked?,
+            seats: self.seats?,
+            target_score: self.target_score?,
+        })
     }
 }
 

@@ -1,14 +1,21 @@
 //! The lobby in Redis: rooms, public listing, join codes, CreateRoom idempotency and
-//! wrong-code counters. Every key is in the slot of the hash tag `{lobby}`; each script
-//! below is one atomic step on that slot (see the key table in [`super`]).
+//! wrong-code counters. Each mode (a [`Format`]: ranked or not, seats, target) is its own
+//! slot, `{lb:F}`, holding its rooms and its public list, so the lobby spreads over a
+//! cluster's primaries like the queue; each script below is one atomic step on one mode's
+//! slot. A room id finds its mode through a locator (`{rm:ID}`), a join code its room
+//! through `{code:C}`; a global counter (`{lb}:seq`) orders the public rooms of every
+//! mode, and a registry (`{lb}:modes`) lets a listing without a full filter merge the
+//! modes' pages. Per-account keys (idempotency, wrong codes, last room) live in the
+//! account's slot `{pl:A}`. The key table is in [`super`].
 
 use redis::AsyncCommands as _;
 
-use basra_platform::redis::{Connection, Script};
+use basra_platform::redis::{Connection, Keys, Script};
 
 use super::{b, corrupt};
 use crate::{
     clock::Millis,
+    domain::Format,
     error::Result,
     store::{LobbyFilter, LobbyPage, RoomRecord, RoomStatus, TakeSeat},
 };
@@ -40,20 +47,19 @@ impl Scripts {
     }
 }
 
-/// The lobby: rooms under `P:{lobby}`.
+/// The lobby: rooms under `P:{lb:F}`, one slot per mode.
 #[derive(Debug)]
 pub(super) struct Lobby {
     conn: Connection,
-    /// `P:{lobby}`: the key every script is called with and the start of every lobby key.
-    slot: String,
+    keys: Keys,
     scripts: Scripts,
 }
 
 impl Lobby {
-    pub(super) fn new(conn: Connection, slot: String) -> Lobby {
+    pub(super) fn new(conn: Connection, keys: Keys) -> Lobby {
         Lobby {
             conn,
-            slot,
+            keys,
             scripts: Scripts::new(),
         }
     }
@@ -62,13 +68,39 @@ impl Lobby {
         self.conn.clone()
     }
 
+    /// `P:{lb:F}`: the mode's slot, the key its scripts are called with.
+    fn mode_slot(&self, mode: Format) -> String {
+        self.keys.slot(&format!("lb:{}", mode.key()))
+    }
+
+    /// `P:{rm:ID}:mode`: the room's mode, written before the room.
+    fn locator(&self, room_id: &str) -> String {
+        self.keys.key(&format!("rm:{room_id}"), "mode")
+    }
+
+    /// `P:{pl:A}:name`: a key of the account's slot.
+    fn account_key(&self, user_id: &str, name: &str) -> String {
+        self.keys.key(&format!("pl:{user_id}"), name)
+    }
+
+    /// The slot of a room's mode, or `None` for an unknown room.
+    async fn room_slot(&self, room_id: &str) -> Result<Option<String>> {
+        let mode: Option<String> = self.conn().get(self.locator(room_id)).await?;
+        mode.map(|m| {
+            Format::parse(&m)
+                .map(|f| self.mode_slot(f))
+                .ok_or_else(|| corrupt("room mode"))
+        })
+        .transpose()
+    }
+
     pub(super) async fn claim_request(
         &self,
         user_id: &str,
         request_id: &str,
         room_id: &str,
     ) -> Result<String> {
-        let key = format!("{}:req:{user_id}:{request_id}", self.slot);
+        let key = self.account_key(user_id, &format!("req:{request_id}"));
         let mut conn = self.conn();
         // A day is far longer than any client retries.
         let (existing,): (String,) = redis::pipe()
@@ -87,9 +119,8 @@ impl Lobby {
     }
 
     pub(super) async fn claim_code(&self, code: &str, room_id: &str) -> Result<bool> {
-        let key = format!("{}:code:{code}", self.slot);
         let set: Option<String> = redis::cmd("SET")
-            .arg(&key)
+            .arg(self.code_key(code))
             .arg(room_id)
             .arg("NX")
             .query_async(&mut self.conn())
@@ -97,28 +128,50 @@ impl Lobby {
         Ok(set.is_some())
     }
 
+    fn code_key(&self, code: &str) -> String {
+        self.keys.key(&format!("code:{code}"), "room")
+    }
+
+    /// Three steps, each atomic in its slot: the mode joins the registry, the room's
+    /// locator names the mode, the room goes into the mode's slot (listed under a fresh
+    /// lobby sequence number when public). A crash between them leaves at most a mode
+    /// with no room (listed as empty) or a locator with no room (the room is not found,
+    /// as it was never made).
     pub(super) async fn insert_room(&self, room: &RoomRecord) -> Result<()> {
+        let mode = room.format();
+        let mut conn = self.conn();
+        let _: () = conn.sadd(self.registry(), mode.key()).await?;
+        let _: () = conn.set(self.locator(&room.id), mode.key()).await?;
+        let seq: u64 = if room.public {
+            conn.incr(self.keys.key("lb", "seq"), 1).await?
+        } else {
+            0
+        };
         let _: i64 = self
             .scripts
             .insert_room
-            .key(&self.slot)
+            .key(self.mode_slot(mode))
             .arg(&room.id)
             .arg(serde_json::to_string(room)?)
             .arg(serde_json::to_string(&room.seats)?)
-            .arg(room.settings.seat_count())
-            .arg(room.settings.target_score)
-            .arg(b(room.ranked))
             .arg(b(room.public))
-            .arg(&room.code)
-            .invoke_async(&mut self.conn())
+            .arg(seq)
+            .invoke_async(&mut conn)
             .await?;
         Ok(())
     }
 
+    /// `P:{lb}:modes`: every mode a room was made in.
+    fn registry(&self) -> String {
+        self.keys.key("lb", "modes")
+    }
+
     pub(super) async fn room(&self, id: &str) -> Result<Option<RoomRecord>> {
-        let key = format!("{}:room:{id}", self.slot);
+        let Some(slot) = self.room_slot(id).await? else {
+            return Ok(None);
+        };
         let f: Vec<Option<String>> = redis::cmd("HMGET")
-            .arg(&key)
+            .arg(format!("{slot}:room:{id}"))
             .arg(&["meta", "seats", "status", "seq"])
             .query_async(&mut self.conn())
             .await?;
@@ -134,10 +187,7 @@ impl Lobby {
     }
 
     pub(super) async fn room_by_code(&self, code: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn()
-            .get(format!("{}:code:{code}", self.slot))
-            .await?)
+        Ok(self.conn().get(self.code_key(code)).await?)
     }
 
     pub(super) async fn take_seat(
@@ -147,10 +197,13 @@ impl Lobby {
         guest: bool,
         preferred: Option<u32>,
     ) -> Result<TakeSeat> {
+        let Some(slot) = self.room_slot(room_id).await? else {
+            return Ok(TakeSeat::NotFound);
+        };
         let out: Vec<String> = self
             .scripts
             .take_seat
-            .key(&self.slot)
+            .key(slot)
             .arg(room_id)
             .arg(user_id)
             .arg(b(guest))
@@ -177,10 +230,13 @@ impl Lobby {
     }
 
     pub(super) async fn free_seat(&self, room_id: &str, seat: u32, user_id: &str) -> Result<()> {
+        let Some(slot) = self.room_slot(room_id).await? else {
+            return Ok(());
+        };
         let _: i64 = self
             .scripts
             .free_seat
-            .key(&self.slot)
+            .key(slot)
             .arg(room_id)
             .arg(seat)
             .arg(user_id)
@@ -190,10 +246,13 @@ impl Lobby {
     }
 
     pub(super) async fn close_room(&self, room_id: &str) -> Result<()> {
+        let Some(slot) = self.room_slot(room_id).await? else {
+            return Ok(());
+        };
         let _: i64 = self
             .scripts
             .close_room
-            .key(&self.slot)
+            .key(slot)
             .arg(room_id)
             .invoke_async(&mut self.conn())
             .await?;
@@ -206,7 +265,7 @@ impl Lobby {
         room_id: &str,
         ttl_ms: Millis,
     ) -> Result<()> {
-        let key = format!("{}:at:{user_id}", self.slot);
+        let key = self.account_key(user_id, "at");
         let _: () = self
             .conn()
             .pset_ex(key, room_id, ttl_ms.max(1) as u64)
@@ -215,12 +274,13 @@ impl Lobby {
     }
 
     pub(super) async fn player_room(&self, user_id: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn()
-            .get(format!("{}:at:{user_id}", self.slot))
-            .await?)
+        Ok(self.conn().get(self.account_key(user_id, "at")).await?)
     }
 
+    /// A page of the public rooms of every mode `filter` covers, oldest first: each
+    /// mode's page (one script on its slot), merged by lobby sequence. A mode that has
+    /// more rooms than it returned cuts the merged page at its last one, so no room is
+    /// skipped; the page holds at most `min(limit, scan_cap)` rooms.
     pub(super) async fn list_public(
         &self,
         filter: LobbyFilter,
@@ -228,21 +288,46 @@ impl Lobby {
         limit: usize,
         scan_cap: usize,
     ) -> Result<LobbyPage> {
+        let limit = limit.min(scan_cap).max(1);
+        let modes = match filter.format() {
+            Some(mode) => vec![mode],
+            None => {
+                let names: Vec<String> = self.conn().smembers(self.registry()).await?;
+                names
+                    .iter()
+                    .filter_map(|name| Format::parse(name))
+                    .filter(|&mode| filter.covers(mode))
+                    .collect()
+            }
+        };
+        let mut rooms = Vec::new();
+        // The lowest sequence number up to which every mode has been read whole.
+        let mut complete_to = u64::MAX;
+        for mode in modes {
+            let page = self.list_mode(mode, after, limit).await?;
+            if let Some(next) = page.next {
+                complete_to = complete_to.min(next);
+            }
+            rooms.extend(page.rooms);
+        }
+        rooms.sort_by_key(|room| room.list_seq);
+        let readable = rooms.partition_point(|room| room.list_seq <= complete_to);
+        let more = readable > limit || readable < rooms.len() || complete_to != u64::MAX;
+        rooms.truncate(readable.min(limit));
+        let next = more
+            .then(|| rooms.last().map(|room| room.list_seq))
+            .flatten();
+        Ok(LobbyPage { rooms, next })
+    }
+
+    /// One mode's public rooms after `after`, at most `limit`.
+    async fn list_mode(&self, mode: Format, after: u64, limit: usize) -> Result<LobbyPage> {
         let out: Vec<String> = self
             .scripts
             .list
-            .key(&self.slot)
+            .key(self.mode_slot(mode))
             .arg(after)
             .arg(limit)
-            .arg(scan_cap)
-            .arg(filter.seats.map(|s| s.to_string()).unwrap_or_default())
-            .arg(
-                filter
-                    .target_score
-                    .map(|t| t.to_string())
-                    .unwrap_or_default(),
-            )
-            .arg(filter.ranked.map(|r| b(r).to_owned()).unwrap_or_default())
             .invoke_async(&mut self.conn())
             .await?;
         let next = out
@@ -262,7 +347,7 @@ impl Lobby {
     pub(super) async fn wrong_codes(&self, user_id: &str, bucket: i64) -> Result<u32> {
         let n: Option<u32> = self
             .conn()
-            .get(format!("{}:guess:{user_id}:{bucket}", self.slot))
+            .get(self.account_key(user_id, &format!("guess:{bucket}")))
             .await?;
         Ok(n.unwrap_or(0))
     }
@@ -273,7 +358,7 @@ impl Lobby {
         bucket: i64,
         ttl_ms: Millis,
     ) -> Result<u32> {
-        let key = format!("{}:guess:{user_id}:{bucket}", self.slot);
+        let key = self.account_key(user_id, &format!("guess:{bucket}"));
         let (n,): (u32,) = redis::pipe()
             .atomic()
             .incr(&key, 1)

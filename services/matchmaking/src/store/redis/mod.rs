@@ -17,15 +17,18 @@
 //! | `P:{pl:<account>}:search` | the account | hash: `cur`, the account's live search |
 //! | `P:{pl:<account>}:old` | the account | set: superseded tickets whose cancel is not confirmed yet |
 //! | `P:{q}:fmts` | registry | set: every format ever used (rounds, reclaim, expiry, lengths walk it) |
-//! | `P:{lobby}:room:<id>` | lobby | hash: a room (meta JSON, seats JSON, status, filter fields) |
-//! | `P:{lobby}:public` | lobby | zset: open public rooms by lobby sequence (oldest first) |
-//! | `P:{lobby}:code:<code>` | lobby | string: join code → room, for as long as the room is kept |
-//! | `P:{lobby}:req:<account>:<request>` | lobby | string: CreateRoom idempotency → room |
-//! | `P:{lobby}:guess:<account>:<bucket>` | lobby | counter: wrong join codes in a time bucket |
-//! | `P:{lobby}:at:<account>` | lobby | string: the room the account was last seated in (expires) |
+//! | `P:{lb:F}:room:<id>` | the room's mode | hash: a room (meta JSON, seats JSON, status, public, lobby sequence) |
+//! | `P:{lb:F}:public` | the mode | zset: the mode's open public rooms by lobby sequence (oldest first) |
+//! | `P:{rm:<id>}:mode` | the room | string: the room's mode `F` (its locator) |
+//! | `P:{code:<code>}:room` | the code | string: join code → room, for as long as the room is kept |
+//! | `P:{lb}:seq` | lobby registry | counter: the lobby sequence, one order over every mode's public rooms |
+//! | `P:{lb}:modes` | lobby registry | set: every mode a room was made in (listings walk it) |
+//! | `P:{pl:<account>}:req:<request>` | the account | string: CreateRoom idempotency → room |
+//! | `P:{pl:<account>}:guess:<bucket>` | the account | counter: wrong join codes in a time bucket |
+//! | `P:{pl:<account>}:at` | the account | string: the room the account was last seated in (expires) |
 //!
 //! Every script touches one slot, so this works on Redis Cluster. A script is called
-//! with its slot's key (`P:{q:F}`, `P:{pl:A}` or `P:{lobby}`), which routes it, and
+//! with its slot's key (`P:{q:F}`, `P:{pl:A}` or `P:{lb:F}`), which routes it, and
 //! derives every key name from it: the tickets a pairing round reads are found in the
 //! pools during the round, so they cannot be named in advance, but they are all in
 //! that format's slot. Each format's queue is its own slot (so formats spread over the
@@ -43,8 +46,9 @@
 //!    them all);
 //! 4. **insert** N in `{q:F}`, refused (N's cancelled view) if a tombstone is there.
 //!
-//! Crash cases between the steps: the repo's `ARCHITECTURE.md`. The lobby's keys
-//! still share one slot, `{lobby}` (its split per mode is designed there, not built).
+//! Crash cases between the steps: the repo's `ARCHITECTURE.md`. The lobby is split the
+//! same way, one slot per mode (`{lb:F}`, F as for the queue): taking, freeing a seat,
+//! closing and inserting each touch one mode; see [`lobby`].
 //!
 //! [`queue`] holds the queue's side, [`lobby`] the lobby's; the `.lua` files
 //! are next to them, in `queue/` and `lobby/`.
@@ -94,7 +98,7 @@ impl RedisStore {
         let keys = Keys::new(prefix)
             .map_err(|msg| MatchmakingError::Config(format!("redis.prefix: {msg}")))?;
         let redis = Redis::connect(url).await?;
-        let lobby = Lobby::new(redis.conn(), keys.slot("lobby"));
+        let lobby = Lobby::new(redis.conn(), keys.clone());
         let (events, _) = broadcast::channel(16 * 1024);
         let listening = CancellationToken::new();
         // Each format's event channel is subscribed when this process first queues a
