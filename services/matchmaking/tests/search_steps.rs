@@ -249,6 +249,24 @@ async fn a_cancel_before_the_insert_is_kept(s: Setup) {
     assert_eq!(s.state("n").await, None);
 }
 
+/// A crash can leave a locator behind (claimed and never inserted; expired but not yet
+/// deleted): every locator expires by itself, after a day.
+async fn locators_expire_by_themselves(s: Setup) {
+    s.store
+        .enqueue(ticket("n", RANKED2), T0, TTL, GRACE)
+        .await
+        .unwrap();
+    let ttl_ms: i64 = ::redis::cmd("PTTL")
+        .arg(format!("{}:{{t:n}}", s.prefix))
+        .query_async(&mut s.raw.clone())
+        .await
+        .unwrap();
+    assert!(
+        (1..=86_400_000).contains(&ttl_ms),
+        "the locator's time to live: {ttl_ms} ms"
+    );
+}
+
 macro_rules! steps {
     ($($name:ident),* $(,)?) => {
         mod redis {
@@ -286,4 +304,5 @@ steps!(
     the_next_search_tombstones_an_unfinished_one,
     a_retry_after_the_cancel_inserts,
     a_cancel_before_the_insert_is_kept,
+    locators_expire_by_themselves,
 );

@@ -253,12 +253,17 @@ impl Queue {
         ttl_ms: Millis,
         grace_ms: Millis,
     ) -> Result<Enqueued> {
-        // 1. Claim: the locator names the ticket's owner and format, once.
+        // 1. Claim: the locator names the ticket's owner and format, once. It expires
+        // after a day, far beyond any search and its result's retention, so a crash
+        // between a step and the next (claimed, never inserted; expired, locator not yet
+        // deleted) leaves nothing for ever.
         let claimed: Option<String> = redis::cmd("SET")
             .arg(self.locator_key(&t.id))
             .arg(format!("{} {}", t.format.key(), t.user_id))
             .arg("NX")
             .arg("GET")
+            .arg("PX")
+            .arg(LOCATOR_TTL_MS)
             .query_async(&mut self.conn())
             .await?;
         let format = match &claimed {
@@ -662,6 +667,9 @@ fn in_use() -> MatchmakingError {
         "ticket_id is in use by another account: pick a fresh one".into(),
     )
 }
+
+/// How long a ticket's locator is kept: a day.
+const LOCATOR_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// A locator's value: `"F owner"`.
 fn parse_locator(value: &str) -> Result<(Format, String)> {
