@@ -497,3 +497,26 @@ async fn the_redis_store_keeps_the_contract_on_a_cluster_waiting_for_a_replica()
     .with_replica_wait(1, 2_000);
     contract(Arc::new(store)).await;
 }
+
+/// A primary without replicas (here a single Redis; on a cluster, a promoted primary
+/// whose old peer is gone) is not asked to WAIT: a WAIT that can only time out would hold
+/// the connection every call to that primary shares, commit after commit. With a minute's
+/// wait configured, the whole contract still runs at once; the plays stand unreplicated.
+#[tokio::test]
+async fn a_primary_without_replicas_is_not_waited_on() {
+    let store = game_session::RedisStore::connect(
+        &common::redis_url(),
+        &common::prefix(),
+        600,
+        tokio_util::sync::CancellationToken::new(),
+    )
+    .await
+    .expect("Redis at REDIS_URL")
+    .with_replica_wait(1, 60_000);
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        contract(Arc::new(store)),
+    )
+    .await
+    .expect("no commit waited for the replica that is not there");
+}

@@ -26,7 +26,10 @@
 //!
 //! [`SHARDS`] is part of the key layout: changing it strands the rooms already stored.
 
-use std::sync::Arc;
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
+};
 
 use basra_platform::redis::{Connection, Keys, PubSubEvent, Redis, Script};
 use redis::AsyncCommands;
@@ -86,7 +89,38 @@ pub struct RedisStore {
     wait_replicas: u32,
     /// For at most this long.
     wait_timeout_ms: u64,
+    /// Commits not on enough replicas, logged at most once a second.
+    unreplicated: Arc<Unreplicated>,
     notices: broadcast::Sender<Notice>,
+}
+
+/// Commits that did not reach `wait_replicas` replicas: counted, and logged at most
+/// once a second (after a failover every commit of a primary is one, thousands a
+/// second).
+#[derive(Debug, Default)]
+struct Unreplicated {
+    since_last_log: AtomicU64,
+    last_log: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl Unreplicated {
+    fn report(&self, room_id: &str, acked: u32, wanted: u32, connected: u64) {
+        let count = self.since_last_log.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut last = self.last_log.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|at| at.elapsed() < std::time::Duration::from_secs(1)) {
+            return;
+        }
+        *last = Some(std::time::Instant::now());
+        self.since_last_log.store(0, Ordering::Relaxed);
+        tracing::warn!(
+            room_id,
+            acked,
+            wanted,
+            connected_replicas = connected,
+            commits = count,
+            "commits not on enough replicas in time (count since the last such log)"
+        );
+    }
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -116,6 +150,7 @@ impl RedisStore {
             scripts: Arc::new(Scripts::new()),
             wait_replicas: 0,
             wait_timeout_ms: 0,
+            unreplicated: Arc::default(),
             notices: broadcast::channel(4096).0,
         };
         for shard in 0..SHARDS {
@@ -289,22 +324,31 @@ impl RoomStore for RedisStore {
         for action in &commit.actions.actions {
             invocation.arg(serde_json::to_string(action)?);
         }
+        invocation.arg(if self.wait_replicas > 0 { "1" } else { "" });
         let mut conn = self.conn();
-        let (status, value): (i64, u64) = invocation.invoke_async(&mut conn).await?;
+        let out: Vec<u64> = invocation.invoke_async(&mut conn).await?;
+        let (status, value) = match out.as_slice() {
+            [status, value, ..] => (*status, *value),
+            _ => return Err(GameError::Corrupt("commit: a malformed answer".into())),
+        };
         if status == 1 && self.wait_replicas > 0 {
-            let state = self.room_key(&room.id, "state");
-            let acked = conn
-                .wait_for_replicas(&state, self.wait_replicas, self.wait_timeout_ms)
-                .await?;
+            // WAIT blocks the connection, which every call to that primary shares, so
+            // it is sent only when the primary has enough replicas to answer it (after a
+            // failover, the promoted primary has none until its old peer comes back:
+            // waiting for the timeout on every commit would stall all of its rooms).
+            let connected = out.get(2).copied().unwrap_or(0);
+            let acked = if connected >= u64::from(self.wait_replicas) {
+                let state = self.room_key(&room.id, "state");
+                conn.wait_for_replicas(&state, self.wait_replicas, self.wait_timeout_ms)
+                    .await?
+            } else {
+                0
+            };
             if acked < self.wait_replicas {
                 // Committed on the primary all the same: the play stands; only its
                 // survival of a primary crash in the next instants is not assured.
-                tracing::warn!(
-                    room_id = %room.id,
-                    acked,
-                    wanted = self.wait_replicas,
-                    "commit not on enough replicas in time"
-                );
+                self.unreplicated
+                    .report(&room.id, acked, self.wait_replicas, connected);
             }
         }
         Ok(match status {

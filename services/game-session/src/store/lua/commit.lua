@@ -7,7 +7,9 @@
 --       6 deadline or '', 7 room id, 8 created ms, 9 outbox payload or '',
 --       10 the finishing action's trace context (with the outbox payload), 11 notice, 12 ttl seconds or '', 13 number of events n,
 --       14 number of actions m, 15 '1' to start a new action log or '', 16 last seq,
---       17..16+n events, 17+n..16+n+m actions
+--       17..16+n events, 17+n..16+n+m actions, 17+n+m '1' to report the primary's
+--       connected replicas (a third value; the store waits for them only if there are
+--       enough: a WAIT that must time out would block the shared connection)
 local cur = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if cur ~= tonumber(ARGV[1]) then return {0, 0} end
 if ARGV[3] ~= '' then
@@ -37,4 +39,8 @@ if ARGV[12] ~= '' then
   for _, k in ipairs({1, 2, 3, 7}) do redis.call('EXPIRE', KEYS[k], ARGV[12]) end
 end
 redis.call('SPUBLISH', KEYS[8], ARGV[11])
+if ARGV[17 + n + m] == '1' then
+  local info = redis.call('INFO', 'replication')
+  return {1, v, tonumber(string.match(info, 'connected_slaves:(%d+)')) or 0}
+end
 return {1, v}
