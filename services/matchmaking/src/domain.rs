@@ -157,6 +157,29 @@ pub fn sets_more_than_format(s: Option<&common::RuleSettings>) -> bool {
     })
 }
 
+/// The seat order of a four-player group that makes its two partnerships (seats 0+2
+/// against 1+3) as even as the group allows: of the three ways to pair four players,
+/// the one whose teams' rating sums are closest (the first of equals, so equal ratings
+/// keep the group's order). Returns indices into `ratings`, seat by seat.
+pub fn balanced_partnerships(ratings: [f64; 4]) -> [usize; 4] {
+    // Player 0 partners player 2, 1 or 3; the other two form the other team.
+    const ORDERS: [[usize; 4]; 3] = [[0, 1, 2, 3], [0, 2, 1, 3], [0, 1, 3, 2]];
+    let gap = |order: &[usize; 4]| {
+        let team = |a: usize, b: usize| ratings[order[a]] + ratings[order[b]];
+        (team(0, 2) - team(1, 3)).abs()
+    };
+    ORDERS
+        .into_iter()
+        .reduce(|best, order| {
+            if gap(&order) < gap(&best) {
+                order
+            } else {
+                best
+            }
+        })
+        .unwrap_or(ORDERS[0])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +252,24 @@ mod tests {
             card_points: Some(false),
             ..Default::default()
         })));
+    }
+
+    #[test]
+    fn partnerships_are_balanced_by_rating() {
+        let teams = |ratings: [f64; 4]| {
+            let order = balanced_partnerships(ratings);
+            let mut seen = order;
+            seen.sort_unstable();
+            assert_eq!(seen, [0, 1, 2, 3], "every player seated once: {order:?}");
+            (
+                ratings[order[0]] + ratings[order[2]],
+                ratings[order[1]] + ratings[order[3]],
+            )
+        };
+        assert_eq!(teams([1000.0, 1100.0, 1900.0, 2000.0]), (3000.0, 3000.0));
+        assert_eq!(teams([1500.0, 1505.0, 1525.0, 1530.0]), (3030.0, 3030.0));
+        assert_eq!(teams([1200.0, 1800.0, 1300.0, 1700.0]), (3000.0, 3000.0));
+        // Equal ratings (unranked: all 0) keep the group's order.
+        assert_eq!(balanced_partnerships([0.0; 4]), [0, 1, 2, 3]);
     }
 }

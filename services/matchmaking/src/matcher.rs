@@ -12,6 +12,7 @@ use tokio::task::JoinSet;
 use uuid::Uuid;
 
 use crate::{
+    domain::balanced_partnerships,
     error::Result,
     service::{Inner, PLAYER_ROOM_TTL_MS, seat_assignment},
     store::{CommitOutcome, Group, MatchRecord, Occupant},
@@ -113,11 +114,24 @@ pub(crate) async fn round(inner: &Arc<Inner>) -> Result<usize> {
     Ok(formed)
 }
 
+/// A full four-seat group in the seat order that balances its partnerships by rating
+/// ([`balanced_partnerships`]); any other group as it is. A function of the members
+/// only, so a retried or taken-over group gets the same seats again.
+fn seat_partnerships(mut group: Group) -> Group {
+    if let [a, b, c, d] = group.members.as_slice() {
+        let order = balanced_partnerships([a.rating, b.rating, c.rating, d.rating]);
+        let members = order.map(|i| group.members[i].clone());
+        group.members = members.into();
+    }
+    group
+}
+
 /// Creates the group's room and matches its members, or releases them (one trace per
 /// group: its CreateRoom in game-session continues it).
 #[tracing::instrument(name = "matchmaking.settle", skip_all, fields(room_id = %group.room_id))]
 async fn settle(inner: &Inner, group: Group) -> Result<()> {
     let q = &inner.config.queue;
+    let group = seat_partnerships(group);
     let format = group.format;
     let bots = group.bots();
     let ranked = format.ranked && bots == 0;

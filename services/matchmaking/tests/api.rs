@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use basra_proto::basra::{
     common::v1::{RoomVisibility, RuleSettings, SeatOccupant},
+    game::v1::seat_assignment,
     matchmaking::v1::{
         CancelFindRequest, CancelReason, CreateRoomRequest, FindMatchRequest, FindMatchResponse,
         JoinRoomRequest, ListPublicRoomsRequest, MatchPreset, find_match_response::Update,
@@ -169,6 +170,63 @@ async fn the_rating_window_widens_with_controlled_time() {
     }
     assert_eq!(env.game.created().len(), 1);
     assert!(env.game.created()[0].ranked);
+}
+
+#[tokio::test]
+async fn four_ranked_players_are_seated_in_balanced_partnerships() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    // Within each other's windows; only 1500+1530 against 1505+1525 is even.
+    let players: Vec<(Uuid, f64)> = [1500.0, 1505.0, 1525.0, 1530.0]
+        .into_iter()
+        .map(|rating| (Uuid::now_v7(), rating))
+        .collect();
+    let mut streams = Vec::new();
+    for (i, (user, rating)) in players.iter().enumerate() {
+        env.ratings.set(*user, *rating);
+        let mut request = find(&format!("four-{i}"), true);
+        request.preset = Some(MatchPreset {
+            seats: Some(4),
+            target_score: None,
+        });
+        let stream = client
+            .find_match(authed(request, &env.token(*user, false)))
+            .await
+            .unwrap()
+            .into_inner();
+        streams.push(stream);
+    }
+    for stream in &mut streams {
+        loop {
+            match next_change(stream).await.unwrap() {
+                Update::Matched(m) => {
+                    assert!(m.ranked);
+                    break;
+                }
+                Update::Queued(_) | Update::WindowWidened(_) => continue,
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    let created = env.game.created();
+    assert_eq!(created.len(), 1);
+    let seat_rating = |seat: usize| {
+        let user = match &created[0].seats[seat].occupant {
+            Some(seat_assignment::Occupant::UserId(id)) => id.clone(),
+            other => panic!("seat {seat}: {other:?}"),
+        };
+        players
+            .iter()
+            .find(|(id, _)| id.to_string() == user)
+            .map(|(_, rating)| *rating)
+            .unwrap()
+    };
+    let teams = (
+        seat_rating(0) + seat_rating(2),
+        seat_rating(1) + seat_rating(3),
+    );
+    assert_eq!(teams, (3030.0, 3030.0), "seats 0+2 against 1+3");
 }
 
 #[tokio::test]
