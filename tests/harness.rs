@@ -19,7 +19,7 @@ use basra_platform::auth::{Role, ServiceIdentity, SigningKey, TokenVerifier, Tru
 use game_session::{AccountsLink, Credentials};
 use matchmaking::clock::SystemClock;
 use matchmaking::metrics::Metrics;
-use matchmaking::upstream::{GrpcGame, GrpcNames, GrpcRatings};
+use matchmaking::upstream::{GrpcGame, GrpcPlayers};
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -239,6 +239,11 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
     // matchmaking: the queue in Redis, rooms made in game-session, ratings from accounts.
     let queue_settings = matchmaking::settings::Settings::load()?;
     let queue = matchmaking::store::RedisStore::connect(&redis_url, &prefix).await?;
+    let players = GrpcPlayers::with_identity(
+        &accounts_url,
+        Arc::clone(&matchmaking_identity),
+        Duration::from_secs(5),
+    )?;
     let deps = matchmaking::Deps {
         store: Arc::new(queue),
         game: Arc::new(GrpcGame::with_identity(
@@ -246,12 +251,8 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
             Arc::clone(&matchmaking_identity),
             Duration::from_secs(5),
         )?),
-        ratings: Arc::new(GrpcRatings::new(&accounts_url, Duration::from_secs(5))?),
-        names: Arc::new(GrpcNames::with_identity(
-            &accounts_url,
-            matchmaking_identity,
-            Duration::from_secs(5),
-        )?),
+        ratings: Arc::new(players.clone()),
+        names: Arc::new(players),
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::new()),
     };

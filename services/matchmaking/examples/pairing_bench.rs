@@ -18,7 +18,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use basra_platform::Caller;
 use basra_proto::basra::game::v1::{
     CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, SeatPlayerRequest,
     SeatPlayerResponse,
@@ -62,7 +61,7 @@ struct NoRatings;
 
 #[tonic::async_trait]
 impl RatingSource for NoRatings {
-    async fn rating(&self, _caller: &Caller, _bearer: &str) -> Result<f64, MatchmakingError> {
+    async fn rating(&self, _user_id: &str) -> Result<f64, MatchmakingError> {
         Ok(1500.0)
     }
 }

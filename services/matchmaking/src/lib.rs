@@ -44,7 +44,7 @@ use crate::{
     service::{Hub, Inner},
     settings::{QueueSettings, RoomSettings, Settings},
     store::{MemoryStore, RedisStore, Store},
-    upstream::{GameRooms, GrpcGame, GrpcNames, GrpcRatings, NameSource, RatingSource},
+    upstream::{GameRooms, GrpcGame, GrpcPlayers, NameSource, RatingSource},
 };
 
 /// The gRPC service name, for health and reflection.
@@ -194,14 +194,14 @@ impl App {
         } else {
             Arc::new(RedisStore::connect(&settings.redis.url, &settings.redis.prefix).await?)
         };
-        let (game, names) = match &identity {
+        let (game, players) = match &identity {
             Some(identity) => (
                 GrpcGame::with_identity(
                     &settings.game.url,
                     Arc::clone(identity),
                     settings.game.timeout(),
                 )?,
-                GrpcNames::with_identity(
+                GrpcPlayers::with_identity(
                     &settings.accounts.url,
                     Arc::clone(identity),
                     settings.accounts.timeout(),
@@ -213,7 +213,7 @@ impl App {
                     &settings.game.service_token,
                     settings.game.timeout(),
                 )?,
-                GrpcNames::new(
+                GrpcPlayers::new(
                     &settings.accounts.url,
                     &settings.accounts.service_token,
                     settings.accounts.timeout(),
@@ -223,11 +223,8 @@ impl App {
         let deps = Deps {
             store,
             game: Arc::new(game),
-            ratings: Arc::new(GrpcRatings::new(
-                &settings.accounts.url,
-                settings.accounts.timeout(),
-            )?),
-            names: Arc::new(names),
+            ratings: Arc::new(players.clone()),
+            names: Arc::new(players),
             clock: Arc::new(SystemClock),
             metrics: Arc::new(Metrics::new()),
         };

@@ -104,16 +104,6 @@ fn check_client_id(what: &str, id: &str) -> Result<()> {
     Ok(())
 }
 
-fn bearer<T>(request: &Request<T>) -> String {
-    request
-        .metadata()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .map(|(_, token)| token.trim().to_owned())
-        .unwrap_or_default()
-}
-
 /// The display names of the players in `seats` (user id → name); none when
 /// accounts cannot say right now (the seats then show "Player N").
 pub(crate) async fn names_of<'a>(
@@ -318,7 +308,6 @@ impl MatchmakingApi {
     async fn find_match_inner(
         &self,
         caller: Caller,
-        bearer: String,
         request: FindMatchRequest,
     ) -> Result<FindMatchStream> {
         let inner = &self.inner;
@@ -349,7 +338,11 @@ impl MatchmakingApi {
                 .await?;
         }
         let rating = if format.ranked {
-            inner.deps.ratings.rating(&caller, &bearer).await?
+            inner
+                .deps
+                .ratings
+                .rating(&caller.user_id.to_string())
+                .await?
         } else {
             0.0
         };
@@ -923,10 +916,7 @@ impl MatchmakingService for MatchmakingApi {
         let caller = auth::caller(&request)?;
         let caller = Self::player(caller)?;
         tracing::Span::current().record("user", tracing::field::display(caller.user_id));
-        let bearer = bearer(&request);
-        let stream = self
-            .find_match_inner(caller, bearer, request.into_inner())
-            .await?;
+        let stream = self.find_match_inner(caller, request.into_inner()).await?;
         Ok(Response::new(stream))
     }
 

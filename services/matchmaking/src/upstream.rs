@@ -4,12 +4,11 @@
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use basra_platform::Caller;
 use basra_platform::auth::ServiceIdentity;
 use basra_platform::telemetry::{TracedChannel, traced};
 use basra_proto::basra::{
     accounts::v1::{
-        GetPlayersRequest, GetProfileRequest, accounts_service_client::AccountsServiceClient,
+        GetPlayersRequest, PlayerSummary, accounts_service_client::AccountsServiceClient,
     },
     game::v1::{
         CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, SeatPlayerRequest,
@@ -135,63 +134,11 @@ impl GameRooms for GrpcGame {
     }
 }
 
-/// Where ratings come from.
-///
-/// Accounts offers no service RPC giving another player's rating, so the
-/// rating is the caller's own: [`GrpcRatings`] calls `Accounts/GetProfile`
-/// (empty user id = the caller) with the caller's own access token.
+/// Where ratings come from: accounts, for any player.
 #[tonic::async_trait]
 pub trait RatingSource: Send + Sync + 'static {
-    /// The caller's current rating; `bearer` is the caller's access token.
-    async fn rating(&self, caller: &Caller, bearer: &str) -> Result<f64>;
-}
-
-/// [`RatingSource`] asking accounts over gRPC.
-#[derive(Debug, Clone)]
-pub struct GrpcRatings {
-    client: AccountsServiceClient<TracedChannel>,
-}
-
-impl GrpcRatings {
-    /// A client of accounts at `url`.
-    pub fn new(url: &str, timeout: Duration) -> Result<GrpcRatings> {
-        Ok(GrpcRatings {
-            client: AccountsServiceClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
-        })
-    }
-}
-
-#[tonic::async_trait]
-impl RatingSource for GrpcRatings {
-    async fn rating(&self, _caller: &Caller, bearer_token: &str) -> Result<f64> {
-        let mut request = Request::new(GetProfileRequest {
-            user_id: String::new(),
-        });
-        request
-            .metadata_mut()
-            .insert("authorization", bearer(bearer_token)?);
-        let profile = self
-            .client
-            .clone()
-            .get_profile(request)
-            .await
-            .map_err(|status| {
-                if is_transient(&status) {
-                    MatchmakingError::Unavailable(
-                        "accounts is unavailable (ratings): retry shortly".into(),
-                    )
-                } else {
-                    MatchmakingError::Upstream {
-                        context: "accounts GetProfile",
-                        status,
-                    }
-                }
-            })?
-            .into_inner()
-            .profile
-            .ok_or_else(|| MatchmakingError::Corrupt("accounts sent no profile".into()))?;
-        Ok(profile.rating)
-    }
+    /// The player's current rating.
+    async fn rating(&self, user_id: &str) -> Result<f64>;
 }
 
 /// Where players' display names come from (accounts), for the seats that
@@ -202,66 +149,94 @@ pub trait NameSource: Send + Sync + 'static {
     async fn names(&self, user_ids: &[String]) -> Result<HashMap<String, String>>;
 }
 
-/// [`NameSource`] asking accounts' `GetPlayers` with a service token.
+/// Players' public facts from accounts' internal `GetPlayers`, called with
+/// matchmaking's service credentials: their display names ([`NameSource`]) and
+/// ratings ([`RatingSource`]).
 #[derive(Debug, Clone)]
-pub struct GrpcNames {
+pub struct GrpcPlayers {
     client: AccountsServiceClient<TracedChannel>,
     credentials: ServiceCredentials,
 }
 
-impl GrpcNames {
+impl GrpcPlayers {
     /// A client of accounts at `url`, sending `service_token`.
-    pub fn new(url: &str, service_token: &str, timeout: Duration) -> Result<GrpcNames> {
-        Ok(GrpcNames {
+    pub fn new(url: &str, service_token: &str, timeout: Duration) -> Result<GrpcPlayers> {
+        Ok(GrpcPlayers {
             client: AccountsServiceClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
             credentials: ServiceCredentials::Static(bearer(service_token)?),
         })
     }
 
-    /// Like [`GrpcNames::new`], with tokens minted by `identity` (matchmaking's own key).
+    /// Like [`GrpcPlayers::new`], with tokens minted by `identity` (matchmaking's own key).
     pub fn with_identity(
         url: &str,
         identity: Arc<ServiceIdentity>,
         timeout: Duration,
-    ) -> Result<GrpcNames> {
-        Ok(GrpcNames {
+    ) -> Result<GrpcPlayers> {
+        Ok(GrpcPlayers {
             client: AccountsServiceClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
             credentials: ServiceCredentials::Identity(identity),
         })
     }
-}
 
-#[tonic::async_trait]
-impl NameSource for GrpcNames {
-    async fn names(&self, user_ids: &[String]) -> Result<HashMap<String, String>> {
-        if user_ids.is_empty() {
-            return Ok(HashMap::new());
-        }
+    /// Those of `user_ids` that exist.
+    async fn players(&self, user_ids: &[String]) -> Result<Vec<PlayerSummary>> {
+        let upstream = |status: Status| {
+            if is_transient(&status) {
+                MatchmakingError::Unavailable(format!(
+                    "accounts is unavailable (players): retry shortly ({})",
+                    status.message()
+                ))
+            } else {
+                MatchmakingError::Upstream {
+                    context: "accounts GetPlayers",
+                    status,
+                }
+            }
+        };
         let mut request = Request::new(GetPlayersRequest {
             user_ids: user_ids.to_vec(),
         });
-        let authorization =
-            self.credentials
-                .authorization()
-                .map_err(|status| MatchmakingError::Upstream {
-                    context: "accounts GetPlayers",
-                    status,
-                })?;
-        request
-            .metadata_mut()
-            .insert("authorization", authorization);
-        let players = self
+        request.metadata_mut().insert(
+            "authorization",
+            self.credentials.authorization().map_err(upstream)?,
+        );
+        Ok(self
             .client
             .clone()
             .get_players(request)
             .await
-            .map_err(|status| MatchmakingError::Upstream {
-                context: "accounts GetPlayers",
-                status,
-            })?
+            .map_err(upstream)?
             .into_inner()
-            .players;
-        Ok(players
+            .players)
+    }
+}
+
+#[tonic::async_trait]
+impl RatingSource for GrpcPlayers {
+    async fn rating(&self, user_id: &str) -> Result<f64> {
+        self.players(&[user_id.to_owned()])
+            .await?
+            .into_iter()
+            .find(|p| p.user_id == user_id)
+            .map(|p| p.rating)
+            .ok_or_else(|| {
+                MatchmakingError::FailedPrecondition(format!(
+                    "accounts has no player {user_id}: sign in again"
+                ))
+            })
+    }
+}
+
+#[tonic::async_trait]
+impl NameSource for GrpcPlayers {
+    async fn names(&self, user_ids: &[String]) -> Result<HashMap<String, String>> {
+        if user_ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        Ok(self
+            .players(user_ids)
+            .await?
             .into_iter()
             .map(|p| (p.user_id, p.display_name))
             .collect())
@@ -274,7 +249,7 @@ pub struct FixedRating(pub f64);
 
 #[tonic::async_trait]
 impl RatingSource for FixedRating {
-    async fn rating(&self, _caller: &Caller, _bearer: &str) -> Result<f64> {
+    async fn rating(&self, _user_id: &str) -> Result<f64> {
         Ok(self.0)
     }
 }

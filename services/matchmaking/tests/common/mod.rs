@@ -318,13 +318,9 @@ impl MapRatings {
 
 #[tonic::async_trait]
 impl RatingSource for MapRatings {
-    async fn rating(&self, caller: &Caller, _bearer: &str) -> Result<f64, MatchmakingError> {
-        Ok(*self
-            .0
-            .lock()
-            .unwrap()
-            .get(&caller.user_id)
-            .unwrap_or(&1500.0))
+    async fn rating(&self, user_id: &str) -> Result<f64, MatchmakingError> {
+        let user: Uuid = user_id.parse().expect("a user id");
+        Ok(*self.0.lock().unwrap().get(&user).unwrap_or(&1500.0))
     }
 }
 
