@@ -9,11 +9,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use accounts::PgStore;
+use accounts::record::{ActionKind, ActionRecord, MatchRecord};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int16Type, Int32Type, TimestampMicrosecondType};
 use arrow_array::{Array, RecordBatch};
 use basra_analytics::dataset;
-use basra_analytics::export::tables::Table;
+use basra_analytics::export::tables::{TABLES, Table};
 use basra_analytics::export::{ExportOptions, ExportSummary, export};
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use sqlx::PgPool;
@@ -372,22 +373,14 @@ async fn a_record_that_does_not_replay_is_reported_counted_and_skipped(pool: PgP
     let people = players(&store, 4).await;
     let recorded = record_matches(&store, &people, 10, 1, 31).await;
     let out = temp_dir("failures");
-    // One log plays a card its seat never held: the third action replays the first card.
-    let broken = &recorded
-        .iter()
-        .find(|(r, _)| r.actions.len() > 3)
-        .unwrap()
-        .0
-        .match_id;
-    sqlx::query(
-        "UPDATE matches SET actions = jsonb_set(actions, '{2,action}', actions -> 0 -> 'action')
-         WHERE match_id = $1",
-    )
-    .bind(broken)
-    .execute(&pool)
-    .await
-    .unwrap();
-    // And one whose settings no longer decode.
+    // One log plays a card its seat never held: the third action replays the first card
+    // (a log stored as JSON, as before the binary log).
+    let (broken_record, _) = recorded.iter().find(|(r, _)| r.actions.len() > 3).unwrap();
+    let broken = &broken_record.match_id;
+    let mut log = broken_record.actions.clone();
+    log[2].action = log[0].action.clone();
+    store_as_json(&pool, broken, &log).await;
+    // One whose settings no longer decode.
     let undecodable = &recorded
         .iter()
         .find(|(r, _)| &r.match_id != broken)
@@ -399,31 +392,55 @@ async fn a_record_that_does_not_replay_is_reported_counted_and_skipped(pool: PgP
         .execute(&pool)
         .await
         .unwrap();
+    // And one whose binary log is cut short.
+    let truncated = &recorded
+        .iter()
+        .find(|(r, _)| &r.match_id != broken && &r.match_id != undecodable)
+        .unwrap()
+        .0
+        .match_id;
+    sqlx::query(
+        "UPDATE matches SET action_log = substring(action_log FROM 1 FOR 5) WHERE match_id = $1",
+    )
+    .bind(truncated)
+    .execute(&pool)
+    .await
+    .unwrap();
 
     let summary: ExportSummary = export(&pool, &options(&out)).await.unwrap();
-    assert_eq!(summary.matches, 8);
+    assert_eq!(summary.matches, 7);
     let mut failed: Vec<&str> = summary
         .failures
         .iter()
         .map(|f| f.match_id.as_str())
         .collect();
     failed.sort();
-    let mut expected = vec![broken.as_str(), undecodable.as_str()];
+    let mut expected = vec![broken.as_str(), undecodable.as_str(), truncated.as_str()];
     expected.sort();
     assert_eq!(failed, expected);
-    let broken_failure = summary
-        .failures
-        .iter()
-        .find(|f| &f.match_id == broken)
-        .unwrap();
+    let error_of = |id: &str| {
+        summary
+            .failures
+            .iter()
+            .find(|f| f.match_id == id)
+            .unwrap()
+            .error
+            .clone()
+    };
+    let broken_failure = error_of(broken);
     assert!(
-        broken_failure.error.contains("action 2 was refused"),
-        "{}",
-        broken_failure.error
+        broken_failure.contains("action 2 was refused"),
+        "{broken_failure}"
     );
-    assert_eq!(rows(&out, Table::Matches), 8);
+    let truncated_failure = error_of(truncated);
     assert!(
-        summary.describe().contains("2 skipped"),
+        truncated_failure.contains("cannot decode the record")
+            && truncated_failure.contains("action log"),
+        "{truncated_failure}"
+    );
+    assert_eq!(rows(&out, Table::Matches), 7);
+    assert!(
+        summary.describe().contains("3 skipped"),
         "{}",
         summary.describe()
     );
@@ -433,7 +450,168 @@ async fn a_record_that_does_not_replay_is_reported_counted_and_skipped(pool: PgP
         .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
         .collect();
     assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].lines().count(), 2);
+    assert_eq!(listed[0].lines().count(), 3);
     assert!(listed[0].contains(broken.as_str()));
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// Stores `log` as a row recorded before the binary log had it: JSON `actions`, no
+/// `action_log`.
+async fn store_as_json(pool: &PgPool, match_id: &str, log: &[ActionRecord]) {
+    sqlx::query("UPDATE matches SET actions = $2, action_log = NULL WHERE match_id = $1")
+        .bind(match_id)
+        .bind(sqlx::types::Json(log))
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
+/// Every batch of every table, in order.
+fn all_batches(root: &Path) -> Vec<Vec<RecordBatch>> {
+    TABLES.iter().map(|&t| batches(root, t)).collect()
+}
+
+#[sqlx::test(migrator = "accounts::store::MIGRATOR")]
+async fn rows_with_a_json_log_export_the_same_as_rows_with_a_binary_log(pool: PgPool) {
+    let store = PgStore::new(pool.clone());
+    let people = players(&store, 6).await;
+    let recorded = record_matches(&store, &people, 30, 3, 41).await;
+    let binary = temp_dir("binary-log");
+    let summary = export(&pool, &options(&binary)).await.unwrap();
+    assert_eq!((summary.matches, summary.failures.len()), (30, 0));
+
+    // Two thirds of the rows as they were stored before the binary log.
+    for (record, _) in recorded
+        .iter()
+        .step_by(3)
+        .chain(recorded.iter().skip(1).step_by(3))
+    {
+        store_as_json(&pool, &record.match_id, &record.actions).await;
+    }
+    let json_rows = scalar(
+        &pool,
+        "SELECT count(*) FROM matches WHERE action_log IS NULL",
+    )
+    .await;
+    assert_eq!(json_rows, 20);
+    let mixed = temp_dir("json-log");
+    let summary = export(&pool, &options(&mixed)).await.unwrap();
+    assert_eq!((summary.matches, summary.failures.len()), (30, 0));
+
+    let (a, b) = (all_batches(&binary), all_batches(&mixed));
+    assert!(a[3].iter().map(RecordBatch::num_rows).sum::<usize>() > 1000);
+    assert_eq!(a, b);
+    for dir in [binary, mixed] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+async fn apply<'a>(
+    pool: &PgPool,
+    migrations: impl Iterator<Item = &'a &'a sqlx::migrate::Migration>,
+) {
+    for m in migrations {
+        sqlx::raw_sql(m.sql.clone())
+            .execute(pool)
+            .await
+            .unwrap_or_else(|e| panic!("migration {}: {e}", m.version));
+    }
+}
+
+/// The version of the migration that brought the binary log.
+const BINARY_LOG_MIGRATION: i64 = 20261201000003;
+
+#[sqlx::test(migrations = false)]
+async fn the_binary_log_migration_counts_the_plays_of_older_rows_which_still_export(pool: PgPool) {
+    let migrations: Vec<_> = accounts::store::MIGRATOR.iter().collect();
+    assert!(migrations.iter().any(|m| m.version == BINARY_LOG_MIGRATION));
+    apply(
+        &pool,
+        migrations
+            .iter()
+            .filter(|m| m.version < BINARY_LOG_MIGRATION),
+    )
+    .await;
+    // Unrated matches as the accounts of before stored them (no player rows needed).
+    let mut corpus = basra_analytics::simulate::corpus::Corpus::new(
+        (0..4)
+            .map(|i| basra_analytics::simulate::corpus::Player {
+                user_id: uuid::Uuid::now_v7(),
+                policy: basra_analytics::simulate::corpus::policy_of(i),
+            })
+            .collect(),
+        basra_analytics::simulate::corpus::CorpusOptions {
+            seed: 51,
+            days: 2,
+            until: common::until(),
+        },
+    );
+    let mut expected_plays = 0i64;
+    let mut expected_automatic = 0i64;
+    for _ in 0..12 {
+        let r = MatchRecord::from_proto(corpus.next_record()).unwrap();
+        for a in &r.actions {
+            if matches!(a.action, ActionKind::Play { .. }) {
+                expected_plays += 1;
+                expected_automatic += i64::from(a.automatic);
+            }
+        }
+        sqlx::query(
+            "INSERT INTO matches (match_id, room_id, ranked, settings, seats, seed, actions,
+                                  rounds, final_totals, basra_counts, winner_side, end_reason,
+                                  started_at, ended_at, recorded_at)
+             VALUES ($1, $2, false, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now())",
+        )
+        .bind(&r.match_id)
+        .bind(&r.room_id)
+        .bind(sqlx::types::Json(&r.settings))
+        .bind(sqlx::types::Json(&r.seats))
+        .bind(r.seed.as_slice())
+        .bind(sqlx::types::Json(&r.actions))
+        .bind(sqlx::types::Json(&r.rounds))
+        .bind(sqlx::types::Json(&r.final_totals))
+        .bind(sqlx::types::Json(&r.basra_counts))
+        .bind(r.winner_side.map(i16::from))
+        .bind(r.end_reason.as_str())
+        .bind(r.started_at)
+        .bind(r.ended_at)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    let before = scalar(&pool, "SELECT sum(plays)::BIGINT FROM analyst.matches").await;
+    assert_eq!(before, expected_plays);
+
+    apply(
+        &pool,
+        migrations
+            .iter()
+            .filter(|m| m.version >= BINARY_LOG_MIGRATION),
+    )
+    .await;
+    assert_eq!(
+        scalar(&pool, "SELECT sum(plays)::BIGINT FROM matches").await,
+        expected_plays
+    );
+    assert_eq!(
+        scalar(&pool, "SELECT sum(plays)::BIGINT FROM analyst.matches").await,
+        expected_plays
+    );
+    assert_eq!(
+        scalar(
+            &pool,
+            "SELECT sum(automatic_plays)::BIGINT FROM analyst.matches"
+        )
+        .await,
+        expected_automatic
+    );
+    let out = temp_dir("migrated");
+    let summary = export(&pool, &options(&out)).await.unwrap();
+    assert_eq!((summary.matches, summary.failures.len()), (12, 0));
+    assert_eq!(rows(&out, Table::Plays), expected_plays);
+    assert_eq!(
+        count_true(&out, Table::Plays, "automatic"),
+        expected_automatic
+    );
     std::fs::remove_dir_all(&out).unwrap();
 }

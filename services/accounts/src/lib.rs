@@ -7,7 +7,8 @@
 //!   `migrations/`) and [`MemoryStore`] (embedded dev mode).
 //! - [`service`]: the gRPC service over any store.
 //! - [`friends`]: the rules of friend requests, friendships and blocks.
-//! - [`rating`]: Glicko-2 changes of a match; [`record`]: match records;
+//! - [`rating`]: Glicko-2 changes of a match; [`record`]: match records, stored
+//!   with the action log in [`action_log`]'s binary form;
 //!   [`refresh`]: refresh tokens; [`password`]: argon2id.
 //! - [`settings`]: typed settings; [`App`]: the service as they describe it.
 //!
@@ -23,6 +24,7 @@
 //! # }
 //! ```
 
+pub mod action_log;
 pub mod domain;
 pub mod error;
 pub mod friends;

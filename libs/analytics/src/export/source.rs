@@ -1,8 +1,10 @@
 //! Reading match records from PostgreSQL: one streamed query over
 //! `analyst.match_records` (a view the `basra_analyst` role may read), in the order of
 //! the day partitions (ended_at, then match id), so a day's files are written and closed
-//! before the next day starts.
+//! before the next day starts. The action log comes in `accounts::action_log`'s binary
+//! form, or as JSON for rows recorded before it.
 
+use accounts::action_log;
 use accounts::record::{ActionRecord, BasraCounts, RoundRecord};
 use basra_engine::Settings;
 use chrono::{DateTime, Utc};
@@ -124,7 +126,7 @@ pub fn stream<'a>(
     let query = format!(
         "SELECT match_id, room_id, ranked, settings, seats, seed, actions, rounds, final_totals,
                 basra_counts, winner_side, end_reason, started_at, ended_at, recorded_at,
-                rating_changes
+                rating_changes, action_log
          FROM analyst.match_records {FILTER}
          ORDER BY ended_at, match_id"
     );
@@ -145,6 +147,14 @@ fn decode(row: &PgRow) -> Result<StoredMatch, Undecodable> {
     })
 }
 
+/// The action log: binary for rows recorded since the binary log, JSON before.
+fn actions(row: &PgRow) -> Result<Vec<ActionRecord>, sqlx::Error> {
+    match row.try_get::<Option<&[u8]>, _>("action_log")? {
+        Some(bytes) => action_log::decode(bytes).map_err(|e| sqlx::Error::Decode(Box::new(e))),
+        None => Ok(row.try_get::<Json<Vec<ActionRecord>>, _>("actions")?.0),
+    }
+}
+
 fn decode_fields(row: &PgRow) -> Result<StoredMatch, sqlx::Error> {
     let seed: Vec<u8> = row.try_get("seed")?;
     let seed: [u8; 32] = seed
@@ -158,7 +168,7 @@ fn decode_fields(row: &PgRow) -> Result<StoredMatch, sqlx::Error> {
         settings: row.try_get::<Json<Settings>, _>("settings")?.0,
         seats: row.try_get::<Json<Vec<SeatInfo>>, _>("seats")?.0,
         seed,
-        actions: row.try_get::<Json<Vec<ActionRecord>>, _>("actions")?.0,
+        actions: actions(row)?,
         rounds: row.try_get::<Json<Vec<RoundRecord>>, _>("rounds")?.0,
         final_totals: row.try_get::<Json<Vec<u32>>, _>("final_totals")?.0,
         basra_counts: row.try_get::<Json<Vec<BasraCounts>>, _>("basra_counts")?.0,

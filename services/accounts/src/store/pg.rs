@@ -16,6 +16,7 @@ use super::{
     LeaderboardRules, NewAccount, NewGuest, NewSession, PoolStats, Profile, RatingChange, Recorded,
     Rotation, Store, User,
 };
+use crate::action_log;
 use crate::domain::DeviceId;
 use crate::error::{AccountsError, Result};
 use crate::friends::{Action, FriendCode, FriendLimits, FriendList, Outcome};
@@ -599,36 +600,109 @@ impl Store for PgStore {
             .map(|(_, r)| r)
             .collect();
 
+        let counts: Vec<(u32, u32)> = candidates
+            .iter()
+            .map(|r| action_log::play_counts(&r.actions))
+            .collect();
+
         let mut tx = self.pool.begin().await?;
         // The primary key is the idempotency guard: a concurrent recording of one of
         // these matches waits here for the first to commit, then conflicts. Rows go in
         // match id order, so two batches sharing matches never deadlock.
         let inserted: Vec<String> = sqlx::query_scalar(
-            "INSERT INTO matches (match_id, room_id, ranked, settings, seats, seed, actions, rounds,
-                                  final_totals, basra_counts, winner_side, end_reason,
-                                  started_at, ended_at, recorded_at)
-             SELECT m.*, $15 FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BOOLEAN[], $4::JSONB[],
-                                         $5::JSONB[], $6::BYTEA[], $7::JSONB[], $8::JSONB[],
+            "INSERT INTO matches (match_id, room_id, ranked, settings, seats, seed, action_log,
+                                  rounds, final_totals, basra_counts, winner_side, end_reason,
+                                  started_at, ended_at, plays, automatic_plays, recorded_at)
+             SELECT m.*, $17 FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BOOLEAN[], $4::JSONB[],
+                                         $5::JSONB[], $6::BYTEA[], $7::BYTEA[], $8::JSONB[],
                                          $9::JSONB[], $10::JSONB[], $11::SMALLINT[], $12::TEXT[],
-                                         $13::TIMESTAMPTZ[], $14::TIMESTAMPTZ[]) AS m
+                                         $13::TIMESTAMPTZ[], $14::TIMESTAMPTZ[], $15::INT[],
+                                         $16::INT[]) AS m
              ORDER BY 1
              ON CONFLICT (match_id) DO NOTHING
              RETURNING match_id",
         )
-        .bind(candidates.iter().map(|r| r.match_id.as_str()).collect::<Vec<_>>())
-        .bind(candidates.iter().map(|r| r.room_id.as_str()).collect::<Vec<_>>())
+        .bind(
+            candidates
+                .iter()
+                .map(|r| r.match_id.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            candidates
+                .iter()
+                .map(|r| r.room_id.as_str())
+                .collect::<Vec<_>>(),
+        )
         .bind(candidates.iter().map(|r| r.ranked).collect::<Vec<_>>())
-        .bind(candidates.iter().map(|r| Json(&r.settings)).collect::<Vec<_>>())
-        .bind(candidates.iter().map(|r| Json(&r.seats)).collect::<Vec<_>>())
-        .bind(candidates.iter().map(|r| r.seed.as_slice()).collect::<Vec<_>>())
-        .bind(candidates.iter().map(|r| Json(&r.actions)).collect::<Vec<_>>())
-        .bind(candidates.iter().map(|r| Json(&r.rounds)).collect::<Vec<_>>())
-        .bind(candidates.iter().map(|r| Json(&r.final_totals)).collect::<Vec<_>>())
-        .bind(candidates.iter().map(|r| Json(&r.basra_counts)).collect::<Vec<_>>())
-        .bind(candidates.iter().map(|r| r.winner_side.map(i16::from)).collect::<Vec<_>>())
-        .bind(candidates.iter().map(|r| r.end_reason.as_str()).collect::<Vec<_>>())
+        .bind(
+            candidates
+                .iter()
+                .map(|r| Json(&r.settings))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            candidates
+                .iter()
+                .map(|r| Json(&r.seats))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            candidates
+                .iter()
+                .map(|r| r.seed.as_slice())
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            candidates
+                .iter()
+                .map(|r| action_log::encode(&r.actions))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            candidates
+                .iter()
+                .map(|r| Json(&r.rounds))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            candidates
+                .iter()
+                .map(|r| Json(&r.final_totals))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            candidates
+                .iter()
+                .map(|r| Json(&r.basra_counts))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            candidates
+                .iter()
+                .map(|r| r.winner_side.map(i16::from))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            candidates
+                .iter()
+                .map(|r| r.end_reason.as_str())
+                .collect::<Vec<_>>(),
+        )
         .bind(candidates.iter().map(|r| r.started_at).collect::<Vec<_>>())
         .bind(candidates.iter().map(|r| r.ended_at).collect::<Vec<_>>())
+        .bind(
+            counts
+                .iter()
+                .map(|c| i32::try_from(c.0).unwrap_or(i32::MAX))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            counts
+                .iter()
+                .map(|c| i32::try_from(c.1).unwrap_or(i32::MAX))
+                .collect::<Vec<_>>(),
+        )
         .bind(now)
         .fetch_all(&mut *tx)
         .await?;
