@@ -206,13 +206,13 @@ async fn a_ranked_match_is_rated_recorded_and_replayable(backend: Backend) {
         // In memory there is no database to read the record from.
         return backend.stop().await.unwrap();
     };
-    let (settings, seed, actions, totals): (
+    let (settings, seed, action_log, totals): (
         serde_json::Value,
         Vec<u8>,
-        serde_json::Value,
+        Vec<u8>,
         serde_json::Value,
     ) = sqlx::query_as(
-        "SELECT settings, seed, actions, final_totals FROM matches WHERE match_id = $1",
+        "SELECT settings, seed, action_log, final_totals FROM matches WHERE match_id = $1",
     )
     .bind(&ended.match_id)
     .fetch_one(db)
@@ -225,7 +225,7 @@ async fn a_ranked_match_is_rated_recorded_and_replayable(backend: Backend) {
         ended.seed.as_slice(),
         "the revealed seed"
     );
-    let log: Vec<ActionRecord> = serde_json::from_value(actions).unwrap();
+    let log: Vec<ActionRecord> = accounts::action_log::decode(&action_log).unwrap();
     let actions: Vec<Action> = log
         .iter()
         .map(|record| match &record.action {
