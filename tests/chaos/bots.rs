@@ -55,6 +55,17 @@ pub fn channel(url: &str) -> anyhow::Result<Channel> {
         .connect_lazy())
 }
 
+/// How long a client waits before its attempt number `failures + 1` after `failures`
+/// refusals: uniformly random up to 100 ms doubling with each refusal, at most 2 s ("full
+/// jitter").
+pub fn backoff(failures: u32) -> Duration {
+    use rand::Rng as _;
+    let ceiling = Duration::from_millis(100)
+        .saturating_mul(1 << failures.saturating_sub(1).min(5))
+        .min(Duration::from_secs(2));
+    ceiling.mul_f64(rand::rng().random::<f64>())
+}
+
 /// Adds the bearer token to a request.
 pub fn authed<T>(message: T, bearer: &MetadataValue<tonic::metadata::Ascii>) -> Request<T> {
     let mut request = Request::new(message);

@@ -811,6 +811,7 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
     while let Some(opened) = open.join_next().await {
         held.push(opened??);
     }
+    let rss_before = stack.games[1].rss_kib();
     stack.games[0].kill();
     let killed = Instant::now();
     let mut resumes = JoinSet::new();
@@ -821,6 +822,7 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
         resumes.spawn(async move {
             let mut refused: BTreeMap<String, u32> = BTreeMap::new();
             let channel = bots::channel(&url)?;
+            let mut failures = 0u32;
             loop {
                 let (tx, rx) = tokio::sync::mpsc::channel(4);
                 tx.send(first.clone()).await.ok();
@@ -846,7 +848,10 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
                         if killed.elapsed() > Duration::from_secs(120) {
                             anyhow::bail!("not served within 120 s");
                         }
-                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        // As a real client should: backoff with full jitter, so refused
+                        // players do not come back all at once.
+                        failures += 1;
+                        tokio::time::sleep(bots::backoff(failures)).await;
                     }
                 }
             }
@@ -870,6 +875,13 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
     if unserved > 0 {
         row.notes
             .push(format!("{unserved} streams not served within 120 s"));
+    }
+    if let (Some(before), Some(after)) = (rss_before, stack.games[1].rss_kib()) {
+        row.notes.push(format!(
+            "survivor RSS {:.1} MiB before the storm, {:.1} MiB with the resumed streams",
+            before as f64 / 1024.0,
+            after as f64 / 1024.0
+        ));
     }
     served.sort();
     row.events = served.len() as u64;

@@ -69,6 +69,25 @@ impl From<&crate::config::ServerSettings> for ServeOptions {
     }
 }
 
+/// The listen backlog [`bind`] asks for (the kernel caps it at `net.core.somaxconn`).
+pub const LISTEN_BACKLOG: u32 = 8192;
+
+/// Binds a listener for [`serve`] with a deep accept queue. `TcpListener::bind` asks
+/// for 1,024: when a replica dies and thousands of its players reconnect to another at
+/// once, the connections beyond the queue have their SYN dropped, and the clients wait
+/// a second or more (the SYN retransmission) before they try again, or give up.
+pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As `TcpListener::bind` does: a restarted server binds at once.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// Why [`serve`] failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {

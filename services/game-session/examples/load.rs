@@ -149,7 +149,7 @@ fn serve() -> anyhow::Result<()> {
         let store = RedisStore::connect(&redis_url(), &prefix, 600, shutdown.clone())
             .await?
             .with_replica_wait(wait, 100);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let listener = basra_platform::bind("127.0.0.1:0".parse()?).await?;
         println!("listening {}", listener.local_addr()?);
         std::io::stdout().flush()?;
         let config = ServiceConfig {
@@ -162,6 +162,7 @@ fn serve() -> anyhow::Result<()> {
                 turn_slack_ms: 1_000,
             },
             max_streams: 1_000_000,
+            join_concurrency: 64,
             join_timeout: Duration::from_secs(30),
             timer_poll: Duration::from_millis(100),
             resync: Duration::from_millis(2000),

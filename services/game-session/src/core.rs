@@ -58,6 +58,9 @@ pub struct ServiceConfig {
     pub timing: Timing,
     /// Most open Play streams on this replica.
     pub max_streams: usize,
+    /// Most joins doing their Redis work at once on this replica; the others wait for a
+    /// turn (see [`Core::join_turn`]).
+    pub join_concurrency: usize,
     /// How long a new stream may take to send its Join.
     pub join_timeout: Duration,
     /// How often the timer loop looks for due rooms.
@@ -118,6 +121,8 @@ pub struct Core {
     pub config: ServiceConfig,
     /// One permit per Play stream this replica may hold (`max_streams`).
     pub stream_slots: Arc<Semaphore>,
+    /// One permit per join doing its Redis work (`join_concurrency`).
+    pub join_slots: Arc<Semaphore>,
     /// Cancelled when the replica stops: streams end with UNAVAILABLE.
     pub shutdown: CancellationToken,
     /// Cancelled by `DrainReplica`.
@@ -184,15 +189,31 @@ impl Core {
         self: &Arc<Self>,
         room_id: &str,
         client_move: Option<(u8, &str)>,
+        change: impl FnMut(&mut Room, i64) -> Result<T, Reject>,
+    ) -> Result<Mutation<T>> {
+        self.mutate_from(room_id, None, client_move, change).await
+    }
+
+    /// [`Core::mutate`] starting from `loaded`, a state of the room just read (a join
+    /// loads the room to find the seat, then connects it without reading it again). The
+    /// newer of it and the state this replica last committed is tried first.
+    pub async fn mutate_from<T>(
+        self: &Arc<Self>,
+        room_id: &str,
+        loaded: Option<Loaded>,
+        client_move: Option<(u8, &str)>,
         mut change: impl FnMut(&mut Room, i64) -> Result<T, Reject>,
     ) -> Result<Mutation<T>> {
         let key = client_move
             .filter(|(_, id)| !id.is_empty())
             .map(|(seat, id)| move_key(seat, id));
-        // The state this replica last committed, if it still holds it: tried first,
-        // and at most once (a stale one fails the commit's version check, and a refusal
-        // is confirmed against the stored room).
-        let mut cached = self.hub.cached(room_id);
+        // The state this replica last committed, if it still holds it (or the one just
+        // read): tried first, and at most once (a stale one fails the commit's version
+        // check, and a refusal is confirmed against the stored room).
+        let mut cached = match (self.hub.cached(room_id), loaded) {
+            (Some(held), Some(read)) if held.version >= read.version => Some(held),
+            (held, read) => read.or(held),
+        };
         let mut conflicts = 0;
         for _ in 0..MAX_ATTEMPTS + 1 {
             let from_cache = cached.is_some();
@@ -570,6 +591,24 @@ impl Core {
             }
         }
         Ok(())
+    }
+
+    /// Waits for a turn to do a join's Redis work (the room's load, the presence lease,
+    /// the connect commit, the first read of the log). A storm of joins (every player of
+    /// a dead replica resuming here at once) then queues in this replica, each join
+    /// waiting for a permit, instead of putting thousands of calls at once on the Redis
+    /// connection, where the last ones would wait past the response timeout and fail
+    /// with UNAVAILABLE. The wait has no bound of its own: the admitted streams
+    /// (`max_streams`) bound the queue, and a client that gives up ends its wait.
+    pub async fn join_turn(&self) -> Result<OwnedSemaphorePermit> {
+        if let Ok(permit) = Arc::clone(&self.join_slots).try_acquire_owned() {
+            return Ok(permit);
+        }
+        self.metrics.joins_queued.inc();
+        Arc::clone(&self.join_slots)
+            .acquire_owned()
+            .await
+            .map_err(|_| GameError::Unavailable("this replica is stopping".into()))
     }
 
     /// Takes a stream slot, or refuses the stream at capacity or while draining.

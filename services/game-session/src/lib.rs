@@ -100,6 +100,7 @@ impl GameSession {
             store: Arc::clone(&store),
             hub: Arc::default(),
             stream_slots: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
+            join_slots: Arc::new(tokio::sync::Semaphore::new(config.join_concurrency.max(1))),
             config,
             shutdown: shutdown.clone(),
             drain: CancellationToken::new(),

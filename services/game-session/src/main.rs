@@ -15,7 +15,7 @@ async fn main() -> anyhow::Result<()> {
     let app = game_session::App::build(settings)
         .await
         .context("game-session")?;
-    let listener = tokio::net::TcpListener::bind(listen)
+    let listener = basra_platform::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
     app.run(listener, basra_platform::shutdown::on_signal())

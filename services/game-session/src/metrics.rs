@@ -29,6 +29,8 @@ pub struct GameMetrics {
     pub open_streams: Gauge,
     /// Streams refused at `game.max_streams`.
     pub streams_refused: Counter,
+    /// Joins that waited for a turn at `game.join_concurrency` (a join storm).
+    pub joins_queued: Counter,
     /// Cards played (by players, bots and timed-out turns).
     pub plays: Counter,
     /// Rooms created here.
@@ -68,6 +70,7 @@ impl GameMetrics {
             registry: Arc::default(),
             open_streams: Gauge::default(),
             streams_refused: Counter::default(),
+            joins_queued: Counter::default(),
             plays: Counter::default(),
             rooms_created: Counter::default(),
             matches_ended: Family::default(),
@@ -99,6 +102,11 @@ impl GameMetrics {
             "streams_refused",
             "Play streams refused at max_streams",
             m.streams_refused.clone(),
+        );
+        registry.register(
+            "joins_queued",
+            "Joins that waited for a turn at join_concurrency",
+            m.joins_queued.clone(),
         );
         registry.register(
             "plays",

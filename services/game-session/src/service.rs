@@ -88,6 +88,9 @@ impl GameApi {
             return Err(invalid("join.room_id must be 1..128 characters"));
         }
         tracing::Span::current().record("room_id", join.room_id.as_str());
+        // The join's Redis work waits for its turn (a storm of joins queues here) and
+        // holds it until the stream's first events are sent.
+        let turn = self.core.join_turn().await?;
         let loaded = self
             .core
             .store
@@ -109,6 +112,7 @@ impl GameApi {
         let conn_id = uuid::Uuid::now_v7().to_string();
         let mut connect_seq = 0;
         let mut leased = None;
+        let mut connected_to = None;
         if let Some(seat) = viewer {
             // Under the presence lease first: should this replica die before the stream
             // ends, another one disconnects the seat.
@@ -119,15 +123,19 @@ impl GameApi {
             };
             let instance = self.core.lease_seat(&lease_seat).await?;
             let replica = self.core.config.replica.clone();
+            // From the state just read: no second load.
             let connected = self
                 .core
-                .mutate(&join.room_id, None, |room, now| {
+                .mutate_from(&join.room_id, Some(loaded.clone()), None, |room, now| {
                     room.connect(seat, &conn_id, &replica, now);
                     Ok(())
                 })
                 .await;
             match connected {
-                Ok(Mutation::Done { room, .. }) => connect_seq = room.seq,
+                Ok(Mutation::Done { room, events, .. }) => {
+                    connect_seq = room.seq;
+                    connected_to = Some(Connected { room, events });
+                }
                 other => {
                     let _ = self.core.store.lease_remove(&instance, &lease_seat).await;
                     return Err(match other {
@@ -158,7 +166,16 @@ impl GameApi {
         let span = tracing::Span::current();
         tokio::spawn(
             session
-                .run(inbound, watch, lease_lost, join.last_seen_seq)
+                .run(
+                    inbound,
+                    watch,
+                    lease_lost,
+                    Start {
+                        last_seen: join.last_seen_seq,
+                        connected: connected_to,
+                        turn,
+                    },
+                )
                 .instrument(span),
         );
         Ok(tokio_stream::wrappers::ReceiverStream::new(rx).map(|item: Outgoing| *item))
@@ -394,6 +411,22 @@ impl GameService for GameApi {
     }
 }
 
+/// The room as this stream's own connect commit left it, and the events it stored (the
+/// last with seq `room.seq`): the stream's first events are sent from them, without
+/// reading the room again.
+struct Connected {
+    room: Box<Room>,
+    events: Arc<[StoredEvent]>,
+}
+
+/// How a stream starts: after `last_seen` (a resume) or with a snapshot, from its connect
+/// commit when it made one, holding its join's turn until the first events are sent.
+struct Start {
+    last_seen: Option<u64>,
+    connected: Option<Connected>,
+    turn: tokio::sync::OwnedSemaphorePermit,
+}
+
 /// Why a stream ends.
 enum End {
     /// The client went away (or left): mark the seat disconnected.
@@ -431,9 +464,11 @@ impl Session {
         mut inbound: Option<Streaming<PlayRequest>>,
         mut watch: watch::Receiver<Wake>,
         mut lease_lost: watch::Receiver<u64>,
-        last_seen: Option<u64>,
+        start: Start,
     ) {
-        let end = match self.start(last_seen).await {
+        let started = self.start(start.last_seen, start.connected).await;
+        drop(start.turn);
+        let end = match started {
             Ok(None) => self.serve(&mut inbound, &mut watch, &mut lease_lost).await,
             Ok(Some(end)) => end,
             Err(err) => End::Status(err.into()),
@@ -472,22 +507,51 @@ impl Session {
         tracing::debug!(delivered = self.delivered, "stream ended");
     }
 
-    /// The first events: the missed ones after `last_seen`, or a snapshot.
-    async fn start(&mut self, last_seen: Option<u64>) -> Result<Option<End>, GameError> {
-        let loaded = self
-            .core
-            .store
-            .load(&self.room_id)
-            .await?
-            .ok_or_else(|| GameError::RoomNotFound(self.room_id.clone()))?;
+    /// The first events: the missed ones after `last_seen`, or a snapshot. A seat's
+    /// stream starts from the room as its connect commit left it (`connected`: the
+    /// stream's watch was taken before that commit, so anything later wakes it), and
+    /// reads the log only for events older than that commit's; a spectator's reads the
+    /// room now.
+    async fn start(
+        &mut self,
+        last_seen: Option<u64>,
+        connected: Option<Connected>,
+    ) -> Result<Option<End>, GameError> {
+        let room = match connected {
+            Some(Connected { room, events }) => {
+                let first = room.seq + 1 - events.len() as u64;
+                match last_seen {
+                    // Everything after `seen` is in the connect commit's events.
+                    Some(seen) if seen + 1 >= first && seen <= room.seq => {
+                        self.delivered = seen;
+                        let skip = (seen + 1 - first) as usize;
+                        let closed = room.status == RoomStatus::Closed;
+                        return self.deliver(&events[skip..], closed).await;
+                    }
+                    _ => room,
+                }
+            }
+            None => self
+                .core
+                .store
+                .load(&self.room_id)
+                .await?
+                .ok_or_else(|| GameError::RoomNotFound(self.room_id.clone()))?
+                .room
+                .into(),
+        };
         match last_seen {
-            Some(seen) if seen <= loaded.room.seq => self.delivered = seen,
+            Some(seen) if seen <= room.seq => self.delivered = seen,
             _ => {
-                let event = snapshot(&loaded.room, self.viewer, loaded.room.seq, now_ms());
-                self.delivered = loaded.room.seq;
+                let event = snapshot(&room, self.viewer, room.seq, now_ms());
+                self.delivered = room.seq;
                 if self.tx.send(Box::new(Ok(event))).await.is_err() {
                     return Ok(Some(End::Gone));
                 }
+                if room.status == RoomStatus::Closed {
+                    return Ok(Some(End::Closed));
+                }
+                return Ok(None);
             }
         }
         self.catch_up().await

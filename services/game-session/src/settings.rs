@@ -59,6 +59,8 @@ pub struct GameSettings {
     pub turn_slack_ms: u64,
     /// Most Play streams open at once on this replica.
     pub max_streams: usize,
+    /// Most joins doing their Redis work at once on this replica; more wait their turn.
+    pub join_concurrency: usize,
     /// Seconds a new stream may take to send its Join.
     pub join_timeout_seconds: u64,
     /// Milliseconds between two looks for due deadlines.
@@ -136,6 +138,12 @@ impl Validate for GameSettings {
         if self.max_streams == 0 {
             return Err("game.max_streams must be at least 1".into());
         }
+        if !(1..=10_000).contains(&self.join_concurrency) {
+            return Err(format!(
+                "game.join_concurrency must be 1..=10000, not {}",
+                self.join_concurrency
+            ));
+        }
         if self.timer_poll_ms == 0 || self.resync_ms == 0 {
             return Err("game.timer_poll_ms and game.resync_ms must be at least 1".into());
         }
@@ -193,6 +201,7 @@ impl GameSettings {
             replica,
             timing: self.timing(),
             max_streams: self.max_streams,
+            join_concurrency: self.join_concurrency,
             join_timeout: self.join_timeout(),
             timer_poll: Duration::from_millis(self.timer_poll_ms),
             resync: Duration::from_millis(self.resync_ms),

@@ -78,10 +78,16 @@ impl Scripts {
 /// The commit script (public so that the benchmark runs the real one).
 pub const COMMIT_LUA: &str = include_str!("lua/commit.lua");
 
+/// Connections to a single Redis node that the store's calls take in turn (see
+/// `basra_platform::redis::Redis::connect_pool`: one connection carries only about 16 KiB
+/// of commands per turn of Redis's event loop, and per AOF sync under `appendfsync
+/// always`; a join storm writes thousands of room states at once).
+const REDIS_CONNECTIONS: usize = 8;
+
 /// Rooms in Redis.
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: Connection,
+    redis: Redis,
     keys: Keys,
     closed_ttl_seconds: u64,
     scripts: Arc<Scripts>,
@@ -142,9 +148,9 @@ impl RedisStore {
         shutdown: CancellationToken,
     ) -> Result<RedisStore> {
         let keys = Keys::new(prefix).map_err(GameError::Invalid)?;
-        let redis = Redis::connect(url).await?;
+        let redis = Redis::connect_pool(url, REDIS_CONNECTIONS).await?;
         let store = RedisStore {
-            conn: redis.conn(),
+            redis: redis.clone(),
             keys,
             closed_ttl_seconds,
             scripts: Arc::new(Scripts::new()),
@@ -197,7 +203,7 @@ impl RedisStore {
     /// How many times the cluster client was rebuilt after its calls kept failing (see
     /// `basra_platform::redis::ClusterConn`; 0 on one node).
     pub fn client_rebuilds(&self) -> u64 {
-        self.conn.rebuilds()
+        self.redis.conn().rebuilds()
     }
 
     async fn ensure_group(&self, shard: u32) -> Result<()> {
@@ -215,8 +221,9 @@ impl RedisStore {
         }
     }
 
+    /// The next connection of the pool.
     fn conn(&self) -> Connection {
-        self.conn.clone()
+        self.redis.conn()
     }
 
     fn shard_key(&self, shard: u32, name: &str) -> String {
