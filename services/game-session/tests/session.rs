@@ -873,3 +873,85 @@ async fn lost_notices_are_made_up_for_by_the_resync() {
     r1.stop().await;
     r2.stop().await;
 }
+
+/// A storm of joins on a replica that lets only two do their Redis work at once: every
+/// join waits its turn and is served (none refused), each stream starting where its join
+/// asked: a snapshot, or every event after the last seen seq (older than its own connect
+/// commit: read from the log; only its own connect: from the commit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storm_of_joins_is_queued_and_every_join_is_served() {
+    const ROOMS: usize = 40;
+    let tokens = Tokens::new();
+    let mut config = config("r1", timing());
+    config.join_concurrency = 2;
+    config.max_streams = 4 * ROOMS;
+    let replica = Replica::spawn(redis_store(&prefix()).await, &tokens, config, None).await;
+    let mut rooms = Vec::new();
+    for _ in 0..ROOMS {
+        rooms.push(two_player_room(&replica, &tokens).await);
+    }
+    // A first join, left again: the rooms' logs start with the deal.
+    let channel = replica.channel().await;
+    let (room0, ua0, _) = &rooms[0];
+    let mut probe = Player::join(channel.clone(), &tokens, *ua0, 0, room0, None).await;
+    let first = probe.next().await.unwrap();
+    assert!(matches!(first.event, Some(E::Snapshot(_))), "{first:?}");
+    drop(probe);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let channels = [
+        channel.clone(),
+        replica.channel().await,
+        replica.channel().await,
+    ];
+    let mut joins = tokio::task::JoinSet::new();
+    for (i, (room, ua, ub)) in rooms.iter().enumerate() {
+        for (seat, user) in [(0u32, *ua), (1, *ub)] {
+            // Seat 0 asks for everything from the start, seat 1 for a snapshot.
+            let last_seen = (seat == 0).then_some(0);
+            let token = tokens.token(user, Role::Player);
+            let (room, channel) = (room.clone(), channels[i % channels.len()].clone());
+            joins.spawn(async move {
+                let (tx, mut events) =
+                    open(channel, &token, join_message(&room, last_seen)).await?;
+                let first = events.message().await?.expect("a first event");
+                drop(tx);
+                Ok::<_, tonic::Status>((last_seen, first))
+            });
+        }
+    }
+    let mut served = 0;
+    while let Some(joined) = tokio::time::timeout(Duration::from_secs(30), joins.join_next())
+        .await
+        .expect("every join is served within 30 s")
+    {
+        let (last_seen, first) = joined.unwrap().expect("no join is refused");
+        match last_seen {
+            Some(0) => assert_eq!(first.seq, 1, "a resume starts after its last seen seq"),
+            _ => assert!(matches!(first.event, Some(E::Snapshot(_))), "{first:?}"),
+        }
+        served += 1;
+    }
+    assert_eq!(served, 2 * ROOMS);
+
+    // A resume that missed only its own connect gets exactly that event next.
+    let (room, ua, _) = &rooms[1];
+    let mut a = Player::join(channel.clone(), &tokens, *ua, 0, room, None).await;
+    a.next().await.unwrap();
+    let seen = a.last_seq;
+    drop(a);
+    // Its disconnect is committed meanwhile (seq `seen + 1`).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut again = Player::join(channel, &tokens, *ua, 0, room, Some(seen + 1)).await;
+    let next = again.next().await.unwrap();
+    assert_eq!(
+        next.seq,
+        seen + 2,
+        "after the disconnect it saw, its own connect"
+    );
+    assert!(
+        matches!(&next.event, Some(E::ConnectionChanged(c)) if c.seat == 0 && c.state == game::ConnectionState::Connected as i32),
+        "{next:?}"
+    );
+    replica.stop().await;
+}
