@@ -27,8 +27,15 @@
 //! spread the players over C HTTP/2 connections (0: one per player, like real clients).
 //! `--wait-replicas N`: the replica waits for N Redis replicas after each commit (the
 //! `[redis] wait_replicas` setting; 0: not).
+//!
+//! `--join-storm N`: instead of playing, N players join within one second, each on a new
+//! connection (or on `--connections C` shared ones), and the report gives the time until
+//! the last snapshot and every refusal (see `load/storm.rs`).
 
 #![allow(missing_docs)]
+
+#[path = "load/storm.rs"]
+mod storm;
 
 use std::io::{BufRead as _, Read as _, Write as _};
 use std::net::SocketAddr;
@@ -71,6 +78,7 @@ struct Args {
     think_ms: u64,
     connections: usize,
     wait_replicas: u64,
+    join_storm: Option<usize>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
@@ -81,6 +89,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
         think_ms: 0,
         connections: 0,
         wait_replicas: 0,
+        join_storm: None,
     };
     while let Some(flag) = args.next() {
         let value = args
@@ -98,8 +107,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
             "--think-ms" => parsed.think_ms = number()?,
             "--connections" => parsed.connections = number()? as usize,
             "--wait-replicas" => parsed.wait_replicas = number()?,
+            "--join-storm" => parsed.join_storm = Some(number()? as usize),
             other => bail!(
-                "unknown flag {other}; flags: --matches N --seconds S --warmup S --think-ms T --connections C --wait-replicas N"
+                "unknown flag {other}; flags: --matches N --seconds S --warmup S --think-ms T --connections C --wait-replicas N --join-storm N"
             ),
         }
     }
@@ -555,44 +565,15 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss_idle = server.rss();
 
-    // Rooms, made by the internal CreateRoom with a service token.
-    let control = connect(server.addr).await?;
-    let service = token(&issuer, Uuid::now_v7(), Role::Service)?;
-    let mut rooms = Vec::with_capacity(args.matches);
-    let mut creating = tokio::task::JoinSet::new();
-    // Fewer calls at once than the server's streams per connection (32): a burst above it
-    // before the client has the server's settings is refused (REFUSED_STREAM).
-    let creation_slots = Arc::new(tokio::sync::Semaphore::new(16));
-    for _ in 0..args.matches {
-        let (room_id, ua, ub) = (Uuid::now_v7().to_string(), Uuid::now_v7(), Uuid::now_v7());
-        let mut client = GameServiceClient::new(control.clone());
-        let request = authed(
-            CreateRoomRequest {
-                room_id: room_id.clone(),
-                seats: [ua, ub]
-                    .iter()
-                    .map(|u| SeatAssignment {
-                        occupant: Some(Occupant::UserId(u.to_string())),
-                    })
-                    .collect(),
-                settings: Some(pb::RuleSettings::default()),
-                ranked: false,
-                allow_spectators: false,
-                visibility: pb::RoomVisibility::Private as i32,
-            },
-            &service,
-        );
-        let slots = Arc::clone(&creation_slots);
-        creating.spawn(async move {
-            let _slot = slots.acquire_owned().await;
-            client.create_room(request).await.map(|_| ())
-        });
-        rooms.push((room_id, ua, ub));
+    if let Some(joins) = args.join_storm {
+        let stormed = storm::run(&server, &issuer, joins, args.connections).await;
+        server.stop();
+        for (_, conn) in redis_nodes.iter_mut() {
+            cleanup(conn, &prefix).await?;
+        }
+        return stormed;
     }
-    while let Some(created) = creating.join_next().await {
-        created??;
-    }
-
+    let rooms = create_rooms(&server, &issuer, args.matches).await?;
     let mut channels = Vec::with_capacity(connections);
     for _ in 0..connections {
         channels.push(connect(server.addr).await?);
@@ -734,6 +715,52 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         per_stream(rss_loaded)
     );
     Ok(())
+}
+
+/// `matches` two-player rooms on the replica, made by the internal CreateRoom with a
+/// service token: each room's id and its two players.
+async fn create_rooms(
+    server: &Server,
+    issuer: &TokenIssuer,
+    matches: usize,
+) -> anyhow::Result<Vec<(String, Uuid, Uuid)>> {
+    let control = connect(server.addr).await?;
+    let service = token(issuer, Uuid::now_v7(), Role::Service)?;
+    let mut rooms = Vec::with_capacity(matches);
+    let mut creating = tokio::task::JoinSet::new();
+    // Fewer calls at once than the server's streams per connection (32): a burst above it
+    // before the client has the server's settings is refused (REFUSED_STREAM).
+    let creation_slots = Arc::new(tokio::sync::Semaphore::new(16));
+    for _ in 0..matches {
+        let (room_id, ua, ub) = (Uuid::now_v7().to_string(), Uuid::now_v7(), Uuid::now_v7());
+        let mut client = GameServiceClient::new(control.clone());
+        let request = authed(
+            CreateRoomRequest {
+                room_id: room_id.clone(),
+                seats: [ua, ub]
+                    .iter()
+                    .map(|u| SeatAssignment {
+                        occupant: Some(Occupant::UserId(u.to_string())),
+                    })
+                    .collect(),
+                settings: Some(pb::RuleSettings::default()),
+                ranked: false,
+                allow_spectators: false,
+                visibility: pb::RoomVisibility::Private as i32,
+            },
+            &service,
+        );
+        let slots = Arc::clone(&creation_slots);
+        creating.spawn(async move {
+            let _slot = slots.acquire_owned().await;
+            client.create_room(request).await.map(|_| ())
+        });
+        rooms.push((room_id, ua, ub));
+    }
+    while let Some(created) = creating.join_next().await {
+        created??;
+    }
+    Ok(rooms)
 }
 
 /// Deletes the run's keys.
