@@ -148,17 +148,27 @@ pub(crate) async fn check_records(
 ) -> anyhow::Result<Instant> {
     let ids: Vec<String> = rooms.iter().map(|(r, _, _)| r.clone()).collect();
     let started = Instant::now();
+    // Per room: how many records, and the most actions one of them holds.
     let counts: HashMap<String, (i64, i64)> = loop {
-        let found: Vec<(String, i64, i64)> = sqlx::query_as(
-            "SELECT room_id, count(*), max(jsonb_array_length(actions))::bigint \
-             FROM matches WHERE room_id = ANY($1) GROUP BY room_id",
-        )
-        .bind(&ids)
-        .fetch_all(db)
-        .await
-        .context("reading the match records")?;
-        if found.len() == ids.len() || started.elapsed() > wait {
-            break found.into_iter().map(|(r, c, a)| (r, (c, a))).collect();
+        let found: Vec<(String, Option<Vec<u8>>)> =
+            sqlx::query_as("SELECT room_id, action_log FROM matches WHERE room_id = ANY($1)")
+                .bind(&ids)
+                .fetch_all(db)
+                .await
+                .context("reading the match records")?;
+        let mut counts: HashMap<String, (i64, i64)> = HashMap::new();
+        for (room, log) in found {
+            let log =
+                log.with_context(|| format!("room {room}: a record without its action log"))?;
+            let actions = accounts::action_log::decode(&log)
+                .with_context(|| format!("room {room}: its action log"))?
+                .len() as i64;
+            let entry = counts.entry(room).or_default();
+            entry.0 += 1;
+            entry.1 = entry.1.max(actions);
+        }
+        if counts.len() == ids.len() || started.elapsed() > wait {
+            break counts;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
