@@ -185,7 +185,21 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
     let store = PgStore::connect(&db_url, 4).await?;
     store.migrate().await?;
     let db = store.pool().clone();
-    let service = AccountsApi::new(store, config);
+    // Presence and the friends' feed in the same Redis as the rooms.
+    let social = accounts::social::SocialStore::Redis(
+        accounts::social::RedisSocial::connect(
+            &redis_url,
+            &format!("e2e-{unique}"),
+            shutdown.clone(),
+        )
+        .await
+        .with_context(|| format!("Redis is needed at REDIS_URL={redis_url}"))?,
+    );
+    let service = AccountsApi::with_social(
+        store,
+        accounts::service::Social::new(social, shutdown.clone()),
+        config,
+    );
     let accounts_metrics = serve_metrics(service.metrics().registry(), shutdown.clone()).await?;
     let (listener, accounts_url) = bind().await?;
     let token = shutdown.clone();
@@ -252,7 +266,9 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
             Duration::from_secs(5),
         )?),
         ratings: Arc::new(players.clone()),
-        names: Arc::new(players),
+        names: Arc::new(players.clone()),
+        invites: Arc::new(players.clone()),
+        presence: players.presence_reporter(shutdown.clone()),
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::new()),
     };

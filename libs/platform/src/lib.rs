@@ -11,6 +11,7 @@
 //! | [`redis`](mod@redis) | one Redis layer: a single node or a cluster by the URL setting, key prefix and hash tags, scripts, sharded pub/sub with resubscription |
 //! | [`metrics`] | Prometheus metrics (`prometheus-client`) served on `GET /metrics` |
 //! | [`client_addr`] | the client's address behind trusted proxies (`forwarded`, `x-forwarded-for`), for per-address limits |
+//! | [`presence`] | telling accounts which players are in a match or in the queue (their friends see it) |
 //! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts, sign-ups), on `governor` |
 //!
 //! A service's `main` is, in order: its `Settings::load()` ([`config::load`]),
@@ -26,6 +27,7 @@ pub mod client_addr;
 pub mod config;
 pub mod error;
 pub mod metrics;
+pub mod presence;
 pub mod ratelimit;
 pub mod redis;
 pub mod serve;

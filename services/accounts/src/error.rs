@@ -70,6 +70,12 @@ pub enum AccountsError {
     #[error(transparent)]
     Friend(#[from] crate::friends::Refusal),
 
+    /// The request is fine but the state of things refuses it.
+    #[error("{0}")]
+    Precondition(&'static str),
+    /// Presence and notifications (Redis) could not be reached; the call may be retried.
+    #[error("presence and notifications are unavailable: retry later")]
+    SocialUnavailable(String),
     /// The caller is authenticated but not allowed to do this.
     #[error("{0}")]
     PermissionDenied(&'static str),
@@ -146,16 +152,18 @@ impl ServiceError for AccountsError {
             AccountsError::BadCredentials
             | AccountsError::BadRefreshToken
             | AccountsError::Unauthenticated(_) => Code::Unauthenticated,
-            AccountsError::GuestUpgraded | AccountsError::AlreadyRegistered => {
-                Code::FailedPrecondition
-            }
+            AccountsError::GuestUpgraded
+            | AccountsError::AlreadyRegistered
+            | AccountsError::Precondition(_) => Code::FailedPrecondition,
             AccountsError::RateLimited { .. }
             | AccountsError::SignupLimited { .. }
             | AccountsError::Overloaded { .. } => Code::ResourceExhausted,
             AccountsError::UserNotFound => Code::NotFound,
             AccountsError::Friend(refusal) => refusal.code(),
             AccountsError::PermissionDenied(_) => Code::PermissionDenied,
-            AccountsError::Unavailable(_) => Code::Unavailable,
+            AccountsError::Unavailable(_) | AccountsError::SocialUnavailable(_) => {
+                Code::Unavailable
+            }
             AccountsError::Database(_) | AccountsError::Internal(_) => Code::Internal,
         }
     }

@@ -6,7 +6,8 @@
 //! - [`store`]: the [`Store`] trait with [`PgStore`] (PostgreSQL, migrations in
 //!   `migrations/`) and [`MemoryStore`] (embedded dev mode).
 //! - [`service`]: the gRPC service over any store.
-//! - [`friends`]: the rules of friend requests, friendships and blocks.
+//! - [`friends`]: the rules of friend requests, friendships and blocks;
+//!   [`social`]: presence and the friends' feed (WatchFriends), in Redis.
 //! - [`rating`]: Glicko-2 changes of a match; [`record`]: match records, stored
 //!   with the action log in [`action_log`]'s binary form;
 //!   [`refresh`]: refresh tokens; [`password`]: argon2id.
@@ -35,6 +36,7 @@ pub mod record;
 pub mod refresh;
 pub mod service;
 pub mod settings;
+pub mod social;
 pub mod store;
 
 use std::sync::Arc;
@@ -181,6 +183,8 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
 pub struct App {
     service: AppService,
     settings: Settings,
+    /// Ends the social store's subscription (when the served app's shutdown comes).
+    social_shutdown: CancellationToken,
 }
 
 #[derive(Debug)]
@@ -194,10 +198,13 @@ impl App {
     /// bound) when the database is unreachable or the key unusable.
     pub async fn build(settings: Settings) -> Result<App> {
         let config = service_config(&settings, signing_key(&settings)?)?;
+        let social_shutdown = CancellationToken::new();
+        let social = social::SocialStore::connect(&settings.redis, social_shutdown.clone()).await?;
+        let social = service::Social::new(social, social_shutdown.clone());
         let service = match settings.database.kind() {
             DatabaseKind::Memory => {
                 tracing::warn!("database.url is \"memory\": accounts live in this process only");
-                AppService::Memory(AccountsApi::new(MemoryStore::new(), config))
+                AppService::Memory(AccountsApi::with_social(MemoryStore::new(), social, config))
             }
             DatabaseKind::Postgres => {
                 let store = PgStore::connect(
@@ -209,10 +216,14 @@ impl App {
                     store.migrate().await?;
                     tracing::info!("database migrations applied");
                 }
-                AppService::Postgres(AccountsApi::new(store, config))
+                AppService::Postgres(AccountsApi::with_social(store, social, config))
             }
         };
-        Ok(App { service, settings })
+        Ok(App {
+            service,
+            settings,
+            social_shutdown,
+        })
     }
 
     /// The settings it was built from.
@@ -251,6 +262,12 @@ impl App {
     /// service to `routes`. [`run`](Self::run) serves the result alone; `basra dev`
     /// mounts the three services on one server.
     pub async fn mount(self, routes: Routes, shutdown: CancellationToken) -> Result<Routes> {
+        let social_shutdown = self.social_shutdown.clone();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            social_shutdown.cancel();
+        });
         let registry = match &self.service {
             AppService::Memory(s) => s.metrics().registry(),
             AppService::Postgres(s) => s.metrics().registry(),

@@ -29,7 +29,10 @@ use crate::store::{
     NewAccount, NewGuest, NewSession, RatingChange, Recorded, Rotation, Store, User,
 };
 
+mod feed;
 mod friends;
+
+pub use feed::{FeedStream, LOOK_AGAIN_EVERY, MAX_FEEDS_PER_PLAYER, MAX_REPORTS_PER_CALL, Social};
 
 /// The full gRPC name of the service (health and reflection list it).
 pub const SERVICE_NAME: &str = "basra.accounts.v1.AccountsService";
@@ -102,6 +105,8 @@ impl<S> Clone for AccountsApi<S> {
 #[derive(Debug)]
 struct Inner<S> {
     store: S,
+    /// Presence and the friends' feed.
+    social: Social,
     verifier: TokenVerifier,
     config: ServiceConfig,
     metrics: Arc<AccountsMetrics>,
@@ -127,11 +132,21 @@ pub fn issue_service_token(
 }
 
 impl<S: Store> AccountsApi<S> {
-    /// A service on `store`.
+    /// A service on `store`, with presence and notifications in this process.
     pub fn new(store: S, config: ServiceConfig) -> AccountsApi<S> {
+        let social = Social::new(
+            crate::social::SocialStore::Memory(crate::social::MemorySocial::new()),
+            tokio_util::sync::CancellationToken::new(),
+        );
+        AccountsApi::with_social(store, social, config)
+    }
+
+    /// A service on `store`, with presence and notifications in `social`.
+    pub fn with_social(store: S, social: Social, config: ServiceConfig) -> AccountsApi<S> {
         AccountsApi {
             inner: Arc::new(Inner {
                 store,
+                social,
                 verifier: config
                     .issuer
                     .verifier()
@@ -1019,6 +1034,44 @@ impl<S: Store> AccountsService for AccountsApi<S> {
     ) -> Result<Response<pb::ListFriendsResponse>, Status> {
         let caller = self.friend_caller(&request)?;
         Ok(Response::new(self.do_list_friends(caller).await?))
+    }
+
+    type WatchFriendsStream = FeedStream;
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn watch_friends(
+        &self,
+        request: Request<pb::WatchFriendsRequest>,
+    ) -> Result<Response<Self::WatchFriendsStream>, Status> {
+        let caller = self.friend_caller(&request)?;
+        Ok(Response::new(
+            self.do_watch_friends(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn report_presence(
+        &self,
+        request: Request<pb::ReportPresenceRequest>,
+    ) -> Result<Response<pb::ReportPresenceResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_report_presence(caller, request.into_inner())
+                .await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn send_invite(
+        &self,
+        request: Request<pb::SendInviteRequest>,
+    ) -> Result<Response<pb::SendInviteResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_send_invite(caller, request.into_inner()).await?,
+        ))
     }
 
     #[tracing::instrument(skip_all, fields(caller))]

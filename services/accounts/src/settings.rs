@@ -7,6 +7,7 @@ use std::time::Duration;
 use basra_platform::auth::{AuthSettings, IdentitySettings};
 use basra_platform::config::{self, ConfigError, ServerSettings, TelemetrySettings, Validate};
 use basra_platform::metrics::MetricsSettings;
+use basra_platform::redis::RedisSettings;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
@@ -23,6 +24,9 @@ pub struct Settings {
     pub telemetry: TelemetrySettings,
     /// Where data lives.
     pub database: DatabaseSettings,
+    /// `[redis]`: where presence and notifications live (the same section in every
+    /// service; `memory` keeps them in this process, for one replica).
+    pub redis: RedisSettings,
     /// The tokens accepted: issuer, audience, trusted keys by kid (the same section in
     /// every service). accounts also accepts its own signing key's tokens, for every role.
     pub auth: AuthSettings,
@@ -201,6 +205,7 @@ impl Validate for Settings {
         self.server.validate()?;
         self.telemetry.validate()?;
         self.metrics.validate()?;
+        self.redis.validate()?;
 
         let url = self.database.url.expose_secret();
         if self.database.kind() == DatabaseKind::Postgres

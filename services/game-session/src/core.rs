@@ -135,6 +135,8 @@ pub struct Core {
     pub walks: Arc<Walks>,
     /// accounts, for players' names (and the outbox).
     pub accounts: Option<AccountsLink>,
+    /// Tells accounts who plays where (their friends see it).
+    pub presence: basra_platform::presence::PresenceReporter,
     /// Prometheus metrics.
     pub metrics: Arc<GameMetrics>,
 }

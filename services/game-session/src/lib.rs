@@ -107,6 +107,17 @@ impl GameSession {
             drain_deadline_ms: AtomicI64::new(0),
             lease: Default::default(),
             walks,
+            presence: match &accounts {
+                Some(link) => basra_platform::presence::PresenceReporter::spawn(
+                    link.channel.clone(),
+                    {
+                        let credentials = link.credentials.clone();
+                        Arc::new(move || credentials.token())
+                    },
+                    shutdown.clone(),
+                ),
+                None => basra_platform::presence::PresenceReporter::disabled(),
+            },
             accounts: accounts.clone(),
             metrics: Arc::default(),
         });

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use basra_platform::auth::{self, Role};
+use basra_platform::presence::{Doing, PresenceGuard};
 use basra_platform::ratelimit::RateLimiter;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
@@ -147,6 +148,16 @@ impl GameApi {
             }
             leased = Some((instance, lease_seat));
         }
+        // Friends see the player at this table while the stream lasts.
+        let presence = viewer.map(|_| {
+            self.core.presence.start(
+                user_id,
+                Doing::Match {
+                    room_id: join.room_id.clone(),
+                    spectatable: loaded.room.allow_spectators,
+                },
+            )
+        });
         let (tx, rx) = mpsc::channel(256);
         let session = Session {
             core: Arc::clone(&self.core),
@@ -161,6 +172,7 @@ impl GameApi {
             settings: loaded.room.settings,
             tx,
             leased,
+            _presence: presence,
             _permit: permit,
         };
         let span = tracing::Span::current();
@@ -455,6 +467,8 @@ struct Session {
     tx: mpsc::Sender<Outgoing>,
     /// The seat as recorded under the presence lease, and the instance holding it.
     leased: Option<(Arc<str>, LeasedSeat)>,
+    /// The seat's "in a match" report to accounts, ended with the stream.
+    _presence: Option<PresenceGuard>,
     _permit: StreamPermit,
 }
 

@@ -29,8 +29,9 @@ use matchmaking::{
     metrics::Metrics,
     settings::Settings,
     store::{NewTicket, RedisStore, Store, TicketState},
-    upstream::{GameRooms, NameSource, RatingSource},
+    upstream::{GameRooms, NameSource, NoInvites, RatingSource},
 };
+use basra_platform::presence::PresenceReporter;
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
@@ -131,6 +132,8 @@ fn start(store: Arc<dyn Store>, metrics: Arc<Metrics>) -> CancellationToken {
         game: Arc::new(InstantGame),
         ratings: Arc::new(NoRatings),
         names: Arc::new(NoNames),
+        invites: Arc::new(NoInvites),
+        presence: PresenceReporter::disabled(),
         clock: Arc::new(SystemClock),
         metrics,
     };

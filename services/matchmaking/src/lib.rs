@@ -29,6 +29,7 @@ pub mod upstream;
 
 use std::sync::Arc;
 
+use basra_platform::presence::PresenceReporter;
 use basra_platform::{AuthLayer, ServeOptions, TokenVerifier};
 use basra_proto::basra::matchmaking::v1::matchmaking_service_server::MatchmakingServiceServer;
 use tokio::{net::TcpListener, task::JoinHandle};
@@ -44,7 +45,7 @@ use crate::{
     service::{Hub, Inner},
     settings::{QueueSettings, RoomSettings, Settings},
     store::{MemoryStore, RedisStore, Store},
-    upstream::{GameRooms, GrpcGame, GrpcPlayers, NameSource, RatingSource},
+    upstream::{GameRooms, GrpcGame, GrpcPlayers, Invites, NameSource, RatingSource},
 };
 
 /// The gRPC service name, for health and reflection.
@@ -75,6 +76,10 @@ pub struct Deps {
     pub ratings: Arc<dyn RatingSource>,
     /// Players' display names.
     pub names: Arc<dyn NameSource>,
+    /// Invites to friends.
+    pub invites: Arc<dyn Invites>,
+    /// Tells accounts who is searching (their friends see it).
+    pub presence: PresenceReporter,
     /// Time.
     pub clock: Arc<dyn Clock>,
     /// Metrics.
@@ -224,7 +229,9 @@ impl App {
             store,
             game: Arc::new(game),
             ratings: Arc::new(players.clone()),
-            names: Arc::new(players),
+            names: Arc::new(players.clone()),
+            invites: Arc::new(players.clone()),
+            presence: players.presence_reporter(CancellationToken::new()),
             clock: Arc::new(SystemClock),
             metrics: Arc::new(Metrics::new()),
         };

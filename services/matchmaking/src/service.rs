@@ -2,6 +2,7 @@
 
 use std::{collections::HashMap, pin::Pin, sync::Arc, sync::Mutex, time::Duration};
 
+use basra_platform::presence::{Doing, PresenceGuard};
 use basra_platform::{Caller, auth};
 use basra_proto::{
     basra::{
@@ -9,9 +10,9 @@ use basra_proto::{
         game::v1 as game,
         matchmaking::v1::{
             self as mm, CancelFindRequest, CancelFindResponse, CreateRoomRequest,
-            CreateRoomResponse, FindMatchRequest, FindMatchResponse, JoinRoomRequest,
-            JoinRoomResponse, ListPublicRoomsRequest, ListPublicRoomsResponse,
-            find_match_response::Update, join_room_request::Target,
+            CreateRoomResponse, FindMatchRequest, FindMatchResponse, InviteFriendRequest,
+            InviteFriendResponse, JoinRoomRequest, JoinRoomResponse, ListPublicRoomsRequest,
+            ListPublicRoomsResponse, find_match_response::Update, join_room_request::Target,
             matchmaking_service_server::MatchmakingService,
         },
     },
@@ -22,6 +23,8 @@ use tokio_stream::{Stream, wrappers::ReceiverStream};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
+
+mod invite;
 
 use crate::{
     Config, Deps,
@@ -372,12 +375,18 @@ impl MatchmakingApi {
         }
         tracing::debug!(ticket = %ticket_id, resumed = enqueued.resumed, format = %format.key(), "queued");
         let (tx, rx) = mpsc::channel(8);
+        // Friends see the player searching while the stream lasts.
+        let presence = inner
+            .deps
+            .presence
+            .start(&caller.user_id.to_string(), Doing::Queue);
         tokio::spawn(run_stream(
             self.inner.clone(),
             ticket_id,
             enqueued.view,
             wake,
             tx,
+            presence,
         ));
         Ok(Box::pin(ReceiverStream::new(rx)))
     }
@@ -729,6 +738,7 @@ async fn run_stream(
     first: TicketView,
     mut wake: mpsc::Receiver<()>,
     tx: mpsc::Sender<Result<FindMatchResponse, Status>>,
+    _presence: PresenceGuard,
 ) {
     let q = &inner.config.queue;
     let window = q.window();
@@ -1001,6 +1011,20 @@ impl MatchmakingService for MatchmakingApi {
         tracing::Span::current().record("user", tracing::field::display(caller.user_id));
         Ok(Response::new(
             self.join_room_inner(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user))]
+    async fn invite_friend(
+        &self,
+        request: Request<InviteFriendRequest>,
+    ) -> Result<Response<InviteFriendResponse>, Status> {
+        let caller = auth::caller(&request)?;
+        let caller = Self::player(caller)?;
+        tracing::Span::current().record("user", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.invite_friend_inner(caller, request.into_inner())
+                .await?,
         ))
     }
 }

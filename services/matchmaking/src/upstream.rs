@@ -5,17 +5,24 @@
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use basra_platform::auth::ServiceIdentity;
+use basra_platform::presence::PresenceReporter;
 use basra_platform::telemetry::{TracedChannel, traced};
 use basra_proto::basra::{
     accounts::v1::{
-        GetPlayersRequest, PlayerSummary, accounts_service_client::AccountsServiceClient,
+        GetPlayersRequest, PlayerSummary, SendInviteRequest, SendInviteResponse,
+        accounts_service_client::AccountsServiceClient,
     },
     game::v1::{
         CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, SeatPlayerRequest,
         SeatPlayerResponse, game_service_client::GameServiceClient,
     },
 };
-use tonic::{Code, Request, Status, metadata::MetadataValue, transport::Endpoint};
+use tokio_util::sync::CancellationToken;
+use tonic::{
+    Code, Request, Status,
+    metadata::MetadataValue,
+    transport::{Channel, Endpoint},
+};
 
 use crate::error::{MatchmakingError, Result};
 
@@ -154,6 +161,7 @@ pub trait NameSource: Send + Sync + 'static {
 /// ratings ([`RatingSource`]).
 #[derive(Debug, Clone)]
 pub struct GrpcPlayers {
+    channel: Channel,
     client: AccountsServiceClient<TracedChannel>,
     credentials: ServiceCredentials,
 }
@@ -161,10 +169,38 @@ pub struct GrpcPlayers {
 impl GrpcPlayers {
     /// A client of accounts at `url`, sending `service_token`.
     pub fn new(url: &str, service_token: &str, timeout: Duration) -> Result<GrpcPlayers> {
+        GrpcPlayers::with_credentials(
+            url,
+            ServiceCredentials::Static(bearer(service_token)?),
+            timeout,
+        )
+    }
+
+    fn with_credentials(
+        url: &str,
+        credentials: ServiceCredentials,
+        timeout: Duration,
+    ) -> Result<GrpcPlayers> {
+        let channel = endpoint(url, timeout)?.connect_lazy();
         Ok(GrpcPlayers {
-            client: AccountsServiceClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
-            credentials: ServiceCredentials::Static(bearer(service_token)?),
+            client: AccountsServiceClient::new(traced(channel.clone())),
+            channel,
+            credentials,
         })
+    }
+
+    /// Reports who is searching to accounts over the same channel, until `shutdown`.
+    pub fn presence_reporter(&self, shutdown: CancellationToken) -> PresenceReporter {
+        let credentials = self.credentials.clone();
+        PresenceReporter::spawn(
+            self.channel.clone(),
+            Arc::new(move || {
+                let value = credentials.authorization().ok()?;
+                let value = value.to_str().ok()?;
+                Some(value.strip_prefix("Bearer ")?.to_owned())
+            }),
+            shutdown,
+        )
     }
 
     /// Like [`GrpcPlayers::new`], with tokens minted by `identity` (matchmaking's own key).
@@ -173,10 +209,7 @@ impl GrpcPlayers {
         identity: Arc<ServiceIdentity>,
         timeout: Duration,
     ) -> Result<GrpcPlayers> {
-        Ok(GrpcPlayers {
-            client: AccountsServiceClient::new(traced(endpoint(url, timeout)?.connect_lazy())),
-            credentials: ServiceCredentials::Identity(identity),
-        })
+        GrpcPlayers::with_credentials(url, ServiceCredentials::Identity(identity), timeout)
     }
 
     /// Those of `user_ids` that exist.
@@ -240,6 +273,36 @@ impl NameSource for GrpcPlayers {
             .into_iter()
             .map(|p| (p.user_id, p.display_name))
             .collect())
+    }
+}
+
+/// Where invites go: accounts' internal `SendInvite`, which checks the friendship and
+/// puts the invite on the friend's feed.
+#[tonic::async_trait]
+pub trait Invites: Send + Sync + 'static {
+    /// `AccountsService/SendInvite`; its status is the answer.
+    async fn send_invite(&self, request: SendInviteRequest) -> Result<SendInviteResponse, Status>;
+}
+
+#[tonic::async_trait]
+impl Invites for GrpcPlayers {
+    async fn send_invite(&self, request: SendInviteRequest) -> Result<SendInviteResponse, Status> {
+        let mut request = Request::new(request);
+        request
+            .metadata_mut()
+            .insert("authorization", self.credentials.authorization()?);
+        Ok(self.client.clone().send_invite(request).await?.into_inner())
+    }
+}
+
+/// No accounts to deliver invites to (tools, benchmarks): every invite is UNAVAILABLE.
+#[derive(Debug, Clone, Copy)]
+pub struct NoInvites;
+
+#[tonic::async_trait]
+impl Invites for NoInvites {
+    async fn send_invite(&self, _request: SendInviteRequest) -> Result<SendInviteResponse, Status> {
+        Err(Status::unavailable("no accounts service to deliver invites"))
     }
 }
 

@@ -7,10 +7,10 @@ use tonic::{Request, Status};
 use uuid::Uuid;
 
 use super::AccountsApi;
+use super::feed::friend_to_proto;
 use crate::domain::{self, Username};
 use crate::error::{AccountsError, Result};
 use crate::friends::{Action, FriendCode, FriendEntry, Outcome, Refusal};
-use crate::record::timestamp_to_proto;
 use crate::store::Store;
 
 impl<S: Store> AccountsApi<S> {
@@ -84,7 +84,8 @@ impl<S: Store> AccountsApi<S> {
             return Err(Refusal::Yourself.into());
         }
         let limits = self.inner.config.friends;
-        self.inner
+        let outcome = self
+            .inner
             .store
             .befriend(caller.user_id, other, action, limits, domain::now())
             .await
@@ -92,7 +93,10 @@ impl<S: Store> AccountsApi<S> {
                 // The other player: "no such user" reads as the caller's own account.
                 AccountsError::UserNotFound => Refusal::NoSuchPlayer.into(),
                 other => other,
-            })
+            })?;
+        self.after_friend_action(caller.user_id, other, action, outcome)
+            .await;
+        Ok(outcome)
     }
 
     pub(super) async fn do_list_friends(&self, caller: Caller) -> Result<pb::ListFriendsResponse> {
@@ -118,13 +122,4 @@ fn parse_user_id(raw: &str) -> Result<Uuid> {
         return Err(AccountsError::invalid("user_id", "must not be empty"));
     }
     Uuid::parse_str(raw).map_err(|_| AccountsError::invalid("user_id", "is not a user id"))
-}
-
-fn friend_to_proto(entry: FriendEntry) -> pb::Friend {
-    pb::Friend {
-        user_id: entry.user_id.to_string(),
-        display_name: entry.display_name,
-        is_guest: entry.is_guest,
-        since: Some(timestamp_to_proto(entry.since)),
-    }
 }

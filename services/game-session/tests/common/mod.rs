@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,6 +23,7 @@ use game_session::{AccountsLink, Credentials, RedisStore, RoomStore, ServiceConf
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_stream::Stream;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use tonic::{Request, Status, Streaming};
@@ -496,6 +498,8 @@ pub fn fake_name(user_id: &str) -> String {
 pub struct FakeAccounts {
     pub recorded: Arc<Mutex<HashMap<String, (acc::MatchRecord, u32)>>>,
     pub calls: Arc<Mutex<u32>>,
+    /// Every presence report received, in order.
+    pub presence: Arc<Mutex<Vec<acc::PresenceReport>>>,
 }
 
 #[tonic::async_trait]
@@ -637,6 +641,30 @@ impl acc::accounts_service_server::AccountsService for FakeAccounts {
         &self,
         _: Request<acc::ListFriendsRequest>,
     ) -> Result<tonic::Response<acc::ListFriendsResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    type WatchFriendsStream =
+        Pin<Box<dyn Stream<Item = Result<acc::WatchFriendsResponse, Status>> + Send>>;
+    async fn watch_friends(
+        &self,
+        _: Request<acc::WatchFriendsRequest>,
+    ) -> Result<tonic::Response<Self::WatchFriendsStream>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn report_presence(
+        &self,
+        request: Request<acc::ReportPresenceRequest>,
+    ) -> Result<tonic::Response<acc::ReportPresenceResponse>, Status> {
+        self.presence
+            .lock()
+            .unwrap()
+            .extend(request.into_inner().reports);
+        Ok(tonic::Response::new(acc::ReportPresenceResponse {}))
+    }
+    async fn send_invite(
+        &self,
+        _: Request<acc::SendInviteRequest>,
+    ) -> Result<tonic::Response<acc::SendInviteResponse>, Status> {
         Err(Status::unimplemented("fake"))
     }
 }

@@ -19,6 +19,7 @@ use basra_platform::{
     AuthLayer, Caller, Role, TokenIssuer,
     auth::{self, SigningKey},
 };
+use basra_proto::basra::accounts::v1::{SendInviteRequest, SendInviteResponse};
 use basra_proto::basra::game::v1 as game;
 use basra_proto::basra::{
     common::v1::RoomStatus,
@@ -36,7 +37,7 @@ use matchmaking::{
     metrics::Metrics,
     settings::Settings,
     store::{MemoryStore, RedisStore, Store},
-    upstream::{GrpcGame, NameSource, RatingSource},
+    upstream::{GrpcGame, Invites, NameSource, RatingSource},
 };
 use tokio::net::TcpListener;
 use tokio_stream::Stream;
@@ -324,14 +325,36 @@ impl RatingSource for MapRatings {
     }
 }
 
+/// Invites as accounts would take them: recorded, or refused with the status set.
+#[derive(Default)]
+pub struct FakeInvites {
+    pub sent: Mutex<Vec<SendInviteRequest>>,
+    pub refuse_with: Mutex<Option<Status>>,
+}
+
+#[tonic::async_trait]
+impl Invites for FakeInvites {
+    async fn send_invite(&self, request: SendInviteRequest) -> Result<SendInviteResponse, Status> {
+        if let Some(status) = self.refuse_with.lock().unwrap().clone() {
+            return Err(status);
+        }
+        let mut sent = self.sent.lock().unwrap();
+        sent.push(request);
+        Ok(SendInviteResponse {
+            seq: sent.len() as u64,
+        })
+    }
+}
+
 /// Everything replicas of one test share: tokens, time, game-session,
-/// ratings, and the Redis prefix.
+/// ratings, invites, and the Redis prefix.
 pub struct Env {
     pub issuer: Arc<TokenIssuer>,
     pub clock: ManualClock,
     pub game: Arc<FakeGame>,
     pub game_addr: SocketAddr,
     pub ratings: Arc<MapRatings>,
+    pub invites: Arc<FakeInvites>,
     pub prefix: String,
     pub settings: Settings,
     pub shutdown: CancellationToken,
@@ -386,6 +409,7 @@ impl Env {
             game,
             game_addr,
             ratings: Arc::new(MapRatings::default()),
+            invites: Arc::default(),
             prefix: unique_prefix(),
             settings,
             shutdown,
@@ -443,6 +467,8 @@ impl Env {
             ),
             ratings: self.ratings.clone(),
             names: Arc::new(NamesFromIds),
+            invites: self.invites.clone(),
+            presence: basra_platform::presence::PresenceReporter::disabled(),
             clock: Arc::new(self.clock.clone()),
             metrics: metrics.clone(),
         };

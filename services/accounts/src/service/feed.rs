@@ -1,0 +1,551 @@
+//! The social feed (WatchFriends), presence reports from the other services
+//! (ReportPresence) and invites (SendInvite); and the notes friend actions leave on the
+//! other player's feed.
+//!
+//! A feed is one task per stream: it sends a snapshot (friends with their presence,
+//! waiting requests), the kept notes the client missed, then whatever the [`Hub`] says
+//! changed, and looks at everything again every [`LOOK_AGAIN_EVERY`] (a presence report
+//! that lapsed is announced by nobody).
+//!
+//! [`Hub`]: crate::social::Hub
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use basra_platform::auth::{Caller, Role};
+use basra_proto::basra::accounts::v1 as pb;
+use prost::Message as _;
+use tokio::sync::mpsc;
+use tonic::Status;
+use uuid::Uuid;
+
+use super::AccountsApi;
+use crate::error::{AccountsError, Result};
+use crate::friends::{Action, FriendEntry, Outcome};
+use crate::record::timestamp_to_proto;
+use crate::social::{Activity, Change, FeedTap, Hub, Presence, SocialStore};
+use crate::store::Store;
+
+/// How often a feed looks at its friends' presence and its notes again.
+pub const LOOK_AGAIN_EVERY: Duration = Duration::from_secs(30);
+/// How often an open feed repeats its player's "online" report.
+const ONLINE_EVERY: Duration = Duration::from_secs(20);
+/// The most feeds one player may have open on one replica.
+pub const MAX_FEEDS_PER_PLAYER: usize = 4;
+/// The most reports in one ReportPresence call.
+pub const MAX_REPORTS_PER_CALL: usize = 1000;
+/// Events queued for a slow client before its feed waits.
+const FEED_BUFFER: usize = 64;
+
+/// The stream WatchFriends answers.
+pub type FeedStream =
+    Pin<Box<dyn tokio_stream::Stream<Item = Result<pb::WatchFriendsResponse, Status>> + Send>>;
+
+/// Presence and notes, the hub handing out their changes, and the feeds open here.
+#[derive(Debug, Clone)]
+pub struct Social {
+    store: SocialStore,
+    hub: Hub,
+    /// Open feeds per player on this replica (the "online" report ends with the last).
+    feeds: Arc<Mutex<HashMap<Uuid, usize>>>,
+}
+
+impl Social {
+    /// `store`, its changes handed out until `shutdown`.
+    pub fn new(store: SocialStore, shutdown: tokio_util::sync::CancellationToken) -> Social {
+        let hub = Hub::start(&store, shutdown);
+        Social {
+            store,
+            hub,
+            feeds: Arc::default(),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &SocialStore {
+        &self.store
+    }
+
+    /// Counts a new feed of `user`; refused past [`MAX_FEEDS_PER_PLAYER`].
+    fn open_feed(&self, user: Uuid) -> Result<OpenFeed> {
+        let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        let count = feeds.entry(user).or_default();
+        if *count >= MAX_FEEDS_PER_PLAYER {
+            return Err(AccountsError::Overloaded {
+                what: "your open WatchFriends streams (at most 4)",
+                retry_after: Duration::from_secs(5),
+            });
+        }
+        *count += 1;
+        Ok(OpenFeed {
+            social: self.clone(),
+            user,
+        })
+    }
+}
+
+/// One open feed; the player's "online" report ends when their last feed here closes.
+struct OpenFeed {
+    social: Social,
+    user: Uuid,
+}
+
+impl Drop for OpenFeed {
+    fn drop(&mut self) {
+        let last = {
+            let mut feeds = self.social.feeds.lock().unwrap_or_else(|e| e.into_inner());
+            match feeds.get_mut(&self.user) {
+                Some(count) if *count > 1 => {
+                    *count -= 1;
+                    false
+                }
+                _ => {
+                    feeds.remove(&self.user);
+                    true
+                }
+            }
+        };
+        if last {
+            let store = self.social.store.clone();
+            let user = self.user;
+            tokio::spawn(async move {
+                if let Err(err) = store.end(user, &Activity::Online).await {
+                    tracing::warn!(error = %err, %user, "cannot end an online report; it lapses by itself");
+                }
+            });
+        }
+    }
+}
+
+impl<S: Store> AccountsApi<S> {
+    pub(super) async fn do_watch_friends(
+        &self,
+        caller: Caller,
+        req: pb::WatchFriendsRequest,
+    ) -> Result<FeedStream> {
+        let open = self.inner.social.open_feed(caller.user_id)?;
+        let mut feed = Feed {
+            api: self.clone(),
+            me: caller.user_id,
+            tap: self.inner.social.hub.tap(vec![caller.user_id]),
+            friends: Vec::new(),
+            shown: HashMap::new(),
+            last_seq: req.last_seen_seq,
+            _open: open,
+        };
+        let social = &self.inner.social.store;
+        social.begin(feed.me, &Activity::Online).await?;
+        // The first events are read before the stream is answered, so a store that is
+        // down is a status, not a stream that ends at once.
+        let first = feed.opening().await?;
+        let (tx, rx) = mpsc::channel(FEED_BUFFER);
+        tokio::spawn(async move {
+            for event in first {
+                if tx.send(Ok(event)).await.is_err() {
+                    return;
+                }
+            }
+            if let Err(err) = feed.follow(&tx).await {
+                let _ = tx.send(Err(Status::from(err))).await;
+            }
+        });
+        Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
+    }
+
+    pub(super) async fn do_report_presence(
+        &self,
+        caller: Caller,
+        req: pb::ReportPresenceRequest,
+    ) -> Result<pb::ReportPresenceResponse> {
+        if caller.role != Role::Service {
+            return Err(AccountsError::PermissionDenied(
+                "ReportPresence needs a service token",
+            ));
+        }
+        if req.reports.len() > MAX_REPORTS_PER_CALL {
+            return Err(AccountsError::invalid(
+                "reports",
+                format!("holds {} reports; at most 1000", req.reports.len()),
+            ));
+        }
+        // Every report is checked before any is stored: a bad batch changes nothing.
+        let reports = req
+            .reports
+            .into_iter()
+            .map(parse_report)
+            .collect::<Result<Vec<_>>>()?;
+        let social = &self.inner.social.store;
+        for (user, activity, ended) in reports {
+            if ended {
+                social.end(user, &activity).await?;
+            } else {
+                social.begin(user, &activity).await?;
+            }
+        }
+        Ok(pb::ReportPresenceResponse {})
+    }
+
+    pub(super) async fn do_send_invite(
+        &self,
+        caller: Caller,
+        req: pb::SendInviteRequest,
+    ) -> Result<pb::SendInviteResponse> {
+        if caller.role != Role::Service {
+            return Err(AccountsError::PermissionDenied(
+                "SendInvite needs a service token; players invite through matchmaking's InviteFriend",
+            ));
+        }
+        let from = parse_id("from_user_id", &req.from_user_id)?;
+        let to = parse_id("to_user_id", &req.to_user_id)?;
+        if from == to {
+            return Err(AccountsError::invalid(
+                "to_user_id",
+                "is the inviter: a player cannot invite themselves",
+            ));
+        }
+        if req.room_id.is_empty() || req.join_code.is_empty() {
+            return Err(AccountsError::invalid(
+                "room_id",
+                "an invite needs the room id and its join code",
+            ));
+        }
+        let expires_at = req
+            .expires_at
+            .as_ref()
+            .and_then(|t| chrono::DateTime::from_timestamp(t.seconds, t.nanos.max(0) as u32))
+            .ok_or_else(|| AccountsError::invalid("expires_at", "is missing or out of range"))?;
+        if expires_at <= crate::domain::now() {
+            return Err(AccountsError::invalid(
+                "expires_at",
+                "is in the past: the room has lapsed",
+            ));
+        }
+        let store = &self.inner.store;
+        let invited = store.friend_list(to).await?;
+        if invited.blocked.iter().any(|entry| entry.user_id == from) {
+            return Err(crate::friends::Refusal::NoSuchPlayer.into());
+        }
+        let Some(inviter) = invited
+            .friends
+            .into_iter()
+            .find(|entry| entry.user_id == from)
+        else {
+            // Unknown players have no friends: tell "no such player" from "not friends".
+            return Err(match store.user(to).await? {
+                None => crate::friends::Refusal::NoSuchPlayer.into(),
+                Some(_) => AccountsError::Precondition(
+                    "the two players are not friends: only friends can be invited",
+                ),
+            });
+        };
+        let seq = self
+            .push_note(
+                to,
+                pb::watch_friends_response::Event::Invite(pb::Invite {
+                    from: Some(friend_to_proto(inviter)),
+                    room_id: req.room_id,
+                    join_code: req.join_code,
+                    settings: req.settings,
+                    expires_at: req.expires_at,
+                }),
+            )
+            .await?;
+        Ok(pb::SendInviteResponse { seq })
+    }
+
+    /// Keeps `event` on `user`'s feed; returns its seq.
+    async fn push_note(&self, user: Uuid, event: pb::watch_friends_response::Event) -> Result<u64> {
+        let payload = pb::WatchFriendsResponse {
+            seq: 0,
+            at: Some(timestamp_to_proto(crate::domain::now())),
+            event: Some(event),
+        }
+        .encode_to_vec();
+        self.inner.social.store.push_note(user, &payload).await
+    }
+
+    /// After a friend action of `caller` towards `other` succeeded: the note it leaves on
+    /// the other player's feed and the friend lists it changed. The action stands
+    /// whatever happens here (the store may be down): a missed note is seen in the next
+    /// snapshot or ListFriends.
+    pub(super) async fn after_friend_action(
+        &self,
+        caller: Uuid,
+        other: Uuid,
+        action: Action,
+        outcome: Outcome,
+    ) {
+        let social = &self.inner.social.store;
+        let result = async {
+            let me = || async {
+                let user = self.inner.store.user(caller).await?;
+                Ok::<_, AccountsError>(user.map(|user| FriendEntry {
+                    user_id: user.id,
+                    display_name: user.display_name,
+                    is_guest: user.is_guest,
+                    since: crate::domain::now(),
+                }))
+            };
+            match outcome {
+                Outcome::Requested => {
+                    if let Some(entry) = me().await? {
+                        self.push_note(
+                            other,
+                            pb::watch_friends_response::Event::FriendRequest(friend_to_proto(
+                                entry,
+                            )),
+                        )
+                        .await?;
+                    }
+                }
+                Outcome::BecameFriends => {
+                    if let Some(entry) = me().await? {
+                        self.push_note(
+                            other,
+                            pb::watch_friends_response::Event::FriendAdded(friend_to_proto(entry)),
+                        )
+                        .await?;
+                    }
+                    social.friends_changed(caller).await?;
+                    social.friends_changed(other).await?;
+                }
+                Outcome::Done if matches!(action, Action::Remove | Action::Block) => {
+                    social.friends_changed(caller).await?;
+                    social.friends_changed(other).await?;
+                }
+                Outcome::Done => {}
+            }
+            Ok::<_, AccountsError>(())
+        }
+        .await;
+        if let Err(err) = result {
+            tracing::warn!(error = %err, "a friend action's notification was not delivered");
+        }
+    }
+}
+
+fn parse_id(field: &'static str, raw: &str) -> Result<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| AccountsError::invalid(field, "is not a user id"))
+}
+
+fn parse_report(report: pb::PresenceReport) -> Result<(Uuid, Activity, bool)> {
+    let user = parse_id("reports.user_id", &report.user_id)?;
+    let activity = match pb::Activity::try_from(report.activity) {
+        Ok(pb::Activity::InQueue) if report.room_id.is_empty() => Activity::Queue,
+        Ok(pb::Activity::InQueue) => {
+            return Err(AccountsError::invalid(
+                "reports.room_id",
+                "is set on an IN_QUEUE report: only IN_MATCH names a room",
+            ));
+        }
+        Ok(pb::Activity::InMatch) => {
+            Activity::Match(Some(report.room_id).filter(|room| !room.is_empty()))
+        }
+        _ => {
+            return Err(AccountsError::invalid(
+                "reports.activity",
+                "must be ACTIVITY_IN_QUEUE or ACTIVITY_IN_MATCH",
+            ));
+        }
+    };
+    if let Activity::Match(Some(room)) = &activity
+        && room.len() > 128
+    {
+        return Err(AccountsError::invalid(
+            "reports.room_id",
+            "is longer than 128 characters",
+        ));
+    }
+    Ok((user, activity, report.ended))
+}
+
+pub(super) fn friend_to_proto(entry: FriendEntry) -> pb::Friend {
+    pb::Friend {
+        user_id: entry.user_id.to_string(),
+        display_name: entry.display_name,
+        is_guest: entry.is_guest,
+        since: Some(timestamp_to_proto(entry.since)),
+    }
+}
+
+fn presence_to_proto(presence: &Presence) -> pb::Presence {
+    let (activity, room_id) = match presence {
+        Presence::Offline => (pb::Activity::Offline, String::new()),
+        Presence::Online => (pb::Activity::Online, String::new()),
+        Presence::InQueue => (pb::Activity::InQueue, String::new()),
+        Presence::InMatch(room) => (pb::Activity::InMatch, room.clone().unwrap_or_default()),
+    };
+    pb::Presence {
+        activity: activity as i32,
+        room_id,
+    }
+}
+
+/// One open WatchFriends stream.
+struct Feed<S> {
+    api: AccountsApi<S>,
+    me: Uuid,
+    tap: FeedTap,
+    /// The friends as last read.
+    friends: Vec<FriendEntry>,
+    /// The presence last sent per friend.
+    shown: HashMap<Uuid, Presence>,
+    /// The last note sent.
+    last_seq: u64,
+    _open: OpenFeed,
+}
+
+type Sink = mpsc::Sender<Result<pb::WatchFriendsResponse, Status>>;
+
+impl<S: Store> Feed<S> {
+    fn event(seq: u64, event: pb::watch_friends_response::Event) -> pb::WatchFriendsResponse {
+        pb::WatchFriendsResponse {
+            seq,
+            at: Some(timestamp_to_proto(crate::domain::now())),
+            event: Some(event),
+        }
+    }
+
+    fn social(&self) -> &SocialStore {
+        &self.api.inner.social.store
+    }
+
+    /// The snapshot and the missed notes.
+    async fn opening(&mut self) -> Result<Vec<pb::WatchFriendsResponse>> {
+        let list = self.api.inner.store.friend_list(self.me).await?;
+        self.set_friends(list.friends);
+        let ids: Vec<Uuid> = self.friends.iter().map(|f| f.user_id).collect();
+        let presence = self.social().presence(&ids).await?;
+        self.shown = ids.iter().copied().zip(presence).collect();
+        let snapshot = pb::FriendsSnapshot {
+            friends: self
+                .friends
+                .iter()
+                .map(|friend| self.friend_presence(friend))
+                .collect(),
+            incoming: list.incoming.into_iter().map(friend_to_proto).collect(),
+        };
+        let mut events = vec![Self::event(
+            0,
+            pb::watch_friends_response::Event::Snapshot(snapshot),
+        )];
+        events.extend(self.new_notes().await?);
+        Ok(events)
+    }
+
+    fn set_friends(&mut self, friends: Vec<FriendEntry>) {
+        let mut players: Vec<Uuid> = friends.iter().map(|f| f.user_id).collect();
+        players.push(self.me);
+        self.tap.watch(players);
+        self.friends = friends;
+    }
+
+    fn friend_presence(&self, friend: &FriendEntry) -> pb::FriendPresence {
+        pb::FriendPresence {
+            friend: Some(friend_to_proto(friend.clone())),
+            presence: Some(presence_to_proto(
+                self.shown
+                    .get(&friend.user_id)
+                    .unwrap_or(&Presence::Offline),
+            )),
+        }
+    }
+
+    /// The kept notes after the last one sent.
+    async fn new_notes(&mut self) -> Result<Vec<pb::WatchFriendsResponse>> {
+        let notes = self.social().notes_after(self.me, self.last_seq).await?;
+        let mut events = Vec::with_capacity(notes.len());
+        for note in notes {
+            self.last_seq = self.last_seq.max(note.seq);
+            match pb::WatchFriendsResponse::decode(note.payload.as_slice()) {
+                Ok(mut event) => {
+                    event.seq = note.seq;
+                    events.push(event);
+                }
+                Err(err) => {
+                    tracing::error!(error = %err, seq = note.seq, "a kept note does not decode; skipped")
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    /// The presence changes of `players` (friends only) since last sent.
+    async fn presence_changes(
+        &mut self,
+        players: &[Uuid],
+    ) -> Result<Vec<pb::WatchFriendsResponse>> {
+        let players: Vec<Uuid> = players
+            .iter()
+            .copied()
+            .filter(|p| self.friends.iter().any(|f| f.user_id == *p))
+            .collect();
+        let presence = self.social().presence(&players).await?;
+        let mut events = Vec::new();
+        for (player, now) in players.into_iter().zip(presence) {
+            if self.shown.get(&player) != Some(&now) {
+                self.shown.insert(player, now);
+                if let Some(friend) = self.friends.iter().find(|f| f.user_id == player) {
+                    events.push(Self::event(
+                        0,
+                        pb::watch_friends_response::Event::PresenceChanged(
+                            self.friend_presence(friend),
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    /// Reads the friend list again: new friends' presence is sent, former friends are
+    /// forgotten.
+    async fn reload_friends(&mut self) -> Result<Vec<pb::WatchFriendsResponse>> {
+        let list = self.api.inner.store.friend_list(self.me).await?;
+        self.set_friends(list.friends);
+        let ids: Vec<Uuid> = self.friends.iter().map(|f| f.user_id).collect();
+        self.shown.retain(|player, _| ids.contains(player));
+        self.presence_changes(&ids).await
+    }
+
+    /// Sends what changes until the client goes away or the store fails.
+    async fn follow(&mut self, tx: &Sink) -> Result<()> {
+        let mut look_again = tokio::time::interval(LOOK_AGAIN_EVERY);
+        let mut online = tokio::time::interval(ONLINE_EVERY);
+        look_again.reset();
+        online.reset();
+        loop {
+            let events = tokio::select! {
+                () = tx.closed() => return Ok(()),
+                change = self.tap.recv() => match change {
+                    Some(Change::Presence(player)) if player != self.me => {
+                        self.presence_changes(&[player]).await?
+                    }
+                    Some(Change::Presence(_)) => Vec::new(),
+                    Some(Change::Note(_)) => self.new_notes().await?,
+                    Some(Change::Friends(_)) => self.reload_friends().await?,
+                    Some(Change::Resync) => self.everything().await?,
+                    None => return Ok(()),
+                },
+                _ = look_again.tick() => self.everything().await?,
+                _ = online.tick() => {
+                    self.social().begin(self.me, &Activity::Online).await?;
+                    Vec::new()
+                }
+            };
+            for event in events {
+                if tx.send(Ok(event)).await.is_err() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    async fn everything(&mut self) -> Result<Vec<pb::WatchFriendsResponse>> {
+        let mut events = self.reload_friends().await?;
+        events.extend(self.new_notes().await?);
+        Ok(events)
+    }
+}
