@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::broadcast;
 use uuid::Uuid;
@@ -15,6 +15,7 @@ use super::{Activity, Change, KEEP_NOTES, NOTES_TTL, Note, Presence, REPORT_TTL}
 pub struct MemorySocial {
     inner: Arc<Mutex<Inner>>,
     changes: broadcast::Sender<Change>,
+    report_ttl: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -30,6 +31,7 @@ impl Default for MemorySocial {
         MemorySocial {
             inner: Arc::default(),
             changes: broadcast::channel(4096).0,
+            report_ttl: REPORT_TTL,
         }
     }
 }
@@ -55,6 +57,12 @@ impl MemorySocial {
         MemorySocial::default()
     }
 
+    /// Reports last `ttl` instead of [`REPORT_TTL`] (tests watch them lapse).
+    pub fn with_report_ttl(mut self, ttl: Duration) -> MemorySocial {
+        self.report_ttl = ttl;
+        self
+    }
+
     pub(super) fn set(&self, user: Uuid, activity: &Activity, begin: bool) {
         let now = Instant::now();
         let changed = {
@@ -62,7 +70,7 @@ impl MemorySocial {
             let before = inner.presence(user, now);
             let slot = &mut inner.reports.entry(user).or_default()[activity.slot() - 1];
             if begin {
-                *slot = Some((activity.value().to_owned(), now + REPORT_TTL));
+                *slot = Some((activity.value().to_owned(), now + self.report_ttl));
             } else if activity.ending_value().is_empty()
                 || slot
                     .as_ref()

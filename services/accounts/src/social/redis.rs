@@ -14,6 +14,8 @@
 //! The reports expire by themselves ([`REPORT_TTL`]); nobody is told when one lapses, so
 //! feeds look at their friends' presence again from time to time (see [`super::Hub`]).
 
+use std::time::Duration;
+
 use basra_platform::redis::{Connection, Keys, PubSubEvent, Redis, Script, shard_of};
 use redis::AsyncCommands as _;
 use tokio::sync::broadcast;
@@ -34,6 +36,7 @@ pub struct RedisSocial {
     presence_set: Script,
     note_push: Script,
     changes: broadcast::Sender<Change>,
+    report_ttl: Duration,
 }
 
 impl std::fmt::Debug for RedisSocial {
@@ -64,6 +67,7 @@ impl RedisSocial {
             presence_set: Script::new(include_str!("lua/presence_set.lua")),
             note_push: Script::new(include_str!("lua/note_push.lua")),
             changes: broadcast::channel(4096).0,
+            report_ttl: REPORT_TTL,
         };
         let changes = store.changes.clone();
         let channels = (0..SHARDS).map(|shard| store.channel(shard)).collect();
@@ -82,6 +86,12 @@ impl RedisSocial {
             .await
             .map_err(unavailable)?;
         Ok(store)
+    }
+
+    /// Reports last `ttl` instead of [`REPORT_TTL`] (tests watch them lapse).
+    pub fn with_report_ttl(mut self, ttl: Duration) -> RedisSocial {
+        self.report_ttl = ttl;
+        self
     }
 
     fn conn(&self) -> Connection {
@@ -109,7 +119,7 @@ impl RedisSocial {
         invocation
             .arg(activity.slot())
             .arg(if begin { activity.value() } else { "" })
-            .arg(REPORT_TTL.as_millis() as u64)
+            .arg(self.report_ttl.as_millis() as u64)
             .arg(activity.ending_value());
         let changed: i64 = invocation
             .invoke_async(&mut self.conn())

@@ -1,0 +1,189 @@
+//! The presence and notes contract, run against every [`SocialStore`]: in memory, on
+//! Redis (`REDIS_URL`) and on the Redis Cluster (`REDIS_CLUSTER_URL`,
+//! `scripts/redis-cluster.sh start`). The Redis cases fail when Redis is unreachable.
+
+use std::time::Duration;
+
+use accounts::social::{Activity, Change, MemorySocial, Presence, RedisSocial, SocialStore};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// Reports last this long in these tests.
+const TTL: Duration = Duration::from_millis(400);
+
+fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+fn cluster_url() -> String {
+    std::env::var("REDIS_CLUSTER_URL").unwrap_or_else(|_| {
+        "redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003".into()
+    })
+}
+
+async fn redis_at(url: &str) -> SocialStore {
+    let prefix = format!("test-social-{}", Uuid::now_v7().simple());
+    let store = RedisSocial::connect(url, &prefix, CancellationToken::new())
+        .await
+        .unwrap_or_else(|err| panic!("Redis is needed at {url}: {err}"));
+    SocialStore::Redis(store.with_report_ttl(TTL))
+}
+
+macro_rules! social_contract {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::cases::$name(accounts::social::SocialStore::Memory(
+                        super::MemorySocial::new().with_report_ttl(super::TTL),
+                    ))
+                    .await;
+                }
+            )*
+        }
+        mod redis {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::cases::$name(super::redis_at(&super::redis_url()).await).await;
+                }
+            )*
+        }
+        mod cluster {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::cases::$name(super::redis_at(&super::cluster_url()).await).await;
+                }
+            )*
+        }
+    };
+}
+
+social_contract!(
+    presence_is_the_busiest_report_and_changes_are_announced,
+    a_report_lapses_unless_repeated,
+    notes_are_numbered_kept_and_read_after_a_seq,
+    friend_list_changes_are_announced,
+);
+
+/// The next announcement about anything, within a second.
+async fn next(changes: &mut broadcast::Receiver<Change>) -> Change {
+    tokio::time::timeout(Duration::from_secs(1), changes.recv())
+        .await
+        .expect("an announcement within a second")
+        .expect("the announcements go on")
+}
+
+async fn presence_of(store: &SocialStore, user: Uuid) -> Presence {
+    store.presence(&[user]).await.unwrap().remove(0)
+}
+
+mod cases {
+    use super::*;
+
+    pub(super) async fn presence_is_the_busiest_report_and_changes_are_announced(
+        store: SocialStore,
+    ) {
+        let (me, marker) = (Uuid::now_v7(), Uuid::now_v7());
+        let mut changes = store.changes();
+        assert_eq!(presence_of(&store, me).await, Presence::Offline);
+
+        store.begin(me, &Activity::Online).await.unwrap();
+        assert_eq!(next(&mut changes).await, Change::Presence(me));
+        assert_eq!(presence_of(&store, me).await, Presence::Online);
+
+        store.begin(me, &Activity::Queue).await.unwrap();
+        assert_eq!(next(&mut changes).await, Change::Presence(me));
+        assert_eq!(presence_of(&store, me).await, Presence::InQueue);
+
+        let r1 = Activity::Match(Some("room-1".into()));
+        store.begin(me, &r1).await.unwrap();
+        assert_eq!(next(&mut changes).await, Change::Presence(me));
+        assert_eq!(
+            presence_of(&store, me).await,
+            Presence::InMatch(Some("room-1".into()))
+        );
+
+        // Repeating a report changes nothing and announces nothing; nor does the end of
+        // another room (the player moved on from it): the marker's change comes first.
+        store.begin(me, &r1).await.unwrap();
+        store
+            .end(me, &Activity::Match(Some("room-0".into())))
+            .await
+            .unwrap();
+        store.begin(marker, &Activity::Online).await.unwrap();
+        assert_eq!(next(&mut changes).await, Change::Presence(marker));
+        assert_eq!(
+            presence_of(&store, me).await,
+            Presence::InMatch(Some("room-1".into()))
+        );
+
+        store.end(me, &r1).await.unwrap();
+        assert_eq!(next(&mut changes).await, Change::Presence(me));
+        assert_eq!(presence_of(&store, me).await, Presence::InQueue);
+        store.end(me, &Activity::Queue).await.unwrap();
+        store.end(me, &Activity::Online).await.unwrap();
+        assert_eq!(presence_of(&store, me).await, Presence::Offline);
+
+        // A room that may not be watched is not named.
+        store.begin(me, &Activity::Match(None)).await.unwrap();
+        let both = store.presence(&[me, marker]).await.unwrap();
+        assert_eq!(both, vec![Presence::InMatch(None), Presence::Online]);
+    }
+
+    pub(super) async fn a_report_lapses_unless_repeated(store: SocialStore) {
+        let (kept, lapsed) = (Uuid::now_v7(), Uuid::now_v7());
+        store.begin(kept, &Activity::Queue).await.unwrap();
+        store.begin(lapsed, &Activity::Queue).await.unwrap();
+        tokio::time::sleep(TTL / 2).await;
+        store.begin(kept, &Activity::Queue).await.unwrap();
+        tokio::time::sleep(TTL * 3 / 4).await;
+        assert_eq!(
+            store.presence(&[kept, lapsed]).await.unwrap(),
+            vec![Presence::InQueue, Presence::Offline],
+            "the repeated report holds, the other lapsed by itself"
+        );
+    }
+
+    pub(super) async fn notes_are_numbered_kept_and_read_after_a_seq(store: SocialStore) {
+        let (me, other) = (Uuid::now_v7(), Uuid::now_v7());
+        let mut changes = store.changes();
+        for i in 1..=3u64 {
+            let seq = store.push_note(me, format!("note {i}").as_bytes()).await.unwrap();
+            assert_eq!(seq, i);
+            assert_eq!(next(&mut changes).await, Change::Note(me));
+        }
+        assert_eq!(store.push_note(other, b"theirs").await.unwrap(), 1);
+        let after_one = store.notes_after(me, 1).await.unwrap();
+        assert_eq!(
+            after_one
+                .iter()
+                .map(|n| (n.seq, n.payload.clone()))
+                .collect::<Vec<_>>(),
+            vec![(2, b"note 2".to_vec()), (3, b"note 3".to_vec())]
+        );
+        assert!(store.notes_after(me, 3).await.unwrap().is_empty());
+        assert_eq!(store.notes_after(me, 0).await.unwrap().len(), 3);
+
+        // Only the last ones are kept; numbers go on rising.
+        let keep = accounts::social::KEEP_NOTES as u64;
+        for _ in 0..keep {
+            store.push_note(me, b"more").await.unwrap();
+        }
+        let all = store.notes_after(me, 0).await.unwrap();
+        assert_eq!(all.len() as u64, keep);
+        assert_eq!(all.first().unwrap().seq, 4);
+        assert_eq!(all.last().unwrap().seq, 3 + keep);
+        assert_eq!(store.notes_after(other, 0).await.unwrap().len(), 1);
+    }
+
+    pub(super) async fn friend_list_changes_are_announced(store: SocialStore) {
+        let me = Uuid::now_v7();
+        let mut changes = store.changes();
+        store.friends_changed(me).await.unwrap();
+        assert_eq!(next(&mut changes).await, Change::Friends(me));
+    }
+}
