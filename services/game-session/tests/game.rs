@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use basra_engine::{Action, Card, Event, Seat, Seed, Settings};
 use basra_platform::auth::Role;
+use basra_proto::basra::accounts::v1 as acc;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
     self as game, RejectCode, game_admin_service_client::GameAdminServiceClient,
@@ -1035,6 +1036,84 @@ async fn seats_show_the_names_accounts_gives_in_views_events_and_the_record() {
         .map(|s| s.display_name.clone())
         .collect();
     assert_eq!(names, expected, "the record names the players");
+    stop.cancel();
+    let _ = server.await;
+    replica.stop().await;
+}
+
+/// A seat's stream tells accounts the player is in this match (friends may watch: the
+/// room is named), and that it ended when the stream closes; a spectator is not reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seated_stream_reports_its_player_in_the_match_until_it_closes() {
+    let tokens = Tokens::new();
+    let fake = FakeAccounts::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let accounts_addr = listener.local_addr().unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let server = serve_accounts(listener, fake.clone(), &tokens, stop.clone());
+    let link = game_session::AccountsLink::new(
+        &format!("http://{accounts_addr}"),
+        tokens.service_credentials(),
+    )
+    .unwrap();
+    let replica = Replica::spawn(
+        redis_store(&prefix()).await,
+        &tokens,
+        config("r1", timing()),
+        Some(link),
+    )
+    .await;
+    let (room, ua, _ub) = two_player_room(&replica, &tokens).await;
+    let reports_of = |user: Uuid| {
+        fake.presence
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.user_id == user.to_string())
+            .map(|r| (r.activity, r.room_id.clone(), r.ended))
+            .collect::<Vec<_>>()
+    };
+    let wait_for = |user: Uuid, ended: bool| {
+        let reports_of = &reports_of;
+        async move {
+            let deadline = tokio::time::Instant::now() + WAIT;
+            loop {
+                if reports_of(user).iter().any(|r| r.2 == ended) {
+                    return;
+                }
+                assert!(tokio::time::Instant::now() < deadline, "no report (ended: {ended})");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    let a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
+    wait_for(ua, false).await;
+    assert_eq!(
+        reports_of(ua),
+        vec![(acc::Activity::InMatch as i32, room.clone(), false)],
+        "in this match, named"
+    );
+    // A spectator is nobody's presence.
+    let watcher = Uuid::now_v7();
+    let (_spectator_tx, mut spectator) = open(
+        replica.channel().await,
+        &tokens.token(watcher, Role::Player),
+        spectate_message(&room),
+    )
+    .await
+    .unwrap();
+    tokio::time::timeout(WAIT, spectator.message())
+        .await
+        .expect("the spectator's snapshot in time")
+        .unwrap();
+    drop(a);
+    wait_for(ua, true).await;
+    assert_eq!(
+        reports_of(ua).last().unwrap(),
+        &(acc::Activity::InMatch as i32, room.clone(), true),
+        "the match ended for friends when the stream closed"
+    );
+    assert!(reports_of(watcher).is_empty(), "spectators are not reported");
     stop.cancel();
     let _ = server.await;
     replica.stop().await;
