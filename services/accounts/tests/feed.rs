@@ -194,11 +194,21 @@ mod cases {
         .await;
         assert_eq!(added, (1, badr.user_id.clone()));
         assert_eq!(
-            until(&mut amira_feed, "badr's presence", presence_of(&badr.user_id)).await,
+            until(
+                &mut amira_feed,
+                "badr's presence",
+                presence_of(&badr.user_id)
+            )
+            .await,
             presence(pb::Activity::Online, "")
         );
         assert_eq!(
-            until(&mut badr_feed, "amira's presence", presence_of(&amira.user_id)).await,
+            until(
+                &mut badr_feed,
+                "amira's presence",
+                presence_of(&amira.user_id)
+            )
+            .await,
             presence(pb::Activity::Online, "")
         );
 
@@ -207,13 +217,23 @@ mod cases {
             .report_presence(authed(
                 &service,
                 pb::ReportPresenceRequest {
-                    reports: vec![report(&amira.user_id, pb::Activity::InMatch, "room-7", false)],
+                    reports: vec![report(
+                        &amira.user_id,
+                        pb::Activity::InMatch,
+                        "room-7",
+                        false,
+                    )],
                 },
             ))
             .await
             .unwrap();
         assert_eq!(
-            until(&mut badr_feed, "amira in a match", presence_of(&amira.user_id)).await,
+            until(
+                &mut badr_feed,
+                "amira in a match",
+                presence_of(&amira.user_id)
+            )
+            .await,
             presence(pb::Activity::InMatch, "room-7")
         );
 
@@ -231,7 +251,10 @@ mod cases {
         .await;
         assert_eq!(got.0, 2);
         assert_eq!(got.1.from.unwrap().user_id, amira.user_id);
-        assert_eq!((got.1.room_id.as_str(), got.1.join_code.as_str()), ("room-42", "ABC234"));
+        assert_eq!(
+            (got.1.room_id.as_str(), got.1.join_code.as_str()),
+            ("room-42", "ABC234")
+        );
 
         // badr's connection breaks; the resumed feed starts with a current snapshot and
         // gives only the notes after the last one seen.
@@ -243,21 +266,37 @@ mod cases {
             now.friends[0].presence,
             Some(presence(pb::Activity::InMatch, "room-7"))
         );
-        let replayed = until(&mut resumed, "replayed note", |e| (e.seq > 0).then_some(e.seq)).await;
-        assert_eq!(replayed, 2, "the request (seq 1) was seen; the invite comes again");
+        let replayed = until(&mut resumed, "replayed note", |e| {
+            (e.seq > 0).then_some(e.seq)
+        })
+        .await;
+        assert_eq!(
+            replayed, 2,
+            "the request (seq 1) was seen; the invite comes again"
+        );
 
         // The match ends: friends see amira back to merely online.
         client
             .report_presence(authed(
                 &service,
                 pb::ReportPresenceRequest {
-                    reports: vec![report(&amira.user_id, pb::Activity::InMatch, "room-7", true)],
+                    reports: vec![report(
+                        &amira.user_id,
+                        pb::Activity::InMatch,
+                        "room-7",
+                        true,
+                    )],
                 },
             ))
             .await
             .unwrap();
         assert_eq!(
-            until(&mut resumed, "amira out of the match", presence_of(&amira.user_id)).await,
+            until(
+                &mut resumed,
+                "amira out of the match",
+                presence_of(&amira.user_id)
+            )
+            .await,
             presence(pb::Activity::Online, "")
         );
 
@@ -269,9 +308,7 @@ mod cases {
         );
     }
 
-    pub(super) async fn bad_feed_presence_and_invite_input_gets_clear_statuses<S: Store>(
-        store: S,
-    ) {
+    pub(super) async fn bad_feed_presence_and_invite_input_gets_clear_statuses<S: Store>(store: S) {
         let app = spawn_app(store).await;
         let mut client = app.client().await;
         let service = app.service_token();
@@ -303,7 +340,10 @@ mod cases {
         assert_eq!(
             code(
                 client
-                    .watch_friends(authed(&carol.access_token, pb::WatchFriendsRequest::default()))
+                    .watch_friends(authed(
+                        &carol.access_token,
+                        pb::WatchFriendsRequest::default()
+                    ))
                     .await
             ),
             Code::ResourceExhausted
@@ -329,7 +369,12 @@ mod cases {
             report(&amira.user_id, pb::Activity::Online, "", false),
             report(&amira.user_id, pb::Activity::Unspecified, "", false),
             report(&amira.user_id, pb::Activity::InQueue, "room-1", false),
-            report(&amira.user_id, pb::Activity::InMatch, &"r".repeat(129), false),
+            report(
+                &amira.user_id,
+                pb::Activity::InMatch,
+                &"r".repeat(129),
+                false,
+            ),
         ] {
             assert_eq!(
                 code(report_call(service.clone(), vec![good.clone(), bad.clone()]).await),
@@ -372,7 +417,10 @@ mod cases {
         assert_eq!(
             code(
                 client
-                    .send_invite(authed(&amira.access_token, invite(&amira.user_id, &badr.user_id)))
+                    .send_invite(authed(
+                        &amira.access_token,
+                        invite(&amira.user_id, &badr.user_id)
+                    ))
                     .await
             ),
             Code::PermissionDenied
@@ -387,7 +435,10 @@ mod cases {
             code(send(invite(&amira.user_id, &amira.user_id)).await),
             Code::InvalidArgument
         );
-        assert_eq!(code(send(invite("x", &badr.user_id)).await), Code::InvalidArgument);
+        assert_eq!(
+            code(send(invite("x", &badr.user_id)).await),
+            Code::InvalidArgument
+        );
         let mut no_code = invite(&amira.user_id, &badr.user_id);
         no_code.join_code.clear();
         assert_eq!(code(send(no_code).await), Code::InvalidArgument);

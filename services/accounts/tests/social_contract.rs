@@ -152,7 +152,10 @@ mod cases {
         let (me, other) = (Uuid::now_v7(), Uuid::now_v7());
         let mut changes = store.changes();
         for i in 1..=3u64 {
-            let seq = store.push_note(me, format!("note {i}").as_bytes()).await.unwrap();
+            let seq = store
+                .push_note(me, format!("note {i}").as_bytes())
+                .await
+                .unwrap();
             assert_eq!(seq, i);
             assert_eq!(next(&mut changes).await, Change::Note(me));
         }

@@ -1081,7 +1081,10 @@ async fn a_seated_stream_reports_its_player_in_the_match_until_it_closes() {
                 if reports_of(user).iter().any(|r| r.2 == ended) {
                     return;
                 }
-                assert!(tokio::time::Instant::now() < deadline, "no report (ended: {ended})");
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "no report (ended: {ended})"
+                );
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
@@ -1113,7 +1116,10 @@ async fn a_seated_stream_reports_its_player_in_the_match_until_it_closes() {
         &(acc::Activity::InMatch as i32, room.clone(), true),
         "the match ended for friends when the stream closed"
     );
-    assert!(reports_of(watcher).is_empty(), "spectators are not reported");
+    assert!(
+        reports_of(watcher).is_empty(),
+        "spectators are not reported"
+    );
     stop.cancel();
     let _ = server.await;
     replica.stop().await;

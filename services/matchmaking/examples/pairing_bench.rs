@@ -18,6 +18,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use basra_platform::presence::PresenceReporter;
 use basra_proto::basra::game::v1::{
     CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, SeatPlayerRequest,
     SeatPlayerResponse,
@@ -31,7 +32,6 @@ use matchmaking::{
     store::{NewTicket, RedisStore, Store, TicketState},
     upstream::{GameRooms, NameSource, NoInvites, RatingSource},
 };
-use basra_platform::presence::PresenceReporter;
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;

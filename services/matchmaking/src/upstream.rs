@@ -302,7 +302,9 @@ pub struct NoInvites;
 #[tonic::async_trait]
 impl Invites for NoInvites {
     async fn send_invite(&self, _request: SendInviteRequest) -> Result<SendInviteResponse, Status> {
-        Err(Status::unavailable("no accounts service to deliver invites"))
+        Err(Status::unavailable(
+            "no accounts service to deliver invites",
+        ))
     }
 }
 

@@ -10,11 +10,12 @@ use basra_proto::basra::{
     game::v1::seat_assignment,
     matchmaking::v1::{
         CancelFindRequest, CancelReason, CreateRoomRequest, FindMatchRequest, FindMatchResponse,
-        JoinRoomRequest, ListPublicRoomsRequest, MatchPreset, find_match_response::Update,
-        join_room_request::Target,
+        InviteFriendRequest, InviteFriendResponse, JoinRoomRequest, ListPublicRoomsRequest,
+        MatchPreset, find_match_response::Update, join_room_request::Target,
     },
 };
 use common::{Env, authed, eventually, name_of};
+use matchmaking::clock::Clock as _;
 use tonic::{Code, Request, Streaming};
 use uuid::Uuid;
 
@@ -1449,4 +1450,153 @@ async fn the_embedded_memory_store_serves_the_same_api() {
         panic!()
     };
     assert_eq!(ma.room_id, mb.room_id);
+}
+
+/// InviteFriend checks the room and the caller's seat, then hands the invite (the room's
+/// code, rules and expiry) to accounts; accounts' refusals keep their meaning.
+#[tokio::test]
+async fn a_seated_player_invites_a_friend_to_a_waiting_room() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let (owner, friend, stranger) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let owner_token = env.token(owner, false);
+    let created = client
+        .create_room(authed(
+            CreateRoomRequest {
+                request_id: "invite-1".into(),
+                ..Default::default()
+            },
+            &owner_token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let invite = |room_id: &str, user: Uuid| InviteFriendRequest {
+        room_id: room_id.into(),
+        user_id: user.to_string(),
+    };
+    let answer = client
+        .invite_friend(authed(invite(&created.room_id, friend), &owner_token))
+        .await
+        .unwrap()
+        .into_inner();
+    let sent = env.invites.sent.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        (
+            sent[0].from_user_id.as_str(),
+            sent[0].to_user_id.as_str(),
+            sent[0].room_id.as_str(),
+            sent[0].join_code.as_str(),
+        ),
+        (
+            owner.to_string().as_str(),
+            friend.to_string().as_str(),
+            created.room_id.as_str(),
+            created.join_code.as_str(),
+        )
+    );
+    assert_eq!(sent[0].settings, created.settings);
+    assert_eq!(sent[0].expires_at, answer.expires_at);
+    assert!(answer.expires_at.unwrap().seconds > env.clock.now_ms() / 1000);
+
+    let code_of = |result: Result<tonic::Response<InviteFriendResponse>, tonic::Status>| {
+        result.expect_err("refused").code()
+    };
+    // Bad input, a room the caller is not in, a room that does not exist.
+    assert_eq!(
+        code_of(
+            client
+                .invite_friend(authed(invite("", friend), &owner_token))
+                .await
+        ),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code_of(
+            client
+                .invite_friend(authed(
+                    InviteFriendRequest {
+                        room_id: created.room_id.clone(),
+                        user_id: "not-a-user".into(),
+                    },
+                    &owner_token,
+                ))
+                .await
+        ),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code_of(
+            client
+                .invite_friend(authed(invite(&created.room_id, owner), &owner_token))
+                .await
+        ),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code_of(
+            client
+                .invite_friend(authed(
+                    invite(&created.room_id, friend),
+                    &env.token(stranger, false)
+                ))
+                .await
+        ),
+        Code::PermissionDenied
+    );
+    assert_eq!(
+        code_of(
+            client
+                .invite_friend(authed(invite("no-such-room", friend), &owner_token))
+                .await
+        ),
+        Code::NotFound
+    );
+    // accounts says they are not friends, or cannot be reached.
+    *env.invites.refuse_with.lock().unwrap() = Some(tonic::Status::failed_precondition(
+        "the two players are not friends",
+    ));
+    assert_eq!(
+        code_of(
+            client
+                .invite_friend(authed(invite(&created.room_id, stranger), &owner_token))
+                .await
+        ),
+        Code::FailedPrecondition
+    );
+    *env.invites.refuse_with.lock().unwrap() = Some(tonic::Status::unavailable("down"));
+    assert_eq!(
+        code_of(
+            client
+                .invite_friend(authed(invite(&created.room_id, friend), &owner_token))
+                .await
+        ),
+        Code::Unavailable
+    );
+    *env.invites.refuse_with.lock().unwrap() = None;
+    // The friend joins with the code: inviting them again is refused, and so is any
+    // invite once the room is full.
+    client
+        .join_room(authed(
+            join_code(&created.join_code),
+            &env.token(friend, false),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        code_of(
+            client
+                .invite_friend(authed(invite(&created.room_id, stranger), &owner_token))
+                .await
+        ),
+        Code::FailedPrecondition,
+        "full"
+    );
+    assert_eq!(
+        env.invites.sent.lock().unwrap().len(),
+        1,
+        "no refused invite was sent"
+    );
 }
