@@ -6,19 +6,21 @@
 use std::time::Duration;
 
 use accounts::record::{ActionKind, ActionRecord};
-use basra::lobby;
 use basra::player::{Command, Driver, command, play_room, resume_room};
 use basra::session::Session;
 use basra::table::Table;
+use basra::{friends, lobby};
 use basra_e2e::{Backend, spawn_backend, spawn_dev};
 use basra_engine::bot::{self, Policy};
 use basra_engine::{Action, Seat, Seed, Settings, replay};
+use basra_proto::basra::accounts::v1::watch_friends_response::Event as FeedEvent;
 use basra_proto::basra::accounts::v1::{
-    GetProfileRequest, LeaderboardRequest, MatchHistoryRequest, RegisterRequest,
+    AcceptFriendRequest, Activity, AddFriendRequest, GetProfileRequest, LeaderboardRequest,
+    MatchHistoryRequest, RegisterRequest, WatchFriendsResponse, add_friend_request,
 };
 use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
 use basra_proto::basra::game::v1::play_request::Kind;
-use basra_proto::basra::game::v1::{Join, PlayRequest};
+use basra_proto::basra::game::v1::{AskRematchRequest, Join, PlayRequest};
 use basra_proto::basra::matchmaking::v1::join_room_request::Target;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -74,6 +76,10 @@ async fn spawn_dev_on_a_cluster() -> Backend {
                 "BASRA_MATCHMAKING_REDIS__PREFIX".to_owned(),
                 format!("e2e-mm-{tag}"),
             ),
+            (
+                "BASRA_ACCOUNTS_REDIS__PREFIX".to_owned(),
+                format!("e2e-ac-{tag}"),
+            ),
         ],
     )
     .await
@@ -86,6 +92,7 @@ scenarios!(
     a_ranked_match_is_rated_recorded_and_replayable,
     players_meet_by_code_in_the_lobby_and_against_the_computer,
     a_dropped_connection_resumes_mid_match,
+    friends_meet_by_invite_and_play_a_rematch,
 );
 
 const GREEDY: Driver = Driver::Bot {
@@ -426,4 +433,123 @@ async fn basra_dev_gives_each_service_its_own_settings() {
             .unwrap();
         assert!(deleted > 0, "nothing was written under {prefix}");
     }
+}
+
+/// Reads `feed` until `pick` accepts an event (within 10 s).
+async fn on_feed<T>(
+    feed: &mut tonic::Streaming<WatchFriendsResponse>,
+    what: &str,
+    pick: impl Fn(&WatchFriendsResponse) -> Option<T>,
+) -> T {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let event = feed
+                .message()
+                .await
+                .expect("the feed goes on")
+                .expect("the feed is open");
+            if let Some(found) = pick(&event) {
+                return found;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {what} on the feed"))
+}
+
+/// What a presence change says `user_id` is doing.
+fn activity_of(user_id: &str) -> impl Fn(&WatchFriendsResponse) -> Option<Activity> {
+    let user_id = user_id.to_owned();
+    move |event| match &event.event {
+        Some(FeedEvent::PresenceChanged(p)) if p.friend.as_ref()?.user_id == user_id => {
+            Some(p.presence.as_ref()?.activity())
+        }
+        _ => None,
+    }
+}
+
+/// Two players become friends, one invites the other to a private room from the live
+/// feed, they play, see each other in the match, and play again in one call each.
+async fn friends_meet_by_invite_and_play_a_rematch(backend: Backend) {
+    let ana = register(&backend, "e2e_ana").await;
+    let ben = register(&backend, "e2e_ben").await;
+    let mut ben_feed = friends::watch(&ben, 0).await.unwrap();
+    let mut ana_feed = friends::watch(&ana, 0).await.unwrap();
+
+    // A friend request, seen live, accepted.
+    ana.accounts()
+        .add_friend(AddFriendRequest {
+            target: Some(add_friend_request::Target::Username("e2e_ben".into())),
+        })
+        .await
+        .unwrap();
+    let asker = on_feed(&mut ben_feed, "friend request", |e| match &e.event {
+        Some(FeedEvent::FriendRequest(f)) => Some(f.user_id.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(asker, ana.user_id);
+    ben.accounts()
+        .accept_friend(AcceptFriendRequest {
+            user_id: ana.user_id.clone(),
+        })
+        .await
+        .unwrap();
+    on_feed(&mut ana_feed, "friend added", |e| match &e.event {
+        Some(FeedEvent::FriendAdded(f)) if f.user_id == ben.user_id => Some(()),
+        _ => None,
+    })
+    .await;
+
+    // An invite to a private room; ben joins with the code it carries, in one call.
+    let created = lobby::create_room(&ana, RoomVisibility::Private, Vec::new(), short(30))
+        .await
+        .unwrap();
+    friends::invite(&ana, &created.room_id, &ben.user_id)
+        .await
+        .unwrap();
+    let invite = on_feed(&mut ben_feed, "invite", |e| match &e.event {
+        Some(FeedEvent::Invite(i)) => Some(i.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(invite.room_id, created.room_id);
+    assert_eq!(invite.from.unwrap().user_id, ana.user_id);
+    let joined = lobby::join(&ben, Target::JoinCode(invite.join_code))
+        .await
+        .unwrap();
+    assert_eq!(joined.room_id, created.room_id);
+
+    // They play; each sees the other in the match on the feed.
+    let (a, b, seen) = tokio::join!(
+        play_room(&ana, &created.room_id, GREEDY),
+        play_room(&ben, &joined.room_id, GREEDY),
+        on_feed(&mut ana_feed, "ben in the match", |e| {
+            (activity_of(&ben.user_id)(e)? == Activity::InMatch).then_some(())
+        }),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.totals, b.totals);
+    let () = seen;
+    let first = a.ended.expect("the first match ended").match_id;
+
+    // A rematch: one call each, then the same room plays a new match.
+    for player in [&ana, &ben] {
+        player
+            .game()
+            .ask_rematch(AskRematchRequest {
+                room_id: created.room_id.clone(),
+            })
+            .await
+            .unwrap();
+    }
+    let (a, b) = tokio::join!(
+        play_room(&ana, &created.room_id, GREEDY),
+        play_room(&ben, &created.room_id, RANDOM)
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.totals, b.totals);
+    let second = a.ended.expect("the rematch ended").match_id;
+    assert_ne!(first, second, "a new match, not the old one again");
+    backend.stop().await.unwrap();
 }

@@ -106,6 +106,8 @@ pub async fn run(
     let redis = options.redis_url.clone().unwrap_or_else(|| "memory".into());
 
     accounts_settings.identity = keys.identity(&accounts_settings.identity);
+    // Presence and the friends' feed beside the rooms and the queue.
+    accounts_settings.redis.url = redis.clone();
     if let Some(database) = &options.database_url {
         accounts_settings.database.url = secrecy::SecretString::from(database.clone());
     }

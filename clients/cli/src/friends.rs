@@ -3,8 +3,9 @@
 use basra_proto::basra::accounts::v1::{
     self as pb, AcceptFriendRequest, AddFriendRequest, BlockPlayerRequest, CancelFriendRequest,
     DeclineFriendRequest, Friend, ListFriendsRequest, RemoveFriendRequest, UnblockPlayerRequest,
-    add_friend_request::Target,
+    add_friend_request::Target, watch_friends_response::Event,
 };
+use basra_proto::basra::matchmaking::v1::{InviteFriendRequest, InviteFriendResponse};
 
 use crate::session::Session;
 
@@ -51,6 +52,17 @@ pub enum FriendsCommand {
         /// The player.
         who: String,
     },
+    /// Follow your friends live: who is online, searching or playing (and where), and the
+    /// requests and invites that arrive, until Ctrl-C.
+    Watch,
+    /// Invite a friend to the room you are seated in (made with `basra play create`);
+    /// they join with the code the invite carries.
+    Invite {
+        /// The friend (a name from `basra friends list`, or a user id).
+        who: String,
+        /// The room.
+        room: String,
+    },
 }
 
 /// Runs `command` as the signed-in `session`, printing what happened.
@@ -63,6 +75,19 @@ pub async fn run(session: &Session, command: FriendsCommand) -> anyhow::Result<(
                 .await?
                 .into_inner();
             print!("{}", render_list(&list));
+            // What each friend is doing: the feed's first event, its snapshot.
+            let mut feed = watch(session, 0).await?;
+            if let Some(pb::WatchFriendsResponse {
+                event: Some(Event::Snapshot(snapshot)),
+                ..
+            }) = feed.message().await?
+                && !snapshot.friends.is_empty()
+            {
+                println!("now:");
+                for friend in &snapshot.friends {
+                    println!("  {}", render_presence(friend));
+                }
+            }
         }
         FriendsCommand::Add { who, code } => {
             let target = if code {
@@ -125,8 +150,133 @@ pub async fn run(session: &Session, command: FriendsCommand) -> anyhow::Result<(
                 .await?;
             println!("unblocked {who}");
         }
+        FriendsCommand::Watch => follow(session).await?,
+        FriendsCommand::Invite { who, room } => {
+            let user_id = resolve(session, &who, |l| &l.friends).await?;
+            invite(session, &room, &user_id).await?;
+            println!("invited {who} to {room}: they join with the code the invite carries");
+        }
     }
     Ok(())
+}
+
+/// Opens the caller's feed (`AccountsService/WatchFriends`), resuming after
+/// `last_seen_seq` (0: from the start).
+pub async fn watch(
+    session: &Session,
+    last_seen_seq: u64,
+) -> anyhow::Result<tonic::Streaming<pb::WatchFriendsResponse>> {
+    Ok(session
+        .accounts()
+        .watch_friends(pb::WatchFriendsRequest { last_seen_seq })
+        .await?
+        .into_inner())
+}
+
+/// Invites the friend `user_id` to `room_id` (`MatchmakingService/InviteFriend`).
+pub async fn invite(
+    session: &Session,
+    room_id: &str,
+    user_id: &str,
+) -> anyhow::Result<InviteFriendResponse> {
+    Ok(session
+        .matchmaking()
+        .invite_friend(InviteFriendRequest {
+            room_id: room_id.to_owned(),
+            user_id: user_id.to_owned(),
+        })
+        .await?
+        .into_inner())
+}
+
+/// Prints the feed as it comes, reopening it after a break from the last note seen.
+async fn follow(session: &Session) -> anyhow::Result<()> {
+    let mut last_seen = 0;
+    let mut failures = 0u32;
+    loop {
+        let mut feed = match watch(session, last_seen).await {
+            Ok(feed) => feed,
+            Err(err) if failures < 8 => {
+                failures += 1;
+                eprintln!("the feed is unreachable ({err}); retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(250 << failures.min(5))).await;
+                continue;
+            }
+            Err(err) => return Err(err),
+        };
+        loop {
+            match feed.message().await {
+                Ok(Some(event)) => {
+                    failures = 0;
+                    last_seen = last_seen.max(event.seq);
+                    if let Some(text) = render_event(&event) {
+                        println!("{text}");
+                    }
+                }
+                Ok(None) => return Ok(()),
+                Err(status) if status.code() == tonic::Code::Unavailable => break,
+                Err(status) => return Err(status.into()),
+            }
+        }
+    }
+}
+
+/// A friend and what they are doing, as one line.
+pub fn render_presence(friend: &pb::FriendPresence) -> String {
+    let name = friend
+        .friend
+        .as_ref()
+        .map(|f| f.display_name.as_str())
+        .unwrap_or("?");
+    let presence = friend.presence.clone().unwrap_or_default();
+    let doing = match pb::Activity::try_from(presence.activity) {
+        Ok(pb::Activity::Online) => "online".to_owned(),
+        Ok(pb::Activity::InQueue) => "looking for a match".to_owned(),
+        Ok(pb::Activity::InMatch) if presence.room_id.is_empty() => "playing".to_owned(),
+        Ok(pb::Activity::InMatch) => format!("playing in room {}", presence.room_id),
+        _ => "offline".to_owned(),
+    };
+    format!("{name}: {doing}")
+}
+
+/// One feed event as a line for the terminal (`None` for nothing worth a line).
+pub fn render_event(event: &pb::WatchFriendsResponse) -> Option<String> {
+    let name = |f: &Option<Friend>| {
+        f.as_ref()
+            .map(|f| f.display_name.clone())
+            .unwrap_or_default()
+    };
+    Some(match event.event.as_ref()? {
+        Event::Snapshot(snapshot) => {
+            let mut out = String::from("friends:");
+            if snapshot.friends.is_empty() {
+                out.push_str(" none yet (basra friends add NAME)");
+            }
+            for friend in &snapshot.friends {
+                out.push_str(&format!("\n  {}", render_presence(friend)));
+            }
+            for request in &snapshot.incoming {
+                out.push_str(&format!(
+                    "\n{} asks to be your friend (basra friends accept {})",
+                    request.display_name, request.display_name
+                ));
+            }
+            out
+        }
+        Event::PresenceChanged(friend) => render_presence(friend),
+        Event::FriendRequest(from) => format!(
+            "{} asks to be your friend (basra friends accept {})",
+            from.display_name, from.display_name
+        ),
+        Event::FriendAdded(friend) => {
+            format!("{} accepted: you are friends now", friend.display_name)
+        }
+        Event::Invite(invite) => format!(
+            "{} invites you to play: basra play join {}",
+            name(&invite.from),
+            invite.join_code
+        ),
+    })
 }
 
 /// The user id `who` names: a user id as is, else the one player of that display name
@@ -197,6 +347,36 @@ mod tests {
             is_guest: guest,
             since: None,
         }
+    }
+
+    #[test]
+    fn feed_events_read_as_sentences() {
+        let playing = pb::FriendPresence {
+            friend: Some(friend("Amira", false)),
+            presence: Some(pb::Presence {
+                activity: pb::Activity::InMatch as i32,
+                room_id: "r-9".into(),
+            }),
+        };
+        assert_eq!(render_presence(&playing), "Amira: playing in room r-9");
+        let invite = pb::WatchFriendsResponse {
+            seq: 3,
+            at: None,
+            event: Some(Event::Invite(pb::Invite {
+                from: Some(friend("Amira", false)),
+                join_code: "ABC234".into(),
+                ..Default::default()
+            })),
+        };
+        assert_eq!(
+            render_event(&invite).unwrap(),
+            "Amira invites you to play: basra play join ABC234"
+        );
+        let offline = pb::FriendPresence {
+            friend: Some(friend("Badr", false)),
+            presence: None,
+        };
+        assert_eq!(render_presence(&offline), "Badr: offline");
     }
 
     #[test]

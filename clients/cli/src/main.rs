@@ -113,8 +113,8 @@ enum Command {
         #[arg(long, env = "BASRA_DEV_WEB_DIR")]
         web_dir: Option<std::path::PathBuf>,
     },
-    /// Friends: list, add (by username or friend code), accept, decline, cancel, remove,
-    /// block, unblock.
+    /// Friends: list (with what each is doing), watch live, invite to your room, add (by
+    /// username or friend code), accept, decline, cancel, remove, block, unblock.
     Friends {
         #[command(flatten)]
         connection: Connection,
@@ -307,6 +307,10 @@ async fn main() -> anyhow::Result<()> {
             let seated = take_seat(&session, &seat).await?;
             if let (Seat::Create { .. }, Some(code)) = (&seat, &seated.join_code) {
                 println!("room code: {code}  (friends join with: basra play join {code})");
+                println!(
+                    "invite a friend: basra friends invite NAME {}",
+                    seated.room_id
+                );
             }
             println!("{}", basra::render::HELP);
             play_room(&session, &seated.room_id, Driver::Human).await?;
