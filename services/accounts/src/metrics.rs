@@ -1,5 +1,6 @@
 //! The accounts service's Prometheus metrics (`basra_accounts_…`): sign-ins by kind and
-//! result, RecordMatch latency and result, the database pool. Served by
+//! result, RecordMatch latency and result, the database pool, the friends' feeds open and
+//! the presence reports received. Served by
 //! `basra_platform::metrics` on `[metrics] listen`.
 
 use std::sync::Arc;
@@ -49,6 +50,10 @@ pub struct AccountsMetrics {
     pub db_connections: Family<PoolLabel, Gauge>,
     /// The pool's most connections.
     pub db_max_connections: Gauge,
+    /// WatchFriends streams open on this replica.
+    pub feeds_open: Gauge,
+    /// Presence reports received from game-session and matchmaking.
+    pub presence_reports: Counter,
 }
 
 impl AccountsMetrics {
@@ -59,6 +64,8 @@ impl AccountsMetrics {
         let record_match_seconds = Histogram::new(basra_platform::metrics::latency_buckets());
         let db_connections = Family::<PoolLabel, Gauge>::default();
         let db_max_connections = Gauge::default();
+        let feeds_open = Gauge::default();
+        let presence_reports = Counter::default();
         let mut registry = Registry::with_prefix("basra_accounts");
         registry.register("sign_ins", "Sign-ins by kind and result", sign_ins.clone());
         registry.register(
@@ -75,6 +82,16 @@ impl AccountsMetrics {
             "db_connections",
             "Database pool connections by state",
             db_connections.clone(),
+        );
+        registry.register(
+            "feeds_open",
+            "WatchFriends streams open on this replica",
+            feeds_open.clone(),
+        );
+        registry.register(
+            "presence_reports",
+            "Presence reports received (ReportPresence)",
+            presence_reports.clone(),
         );
         registry.register(
             "db_max_connections",
@@ -103,6 +120,8 @@ impl AccountsMetrics {
             record_match_seconds,
             db_connections,
             db_max_connections,
+            feeds_open,
+            presence_reports,
         }
     }
 

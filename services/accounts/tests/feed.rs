@@ -348,7 +348,17 @@ mod cases {
             ),
             Code::ResourceExhausted
         );
+        let gauge = &app.service.metrics().feeds_open;
+        assert_eq!(gauge.get(), 4, "basra_accounts_feeds_open counts them");
         drop(open);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+        while gauge.get() != 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "closed feeds are uncounted"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
 
         // ReportPresence: services only; a bad report refuses the whole batch.
         let report_call = |token: String, reports: Vec<pb::PresenceReport>| {

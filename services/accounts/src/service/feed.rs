@@ -69,7 +69,11 @@ impl Social {
     }
 
     /// Counts a new feed of `user`; refused past [`MAX_FEEDS_PER_PLAYER`].
-    fn open_feed(&self, user: Uuid) -> Result<OpenFeed> {
+    fn open_feed(
+        &self,
+        user: Uuid,
+        gauge: prometheus_client::metrics::gauge::Gauge,
+    ) -> Result<OpenFeed> {
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         let count = feeds.entry(user).or_default();
         if *count >= MAX_FEEDS_PER_PLAYER {
@@ -79,9 +83,11 @@ impl Social {
             });
         }
         *count += 1;
+        gauge.inc();
         Ok(OpenFeed {
             social: self.clone(),
             user,
+            gauge,
         })
     }
 }
@@ -90,10 +96,13 @@ impl Social {
 struct OpenFeed {
     social: Social,
     user: Uuid,
+    /// `basra_accounts_feeds_open`.
+    gauge: prometheus_client::metrics::gauge::Gauge,
 }
 
 impl Drop for OpenFeed {
     fn drop(&mut self) {
+        self.gauge.dec();
         let last = {
             let mut feeds = self.social.feeds.lock().unwrap_or_else(|e| e.into_inner());
             match feeds.get_mut(&self.user) {
@@ -125,7 +134,10 @@ impl<S: Store> AccountsApi<S> {
         caller: Caller,
         req: pb::WatchFriendsRequest,
     ) -> Result<FeedStream> {
-        let open = self.inner.social.open_feed(caller.user_id)?;
+        let open = self
+            .inner
+            .social
+            .open_feed(caller.user_id, self.inner.metrics.feeds_open.clone())?;
         let mut feed = Feed {
             api: self.clone(),
             me: caller.user_id,
@@ -176,6 +188,10 @@ impl<S: Store> AccountsApi<S> {
             .into_iter()
             .map(parse_report)
             .collect::<Result<Vec<_>>>()?;
+        self.inner
+            .metrics
+            .presence_reports
+            .inc_by(reports.len() as u64);
         let social = &self.inner.social.store;
         for (user, activity, ended) in reports {
             if ended {
