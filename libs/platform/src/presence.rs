@@ -63,17 +63,19 @@ impl Doing {
     }
 
     fn report(&self, user_id: &str, ended: bool) -> PresenceReport {
+        let (room_id, spectatable) = match self {
+            Doing::Queue => (String::new(), false),
+            Doing::Match {
+                room_id,
+                spectatable,
+            } => (room_id.clone(), *spectatable),
+        };
         PresenceReport {
             user_id: user_id.to_owned(),
             activity: self.activity() as i32,
-            room_id: match self {
-                Doing::Match {
-                    room_id,
-                    spectatable: true,
-                } => room_id.clone(),
-                _ => String::new(),
-            },
+            room_id,
             ended,
+            spectatable,
         }
     }
 }
@@ -287,15 +289,23 @@ mod tests {
     }
 
     #[test]
-    fn a_room_that_may_not_be_watched_is_not_named() {
+    fn a_match_report_names_its_room_and_whether_friends_may_watch() {
         let hidden = Doing::Match {
             room_id: "r9".into(),
             spectatable: false,
         };
-        let report = hidden.report("a", false);
+        let report = hidden.report("a", true);
         assert_eq!(report.activity, Activity::InMatch as i32);
-        assert!(report.room_id.is_empty());
-        assert_eq!(game("r9").report("a", false).room_id, "r9");
+        assert_eq!(
+            (report.room_id.as_str(), report.spectatable, report.ended),
+            ("r9", false, true)
+        );
+        assert!(game("r9").report("a", false).spectatable);
+        let queue = Doing::Queue.report("a", false);
+        assert_eq!(
+            (queue.activity, queue.room_id.as_str()),
+            (Activity::InQueue as i32, "")
+        );
     }
 
     #[test]

@@ -119,6 +119,7 @@ fn report(user_id: &str, activity: pb::Activity, room_id: &str, ended: bool) -> 
         activity: activity as i32,
         room_id: room_id.into(),
         ended,
+        spectatable: true,
     }
 }
 

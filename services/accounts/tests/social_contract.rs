@@ -77,6 +77,13 @@ async fn next(changes: &mut broadcast::Receiver<Change>) -> Change {
         .expect("the announcements go on")
 }
 
+fn in_match(room: &str, spectatable: bool) -> Activity {
+    Activity::Match {
+        room_id: room.into(),
+        spectatable,
+    }
+}
+
 async fn presence_of(store: &SocialStore, user: Uuid) -> Presence {
     store.presence(&[user]).await.unwrap().remove(0)
 }
@@ -99,7 +106,7 @@ mod cases {
         assert_eq!(next(&mut changes).await, Change::Presence(me));
         assert_eq!(presence_of(&store, me).await, Presence::InQueue);
 
-        let r1 = Activity::Match(Some("room-1".into()));
+        let r1 = in_match("room-1", true);
         store.begin(me, &r1).await.unwrap();
         assert_eq!(next(&mut changes).await, Change::Presence(me));
         assert_eq!(
@@ -110,10 +117,7 @@ mod cases {
         // Repeating a report changes nothing and announces nothing; nor does the end of
         // another room (the player moved on from it): the marker's change comes first.
         store.begin(me, &r1).await.unwrap();
-        store
-            .end(me, &Activity::Match(Some("room-0".into())))
-            .await
-            .unwrap();
+        store.end(me, &in_match("room-0", true)).await.unwrap();
         store.begin(marker, &Activity::Online).await.unwrap();
         assert_eq!(next(&mut changes).await, Change::Presence(marker));
         assert_eq!(
@@ -128,10 +132,13 @@ mod cases {
         store.end(me, &Activity::Online).await.unwrap();
         assert_eq!(presence_of(&store, me).await, Presence::Offline);
 
-        // A room that may not be watched is not named.
-        store.begin(me, &Activity::Match(None)).await.unwrap();
+        // A room that may not be watched is not named; it too ends only as itself.
+        store.begin(me, &in_match("room-2", false)).await.unwrap();
+        store.end(me, &in_match("room-3", false)).await.unwrap();
         let both = store.presence(&[me, marker]).await.unwrap();
         assert_eq!(both, vec![Presence::InMatch(None), Presence::Online]);
+        store.end(me, &in_match("room-2", false)).await.unwrap();
+        assert_eq!(presence_of(&store, me).await, Presence::Offline);
     }
 
     pub(super) async fn a_report_lapses_unless_repeated(store: SocialStore) {

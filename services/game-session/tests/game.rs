@@ -1070,7 +1070,7 @@ async fn a_seated_stream_reports_its_player_in_the_match_until_it_closes() {
             .unwrap()
             .iter()
             .filter(|r| r.user_id == user.to_string())
-            .map(|r| (r.activity, r.room_id.clone(), r.ended))
+            .map(|r| (r.activity, r.room_id.clone(), r.spectatable, r.ended))
             .collect::<Vec<_>>()
     };
     let wait_for = |user: Uuid, ended: bool| {
@@ -1078,7 +1078,7 @@ async fn a_seated_stream_reports_its_player_in_the_match_until_it_closes() {
         async move {
             let deadline = tokio::time::Instant::now() + WAIT;
             loop {
-                if reports_of(user).iter().any(|r| r.2 == ended) {
+                if reports_of(user).iter().any(|r| r.3 == ended) {
                     return;
                 }
                 assert!(
@@ -1093,8 +1093,8 @@ async fn a_seated_stream_reports_its_player_in_the_match_until_it_closes() {
     wait_for(ua, false).await;
     assert_eq!(
         reports_of(ua),
-        vec![(acc::Activity::InMatch as i32, room.clone(), false)],
-        "in this match, named"
+        vec![(acc::Activity::InMatch as i32, room.clone(), true, false)],
+        "in this match, which friends may watch"
     );
     // A spectator is nobody's presence.
     let watcher = Uuid::now_v7();
@@ -1113,7 +1113,7 @@ async fn a_seated_stream_reports_its_player_in_the_match_until_it_closes() {
     wait_for(ua, true).await;
     assert_eq!(
         reports_of(ua).last().unwrap(),
-        &(acc::Activity::InMatch as i32, room.clone(), true),
+        &(acc::Activity::InMatch as i32, room.clone(), true, true),
         "the match ended for friends when the stream closed"
     );
     assert!(

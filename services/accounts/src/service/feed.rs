@@ -192,13 +192,23 @@ impl<S: Store> AccountsApi<S> {
             .metrics
             .presence_reports
             .inc_by(reports.len() as u64);
-        let social = &self.inner.social.store;
+        // All in flight at once (a refresh brings a replica's every player). Their order
+        // does not matter: a reporter sends one report per player and activity (room) in
+        // a call, and a match's end removes only that room's report.
+        let mut writes = tokio::task::JoinSet::new();
         for (user, activity, ended) in reports {
-            if ended {
-                social.end(user, &activity).await?;
-            } else {
-                social.begin(user, &activity).await?;
-            }
+            let social = self.inner.social.store.clone();
+            writes.spawn(async move {
+                if ended {
+                    social.end(user, &activity).await
+                } else {
+                    social.begin(user, &activity).await
+                }
+            });
+        }
+        while let Some(written) = writes.join_next().await {
+            written
+                .map_err(|err| AccountsError::Internal(format!("a presence write: {err}")))??;
         }
         Ok(pb::ReportPresenceResponse {})
     }
@@ -356,9 +366,16 @@ fn parse_report(report: pb::PresenceReport) -> Result<(Uuid, Activity, bool)> {
                 "is set on an IN_QUEUE report: only IN_MATCH names a room",
             ));
         }
-        Ok(pb::Activity::InMatch) => {
-            Activity::Match(Some(report.room_id).filter(|room| !room.is_empty()))
+        Ok(pb::Activity::InMatch) if report.room_id.is_empty() || report.room_id.len() > 128 => {
+            return Err(AccountsError::invalid(
+                "reports.room_id",
+                "an IN_MATCH report names its room (1..128 characters)",
+            ));
         }
+        Ok(pb::Activity::InMatch) => Activity::Match {
+            room_id: report.room_id,
+            spectatable: report.spectatable,
+        },
         _ => {
             return Err(AccountsError::invalid(
                 "reports.activity",
@@ -366,14 +383,6 @@ fn parse_report(report: pb::PresenceReport) -> Result<(Uuid, Activity, bool)> {
             ));
         }
     };
-    if let Activity::Match(Some(room)) = &activity
-        && room.len() > 128
-    {
-        return Err(AccountsError::invalid(
-            "reports.room_id",
-            "is longer than 128 characters",
-        ));
-    }
     Ok((user, activity, report.ended))
 }
 

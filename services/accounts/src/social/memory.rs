@@ -70,11 +70,11 @@ impl MemorySocial {
             let before = inner.presence(user, now);
             let slot = &mut inner.reports.entry(user).or_default()[activity.slot() - 1];
             if begin {
-                *slot = Some((activity.value().to_owned(), now + self.report_ttl));
+                *slot = Some((activity.value(), now + self.report_ttl));
             } else if activity.ending_value().is_empty()
                 || slot
                     .as_ref()
-                    .is_some_and(|(value, _)| value == activity.ending_value())
+                    .is_some_and(|(value, _)| *value == activity.ending_value())
             {
                 *slot = None;
             }

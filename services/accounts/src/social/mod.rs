@@ -44,8 +44,13 @@ pub enum Activity {
     Online,
     /// Searching for a match.
     Queue,
-    /// In a match: the room when friends may watch it.
-    Match(Option<String>),
+    /// In a match.
+    Match {
+        /// The room.
+        room_id: String,
+        /// Whether friends may watch it (and so see which room it is).
+        spectatable: bool,
+    },
 }
 
 impl Activity {
@@ -54,25 +59,31 @@ impl Activity {
         match self {
             Activity::Online => 1,
             Activity::Queue => 2,
-            Activity::Match(_) => 3,
+            Activity::Match { .. } => 3,
         }
     }
 
-    /// The stored value.
-    fn value(&self) -> &str {
+    /// The stored value: "1", or a match's room (after a `-` when it may not be watched).
+    fn value(&self) -> String {
         match self {
-            Activity::Online | Activity::Queue => "1",
-            Activity::Match(Some(room)) => room,
-            Activity::Match(None) => "-",
+            Activity::Online | Activity::Queue => "1".into(),
+            Activity::Match {
+                room_id,
+                spectatable: true,
+            } => room_id.clone(),
+            Activity::Match {
+                room_id,
+                spectatable: false,
+            } => format!("-{room_id}"),
         }
     }
 
-    /// On an end, the value the report must still hold to be removed: a match's room
+    /// On an end, the value the report must still hold to be removed: a match's own
     /// (the player may be in the next room already); anything for the others.
-    fn ending_value(&self) -> &str {
+    fn ending_value(&self) -> String {
         match self {
-            Activity::Match(Some(room)) => room,
-            _ => "",
+            Activity::Match { .. } => self.value(),
+            _ => String::new(),
         }
     }
 }
@@ -93,10 +104,10 @@ pub enum Presence {
 
 impl Presence {
     /// The busiest of a player's reports: online, in the queue, in a match (the stored
-    /// match value).
+    /// match value: the room, or `-` and the room when it may not be watched).
     fn from_reports(online: bool, queue: bool, matched: Option<&str>) -> Presence {
         match matched {
-            Some("-") => Presence::InMatch(None),
+            Some(hidden) if hidden.starts_with('-') => Presence::InMatch(None),
             Some(room) => Presence::InMatch(Some(room.to_owned())),
             None if queue => Presence::InQueue,
             None if online => Presence::Online,
@@ -270,7 +281,7 @@ mod tests {
             Presence::InMatch(Some("r1".into()))
         );
         assert_eq!(
-            Presence::from_reports(false, false, Some("-")),
+            Presence::from_reports(false, false, Some("-r2")),
             Presence::InMatch(None)
         );
     }

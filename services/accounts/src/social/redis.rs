@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `P:{pr:U}:online` | string, expires | "1" while a feed of theirs is open |
 //! | `P:{pr:U}:queue` | string, expires | "1" while they search |
-//! | `P:{pr:U}:match` | string, expires | the room they play in, or "-" when it may not be watched |
+//! | `P:{pr:U}:match` | string, expires | the room they play in (after a `-` when it may not be watched) |
 //! | `P:{nt:U}:seq` | counter | the last note's seq (never expires: seqs only rise) |
 //! | `P:{nt:U}:log` | stream, ids `seq-1` | the kept notes (`n`: the encoded event) |
 //! | `P:{soc:S}:changes` | shard channel | announcements ([`Change`]) of the players of shard S |
@@ -118,7 +118,11 @@ impl RedisSocial {
         }
         invocation
             .arg(activity.slot())
-            .arg(if begin { activity.value() } else { "" })
+            .arg(if begin {
+                activity.value()
+            } else {
+                String::new()
+            })
             .arg(self.report_ttl.as_millis() as u64)
             .arg(activity.ending_value());
         let changed: i64 = invocation
