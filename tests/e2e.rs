@@ -520,10 +520,15 @@ async fn friends_meet_by_invite_and_play_a_rematch(backend: Backend) {
         .unwrap();
     assert_eq!(joined.room_id, created.room_id);
 
-    // They play; each sees the other in the match on the feed.
+    // They play, at a pace a friend can see (a change reaches accounts within 250 ms);
+    // ana sees ben in the match on her feed.
+    let paced = Driver::Bot {
+        policy: Policy::Greedy,
+        delay: Duration::from_millis(100),
+    };
     let (a, b, seen) = tokio::join!(
-        play_room(&ana, &created.room_id, GREEDY),
-        play_room(&ben, &joined.room_id, GREEDY),
+        play_room(&ana, &created.room_id, paced),
+        play_room(&ben, &joined.room_id, paced),
         on_feed(&mut ana_feed, "ben in the match", |e| {
             (activity_of(&ben.user_id)(e)? == Activity::InMatch).then_some(())
         }),
