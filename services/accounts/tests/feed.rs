@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use accounts::store::Store;
 use basra_proto::basra::accounts::v1 as pb;
-use common::{TestApp, authed, spawn_app, tokens};
+use common::{TestApp, authed, spawn_app, spawn_app_social, test_settings, tokens};
 use pb::watch_friends_response::Event;
 use tonic::{Code, Streaming};
 
@@ -35,6 +35,7 @@ macro_rules! feed_tests {
 feed_tests!(
     the_feed_shows_requests_friends_presence_and_invites_and_resumes,
     bad_feed_presence_and_invite_input_gets_clear_statuses,
+    a_friend_whose_reports_stop_goes_offline_by_themselves,
 );
 
 async fn register<S: Store>(app: &TestApp<S>, username: &str) -> pb::AuthTokens {
@@ -488,5 +489,62 @@ mod cases {
         until(&mut again, "snapshot", snapshot).await;
         let next = tokio::time::timeout(Duration::from_millis(300), again.message()).await;
         assert!(next.is_err(), "no note was kept: {next:?}");
+    }
+
+    /// A replica that dies says nothing: its report lapses, and an open feed notices on
+    /// its next look (reports last 300 ms and feeds look every 200 ms here).
+    pub(super) async fn a_friend_whose_reports_stop_goes_offline_by_themselves<S: Store>(store: S) {
+        let social = accounts::social::SocialStore::Memory(
+            accounts::social::MemorySocial::new().with_report_ttl(Duration::from_millis(300)),
+        );
+        let social = accounts::service::Social::new(social, Default::default())
+            .with_look_again(Duration::from_millis(200));
+        let app = spawn_app_social(store, test_settings(&[]), Some(social)).await;
+        let mut client = app.client().await;
+        let amira = register(&app, "amira").await;
+        let badr = register(&app, "badr").await;
+        client
+            .add_friend(authed(
+                &amira.access_token,
+                pb::AddFriendRequest {
+                    target: Some(pb::add_friend_request::Target::Username("badr".into())),
+                },
+            ))
+            .await
+            .unwrap();
+        client
+            .accept_friend(authed(
+                &badr.access_token,
+                pb::AcceptFriendRequest {
+                    user_id: amira.user_id.clone(),
+                },
+            ))
+            .await
+            .unwrap();
+        let mut badr_feed = feed(&app, &badr.access_token, 0).await;
+        until(&mut badr_feed, "snapshot", snapshot).await;
+        client
+            .report_presence(authed(
+                &app.service_token(),
+                pb::ReportPresenceRequest {
+                    reports: vec![report(&amira.user_id, pb::Activity::InQueue, "", false)],
+                },
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            until(
+                &mut badr_feed,
+                "amira searching",
+                presence_of(&amira.user_id)
+            )
+            .await,
+            presence(pb::Activity::InQueue, "")
+        );
+        // No repeat, no end: the report lapses.
+        assert_eq!(
+            until(&mut badr_feed, "amira gone", presence_of(&amira.user_id)).await,
+            presence(pb::Activity::Offline, "")
+        );
     }
 }

@@ -4,8 +4,9 @@
 //!
 //! A feed is one task per stream: it sends a snapshot (friends with their presence,
 //! waiting requests), the kept notes the client missed, then whatever the [`Hub`] says
-//! changed, and looks at everything again every [`LOOK_AGAIN_EVERY`] (a presence report
-//! that lapsed is announced by nobody).
+//! changed, and looks at its friends' presence again every [`LOOK_AGAIN_EVERY`] (a
+//! presence report that lapsed is announced by nobody). The friend list is read from
+//! PostgreSQL at the start and when a change of it is announced, never on a timer.
 //!
 //! [`Hub`]: crate::social::Hub
 
@@ -50,6 +51,8 @@ pub struct Social {
     hub: Hub,
     /// Open feeds per player on this replica (the "online" report ends with the last).
     feeds: Arc<Mutex<HashMap<Uuid, usize>>>,
+    /// How often a feed looks at its friends' presence again.
+    look_again: Duration,
 }
 
 impl Social {
@@ -60,7 +63,14 @@ impl Social {
             store,
             hub,
             feeds: Arc::default(),
+            look_again: LOOK_AGAIN_EVERY,
         }
+    }
+
+    /// Feeds look again every `every` instead of [`LOOK_AGAIN_EVERY`] (tests).
+    pub fn with_look_again(mut self, every: Duration) -> Social {
+        self.look_again = every;
+        self
     }
 
     /// The store.
@@ -537,7 +547,7 @@ impl<S: Store> Feed<S> {
 
     /// Sends what changes until the client goes away or the store fails.
     async fn follow(&mut self, tx: &Sink) -> Result<()> {
-        let mut look_again = tokio::time::interval(LOOK_AGAIN_EVERY);
+        let mut look_again = tokio::time::interval(self.api.inner.social.look_again);
         let mut online = tokio::time::interval(ONLINE_EVERY);
         look_again.reset();
         online.reset();
@@ -554,7 +564,7 @@ impl<S: Store> Feed<S> {
                     Some(Change::Resync) => self.everything().await?,
                     None => return Ok(()),
                 },
-                _ = look_again.tick() => self.everything().await?,
+                _ = look_again.tick() => self.look_again().await?,
                 _ = online.tick() => {
                     self.social().begin(self.me, &Activity::Online).await?;
                     Vec::new()
@@ -568,8 +578,18 @@ impl<S: Store> Feed<S> {
         }
     }
 
+    /// After a lost subscription: the friend list, their presence and the notes again.
     async fn everything(&mut self) -> Result<Vec<pb::WatchFriendsResponse>> {
         let mut events = self.reload_friends().await?;
+        events.extend(self.new_notes().await?);
+        Ok(events)
+    }
+
+    /// From time to time: the friends' presence (a lapsed report is announced by nobody)
+    /// and the notes, from Redis alone (friend list changes are always announced).
+    async fn look_again(&mut self) -> Result<Vec<pb::WatchFriendsResponse>> {
+        let ids: Vec<Uuid> = self.friends.iter().map(|f| f.user_id).collect();
+        let mut events = self.presence_changes(&ids).await?;
         events.extend(self.new_notes().await?);
         Ok(events)
     }

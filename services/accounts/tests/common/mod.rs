@@ -147,10 +147,23 @@ pub(crate) async fn spawn_app_with<S: Store>(store: S, env: &[(&str, &str)]) -> 
 
 /// Starts the service on `store` with `settings` (its server limits, a 1 s drain).
 pub(crate) async fn spawn_app_on<S: Store>(store: S, settings: Settings) -> TestApp<S> {
+    spawn_app_social(store, settings, None).await
+}
+
+/// Starts the service on `store` with `settings`, and presence and notes in `social`
+/// (this process's memory when `None`).
+pub(crate) async fn spawn_app_social<S: Store>(
+    store: S,
+    settings: Settings,
+    social: Option<accounts::service::Social>,
+) -> TestApp<S> {
     let key_pem = private_pem();
     let key = SigningKey::from_pem(KID, &key_pem).unwrap();
     let config = accounts::service_config(&settings, key).unwrap();
-    let service = AccountsApi::new(store, config);
+    let service = match social {
+        Some(social) => AccountsApi::with_social(store, social, config),
+        None => AccountsApi::new(store, config),
+    };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
