@@ -161,16 +161,28 @@ impl FromStr for Card {
     }
 }
 
+/// Text formats (JSON) write a card as its name (`"7D"`); binary formats (the server's
+/// stored room state) as its index, one byte.
 impl Serialize for Card {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        if serializer.is_human_readable() {
+            serializer.collect_str(self)
+        } else {
+            serializer.serialize_u8(self.0)
+        }
     }
 }
 
 impl<'de> Deserialize<'de> for Card {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Card, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
+        if deserializer.is_human_readable() {
+            let text = String::deserialize(deserializer)?;
+            text.parse().map_err(serde::de::Error::custom)
+        } else {
+            let index = u8::deserialize(deserializer)?;
+            Card::from_index(index)
+                .ok_or_else(|| serde::de::Error::custom("a card index is below 52"))
+        }
     }
 }
 
@@ -270,16 +282,31 @@ impl fmt::Debug for CardSet {
     }
 }
 
+/// Text formats write a set as the list of its cards; binary formats as its 52-bit mask.
 impl Serialize for CardSet {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.iter())
+        if serializer.is_human_readable() {
+            serializer.collect_seq(self.iter())
+        } else {
+            serializer.serialize_u64(self.0)
+        }
     }
 }
 
 impl<'de> Deserialize<'de> for CardSet {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<CardSet, D::Error> {
-        let cards = Vec::<Card>::deserialize(deserializer)?;
-        Ok(cards.into_iter().collect())
+        if deserializer.is_human_readable() {
+            let cards = Vec::<Card>::deserialize(deserializer)?;
+            Ok(cards.into_iter().collect())
+        } else {
+            let bits = u64::deserialize(deserializer)?;
+            if bits & !CardSet::FULL.0 != 0 {
+                return Err(serde::de::Error::custom(
+                    "a card set holds 52 cards at most",
+                ));
+            }
+            Ok(CardSet(bits))
+        }
     }
 }
 

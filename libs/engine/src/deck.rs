@@ -55,16 +55,25 @@ impl fmt::Debug for Seed {
     }
 }
 
+/// Text formats write a seed as 64 hex digits; binary formats as its 32 bytes.
 impl Serialize for Seed {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_hex())
+        if serializer.is_human_readable() {
+            serializer.serialize_str(&self.to_hex())
+        } else {
+            self.0.serialize(serializer)
+        }
     }
 }
 
 impl<'de> Deserialize<'de> for Seed {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Seed, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Seed::from_hex(&text).ok_or_else(|| serde::de::Error::custom("a seed is 64 hex digits"))
+        if deserializer.is_human_readable() {
+            let text = String::deserialize(deserializer)?;
+            Seed::from_hex(&text).ok_or_else(|| serde::de::Error::custom("a seed is 64 hex digits"))
+        } else {
+            <[u8; 32]>::deserialize(deserializer).map(Seed)
+        }
     }
 }
 

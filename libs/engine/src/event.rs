@@ -110,9 +110,9 @@ pub struct RoundScore {
     pub totals: [u32; 2],
 }
 
-/// How a match ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "reason", rename_all = "snake_case")]
+/// How a match ended. Text formats write it internally tagged (`{"reason":"resigned",
+/// "seat":1}`); binary formats, which cannot read an internal tag, externally tagged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EndReason {
     /// A side reached the target score alone in the lead.
     TargetReached,
@@ -121,6 +121,54 @@ pub enum EndReason {
         /// The seat that resigned.
         seat: Seat,
     },
+}
+
+/// [`EndReason`]'s text form.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+enum EndReasonText {
+    TargetReached,
+    Resigned { seat: Seat },
+}
+
+/// [`EndReason`]'s binary form.
+#[derive(Serialize, Deserialize)]
+enum EndReasonBinary {
+    TargetReached,
+    Resigned { seat: Seat },
+}
+
+impl Serialize for EndReason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match (*self, serializer.is_human_readable()) {
+            (EndReason::TargetReached, true) => EndReasonText::TargetReached.serialize(serializer),
+            (EndReason::Resigned { seat }, true) => {
+                EndReasonText::Resigned { seat }.serialize(serializer)
+            }
+            (EndReason::TargetReached, false) => {
+                EndReasonBinary::TargetReached.serialize(serializer)
+            }
+            (EndReason::Resigned { seat }, false) => {
+                EndReasonBinary::Resigned { seat }.serialize(serializer)
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for EndReason {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<EndReason, D::Error> {
+        Ok(if deserializer.is_human_readable() {
+            match EndReasonText::deserialize(deserializer)? {
+                EndReasonText::TargetReached => EndReason::TargetReached,
+                EndReasonText::Resigned { seat } => EndReason::Resigned { seat },
+            }
+        } else {
+            match EndReasonBinary::deserialize(deserializer)? {
+                EndReasonBinary::TargetReached => EndReason::TargetReached,
+                EndReasonBinary::Resigned { seat } => EndReason::Resigned { seat },
+            }
+        })
+    }
 }
 
 /// The end of a match.

@@ -28,6 +28,8 @@
 //! `--wait-replicas N`: the replica waits for N Redis replicas after each commit (the
 //! `[redis] wait_replicas` setting; 0: not).
 //!
+//! `LOAD_LISTEN=127.0.0.1:PORT` pins the replica's address (default: any free port).
+//!
 //! `--join-storm N`: instead of playing, N players join within one second, each on a new
 //! connection (or on `--connections C` shared ones), and the report gives the time until
 //! the last snapshot and every refusal (see `load/storm.rs`).
@@ -135,7 +137,8 @@ fn redis_url() -> String {
     std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
 }
 
-/// The child: one replica on 127.0.0.1:0 until its stdin closes. Prints its address.
+/// The child: one replica on `LOAD_LISTEN` (default 127.0.0.1:0) until its stdin closes.
+/// Prints its address.
 fn serve() -> anyhow::Result<()> {
     let prefix = std::env::var("LOAD_PREFIX").context("LOAD_PREFIX")?;
     let kid = std::env::var("LOAD_KID").context("LOAD_KID")?;
@@ -159,7 +162,9 @@ fn serve() -> anyhow::Result<()> {
         let store = RedisStore::connect(&redis_url(), &prefix, 600, shutdown.clone())
             .await?
             .with_replica_wait(wait, 100);
-        let listener = basra_platform::bind("127.0.0.1:0".parse()?).await?;
+        // `LOAD_LISTEN` pins the replica's address (a shared machine's port range).
+        let listen = std::env::var("LOAD_LISTEN").unwrap_or_else(|_| "127.0.0.1:0".into());
+        let listener = basra_platform::bind(listen.parse()?).await?;
         println!("listening {}", listener.local_addr()?);
         std::io::stdout().flush()?;
         let config = ServiceConfig {

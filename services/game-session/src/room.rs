@@ -13,9 +13,11 @@ use serde::{Deserialize, Serialize};
 use crate::events::{LogEvent, StoredEvent};
 use crate::settings::Timing;
 
-/// Who sits in a seat.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+/// Who sits in a seat. JSON (the event log, and room states stored before the binary
+/// form) writes it internally tagged (`{"type":"player","user_id":…}`, no `name` when it
+/// is empty); the binary room state, which cannot read an internal tag, externally
+/// tagged with every field.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Occupant {
     /// Nobody yet.
     Open,
@@ -24,7 +26,6 @@ pub enum Occupant {
         /// The user id.
         user_id: String,
         /// The display name accounts gave when the player was seated (empty: unknown).
-        #[serde(default, skip_serializing_if = "String::is_empty")]
         name: String,
     },
     /// A bot.
@@ -32,6 +33,90 @@ pub enum Occupant {
         /// `BotLevel` as a number.
         level: i32,
     },
+}
+
+/// [`Occupant`]'s JSON form, written.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum OccupantText<'a> {
+    Open,
+    Player {
+        user_id: &'a str,
+        #[serde(skip_serializing_if = "str::is_empty")]
+        name: &'a str,
+    },
+    Bot {
+        level: i32,
+    },
+}
+
+/// [`Occupant`]'s JSON form, read.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum OccupantTextOwned {
+    Open,
+    Player {
+        user_id: String,
+        #[serde(default)]
+        name: String,
+    },
+    Bot {
+        level: i32,
+    },
+}
+
+/// [`Occupant`]'s binary form, written.
+#[derive(Serialize)]
+enum OccupantBinary<'a> {
+    Open,
+    Player { user_id: &'a str, name: &'a str },
+    Bot { level: i32 },
+}
+
+/// [`Occupant`]'s binary form, read.
+#[derive(Deserialize)]
+enum OccupantBinaryOwned {
+    Open,
+    Player { user_id: String, name: String },
+    Bot { level: i32 },
+}
+
+impl Serialize for Occupant {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            match self {
+                Occupant::Open => OccupantText::Open,
+                Occupant::Player { user_id, name } => OccupantText::Player { user_id, name },
+                Occupant::Bot { level } => OccupantText::Bot { level: *level },
+            }
+            .serialize(serializer)
+        } else {
+            match self {
+                Occupant::Open => OccupantBinary::Open,
+                Occupant::Player { user_id, name } => OccupantBinary::Player { user_id, name },
+                Occupant::Bot { level } => OccupantBinary::Bot { level: *level },
+            }
+            .serialize(serializer)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Occupant {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Occupant, D::Error> {
+        Ok(if deserializer.is_human_readable() {
+            match OccupantTextOwned::deserialize(deserializer)? {
+                OccupantTextOwned::Open => Occupant::Open,
+                OccupantTextOwned::Player { user_id, name } => Occupant::Player { user_id, name },
+                OccupantTextOwned::Bot { level } => Occupant::Bot { level },
+            }
+        } else {
+            match OccupantBinaryOwned::deserialize(deserializer)? {
+                OccupantBinaryOwned::Open => Occupant::Open,
+                OccupantBinaryOwned::Player { user_id, name } => Occupant::Player { user_id, name },
+                OccupantBinaryOwned::Bot { level } => Occupant::Bot { level },
+            }
+        })
+    }
 }
 
 /// A seat and its connection.

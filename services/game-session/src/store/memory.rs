@@ -13,7 +13,7 @@ use super::{
 };
 use crate::error::Result;
 use crate::events::StoredEvent;
-use crate::room::{ActionRecord, Room, Status};
+use crate::room::{ActionRecord, Status};
 
 /// Rooms in this process's memory.
 #[derive(Debug)]
@@ -41,7 +41,12 @@ struct Inner {
 
 #[derive(Debug)]
 struct Stored {
-    room: Room,
+    /// The room in its stored form (`super::encode_room`), as Redis holds it: a load
+    /// decodes it, so the dev mode runs the same encoding as production.
+    state: Vec<u8>,
+    /// The room's last seq and status, for heads and reads of the log.
+    seq: u64,
+    closed: bool,
     version: u64,
     log: Vec<StoredEvent>,
     actions: Vec<ActionRecord>,
@@ -82,15 +87,25 @@ impl Default for MemoryStore {
 #[tonic::async_trait]
 impl RoomStore for MemoryStore {
     async fn load(&self, room_id: &str) -> Result<Option<Loaded>> {
-        Ok(self.lock().rooms.get(room_id).map(|stored| Loaded {
-            room: stored.room.clone(),
-            version: stored.version,
+        let Some((state, version)) = self
+            .lock()
+            .rooms
+            .get(room_id)
+            .map(|stored| (stored.state.clone(), stored.version))
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Loaded {
+            room: super::decode_room(&state)?,
+            version,
         }))
     }
 
     async fn commit(&self, commit: Commit<'_>) -> Result<CommitOutcome> {
         let room_id = commit.room.id.clone();
         let notice_seq = super::notice_seq(commit.room, commit.events);
+        let state = super::encode_room(commit.room)?;
+        let closed = commit.room.status == Status::Closed;
         let mut inner = self.lock();
         let current = inner.rooms.get(&room_id).map_or(0, |s| s.version);
         if current != commit.expected_version {
@@ -106,7 +121,9 @@ impl RoomStore for MemoryStore {
             inner.rooms.insert(
                 room_id.clone(),
                 Stored {
-                    room: commit.room.clone(),
+                    state: Vec::new(),
+                    seq: 0,
+                    closed: false,
                     version: 0,
                     log: Vec::new(),
                     actions: Vec::new(),
@@ -115,7 +132,9 @@ impl RoomStore for MemoryStore {
             );
         }
         let stored = inner.rooms.get_mut(&room_id).expect("inserted above");
-        stored.room = commit.room.clone();
+        stored.state = state;
+        stored.seq = commit.room.seq;
+        stored.closed = closed;
         stored.version = current + 1;
         stored.log.extend_from_slice(commit.events);
         if commit.actions.reset {
@@ -163,7 +182,7 @@ impl RoomStore for MemoryStore {
             .min(stored.log.len());
         Ok(EventsAfter {
             events: stored.log[from..].to_vec(),
-            closed: stored.room.status == Status::Closed,
+            closed: stored.closed,
             exists: true,
         })
     }
@@ -174,8 +193,8 @@ impl RoomStore for MemoryStore {
             .iter()
             .map(|id| {
                 inner.rooms.get(&**id).map(|stored| RoomHead {
-                    seq: stored.room.seq,
-                    closed: stored.room.status == Status::Closed,
+                    seq: stored.seq,
+                    closed: stored.closed,
                 })
             })
             .collect())

@@ -2,6 +2,7 @@
 //! shared by every replica) and [`MemoryStore`] (the embedded one-process dev mode).
 //! Both pass the same contract suite (`tests/store_contract.rs`).
 
+mod codec;
 mod memory;
 mod redis_store;
 
@@ -13,6 +14,7 @@ use crate::error::Result;
 use crate::events::StoredEvent;
 use crate::room::{ActionRecord, PendingActions, Room};
 
+pub use codec::{ROOM_FORMAT, decode_room, encode_room};
 pub use memory::MemoryStore;
 pub use redis_store::{COMMIT_LUA, RedisStore};
 

@@ -10,7 +10,7 @@
 //!
 //! | key (`P` the prefix, `S` the shard) | type | holds |
 //! |---|---|---|
-//! | `P:{gs:S}:room:ID:state` | hash | `v` version, `data` room JSON, `st` "closed" or "", `q` last seq |
+//! | `P:{gs:S}:room:ID:state` | hash | `v` version, `data` the room (binary, a format byte first; JSON before: see `codec.rs`), `st` "closed" or "", `q` last seq |
 //! | `P:{gs:S}:room:ID:log` | list | the events, JSON; index `seq - 1` |
 //! | `P:{gs:S}:room:ID:moves` | hash | `seat:client_move_id` → seq of the card played |
 //! | `P:{gs:S}:room:ID:actions` | list | the running match's actions, JSON (read at its end) |
@@ -42,7 +42,7 @@ use super::{
 };
 use crate::error::{GameError, Result};
 use crate::events::StoredEvent;
-use crate::room::{ActionRecord, Room, Status};
+use crate::room::{ActionRecord, Status};
 
 /// The consumer group of the outbox.
 const OUTBOX_GROUP: &str = "forwarder";
@@ -265,7 +265,7 @@ fn parse_outbox_id(id: &str) -> Result<(u32, &str)> {
 #[tonic::async_trait]
 impl RoomStore for RedisStore {
     async fn load(&self, room_id: &str) -> Result<Option<Loaded>> {
-        let (version, data): (Option<u64>, Option<String>) = redis::cmd("HMGET")
+        let (version, data): (Option<u64>, Option<Vec<u8>>) = redis::cmd("HMGET")
             .arg(self.room_key(room_id, "state"))
             .arg("v")
             .arg("data")
@@ -273,7 +273,7 @@ impl RoomStore for RedisStore {
             .await?;
         match (version, data) {
             (Some(version), Some(data)) => Ok(Some(Loaded {
-                room: serde_json::from_str::<Room>(&data)?,
+                room: super::decode_room(&data)?,
                 version,
             })),
             _ => Ok(None),
@@ -302,7 +302,7 @@ impl RoomStore for RedisStore {
             .key(self.room_key(&room.id, "actions"))
             .key(self.channel(shard))
             .arg(commit.expected_version)
-            .arg(serde_json::to_string(room)?)
+            .arg(super::encode_room(room)?)
             .arg(move_key)
             .arg(move_seq)
             .arg(if closed { "closed" } else { "" })

@@ -3,7 +3,7 @@
 -- Every key is in the room's shard slot ({gs:S}); the notification is a shard channel
 -- of that slot (SPUBLISH), declared as KEYS[8].
 -- KEYS: 1 state, 2 log, 3 moves, 4 deadlines, 5 rooms, 6 outbox, 7 actions, 8 channel
--- ARGV: 1 expected version, 2 room JSON, 3 move key or '', 4 move seq, 5 status flag,
+-- ARGV: 1 expected version, 2 room state (store/codec.rs), 3 move key or '', 4 move seq, 5 status flag,
 --       6 deadline or '', 7 room id, 8 created ms, 9 outbox payload or '',
 --       10 the finishing action's trace context (with the outbox payload), 11 notice, 12 ttl seconds or '', 13 number of events n,
 --       14 number of actions m, 15 '1' to start a new action log or '', 16 last seq,

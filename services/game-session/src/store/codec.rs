@@ -1,0 +1,232 @@
+//! The stored form of a room's state (`Room`): a format byte, then the room.
+//!
+//! | first byte | format |
+//! |---|---|
+//! | `{` (0x7B) | JSON (serde_json): what replicas wrote before the binary form; still read, so a rolling upgrade carries on the rooms the old replicas stored |
+//! | 1 ([`ROOM_FORMAT`]) | postcard (varints, no field names): cards as their index, card sets as their 52-bit mask, the seed as 32 bytes (see the engine's `Serialize` impls, which write the text form only to human-readable formats) |
+//!
+//! Postcard is not self-describing: the bytes follow `Room`'s fields in order. A change of
+//! the fields of `Room` or of anything it holds (added, removed, reordered, retyped) is
+//! therefore a new format: give it the next byte and keep a decoder of the previous one
+//! (its fields as they were, converted), so replicas of both versions read each other's
+//! rooms during an upgrade. The room tests pin format 1 with a stored sample
+//! (`tests/fixtures/`), so such a change cannot go unnoticed.
+
+use crate::error::{GameError, Result};
+use crate::room::Room;
+
+/// The format byte written first by [`encode_room`]: postcard, format 1.
+pub const ROOM_FORMAT: u8 = 1;
+
+/// The first byte of the JSON form.
+const JSON_FIRST: u8 = b'{';
+
+/// A room in its stored form: [`ROOM_FORMAT`], then its postcard bytes.
+pub fn encode_room(room: &Room) -> Result<Vec<u8>> {
+    // A room mid-match takes about 300 bytes: one allocation in the usual case.
+    let mut out = Vec::with_capacity(512);
+    out.push(ROOM_FORMAT);
+    postcard::to_extend(room, out)
+        .map_err(|err| GameError::Internal(format!("encoding a room: {err}")))
+}
+
+/// A room read back from its stored form, in any format this replica knows.
+pub fn decode_room(bytes: &[u8]) -> Result<Room> {
+    match bytes.first() {
+        Some(&ROOM_FORMAT) => {
+            let (room, rest) = postcard::take_from_bytes::<Room>(&bytes[1..])
+                .map_err(|err| GameError::Corrupt(format!("room state (format 1): {err}")))?;
+            if !rest.is_empty() {
+                return Err(GameError::Corrupt(format!(
+                    "room state (format 1): {} bytes after the room",
+                    rest.len()
+                )));
+            }
+            Ok(room)
+        }
+        Some(&JSON_FIRST) => serde_json::from_slice(bytes)
+            .map_err(|err| GameError::Corrupt(format!("room state (JSON): {err}"))),
+        Some(other) => Err(GameError::Corrupt(format!(
+            "room state in an unknown format {other} (a newer replica's? this one reads 1 and JSON)"
+        ))),
+        None => Err(GameError::Corrupt("empty room state".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use basra_engine::{Seed, Settings};
+
+    use super::*;
+    use crate::room::{Occupant, Status};
+    use crate::settings::Timing;
+
+    /// The room the fixtures hold: a match ten plays in, one player with a display
+    /// name and one without, connected and disconnected seats, timers set.
+    fn sample_room() -> Room {
+        let timing = Timing {
+            turn_ms: 20_000,
+            grace_ms: 60_000,
+            bot_delay_ms: 800,
+            rematch_ms: 60_000,
+            turn_slack_ms: 1_000,
+        };
+        let occupants = vec![
+            Occupant::Player {
+                user_id: "0190b3c1-7e1f-7000-8000-00000000000a".into(),
+                name: "Amira".into(),
+            },
+            Occupant::Player {
+                user_id: "0190b3c1-7e1f-7000-8000-00000000000b".into(),
+                name: String::new(),
+            },
+        ];
+        let mut room = Room::new(
+            "room-fixture".into(),
+            Settings::default(),
+            occupants,
+            true,
+            true,
+            1,
+            timing,
+            1_795_000_000_000,
+        );
+        room.start_if_full(Seed([9; 32]), "match-fixture".into(), 1_795_000_000_100);
+        room.connect(0, "conn-a", "replica-1", 1_795_000_000_200);
+        let mut now = 1_795_000_001_000;
+        for _ in 0..10 {
+            let game = room.game.as_ref().unwrap();
+            let seat = game.turn().unwrap();
+            let play = game.legal_plays()[0];
+            room.play(seat.0, play.card, None, false, format!("m{now}"), now)
+                .unwrap();
+            now += 1_500;
+        }
+        let _ = room.take_pending();
+        let _ = room.take_pending_actions();
+        room
+    }
+
+    fn json(room: &Room) -> String {
+        serde_json::to_string(room).unwrap()
+    }
+
+    /// What the replicas before the binary form stored for [`sample_room`]: written by
+    /// that code (main at d930bcb), byte for byte.
+    const STORED_BY_JSON_REPLICAS: &str = include_str!("../../tests/fixtures/room-state-json.json");
+
+    /// [`sample_room`] in format 1, as hex.
+    const FORMAT_1: &str = include_str!("../../tests/fixtures/room-state-format-1.hex");
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn a_room_stored_as_json_by_older_replicas_is_read_and_played_on() {
+        let stored = STORED_BY_JSON_REPLICAS.trim_end();
+        let mut room = decode_room(stored.as_bytes()).unwrap();
+        // Exactly the state the old replica stored (and the JSON form is unchanged).
+        assert_eq!(json(&room), stored);
+        assert_eq!(
+            encode_room(&room).unwrap(),
+            encode_room(&sample_room()).unwrap()
+        );
+        // Played on, and stored again in the binary form, which reads back the same.
+        let mut reference = sample_room();
+        let mut now = 1_795_000_100_000;
+        while let Some(seat) = room.game.as_ref().unwrap().turn() {
+            let card = room.game.as_ref().unwrap().legal_plays()[0].card;
+            room.play(seat.0, card, None, false, String::new(), now)
+                .unwrap();
+            reference
+                .play(seat.0, card, None, false, String::new(), now)
+                .unwrap();
+            assert_eq!(room.take_pending(), reference.take_pending());
+            let bytes = encode_room(&room).unwrap();
+            assert_eq!(bytes[0], ROOM_FORMAT);
+            room = decode_room(&bytes).unwrap();
+            assert_eq!(json(&room), json(&reference));
+            now += 1_000;
+        }
+        assert_eq!(room.status, Status::Finished);
+    }
+
+    #[test]
+    fn format_1_is_pinned() {
+        let bytes = encode_room(&sample_room()).unwrap();
+        assert_eq!(
+            hex(&bytes),
+            FORMAT_1.trim_end(),
+            "the stored form of a room changed: that is a new format (see the module docs)"
+        );
+        // Several times smaller than the JSON.
+        assert!(
+            bytes.len() * 4 < json(&sample_room()).len(),
+            "{} bytes",
+            bytes.len()
+        );
+    }
+
+    #[test]
+    fn every_state_of_a_room_reads_back_the_same_in_both_forms() {
+        let mut rooms = vec![sample_room()];
+        // Waiting, with an open seat and a bot; four seats.
+        let settings = Settings {
+            seats: basra_engine::Seats::Four,
+            ..Settings::default()
+        };
+        let mut waiting = Room::new(
+            "w".into(),
+            settings,
+            vec![
+                Occupant::Open,
+                Occupant::Bot { level: 2 },
+                Occupant::Open,
+                Occupant::Player {
+                    user_id: "u".into(),
+                    name: "ü \"quoted\"".into(),
+                },
+            ],
+            false,
+            false,
+            0,
+            sample_room().timing,
+            5,
+        );
+        rooms.push(waiting.clone());
+        // Started, then resigned: a match result with a seat in it.
+        waiting.seats[0].occupant = Occupant::Player {
+            user_id: "x".into(),
+            name: String::new(),
+        };
+        waiting.seats[2].occupant = Occupant::Bot { level: 1 };
+        waiting.start_if_full(Seed([3; 32]), "m".into(), 6);
+        rooms.push(waiting.clone());
+        waiting.resign(3, false, 7).unwrap();
+        rooms.push(waiting.clone());
+        waiting.close(8);
+        rooms.push(waiting);
+        for room in rooms {
+            let bytes = encode_room(&room).unwrap();
+            assert_eq!(json(&decode_room(&bytes).unwrap()), json(&room));
+            assert_eq!(
+                json(&decode_room(json(&room).as_bytes()).unwrap()),
+                json(&room)
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_or_damaged_states_are_refused() {
+        let bytes = encode_room(&sample_room()).unwrap();
+        let corrupt = |bytes: &[u8]| matches!(decode_room(bytes), Err(GameError::Corrupt(_)));
+        assert!(corrupt(&[]));
+        assert!(corrupt(&[2, 0, 0]), "a format this replica does not know");
+        assert!(corrupt(&bytes[..bytes.len() / 2]), "cut short");
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(corrupt(&longer), "bytes after the room");
+        assert!(corrupt(b"{\"id\":"));
+    }
+}
