@@ -1,0 +1,210 @@
+//! The room state a replica holds after its own commit (`Hub::cached`) is only a guess:
+//! the store's compare-and-set decides. Two replicas over one store; the first one's hub
+//! gets no notices (as when a notice is lost or still in flight), so the state it holds
+//! goes stale when the second one commits. Its next change must be detected as made
+//! against a stale state and applied to the room as stored. On the memory store, one
+//! Redis and the cluster.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+
+use basra_engine::{Card, Seed};
+use game_session::core::{Core, Mutation, now_ms};
+use game_session::events::LogEvent;
+use game_session::room::{Occupant, Room};
+use game_session::store::move_key;
+use game_session::{MemoryStore, RoomStore};
+use tokio_util::sync::CancellationToken;
+
+/// A replica's core over `store`, with no background task: its hub hears of nothing but
+/// its own commits.
+fn replica(name: &str, store: Arc<dyn RoomStore>) -> Arc<Core> {
+    let config = common::config(name, common::timing());
+    Arc::new(Core {
+        store,
+        hub: Arc::default(),
+        stream_slots: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
+        join_slots: Arc::new(tokio::sync::Semaphore::new(config.join_concurrency)),
+        walks: Arc::new(config.walks()),
+        config,
+        shutdown: CancellationToken::new(),
+        drain: CancellationToken::new(),
+        drain_deadline_ms: AtomicI64::new(0),
+        lease: Default::default(),
+        accounts: None,
+        presence: basra_platform::presence::PresenceReporter::disabled(),
+        metrics: Arc::default(),
+    })
+}
+
+/// The seat to play and its first legal card, as stored.
+async fn next_play(store: &dyn RoomStore, id: &str) -> (u8, Card) {
+    let room = store.load(id).await.unwrap().unwrap().room;
+    let game = room.game.as_ref().unwrap();
+    (game.turn().unwrap().0, game.legal_plays()[0].card)
+}
+
+async fn play(core: &Arc<Core>, id: &str, seat: u8, card: Card, move_id: &str) -> Mutation<()> {
+    core.mutate(id, Some((seat, move_id)), |room, now| {
+        room.play(seat, card, None, false, move_id.into(), now)
+    })
+    .await
+    .unwrap()
+}
+
+fn done_version(outcome: &Mutation<()>) -> u64 {
+    match outcome {
+        Mutation::Done { version, .. } => *version,
+        other => panic!("not applied: {other:?}"),
+    }
+}
+
+async fn stale_state_is_detected(store_a: Arc<dyn RoomStore>, store_b: Arc<dyn RoomStore>) {
+    let a = replica("a", store_a);
+    let b = replica("b", Arc::clone(&store_b));
+    let store = store_b;
+    let id = uuid::Uuid::now_v7().to_string();
+    let mut room = Room::new(
+        id.clone(),
+        basra_engine::Settings::default(),
+        vec![
+            Occupant::Player {
+                user_id: "p0".into(),
+                name: "Nour".into(),
+            },
+            Occupant::Player {
+                user_id: "p1".into(),
+                name: String::new(),
+            },
+        ],
+        false,
+        false,
+        0,
+        common::timing(),
+        now_ms(),
+    );
+    room.start_if_full(Seed([5; 32]), "m".into(), now_ms());
+    assert!(a.create(&mut room).await.unwrap());
+    // A stream of the room on replica a: its hub holds what a commits.
+    let _watch = a.hub.watch(&id);
+
+    // 1. a plays; it holds the room at that version.
+    let (seat, card) = next_play(&*store, &id).await;
+    let v = done_version(&play(&a, &id, seat, card, "a1").await);
+    assert_eq!(a.hub.cached(&id).map(|held| held.version), Some(v));
+
+    // 2. b commits a chat (the game is unchanged, the room is not): a's state is stale
+    // and a does not know it.
+    let chatted = b
+        .mutate(&id, None, |room, now| {
+            room.chat(1, 3, now);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let chat_version = done_version(&chatted);
+    assert_eq!(chat_version, v + 1);
+    assert_eq!(a.hub.cached(&id).map(|held| held.version), Some(v));
+    let chat_seq = store.events_after(&id, 0).await.unwrap().events.len() as u64;
+
+    // 3. a plays again: computed on the held state, refused by the compare-and-set,
+    // applied to the stored room (after b's chat, not over it).
+    let (seat, card) = next_play(&*store, &id).await;
+    let outcome = play(&a, &id, seat, card, "a2").await;
+    assert_eq!(done_version(&outcome), chat_version + 1);
+    let Mutation::Done { events, room, .. } = &outcome else {
+        unreachable!()
+    };
+    assert_eq!(room.seq - events.len() as u64 + 1, chat_seq + 1);
+    assert_eq!(
+        a.metrics.stale_states.get(),
+        1,
+        "the stale state was noticed"
+    );
+    assert_eq!(
+        a.metrics.cas_conflicts.get(),
+        0,
+        "and not taken for contention"
+    );
+    let log = store.events_after(&id, 0).await.unwrap().events;
+    assert!(matches!(
+        log[chat_seq as usize - 1].event,
+        LogEvent::Chat { seat: 1, phrase: 3 }
+    ));
+    assert!(matches!(
+        &log[chat_seq as usize].event,
+        LogEvent::CardPlayed { client_move_id, .. } if client_move_id == "a2"
+    ));
+    assert_eq!(
+        store
+            .applied_move(&id, &move_key(seat, "a2"))
+            .await
+            .unwrap(),
+        Some(chat_seq + 1)
+    );
+    // It holds the fresh room now.
+    assert_eq!(
+        a.hub.cached(&id).map(|held| held.version),
+        Some(chat_version + 1)
+    );
+
+    // 4. b plays the next turn: on a's held state it is still that seat's turn, so the
+    // other seat's play looks illegal there. a checks against the stored room and plays.
+    let (seat_b, card_b) = next_play(&*store, &id).await;
+    let by_b = done_version(&play(&b, &id, seat_b, card_b, "b1").await);
+    let (seat, card) = next_play(&*store, &id).await;
+    assert_ne!(seat, seat_b);
+    let outcome = play(&a, &id, seat, card, "a3").await;
+    assert_eq!(done_version(&outcome), by_b + 1);
+    let stored = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(stored.version, by_b + 1);
+    assert_eq!(stored.room.action_count, 4);
+
+    // 5. A play that is illegal on the stored room too is refused, and nothing is stored.
+    let (seat, _) = next_play(&*store, &id).await;
+    let other = 1 - seat;
+    let hand_card = {
+        let room = store.load(&id).await.unwrap().unwrap().room;
+        room.game
+            .as_ref()
+            .unwrap()
+            .view(Some(basra_engine::Seat(other)))
+            .hand
+            .iter()
+            .next()
+            .unwrap()
+    };
+    assert!(matches!(
+        play(&a, &id, other, hand_card, "a4").await,
+        Mutation::Rejected(_)
+    ));
+    assert_eq!(store.load(&id).await.unwrap().unwrap().version, by_b + 1);
+}
+
+#[tokio::test]
+async fn a_stale_held_state_is_detected_on_the_memory_store() {
+    let store: Arc<dyn RoomStore> = Arc::new(MemoryStore::new());
+    stale_state_is_detected(Arc::clone(&store), store).await;
+}
+
+#[tokio::test]
+async fn a_stale_held_state_is_detected_on_redis() {
+    let prefix = common::prefix();
+    stale_state_is_detected(
+        common::redis_store(&prefix).await,
+        common::redis_store(&prefix).await,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_stale_held_state_is_detected_on_a_cluster() {
+    let prefix = common::prefix();
+    stale_state_is_detected(
+        common::cluster_store(&prefix).await,
+        common::cluster_store(&prefix).await,
+    )
+    .await;
+}
