@@ -208,3 +208,74 @@ async fn a_stale_held_state_is_detected_on_a_cluster() {
     )
     .await;
 }
+
+/// A rolling upgrade: a room whose state a replica before the binary form stored as JSON
+/// (as `serde_json` writes a `Room`, the form those replicas wrote) is loaded, played on
+/// and stored again in the binary form by a new replica, on a real Redis.
+#[tokio::test]
+async fn a_room_stored_as_json_by_an_older_replica_is_played_on_redis() {
+    let prefix = common::prefix();
+    let store = common::redis_store(&prefix).await;
+    let core = replica("new", Arc::clone(&store));
+    let id = uuid::Uuid::now_v7().to_string();
+    let mut room = Room::new(
+        id.clone(),
+        basra_engine::Settings::default(),
+        vec![
+            Occupant::Player {
+                user_id: "p0".into(),
+                name: "Nour".into(),
+            },
+            Occupant::Player {
+                user_id: "p1".into(),
+                name: String::new(),
+            },
+        ],
+        false,
+        true,
+        0,
+        common::timing(),
+        now_ms(),
+    );
+    room.start_if_full(Seed([8; 32]), "m".into(), now_ms());
+    assert!(core.create(&mut room).await.unwrap());
+    // What the older replica left in Redis: the same room, as JSON.
+    let shard = game_session::store::shard_of(&id);
+    let key = basra_platform::redis::Keys::new(&prefix)
+        .unwrap()
+        .key(&format!("gs:{shard}"), &format!("room:{id}:state"));
+    let mut redis = redis::Client::open(common::redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let json = serde_json::to_string(&room).unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg(&key)
+        .arg("data")
+        .arg(&json)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    let loaded = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(serde_json::to_string(&loaded.room).unwrap(), json);
+
+    let (seat, card) = next_play(&*store, &id).await;
+    let v = done_version(&play(&core, &id, seat, card, "j1").await);
+    let data: Vec<u8> = redis::cmd("HGET")
+        .arg(&key)
+        .arg("data")
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(
+        data[0],
+        game_session::store::ROOM_FORMAT,
+        "stored again in format 1"
+    );
+    assert!(data.len() * 4 < json.len());
+    let stored = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(stored.version, v);
+    assert_eq!(stored.room.action_count, 1);
+    assert!(stored.room.game.as_ref().unwrap().turn().unwrap().0 != seat);
+}
