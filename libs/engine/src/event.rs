@@ -211,3 +211,25 @@ pub(crate) mod hex32 {
             .ok_or_else(|| serde::de::Error::custom("expected 64 hex digits"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text form is what stored rooms and logs hold: it must not change.
+    #[test]
+    fn end_reasons_keep_their_text_form() {
+        let cases = [
+            (EndReason::TargetReached, r#"{"reason":"target_reached"}"#),
+            (
+                EndReason::Resigned { seat: Seat(1) },
+                r#"{"reason":"resigned","seat":1}"#,
+            ),
+        ];
+        for (reason, text) in cases {
+            assert_eq!(serde_json::to_string(&reason).unwrap(), text);
+            assert_eq!(serde_json::from_str::<EndReason>(text).unwrap(), reason);
+        }
+        assert!(serde_json::from_str::<EndReason>(r#"{"reason":"bored"}"#).is_err());
+    }
+}

@@ -902,6 +902,34 @@ mod tests {
 
     use super::*;
 
+    /// The JSON form is what the event log (and rooms stored before the binary form)
+    /// holds: it must not change.
+    #[test]
+    fn occupants_keep_their_json_form() {
+        let cases = [
+            (Occupant::Open, r#"{"type":"open"}"#),
+            (Occupant::Bot { level: 2 }, r#"{"type":"bot","level":2}"#),
+            (
+                Occupant::Player {
+                    user_id: "u".into(),
+                    name: "Nour".into(),
+                },
+                r#"{"type":"player","user_id":"u","name":"Nour"}"#,
+            ),
+            (
+                Occupant::Player {
+                    user_id: "u".into(),
+                    name: String::new(),
+                },
+                r#"{"type":"player","user_id":"u"}"#,
+            ),
+        ];
+        for (occupant, text) in cases {
+            assert_eq!(serde_json::to_string(&occupant).unwrap(), text);
+            assert_eq!(serde_json::from_str::<Occupant>(text).unwrap(), occupant);
+        }
+    }
+
     fn stored_again(room: &Room) -> Room {
         serde_json::from_str(&serde_json::to_string(room).unwrap()).unwrap()
     }
