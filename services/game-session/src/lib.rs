@@ -234,7 +234,8 @@ impl App {
                     store_stop.clone(),
                 )
                 .await?
-                .with_replica_wait(settings.redis.wait_replicas, settings.redis.wait_timeout_ms),
+                .with_replica_wait(settings.redis.wait_replicas, settings.redis.wait_timeout_ms)
+                .with_room_format(settings.game.room_state_format),
             )
         };
         Ok(App {

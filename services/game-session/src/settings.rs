@@ -72,6 +72,10 @@ pub struct GameSettings {
     pub lease_ms: u64,
     /// Seconds a closed room stays in Redis.
     pub closed_room_ttl_seconds: u64,
+    /// The form this replica writes room states in (`binary`, or `json` while replicas
+    /// that read only JSON still run); both are always read.
+    #[serde(default)]
+    pub room_state_format: crate::store::RoomFormat,
 }
 
 /// The `[accounts]` section.

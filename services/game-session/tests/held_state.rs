@@ -279,3 +279,78 @@ async fn a_room_stored_as_json_by_an_older_replica_is_played_on_redis() {
     assert_eq!(stored.room.action_count, 1);
     assert!(stored.room.game.as_ref().unwrap().turn().unwrap().0 != seat);
 }
+
+/// The raw stored state of a room (one Redis).
+async fn stored_bytes(prefix: &str, id: &str) -> Vec<u8> {
+    let shard = game_session::store::shard_of(id);
+    let key = basra_platform::redis::Keys::new(prefix)
+        .unwrap()
+        .key(&format!("gs:{shard}"), &format!("room:{id}:state"));
+    let mut redis = redis::Client::open(common::redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    redis::cmd("HGET")
+        .arg(&key)
+        .arg("data")
+        .query_async(&mut redis)
+        .await
+        .unwrap()
+}
+
+/// The first step of an upgrade: the new replicas write JSON (`game.room_state_format =
+/// "json"`) while old ones still run; a fleet mixing JSON and binary writers (the second
+/// step) plays one room in turns, each replica reading what the other wrote.
+#[tokio::test]
+async fn replicas_writing_json_and_binary_play_one_room_in_turns() {
+    let prefix = common::prefix();
+    let json_store = game_session::RedisStore::connect(
+        &common::redis_url(),
+        &prefix,
+        600,
+        CancellationToken::new(),
+    )
+    .await
+    .expect("Redis at REDIS_URL")
+    .with_room_format(game_session::store::RoomFormat::Json);
+    let json_writer = replica("json", Arc::new(json_store));
+    let store = common::redis_store(&prefix).await;
+    let binary_writer = replica("binary", Arc::clone(&store));
+    let id = uuid::Uuid::now_v7().to_string();
+    let mut room = Room::new(
+        id.clone(),
+        basra_engine::Settings::default(),
+        vec![
+            Occupant::Player {
+                user_id: "p0".into(),
+                name: String::new(),
+            },
+            Occupant::Player {
+                user_id: "p1".into(),
+                name: "Karim".into(),
+            },
+        ],
+        false,
+        false,
+        0,
+        common::timing(),
+        now_ms(),
+    );
+    room.start_if_full(Seed([4; 32]), "m".into(), now_ms());
+    assert!(json_writer.create(&mut room).await.unwrap());
+    assert_eq!(stored_bytes(&prefix, &id).await[0], b'{');
+    for turn in 0..6 {
+        let (core, first) = if turn % 2 == 0 {
+            (&binary_writer, game_session::store::ROOM_FORMAT)
+        } else {
+            (&json_writer, b'{')
+        };
+        let (seat, card) = next_play(&*store, &id).await;
+        done_version(&play(core, &id, seat, card, &format!("t{turn}")).await);
+        assert_eq!(stored_bytes(&prefix, &id).await[0], first, "turn {turn}");
+    }
+    let stored = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(stored.room.action_count, 6);
+    assert_eq!(stored.version, 7);
+}

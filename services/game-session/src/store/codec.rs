@@ -21,6 +21,27 @@ pub const ROOM_FORMAT: u8 = 1;
 /// The first byte of the JSON form.
 const JSON_FIRST: u8 = b'{';
 
+/// The form a replica writes rooms in (`game.room_state_format`). Every replica reads
+/// both; JSON is for a rolling upgrade from the versions that read only JSON (see the
+/// README, "The stored room is binary").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoomFormat {
+    /// [`ROOM_FORMAT`]: postcard.
+    #[default]
+    Binary,
+    /// JSON, as the replicas before the binary form wrote it.
+    Json,
+}
+
+/// A room in its stored form, in `format`.
+pub fn encode_room_as(room: &Room, format: RoomFormat) -> Result<Vec<u8>> {
+    match format {
+        RoomFormat::Binary => encode_room(room),
+        RoomFormat::Json => Ok(serde_json::to_vec(room)?),
+    }
+}
+
 /// A room in its stored form: [`ROOM_FORMAT`], then its postcard bytes.
 pub fn encode_room(room: &Room) -> Result<Vec<u8>> {
     // A room mid-match takes about 300 bytes: one allocation in the usual case.

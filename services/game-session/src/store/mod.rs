@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::events::StoredEvent;
 use crate::room::{ActionRecord, PendingActions, Room};
 
-pub use codec::{ROOM_FORMAT, decode_room, encode_room};
+pub use codec::{ROOM_FORMAT, RoomFormat, decode_room, encode_room, encode_room_as};
 pub use memory::MemoryStore;
 pub use redis_store::{COMMIT_LUA, RedisStore};
 

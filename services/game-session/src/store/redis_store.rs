@@ -97,6 +97,8 @@ pub struct RedisStore {
     wait_timeout_ms: u64,
     /// Commits not on enough replicas, logged at most once a second.
     unreplicated: Arc<Unreplicated>,
+    /// The form rooms are written in (both are read).
+    room_format: super::RoomFormat,
     notices: broadcast::Sender<Notice>,
 }
 
@@ -157,6 +159,7 @@ impl RedisStore {
             wait_replicas: 0,
             wait_timeout_ms: 0,
             unreplicated: Arc::default(),
+            room_format: super::RoomFormat::default(),
             notices: broadcast::channel(4096).0,
         };
         for shard in 0..SHARDS {
@@ -197,6 +200,13 @@ impl RedisStore {
     pub fn with_replica_wait(mut self, replicas: u32, timeout_ms: u64) -> RedisStore {
         self.wait_replicas = replicas;
         self.wait_timeout_ms = timeout_ms;
+        self
+    }
+
+    /// Writes rooms in `format` (binary by default; both forms are always read): JSON
+    /// while replicas of a version that reads only JSON still run (a rolling upgrade).
+    pub fn with_room_format(mut self, format: super::RoomFormat) -> RedisStore {
+        self.room_format = format;
         self
     }
 
@@ -302,7 +312,7 @@ impl RoomStore for RedisStore {
             .key(self.room_key(&room.id, "actions"))
             .key(self.channel(shard))
             .arg(commit.expected_version)
-            .arg(super::encode_room(room)?)
+            .arg(super::encode_room_as(room, self.room_format)?)
             .arg(move_key)
             .arg(move_seq)
             .arg(if closed { "closed" } else { "" })
