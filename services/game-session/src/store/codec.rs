@@ -10,7 +10,9 @@
 //! therefore a new format: give it the next byte and keep a decoder of the previous one
 //! (its fields as they were, converted), so replicas of both versions read each other's
 //! rooms during an upgrade. The room tests pin format 1 with a stored sample
-//! (`tests/fixtures/`), so such a change cannot go unnoticed.
+//! (`tests/fixtures/`), so such a change cannot go unnoticed. Which form a replica
+//! writes is [`RoomFormat`] (`game.room_state_format`): JSON while replicas that read
+//! only JSON still run.
 
 use crate::error::{GameError, Result};
 use crate::room::Room;
