@@ -83,7 +83,7 @@ pub async fn guests(accounts_url: &str, tag: &str, n: usize) -> anyhow::Result<V
         let tokens = client
             .guest_login(GuestLoginRequest {
                 device_id: format!("chaos-{tag}-{i}-{}", uuid::Uuid::now_v7().simple()),
-                display_name: format!("Bot {i}"),
+                display_name: format!("Chaos {i}"),
             })
             .await
             .context("GuestLogin")?

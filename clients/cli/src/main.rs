@@ -121,6 +121,14 @@ enum Command {
         #[command(subcommand)]
         command: basra::friends::FriendsCommand,
     },
+    /// Change the name other players see (a few times a week: the server says when).
+    Name {
+        #[command(flatten)]
+        connection: Connection,
+        /// The new name (1..24 characters; not one that passes for a bot or "Player N").
+        #[arg(value_name = "NEW_NAME")]
+        new_name: String,
+    },
     /// Answer rule questions: JSON lines on stdin (see README, "The rules tool").
     Rules,
     /// Analytics over match records (see libs/analytics/README.md).
@@ -232,6 +240,22 @@ async fn main() -> anyhow::Result<()> {
         } => {
             let session = sign_in(&connection).await?;
             basra::friends::run(&session, command).await
+        }
+        Command::Name {
+            connection,
+            new_name,
+        } => {
+            let session = sign_in(&connection).await?;
+            let answer = session
+                .accounts()
+                .set_display_name(basra_proto::basra::accounts::v1::SetDisplayNameRequest {
+                    display_name: new_name,
+                })
+                .await
+                .map_err(|status| anyhow::anyhow!("{}", status.message()))?
+                .into_inner();
+            println!("{}", basra::render::name_change(&answer));
+            Ok(())
         }
         Command::Dev {
             listen,

@@ -213,3 +213,60 @@ fn describe(table: &Table, event: &PlayResponse) -> Option<String> {
         _ => return None,
     })
 }
+
+/// The answer to `basra name`, in one line: the name now, and how many changes are left.
+pub fn name_change(answer: &basra_proto::basra::accounts::v1::SetDisplayNameResponse) -> String {
+    let mut line = if answer.changed {
+        format!("you are now {:?}", answer.display_name)
+    } else {
+        format!("you already are {:?}", answer.display_name)
+    };
+    match answer
+        .next_change_at
+        .as_ref()
+        .and_then(|t| chrono::DateTime::from_timestamp(t.seconds, 0))
+    {
+        Some(next) => {
+            let _ = write!(
+                line,
+                "; your next change is allowed from {}",
+                next.format("%Y-%m-%d %H:%M UTC")
+            );
+        }
+        None => {
+            let _ = write!(line, "; {} more change(s) allowed", answer.changes_left);
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod name_tests {
+    use basra_proto::basra::accounts::v1::SetDisplayNameResponse;
+
+    #[test]
+    fn a_name_change_says_what_is_left() {
+        let answer = SetDisplayNameResponse {
+            display_name: "Rita".into(),
+            changed: true,
+            changes_left: 2,
+            next_change_at: None,
+        };
+        assert_eq!(
+            super::name_change(&answer),
+            "you are now \"Rita\"; 2 more change(s) allowed"
+        );
+        let limited = SetDisplayNameResponse {
+            changes_left: 0,
+            next_change_at: Some(prost_types::Timestamp {
+                seconds: 1_800_000_000,
+                nanos: 0,
+            }),
+            ..answer
+        };
+        assert_eq!(
+            super::name_change(&limited),
+            "you are now \"Rita\"; your next change is allowed from 2027-01-15 08:00 UTC"
+        );
+    }
+}

@@ -160,6 +160,65 @@ pub fn bot_display_name(level: i32) -> String {
     }
 }
 
+/// Whether a player's display name could pass for a name the server gives a seat: a bot
+/// ([`bot_display_name`], "Bot (hard)") or an unnamed player ([`player_display_name`],
+/// "Player 2"). accounts refuses such names, so a seat that reads "Bot" is always a bot.
+///
+/// The name is compared folded: case, full-width forms and the common look-alikes of the
+/// letters of "bot" and "player" (`0`, `1`, Cyrillic and Greek letters) are folded to ASCII, and any run of
+/// other characters separates words. It is reserved when any word is `bot` (`B0T`,
+/// `bot_easy`, `Not a bot`), or when it is `player` followed by a number only. Words that
+/// merely contain "bot" (`Robot`, `Abbott`) are fine.
+pub fn is_reserved_name(name: &str) -> bool {
+    let words = |digits_as_letters: bool| -> Vec<String> {
+        let folded: String = name
+            .chars()
+            .map(|c| fold_lookalike(c, digits_as_letters))
+            .collect();
+        folded
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    if words(true).iter().any(|w| w == "bot") {
+        return true;
+    }
+    // "Player 2", "player2", "PLAYER #12", "P1ayer 1": the placeholder of an unnamed seat,
+    // a (look-alike of) "player" then a number.
+    let joined: String = words(false).concat();
+    let number = joined.len() - joined.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (word, digits) = joined.split_at(joined.len() - number);
+    !digits.is_empty()
+        && word
+            .chars()
+            .map(|c| fold_lookalike(c, true))
+            .eq("player".chars())
+}
+
+/// One character of a name, folded for [`is_reserved_name`]: lower-case ASCII for the
+/// letters a bot's name is made of and their look-alikes; anything else as it is.
+fn fold_lookalike(c: char, digits_as_letters: bool) -> char {
+    // Full-width ASCII (U+FF01..U+FF5E) is ASCII shifted by 0xFEE0.
+    let c = match u32::from(c) {
+        0xFF01..=0xFF5E => char::from_u32(u32::from(c) - 0xFEE0).unwrap_or(c),
+        _ => c,
+    };
+    match c {
+        '0' if digits_as_letters => 'o',
+        '1' if digits_as_letters => 'l',
+        'о' | 'О' | 'ο' | 'Ο' | 'օ' => 'o',
+        'В' | 'в' | 'Β' | 'β' | 'Ь' | 'ь' => 'b',
+        'т' | 'Т' | 'τ' | 'Τ' => 't',
+        'р' | 'Р' | 'ρ' | 'Ρ' => 'p',
+        'а' | 'А' | 'α' | 'Α' => 'a',
+        'е' | 'Е' | 'ε' | 'Ε' => 'e',
+        'у' | 'У' => 'y',
+        'І' | 'і' | '|' | 'ӏ' => 'l',
+        c => c.to_ascii_lowercase(),
+    }
+}
+
 /// The API's Basra kind (`NONE` for a play that made none).
 pub fn basra_to_pb(kind: Option<BasraKind>) -> pb::BasraKind {
     match kind {
@@ -183,6 +242,39 @@ pub fn basra_from_pb(kind: pb::BasraKind) -> Option<BasraKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_that_pass_for_a_bot_or_a_placeholder_are_reserved() {
+        for level in [pb::BotLevel::Easy, pb::BotLevel::Medium, pb::BotLevel::Hard] {
+            assert!(is_reserved_name(&bot_display_name(level as i32)));
+        }
+        assert!(is_reserved_name(&player_display_name("", 1)));
+        for reserved in [
+            "Bot",
+            "bot",
+            "B0T (hard)",
+            "bot_easy",
+            "Not a bot",
+            "\u{0412}\u{043e}\u{0442}", // Cyrillic "Вот"
+            "\u{ff22}\u{ff4f}\u{ff54}", // full-width "Ｂｏｔ"
+            "Player 3",
+            "player12",
+            "PLAYER #4",
+            "P1ayer 2",
+        ] {
+            assert!(is_reserved_name(reserved), "{reserved:?}");
+        }
+        for free in [
+            "Robot",
+            "Abbott",
+            "Botany fan",
+            "Player One",
+            "Playful 2",
+            "Layla",
+        ] {
+            assert!(!is_reserved_name(free), "{free:?}");
+        }
+    }
 
     #[test]
     fn every_card_round_trips() {

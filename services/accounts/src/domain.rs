@@ -106,15 +106,35 @@ impl Password {
     }
 }
 
-/// The name shown to other players: 1..24 characters, trimmed, no control
-/// characters.
+/// The name shown to other players: 1..24 characters once trimmed and with every run of
+/// white space made one space; no control characters and no invisible ones (format
+/// characters such as zero-width spaces and bidirectional overrides, blank fillers); and
+/// nothing that could pass for a name the server gives a seat — a bot ("Bot (hard)") or
+/// an unnamed player ("Player 2"), see [`basra_proto::convert::is_reserved_name`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DisplayName(String);
 
 impl DisplayName {
-    /// Checks `raw` (trimmed) against the display name rules.
+    /// Checks `raw` against the display name rules; answers the name as it is stored
+    /// (trimmed, white space collapsed).
     pub fn parse(raw: &str) -> Result<DisplayName> {
-        let name = raw.trim();
+        let raw = raw.trim();
+        if raw.chars().any(char::is_control) {
+            return Err(AccountsError::invalid(
+                "display_name",
+                "must not contain control characters",
+            ));
+        }
+        if let Some(bad) = raw.chars().find(|c| is_invisible(*c)) {
+            return Err(AccountsError::invalid(
+                "display_name",
+                format!(
+                    "must not contain invisible characters (U+{:04X})",
+                    u32::from(bad)
+                ),
+            ));
+        }
+        let name = raw.split_whitespace().collect::<Vec<_>>().join(" ");
         let len = name.chars().count();
         if len == 0 {
             return Err(AccountsError::invalid("display_name", "must not be empty"));
@@ -125,13 +145,16 @@ impl DisplayName {
                 format!("must be at most {DISPLAY_NAME_MAX} characters long, not {len}"),
             ));
         }
-        if name.chars().any(char::is_control) {
+        if basra_proto::convert::is_reserved_name(&name) {
             return Err(AccountsError::invalid(
                 "display_name",
-                "must not contain control characters",
+                format!(
+                    "{name:?} could pass for a bot or an unnamed seat (\"Bot\", \"Player 2\"): \
+                     choose another name"
+                ),
             ));
         }
-        Ok(DisplayName(name.to_owned()))
+        Ok(DisplayName(name))
     }
 
     /// Parses `raw`, or answers `None` when it is empty (the caller then picks a
@@ -149,15 +172,57 @@ impl DisplayName {
         DisplayName(format!("Guest {:04}", rand::random_range(0..10_000u32)))
     }
 
-    /// The display name of a new registered account: its username.
-    pub fn from_username(username: &Username) -> DisplayName {
-        DisplayName(username.as_str().to_owned())
+    /// The display name of a new registered account: its username, when that is a valid
+    /// display name (a username such as `bot_7` is not: the player must choose one).
+    pub fn from_username(username: &Username) -> Result<DisplayName> {
+        DisplayName::parse(username.as_str()).map_err(|_| {
+            AccountsError::invalid(
+                "display_name",
+                format!(
+                    "the username {:?} could pass for a bot or an unnamed seat: \
+                     set a display name",
+                    username.as_str()
+                ),
+            )
+        })
     }
 
     /// The name.
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// Characters that show nothing: format characters (Unicode category Cf: soft hyphen,
+/// zero-width spaces and joiners, bidirectional marks and overrides, tags) and the blank
+/// fillers (Hangul fillers, the braille blank). A name made of them would look empty, or
+/// like another name.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x00AD
+            | 0x034F
+            | 0x0600..=0x0605
+            | 0x061C
+            | 0x06DD
+            | 0x070F
+            | 0x115F
+            | 0x1160
+            | 0x17B4
+            | 0x17B5
+            | 0x180B..=0x180F
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x206F
+            | 0x2800
+            | 0x3164
+            | 0xFE00..=0xFE0F
+            | 0xFEFF
+            | 0xFFA0
+            | 0xFFF9..=0xFFFB
+            | 0x1D173..=0x1D17A
+            | 0xE0000..=0xE0FFF
+    )
 }
 
 /// A guest's device identifier: 1..128 characters, no control characters.
@@ -263,6 +328,30 @@ mod tests {
         assert!(DisplayName::parse("   ").is_err());
         assert!(DisplayName::parse(&"n".repeat(25)).is_err());
         assert!(DisplayName::parse("a\u{7}b").is_err());
+        assert_eq!(
+            DisplayName::parse(" Layla \u{3000}  Basra ")
+                .unwrap()
+                .as_str(),
+            "Layla Basra",
+            "white space runs become one space"
+        );
+        assert!(DisplayName::parse(&"n".repeat(24)).is_ok());
+        for invisible in ["a\u{200B}b", "\u{202E}toB", "\u{3164}", "x\u{FEFF}"] {
+            let err = DisplayName::parse(invisible).unwrap_err().to_string();
+            assert!(err.contains("invisible"), "{invisible:?}: {err}");
+        }
+        for reserved in ["Bot", "Bot (hard)", "b0t", "Player 2"] {
+            let err = DisplayName::parse(reserved).unwrap_err().to_string();
+            assert!(err.contains("bot"), "{reserved:?}: {err}");
+        }
+        assert!(DisplayName::parse("Robot Rita").is_ok());
+        let bot_user = Username::parse("bot_7").unwrap();
+        assert!(DisplayName::from_username(&bot_user).is_err());
+        let alice = Username::parse("alice").unwrap();
+        assert_eq!(
+            DisplayName::from_username(&alice).unwrap().as_str(),
+            "alice"
+        );
         assert!(DisplayName::parse_optional("").unwrap().is_none());
         assert!(DisplayName::random_guest().as_str().starts_with("Guest "));
         assert!(DeviceId::parse("").is_err());

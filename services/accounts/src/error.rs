@@ -63,6 +63,15 @@ pub enum AccountsError {
         /// When a retry is likely to succeed.
         retry_after: Duration,
     },
+    /// Too many display name changes within the rolling window.
+    #[error(
+        "too many display name changes: the next one is allowed at {}",
+        next_change_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    )]
+    NameChangesLimited {
+        /// When the next change is allowed.
+        next_change_at: chrono::DateTime<chrono::Utc>,
+    },
     /// No such user.
     #[error("no such user")]
     UserNotFound,
@@ -157,7 +166,8 @@ impl ServiceError for AccountsError {
             | AccountsError::Precondition(_) => Code::FailedPrecondition,
             AccountsError::RateLimited { .. }
             | AccountsError::SignupLimited { .. }
-            | AccountsError::Overloaded { .. } => Code::ResourceExhausted,
+            | AccountsError::Overloaded { .. }
+            | AccountsError::NameChangesLimited { .. } => Code::ResourceExhausted,
             AccountsError::UserNotFound => Code::NotFound,
             AccountsError::Friend(refusal) => refusal.code(),
             AccountsError::PermissionDenied(_) => Code::PermissionDenied,
@@ -173,6 +183,11 @@ impl ServiceError for AccountsError {
             AccountsError::RateLimited { retry_after }
             | AccountsError::SignupLimited { retry_after }
             | AccountsError::Overloaded { retry_after, .. } => Some(*retry_after),
+            AccountsError::NameChangesLimited { next_change_at } => Some(
+                (*next_change_at - chrono::Utc::now())
+                    .to_std()
+                    .unwrap_or(Duration::ZERO),
+            ),
             // The daily count starts over at the next UTC midnight.
             AccountsError::Friend(crate::friends::Refusal::TooManyRequests) => {
                 Some(crate::friends::until_next_day(chrono::Utc::now()))

@@ -8,6 +8,7 @@
 //! - [`service`]: the gRPC service over any store.
 //! - [`friends`]: the rules of friend requests, friendships and blocks;
 //!   [`social`]: presence and the friends' feed (WatchFriends), in Redis.
+//! - [`names`]: the rate limit of display name changes.
 //! - [`rating`]: Glicko-2 changes of a match; [`record`]: match records, stored
 //!   with the action log in [`action_log`]'s binary form;
 //!   [`refresh`]: refresh tokens; [`password`]: argon2id.
@@ -30,6 +31,7 @@ pub mod domain;
 pub mod error;
 pub mod friends;
 pub mod metrics;
+pub mod names;
 pub mod password;
 pub mod rating;
 pub mod record;
@@ -173,6 +175,10 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
         friends: friends::FriendLimits {
             max_friends: settings.friends.max_friends,
             requests_per_day: settings.friends.requests_per_day,
+        },
+        name_changes: names::NameChangeLimit {
+            max_changes: settings.display_names.max_changes,
+            window: Duration::from_secs(settings.display_names.window_seconds),
         },
     })
 }

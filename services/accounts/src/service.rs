@@ -31,6 +31,7 @@ use crate::store::{
 
 mod feed;
 mod friends;
+mod names;
 
 pub use feed::{FeedStream, LOOK_AGAIN_EVERY, MAX_FEEDS_PER_PLAYER, MAX_REPORTS_PER_CALL, Social};
 
@@ -86,6 +87,8 @@ pub struct ServiceConfig {
     pub leaderboard: LeaderboardRules,
     /// The friend limits.
     pub friends: FriendLimits,
+    /// How often a player may change their display name.
+    pub name_changes: crate::names::NameChangeLimit,
 }
 
 /// The accounts service: cheap to clone, shared by every connection.
@@ -343,6 +346,12 @@ impl<S: Store> AccountsApi<S> {
             Some(c) if !c.guest => return Err(AccountsError::AlreadyRegistered),
             Some(c) => Some(c.user_id),
         };
+        // A new account without a display name goes by its username, which must then be
+        // a valid display name too (checked before the password is hashed).
+        let display_name = match (display_name, guest) {
+            (None, None) => Some(DisplayName::from_username(&username)?),
+            (name, _) => name,
+        };
         // Cheap check first, so a taken name costs no password hash; the
         // unique index still decides races.
         if self
@@ -372,8 +381,10 @@ impl<S: Store> AccountsApi<S> {
                 (user, true)
             }
             None => {
-                let display_name =
-                    display_name.unwrap_or_else(|| DisplayName::from_username(&username));
+                let display_name = match display_name {
+                    Some(name) => name,
+                    None => DisplayName::from_username(&username)?,
+                };
                 let user = self
                     .inner
                     .store
@@ -923,6 +934,19 @@ impl<S: Store> AccountsService for AccountsApi<S> {
         tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
         Ok(Response::new(
             self.do_get_profile(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn set_display_name(
+        &self,
+        request: Request<pb::SetDisplayNameRequest>,
+    ) -> Result<Response<pb::SetDisplayNameResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_set_display_name(caller, request.into_inner())
+                .await?,
         ))
     }
 

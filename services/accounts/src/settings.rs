@@ -46,6 +46,8 @@ pub struct Settings {
     pub leaderboard: LeaderboardSettings,
     /// `[friends]`: the friend limits.
     pub friends: FriendSettings,
+    /// `[display_names]`: how often a player may change their name.
+    pub display_names: DisplayNameSettings,
     /// Where Prometheus metrics are served.
     #[serde(default)]
     pub metrics: MetricsSettings,
@@ -180,6 +182,16 @@ pub struct FriendSettings {
     pub requests_per_day: u32,
 }
 
+/// `[display_names]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DisplayNameSettings {
+    /// Changes (SetDisplayName) allowed within the window (at least 1).
+    pub max_changes: u32,
+    /// The rolling window.
+    pub window_seconds: u64,
+}
+
 /// The longest access token lifetime accepted: they cannot be revoked.
 pub const MAX_ACCESS_TTL_SECONDS: u64 = 24 * 3600;
 /// The longest refresh token lifetime accepted.
@@ -242,6 +254,18 @@ impl Validate for Settings {
             return Err(
                 "friends.max_friends and friends.requests_per_day must be at least 1".into(),
             );
+        }
+
+        if self.display_names.max_changes == 0 {
+            return Err("display_names.max_changes must be at least 1".into());
+        }
+        if self.display_names.window_seconds == 0
+            || self.display_names.window_seconds > MAX_REFRESH_TTL_SECONDS
+        {
+            return Err(format!(
+                "display_names.window_seconds must be between 1 and {MAX_REFRESH_TTL_SECONDS}, not {}",
+                self.display_names.window_seconds
+            ));
         }
 
         let limits = &self.login_limits;

@@ -48,6 +48,7 @@ grpc_tests!(
     login_attempts_are_rate_limited_per_account_and_per_peer,
     sign_ups_are_rate_limited_per_address_and_in_all,
     pagination_through_grpc,
+    display_names_are_checked_and_changes_are_limited,
     health_and_reflection_answer,
     friends_through_grpc,
     bad_friend_requests_get_clear_statuses_and_write_nothing,
@@ -278,6 +279,19 @@ fn b64url(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+/// The display name in the caller's own profile.
+async fn own_name<S: Store>(app: &TestApp<S>, token: &str) -> String {
+    app.client()
+        .await
+        .get_profile(authed(token, pb::GetProfileRequest::default()))
+        .await
+        .unwrap()
+        .into_inner()
+        .profile
+        .unwrap()
+        .display_name
 }
 
 async fn register<S: Store>(app: &TestApp<S>, username: &str) -> pb::AuthTokens {
@@ -1316,9 +1330,9 @@ mod cases {
         let service = app.service_token();
         let mut players = Vec::new();
         for i in 0..5 {
-            players.push(register(&app, &format!("player_{i}")).await);
+            players.push(register(&app, &format!("gamer_{i}")).await);
         }
-        // player_0 plays everyone and wins every time.
+        // gamer_0 plays everyone and wins every time.
         for (i, opponent) in players.iter().enumerate().skip(1) {
             client
                 .record_match(authed(
@@ -1673,5 +1687,165 @@ mod cases {
             .parse()
             .unwrap();
         assert!((1..=86_400_000).contains(&retry), "{retry} ms");
+    }
+
+    pub(super) async fn display_names_are_checked_and_changes_are_limited<S: Store>(store: S) {
+        let app = spawn_app_with(store, &[("BASRA_DISPLAY_NAMES__MAX_CHANGES", "2")]).await;
+        let mut client = app.client().await;
+        let rita = register(&app, "rita_r").await;
+        let set = |token: &str, name: &str| {
+            authed(
+                token,
+                pb::SetDisplayNameRequest {
+                    display_name: name.into(),
+                },
+            )
+        };
+        let first = client
+            .set_display_name(set(&rita.access_token, "  Rita \u{3000}  R "))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            (
+                first.display_name.as_str(),
+                first.changed,
+                first.changes_left
+            ),
+            ("Rita R", true, 1)
+        );
+        assert!(first.next_change_at.is_none());
+        let again = client
+            .set_display_name(set(&rita.access_token, "Rita R"))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            (again.changed, again.changes_left),
+            (false, 1),
+            "not a change"
+        );
+
+        let before = app.counts().await;
+        for (bad, expected) in [
+            ("", "display_name: must not be empty"),
+            ("   ", "display_name: must not be empty"),
+            (&*"n".repeat(25), "display_name: must be at most 24"),
+            ("a\u{7}b", "display_name: must not contain control"),
+            ("a\u{200B}b", "display_name: must not contain invisible"),
+            ("\u{202E}atiR", "display_name: must not contain invisible"),
+            (
+                "Bot (hard)",
+                "display_name: \"Bot (hard)\" could pass for a bot",
+            ),
+            ("B0T", "display_name: \"B0T\" could pass for a bot"),
+            (
+                "Player 2",
+                "display_name: \"Player 2\" could pass for a bot",
+            ),
+        ] {
+            let (code, message) =
+                failure(client.set_display_name(set(&rita.access_token, bad)).await);
+            assert_eq!(code, Code::InvalidArgument, "{bad:?}: {message}");
+            assert!(message.starts_with(expected), "{bad:?}: {message}");
+        }
+        assert_eq!(app.counts().await, before, "refusals write nothing");
+        assert_eq!(own_name(&app, &rita.access_token).await, "Rita R");
+
+        let second = client
+            .set_display_name(set(&rita.access_token, "Robot Rita"))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!((second.changed, second.changes_left), (true, 0));
+        let next = second
+            .next_change_at
+            .expect("at the limit: when the next is allowed");
+        let week = 7 * 24 * 3600;
+        let now = chrono::Utc::now().timestamp();
+        assert!(
+            (now + week - 5..=now + week + 5).contains(&next.seconds),
+            "{next:?}"
+        );
+
+        let status = client
+            .set_display_name(set(&rita.access_token, "Rita Three"))
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+        assert!(
+            status
+                .message()
+                .starts_with("too many display name changes: the next one is allowed at "),
+            "{status:?}"
+        );
+        let retry_ms: i64 = status
+            .metadata()
+            .get(basra_platform::error::RETRY_AFTER_MS)
+            .expect("a retry hint")
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(retry_ms > (week - 60) * 1000, "{retry_ms}");
+        assert_eq!(own_name(&app, &rita.access_token).await, "Robot Rita");
+        // Services see the new name (seats, lobby listings).
+        let players = client
+            .get_players(authed(
+                &app.service_token(),
+                pb::GetPlayersRequest {
+                    user_ids: vec![rita.user_id.clone()],
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner()
+            .players;
+        assert_eq!(players[0].display_name, "Robot Rita");
+
+        // The same rules wherever a name is set.
+        let (code, message) = failure(
+            client
+                .guest_login(pb::GuestLoginRequest {
+                    device_id: "bot-device".into(),
+                    display_name: "bot".into(),
+                })
+                .await,
+        );
+        assert_eq!(code, Code::InvalidArgument);
+        assert!(message.contains("could pass for a bot"), "{message}");
+        let (code, message) = failure(
+            client
+                .register(register_req("bot_seven", "correct horse battery"))
+                .await,
+        );
+        assert_eq!(code, Code::InvalidArgument);
+        assert!(
+            message.starts_with("display_name: the username"),
+            "{message}"
+        );
+        client
+            .register(pb::RegisterRequest {
+                display_name: "Seven".into(),
+                ..register_req("bot_seven", "correct horse battery")
+            })
+            .await
+            .expect("a username like a bot's is fine with a display name");
+
+        // Only players have names to change.
+        let (code, _) = failure(
+            client
+                .set_display_name(set(&app.service_token(), "Service"))
+                .await,
+        );
+        assert_eq!(code, Code::PermissionDenied);
+        let (code, _) = failure(
+            client
+                .set_display_name(pb::SetDisplayNameRequest {
+                    display_name: "Anon".into(),
+                })
+                .await,
+        );
+        assert_eq!(code, Code::Unauthenticated);
     }
 }

@@ -8,6 +8,7 @@ mod common;
 use accounts::AccountsError;
 use accounts::domain::{DeviceId, DisplayName, Username};
 use accounts::friends::{Action, FriendCode, FriendLimits, Outcome, Refusal};
+use accounts::names::{NameChange, NameChangeLimit};
 use accounts::rating::Rating;
 use accounts::refresh::{NewRefreshToken, RefreshTokenRecord, TokenState};
 use accounts::store::{
@@ -62,6 +63,8 @@ contract_tests!(
     friend_limits_hold,
     concurrent_requests_between_two_players_make_one_friendship,
     friend_codes_are_given_once_and_find_their_owner,
+    display_name_changes_are_limited_per_rolling_window,
+    concurrent_display_name_changes_count_each_other,
 );
 
 fn guest(name: &str) -> NewGuest {
@@ -97,7 +100,7 @@ async fn new_account<S: Store>(store: &S, username: &str) -> User {
     store
         .create_account(NewAccount {
             id: Uuid::now_v7(),
-            display_name: DisplayName::from_username(&username),
+            display_name: DisplayName::from_username(&username).unwrap(),
             username,
             password_hash: "$argon2id$fake".into(),
             now: at(0),
@@ -202,7 +205,7 @@ mod contract {
         let err = store
             .create_account(NewAccount {
                 id: Uuid::now_v7(),
-                display_name: DisplayName::from_username(&username),
+                display_name: DisplayName::from_username(&username).unwrap(),
                 username,
                 password_hash: "x".into(),
                 now: at(1),
@@ -1006,5 +1009,112 @@ mod contract {
             b.id
         );
         assert!(store.user_by_username("nobody").await.unwrap().is_none());
+    }
+
+    fn name(raw: &str) -> DisplayName {
+        DisplayName::parse(raw).unwrap()
+    }
+
+    /// Two changes per hour.
+    const HOURLY: NameChangeLimit = NameChangeLimit {
+        max_changes: 2,
+        window: std::time::Duration::from_secs(3600),
+    };
+
+    pub(super) async fn display_name_changes_are_limited_per_rolling_window<S: Store>(store: S) {
+        let user = new_account(&store, "rita").await;
+        let done = |display_name: &str, changed, changes_left, next_change_at| NameChange::Done {
+            display_name: display_name.into(),
+            changed,
+            changes_left,
+            next_change_at,
+        };
+        assert_eq!(
+            store
+                .set_display_name(user.id, &name("Rita"), HOURLY, at(0))
+                .await
+                .unwrap(),
+            done("Rita", true, 1, None)
+        );
+        // The name it already has: no change, nothing counted.
+        assert_eq!(
+            store
+                .set_display_name(user.id, &name("Rita"), HOURLY, at(5))
+                .await
+                .unwrap(),
+            done("Rita", false, 1, None)
+        );
+        assert_eq!(
+            store
+                .set_display_name(user.id, &name("Rita R"), HOURLY, at(10))
+                .await
+                .unwrap(),
+            done("Rita R", true, 0, Some(at(60)))
+        );
+        // The third within the hour is refused until the first leaves the window.
+        assert_eq!(
+            store
+                .set_display_name(user.id, &name("Rita 3"), HOURLY, at(59))
+                .await
+                .unwrap(),
+            NameChange::Limited {
+                next_change_at: at(60)
+            }
+        );
+        let stored = store.user(user.id).await.unwrap().unwrap();
+        assert_eq!(
+            stored.display_name, "Rita R",
+            "a refused change writes nothing"
+        );
+        assert_eq!(
+            store
+                .set_display_name(user.id, &name("Rita 3"), HOURLY, at(60))
+                .await
+                .unwrap(),
+            done("Rita 3", true, 0, Some(at(70)))
+        );
+        let profile = store
+            .profile(
+                user.id,
+                LeaderboardRules {
+                    min_ranked_matches: 1,
+                },
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(profile.user.display_name, "Rita 3");
+        let players = store.players(&[user.id]).await.unwrap();
+        assert_eq!(players[0].0.display_name, "Rita 3");
+
+        let err = store
+            .set_display_name(Uuid::now_v7(), &name("Nobody"), HOURLY, at(0))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, AccountsError::UserNotFound), "{err:?}");
+    }
+
+    pub(super) async fn concurrent_display_name_changes_count_each_other<S: Store>(store: S) {
+        let user = new_account(&store, "racer").await;
+        let mut tasks = JoinSet::new();
+        for i in 0..6 {
+            let store = store.clone();
+            tasks.spawn(async move {
+                store
+                    .set_display_name(user.id, &name(&format!("Racer {i}")), HOURLY, at(1))
+                    .await
+                    .unwrap()
+            });
+        }
+        let mut changed = 0;
+        let mut limited = 0;
+        while let Some(outcome) = tasks.join_next().await {
+            match outcome.unwrap() {
+                NameChange::Done { changed: true, .. } => changed += 1,
+                NameChange::Limited { .. } => limited += 1,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!((changed, limited), (2, 4), "the limit holds under races");
     }
 }

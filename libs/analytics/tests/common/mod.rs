@@ -26,7 +26,7 @@ pub(crate) async fn players(store: &PgStore, n: usize) -> Vec<Player> {
                 id,
                 username: Username::parse(&format!("player{i}")).unwrap(),
                 password_hash: "$argon2id$v=19$m=1024,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2g".into(),
-                display_name: DisplayName::parse(&format!("Player {i}")).unwrap(),
+                display_name: DisplayName::parse(&format!("Sim {i}")).unwrap(),
                 now: until() - chrono::Duration::days(60),
             })
             .await

@@ -13,9 +13,10 @@ use super::{
     LeaderboardRules, NewAccount, NewGuest, NewSession, Profile, RatingChange, Recorded, Rotation,
     Store, User,
 };
-use crate::domain::DeviceId;
+use crate::domain::{DeviceId, DisplayName};
 use crate::error::{AccountsError, Result};
 use crate::friends::{Action, FriendCode, FriendLimits, FriendList, Outcome};
+use crate::names::{NameChange, NameChangeLimit, decide};
 use crate::rating::{Rating, rate};
 use crate::record::{BasraCounts, MatchRecord};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
@@ -40,6 +41,8 @@ struct Inner {
     players: HashMap<Uuid, Vec<PlayerRow>>,
     changes: HashMap<String, Vec<RatingChange>>,
     friends: friends::Friends,
+    /// The times of each user's display name changes (the recent ones).
+    name_changes: HashMap<Uuid, Vec<DateTime<Utc>>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -269,6 +272,31 @@ impl Store for MemoryStore {
 
     async fn user(&self, id: Uuid) -> Result<Option<User>> {
         Ok(self.lock().users.get(&id).cloned())
+    }
+
+    async fn set_display_name(
+        &self,
+        user_id: Uuid,
+        name: &DisplayName,
+        limit: NameChangeLimit,
+        now: DateTime<Utc>,
+    ) -> Result<NameChange> {
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        let user = inner
+            .users
+            .get_mut(&user_id)
+            .ok_or(AccountsError::UserNotFound)?;
+        let start = limit.window_start(now);
+        let changes = inner.name_changes.entry(user_id).or_default();
+        changes.retain(|t| *t > start);
+        let differs = user.display_name != name.as_str();
+        let outcome = decide(changes, name.as_str(), differs, limit, now);
+        if let NameChange::Done { changed: true, .. } = outcome {
+            user.display_name = name.as_str().to_owned();
+            changes.push(now);
+        }
+        Ok(outcome)
     }
 
     async fn players(&self, ids: &[Uuid]) -> Result<Vec<(User, Rating)>> {

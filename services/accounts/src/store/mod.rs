@@ -15,6 +15,7 @@ use uuid::Uuid;
 use crate::domain::{DeviceId, DisplayName, Username};
 use crate::error::{AccountsError, Result};
 use crate::friends::{Action, FriendCode, FriendLimits, FriendList, Outcome};
+use crate::names::{NameChange, NameChangeLimit};
 use crate::rating::{Rating, RatingUpdate};
 use crate::record::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
@@ -345,6 +346,19 @@ pub trait Store: Clone + Send + Sync + 'static {
 
     /// The accounts among `ids` that exist, each with its rating (any order).
     fn players(&self, ids: &[Uuid]) -> impl Future<Output = Result<Vec<(User, Rating)>>> + Send;
+
+    /// Sets the user's display name as [`crate::names::decide`] rules, given the user's
+    /// changes since [`NameChangeLimit::window_start`]: one atomic step that also
+    /// serializes concurrent changes of one user (each counts the other). A name equal to
+    /// the current one writes nothing; a refused change writes nothing. Errors:
+    /// `UserNotFound`.
+    fn set_display_name(
+        &self,
+        user_id: Uuid,
+        name: &DisplayName,
+        limit: NameChangeLimit,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<NameChange>> + Send;
 
     /// Stores a new refresh token (a new family or a member of one).
     fn insert_refresh_token(

@@ -25,6 +25,7 @@ use crate::record::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
 
 mod friends;
+mod names;
 
 /// How long a call waits for a pooled connection before it is answered UNAVAILABLE:
 /// well under a client's usual 3 s deadline, so a client hears "unavailable, retry"
@@ -315,6 +316,16 @@ impl Store for PgStore {
         .fetch_optional(&self.pool)
         .await?;
         row.as_ref().map(user_from_row).transpose()
+    }
+
+    async fn set_display_name(
+        &self,
+        user_id: Uuid,
+        name: &crate::domain::DisplayName,
+        limit: crate::names::NameChangeLimit,
+        now: DateTime<Utc>,
+    ) -> Result<crate::names::NameChange> {
+        names::set_display_name(&self.pool, user_id, name, limit, now).await
     }
 
     async fn players(&self, ids: &[Uuid]) -> Result<Vec<(User, Rating)>> {

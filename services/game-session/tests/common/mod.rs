@@ -540,6 +540,12 @@ impl acc::accounts_service_server::AccountsService for FakeAccounts {
     ) -> Result<tonic::Response<acc::GetProfileResponse>, Status> {
         Err(Status::unimplemented("fake"))
     }
+    async fn set_display_name(
+        &self,
+        _: Request<acc::SetDisplayNameRequest>,
+    ) -> Result<tonic::Response<acc::SetDisplayNameResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
     async fn leaderboard(
         &self,
         _: Request<acc::LeaderboardRequest>,
