@@ -640,11 +640,19 @@ impl<S: Store> AccountsApi<S> {
                 AccountsError::invalid("user_ids", "holds a value that is not a user id")
             })?;
         let players = self.inner.store.players(&ids).await?;
+        let mut blocks: std::collections::HashMap<Uuid, Vec<String>> =
+            std::collections::HashMap::new();
+        if req.include_blocks {
+            for (blocker, blocked) in self.inner.store.blocks(&ids).await? {
+                blocks.entry(blocker).or_default().push(blocked.to_string());
+            }
+        }
         Ok(pb::GetPlayersResponse {
             players: players
                 .into_iter()
                 .map(|(user, rating)| pb::PlayerSummary {
                     user_id: user.id.to_string(),
+                    blocked_user_ids: blocks.remove(&user.id).unwrap_or_default(),
                     display_name: user.display_name,
                     is_guest: user.is_guest,
                     rating: rating.rating,

@@ -1098,7 +1098,10 @@ mod cases {
         let mut client = app.client().await;
         let a = register(&app, "alice").await;
         let b = register(&app, "bob").await;
-        let ask = |ids: Vec<String>| pb::GetPlayersRequest { user_ids: ids };
+        let ask = |ids: Vec<String>| pb::GetPlayersRequest {
+            user_ids: ids,
+            include_blocks: false,
+        };
         let (code, message) = failure(
             client
                 .get_players(authed(&a.access_token, ask(vec![b.user_id.clone()])))
@@ -1155,6 +1158,51 @@ mod cases {
             ],
             "known players once each, unknown ids left out"
         );
+        assert!(players.iter().all(|p| p.blocked_user_ids.is_empty()));
+
+        // Blocks only when asked, and only the player's own (who they block).
+        let c = register(&app, "carol").await;
+        for (blocker, blocked) in [(&a, &b), (&a, &c), (&c, &a)] {
+            client
+                .block_player(authed(
+                    &blocker.access_token,
+                    pb::BlockPlayerRequest {
+                        user_id: blocked.user_id.clone(),
+                    },
+                ))
+                .await
+                .unwrap();
+        }
+        let with_blocks = |include_blocks| pb::GetPlayersRequest {
+            user_ids: vec![a.user_id.clone(), b.user_id.clone()],
+            include_blocks,
+        };
+        let blocks_of = |players: Vec<pb::PlayerSummary>, who: &str| {
+            let mut ids = players
+                .into_iter()
+                .find(|p| p.user_id == who)
+                .unwrap()
+                .blocked_user_ids;
+            ids.sort();
+            ids
+        };
+        let players = client
+            .get_players(authed(&service, with_blocks(true)))
+            .await
+            .unwrap()
+            .into_inner()
+            .players;
+        let mut expected = vec![b.user_id.clone(), c.user_id.clone()];
+        expected.sort();
+        assert_eq!(blocks_of(players.clone(), &a.user_id), expected);
+        assert_eq!(blocks_of(players, &b.user_id), Vec::<String>::new());
+        let players = client
+            .get_players(authed(&service, with_blocks(false)))
+            .await
+            .unwrap()
+            .into_inner()
+            .players;
+        assert_eq!(blocks_of(players, &a.user_id), Vec::<String>::new());
     }
 
     pub(super) async fn forged_and_expired_access_tokens_are_refused<S: Store>(store: S) {
@@ -1795,6 +1843,7 @@ mod cases {
                 &app.service_token(),
                 pb::GetPlayersRequest {
                     user_ids: vec![rita.user_id.clone()],
+                    include_blocks: false,
                 },
             ))
             .await

@@ -888,6 +888,9 @@ mod contract {
         act(&store, &a, &b, Action::Add, 1).await;
         act(&store, &b, &a, Action::Accept, 2).await;
         act(&store, &a, &b, Action::Block, 3).await;
+        // What matchmaking is told (the blocker's blocks only).
+        assert_eq!(store.blocks(&[a.id, b.id]).await.unwrap(), [(a.id, b.id)]);
+        assert_eq!(store.blocks(&[b.id]).await.unwrap(), []);
         let la = store.friend_list(a.id).await.unwrap();
         let lb = store.friend_list(b.id).await.unwrap();
         assert!(la.friends.is_empty() && lb.friends.is_empty());
@@ -911,6 +914,7 @@ mod contract {
         act(&store, &a, &b, Action::Unblock, 5).await;
         act(&store, &a, &b, Action::Unblock, 5).await;
         assert_eq!(store.counts().await.unwrap().friend_links, 0);
+        assert_eq!(store.blocks(&[a.id, b.id]).await.unwrap(), []);
         let again = store
             .befriend(b.id, a.id, Action::Add, FRIENDS, at(6))
             .await;

@@ -30,6 +30,7 @@ pub async fn display_names(
     }
     let mut request = tonic::Request::new(GetPlayersRequest {
         user_ids: user_ids.to_vec(),
+        include_blocks: false,
     });
     request.set_timeout(LOOKUP_TIMEOUT);
     if let Some(token) = link.credentials.token()

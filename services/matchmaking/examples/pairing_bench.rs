@@ -109,6 +109,7 @@ async fn enqueue_many(store: &Arc<dyn Store>, ids: Vec<String>, ttl: i64, format
                     format: format_of(n, formats),
                     rating,
                     allow_bots: false,
+                    blocks: Vec::new(),
                 };
                 store
                     .enqueue(ticket, SystemClock.now_ms(), ttl, ttl)
@@ -272,6 +273,7 @@ async fn main() {
                     format: format_of(n as usize, formats),
                     rating,
                     allow_bots: false,
+                    blocks: Vec::new(),
                 };
                 store
                     .enqueue(ticket, SystemClock.now_ms(), 3_600_000, 3_600_000)

@@ -340,15 +340,13 @@ impl MatchmakingApi {
             self.ensure_not_seated(&caller.user_id.to_string(), None)
                 .await?;
         }
-        let rating = if format.ranked {
-            inner
-                .deps
-                .ratings
-                .rating(&caller.user_id.to_string())
-                .await?
-        } else {
-            0.0
-        };
+        // The rating (ranked) and whom the player blocks (every queue: players who
+        // block each other are never grouped).
+        let searcher = inner
+            .deps
+            .ratings
+            .searcher(&caller.user_id.to_string(), format.ranked)
+            .await?;
         let allow_bots = request.allow_bots.unwrap_or(!format.ranked);
         let wake = inner.hub.register(&ticket_id);
         let q = &inner.config.queue;
@@ -361,8 +359,9 @@ impl MatchmakingApi {
                     user_id: caller.user_id.to_string(),
                     guest: caller.guest,
                     format,
-                    rating,
+                    rating: searcher.rating,
                     allow_bots,
+                    blocks: searcher.blocks,
                 },
                 inner.now(),
                 q.ttl_ms(),
@@ -796,6 +795,8 @@ async fn run_stream(
                             format: v.format,
                             rating: v.rating,
                             allow_bots: v.allow_bots,
+                            // A resume keeps the blocks the ticket was queued with.
+                            blocks: Vec::new(),
                         };
                         let _ = inner
                             .deps

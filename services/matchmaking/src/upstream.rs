@@ -141,11 +141,35 @@ impl GameRooms for GrpcGame {
     }
 }
 
+/// What the queue needs to know of a searching player.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Searcher {
+    /// Their rating (0 for an unranked search).
+    pub rating: f64,
+    /// The players they block: never grouped with them (nor they with anyone who
+    /// blocks them, which that player's own ticket says).
+    pub blocks: Vec<String>,
+}
+
 /// Where ratings come from: accounts, for any player.
 #[tonic::async_trait]
 pub trait RatingSource: Send + Sync + 'static {
     /// The player's current rating.
     async fn rating(&self, user_id: &str) -> Result<f64>;
+
+    /// The player as the queue sees them: the rating (for a `ranked` search) and the
+    /// players they block. By default, [`rating`](Self::rating) and no blocks (a source
+    /// that knows no blocks: tools, benches).
+    async fn searcher(&self, user_id: &str, ranked: bool) -> Result<Searcher> {
+        Ok(Searcher {
+            rating: if ranked {
+                self.rating(user_id).await?
+            } else {
+                0.0
+            },
+            blocks: Vec::new(),
+        })
+    }
 }
 
 /// Where players' display names come from (accounts), for the seats that
@@ -212,8 +236,12 @@ impl GrpcPlayers {
         GrpcPlayers::with_credentials(url, ServiceCredentials::Identity(identity), timeout)
     }
 
-    /// Those of `user_ids` that exist.
-    async fn players(&self, user_ids: &[String]) -> Result<Vec<PlayerSummary>> {
+    /// Those of `user_ids` that exist (with whom each blocks, when `include_blocks`).
+    async fn players(
+        &self,
+        user_ids: &[String],
+        include_blocks: bool,
+    ) -> Result<Vec<PlayerSummary>> {
         let upstream = |status: Status| {
             if is_transient(&status) {
                 MatchmakingError::Unavailable(format!(
@@ -229,6 +257,7 @@ impl GrpcPlayers {
         };
         let mut request = Request::new(GetPlayersRequest {
             user_ids: user_ids.to_vec(),
+            include_blocks,
         });
         request.metadata_mut().insert(
             "authorization",
@@ -245,19 +274,34 @@ impl GrpcPlayers {
     }
 }
 
-#[tonic::async_trait]
-impl RatingSource for GrpcPlayers {
-    async fn rating(&self, user_id: &str) -> Result<f64> {
-        self.players(&[user_id.to_owned()])
+impl GrpcPlayers {
+    /// The player's summary; FAILED_PRECONDITION when accounts does not know them.
+    async fn player(&self, user_id: &str, include_blocks: bool) -> Result<PlayerSummary> {
+        self.players(&[user_id.to_owned()], include_blocks)
             .await?
             .into_iter()
             .find(|p| p.user_id == user_id)
-            .map(|p| p.rating)
             .ok_or_else(|| {
                 MatchmakingError::FailedPrecondition(format!(
                     "accounts has no player {user_id}: sign in again"
                 ))
             })
+    }
+}
+
+#[tonic::async_trait]
+impl RatingSource for GrpcPlayers {
+    async fn rating(&self, user_id: &str) -> Result<f64> {
+        Ok(self.player(user_id, false).await?.rating)
+    }
+
+    /// One GetPlayers call for both the rating and the blocks.
+    async fn searcher(&self, user_id: &str, ranked: bool) -> Result<Searcher> {
+        let player = self.player(user_id, true).await?;
+        Ok(Searcher {
+            rating: if ranked { player.rating } else { 0.0 },
+            blocks: player.blocked_user_ids,
+        })
     }
 }
 
@@ -268,7 +312,7 @@ impl NameSource for GrpcPlayers {
             return Ok(HashMap::new());
         }
         Ok(self
-            .players(user_ids)
+            .players(user_ids, false)
             .await?
             .into_iter()
             .map(|p| (p.user_id, p.display_name))

@@ -121,6 +121,68 @@ async fn two_players_are_matched_into_a_room_made_by_game_session() {
     assert_eq!(answer.matched.unwrap().room_id, ma.room_id);
 }
 
+/// Players who block each other (either way) are never put in one group: a blocks b;
+/// a and b wait side by side until c comes, who is matched with a (the older search).
+#[tokio::test]
+async fn players_who_block_each_other_never_meet_in_the_queue() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let (a, b, c) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    env.ratings.block(a, b);
+    let mut streams = Vec::new();
+    for (ticket, user) in [("block-a", a), ("block-b", b)] {
+        let mut stream = client
+            .find_match(authed(find(ticket, false), &env.token(user, false)))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(matches!(
+            next(&mut stream).await.unwrap(),
+            Update::Queued(_)
+        ));
+        streams.push(stream);
+    }
+    // Many pairing rounds pass (a tick is 20 ms): the only two searchers stay apart.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(
+        env.game.created().is_empty(),
+        "a blocks b: no room for them"
+    );
+    let mut sc = client
+        .find_match(authed(find("block-c", false), &env.token(c, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    let Update::Matched(mc) = next_change(&mut sc).await.unwrap() else {
+        panic!("c is matched")
+    };
+    let Update::Matched(ma) = next_change(&mut streams[0]).await.unwrap() else {
+        panic!("a is matched")
+    };
+    assert_eq!(ma.room_id, mc.room_id);
+    let mut seated: Vec<String> = ma.seats.iter().map(|s| s.user_id.clone()).collect();
+    seated.sort();
+    let mut expected = vec![a.to_string(), c.to_string()];
+    expected.sort();
+    assert_eq!(seated, expected);
+    assert_eq!(env.game.created().len(), 1);
+    // b is still waiting, alone.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(env.game.created().len(), 1);
+    let b_ticket = replica
+        .store
+        .poll(
+            "block-b",
+            matchmaking::clock::Clock::now_ms(&env.clock),
+            15_000,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(b_ticket.state, matchmaking::store::TicketState::Queued);
+}
+
 #[tokio::test]
 async fn the_rating_window_widens_with_controlled_time() {
     let env = Env::new().await;
@@ -425,6 +487,7 @@ async fn tickets_of_vanished_replicas_expire() {
                 },
                 rating: 1500.0,
                 allow_bots: false,
+                blocks: Vec::new(),
             },
             matchmaking::clock::Clock::now_ms(&env.clock),
             15_000,

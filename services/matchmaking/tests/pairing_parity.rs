@@ -1,6 +1,7 @@
 //! The pairing step exists twice: the Lua script the Redis store runs
 //! (`src/store/redis/queue/form.lua`) and the memory store's Rust. This pins them
-//! together: random ticket sets (formats, ratings, queue times, bots) go into both
+//! together: random ticket sets (formats, ratings, queue times, bots, blocks between
+//! players) go into both
 //! stores, one pairing round runs on each with the same clock, parameters and room ids,
 //! and the groups formed (rooms, formats, members in seat order) and the queues left
 //! must be the same.
@@ -92,6 +93,7 @@ fn shape(groups: &[Group]) -> Vec<(String, String, Vec<String>, i64)> {
 async fn round(
     store: Arc<dyn Store>,
     tickets: &[Ticket],
+    blocks: &[(usize, usize)],
     now: i64,
     params: &PairingParams,
 ) -> (Vec<(String, String, Vec<String>, i64)>, Vec<(String, u64)>) {
@@ -114,6 +116,11 @@ async fn round(
                         0.0
                     },
                     allow_bots: t.allow_bots,
+                    blocks: blocks
+                        .iter()
+                        .filter(|(from, _)| *from == i)
+                        .map(|(_, to)| format!("u{to:02}"))
+                        .collect(),
                 },
                 t.enqueued_ms,
                 600_000,
@@ -141,6 +148,8 @@ proptest! {
     #[test]
     fn lua_and_memory_pairing_form_the_same_groups(
         tickets in proptest::collection::vec(ticket(), 0..28),
+        // (i, j): player i blocks player j.
+        blocks in proptest::collection::vec((0usize..28, 0usize..28), 0..16),
         later in 0i64..40_000,
         max_groups in 1usize..12,
         candidates in 1usize..8,
@@ -149,9 +158,9 @@ proptest! {
         let now = 60_000 + later;
         let params = params(max_groups, candidates);
         let (memory, redis) = rt.block_on(async {
-            let memory = round(Arc::new(MemoryStore::new()), &tickets, now, &params).await;
+            let memory = round(Arc::new(MemoryStore::new()), &tickets, &blocks, now, &params).await;
             let prefix = common::unique_prefix();
-            let redis = round(common::redis_store(&prefix).await, &tickets, now, &params).await;
+            let redis = round(common::redis_store(&prefix).await, &tickets, &blocks, now, &params).await;
             common::forget_prefix(&prefix);
             (memory, redis)
         });

@@ -45,6 +45,7 @@ fn ticket(id: &str, format: Format) -> NewTicket {
         format,
         rating: 1500.0,
         allow_bots: false,
+        blocks: Vec::new(),
     }
 }
 

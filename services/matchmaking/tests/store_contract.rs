@@ -66,6 +66,7 @@ fn ticket(id: &str, user: &str, format: Format, rating: f64) -> NewTicket {
         format,
         rating,
         allow_bots: false,
+        blocks: Vec::new(),
     }
 }
 
@@ -179,6 +180,63 @@ async fn pairs_within_the_window_and_widens_with_time(store: Arc<dyn Store>) {
     let mut got = ids(&groups[0]);
     got.sort();
     assert_eq!(got, vec!["b", "d"]);
+}
+
+/// `put`, for an account that blocks `blocks` (account ids `u-ID`).
+async fn put_blocking(
+    s: &dyn Store,
+    id: &str,
+    format: Format,
+    rating: f64,
+    now: Millis,
+    blocks: &[&str],
+) {
+    let t = NewTicket {
+        blocks: blocks.iter().map(|b| format!("u-{b}")).collect(),
+        ..ticket(id, &format!("u-{id}"), format, rating)
+    };
+    s.enqueue(t, now, TTL, GRACE).await.unwrap();
+}
+
+async fn players_who_block_each_other_are_never_grouped(store: Arc<dyn Store>) {
+    let s = &*store;
+    // Ranked: a blocks b, the nearest rating; a pairs with c instead, and b waits
+    // for d (whom nobody blocks), even though b is the older ticket.
+    put_blocking(s, "a", RANKED2, 1500.0, T0, &["b"]).await;
+    put_blocking(s, "b", RANKED2, 1505.0, T0 + 1, &[]).await;
+    put_blocking(s, "c", RANKED2, 1520.0, T0 + 2, &[]).await;
+    let groups = s.form_groups(T0 + 10, &params(), &rooms(10)).await.unwrap();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(ids(&groups[0]), vec!["a", "c"]);
+    // The block works both ways: e blocks nobody, but f (the only other) blocks e.
+    put_blocking(s, "e", UNRANKED2, 0.0, T0, &[]).await;
+    put_blocking(s, "f", UNRANKED2, 0.0, T0 + 1, &["e"]).await;
+    put_blocking(s, "g", UNRANKED2, 0.0, T0 + 2, &[]).await;
+    let groups = s.form_groups(T0 + 20, &params(), &rooms(10)).await.unwrap();
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    assert_eq!(
+        ids(&groups[0]),
+        vec!["e", "g"],
+        "unranked looks past the blocked"
+    );
+    // f is left alone: nobody else waits in its format.
+    assert_eq!(
+        s.poll("f", T0 + 20, TTL).await.unwrap().unwrap().state,
+        TicketState::Queued
+    );
+    // Four seats: h blocks k; of h, i, j, k, l the group is h, i, j, l.
+    const UNRANKED4: Format = Format {
+        ranked: false,
+        seats: 4,
+        target_score: 101,
+    };
+    for (i, id) in ["h", "i", "j", "k", "l"].iter().enumerate() {
+        let blocks: &[&str] = if *id == "h" { &["k"] } else { &[] };
+        put_blocking(s, id, UNRANKED4, 0.0, T0 + i as i64, blocks).await;
+    }
+    let groups = s.form_groups(T0 + 30, &params(), &rooms(10)).await.unwrap();
+    let four = groups.iter().find(|g| g.format == UNRANKED4).unwrap();
+    assert_eq!(ids(four), vec!["h", "i", "j", "l"]);
 }
 
 async fn unranked_is_first_come_first_served_and_four_seats_group(store: Arc<dyn Store>) {
@@ -1126,6 +1184,7 @@ contract!(
     queue_positions_and_resume,
     pairs_within_the_window_and_widens_with_time,
     unranked_is_first_come_first_served_and_four_seats_group,
+    players_who_block_each_other_are_never_grouped,
     commit_matches_and_cancel_answers_where_to_play,
     cancel_is_idempotent,
     a_group_member_cannot_leave_its_group,

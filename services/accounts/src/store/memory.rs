@@ -274,6 +274,10 @@ impl Store for MemoryStore {
         Ok(self.lock().users.get(&id).cloned())
     }
 
+    async fn blocks(&self, blockers: &[Uuid]) -> Result<Vec<(Uuid, Uuid)>> {
+        Ok(self.lock().friends.blocks(blockers))
+    }
+
     async fn set_display_name(
         &self,
         user_id: Uuid,

@@ -347,6 +347,10 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// The accounts among `ids` that exist, each with its rating (any order).
     fn players(&self, ids: &[Uuid]) -> impl Future<Output = Result<Vec<(User, Rating)>>> + Send;
 
+    /// The blocks (BlockPlayer) held by any of `blockers`, as (blocker, blocked) pairs,
+    /// in no particular order.
+    fn blocks(&self, blockers: &[Uuid]) -> impl Future<Output = Result<Vec<(Uuid, Uuid)>>> + Send;
+
     /// Sets the user's display name as [`crate::names::decide`] rules, given the user's
     /// changes since [`NameChangeLimit::window_start`]: one atomic step that also
     /// serializes concurrent changes of one user (each counts the other). A name equal to

@@ -318,6 +318,10 @@ impl Store for PgStore {
         row.as_ref().map(user_from_row).transpose()
     }
 
+    async fn blocks(&self, blockers: &[Uuid]) -> Result<Vec<(Uuid, Uuid)>> {
+        friends::blocks(&self.pool, blockers).await
+    }
+
     async fn set_display_name(
         &self,
         user_id: Uuid,

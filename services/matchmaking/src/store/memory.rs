@@ -49,6 +49,8 @@ struct Ticket {
     attached: bool,
     unavailable: bool,
     state: TicketState,
+    /// Accounts this one blocks (never grouped with them).
+    blocks: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -147,6 +149,18 @@ impl State {
         })
     }
 
+    /// Whether ticket `c` may join the group of `anchor` and `picked`: no member blocks
+    /// `c`'s account, and `c` blocks none of theirs (mirrors `fits` in form.lua).
+    fn fits(&self, c: &str, anchor: &str, picked: &[String]) -> bool {
+        let tc = &self.tickets[c];
+        std::iter::once(anchor)
+            .chain(picked.iter().map(String::as_str))
+            .all(|m| {
+                let tm = &self.tickets[m];
+                !tm.blocks.contains(&tc.user_id) && !tc.blocks.contains(&tm.user_id)
+            })
+    }
+
     /// One format's share of a pairing round (mirrors `FORM` in redis.rs).
     fn form_in(
         &mut self,
@@ -212,20 +226,30 @@ impl State {
                         break;
                     }
                     let (nlo, nhi, nminw) = (lo.min(rc), hi.max(rc), minw.min(wc));
-                    if nhi - nlo <= nminw {
+                    if nhi - nlo <= nminw && self.fits(&c, &anchor, &picked) {
                         (lo, hi, minw) = (nlo, nhi, nminw);
                         picked.push(c);
                     }
                 }
             } else {
-                picked = pool
+                // The oldest others (looking past at most `candidates` that cannot join
+                // the group for a block).
+                let others: Vec<String> = pool
                     .by_wait
                     .iter()
                     .map(|(_, id)| id)
                     .filter(|id| **id != anchor)
-                    .take(need)
+                    .take(need + params.candidates)
                     .cloned()
                     .collect();
+                for c in others {
+                    if picked.len() >= need {
+                        break;
+                    }
+                    if self.fits(&c, &anchor, &picked) {
+                        picked.push(c);
+                    }
+                }
             }
             let members: Vec<String> = if picked.len() == need {
                 std::iter::once(anchor.clone()).chain(picked).collect()
@@ -371,6 +395,7 @@ impl Store for MemoryStore {
                         attached: true,
                         unavailable: false,
                         state: TicketState::Queued,
+                        blocks: ticket.blocks.clone(),
                     },
                 );
                 s.pool_add(&id);

@@ -40,6 +40,10 @@ pub struct NewTicket {
     pub rating: f64,
     /// Whether bots may fill the other seats after the bot wait.
     pub allow_bots: bool,
+    /// The accounts this one blocks: pairing never puts the ticket in a group with
+    /// any of them, nor with a ticket whose own `blocks` name this account. Kept from
+    /// the first insert (a resume does not change them).
+    pub blocks: Vec<String>,
 }
 
 /// Who sits in a seat.

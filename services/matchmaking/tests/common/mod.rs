@@ -307,13 +307,27 @@ impl NameSource for NamesFromIds {
     }
 }
 
-/// Ratings by user id (1500 when unknown).
+/// Ratings by user id (1500 when unknown), and who blocks whom (as accounts'
+/// GetPlayers tells matchmaking).
 #[derive(Default)]
-pub struct MapRatings(pub Mutex<HashMap<Uuid, f64>>);
+pub struct MapRatings(
+    pub Mutex<HashMap<Uuid, f64>>,
+    pub Mutex<HashMap<Uuid, Vec<String>>>,
+);
 
 impl MapRatings {
     pub fn set(&self, user: Uuid, rating: f64) {
         self.0.lock().unwrap().insert(user, rating);
+    }
+
+    /// `blocker` blocks `blocked`.
+    pub fn block(&self, blocker: Uuid, blocked: Uuid) {
+        self.1
+            .lock()
+            .unwrap()
+            .entry(blocker)
+            .or_default()
+            .push(blocked.to_string());
     }
 }
 
@@ -322,6 +336,28 @@ impl RatingSource for MapRatings {
     async fn rating(&self, user_id: &str) -> Result<f64, MatchmakingError> {
         let user: Uuid = user_id.parse().expect("a user id");
         Ok(*self.0.lock().unwrap().get(&user).unwrap_or(&1500.0))
+    }
+
+    async fn searcher(
+        &self,
+        user_id: &str,
+        ranked: bool,
+    ) -> Result<matchmaking::upstream::Searcher, MatchmakingError> {
+        let user: Uuid = user_id.parse().expect("a user id");
+        Ok(matchmaking::upstream::Searcher {
+            rating: if ranked {
+                self.rating(user_id).await?
+            } else {
+                0.0
+            },
+            blocks: self
+                .1
+                .lock()
+                .unwrap()
+                .get(&user)
+                .cloned()
+                .unwrap_or_default(),
+        })
     }
 }
 

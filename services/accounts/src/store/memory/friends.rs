@@ -38,6 +38,15 @@ impl Friends {
     fn link(&self, from: Uuid, to: Uuid) -> Option<Link> {
         self.links.get(&(from, to)).map(|(link, _)| *link)
     }
+
+    /// The blocks held by any of `blockers`: (blocker, blocked).
+    pub(super) fn blocks(&self, blockers: &[Uuid]) -> Vec<(Uuid, Uuid)> {
+        self.links
+            .iter()
+            .filter(|((from, _), (link, _))| *link == Link::Block && blockers.contains(from))
+            .map(|((from, to), _)| (*from, *to))
+            .collect()
+    }
 }
 
 impl Inner {

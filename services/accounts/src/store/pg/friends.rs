@@ -41,6 +41,17 @@ pub(super) async fn user_by_friend_code(pool: &PgPool, code: &FriendCode) -> Res
     row.as_ref().map(user_from_row).transpose()
 }
 
+/// The blocks held by any of `blockers`: (blocker, blocked).
+pub(super) async fn blocks(pool: &PgPool, blockers: &[Uuid]) -> Result<Vec<(Uuid, Uuid)>> {
+    let rows: Vec<(Uuid, Uuid)> = sqlx::query_as(
+        "SELECT from_id, to_id FROM friend_links WHERE link = 'block' AND from_id = ANY($1)",
+    )
+    .bind(blockers)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows)
+}
+
 pub(super) async fn friend_code(pool: &PgPool, user_id: Uuid) -> Result<Option<FriendCode>> {
     for _ in 0..CODE_ATTEMPTS {
         let stored: Option<Option<String>> =

@@ -239,6 +239,7 @@ impl Queue {
             .arg(now)
             .arg(ttl_ms)
             .arg(b(create))
+            .arg(t.blocks.join(" "))
             .invoke_async(&mut self.conn())
             .await?)
     }

@@ -1,6 +1,7 @@
 -- A search enters its format's queue: the last step of a new search (after the claim
 -- of its locator, the swap in the account's slot and the cancel of the tickets it
--- superseded), or a resume. ARGV: id, user, guest, rating, bots, now, ttl, create.
+-- superseded), or a resume. ARGV: id, user, guest, rating, bots, now, ttl, create,
+-- blocks (the accounts this one blocks, space-separated; kept from the first insert).
 --
 -- - The ticket exists: a resume (a detached ticket goes back into the pool with its
 --   queue time) → {'1', view}; of another account → {'owner'}.
@@ -15,7 +16,8 @@ local resumed = '0'
 if f[1] then
   if f[2] ~= user then return {'owner'} end
   if f[3] == '1' then
-    redis.call('HSET', k, 'guest', ARGV[3], 'rating', ARGV[4], 'enq', ARGV[6], 'bots', ARGV[5])
+    redis.call('HSET', k, 'guest', ARGV[3], 'rating', ARGV[4], 'enq', ARGV[6], 'bots', ARGV[5],
+      'blocks', ARGV[9])
     redis.call('HDEL', k, 'tomb')
   else
     resumed = '1'
@@ -30,7 +32,8 @@ if f[1] then
   end
 elseif ARGV[8] == '1' then
   redis.call('HSET', k, 'user', user, 'guest', ARGV[3], 'fmt', FMT, 'rating', ARGV[4],
-    'enq', ARGV[6], 'bots', ARGV[5], 'state', 'queued', 'att', '1', 'unav', '0', 'res', '')
+    'enq', ARGV[6], 'bots', ARGV[5], 'state', 'queued', 'att', '1', 'unav', '0', 'res', '',
+    'blocks', ARGV[9])
   pool_add(id, ARGV[4], ARGV[6])
   redis.call('ZADD', Q .. ':alive', now + ttl, id)
 else

@@ -15,7 +15,9 @@
 -- nearest ratings within the anchor's window (both sides, bounded) whose
 -- own window also covers the anchor, greedily while the group's spread stays
 -- within every member's window; in an unranked one, the oldest others. A
--- lone anchor that allows bots and has waited long enough gets bots.
+-- lone anchor that allows bots and has waited long enough gets bots. A candidate
+-- joins a group only when no member blocks its account and it blocks none of
+-- theirs (`fits`; unranked formats look past at most K such candidates).
 local now = tonumber(ARGV[1])
 local wstart, growth, wmax = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local bot_after, lease = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -33,6 +35,34 @@ local function width(enq)
   local w = wstart + growth * waited / 1000
   if w > wmax then w = wmax end
   return w
+end
+-- Each ticket's account and the accounts it blocks, read once per round.
+local who = {}
+local function person(t)
+  local p = who[t]
+  if not p then
+    local f = redis.call('HMGET', tkey(t), 'user', 'blocks')
+    p = {user = f[1], blocks = {}}
+    if f[2] then
+      for u in string.gmatch(f[2], '%S+') do p.blocks[u] = true end
+    end
+    who[t] = p
+  end
+  return p
+end
+-- Whether ticket c may join the group of anchor a and `picked` (mirrors
+-- `State::fits` of the memory store).
+local function fits(c, a, picked)
+  local pc = person(c)
+  local function clash(m)
+    local pm = person(m)
+    return pm.blocks[pc.user] or pc.blocks[pm.user]
+  end
+  if clash(a) then return false end
+  for _, m in ipairs(picked) do
+    if clash(m) then return false end
+  end
+  return true
 end
 local out = {}
 local fmt = FMT
@@ -73,16 +103,20 @@ do
         for _, c in ipairs(cands) do
           if #picked >= need then break end
           local nlo, nhi, nminw = math.min(lo, c[3]), math.max(hi, c[3]), math.min(minw, c[4])
-          if nhi - nlo <= nminw then
+          if nhi - nlo <= nminw and fits(c[2], a, picked) then
             lo, hi, minw = nlo, nhi, nminw
             picked[#picked + 1] = c[2]
           end
         end
       else
-        local list = redis.call('ZRANGE', wkey, 0, need)
+        local list = redis.call('ZRANGE', wkey, 0, need + K)
+        local looked = 0
         for _, c in ipairs(list) do
-          if #picked >= need then break end
-          if c ~= a and not taken[c] then picked[#picked + 1] = c end
+          if #picked >= need or looked >= need + K then break end
+          if c ~= a and not taken[c] then
+            looked = looked + 1
+            if fits(c, a, picked) then picked[#picked + 1] = c end
+          end
         end
       end
       local members = nil
