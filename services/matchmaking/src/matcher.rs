@@ -1,6 +1,7 @@
 //! The pairing loop every replica runs: form groups from the shared queue
 //! (atomically, in the store), create their rooms in game-session, and match
-//! or release their members; plus the housekeeping sweep (expiry, metrics).
+//! or release their members; plus the housekeeping sweep (ticket and room expiry,
+//! metrics).
 
 use std::{sync::Arc, time::Duration};
 
@@ -23,7 +24,7 @@ use crate::{
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// Stale groups taken over per round.
 const RECLAIM_PER_ROUND: usize = 64;
-/// Tickets expired per sweep call.
+/// Tickets (and rooms) expired per sweep call.
 const EXPIRE_PER_SWEEP: usize = 1000;
 
 /// Runs until shutdown.
@@ -67,6 +68,13 @@ async fn sweep(inner: &Inner) -> Result<()> {
     if expired > 0 {
         tracing::info!(expired, "expired abandoned tickets");
         inner.deps.metrics.expired(expired);
+    }
+    let rooms = &inner.config.rooms;
+    let closed = store
+        .expire_rooms(inner.now(), rooms.expired_retention_ms(), EXPIRE_PER_SWEEP)
+        .await?;
+    if !closed.is_empty() {
+        tracing::info!(rooms = closed.len(), "closed rooms nobody joined in time");
     }
     let lengths = store.queue_lengths().await?;
     inner

@@ -448,6 +448,7 @@ impl MatchmakingApi {
                     join_code: room.code,
                     seat: 0,
                     settings: Some(settings_to_pb(&room.settings)),
+                    expires_at: expiry_to_pb(room.expires_ms),
                 });
             }
         }
@@ -508,6 +509,7 @@ impl MatchmakingApi {
             .as_ref()
             .and_then(|s| settings_from_pb(Some(s)).ok())
             .unwrap_or(settings);
+        let now = inner.now();
         let room = RoomRecord {
             id: room_id.clone(),
             owner: user,
@@ -515,7 +517,8 @@ impl MatchmakingApi {
             ranked: request.ranked,
             public,
             code: code.clone(),
-            created_ms: inner.now(),
+            created_ms: now,
+            expires_ms: now + inner.config.rooms.ttl_ms(),
             seats,
             status: Default::default(),
             list_seq: 0,
@@ -528,6 +531,7 @@ impl MatchmakingApi {
             join_code: code,
             seat: 0,
             settings: Some(settings_to_pb(&settings)),
+            expires_at: expiry_to_pb(room.expires_ms),
         })
     }
 
@@ -706,15 +710,26 @@ impl MatchmakingApi {
                     settings: Some(settings_to_pb(&room.settings)),
                     ranked: room.ranked,
                     seats: seat_infos(&room.seats, room.seats.len(), &names),
-                    created_at: Some(prost_types::Timestamp {
-                        seconds: room.created_ms.div_euclid(1000),
-                        nanos: (room.created_ms.rem_euclid(1000) * 1_000_000) as i32,
-                    }),
+                    created_at: Some(millis_to_pb(room.created_ms)),
+                    expires_at: expiry_to_pb(room.expires_ms),
                 })
                 .collect(),
             next_page_token: page.next.map(|n| n.to_string()).unwrap_or_default(),
         })
     }
+}
+
+/// A time in milliseconds since the epoch, as the API's timestamp.
+fn millis_to_pb(ms: Millis) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
+    }
+}
+
+/// A room's expiry as the API says it (absent for a room that never expires).
+fn expiry_to_pb(expires_ms: Millis) -> Option<prost_types::Timestamp> {
+    (expires_ms > 0).then(|| millis_to_pb(expires_ms))
 }
 
 /// game-session's form of a seat.

@@ -155,6 +155,24 @@ pub struct RoomSettings {
     pub wrong_code_max: u32,
     /// The window.
     pub wrong_code_window_seconds: u64,
+    /// A room whose seats are not all taken this long after CreateRoom expires: it
+    /// leaves the lobby and JoinRoom answers it as closed.
+    pub ttl_seconds: u64,
+    /// How long an expired room's keys are kept (its code answers "closed" meanwhile;
+    /// then NOT_FOUND).
+    pub expired_retention_seconds: u64,
+}
+
+impl RoomSettings {
+    /// [`ttl_seconds`](Self::ttl_seconds) in milliseconds.
+    pub fn ttl_ms(&self) -> i64 {
+        (self.ttl_seconds * 1000) as i64
+    }
+
+    /// [`expired_retention_seconds`](Self::expired_retention_seconds) in milliseconds.
+    pub fn expired_retention_ms(&self) -> i64 {
+        (self.expired_retention_seconds * 1000) as i64
+    }
 }
 
 impl Settings {
@@ -212,6 +230,15 @@ impl Validate for Settings {
         }
         if q.max_groups_per_round == 0 || q.scan_limit == 0 {
             return Err("queue.max_groups_per_round and scan_limit must be at least 1".into());
+        }
+        // A week at most: the ms values stay far from overflowing.
+        const WEEK: u64 = 7 * 24 * 3600;
+        if !(1..=WEEK).contains(&self.rooms.ttl_seconds)
+            || !(1..=WEEK).contains(&self.rooms.expired_retention_seconds)
+        {
+            return Err(format!(
+                "rooms.ttl_seconds and rooms.expired_retention_seconds must be between 1 and {WEEK}"
+            ));
         }
         if self.rooms.wrong_code_max == 0 || self.rooms.wrong_code_window_seconds == 0 {
             return Err(

@@ -952,6 +952,81 @@ async fn private_rooms_are_joined_by_code_until_full() {
     assert!(seated.iter().any(|s| s.preferred_seat == Some(2)));
 }
 
+/// A public room nobody joins within rooms.ttl_seconds leaves the lobby, and its code
+/// then answers "closed"; CreateRoom and the listing say when that happens.
+#[tokio::test]
+async fn rooms_nobody_joins_expire() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let owner = env.token(Uuid::now_v7(), false);
+    let created = client
+        .create_room(authed(
+            CreateRoomRequest {
+                visibility: RoomVisibility::Public as i32,
+                ..Default::default()
+            },
+            &owner,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let now_ms = matchmaking::clock::Clock::now_ms(&env.clock);
+    let ttl_ms = (env.settings.rooms.ttl_seconds * 1000) as i64;
+    let expires = created.expires_at.expect("an expiry");
+    assert_eq!(
+        expires.seconds * 1000,
+        (now_ms + ttl_ms).div_euclid(1000) * 1000
+    );
+    let listed = client
+        .list_public_rooms(authed(ListPublicRoomsRequest::default(), &owner))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.rooms.len(), 1);
+    assert_eq!(listed.rooms[0].expires_at, Some(expires));
+
+    // A minute before: still there. At the expiry: gone from the lobby, closed by code.
+    env.clock.advance(ttl_ms - 60_000);
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let listed = client
+        .list_public_rooms(authed(ListPublicRoomsRequest::default(), &owner))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.rooms.len(), 1, "not expired yet");
+    env.clock.advance(60_000);
+    assert!(
+        eventually(WAIT, || {
+            let mut client = client.clone();
+            let owner = owner.clone();
+            async move {
+                client
+                    .list_public_rooms(authed(ListPublicRoomsRequest::default(), &owner))
+                    .await
+                    .unwrap()
+                    .into_inner()
+                    .rooms
+                    .is_empty()
+            }
+        })
+        .await,
+        "the sweep unlists the expired room"
+    );
+    let late = env.token(Uuid::now_v7(), false);
+    let err = client
+        .join_room(authed(join_code(&created.join_code), &late))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
+    assert!(err.message().contains("closed"), "{err}");
+    let err = client
+        .join_room(authed(join_id(&created.room_id), &late))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
+}
+
 #[tokio::test]
 async fn a_code_keeps_finding_its_room_and_answers_with_the_rooms_state() {
     let env = Env::new().await;

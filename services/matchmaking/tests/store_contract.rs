@@ -943,9 +943,111 @@ fn room(id: &str, code: &str, public: bool, seats: u8, target: u32, ranked: bool
         public,
         code: code.into(),
         created_ms: T0,
+        expires_ms: 0,
         seats: occupants,
         status: RoomStatus::Open,
         list_seq: 0,
+    }
+}
+
+/// Rooms nobody fills in time are closed: unlisted, seats refused, and their keys go
+/// after the retention; a full room, a room with a later expiry and one without any
+/// are left alone.
+async fn rooms_nobody_joins_expire(store: Arc<dyn Store>) {
+    let s = &*store;
+    let with_expiry = |id: &str, code: &str, expires_ms: Millis| RoomRecord {
+        expires_ms,
+        ..room(id, code, true, 2, 101, false)
+    };
+    for (id, code, expires) in [
+        ("soon", "SSSSSS", T0 + 1_000),
+        ("filled", "FFFFFF", T0 + 1_000),
+        ("later", "LLLLLL", T0 + 60_000),
+        ("never", "NNNNNN", 0),
+    ] {
+        assert!(s.claim_code(code, id).await.unwrap());
+        s.insert_room(&with_expiry(id, code, expires))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        s.take_seat("filled", "guest-1", false, None).await.unwrap(),
+        TakeSeat::Seated {
+            seat: 1,
+            full: true
+        }
+    );
+    let stored = s.room("soon").await.unwrap().unwrap();
+    assert_eq!(
+        stored.expires_ms,
+        T0 + 1_000,
+        "the expiry is kept with the room"
+    );
+    let retention = 300;
+    assert!(
+        s.expire_rooms(T0 + 999, retention, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        s.expire_rooms(T0 + 1_000, retention, 100).await.unwrap(),
+        vec!["soon".to_owned()]
+    );
+    let listed: Vec<String> = s
+        .list_public(LobbyFilter::default(), 0, 100, 1000)
+        .await
+        .unwrap()
+        .rooms
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(listed, vec!["later", "never"]);
+    assert_eq!(
+        s.room("soon").await.unwrap().unwrap().status,
+        RoomStatus::Closed
+    );
+    assert_eq!(
+        s.room("filled").await.unwrap().unwrap().status,
+        RoomStatus::Full
+    );
+    assert_eq!(
+        s.take_seat("soon", "late-guest", false, None)
+            .await
+            .unwrap(),
+        TakeSeat::Closed
+    );
+    assert_eq!(
+        s.room_by_code("SSSSSS").await.unwrap().as_deref(),
+        Some("soon"),
+        "the code still finds it during the retention"
+    );
+    // Expiring again does nothing more.
+    assert!(
+        s.expire_rooms(T0 + 2_000, retention, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // After the retention its keys are gone (Redis: real time; memory: the next sweep).
+    tokio::time::sleep(std::time::Duration::from_millis(retention as u64 + 200)).await;
+    assert!(
+        s.expire_rooms(T0 + 2_000 + retention, retention, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(s.room("soon").await.unwrap(), None);
+    assert_eq!(s.room_by_code("SSSSSS").await.unwrap(), None);
+    assert_eq!(
+        s.take_seat("soon", "late-guest", false, None)
+            .await
+            .unwrap(),
+        TakeSeat::NotFound
+    );
+    // The others are still there.
+    for id in ["filled", "later", "never"] {
+        assert!(s.room(id).await.unwrap().is_some(), "{id}");
     }
 }
 
@@ -1199,6 +1301,7 @@ contract!(
     two_formats_pair_independently,
     bots_fill_after_the_wait,
     rooms_seats_codes_and_lobby,
+    rooms_nobody_joins_expire,
     requests_and_wrong_codes,
 );
 

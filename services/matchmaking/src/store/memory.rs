@@ -74,6 +74,10 @@ struct State {
     lobby: BTreeSet<(u64, String)>,
     lobby_seq: u64,
     codes: HashMap<String, String>,
+    /// Rooms by expiry time (those with one).
+    room_expiry: BTreeSet<(Millis, String)>,
+    /// Expired rooms by the time they are forgotten (their keys' retention).
+    room_forget: BTreeSet<(Millis, String)>,
     player_rooms: HashMap<String, String>,
     requests: HashMap<(String, String), String>,
     guesses: HashMap<(String, i64), u32>,
@@ -715,6 +719,9 @@ impl Store for MemoryStore {
             room.list_seq = s.lobby_seq;
             s.lobby.insert((room.list_seq, room.id.clone()));
         }
+        if room.expires_ms > 0 {
+            s.room_expiry.insert((room.expires_ms, room.id.clone()));
+        }
         s.rooms.insert(room.id.clone(), room);
         Ok(())
     }
@@ -812,6 +819,47 @@ impl Store for MemoryStore {
         let seq = room.list_seq;
         s.lobby.remove(&(seq, room_id.to_owned()));
         Ok(())
+    }
+
+    async fn expire_rooms(
+        &self,
+        now: Millis,
+        retention_ms: Millis,
+        max: usize,
+    ) -> Result<Vec<String>> {
+        let mut s = self.lock();
+        // Rooms whose retention is over go, with their codes.
+        while let Some((at, id)) = s.room_forget.first().cloned() {
+            if at > now {
+                break;
+            }
+            s.room_forget.remove(&(at, id.clone()));
+            if let Some(room) = s.rooms.remove(&id) {
+                s.codes.remove(&room.code);
+            }
+        }
+        let mut closed = Vec::new();
+        for _ in 0..max {
+            let Some((at, id)) = s.room_expiry.first().cloned() else {
+                break;
+            };
+            if at > now {
+                break;
+            }
+            s.room_expiry.remove(&(at, id.clone()));
+            let Some(room) = s.rooms.get_mut(&id) else {
+                continue;
+            };
+            if room.status != RoomStatus::Open {
+                continue;
+            }
+            room.status = RoomStatus::Closed;
+            let seq = room.list_seq;
+            s.lobby.remove(&(seq, id.clone()));
+            s.room_forget.insert((now + retention_ms, id.clone()));
+            closed.push(id);
+        }
+        Ok(closed)
     }
 
     async fn set_player_room(&self, user_id: &str, room_id: &str, _ttl_ms: Millis) -> Result<()> {

@@ -257,6 +257,11 @@ pub struct RoomRecord {
     pub code: String,
     /// When it was created.
     pub created_ms: Millis,
+    /// When it expires if its seats are not all taken by then (`rooms.ttl_seconds`
+    /// after its creation; 0: never, a room made before rooms expired). Stored with the
+    /// room, so whatever else reads the room (an invite) can tell when it ends.
+    #[serde(default)]
+    pub expires_ms: Millis,
     /// The seats (filled by the store on reads; not part of the stored meta).
     #[serde(skip)]
     pub seats: Vec<Occupant>,
@@ -288,7 +293,8 @@ pub enum RoomStatus {
     Open,
     /// Every seat taken: no longer listed; the code still finds it (JoinRoom says full).
     Full,
-    /// Closed: no longer listed; the code still finds it (JoinRoom says closed).
+    /// Closed (by its owner's service, or expired with seats still open): no longer
+    /// listed; the code still finds it (JoinRoom says closed) until its keys go away.
     Closed,
 }
 
@@ -512,6 +518,18 @@ pub trait Store: Send + Sync + 'static {
 
     /// Closes a room: unlisted; seats can no longer be taken.
     async fn close_room(&self, room_id: &str) -> Result<()>;
+
+    /// Closes up to `max` rooms whose [`RoomRecord::expires_ms`] is at or before `now`
+    /// while a seat is still open (a full room is left alone: its match is on), as
+    /// [`close_room`](Store::close_room) does; each one's keys (the room, its locator and
+    /// its code) go away `retention_ms` later, until when the code still finds it
+    /// (closed). Returns the ids of the rooms it closed.
+    async fn expire_rooms(
+        &self,
+        now: Millis,
+        retention_ms: Millis,
+        max: usize,
+    ) -> Result<Vec<String>>;
 
     /// Remembers the room a player was last seated in (by any path: queue,
     /// CreateRoom, JoinRoom), for `ttl_ms`.

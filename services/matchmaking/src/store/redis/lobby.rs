@@ -32,6 +32,7 @@ struct Scripts {
     take_seat: Script,
     free_seat: Script,
     close_room: Script,
+    expire_rooms: Script,
     list: Script,
 }
 
@@ -42,6 +43,7 @@ impl Scripts {
             take_seat: script(include_str!("lobby/take_seat.lua")),
             free_seat: script(include_str!("lobby/free_seat.lua")),
             close_room: script(include_str!("lobby/close_room.lua")),
+            expire_rooms: script(include_str!("lobby/expire_rooms.lua")),
             list: script(include_str!("lobby/list.lua")),
         }
     }
@@ -156,6 +158,7 @@ impl Lobby {
             .arg(serde_json::to_string(&room.seats)?)
             .arg(b(room.public))
             .arg(seq)
+            .arg(room.expires_ms)
             .invoke_async(&mut conn)
             .await?;
         Ok(())
@@ -257,6 +260,47 @@ impl Lobby {
             .invoke_async(&mut self.conn())
             .await?;
         Ok(())
+    }
+
+    /// Each mode's due rooms, one script on the mode's slot (see `expire_rooms.lua`);
+    /// then the locator and code keys of the rooms closed get the same retention. A
+    /// crash in between leaves those two keys behind (a locator without a room reads as
+    /// no room).
+    pub(super) async fn expire_rooms(
+        &self,
+        now: Millis,
+        retention_ms: Millis,
+        max: usize,
+    ) -> Result<Vec<String>> {
+        let names: Vec<String> = self.conn().smembers(self.registry()).await?;
+        let mut modes: Vec<Format> = names.iter().filter_map(|n| Format::parse(n)).collect();
+        modes.sort_by_key(Format::key);
+        let mut closed = Vec::new();
+        for mode in modes {
+            let left = max.saturating_sub(closed.len());
+            if left == 0 {
+                break;
+            }
+            let out: Vec<String> = self
+                .scripts
+                .expire_rooms
+                .key(self.mode_slot(mode))
+                .arg(now)
+                .arg(retention_ms)
+                .arg(left)
+                .invoke_async(&mut self.conn())
+                .await?;
+            for pair in out.chunks(2) {
+                let [id, code] = pair else {
+                    return Err(corrupt("expire_rooms"));
+                };
+                let mut conn = self.conn();
+                let _: bool = conn.pexpire(self.locator(id), retention_ms).await?;
+                let _: bool = conn.pexpire(self.code_key(code), retention_ms).await?;
+                closed.push(id.clone());
+            }
+        }
+        Ok(closed)
     }
 
     pub(super) async fn set_player_room(

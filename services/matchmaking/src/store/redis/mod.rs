@@ -19,6 +19,7 @@
 //! | `P:{q}:fmts` | registry | set: every format ever used (rounds, reclaim, expiry, lengths walk it) |
 //! | `P:{lb:F}:room:<id>` | the room's mode | hash: a room (meta JSON, seats JSON, status, public, lobby sequence) |
 //! | `P:{lb:F}:public` | the mode | zset: the mode's open public rooms by lobby sequence (oldest first) |
+//! | `P:{lb:F}:expiry` | the mode | zset: the mode's rooms waiting for players, by expiry time (`rooms.ttl_seconds`); an expired one is closed and its keys kept `rooms.expired_retention_seconds` more |
 //! | `P:{rm:<id>}:mode` | the room | string: the room's mode `F` (its locator) |
 //! | `P:{code:<code>}:room` | the code | string: join code → room, for as long as the room is kept |
 //! | `P:{lb}:seq` | lobby registry | counter: the lobby sequence, one order over every mode's public rooms |
@@ -254,6 +255,15 @@ impl Store for RedisStore {
 
     async fn close_room(&self, room_id: &str) -> Result<()> {
         self.lobby.close_room(room_id).await
+    }
+
+    async fn expire_rooms(
+        &self,
+        now: Millis,
+        retention_ms: Millis,
+        max: usize,
+    ) -> Result<Vec<String>> {
+        self.lobby.expire_rooms(now, retention_ms, max).await
     }
 
     async fn list_public(
