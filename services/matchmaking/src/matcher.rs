@@ -217,6 +217,18 @@ async fn settle(inner: &Inner, group: Group) -> Result<()> {
         // lost after its deadline looks just like a call that never
         // arrived). The group keeps its room id and is tried again; its
         // players are never put in another room meanwhile.
+        // After `room_max_attempts` (the lease number counts the first attempt and
+        // each retry or takeover) the group is given up: its players' searches end
+        // with a reason they are told, instead of waiting on a room forever.
+        Err(status) if is_transient(&status) && group.lease >= q.room_max_attempts => {
+            inner.deps.metrics.room_failed();
+            tracing::warn!(room = %group.room_id, attempts = group.lease, error = %status, "game-session did not confirm the room in the attempts allowed; giving the group up");
+            inner
+                .deps
+                .store
+                .abandon(&group.room_id, group.format, group.lease, now, q.grace_ms())
+                .await?;
+        }
         Err(status) if is_transient(&status) => {
             inner.deps.metrics.room_failed();
             tracing::warn!(room = %group.room_id, error = %status, "game-session did not confirm the room; the group will try again");

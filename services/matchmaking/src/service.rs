@@ -788,6 +788,7 @@ async fn run_stream(
                         CancelCause::ByClient => mm::CancelReason::ByClient,
                         CancelCause::Timeout => mm::CancelReason::Timeout,
                         CancelCause::Superseded => mm::CancelReason::Superseded,
+                        CancelCause::RoomUnavailable => mm::CancelReason::RoomUnavailable,
                     };
                     (Some(Ok(update(&id, cancelled(reason)))), true)
                 }

@@ -98,6 +98,10 @@ pub struct QueueSettings {
     /// Wait before a group whose room game-session may not have made is
     /// tried again (same room id).
     pub room_retry_millis: u64,
+    /// Attempts at making a group's room (the first, then each retry or takeover:
+    /// the group's lease number) before the group is given up and its players told
+    /// (CANCEL_REASON_ROOM_UNAVAILABLE).
+    pub room_max_attempts: u64,
     /// Groups per round.
     pub max_groups_per_round: usize,
     /// Anchors per format per round.
@@ -216,9 +220,14 @@ impl Validate for Settings {
                     .into(),
             );
         }
-        if q.tick_millis == 0 || q.heartbeat_millis == 0 || q.room_retry_millis == 0 {
+        if q.tick_millis == 0
+            || q.heartbeat_millis == 0
+            || q.room_retry_millis == 0
+            || q.room_max_attempts == 0
+        {
             return Err(
-                "queue.tick_millis, heartbeat_millis and room_retry_millis must be at least 1"
+                "queue.tick_millis, heartbeat_millis, room_retry_millis and room_max_attempts \
+                 must be at least 1"
                     .into(),
             );
         }

@@ -648,6 +648,74 @@ async fn game_session_unavailable_answers_unavailable_and_keeps_the_tickets() {
     assert!(env.game.created().iter().all(|r| r.room_id == ma.room_id));
 }
 
+/// A group whose room game-session never confirms is given up after
+/// queue.room_max_attempts: its players, resuming, are told why their search ended.
+#[tokio::test]
+async fn a_group_whose_room_cannot_be_made_is_given_up_and_its_players_told() {
+    let mut settings = common::test_settings();
+    settings.queue.room_max_attempts = 2;
+    let env = Env::with_settings(settings).await;
+    let replica = env.replica().await;
+    let client = replica.client().await;
+    env.game.set_unavailable(true);
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let (ta, tb) = (env.token(a, false), env.token(b, false));
+    let open = |ticket: &'static str, token: String| {
+        let mut client = client.clone();
+        async move {
+            client
+                .find_match(authed(find(ticket, false), &token))
+                .await
+                .unwrap()
+                .into_inner()
+        }
+    };
+    // Attempt 1 fails: UNAVAILABLE, the tickets wait for that room.
+    for mut stream in [open("ua", ta.clone()).await, open("ub", tb.clone()).await] {
+        let err = next_change(&mut stream).await.unwrap_err();
+        assert_eq!(err.code(), Code::Unavailable, "{err}");
+    }
+    // They resume; attempt 2 (the retry) fails too: the group is given up.
+    let mut sa = open("ua", ta.clone()).await;
+    let mut sb = open("ub", tb.clone()).await;
+    env.clock
+        .advance(env.settings.queue.room_retry_millis as i64);
+    for stream in [&mut sa, &mut sb] {
+        match next_change(stream).await.unwrap() {
+            Update::Cancelled(c) => {
+                assert_eq!(c.reason, CancelReason::RoomUnavailable as i32)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(stream.message().await.unwrap().is_none(), "the stream ends");
+    }
+    // (Every call to the fake game-session here is a CreateRoom.)
+    let calls = || env.game.calls.load(std::sync::atomic::Ordering::SeqCst);
+    let attempts = calls();
+    assert_eq!(attempts, 2, "one first attempt and one retry");
+    // No more attempts, and a later resume hears the same.
+    env.clock
+        .advance(env.settings.queue.room_retry_millis as i64);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(calls(), attempts);
+    let mut again = open("ua", ta.clone()).await;
+    match next_change(&mut again).await.unwrap() {
+        Update::Cancelled(c) => assert_eq!(c.reason, CancelReason::RoomUnavailable as i32),
+        other => panic!("{other:?}"),
+    }
+    // A new search starts afresh.
+    env.game.set_unavailable(false);
+    let mut fresh_a = open("ua-2", ta).await;
+    let mut fresh_b = open("ub-2", tb).await;
+    let Update::Matched(ma) = next_change(&mut fresh_a).await.unwrap() else {
+        panic!("matched")
+    };
+    let Update::Matched(mb) = next_change(&mut fresh_b).await.unwrap() else {
+        panic!("matched")
+    };
+    assert_eq!(ma.room_id, mb.room_id);
+}
+
 /// Each player's rooms as game-session saw them (distinct room ids).
 fn rooms_of(env: &Env, user: Uuid) -> Vec<String> {
     let mut rooms: Vec<String> = env

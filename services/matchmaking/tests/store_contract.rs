@@ -239,6 +239,61 @@ async fn players_who_block_each_other_are_never_grouped(store: Arc<dyn Store>) {
     assert_eq!(ids(four), vec!["h", "i", "j", "l"]);
 }
 
+/// A group given up (its room could not be made) ends its members' searches with the
+/// reason; only the current lease holder may give it up.
+async fn a_group_given_up_ends_its_searches(store: Arc<dyn Store>) {
+    let s = &*store;
+    put(s, "x", UNRANKED2, 0.0, T0).await;
+    put(s, "y", UNRANKED2, 0.0, T0 + 1).await;
+    let groups = s.form_groups(T0 + 10, &params(), &rooms(4)).await.unwrap();
+    let g = &groups[0];
+    assert!(
+        !s.abandon(&g.room_id, g.format, g.lease + 1, T0 + 20, GRACE)
+            .await
+            .unwrap(),
+        "not the current lease"
+    );
+    assert!(
+        s.abandon(&g.room_id, g.format, g.lease, T0 + 20, GRACE)
+            .await
+            .unwrap()
+    );
+    for id in ["x", "y"] {
+        let v = s.poll(id, T0 + 20, TTL).await.unwrap().unwrap();
+        assert_eq!(
+            v.state,
+            TicketState::Cancelled(CancelCause::RoomUnavailable)
+        );
+    }
+    // The group is gone: nothing to reclaim, to commit or to give up again.
+    assert!(
+        s.reclaim(T0 + 100_000, 10_000, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        !s.abandon(&g.room_id, g.format, g.lease, T0 + 30, GRACE)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        s.commit(&g.room_id, g.format, &records(g), T0 + 30, GRACE)
+            .await
+            .unwrap(),
+        CommitOutcome::Gone
+    );
+    // A resume of the same ticket hears the same end.
+    let e = s
+        .enqueue(ticket("x", "u-x", UNRANKED2, 0.0), T0 + 40, TTL, GRACE)
+        .await
+        .unwrap();
+    assert_eq!(
+        e.view.state,
+        TicketState::Cancelled(CancelCause::RoomUnavailable)
+    );
+}
+
 async fn unranked_is_first_come_first_served_and_four_seats_group(store: Arc<dyn Store>) {
     let s = &*store;
     put(s, "u1", UNRANKED2, 0.0, T0).await;
@@ -1287,6 +1342,7 @@ contract!(
     pairs_within_the_window_and_widens_with_time,
     unranked_is_first_come_first_served_and_four_seats_group,
     players_who_block_each_other_are_never_grouped,
+    a_group_given_up_ends_its_searches,
     commit_matches_and_cancel_answers_where_to_play,
     cancel_is_idempotent,
     a_group_member_cannot_leave_its_group,

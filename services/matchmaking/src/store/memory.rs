@@ -626,6 +626,40 @@ impl Store for MemoryStore {
         Ok(true)
     }
 
+    async fn abandon(
+        &self,
+        room_id: &str,
+        _format: Format,
+        lease: u64,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<bool> {
+        let notify = {
+            let mut s = self.lock();
+            let Some(group) = s.groups.get(room_id).filter(|g| g.lease == lease).cloned() else {
+                return Ok(false);
+            };
+            let mut notify = Vec::new();
+            for m in &group.members {
+                let Some(t) = s.tickets.get_mut(&m.ticket_id) else {
+                    continue;
+                };
+                if t.state == TicketState::Pending {
+                    t.state = TicketState::Cancelled(CancelCause::RoomUnavailable);
+                    t.unavailable = false;
+                    s.set_deadline(&m.ticket_id, now + grace_ms);
+                    notify.push(m.ticket_id.clone());
+                }
+            }
+            s.drop_group(room_id);
+            notify
+        };
+        for id in notify {
+            self.notify(&id);
+        }
+        Ok(true)
+    }
+
     async fn expire(&self, now: Millis, max: usize) -> Result<u64> {
         let (dropped, notify) = {
             let mut s = self.lock();

@@ -94,6 +94,9 @@ pub enum CancelCause {
     Timeout,
     /// A newer search of the same account.
     Superseded,
+    /// Its group's room could not be made in `queue.room_max_attempts` attempts
+    /// (game-session unreachable): the group was given up ([`Store::abandon`]).
+    RoomUnavailable,
 }
 
 impl CancelCause {
@@ -102,6 +105,7 @@ impl CancelCause {
             CancelCause::ByClient => "by_client",
             CancelCause::Timeout => "timeout",
             CancelCause::Superseded => "superseded",
+            CancelCause::RoomUnavailable => "room_unavailable",
         }
     }
 
@@ -109,6 +113,7 @@ impl CancelCause {
         match s {
             "timeout" => CancelCause::Timeout,
             "superseded" => CancelCause::Superseded,
+            "room_unavailable" => CancelCause::RoomUnavailable,
             _ => CancelCause::ByClient,
         }
     }
@@ -472,6 +477,19 @@ pub trait Store: Send + Sync + 'static {
         format: Format,
         lease: u64,
         retry_at: Millis,
+    ) -> Result<bool>;
+
+    /// The group's room could not be made in the attempts allowed: the group is given
+    /// up, its members' searches end ([`CancelCause::RoomUnavailable`], kept `grace_ms`
+    /// for their streams to hear it, also on a resume). Does nothing (false) unless
+    /// `lease` is the group's current one. `format` is the group's.
+    async fn abandon(
+        &self,
+        room_id: &str,
+        format: Format,
+        lease: u64,
+        now: Millis,
+        grace_ms: Millis,
     ) -> Result<bool>;
 
     /// Drops tickets past their deadline (dead streams, resume grace over,

@@ -204,6 +204,19 @@ impl Store for RedisStore {
         self.queue.defer(room_id, format, lease, retry_at).await
     }
 
+    async fn abandon(
+        &self,
+        room_id: &str,
+        format: Format,
+        lease: u64,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<bool> {
+        self.queue
+            .abandon(room_id, format, lease, now, grace_ms)
+            .await
+    }
+
     async fn expire(&self, now: Millis, max: usize) -> Result<u64> {
         self.queue.expire(now, max).await
     }

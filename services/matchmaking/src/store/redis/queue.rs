@@ -43,6 +43,7 @@ struct Scripts {
     reclaim: Script,
     commit: Script,
     release: Script,
+    abandon: Script,
     defer: Script,
     expire: Script,
     // On an account's slot.
@@ -62,6 +63,7 @@ impl Scripts {
             reclaim: script(include_str!("queue/reclaim.lua")),
             commit: script(include_str!("queue/commit.lua")),
             release: script(include_str!("queue/release.lua")),
+            abandon: script(include_str!("queue/abandon.lua")),
             defer: script(include_str!("queue/defer.lua")),
             expire: script(include_str!("queue/expire.lua")),
             swap: Script::new(include_str!("queue/swap.lua")),
@@ -566,6 +568,27 @@ impl Queue {
         let done: i64 = self
             .scripts
             .release
+            .key(self.slot(&format.key()))
+            .arg(room_id)
+            .arg(lease)
+            .arg(now)
+            .arg(grace_ms)
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(done == 1)
+    }
+
+    pub(super) async fn abandon(
+        &self,
+        room_id: &str,
+        format: Format,
+        lease: u64,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<bool> {
+        let done: i64 = self
+            .scripts
+            .abandon
             .key(self.slot(&format.key()))
             .arg(room_id)
             .arg(lease)
