@@ -1706,6 +1706,10 @@ async fn a_seated_player_invites_a_friend_to_a_waiting_room() {
     assert_eq!(sent[0].settings, created.settings);
     assert_eq!(sent[0].expires_at, answer.expires_at);
     assert!(answer.expires_at.unwrap().seconds > env.clock.now_ms() / 1000);
+    assert_eq!(
+        answer.expires_at, created.expires_at,
+        "the invite expires with the room"
+    );
 
     let code_of = |result: Result<tonic::Response<InviteFriendResponse>, tonic::Status>| {
         result.expect_err("refused").code()

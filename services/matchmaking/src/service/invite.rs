@@ -100,10 +100,16 @@ impl MatchmakingApi {
     }
 }
 
-/// How long a room made with CreateRoom waits for its players.
+/// How long a room made before rooms stored their expiry is taken to wait for its
+/// players (the default of `rooms.ttl_seconds`).
 const ROOM_LIFETIME_MS: Millis = 30 * 60 * 1000;
 
-/// When `room` lapses if nobody starts it.
+/// When `room` lapses if nobody fills it: its stored expiry (`rooms.ttl_seconds` after
+/// CreateRoom; the sweep closes it then), so an invite expires with its room.
 fn lapses_at(room: &RoomRecord) -> Millis {
-    room.created_ms + ROOM_LIFETIME_MS
+    if room.expires_ms > 0 {
+        room.expires_ms
+    } else {
+        room.created_ms + ROOM_LIFETIME_MS
+    }
 }
