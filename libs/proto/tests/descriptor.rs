@@ -35,6 +35,7 @@ fn descriptor_set_lists_every_service_and_rpc() {
                 "Refresh",
                 "Logout",
                 "GetProfile",
+                "SetDisplayName",
                 "Leaderboard",
                 "MatchHistory",
                 "RecordMatch",
