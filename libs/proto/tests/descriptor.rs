@@ -49,6 +49,9 @@ fn descriptor_set_lists_every_service_and_rpc() {
                 "BlockPlayer",
                 "UnblockPlayer",
                 "ListFriends",
+                "WatchFriends",
+                "ReportPresence",
+                "SendInvite",
             ]),
         ),
         (
@@ -60,6 +63,7 @@ fn descriptor_set_lists_every_service_and_rpc() {
                 "CreateRoom",
                 "ListPublicRooms",
                 "JoinRoom",
+                "InviteFriend",
             ]),
         ),
         (
