@@ -345,6 +345,12 @@ mod tests {
             assert!(err.contains("bot"), "{reserved:?}: {err}");
         }
         assert!(DisplayName::parse("Robot Rita").is_ok());
+        // Arabic names, with and without a space, are names like any other.
+        assert_eq!(DisplayName::parse("ليلى").unwrap().as_str(), "ليلى");
+        assert_eq!(
+            DisplayName::parse(" عمر  الشريف ").unwrap().as_str(),
+            "عمر الشريف"
+        );
         let bot_user = Username::parse("bot_7").unwrap();
         assert!(DisplayName::from_username(&bot_user).is_err());
         let alice = Username::parse("alice").unwrap();

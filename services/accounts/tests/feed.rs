@@ -67,6 +67,34 @@ async fn feed<S: Store>(
         .into_inner()
 }
 
+/// `asker` asks the player `username` (signed in as `other`) to be friends; they accept.
+async fn befriend<S: Store>(
+    app: &TestApp<S>,
+    asker: &pb::AuthTokens,
+    other: &pb::AuthTokens,
+    username: &str,
+) {
+    let mut client = app.client().await;
+    client
+        .add_friend(authed(
+            &asker.access_token,
+            pb::AddFriendRequest {
+                target: Some(pb::add_friend_request::Target::Username(username.into())),
+            },
+        ))
+        .await
+        .unwrap();
+    client
+        .accept_friend(authed(
+            &other.access_token,
+            pb::AcceptFriendRequest {
+                user_id: asker.user_id.clone(),
+            },
+        ))
+        .await
+        .unwrap();
+}
+
 /// Reads the feed until an event `pick` accepts (within 3 s), skipping others.
 async fn until<T>(
     feed: &mut Streaming<pb::WatchFriendsResponse>,
@@ -400,24 +428,7 @@ mod cases {
         );
         // Nothing of the refused batches was stored: a feed of amira's friend shows her
         // offline. (Make badr her friend first.)
-        client
-            .add_friend(authed(
-                &amira.access_token,
-                pb::AddFriendRequest {
-                    target: Some(pb::add_friend_request::Target::Username("badr".into())),
-                },
-            ))
-            .await
-            .unwrap();
-        client
-            .accept_friend(authed(
-                &badr.access_token,
-                pb::AcceptFriendRequest {
-                    user_id: amira.user_id.clone(),
-                },
-            ))
-            .await
-            .unwrap();
+        befriend(&app, &amira, &badr, "badr").await;
         let mut badr_feed = feed(&app, &badr.access_token, 0).await;
         let first = until(&mut badr_feed, "snapshot", snapshot).await;
         assert_eq!(
@@ -503,24 +514,7 @@ mod cases {
         let mut client = app.client().await;
         let amira = register(&app, "amira").await;
         let badr = register(&app, "badr").await;
-        client
-            .add_friend(authed(
-                &amira.access_token,
-                pb::AddFriendRequest {
-                    target: Some(pb::add_friend_request::Target::Username("badr".into())),
-                },
-            ))
-            .await
-            .unwrap();
-        client
-            .accept_friend(authed(
-                &badr.access_token,
-                pb::AcceptFriendRequest {
-                    user_id: amira.user_id.clone(),
-                },
-            ))
-            .await
-            .unwrap();
+        befriend(&app, &amira, &badr, "badr").await;
         let mut badr_feed = feed(&app, &badr.access_token, 0).await;
         until(&mut badr_feed, "snapshot", snapshot).await;
         client
