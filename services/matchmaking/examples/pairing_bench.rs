@@ -7,10 +7,12 @@
 //! 2. latency: tickets arriving at a steady rate, time from queueing to
 //!    matched (p50, p99), measured from the store's match events.
 //!
-//! `cargo run --release -p matchmaking --example pairing_bench -- [queue] [rate] [seconds] [formats]`
-//! (defaults: 100000 tickets, 2000 arrivals/s, 10 s, 1 format). With several formats the
-//! tickets are spread evenly over ranked 2-seat formats of different target scores
-//! (101, 151, 201, …), each its own queue.
+//! `cargo run --release -p matchmaking --example pairing_bench -- [queue] [rate] [seconds] [formats] [replicas]`
+//! (defaults: 100000 tickets, 2000 arrivals/s, 10 s, 1 format, 1 replica). With several
+//! formats the tickets are spread evenly over ranked 2-seat formats of different target
+//! scores (101, 151, 201, …), each its own queue. With several replicas the throughput
+//! phase runs that many pairing loops, each with its own Redis connection, on the one
+//! queue (in this process: they share its cores).
 
 use std::{
     collections::HashMap,
@@ -174,6 +176,7 @@ async fn main() {
     let rate: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(2_000);
     let seconds: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(10);
     let formats: usize = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(1).max(1);
+    let replicas: usize = args.get(5).and_then(|a| a.parse().ok()).unwrap_or(1).max(1);
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
 
     // 1. Throughput from a large queue.
@@ -186,15 +189,24 @@ async fn main() {
         "queued {queue_size} tickets in {formats} format(s) in {:.2} s",
         filled.elapsed().as_secs_f64()
     );
-    let metrics = Arc::new(Metrics::new());
+    let mut loops = Vec::with_capacity(replicas);
+    for _ in 0..replicas {
+        let replica: Arc<dyn Store> =
+            Arc::new(RedisStore::connect(&url, &prefix).await.expect("redis"));
+        loops.push((replica, Arc::new(Metrics::new())));
+    }
+    let matches = || loops.iter().map(|(_, m)| m.matches()).sum::<u64>();
     let started = Instant::now();
-    let shutdown = start(store.clone(), metrics.clone());
+    let shutdowns: Vec<CancellationToken> = loops
+        .iter()
+        .map(|(replica, metrics)| start(replica.clone(), metrics.clone()))
+        .collect();
     let target = (queue_size as u64 / 2) * 95 / 100;
     let mut last = 0;
     let mut stalled = Instant::now();
-    while metrics.matches() < target {
+    while matches() < target {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let n = metrics.matches();
+        let n = matches();
         if n != last {
             last = n;
             stalled = Instant::now();
@@ -203,9 +215,9 @@ async fn main() {
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let pairs = metrics.matches();
+    let pairs = matches();
     println!(
-        "throughput: {pairs} pairs formed and committed in {elapsed:.2} s = {:.0} pairs/s ({} tickets left)",
+        "throughput ({replicas} replica(s)): {pairs} pairs formed and committed in {elapsed:.2} s = {:.0} pairs/s ({} tickets left)",
         pairs as f64 / elapsed,
         store
             .queue_lengths()
@@ -215,8 +227,10 @@ async fn main() {
             .map(|(_, n)| n)
             .sum::<u64>()
     );
-    shutdown.cancel();
-    drop(store);
+    for shutdown in shutdowns {
+        shutdown.cancel();
+    }
+    drop((store, loops));
     cleanup(&url, &prefix).await;
 
     // 2. Time to match at a steady arrival rate.
