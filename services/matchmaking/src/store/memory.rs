@@ -323,6 +323,41 @@ impl Default for MemoryStore {
 }
 
 impl MemoryStore {
+    /// Ends the group held under `lease` (release, abandon): each member still pending
+    /// is `settle`d, kept until `deadline` and told; the group goes. Whether the lease
+    /// still held.
+    fn end_group(
+        &self,
+        room_id: &str,
+        lease: u64,
+        deadline: Millis,
+        settle: impl Fn(&mut Ticket),
+    ) -> bool {
+        let notify = {
+            let mut s = self.lock();
+            let Some(group) = s.groups.get(room_id).filter(|g| g.lease == lease).cloned() else {
+                return false;
+            };
+            let mut notify = Vec::new();
+            for m in &group.members {
+                let Some(t) = s.tickets.get_mut(&m.ticket_id) else {
+                    continue;
+                };
+                if t.state == TicketState::Pending {
+                    settle(t);
+                    s.set_deadline(&m.ticket_id, deadline);
+                    notify.push(m.ticket_id.clone());
+                }
+            }
+            s.drop_group(room_id);
+            notify
+        };
+        for id in notify {
+            self.notify(&id);
+        }
+        true
+    }
+
     /// An empty store.
     pub fn new() -> MemoryStore {
         MemoryStore {
@@ -568,31 +603,11 @@ impl Store for MemoryStore {
         now: Millis,
         grace_ms: Millis,
     ) -> Result<bool> {
-        let notify = {
-            let mut s = self.lock();
-            let Some(group) = s.groups.get(room_id).filter(|g| g.lease == lease).cloned() else {
-                return Ok(false);
-            };
-            let mut notify = Vec::new();
-            for m in &group.members {
-                let Some(t) = s.tickets.get_mut(&m.ticket_id) else {
-                    continue;
-                };
-                if t.state == TicketState::Pending {
-                    t.state = TicketState::Queued;
-                    t.attached = false;
-                    t.unavailable = true;
-                    s.set_deadline(&m.ticket_id, now + grace_ms);
-                    notify.push(m.ticket_id.clone());
-                }
-            }
-            s.drop_group(room_id);
-            notify
-        };
-        for id in notify {
-            self.notify(&id);
-        }
-        Ok(true)
+        Ok(self.end_group(room_id, lease, now + grace_ms, |t| {
+            t.state = TicketState::Queued;
+            t.attached = false;
+            t.unavailable = true;
+        }))
     }
 
     async fn defer(
@@ -634,30 +649,10 @@ impl Store for MemoryStore {
         now: Millis,
         grace_ms: Millis,
     ) -> Result<bool> {
-        let notify = {
-            let mut s = self.lock();
-            let Some(group) = s.groups.get(room_id).filter(|g| g.lease == lease).cloned() else {
-                return Ok(false);
-            };
-            let mut notify = Vec::new();
-            for m in &group.members {
-                let Some(t) = s.tickets.get_mut(&m.ticket_id) else {
-                    continue;
-                };
-                if t.state == TicketState::Pending {
-                    t.state = TicketState::Cancelled(CancelCause::RoomUnavailable);
-                    t.unavailable = false;
-                    s.set_deadline(&m.ticket_id, now + grace_ms);
-                    notify.push(m.ticket_id.clone());
-                }
-            }
-            s.drop_group(room_id);
-            notify
-        };
-        for id in notify {
-            self.notify(&id);
-        }
-        Ok(true)
+        Ok(self.end_group(room_id, lease, now + grace_ms, |t| {
+            t.state = TicketState::Cancelled(CancelCause::RoomUnavailable);
+            t.unavailable = false;
+        }))
     }
 
     async fn expire(&self, now: Millis, max: usize) -> Result<u64> {

@@ -565,17 +565,9 @@ impl Queue {
         now: Millis,
         grace_ms: Millis,
     ) -> Result<bool> {
-        let done: i64 = self
-            .scripts
-            .release
-            .key(self.slot(&format.key()))
-            .arg(room_id)
-            .arg(lease)
-            .arg(now)
-            .arg(grace_ms)
-            .invoke_async(&mut self.conn())
-            .await?;
-        Ok(done == 1)
+        let script = &self.scripts.release;
+        self.end_group(script, room_id, format, lease, now, grace_ms)
+            .await
     }
 
     pub(super) async fn abandon(
@@ -586,9 +578,23 @@ impl Queue {
         now: Millis,
         grace_ms: Millis,
     ) -> Result<bool> {
-        let done: i64 = self
-            .scripts
-            .abandon
+        let script = &self.scripts.abandon;
+        self.end_group(script, room_id, format, lease, now, grace_ms)
+            .await
+    }
+
+    /// Runs `script` (release or abandon: both end a group held under `lease`, each its
+    /// own way, with the same arguments); whether the lease still held.
+    async fn end_group(
+        &self,
+        script: &Script,
+        room_id: &str,
+        format: Format,
+        lease: u64,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<bool> {
+        let done: i64 = script
             .key(self.slot(&format.key()))
             .arg(room_id)
             .arg(lease)
