@@ -31,6 +31,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         // A snapshot (the whole game view) is many times larger than any other
         // event; boxing it keeps every `PlayResponse` small on the hot path.
         .boxed(".basra.game.v1.PlayResponse.event.snapshot")
+        // Small per-call buffers: a replica holds thousands of long streams (codec.rs).
+        .codec_path("crate::codec::LeanCodec")
         .compile_fds(fds)?;
     Ok(())
 }

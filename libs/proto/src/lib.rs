@@ -62,6 +62,7 @@ pub mod basra {
     }
 }
 
+pub mod codec;
 pub mod convert;
 pub mod record;
 

@@ -28,7 +28,13 @@
 //! `--wait-replicas N`: the replica waits for N Redis replicas after each commit (the
 //! `[redis] wait_replicas` setting; 0: not).
 //!
-//! `LOAD_LISTEN=127.0.0.1:PORT` pins the replica's address (default: any free port).
+//! `--idle-seconds S`: once every stream is open and before anyone plays, measure the
+//! replica's CPU for S seconds: what holding the streams costs (resync, leases, timers,
+//! HTTP/2 keepalive), given per 10,000 streams. The latencies are also printed as a
+//! histogram in millisecond buckets.
+//!
+//! `LOAD_LISTEN=127.0.0.1:PORT` pins the replica's address (default: any free port);
+//! `LOAD_JOIN_CONCURRENCY=N` sets its `game.join_concurrency` (default 64).
 //!
 //! `--join-storm N`: instead of playing, N players join within one second, each on a new
 //! connection (or on `--connections C` shared ones), and the report gives the time until
@@ -70,6 +76,8 @@ use uuid::Uuid;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const ISSUER: &str = "basra-accounts";
+/// How fast the players of a run join before it starts.
+const JOINS_PER_SECOND: f64 = 2_000.0;
 const AUDIENCE: &str = "basra";
 
 #[derive(Debug, Clone)]
@@ -81,6 +89,7 @@ struct Args {
     connections: usize,
     wait_replicas: u64,
     join_storm: Option<usize>,
+    idle_seconds: u64,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
@@ -92,6 +101,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
         connections: 0,
         wait_replicas: 0,
         join_storm: None,
+        idle_seconds: 0,
     };
     while let Some(flag) = args.next() {
         let value = args
@@ -110,8 +120,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
             "--connections" => parsed.connections = number()? as usize,
             "--wait-replicas" => parsed.wait_replicas = number()?,
             "--join-storm" => parsed.join_storm = Some(number()? as usize),
+            "--idle-seconds" => parsed.idle_seconds = number()?,
             other => bail!(
-                "unknown flag {other}; flags: --matches N --seconds S --warmup S --think-ms T --connections C --wait-replicas N --join-storm N"
+                "unknown flag {other}; flags: --matches N --seconds S --warmup S --think-ms T --connections C --wait-replicas N --join-storm N --idle-seconds S"
             ),
         }
     }
@@ -177,7 +188,10 @@ fn serve() -> anyhow::Result<()> {
                 turn_slack_ms: 1_000,
             },
             max_streams: 1_000_000,
-            join_concurrency: 64,
+            join_concurrency: std::env::var("LOAD_JOIN_CONCURRENCY")
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(64),
             join_timeout: Duration::from_secs(30),
             timer_poll: Duration::from_millis(100),
             resync: Duration::from_millis(2000),
@@ -241,25 +255,34 @@ impl Server {
 
     /// User + system CPU time in seconds.
     fn cpu_seconds(&self) -> f64 {
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        // Fields after the command name (which may hold spaces) start after ") ".
-        let rest = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        // utime and stime are fields 14 and 15 (1-based), 12 and 13 here.
-        (ticks(11) + ticks(12)) as f64 / 100.0
+        cpu_seconds_of(&format!("/proc/{}/stat", self.child.id()))
     }
 
     fn stop(mut self) {
         drop(self.child.stdin.take());
         let _ = self.child.wait();
     }
+}
+
+/// User + system CPU time in seconds of the process whose `/proc/…/stat` is `path`.
+fn cpu_seconds_of(path: &str) -> f64 {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after ") ".
+    let rest = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 (1-based), 12 and 13 here.
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+/// This process's (the load generator's) CPU time in seconds.
+fn own_cpu_seconds() -> f64 {
+    cpu_seconds_of("/proc/self/stat")
 }
 
 fn page_size() -> u64 {
@@ -398,6 +421,25 @@ async fn connect(addr: SocketAddr) -> anyhow::Result<Channel> {
         .tcp_nodelay(true)
         .connect()
         .await?)
+}
+
+/// `count` connections to `addr`, made 64 at a time.
+async fn connect_many(addr: SocketAddr, count: usize) -> anyhow::Result<Vec<Channel>> {
+    let slots = Arc::new(tokio::sync::Semaphore::new(64));
+    let mut connecting = tokio::task::JoinSet::new();
+    for index in 0..count {
+        let slots = Arc::clone(&slots);
+        connecting.spawn(async move {
+            let _slot = slots.acquire_owned().await;
+            connect(addr).await.map(|channel| (index, channel))
+        });
+    }
+    let mut channels = Vec::with_capacity(count);
+    while let Some(connected) = connecting.join_next().await {
+        channels.push(connected??);
+    }
+    channels.sort_by_key(|(index, _)| *index);
+    Ok(channels.into_iter().map(|(_, channel)| channel).collect())
 }
 
 /// Sends the join and opens the Play stream.
@@ -542,6 +584,36 @@ async fn player(
     }
 }
 
+/// The latencies (µs, sorted) counted in millisecond buckets.
+fn histogram(sorted: &[u32]) -> String {
+    const BOUNDS_MS: [u32; 10] = [1, 2, 5, 10, 25, 50, 100, 250, 1000, u32::MAX];
+    let mut counts = [0usize; BOUNDS_MS.len()];
+    for &micros in sorted {
+        let bucket = BOUNDS_MS
+            .iter()
+            .position(|&ms| micros < ms.saturating_mul(1000))
+            .unwrap_or(BOUNDS_MS.len() - 1);
+        counts[bucket] += 1;
+    }
+    let total = sorted.len().max(1) as f64;
+    let mut out = String::from("latency histogram:");
+    let mut low = 0;
+    for (&high, &count) in BOUNDS_MS.iter().zip(&counts) {
+        let label = if high == u32::MAX {
+            format!("≥{low} ms")
+        } else {
+            format!("{low}–{high} ms")
+        };
+        out.push_str(&format!(
+            " {label} {count} ({:.2} %);",
+            count as f64 / total * 100.0
+        ));
+        low = high;
+    }
+    out.pop();
+    out
+}
+
 fn percentile(sorted: &[u32], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -579,10 +651,7 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         return stormed;
     }
     let rooms = create_rooms(&server, &issuer, args.matches).await?;
-    let mut channels = Vec::with_capacity(connections);
-    for _ in 0..connections {
-        channels.push(connect(server.addr).await?);
-    }
+    let channels = connect_many(server.addr, connections).await?;
     let rss_connected = server.rss();
 
     let shared = Arc::new(Shared {
@@ -594,6 +663,9 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     let (start_tx, start_rx) = watch::channel(false);
     let (joined_tx, mut joined_rx) = mpsc::channel(players);
     let mut tasks = tokio::task::JoinSet::new();
+    // Players arrive at a steady rate, like a replica filling up (a burst of joins is
+    // `--join-storm`'s subject, not this run's).
+    let joins_start = Instant::now();
     for (index, (room_id, ua, ub)) in rooms.into_iter().enumerate() {
         let (sent_a, sent_b) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         for (seat, user, mine, theirs) in [
@@ -601,7 +673,9 @@ async fn drive(args: Args) -> anyhow::Result<()> {
             (1, ub, sent_b, sent_a),
         ] {
             let channel = channels[(index * 2 + seat as usize) % connections].clone();
-            tasks.spawn(player(
+            let join_at =
+                joins_start + Duration::from_secs_f64((index * 2) as f64 / JOINS_PER_SECOND);
+            let player = player(
                 channel,
                 token(&issuer, user, Role::Player)?,
                 room_id.clone(),
@@ -611,7 +685,11 @@ async fn drive(args: Args) -> anyhow::Result<()> {
                 shared.clone(),
                 joined_tx.clone(),
                 start_rx.clone(),
-            ));
+            );
+            tasks.spawn(async move {
+                tokio::time::sleep_until(join_at.into()).await;
+                player.await
+            });
         }
     }
     drop(joined_tx);
@@ -624,16 +702,27 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_streams = server.rss();
+    // Every stream open, nobody playing: what holding them costs (resync, leases,
+    // timers, HTTP/2 keepalive).
+    let idle_cpu = if args.idle_seconds > 0 {
+        let cpu = server.cpu_seconds();
+        tokio::time::sleep(Duration::from_secs(args.idle_seconds)).await;
+        Some((server.cpu_seconds() - cpu) / args.idle_seconds as f64)
+    } else {
+        None
+    };
 
     start_tx.send(true)?;
     tokio::time::sleep(Duration::from_secs(args.warmup)).await;
     let (cpu0, redis_cpu0) = (server.cpu_seconds(), redis_cpu(&mut redis_nodes).await);
+    let own_cpu0 = own_cpu_seconds();
     let bytes0 = redis_bytes(&mut redis_nodes).await;
     shared.measuring.store(true, Ordering::Relaxed);
     let window = Instant::now();
     tokio::time::sleep(Duration::from_secs(args.seconds)).await;
     shared.measuring.store(false, Ordering::Relaxed);
     let elapsed = window.elapsed().as_secs_f64();
+    let own_cpu1 = own_cpu_seconds();
     let (cpu1, redis_cpu1) = (server.cpu_seconds(), redis_cpu(&mut redis_nodes).await);
     let bytes1 = redis_bytes(&mut redis_nodes).await;
     let redis_used: Vec<f64> = redis_cpu1
@@ -688,6 +777,15 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         percentile(&latencies, 99.9),
         percentile(&latencies, 100.0)
     );
+    println!("{}", histogram(&latencies));
+    if let Some(cores) = idle_cpu {
+        println!(
+            "idle upkeep (all {players} streams open, nobody playing, {} s): {:.1} % of a core, {:.2} % per 10,000 streams",
+            args.idle_seconds,
+            cores * 100.0,
+            cores * 100.0 * 10_000.0 / players as f64
+        );
+    }
     println!(
         "server CPU {:.0} µs/play ({:.0} % of a core); redis CPU {:.0} µs/play ({:.0} % of a core)",
         (cpu1 - cpu0) / plays.max(1) as f64 * 1e6,
@@ -708,6 +806,10 @@ async fn drive(args: Args) -> anyhow::Result<()> {
             .collect();
         println!("redis CPU per primary: {}", each.join(", "));
     }
+    println!(
+        "load generator CPU {:.0} % of a core (its clients share the cores with the replica and Redis)",
+        (own_cpu1 - own_cpu0) / elapsed * 100.0
+    );
     println!(
         "server RSS: idle {:.1} MiB, + connections {:.1} MiB, + streams {:.1} MiB, under load {:.1} MiB; \
          per open stream {:.1} KiB idle ({:.1} KiB with its connection), {:.1} KiB under load",

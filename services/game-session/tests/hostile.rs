@@ -94,6 +94,35 @@ async fn a_flood_of_plays_out_of_turn_is_rejected_one_by_one_and_changes_nothing
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_larger_than_the_codec_buffer_is_read_whole_and_answered() {
+    // The codec's buffers start small (basra_proto::codec::BUFFER_BYTES): a bigger message
+    // within the limit still arrives whole and gets its answer; the stream goes on.
+    let tokens = Tokens::new();
+    let store = redis_store(&prefix()).await;
+    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
+    let (room, mut a, mut b) = two_players(&replica, &tokens, low_target()).await;
+    let version = store.load(&room).await.unwrap().unwrap().version;
+    let long_id = "m".repeat(8 * basra_proto::codec::BUFFER_BYTES);
+    assert!(long_id.len() < game_session::MAX_MESSAGE_BYTES);
+    let card = a.hand.iter().next().unwrap();
+    a.send(Kind::PlayCard(game::PlayCard {
+        card: Some(basra_proto::convert::card_to_pb(card)),
+        capture_choice: None,
+        based_on_seq: None,
+        client_move_id: long_id,
+    }))
+    .await;
+    let r = rejected(&mut a).await;
+    assert!(r.message.contains("client_move_id"), "{r:?}");
+    assert_eq!(store.load(&room).await.unwrap().unwrap().version, version);
+    // The same stream plays on.
+    assert!(a.play_on(Some(1)).await.is_none());
+    b.until(|e| matches!(e, E::CardPlayed(p) if p.seat == 0))
+        .await;
+    replica.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spectator_cannot_play_and_a_seat_token_does_not_open_another_room() {
     let tokens = Tokens::new();
     let store = redis_store(&prefix()).await;
