@@ -10,7 +10,7 @@ export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 
-.PHONY: help run web api-check api-release play test bench analytics-bench lint fmt rules k8s-check fuzz release images redis-cluster redis-cluster-stop chaos chaos-short soak
+.PHONY: help run web api-check api-release play test bench analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -58,6 +58,14 @@ bench: ## Run the benchmarks (figures go in README.md, 'Performance')
 	services/game-session/bench/redis_bench.sh
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 100 --seconds 20
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 20 --think-ms 1000
+	services/game-session/bench/fixed_comparison.sh
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --join-storm 2000
+
+bench-streams: ## One replica holding 20,000 paced streams (19,900 connections: the fd limit here is 20,000), then a storm of 19,800 joins (README, 'Performance')
+	$(CARGO) build --quiet --release -p game-session --example load
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 10000 --connections 19900 --think-ms 3500 --seconds 30 --warmup 5 --idle-seconds 10
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --join-storm 19800
 
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := engine_actions rules_tool client_messages tokens
