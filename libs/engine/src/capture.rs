@@ -2,13 +2,23 @@
 //! cards, Q/K pairs, J and Komi sweeps, and which kind of Basra a play makes.
 //!
 //! The search works on counts per value, not on subsets of cards: cards of one value are
-//! interchangeable for the size of a cover. Most tables split whole, or nearly: the search
-//! first asks for the fewest cards (up to two) to leave out so that the rest splits into
-//! groups of the played value. When more must stay, it searches the groups to take instead,
-//! remembering the best of each count vector, then walks every cover of the largest size.
-//! Among those, the canonical one takes the oldest table cards of each value, and covers
-//! that differ in their counts per value are compared by their sorted positions. Up to about
-//! a dozen smaller cards everything lives on the stack; nothing is allocated.
+//! interchangeable for the size of a cover, and the canonical cover takes the oldest cards
+//! of each value (covers that differ in their counts per value are compared by their sorted
+//! positions). It goes in three steps, each for the tables the step before leaves:
+//!
+//! 1. Leave out no card, then one: does the rest split into groups of the played value?
+//!    (Whether a multiset splits is memoized per count vector.) Most tables end here.
+//! 2. Set aside the cards no cover can hold (no partners, or more copies of a card above
+//!    half the value than the smaller cards can complete), then leave out two cards.
+//! 3. Count the most cards disjoint groups take (a memoized search over count vectors,
+//!    with the groups each value can head listed once from a table of partitions), then
+//!    walk every cover of that size.
+//!
+//! Cheap necessary conditions (the sum, and what the cards above half the value need from
+//! those below) skip most candidates before any search. Up to a dozen or so smaller cards
+//! everything lives on the stack; nothing is allocated.
+
+use std::cmp::Ordering;
 
 use serde::{Deserialize, Serialize};
 
@@ -82,263 +92,604 @@ fn value_masks(table: &[Card], max_value: u8) -> ValueMasks {
 pub fn largest_cover(table: &[Card], value: u8) -> Cover {
     assert!((1..=10).contains(&value), "a sum is between 1 and 10");
     assert!(table.len() <= 64, "a table holds at most 52 cards");
-    let v = usize::from(value);
     let masks = value_masks(table, value);
     // A card of the played value is a group alone; taking it never costs another card.
-    let forced = masks[v];
-    let mut counts: Counts = [0; 11];
-    let mut small_cards = 0u8;
-    let mut small_total = 0u32;
-    // Which sums some subset of the smaller cards reaches, as a bitset; bit v tells whether
-    // any group of two or more cards exists at all.
-    let mut reachable: u32 = 1;
-    for x in 1..v {
-        counts[x] = masks[x].count_ones() as u8;
-        small_cards += counts[x];
-        small_total += x as u32 * u32::from(counts[x]);
-        for _ in 0..counts[x] {
-            reachable |= reachable << x;
-        }
-    }
-    if reachable & (1 << v) == 0 {
-        return Cover {
-            positions: forced,
-            alternatives: false,
-        };
-    }
-    // Most tables need at most two cards left out; try that before anything costlier.
-    let mut search = ExclusionSearch {
-        counts,
-        value,
-        small_total,
-        canonical: Canonical::new(&masks, counts),
-    };
-    if let Some(cover) = search.fewest_left_out(0..=small_cards.min(2)) {
-        return Cover {
-            positions: forced | cover.positions,
-            ..cover
-        };
-    }
-    // Many cards must stay on the table: searching what to leave out would try too many
-    // sets. Search the groups to take instead, remembering each state's best.
-    let mut radix = [0u32; 11];
-    let mut states = 1u32;
-    for x in 1..v {
-        radix[x] = states;
-        states *= u32::from(counts[x]) + 1;
-    }
-    // Up to about 12 smaller cards of mixed values fit the stack table; more are rare.
-    let mut stack_memo = [UNKNOWN; 4096];
-    let mut heap_memo = Vec::new();
-    let memo: &mut [u8] = if states as usize <= stack_memo.len() {
-        &mut stack_memo[..states as usize]
-    } else {
-        heap_memo.resize(states as usize, UNKNOWN);
-        &mut heap_memo
-    };
-    let mut search = CoverSearch {
-        value,
-        radix,
-        memo,
-        canonical: Canonical::new(&masks, counts),
-    };
-    let top = states - 1;
-    let most = search.most(&mut counts, top);
-    search.collect(&mut counts, top, most, &mut [0; 11], None);
-    let cover = search.canonical.cover().expect("some cover always exists");
+    let forced = masks[usize::from(value)];
+    let cover = Digits::new(&masks, value).largest_cover();
     Cover {
         positions: forced | cover.positions,
         ..cover
     }
 }
 
-const UNKNOWN: u8 = u8::MAX;
-
-/// The largest value of the group just taken and the list of its other parts, packed.
-type Signature = Option<(usize, u64)>;
-
-/// The group being completed in [`CoverSearch::collect_group`].
-struct Group {
-    largest: usize,
-    /// The previous group's signature when it had the same largest value.
-    bound: Option<u64>,
-    /// Cards still to take, this group included.
-    target: u8,
-}
-
-/// The search over count vectors of the cards smaller than the played value: `most` finds
-/// how many cards the best cover takes (memoized per state), `collect` walks every cover
-/// of that size and keeps the canonical one.
-struct CoverSearch<'a> {
+/// One value smaller than the played one that lies on the table.
+#[derive(Debug, Clone, Copy, Default)]
+struct Digit {
     value: u8,
-    radix: [u32; 11],
-    memo: &'a mut [u8],
-    canonical: Canonical<'a>,
+    /// How many cards of the value the search may take.
+    count: u8,
+    /// How many cards of the value the table holds.
+    had: u8,
+    /// The table positions of the cards the search may take.
+    mask: u64,
+    /// The digit's weight in a state's index.
+    radix: u32,
 }
 
-impl CoverSearch<'_> {
-    fn largest_present(&self, counts: &Counts) -> Option<usize> {
-        (1..usize::from(self.value)).rev().find(|&x| counts[x] > 0)
+/// The values smaller than the played one that lie on the table, smallest first, as the
+/// digits of a mixed-radix number: a sub-multiset of the smaller cards (how many of each
+/// value) is one number below `states`, its index.
+#[derive(Debug)]
+struct Digits {
+    /// The played value: the sum of every group.
+    target: u8,
+    len: usize,
+    digit: [Digit; 9],
+    /// Below digit `d` (the digits `0..d`, all taken): how many cards, …
+    below: [u8; 10],
+    /// … the sum of those smaller than half the target, …
+    small_below: [u32; 10],
+    /// … and the least those others need from them (see [`Digits::demand`]).
+    demand_below: [u32; 10],
+    states: usize,
+}
+
+impl Digits {
+    fn new(masks: &ValueMasks, target: u8) -> Digits {
+        let mut digits = Digits::empty(target);
+        for x in 1..target {
+            let mask = masks[usize::from(x)];
+            let count = mask.count_ones() as u8;
+            digits.push(x, count, count, mask);
+        }
+        digits.finish();
+        digits
     }
 
-    /// The most cards that groups of `value` take from the cards in `counts` (state `index`).
-    fn most(&mut self, counts: &mut Counts, index: u32) -> u8 {
-        let Some(x) = self.largest_present(counts) else {
-            return 0;
+    fn empty(target: u8) -> Digits {
+        Digits {
+            target,
+            len: 0,
+            digit: [Digit::default(); 9],
+            below: [0; 10],
+            small_below: [0; 10],
+            demand_below: [0; 10],
+            states: 1,
+        }
+    }
+
+    fn push(&mut self, value: u8, count: u8, had: u8, mask: u64) {
+        if count > 0 {
+            self.digit[self.len] = Digit {
+                value,
+                count,
+                had,
+                mask,
+                radix: self.states as u32,
+            };
+            self.states *= usize::from(count) + 1;
+            self.len += 1;
+        }
+    }
+
+    fn finish(&mut self) {
+        for d in 0..self.len {
+            let count = self.digit[d].count;
+            self.below[d + 1] = self.below[d] + count;
+            self.small_below[d + 1] = self.small_below[d] + self.small(d, count);
+            self.demand_below[d + 1] = self.demand_below[d] + self.demand(d, count);
+        }
+    }
+
+    /// The number of cards the search may take.
+    fn cards(&self) -> u8 {
+        self.below[self.len]
+    }
+
+    /// The sum of `taken` cards of digit `d` if they are smaller than half the target.
+    fn small(&self, d: usize, taken: u8) -> u32 {
+        let x = self.digit[d].value;
+        if 2 * x < self.target {
+            u32::from(x) * u32::from(taken)
+        } else {
+            0
+        }
+    }
+
+    /// The least sum of cards smaller than half the target that `taken` cards of digit `d`
+    /// need as partners. A group holds at most one card larger than half the target, and
+    /// the rest of it is smaller than half; two halves make a group, an odd one out needs
+    /// half the target from smaller cards.
+    fn demand(&self, d: usize, taken: u8) -> u32 {
+        let x = self.digit[d].value;
+        match (2 * x).cmp(&self.target) {
+            Ordering::Greater => u32::from(self.target - x) * u32::from(taken),
+            Ordering::Equal => u32::from(x) * u32::from(taken % 2),
+            Ordering::Less => 0,
+        }
+    }
+
+    /// Whether the cards of `taken` may split, by a finer count than [`Digits::demand`]: a
+    /// card larger than half the target that needs `y` more takes it from cards of at most
+    /// `y`, so for every `y`, what those cards need is at most the sum of the cards of at
+    /// most `y`.
+    fn may_split(&self, taken: &[u8; 9]) -> bool {
+        // Per `y`: the sum of the small cards of value `y`, less what the large cards
+        // needing exactly `y` need.
+        let mut balance = [0i32; 5];
+        for (d, digit) in self.digit[..self.len].iter().enumerate() {
+            let (x, t) = (digit.value, i32::from(taken[d]));
+            if 2 * x < self.target {
+                balance[usize::from(x)] += i32::from(x) * t;
+            } else if 2 * x > self.target {
+                let y = self.target - x;
+                balance[usize::from(y)] -= i32::from(y) * t;
+            }
+        }
+        let mut running = 0;
+        balance.iter().all(|&b| {
+            running += b;
+            running >= 0
+        })
+    }
+
+    /// The positions of the oldest `taken[d]` cards of each digit.
+    fn positions(&self, taken: &[u8; 9]) -> u64 {
+        self.digit[..self.len]
+            .iter()
+            .zip(taken)
+            .fold(0, |positions, (digit, &t)| {
+                positions | lowest_bits(digit.mask, t)
+            })
+    }
+
+    /// Whether some group of two or more cards sums to the target at all.
+    fn some_group(&self) -> bool {
+        // Which sums some subset of the smaller cards reaches, as a bitset.
+        let mut reachable: u32 = 1;
+        for digit in &self.digit[..self.len] {
+            for _ in 0..digit.count {
+                reachable |= reachable << digit.value;
+            }
+        }
+        reachable & (1 << self.target) != 0
+    }
+
+    fn largest_cover(&self) -> Cover {
+        if !self.some_group() {
+            return Cover {
+                positions: 0,
+                alternatives: false,
+            };
+        }
+        // Most tables leave out at most one card: try that on the table as it is.
+        if let Some(cover) = search(self, 0..=1) {
+            return cover;
+        }
+        // Set aside what no cover can hold; many more tables leave out two cards, and
+        // those with many small cards are the cheapest to search that way.
+        let pruned = self.pruned();
+        if let Some(level) = 2u8.checked_sub(self.cards() - pruned.cards())
+            && let Some(cover) = search(&pruned, level..=level)
+        {
+            return cover;
+        }
+        // Many must stay: count how many cards the best cover takes, and walk the covers
+        // of that size.
+        match Groups::new(&pruned) {
+            Some(groups) => groups.largest_cover(),
+            // Only a table with more than 15 cards of one value gets here.
+            None => search(&pruned, 0..=u8::MAX).expect("leaving every card out splits"),
+        }
+    }
+
+    /// The same cards less those no cover can hold: a card with no partners among the
+    /// others, and the copies of a card larger than half the target beyond what the
+    /// smaller cards can complete. Every cover of these digits' table is a cover here; the
+    /// oldest copies of each value are kept, so the canonical cover is the same.
+    fn pruned(&self) -> Digits {
+        let target = self.target;
+        let digits = &self.digit[..self.len];
+        let mut count: [u8; 9] = std::array::from_fn(|d| self.digit[d].count);
+        loop {
+            let mut changed = false;
+            for (d, digit) in digits.iter().enumerate() {
+                if count[d] == 0 {
+                    continue;
+                }
+                let (x, need) = (digit.value, target - digit.value);
+                // Which sums the other cards reach.
+                let mut reachable: u32 = 1;
+                for (e, other) in digits.iter().enumerate() {
+                    for _ in 0..count[e] - u8::from(e == d) {
+                        reachable |= reachable << other.value;
+                    }
+                }
+                let mut cap = if reachable & (1 << need) == 0 {
+                    0
+                } else {
+                    count[d]
+                };
+                // A group holds at most one card above half the target; the rest of each
+                // such group comes from cards of at most `need`.
+                if 2 * x > target {
+                    let partners: u32 = digits
+                        .iter()
+                        .zip(&count)
+                        .filter(|(other, _)| other.value <= need)
+                        .map(|(other, &c)| u32::from(other.value) * u32::from(c))
+                        .sum();
+                    cap = cap.min((partners / u32::from(need)).min(255) as u8);
+                }
+                if cap < count[d] {
+                    count[d] = cap;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let mut pruned = Digits::empty(target);
+        for (digit, &c) in digits.iter().zip(&count) {
+            pruned.push(digit.value, c, digit.had, lowest_bits(digit.mask, c));
+        }
+        pruned.finish();
+        pruned
+    }
+}
+
+/// Counts per value packed in 5-bit lanes (value `x` in bits `5(x-1)..5x`), so that whether
+/// one multiset holds another is a single subtraction. Counts stay below 16, the lane's
+/// top bit free.
+type Packed = u64;
+
+/// The top bit of the lanes of values 1..=9.
+const LANE_TOPS: Packed = 0b10000_10000_10000_10000_10000_10000_10000_10000_10000;
+
+/// The largest count a lane holds.
+const LANE_MAX: u8 = 15;
+
+const fn lane(x: u8) -> u32 {
+    5 * (x as u32 - 1)
+}
+
+/// Whether `t` holds every card of `g`.
+fn holds(t: Packed, g: Packed) -> bool {
+    ((t | LANE_TOPS) - g) & LANE_TOPS == LANE_TOPS
+}
+
+/// One way to write a sum as two or more smaller values.
+#[derive(Debug, Clone, Copy)]
+struct Partition {
+    parts: Packed,
+    largest: u8,
+    size: u8,
+}
+
+/// Every partition of 2..=10 into two or more smaller parts, by sum and then by largest
+/// part, largest first: sum `v`'s are `PARTITIONS[PARTITION_FIRST[v]..PARTITION_FIRST[v + 1]]`.
+static PARTITIONS: [Partition; PARTITION_COUNT] = partitions().0;
+static PARTITION_FIRST: [usize; 12] = partitions().1;
+
+/// Partitions of 2..=10 into smaller parts: 1 + 2 + 4 + 6 + 10 + 14 + 21 + 29 + 41.
+const PARTITION_COUNT: usize = 128;
+
+const fn partitions() -> ([Partition; PARTITION_COUNT], [usize; 12]) {
+    let mut list = [Partition {
+        parts: 0,
+        largest: 0,
+        size: 0,
+    }; PARTITION_COUNT];
+    let mut first = [0; 12];
+    let mut len = 0;
+    let mut sum = 0u8;
+    while sum <= 10 {
+        first[sum as usize] = len;
+        let mut largest = sum.saturating_sub(1);
+        while largest >= 1 {
+            let head = 1 << lane(largest);
+            len = extend(&mut list, len, sum - largest, largest, head, largest, 1);
+            largest -= 1;
+        }
+        sum += 1;
+    }
+    first[11] = len;
+    assert!(len == PARTITION_COUNT);
+    (list, first)
+}
+
+/// Adds to `list` the partitions completing `parts` (still needing `need`) with parts up
+/// to `top`; answers the new length.
+const fn extend(
+    list: &mut [Partition; PARTITION_COUNT],
+    mut len: usize,
+    need: u8,
+    top: u8,
+    parts: Packed,
+    largest: u8,
+    size: u8,
+) -> usize {
+    if need == 0 {
+        if size >= 2 {
+            list[len] = Partition {
+                parts,
+                largest,
+                size,
+            };
+            len += 1;
+        }
+        return len;
+    }
+    let mut part = if top < need { top } else { need };
+    while part >= 1 {
+        let more = parts + (1 << lane(part));
+        len = extend(list, len, need - part, part, more, largest, size + 1);
+        part -= 1;
+    }
+    len
+}
+
+/// One group the digits' cards can form.
+#[derive(Debug, Clone, Copy, Default)]
+struct Group {
+    parts: Packed,
+    /// Its weight in a state's index.
+    delta: u32,
+    size: u8,
+}
+
+/// Every group the digits' cards can form, by their largest value, and the most cards a
+/// set of disjoint groups takes from each state (memoized): the largest card left is
+/// either left out with all its copies or in one of the groups it can head.
+struct Groups {
+    list: [Group; 41],
+    /// The groups headed by value `x` are `list[first[x]..first[x - 1]]`.
+    first: [usize; 11],
+    /// Per value, the weight of its digit in a state's index.
+    radix: [u32; 11],
+    /// Per value, the positions of its cards and how many the table holds.
+    mask: [u64; 11],
+    had: [u8; 11],
+    all: Packed,
+    states: usize,
+}
+
+impl Groups {
+    /// The groups of `digits`, or `None` when a value has more copies than a lane holds.
+    fn new(digits: &Digits) -> Option<Groups> {
+        let mut groups = Groups {
+            list: [Group::default(); 41],
+            first: [0; 11],
+            radix: [0; 11],
+            mask: [0; 11],
+            had: [0; 11],
+            all: 0,
+            states: digits.states,
         };
-        if self.memo[index as usize] != UNKNOWN {
-            return self.memo[index as usize];
+        for digit in &digits.digit[..digits.len] {
+            if digit.count > LANE_MAX {
+                return None;
+            }
+            groups.all |= Packed::from(digit.count) << lane(digit.value);
+            let x = usize::from(digit.value);
+            groups.radix[x] = digit.radix;
+            groups.mask[x] = digit.mask;
+            groups.had[x] = digit.had;
         }
-        // Either every card of the largest value is left on the table, or one of them is in
-        // a group whose other cards are no larger. (Copies are interchangeable, so "grouped
-        // first, then the rest left" covers every cover once.)
-        let copies = counts[x];
-        counts[x] = 0;
-        let left = self.most(counts, index - self.radix[x] * u32::from(copies));
-        counts[x] = copies - 1;
-        let rest = index - self.radix[x];
-        let grouped = self.most_with_group(counts, rest, self.value - x as u8, x, 1);
-        counts[x] = copies;
-        let most = left.max(grouped);
-        self.memo[index as usize] = most;
-        most
+        let target = usize::from(digits.target);
+        let mut len = 0;
+        let mut head = digits.target;
+        for partition in &PARTITIONS[PARTITION_FIRST[target]..PARTITION_FIRST[target + 1]] {
+            while head > partition.largest {
+                head -= 1;
+                groups.first[usize::from(head)] = len;
+            }
+            if holds(groups.all, partition.parts) {
+                let mut delta = 0;
+                let mut parts = partition.parts;
+                while parts != 0 {
+                    let at = parts.trailing_zeros() / 5;
+                    let copies = (parts >> (5 * at)) as u32 & 31;
+                    delta += copies * groups.radix[at as usize + 1];
+                    parts &= !(31 << (5 * at));
+                }
+                groups.list[len] = Group {
+                    parts: partition.parts,
+                    delta,
+                    size: partition.size,
+                };
+                len += 1;
+            }
+        }
+        while head > 0 {
+            head -= 1;
+            groups.first[usize::from(head)] = len;
+        }
+        Some(groups)
     }
 
-    /// The most cards taken when a group still needs `need` from parts up to `max_part` and
-    /// holds `size` cards so far; 0 when the group cannot be completed.
-    fn most_with_group(
-        &mut self,
-        counts: &mut Counts,
-        index: u32,
-        need: u8,
-        max_part: usize,
-        size: u8,
-    ) -> u8 {
-        if need == 0 {
-            return size + self.most(counts, index);
+    /// The canonical largest cover: how many cards it takes, then every cover of that
+    /// size, walked as [`Groups::most_from`] builds them, offered to [`Canonical`].
+    fn largest_cover(&self) -> Cover {
+        // Most pruned tables have a few hundred states: zero no more than needed.
+        let mut small_memo = [0u8; 256];
+        let mut stack_memo;
+        let mut heap_memo = Vec::new();
+        let memo: &mut [u8] = if self.states <= small_memo.len() {
+            &mut small_memo[..self.states]
+        } else if self.states <= 2048 {
+            stack_memo = [0u8; 2048];
+            &mut stack_memo[..self.states]
+        } else {
+            heap_memo.resize(self.states, 0);
+            &mut heap_memo
+        };
+        let top = (self.states - 1) as u32;
+        let most = self.most_from(memo, self.all, top);
+        let mut canonical = Canonical::default();
+        let mut walk = Walk {
+            groups: self,
+            memo,
+            canonical: &mut canonical,
+        };
+        walk.collect(self.all, top, most, 0, None);
+        canonical
+            .cover()
+            .expect("a cover of the largest size exists")
+    }
+
+    /// The most from state `t` (index `index`); `memo` holds one more than each known.
+    #[inline(always)]
+    fn most_from(&self, memo: &mut [u8], t: Packed, index: u32) -> u8 {
+        match memo[index as usize] {
+            _ if t == 0 => 0,
+            0 => self.most_unknown(memo, t, index),
+            known => known - 1,
         }
-        let mut most = 0;
-        for part in (1..=max_part.min(usize::from(need))).rev() {
-            if counts[part] > 0 {
-                counts[part] -= 1;
-                let with = self.most_with_group(
-                    counts,
-                    index - self.radix[part],
-                    need - part as u8,
-                    part,
-                    size + 1,
-                );
-                counts[part] += 1;
+    }
+
+    /// [`Groups::most_from`] for a state not yet in `memo`.
+    fn most_unknown(&self, memo: &mut [u8], t: Packed, index: u32) -> u8 {
+        let x = ((Packed::BITS - 1 - t.leading_zeros()) / 5 + 1) as u8;
+        let copies = (t >> lane(x)) as u32 & 31;
+        let rest = t & !(31 << lane(x));
+        let x = usize::from(x);
+        let mut most = self.most_from(memo, rest, index - copies * self.radix[x]);
+        for group in &self.list[self.first[x]..self.first[x - 1]] {
+            if holds(t, group.parts) {
+                let with = group.size + self.most_from(memo, t - group.parts, index - group.delta);
                 most = most.max(with);
             }
         }
+        memo[index as usize] = most + 1;
         most
     }
+}
 
-    /// Visits every cover that takes `target` more cards from `counts`; `taken` holds the
-    /// counts taken on the way here. Groups sharing their largest value are visited in one
-    /// order only (non-increasing `signature`), so each cover is reached once.
-    fn collect(
-        &mut self,
-        counts: &mut Counts,
-        index: u32,
-        target: u8,
-        taken: &mut Counts,
-        previous: Signature,
-    ) {
-        let largest = self.largest_present(counts);
-        let Some(x) = largest.filter(|_| target > 0) else {
-            self.canonical.offer(taken);
-            return;
-        };
-        let copies = counts[x];
-        counts[x] = 0;
-        let none_taken = index - self.radix[x] * u32::from(copies);
-        if self.most(counts, none_taken) == target {
-            self.collect(counts, none_taken, target, taken, None);
-        }
-        counts[x] = copies - 1;
-        let bound = previous
-            .filter(|&(value, _)| value == x)
-            .map(|(_, sig)| sig);
-        taken[x] += 1;
-        let group = Group {
-            largest: x,
-            bound,
-            target,
-        };
-        self.collect_group(
-            counts,
-            index - self.radix[x],
-            self.value - x as u8,
-            x,
-            1,
-            0,
-            &group,
-            taken,
-        );
-        taken[x] -= 1;
-        counts[x] = copies;
-    }
+/// The walk over the covers of a given size in [`Groups::largest_cover`].
+struct Walk<'a> {
+    groups: &'a Groups,
+    memo: &'a mut [u8],
+    canonical: &'a mut Canonical,
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn collect_group(
-        &mut self,
-        counts: &mut Counts,
-        index: u32,
-        need: u8,
-        max_part: usize,
-        size: u8,
-        signature: u64,
-        group: &Group,
-        taken: &mut Counts,
-    ) {
+impl Walk<'_> {
+    /// Visits every cover that takes `need` more cards from state `t` (index `index`);
+    /// `taken` holds the cards taken on the way here. Groups headed by one value are taken
+    /// in the order of the list (from `after`, the last one's place, when the previous
+    /// group had the same head), so each set of groups is reached once.
+    fn collect(&mut self, t: Packed, index: u32, need: u8, taken: Packed, after: Option<usize>) {
+        let groups = self.groups;
         if need == 0 {
-            let in_order = group.bound.is_none_or(|bound| signature <= bound);
-            if in_order && size <= group.target && size + self.most(counts, index) == group.target {
-                let previous = Some((group.largest, signature));
-                self.collect(counts, index, group.target - size, taken, previous);
-            }
+            self.offer(taken);
             return;
         }
-        for part in (1..=max_part.min(usize::from(need))).rev() {
-            if counts[part] > 0 {
-                counts[part] -= 1;
-                taken[part] += 1;
-                // Parts come in non-increasing order; a 4-bit digit each, padded with zeros
-                // below, so comparing signatures compares part lists lexicographically.
-                let digit = (part as u64) << (4 * (10 - u32::from(size)));
-                self.collect_group(
-                    counts,
-                    index - self.radix[part],
-                    need - part as u8,
-                    part,
-                    size + 1,
-                    signature | digit,
-                    group,
-                    taken,
-                );
-                taken[part] -= 1;
-                counts[part] += 1;
+        let x = ((Packed::BITS - 1 - t.leading_zeros()) / 5 + 1) as u8;
+        let copies = (t >> lane(x)) as u32 & 31;
+        let rest = t & !(31 << lane(x));
+        let x = usize::from(x);
+        let rest_index = index - copies * groups.radix[x];
+        if groups.most_from(self.memo, rest, rest_index) >= need {
+            self.collect(rest, rest_index, need, taken, None);
+        }
+        for g in after.unwrap_or(groups.first[x])..groups.first[x - 1] {
+            let group = groups.list[g];
+            if group.size <= need && holds(t, group.parts) {
+                let (t, index) = (t - group.parts, index - group.delta);
+                if group.size + groups.most_from(self.memo, t, index) >= need {
+                    self.collect(t, index, need - group.size, taken + group.parts, Some(g));
+                }
             }
+        }
+    }
+
+    fn offer(&mut self, taken: Packed) {
+        let groups = self.groups;
+        let mut positions = 0;
+        let mut partial = false;
+        for x in 1..=9u8 {
+            let took = ((taken >> lane(x)) & 31) as u8;
+            positions |= lowest_bits(groups.mask[usize::from(x)], took);
+            partial |= took > 0 && took < groups.had[usize::from(x)];
+        }
+        if self.canonical.matters(positions) {
+            self.canonical.offer(positions, partial);
         }
     }
 }
 
-/// Enumerates the multisets of smaller cards to leave out, `left_out` cards at a time.
-struct ExclusionSearch<'a> {
-    counts: Counts,
-    value: u8,
-    small_total: u32,
-    canonical: Canonical<'a>,
+/// The canonical largest cover of `digits` if it leaves out a number of cards in `levels`.
+fn search(digits: &Digits, levels: std::ops::RangeInclusive<u8>) -> Option<Cover> {
+    // Whether each sub-multiset splits, once known: two bitsets indexed by state. Up to
+    // about a dozen smaller cards they fit the stack.
+    let words = digits.states.div_ceil(64);
+    let mut stack_memo = [0u64; 2 * STACK_WORDS];
+    let mut heap_memo = Vec::new();
+    let memo: &mut [u64] = if words <= STACK_WORDS {
+        &mut stack_memo[..2 * words]
+    } else {
+        heap_memo.resize(2 * words, 0);
+        &mut heap_memo
+    };
+    let (known, splits) = memo.split_at_mut(words);
+    let mut search = Search {
+        digits,
+        known,
+        splits,
+        canonical: Canonical::default(),
+    };
+    search.largest(levels)
 }
 
-impl ExclusionSearch<'_> {
-    /// The canonical cover that leaves out the fewest cards, trying these many in turn.
-    fn fewest_left_out(&mut self, tries: std::ops::RangeInclusive<u8>) -> Option<Cover> {
-        for left_out in tries {
-            let mut excluded = [0u8; 11];
-            self.exclude(1, left_out, &mut excluded, 0);
+/// What stays on the table in [`Search::leave_out`], over the digits decided so far.
+#[derive(Clone, Copy)]
+struct Stay {
+    /// The index of everything that stays (undecided digits count whole).
+    index: u32,
+    /// The sum of everything that stays, modulo the target.
+    residue: u8,
+    /// The sum of the decided cards smaller than half the target.
+    small: u32,
+    /// What the decided cards need from those (see [`Digits::demand`]).
+    demand: u32,
+}
+
+/// Memo words on the stack: 4,096 states, more than any 12-card table has (at most 1,728).
+const STACK_WORDS: usize = 64;
+
+/// The search for the largest sub-multiset of the smaller cards that splits into groups:
+/// leave out none, then one card, then two, …; the first count that works is the answer,
+/// and every multiset left out of that size is tried, to find the canonical cover and
+/// whether another exists. Whether a multiset splits is memoized, so every state is
+/// searched at most once in all.
+struct Search<'a> {
+    digits: &'a Digits,
+    known: &'a mut [u64],
+    splits: &'a mut [u64],
+    canonical: Canonical,
+}
+
+impl Search<'_> {
+    fn largest(&mut self, levels: std::ops::RangeInclusive<u8>) -> Option<Cover> {
+        let digits = self.digits;
+        let mut all = [0u8; 9];
+        let mut total = 0u32;
+        for (d, digit) in digits.digit[..digits.len].iter().enumerate() {
+            all[d] = digit.count;
+            total += u32::from(digit.value) * u32::from(digit.count);
+        }
+        let at = Stay {
+            index: (digits.states - 1) as u32,
+            residue: (total % u32::from(digits.target)) as u8,
+            small: 0,
+            demand: 0,
+        };
+        for left_out in levels {
+            if left_out > digits.cards() {
+                break;
+            }
+            self.leave_out(digits.len, left_out, &mut all.clone(), at);
             if let Some(cover) = self.canonical.cover() {
                 return Some(cover);
             }
@@ -346,68 +697,136 @@ impl ExclusionSearch<'_> {
         None
     }
 
-    fn exclude(&mut self, x: usize, left_out: u8, excluded: &mut Counts, excluded_total: u32) {
-        let v = usize::from(self.value);
-        if left_out == 0 {
-            self.consider(excluded, excluded_total);
+    /// Leaves `k` more cards out of the digits below `d`, the largest first; `taken` is what
+    /// stays to be covered, `at` what is known of it (the digits from `d` on are decided).
+    fn leave_out(&mut self, d: usize, k: u8, taken: &mut [u8; 9], at: Stay) {
+        let digits = self.digits;
+        // What the undecided digits add if none of them is left out.
+        let small = at.small + digits.small_below[d];
+        if k == 0 {
+            if at.residue == 0 && at.demand + digits.demand_below[d] <= small {
+                self.consider(taken, at.index);
+            }
             return;
         }
-        if x >= v {
+        // Leaving more out only lowers what the larger cards need and the smaller offer.
+        if digits.below[d] < k || at.demand > small {
             return;
         }
-        for k in 0..=self.counts[x].min(left_out) {
-            excluded[x] = k;
-            self.exclude(
-                x + 1,
-                left_out - k,
-                excluded,
-                excluded_total + x as u32 * u32::from(k),
-            );
+        let e = d - 1;
+        let digit = digits.digit[e];
+        let target = digits.target;
+        // The sum of the `l` cards left out, modulo the target.
+        let mut off = 0;
+        for l in 0..=digit.count.min(k) {
+            let stays = digit.count - l;
+            taken[e] = stays;
+            let next = Stay {
+                index: at.index - u32::from(l) * digit.radix,
+                residue: if at.residue >= off {
+                    at.residue - off
+                } else {
+                    at.residue + target - off
+                },
+                small: at.small + digits.small(e, stays),
+                demand: at.demand + digits.demand(e, stays),
+            };
+            self.leave_out(e, k - l, taken, next);
+            off += digit.value;
+            if off >= target {
+                off -= target;
+            }
         }
-        excluded[x] = 0;
+        taken[e] = digit.count;
     }
 
-    fn consider(&mut self, excluded: &Counts, excluded_total: u32) {
-        let value = u32::from(self.value);
-        if !(self.small_total - excluded_total).is_multiple_of(value) {
+    fn consider(&mut self, taken: &mut [u8; 9], index: u32) {
+        let digits = self.digits;
+        if !digits.may_split(taken) {
             return;
         }
-        let taken: Counts = std::array::from_fn(|x| self.counts[x] - excluded[x]);
-        if can_partition(&mut taken.clone(), self.value) {
-            self.canonical.offer(&taken);
+        let positions = digits.positions(taken);
+        if self.canonical.matters(positions) && self.splits(taken, index) {
+            // Another card of the same value could be taken instead.
+            let partial = digits.digit[..digits.len]
+                .iter()
+                .zip(taken.iter())
+                .any(|(digit, &t)| t > 0 && t < digit.had);
+            self.canonical.offer(positions, partial);
         }
+    }
+
+    /// Whether `t` (index `index`) splits into groups of the target. `t` is restored.
+    fn splits(&mut self, t: &mut [u8; 9], index: u32) -> bool {
+        if index == 0 {
+            return true;
+        }
+        let (word, bit) = (index as usize / 64, 1u64 << (index % 64));
+        if self.known[word] & bit != 0 {
+            return self.splits[word] & bit != 0;
+        }
+        // The largest card left must be in some group; build it from parts no larger.
+        let digits = self.digits;
+        let d = (0..digits.len)
+            .rev()
+            .find(|&d| t[d] > 0)
+            .expect("index > 0");
+        let digit = digits.digit[d];
+        t[d] -= 1;
+        let ok = self.complete(t, index - digit.radix, digits.target - digit.value, d);
+        t[d] += 1;
+        self.known[word] |= bit;
+        if ok {
+            self.splits[word] |= bit;
+        }
+        ok
+    }
+
+    /// Whether a group still needing `need`, from digits up to `top`, can be completed so
+    /// that the rest of `t` splits.
+    fn complete(&mut self, t: &mut [u8; 9], index: u32, need: u8, top: usize) -> bool {
+        if need == 0 {
+            return self.splits(t, index);
+        }
+        let digits = self.digits;
+        for d in (0..=top).rev() {
+            let digit = digits.digit[d];
+            if t[d] == 0 || digit.value > need {
+                continue;
+            }
+            t[d] -= 1;
+            let ok = self.complete(t, index - digit.radix, need - digit.value, d);
+            t[d] += 1;
+            if ok {
+                return true;
+            }
+        }
+        false
     }
 }
 
-/// Collects the covers of the largest size, given as counts taken per value, and keeps the
-/// canonical one: the oldest cards of each value, then the smallest sorted positions.
-struct Canonical<'a> {
-    masks: &'a ValueMasks,
-    /// The counts per value on the table.
-    all: Counts,
-    /// The canonical cover so far, as table positions.
+/// The canonical cover among those of the largest size found so far: the one whose sorted
+/// positions come first.
+#[derive(Debug, Default)]
+struct Canonical {
     best: Option<u64>,
     /// Whether a different set of the same size exists.
     alternatives: bool,
 }
 
-impl<'a> Canonical<'a> {
-    fn new(masks: &'a ValueMasks, all: Counts) -> Canonical<'a> {
-        Canonical {
-            masks,
-            all,
-            best: None,
-            alternatives: false,
-        }
+impl Canonical {
+    /// Whether a cover at `positions` could change the answer: once another cover is known
+    /// to exist, only a canonically smaller one does.
+    fn matters(&self, positions: u64) -> bool {
+        !self.alternatives
+            || self
+                .best
+                .is_none_or(|b| lexicographically_smaller(positions, b))
     }
 
-    fn offer(&mut self, taken: &Counts) {
-        let mut positions = 0;
-        for ((&mask, &took), &had) in self.masks.iter().zip(taken).zip(&self.all) {
-            positions |= lowest_bits(mask, took);
-            // Another card of the same value could be taken instead.
-            self.alternatives |= took > 0 && took < had;
-        }
+    /// A cover at `positions`; `partial` when it takes some but not all cards of a value.
+    fn offer(&mut self, positions: u64, partial: bool) {
+        self.alternatives |= partial;
         match self.best {
             Some(best) if best == positions => {}
             Some(best) => {
