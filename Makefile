@@ -53,6 +53,7 @@ bench: ## Run the benchmarks (figures go in README.md, 'Performance')
 	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- 10000
 	$(CARGO) run --quiet --release -p basra-engine --example capture_worst
 	$(CARGO) run --quiet --release -p accounts --example login_bench -- 64 5
+	$(CARGO) run --quiet --release -p accounts --example login_bench -- 64 5 2
 	$(CARGO) run --quiet --release -p matchmaking --example pairing_bench -- 100000 2000 10
 	$(CARGO) build --quiet --release -p game-session --example load
 	services/game-session/bench/redis_bench.sh

@@ -59,6 +59,15 @@ impl PgStore {
         Ok(PgStore { pool })
     }
 
+    /// Connects a pool of at most `max_connections` with `options`.
+    pub async fn connect_with(
+        options: sqlx::postgres::PgConnectOptions,
+        max_connections: u32,
+    ) -> Result<PgStore> {
+        let pool = pool_options(max_connections).connect_with(options).await?;
+        Ok(PgStore { pool })
+    }
+
     /// A store whose pool connects on first use: starts even while PostgreSQL is down,
     /// and answers UNAVAILABLE until it is back.
     pub fn connect_lazy(url: &str, max_connections: u32) -> Result<PgStore> {
