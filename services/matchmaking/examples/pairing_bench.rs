@@ -13,6 +13,11 @@
 //! scores (101, 151, 201, …), each its own queue. With several replicas the throughput
 //! phase runs that many pairing loops, each with its own Redis connection, on the one
 //! queue (in this process: they share its cores).
+//!
+//! The throughput line also says how much CPU Redis's main thread spent on the
+//! phase (`INFO cpu`, `used_cpu_*_main_thread`), in all and per pair formed: the
+//! figure that bounds how many pairs one Redis can form per second. It counts every
+//! client of that Redis, so run it on a Redis of its own.
 
 use std::{
     collections::HashMap,
@@ -149,6 +154,31 @@ fn start(store: Arc<dyn Store>, metrics: Arc<Metrics>) -> CancellationToken {
     shutdown
 }
 
+/// CPU seconds Redis's main thread has used (user + system), from `INFO cpu`; `None`
+/// for a cluster URL or a Redis that does not say.
+async fn redis_cpu(url: &str) -> Option<f64> {
+    if url.contains(',') {
+        return None;
+    }
+    let client = redis::Client::open(url).ok()?;
+    let mut conn = client.get_multiplexed_async_connection().await.ok()?;
+    let info: String = redis::cmd("INFO")
+        .arg("cpu")
+        .query_async(&mut conn)
+        .await
+        .ok()?;
+    let field = |name: &str| {
+        info.lines().find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(':')?
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+    };
+    Some(field("used_cpu_user_main_thread")? + field("used_cpu_sys_main_thread")?)
+}
+
 async fn cleanup(url: &str, prefix: &str) {
     let client = redis::Client::open(url).expect("url");
     let mut conn = client
@@ -196,6 +226,7 @@ async fn main() {
         loops.push((replica, Arc::new(Metrics::new())));
     }
     let matches = || loops.iter().map(|(_, m)| m.matches()).sum::<u64>();
+    let cpu_before = redis_cpu(&url).await;
     let started = Instant::now();
     let shutdowns: Vec<CancellationToken> = loops
         .iter()
@@ -216,8 +247,17 @@ async fn main() {
     }
     let elapsed = started.elapsed().as_secs_f64();
     let pairs = matches();
+    let cpu = match (cpu_before, redis_cpu(&url).await) {
+        (Some(before), Some(after)) => format!(
+            "; Redis main thread {:.2} s of CPU ({:.0}% of the phase) = {:.0} µs per pair",
+            after - before,
+            (after - before) * 100.0 / elapsed,
+            (after - before) * 1e6 / pairs.max(1) as f64
+        ),
+        _ => String::new(),
+    };
     println!(
-        "throughput ({replicas} replica(s)): {pairs} pairs formed and committed in {elapsed:.2} s = {:.0} pairs/s ({} tickets left)",
+        "throughput ({replicas} replica(s)): {pairs} pairs formed and committed in {elapsed:.2} s = {:.0} pairs/s ({} tickets left){cpu}",
         pairs as f64 / elapsed,
         store
             .queue_lengths()
