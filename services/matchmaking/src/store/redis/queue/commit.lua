@@ -1,26 +1,31 @@
--- ARGV: room, now, grace, then (ticket, match JSON) pairs.
+-- ARGV: room, now, grace, then (ticket, match JSON) pairs. Each member is read once
+-- (one HMGET); their deadlines are written with one ZADD.
 local room, now, grace = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local gk = Q .. ':g:' .. room
 if redis.call('EXISTS', gk) == 0 then return 'gone' end
+local fields = {}
 local all = true
 for i = 4, #ARGV, 2 do
-  if redis.call('HGET', tkey(ARGV[i]), 'state') ~= 'pending' then all = false end
+  local f = redis.call('HMGET', tkey(ARGV[i]), 'state', 'att', 'rating', 'enq')
+  fields[i] = f
+  if f[1] ~= 'pending' then all = false end
 end
+local alive = {}
 for i = 4, #ARGV, 2 do
-  local t = ARGV[i]
-  local k = tkey(t)
-  local f = redis.call('HMGET', k, 'state', 'att', 'fmt', 'rating', 'enq')
+  local t, f = ARGV[i], fields[i]
   if all then
-    redis.call('HSET', k, 'state', 'matched', 'res', ARGV[i + 1])
-    redis.call('ZADD', Q .. ':alive', now + grace, t)
-    notify(t)
+    redis.call('HSET', tkey(t), 'state', 'matched', 'res', ARGV[i + 1])
   elseif f[1] == 'pending' then
-    redis.call('HSET', k, 'state', 'queued')
-    if f[2] == '1' then pool_add(t, f[4], f[5]) end
-    redis.call('ZADD', Q .. ':alive', now + grace, t)
+    redis.call('HSET', tkey(t), 'state', 'queued')
+    if f[2] == '1' then pool_add(t, f[3], f[4]) end
+  end
+  if all or f[1] == 'pending' then
+    alive[#alive + 1] = now + grace
+    alive[#alive + 1] = t
     notify(t)
   end
 end
+if #alive > 0 then redis.call('ZADD', Q .. ':alive', unpack(alive)) end
 redis.call('DEL', gk)
 redis.call('ZREM', Q .. ':pending', room)
 if all then return 'committed' end
