@@ -179,23 +179,36 @@ async fn redis_cpu(url: &str) -> Option<f64> {
     Some(field("used_cpu_user_main_thread")? + field("used_cpu_sys_main_thread")?)
 }
 
+/// Deletes the run's keys. SCAN, not KEYS: on a Redis with millions of keys a KEYS
+/// outlasts the client's response timeout, and the keys left behind slow the next runs.
 async fn cleanup(url: &str, prefix: &str) {
     let client = redis::Client::open(url).expect("url");
     let mut conn = client
         .get_multiplexed_async_connection()
         .await
         .expect("redis");
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}:*"))
-        .query_async(&mut conn)
-        .await
-        .unwrap_or_default();
-    for chunk in keys.chunks(1000) {
-        let _: () = redis::cmd("UNLINK")
-            .arg(chunk)
+    let mut cursor = 0u64;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{prefix}:*"))
+            .arg("COUNT")
+            .arg(10_000)
             .query_async(&mut conn)
             .await
-            .unwrap_or(());
+            .expect("scan");
+        if !keys.is_empty() {
+            let _: () = redis::cmd("UNLINK")
+                .arg(&keys)
+                .query_async(&mut conn)
+                .await
+                .expect("unlink");
+        }
+        if next == 0 {
+            break;
+        }
+        cursor = next;
     }
 }
 
