@@ -1,8 +1,9 @@
 -- ARGV: room, now, grace, then (ticket, match JSON) pairs. Each member is read once
 -- (one HMGET); their deadlines are written with one ZADD.
 local room, now, grace = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local gk = Q .. ':g:' .. room
-if redis.call('EXISTS', gk) == 0 then return 'gone' end
+-- The group's record goes first: none (released, abandoned or committed already)
+-- leaves everything as it is.
+if redis.call('DEL', Q .. ':g:' .. room) == 0 then return 'gone' end
 local fields = {}
 local all = true
 for i = 4, #ARGV, 2 do
@@ -25,8 +26,7 @@ for i = 4, #ARGV, 2 do
     notify(t)
   end
 end
-if #alive > 0 then redis.call('ZADD', Q .. ':alive', unpack(alive)) end
-redis.call('DEL', gk)
+batched('ZADD', Q .. ':alive', alive)
 redis.call('ZREM', Q .. ':pending', room)
 if all then return 'committed' end
 return 'aborted'

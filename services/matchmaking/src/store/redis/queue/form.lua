@@ -75,6 +75,9 @@ local function fits(c, a, picked)
   return true
 end
 local out = {}
+-- The groups' records (key, JSON) and leases (deadline, room), written at the end.
+local records, leases = {}, {}
+local deadline = tostring(now + lease)
 local fmt = FMT
 do
   local ranked = string.sub(fmt, 1, 1) == 'r'
@@ -82,7 +85,7 @@ do
   local need = seats - 1
   local wkey, rkey = Q .. ':w', Q .. ':r'
   local anchors = redis.call('ZRANGE', wkey, 0, scan - 1)
-  local taken = {}
+  local taken, left_w = {}, {}
   for _, a in ipairs(anchors) do
     if #out >= max_groups then break end
     if not taken[a] then
@@ -94,8 +97,8 @@ do
         -- The two sides of the anchor's rating, each nearest first and at most K
         -- tickets (the anchor among them), read a page at a time.
         local sides = {
-          {cmd = 'ZRANGEBYSCORE', from = ra, to = ra + wa, items = {}, done = false},
-          {cmd = 'ZREVRANGEBYSCORE', from = ra, to = ra - wa, items = {}, done = false},
+          {cmd = 'ZRANGEBYSCORE', from = ca.rating, to = ra + wa, items = {}, done = false},
+          {cmd = 'ZREVRANGEBYSCORE', from = ca.rating, to = ra - wa, items = {}, done = false},
         }
         local function fetch(s)
           local got = #s.items
@@ -193,15 +196,27 @@ do
           g.members[#g.members + 1] = {ticket_id = m, user_id = cm.user, guest = cm.guest,
             rating = cm.rating, enqueued_ms = cm.enq}
         end
-        redis.call('ZREM', wkey, unpack(members))
         redis.call('ZREM', rkey, unpack(members))
+        if ranked then
+          for _, m in ipairs(members) do left_w[#left_w + 1] = m end
+        else
+          -- The next anchor's candidates are read from this pool.
+          redis.call('ZREM', wkey, unpack(members))
+        end
         local js = cjson.encode(g)
-        redis.call('SET', Q .. ':g:' .. room, js)
-        redis.call('ZADD', Q .. ':pending', now + lease, room)
+        records[#records + 1] = Q .. ':g:' .. room
+        records[#records + 1] = js
+        leases[#leases + 1] = deadline
+        leases[#leases + 1] = room
         out[#out + 1] = js
       end
     end
   end
+  -- The round's writes that no later anchor reads, once for all its groups (a ranked
+  -- format's anchors come from the list read above and skip the tickets taken).
+  batched('ZREM', wkey, left_w)
 end
+batched('MSET', nil, records)
+batched('ZADD', Q .. ':pending', leases)
 if interval > 0 and #out >= max_groups then redis.call('DEL', Q .. ':round') end
 return out

@@ -11,6 +11,19 @@ local function pool_rem(id)
   redis.call('ZREM', Q .. ':w', id)
   redis.call('ZREM', Q .. ':r', id)
 end
+-- `redis.call(cmd, key, ...)` (or `redis.call(cmd, ...)` without a key) with the
+-- values of `list` as its last arguments, in calls of at most 1000 of them (Lua's
+-- unpack has a limit; an even count keeps pairs together).
+local function batched(cmd, key, list)
+  for i = 1, #list, 1000 do
+    local j = math.min(i + 999, #list)
+    if key then
+      redis.call(cmd, key, unpack(list, i, j))
+    else
+      redis.call(cmd, unpack(list, i, j))
+    end
+  end
+end
 local function notify(id) redis.call('SPUBLISH', Q .. ':events', id) end
 local function view(id)
   local f = redis.call('HMGET', tkey(id), 'state', 'att', 'unav', 'res', 'fmt', 'enq',
