@@ -416,9 +416,27 @@ fn authed<T>(message: T, token: &str) -> tonic::Request<T> {
     request
 }
 
+/// Connects to the replica. On loopback the connections come from 16 source addresses in
+/// turn (127.0.0.1–16): from one, 20,000 connections to one port would take most of the
+/// 28,000 ephemeral ports, and the kernel's search for a free one slows every connect —
+/// a limit of the test box, not of the replica (real players come from many addresses).
 async fn connect(addr: SocketAddr) -> anyhow::Result<Channel> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let source = match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_loopback() => {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed) % 16;
+            Some(std::net::IpAddr::V4(std::net::Ipv4Addr::new(
+                127,
+                0,
+                0,
+                1 + n as u8,
+            )))
+        }
+        _ => None,
+    };
     Ok(Endpoint::from_shared(format!("http://{addr}"))?
         .tcp_nodelay(true)
+        .local_address(source)
         .connect()
         .await?)
 }
