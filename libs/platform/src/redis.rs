@@ -12,7 +12,10 @@
 //!   [`Keys`] builds key names whose hash tag says which slot.
 //! - Scripts are [`Script`]s made from `.lua` files (`include_str!`); `invoke_async` runs
 //!   `EVALSHA` and, when the server answers `NOSCRIPT` (a restart, a failover, a new
-//!   node), loads the script and runs it again.
+//!   node), loads the script and runs it again. A hot path builds the call itself with
+//!   [`script_call`] and runs it with [`run_script`] (the same `NOSCRIPT` handling):
+//!   its keys and arguments are written once into the command, not first collected one
+//!   allocation each.
 //! - [`Redis::subscribe`] listens on sharded pub/sub channels (`SSUBSCRIBE`; Redis 7.0 or
 //!   later, single node or cluster). A cluster node only forwards a shard channel within
 //!   its slots, so each channel should carry the hash tag of the keys whose changes it
@@ -820,7 +823,47 @@ impl Keys {
 
     /// `P:{tag}:name`.
     pub fn key(&self, tag: &str, name: &str) -> String {
-        format!("{}:{{{tag}}}:{name}", self.prefix)
+        self.key_of(&[tag], &[name])
+    }
+
+    /// `P:{tag}:name` with the tag and the name each given in pieces, joined without
+    /// separators: one allocation, however many pieces (hot paths build their keys
+    /// from an id and a number without intermediate strings).
+    pub fn key_of(&self, tag: &[&str], name: &[&str]) -> String {
+        let len = tag.iter().chain(name).map(|part| part.len()).sum::<usize>();
+        let mut key = String::with_capacity(self.prefix.len() + 4 + len);
+        key.push_str(&self.prefix);
+        key.push_str(":{");
+        tag.iter().for_each(|part| key.push_str(part));
+        key.push_str("}:");
+        name.iter().for_each(|part| key.push_str(part));
+        key
+    }
+}
+
+/// The `EVALSHA` of `script` with `keys` keys: append the keys, then the arguments, with
+/// [`Cmd::arg`], and run it with [`run_script`].
+pub fn script_call(script: &Script, keys: usize) -> Cmd {
+    let mut cmd = ::redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash()).arg(keys);
+    cmd
+}
+
+/// Runs a [`script_call`] of `script`; a server that answers `NOSCRIPT` (restarted, failed
+/// over, new) is given the script and the call is sent again.
+pub async fn run_script<T: ::redis::FromRedisValue>(
+    script: &Script,
+    call: &Cmd,
+    conn: &mut Connection,
+) -> RedisResult<T> {
+    match call.query_async(conn).await {
+        Err(err)
+            if err.kind() == ::redis::ErrorKind::Server(::redis::ServerErrorKind::NoScript) =>
+        {
+            script.load_async(conn).await?;
+            call.query_async(conn).await
+        }
+        other => other,
     }
 }
 
@@ -887,6 +930,10 @@ mod tests {
     fn keys_of_one_tag_share_a_slot() {
         let keys = Keys::new("basra").unwrap();
         assert_eq!(keys.key("gs:3", "deadlines"), "basra:{gs:3}:deadlines");
+        assert_eq!(
+            keys.key_of(&["gs:", "3"], &["room:", "abc", ":state"]),
+            "basra:{gs:3}:room:abc:state"
+        );
         assert_eq!(keys.slot("q"), "basra:{q}");
         assert_eq!(
             hash_slot(&keys.key("gs:3", "deadlines")),

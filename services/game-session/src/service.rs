@@ -632,16 +632,19 @@ impl Session {
         watch: &mut watch::Receiver<Wake>,
         lease_lost: &mut watch::Receiver<u64>,
     ) -> End {
-        let shutdown = self.core.shutdown.clone();
-        let drain = self.core.drain.clone();
+        // Made once, not on every turn of the loop: a fresh `cancelled()` registers with
+        // the token and unregisters when dropped, twice per event otherwise.
+        let shutdown = self.core.shutdown.clone().cancelled_owned();
+        let drain = self.core.drain.clone().cancelled_owned();
+        tokio::pin!(shutdown, drain);
         let tx = self.tx.clone();
         loop {
             let step = tokio::select! {
                 biased;
-                () = shutdown.cancelled() => {
+                () = &mut shutdown => {
                     return End::Status(Status::unavailable("the replica is stopping; resume elsewhere with last_seen_seq"));
                 }
-                () = drain.cancelled() => {
+                () = &mut drain => {
                     self.drain_delay().await;
                     return End::Status(Status::unavailable("the replica is draining; resume elsewhere with last_seen_seq"));
                 }
