@@ -652,7 +652,12 @@ impl Session {
                     return End::Status(Status::unavailable("this replica lost its presence lease; resume with last_seen_seq"));
                 }
                 message = next_message(inbound, &tx) => match message {
-                    Ok(Some(message)) => self.handle(message).await,
+                    // A commit of ours moved the room's watch: look at it now rather
+                    // than on another turn of the loop (usually nothing is new).
+                    Ok(Some(message)) => match self.handle(message).await {
+                        Ok(None) => self.on_wake(watch).await,
+                        other => other,
+                    },
                     Ok(None) => return End::Gone,
                     Err(status) => {
                         tracing::debug!(code = ?status.code(), message = status.message(), "inbound stream failed");
