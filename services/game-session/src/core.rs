@@ -212,7 +212,7 @@ impl Core {
         // The state this replica last committed, if it still holds it (or the one just
         // read): tried first, and at most once (a stale one fails the commit's version
         // check, and a refusal is confirmed against the stored room).
-        let mut cached = match (self.hub.cached(room_id), loaded) {
+        let mut cached = match (self.hub.take_cached(room_id), loaded) {
             (Some(held), Some(read)) if held.version >= read.version => Some(held),
             (held, read) => read.or(held),
         };

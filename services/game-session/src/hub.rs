@@ -214,6 +214,15 @@ impl Hub {
             .and_then(|watched| watched.state.clone())
     }
 
+    /// Takes the room as this replica last committed it (see [`Hub::cached`]) for a
+    /// change to start from, without copying it: the change's commit leaves its own state
+    /// here; a change that stores nothing leaves none, and the next one loads the room.
+    pub fn take_cached(&self, room_id: &str) -> Option<Loaded> {
+        self.lock()
+            .get_mut(room_id)
+            .and_then(|watched| watched.state.take())
+    }
+
     /// Drops the room's state (a commit against it found a newer version).
     pub fn forget_state(&self, room_id: &str) {
         if let Some(watched) = self.lock().get_mut(room_id) {
@@ -589,6 +598,27 @@ mod tests {
         drop(watch);
         hub.release("r");
         assert_eq!(hub.cached_rooms(), 0);
+        assert_eq!(held_version(&hub), None);
+    }
+
+    #[test]
+    fn a_change_takes_the_held_state_and_its_commit_leaves_the_next() {
+        let hub = Arc::new(Hub::default());
+        let _watch = hub.watch("r");
+        hub.commit_started("r")
+            .committed(2, &events(1), false, state(2, 2));
+        let taken = hub.take_cached("r").map(|loaded| loaded.version);
+        assert_eq!(taken, Some(2));
+        // Taken, not copied: a concurrent change finds none and loads the room.
+        assert_eq!(held_version(&hub), None);
+        assert!(hub.take_cached("r").is_none());
+        // The change's commit leaves its state for the next one.
+        hub.commit_started("r")
+            .committed(3, &events(1), false, state(3, 3));
+        assert_eq!(held_version(&hub), Some(3));
+        // A change that stores nothing leaves none.
+        assert!(hub.take_cached("r").is_some());
+        drop(hub.commit_started("r"));
         assert_eq!(held_version(&hub), None);
     }
 
