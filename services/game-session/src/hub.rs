@@ -11,7 +11,7 @@
 //! epoch bump).
 //!
 //! The hub also keeps, for each room with local streams, the state this replica last
-//! committed to it and its version ([`Hub::cached`]): the next change to the room starts
+//! committed to it and its version ([`Hub::take_cached`]): the next change to the room starts
 //! from there instead of loading and decoding the room from the store. The store's
 //! compare-and-set on the version stays the authority: a stale state fails its commit,
 //! which then reloads. A notice of a newer seq (another replica's commit, or a change
@@ -206,16 +206,17 @@ impl Hub {
         }
     }
 
-    /// The room as this replica last committed it, with its version, if nothing newer
-    /// was noticed since (a guess to commit against: the version check decides).
+    /// A copy of the room as this replica last committed it, with its version, if nothing
+    /// newer was noticed since: a look at what [`Hub::take_cached`] would hand the next
+    /// change (a guess to commit against: the version check decides).
     pub fn cached(&self, room_id: &str) -> Option<Loaded> {
         self.lock()
             .get(room_id)
             .and_then(|watched| watched.state.clone())
     }
 
-    /// Takes the room as this replica last committed it (see [`Hub::cached`]) for a
-    /// change to start from, without copying it: the change's commit leaves its own state
+    /// Takes the room as this replica last committed it for a change to start from,
+    /// without copying it: the change's commit leaves its own state
     /// here; a change that stores nothing leaves none, and the next one loads the room.
     pub fn take_cached(&self, room_id: &str) -> Option<Loaded> {
         self.lock()
