@@ -842,10 +842,13 @@ impl Keys {
 }
 
 /// The `EVALSHA` of `script` with `keys` keys: append the keys, then the arguments, with
-/// [`Cmd::arg`], and run it with [`run_script`].
-pub fn script_call(script: &Script, keys: usize) -> Cmd {
-    let mut cmd = ::redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash()).arg(keys);
+/// [`Cmd::arg`], and run it with [`run_script`]. `args` and `bytes` size the command's
+/// buffers for the keys and arguments to come (a guess: they grow past it when needed;
+/// a hot call that guesses right is built without a reallocation).
+pub fn script_call(script: &Script, keys: usize, args: usize, bytes: usize) -> Cmd {
+    let hash = script.get_hash();
+    let mut cmd = Cmd::with_capacity(3 + args, "EVALSHA".len() + hash.len() + 4 + bytes);
+    cmd.arg("EVALSHA").arg(hash).arg(keys);
     cmd
 }
 

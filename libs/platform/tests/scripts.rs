@@ -18,7 +18,7 @@ async fn a_call_survives_a_flushed_script_cache(url: &str) {
     let keys = Keys::new(&format!("scripts-test-{}", uuid::Uuid::now_v7())).unwrap();
     let (first, second) = (keys.key_of(&["t:", "1"], &["a"]), keys.key("t:1", "b"));
     let script = Script::new(ECHO);
-    let mut call = script_call(&script, 2);
+    let mut call = script_call(&script, 2, 4, 64);
     call.arg(&first).arg(&second).arg("one").arg(2);
     let mut conn = redis.conn();
     // Nobody has loaded the script yet on this server (or it was flushed).

@@ -25,7 +25,7 @@ pub(crate) enum Acted {
     /// Stored: the room after it, and the events it logged (the last with seq `room.seq`).
     Done {
         /// The room after the action.
-        room: Box<Room>,
+        room: Arc<Room>,
         /// The events it logged.
         events: Arc<[StoredEvent]>,
     },

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{GameError, Result};
 use crate::events::{LogEvent, StoredEvent};
-use crate::hub::Hub;
+use crate::hub::{Held, Hub};
 use crate::metrics::{EndLabel, GameMetrics};
 use crate::outbox::AccountsLink;
 use crate::record::encoded_record;
@@ -98,8 +98,9 @@ pub enum Mutation<T> {
     Done {
         /// What the change returned.
         value: T,
-        /// The room after the change.
-        room: Box<Room>,
+        /// The room after the change (shared with the hub, which holds it for the next
+        /// change: drop it soon, or that change copies it).
+        room: Arc<Room>,
         /// Its version.
         version: u64,
         /// The events the change stored, the last with seq `room.seq`.
@@ -279,19 +280,20 @@ impl Core {
                     // The room's other local streams get the events from here.
                     let events: Arc<[StoredEvent]> = events.into();
                     debug_assert_eq!(first_seq + events.len() as u64, room.seq + 1);
+                    let room = Arc::new(room);
                     in_flight.committed(
                         room.seq + 1 - events.len() as u64,
                         &events,
                         room.status == crate::room::Status::Closed,
-                        Loaded {
-                            room: room.clone(),
+                        Held {
+                            room: Arc::clone(&room),
                             version,
                         },
                     );
                     self.schedule(room_id, room.next_deadline());
                     return Ok(Mutation::Done {
                         value,
-                        room: Box::new(room),
+                        room,
                         version,
                         events,
                     });

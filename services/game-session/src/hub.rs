@@ -26,6 +26,7 @@ use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::StoredEvent;
+use crate::room::Room;
 use crate::store::{Loaded, Notice, RoomStore};
 
 /// How many of a room's latest local commits its watch keeps.
@@ -89,6 +90,17 @@ impl Wake {
     }
 }
 
+/// A room as this replica committed it, and its version. Shared with the change that
+/// committed it ([`crate::core::Mutation::Done`]): the next change takes it without a copy
+/// once that one has let go of it (see [`Hub::take_cached`]).
+#[derive(Debug, Clone)]
+pub struct Held {
+    /// The room after the commit.
+    pub room: Arc<Room>,
+    /// Its version.
+    pub version: u64,
+}
+
 /// A commit of this replica to a room, in progress (see [`Hub::commit_started`]).
 #[derive(Debug)]
 #[must_use]
@@ -109,7 +121,7 @@ impl InFlight {
         first_seq: u64,
         events: &Arc<[StoredEvent]>,
         closed: bool,
-        state: Loaded,
+        state: Held,
     ) {
         self.done = true;
         self.hub.finish(
@@ -162,7 +174,7 @@ struct Watched {
     sender: watch::Sender<Wake>,
     /// The room as this replica last committed it, with its version; `None` when
     /// another change (or none yet) was noticed since.
-    state: Option<Loaded>,
+    state: Option<Held>,
 }
 
 /// The rooms this replica has streams on.
@@ -206,22 +218,29 @@ impl Hub {
         }
     }
 
-    /// A copy of the room as this replica last committed it, with its version, if nothing
-    /// newer was noticed since: a look at what [`Hub::take_cached`] would hand the next
-    /// change (a guess to commit against: the version check decides).
-    pub fn cached(&self, room_id: &str) -> Option<Loaded> {
+    /// The room as this replica last committed it, with its version, if nothing newer was
+    /// noticed since: a look at what [`Hub::take_cached`] would hand the next change (a
+    /// guess to commit against: the version check decides).
+    pub fn cached(&self, room_id: &str) -> Option<Held> {
         self.lock()
             .get(room_id)
             .and_then(|watched| watched.state.clone())
     }
 
-    /// Takes the room as this replica last committed it for a change to start from,
-    /// without copying it: the change's commit leaves its own state
-    /// here; a change that stores nothing leaves none, and the next one loads the room.
+    /// Takes the room as this replica last committed it for a change to start from: the
+    /// change's commit leaves its own state here; a change that stores nothing leaves
+    /// none, and the next one loads the room. Not copied when the change that committed
+    /// it has let go of it (the usual case: a change takes a room some time after the
+    /// last one).
     pub fn take_cached(&self, room_id: &str) -> Option<Loaded> {
-        self.lock()
+        let held = self
+            .lock()
             .get_mut(room_id)
-            .and_then(|watched| watched.state.take())
+            .and_then(|watched| watched.state.take())?;
+        Some(Loaded {
+            room: Arc::try_unwrap(held.room).unwrap_or_else(|shared| Room::clone(&shared)),
+            version: held.version,
+        })
     }
 
     /// Drops the room's state (a commit against it found a newer version).
@@ -310,7 +329,7 @@ impl Hub {
         self.finish(room_id, false, Stored::of(first_seq, events, closed), None);
     }
 
-    fn finish(&self, room_id: &str, counted: bool, stored: Stored, state: Option<Loaded>) {
+    fn finish(&self, room_id: &str, counted: bool, stored: Stored, state: Option<Held>) {
         let mut rooms = self.lock();
         let Some(watched) = rooms.get_mut(room_id) else {
             return;
@@ -521,7 +540,7 @@ mod tests {
         assert_eq!(watch.borrow_and_update().seq, 4);
     }
 
-    fn state(seq: u64, version: u64) -> Loaded {
+    fn state(seq: u64, version: u64) -> Held {
         let timing = crate::settings::Timing {
             turn_ms: 1,
             grace_ms: 1,
@@ -540,7 +559,10 @@ mod tests {
             0,
         );
         room.seq = seq;
-        Loaded { room, version }
+        Held {
+            room: Arc::new(room),
+            version,
+        }
     }
 
     fn held_version(hub: &Hub) -> Option<u64> {
@@ -588,7 +610,7 @@ mod tests {
         hub.notify_all();
         assert_eq!(held_version(&hub), None);
         let mut closed = state(12, 9);
-        closed.room.status = crate::room::Status::Closed;
+        Arc::make_mut(&mut closed.room).status = crate::room::Status::Closed;
         hub.commit_started("r")
             .committed(12, &events(1), true, closed);
         assert_eq!(held_version(&hub), None);

@@ -427,7 +427,7 @@ impl GameService for GameApi {
 /// last with seq `room.seq`): the stream's first events are sent from them, without
 /// reading the room again.
 struct Connected {
-    room: Box<Room>,
+    room: Arc<Room>,
     events: Arc<[StoredEvent]>,
 }
 
