@@ -45,6 +45,7 @@ pub mod names;
 pub mod outbox;
 pub mod pod_cost;
 pub mod record;
+pub mod response;
 pub mod room;
 pub mod service;
 pub mod settings;

@@ -16,8 +16,8 @@ use basra_proto::basra::game::v1::{
 };
 use basra_proto::convert::{settings_from_pb, settings_to_pb};
 use rand::Rng as _;
-use tokio::sync::{mpsc, watch};
-use tokio_stream::{Stream, StreamExt as _};
+use tokio::sync::watch;
+use tokio_stream::Stream;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument as _;
 
@@ -28,6 +28,7 @@ use crate::error::GameError;
 use crate::events::{LogEvent, StoredEvent};
 use crate::hub::Wake;
 use crate::names::display_names;
+use crate::response::{SendQueue, SessionStream};
 use crate::room::{Occupant, Reject, Room, Status as RoomStatus};
 use crate::store::LeasedSeat;
 use crate::web;
@@ -51,11 +52,6 @@ impl GameApi {
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<PlayResponse, Status>> + Send>>;
 
-/// What a stream's task hands to its response. Boxed: the channel allocates its slots
-/// 32 at a time and keeps them for the stream's life, so a slot of 8 bytes instead of
-/// 176 saves some 5 KiB per open stream.
-type Outgoing = Box<Result<PlayResponse, Status>>;
-
 fn invalid(message: impl Into<String>) -> Status {
     GameError::Invalid(message.into()).into()
 }
@@ -77,14 +73,15 @@ fn inbound_status(status: Status) -> Status {
 
 impl GameApi {
     /// Opens a seat's (or a spectator's) event stream on `join`: Play's after its join
-    /// message (`inbound` the rest of the client's messages), Watch's with none.
+    /// message (`inbound` the rest of the client's messages), Watch's with none. The
+    /// stream's session runs inside the returned response (see [`crate::response`]).
     pub(crate) async fn open(
         &self,
         user_id: &str,
         join: game::Join,
         inbound: Option<Streaming<PlayRequest>>,
         permit: StreamPermit,
-    ) -> Result<impl Stream<Item = Result<PlayResponse, Status>> + Send + 'static, Status> {
+    ) -> Result<SessionStream, Status> {
         if join.room_id.is_empty() || join.room_id.len() > 128 {
             return Err(invalid("join.room_id must be 1..128 characters"));
         }
@@ -158,7 +155,7 @@ impl GameApi {
                 },
             )
         });
-        let (tx, rx) = mpsc::channel(256);
+        let queue = SendQueue::default();
         let session = Session {
             core: Arc::clone(&self.core),
             chat: Arc::clone(&self.chat),
@@ -170,27 +167,24 @@ impl GameApi {
             epoch: 0,
             seats: loaded.room.seats.len(),
             settings: loaded.room.settings,
-            tx,
+            queue: queue.clone(),
             leased,
             _presence: presence,
             _permit: permit,
         };
-        let span = tracing::Span::current();
-        tokio::spawn(
-            session
-                .run(
-                    inbound,
-                    watch,
-                    lease_lost,
-                    Start {
-                        last_seen: join.last_seen_seq,
-                        connected: connected_to,
-                        turn,
-                    },
-                )
-                .instrument(span),
-        );
-        Ok(tokio_stream::wrappers::ReceiverStream::new(rx).map(|item: Outgoing| *item))
+        let run = session
+            .run(
+                inbound,
+                watch,
+                lease_lost,
+                Start {
+                    last_seen: join.last_seen_seq,
+                    connected: connected_to,
+                    turn,
+                },
+            )
+            .instrument(tracing::Span::current());
+        Ok(SessionStream::new(Box::pin(run), queue))
     }
 
     /// The `GameService` calls' shared handle on the chat limiter (the action calls use it).
@@ -441,7 +435,7 @@ struct Start {
 
 /// Why a stream ends.
 enum End {
-    /// The client went away (or left): mark the seat disconnected.
+    /// The client went away (or left).
     Gone,
     /// End with this status (already decided: replaced, draining, closed room).
     Status(Status),
@@ -464,12 +458,56 @@ struct Session {
     epoch: u64,
     seats: usize,
     settings: basra_engine::Settings,
-    tx: mpsc::Sender<Outgoing>,
+    /// Where the stream's messages go (its response hands them out).
+    queue: SendQueue,
     /// The seat as recorded under the presence lease, and the instance holding it.
     leased: Option<(Arc<str>, LeasedSeat)>,
     /// The seat's "in a match" report to accounts, ended with the stream.
     _presence: Option<PresenceGuard>,
     _permit: StreamPermit,
+}
+
+/// A stream's departure, recorded when its session is dropped (at its end, or with its
+/// response when the client went away): the seat disconnected, its presence lease
+/// entry removed, the room's watch released.
+impl Drop for Session {
+    fn drop(&mut self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let core = Arc::clone(&self.core);
+        let room_id = std::mem::take(&mut self.room_id);
+        let viewer = self.viewer;
+        let conn_id = std::mem::take(&mut self.conn_id);
+        let leased = self.leased.take();
+        let delivered = self.delivered;
+        let departure = async move {
+            if let Some(seat) = viewer {
+                let result = core
+                    .mutate(&room_id, None, |room, now| {
+                        if room.disconnect(seat, &conn_id, now) {
+                            Ok(())
+                        } else {
+                            Err(Reject::new(RejectCode::Unspecified, "not connected"))
+                        }
+                    })
+                    .await;
+                if let Err(err) = result {
+                    tracing::warn!(error = %err, "cannot record the disconnect");
+                }
+            }
+            if let Some((instance, seat)) = &leased
+                && let Err(err) = core.store.lease_remove(instance, seat).await
+            {
+                tracing::warn!(error = %err, "cannot forget the leased seat");
+            }
+            // The stream's watch is gone by now: a session is dropped after the other
+            // arguments of `run`, its watch among them.
+            core.hub.release(&room_id);
+            tracing::debug!(delivered, "stream ended");
+        };
+        runtime.spawn(departure.instrument(tracing::Span::current()));
+    }
 }
 
 impl Session {
@@ -491,34 +529,11 @@ impl Session {
             End::Gone => tracing::debug!("client went away"),
             End::Status(status) => {
                 tracing::debug!(code = ?status.code(), message = status.message(), "ending the stream");
-                let _ = self.tx.send(Box::new(Err(status))).await;
+                self.queue.send(Err(status)).await;
             }
             End::Closed => {}
         }
-        if let Some(seat) = self.viewer {
-            let conn_id = self.conn_id.clone();
-            let result = self
-                .core
-                .mutate(&self.room_id, None, |room, now| {
-                    if room.disconnect(seat, &conn_id, now) {
-                        Ok(())
-                    } else {
-                        Err(Reject::new(RejectCode::Unspecified, "not connected"))
-                    }
-                })
-                .await;
-            if let Err(err) = result {
-                tracing::warn!(error = %err, "cannot record the disconnect");
-            }
-        }
-        if let Some((instance, seat)) = &self.leased
-            && let Err(err) = self.core.store.lease_remove(instance, seat).await
-        {
-            tracing::warn!(error = %err, "cannot forget the leased seat");
-        }
-        drop(watch);
-        self.core.hub.release(&self.room_id);
-        tracing::debug!(delivered = self.delivered, "stream ended");
+        // Dropping the session (here, or with its response) records its departure.
     }
 
     /// The first events: the missed ones after `last_seen`, or a snapshot. A seat's
@@ -559,9 +574,7 @@ impl Session {
             _ => {
                 let event = snapshot(&room, self.viewer, room.seq, now_ms());
                 self.delivered = room.seq;
-                if self.tx.send(Box::new(Ok(event))).await.is_err() {
-                    return Ok(Some(End::Gone));
-                }
+                self.queue.send(Ok(event)).await;
                 if room.status == RoomStatus::Closed {
                     return Ok(Some(End::Closed));
                 }
@@ -615,9 +628,7 @@ impl Session {
                 ))));
             }
             let event = project(stored, seq, self.viewer, self.seats, &self.settings, now);
-            if self.tx.send(Box::new(Ok(event))).await.is_err() {
-                return Ok(Some(End::Gone));
-            }
+            self.queue.send(Ok(event)).await;
             self.delivered = seq;
         }
         if closed {
@@ -637,7 +648,6 @@ impl Session {
         let shutdown = self.core.shutdown.clone().cancelled_owned();
         let drain = self.core.drain.clone().cancelled_owned();
         tokio::pin!(shutdown, drain);
-        let tx = self.tx.clone();
         loop {
             let step = tokio::select! {
                 biased;
@@ -651,7 +661,7 @@ impl Session {
                 _ = lease_lost.changed(), if self.leased.is_some() => {
                     return End::Status(Status::unavailable("this replica lost its presence lease; resume with last_seen_seq"));
                 }
-                message = next_message(inbound, &tx) => match message {
+                message = next_message(inbound) => match message {
                     // A commit of ours moved the room's watch: look at it now rather
                     // than on another turn of the loop (usually nothing is new).
                     Ok(Some(message)) => match self.handle(message).await {
@@ -733,9 +743,7 @@ impl Session {
 
     async fn send_local(&self, event: E) -> Result<Option<End>, GameError> {
         let event = server_event(self.delivered, now_ms(), event);
-        if self.tx.send(Box::new(Ok(event))).await.is_err() {
-            return Ok(Some(End::Gone));
-        }
+        self.queue.send(Ok(event)).await;
         Ok(None)
     }
 
@@ -805,19 +813,15 @@ impl Session {
     }
 }
 
-/// The client's next message on a Play stream. A Watch stream has no client messages:
-/// its end (`None`) comes when the client drops the response (`tx` closes), so a
-/// vanished browser is disconnected at once rather than at the next event.
+/// The client's next message on a Play stream. A Watch stream has no client messages: it
+/// ends when the client drops the response, which drops its session (so a vanished
+/// browser is disconnected at once rather than at the next event).
 async fn next_message(
     inbound: &mut Option<Streaming<PlayRequest>>,
-    tx: &mpsc::Sender<Outgoing>,
 ) -> Result<Option<PlayRequest>, Status> {
     match inbound {
         Some(inbound) => inbound.message().await,
-        None => {
-            tx.closed().await;
-            Ok(None)
-        }
+        None => std::future::pending().await,
     }
 }
 
