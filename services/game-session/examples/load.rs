@@ -24,7 +24,8 @@
 //!
 //! `--think-ms T`: each player waits T ms (±50 %, uniform) before each play; 0 plays at
 //! once (the replica is then saturated: plays/s is its throughput). `--connections C`:
-//! spread the players over C HTTP/2 connections (0: one per player, like real clients).
+//! spread the players over C HTTP/2 connections (0: one per player, like real clients;
+//! at most 32 streams a connection, the replica's `server.limits.max_streams_per_connection`).
 //! `--wait-replicas N`: the replica waits for N Redis replicas after each commit (the
 //! `[redis] wait_replicas` setting; 0: not).
 //!
@@ -55,6 +56,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use basra_engine::CardSet;
 use basra_platform::auth::{Caller, Role, SigningKey, TokenIssuer, TokenVerifier};
+use basra_platform::config::ConnectionLimits;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
     self as game, CreateRoomRequest, PlayRequest, SeatAssignment,
@@ -128,6 +130,19 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
     }
     if parsed.matches == 0 || parsed.seconds == 0 {
         bail!("--matches and --seconds must be at least 1");
+    }
+    // The replica refuses streams beyond its per-connection limit: the players past it
+    // would wait to join for ever.
+    let streams = parsed.join_storm.unwrap_or(parsed.matches * 2);
+    let limit = ConnectionLimits::default().max_streams_per_connection as usize;
+    if parsed.connections > 0 && streams.div_ceil(parsed.connections) > limit {
+        bail!(
+            "--connections {}: {} streams a connection, above the replica's {limit} \
+             (server.limits.max_streams_per_connection); give at least {}",
+            parsed.connections,
+            streams.div_ceil(parsed.connections),
+            streams.div_ceil(limit)
+        );
     }
     Ok(parsed)
 }
