@@ -20,7 +20,7 @@ use tokio_stream::Stream;
 use tonic::Status;
 
 /// How many messages a session queues before it waits for its response to take them.
-pub const OUTBOX_CAPACITY: usize = 64;
+pub const QUEUE_CAPACITY: usize = 64;
 
 /// One message of a stream. Boxed: a queue keeps the room it grew to for the stream's
 /// life, so a slot of 8 bytes rather than 176 keeps an idle stream small.
@@ -32,29 +32,29 @@ type Message = Box<Result<PlayResponse, Status>>;
 pub struct SendQueue(Arc<Mutex<VecDeque<Message>>>);
 
 impl SendQueue {
-    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Message>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Message>> {
         self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Queues `message`, first waiting while [`OUTBOX_CAPACITY`] messages wait. The wait
+    /// Queues `message`, first waiting while [`QUEUE_CAPACITY`] messages wait. The wait
     /// needs no waker: the response polls its session again as soon as it has handed out
     /// every queued message.
     pub async fn send(&self, message: Result<PlayResponse, Status>) {
         std::future::poll_fn(|_| {
-            if self.queue().len() < OUTBOX_CAPACITY {
+            if self.lock().len() < QUEUE_CAPACITY {
                 Poll::Ready(())
             } else {
                 Poll::Pending
             }
         })
         .await;
-        self.queue().push_back(Box::new(message));
+        self.lock().push_back(Box::new(message));
     }
 
     fn pop(&self) -> Option<Result<PlayResponse, Status>> {
-        self.queue().pop_front().map(|message| *message)
+        self.lock().pop_front().map(|message| *message)
     }
 }
 
@@ -117,7 +117,7 @@ mod tests {
         let (go, wait) = tokio::sync::oneshot::channel::<()>();
         let session = async move {
             // More than the queue holds at once: the session waits for room.
-            for seq in 1..=OUTBOX_CAPACITY as u64 * 3 {
+            for seq in 1..=QUEUE_CAPACITY as u64 * 3 {
                 sender.send(message(seq)).await;
             }
             // Then it waits on something else before its last message.
@@ -126,10 +126,10 @@ mod tests {
         };
         let mut stream = SessionStream::new(Box::pin(session), queue);
         let mut seqs = Vec::new();
-        for _ in 0..OUTBOX_CAPACITY * 3 {
+        for _ in 0..QUEUE_CAPACITY * 3 {
             seqs.push(stream.next().await.unwrap().unwrap().seq);
         }
-        assert_eq!(seqs, (1..=OUTBOX_CAPACITY as u64 * 3).collect::<Vec<_>>());
+        assert_eq!(seqs, (1..=QUEUE_CAPACITY as u64 * 3).collect::<Vec<_>>());
         // Nothing is queued and the session waits: the stream waits too.
         let pending = tokio::time::timeout(std::time::Duration::from_millis(20), stream.next());
         assert!(pending.await.is_err());
