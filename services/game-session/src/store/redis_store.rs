@@ -316,6 +316,7 @@ impl RoomStore for RedisStore {
         // Keys and arguments go straight into the command's one buffer (the events and
         // actions serialized in place), sized for them up front: a play's commit is the
         // hot path. An event takes 60-200 bytes of JSON, an action 40-120.
+        // 8 keys, 16 arguments before the events and actions, the replica-wait flag after.
         let args = 8 + 16 + commit.events.len() + commit.actions.actions.len() + 1;
         let bytes = 512
             + 8 * (room.id.len() + 48)
