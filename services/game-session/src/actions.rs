@@ -15,6 +15,7 @@ use crate::core::{Core, Mutation, fresh_id, fresh_seed};
 use crate::error::GameError;
 use crate::events::StoredEvent;
 use crate::room::{Reject, Room};
+use crate::shared_bytes::SharedBytes;
 
 /// The longest client move id accepted.
 const MAX_MOVE_ID: usize = 128;
@@ -28,6 +29,8 @@ pub(crate) enum Acted {
         room: Arc<Room>,
         /// The events it logged.
         events: Arc<[StoredEvent]>,
+        /// Their encodings, shared by the room's local streams.
+        shared: Arc<SharedBytes>,
     },
     /// Not applied (or applied before: [`RejectCode::AlreadyApplied`]).
     Refused(Refusal),
@@ -180,7 +183,16 @@ pub(crate) async fn act(
         }
     };
     match outcome {
-        Mutation::Done { room, events, .. } => Ok(Acted::Done { room, events }),
+        Mutation::Done {
+            room,
+            events,
+            shared,
+            ..
+        } => Ok(Acted::Done {
+            room,
+            events,
+            shared,
+        }),
         Mutation::Rejected(reject) => {
             // A retried move is usually refused by the rules (the card is gone, the turn
             // moved on): look its id up only then, not before every play. (A retry the

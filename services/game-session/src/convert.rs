@@ -117,6 +117,22 @@ pub fn server_event(seq: u64, now: i64, event: game::play_response::Event) -> ga
     }
 }
 
+/// The viewers of a room that get the same bytes of `event` (given the same seq and
+/// server time) share a class; this is `viewer`'s. Only what [`project`] makes differently
+/// per viewer splits a class: a deal (each seat its own hand, spectators none) and a
+/// played card (its player also gets back the client move id). So a commit's events can
+/// be encoded once per class and the bytes shared by every stream of that class.
+pub fn viewer_class(event: &LogEvent, viewer: Option<u8>) -> u8 {
+    match event {
+        LogEvent::HandDealt { .. } => viewer.map_or(0, |seat| seat.saturating_add(1)),
+        LogEvent::CardPlayed {
+            played: Event::CardPlayed { seat, .. },
+            ..
+        } if viewer == Some(seat.0) => 1,
+        _ => 0,
+    }
+}
+
 /// The stored event number `seq` as `viewer` may see it (`None`: a spectator). Other
 /// seats' dealt cards are hidden by [`Event::for_viewer`]; the client move id goes only to
 /// the seat that played.
@@ -256,4 +272,88 @@ pub fn project(
         }),
     };
     server_event(seq, now, event)
+}
+
+#[cfg(test)]
+mod tests {
+    use basra_engine::{Seats, Seed, Settings};
+
+    use super::*;
+    use crate::room::Occupant;
+    use crate::settings::Timing;
+
+    /// Every event of whole matches (deals, plays, round and match ends, connections,
+    /// chat, a rematch) in rooms of 2 and 4 seats.
+    fn match_events(seats: Seats, seed: u8) -> (Vec<StoredEvent>, usize) {
+        let timing = Timing {
+            turn_ms: 20_000,
+            grace_ms: 60_000,
+            bot_delay_ms: 0,
+            rematch_ms: 60_000,
+            turn_slack_ms: 0,
+        };
+        let settings = Settings {
+            seats,
+            ..Settings::default()
+        };
+        let n = usize::from(settings.seats.count());
+        let occupants = (0..n)
+            .map(|i| Occupant::Player {
+                user_id: format!("u{i}"),
+                name: format!("P{i}"),
+            })
+            .collect();
+        let mut room = Room::new("r".into(), settings, occupants, false, true, 0, timing, 1);
+        room.connect(0, "c0", "replica", 1);
+        room.start_if_full(Seed([seed; 32]), "match".into(), 2);
+        room.chat(1, 3, 3);
+        room.disconnect(0, "c0", 4);
+        let mut now = 5;
+        while let Some(turn) = room.game.as_ref().and_then(basra_engine::Game::turn) {
+            now += 1;
+            let play = room.game.as_ref().unwrap().legal_plays()[0];
+            room.play(turn.0, play.card, None, false, format!("move-{now}"), now)
+                .unwrap();
+        }
+        room.ask_rematch(0, Seed([seed ^ 1; 32]), "rematch".into(), now + 1)
+            .unwrap();
+        (room.take_pending(), n)
+    }
+
+    /// Two viewers of one class get identical events; the classes that differ are
+    /// exactly those whose events differ (a seat's own hand, its own move ids).
+    #[test]
+    fn viewers_of_one_class_get_the_same_event() {
+        for (seats, seed) in [(Seats::Two, 7), (Seats::Two, 99), (Seats::Four, 42)] {
+            let (events, n) = match_events(seats, seed);
+            let settings = Settings {
+                seats,
+                ..Settings::default()
+            };
+            let viewers: Vec<Option<u8>> = std::iter::once(None)
+                .chain((0..n as u8).map(Some))
+                .collect();
+            let mut kinds = std::collections::HashSet::new();
+            for (i, stored) in events.iter().enumerate() {
+                kinds.insert(std::mem::discriminant(&stored.event));
+                let seq = i as u64 + 1;
+                for &a in &viewers {
+                    for &b in &viewers {
+                        let same_class =
+                            viewer_class(&stored.event, a) == viewer_class(&stored.event, b);
+                        let pa = project(stored, seq, a, n, &settings, 1_000);
+                        let pb = project(stored, seq, b, n, &settings, 1_000);
+                        assert_eq!(
+                            same_class,
+                            pa == pb,
+                            "{:?} for {a:?} and {b:?}",
+                            stored.event
+                        );
+                    }
+                }
+            }
+            // Deals, plays, turns, round and match ends, connections, chat, rematch.
+            assert!(kinds.len() >= 9, "only {} kinds of event", kinds.len());
+        }
+    }
 }

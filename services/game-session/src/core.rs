@@ -28,6 +28,7 @@ use crate::outbox::AccountsLink;
 use crate::record::encoded_record;
 use crate::room::{Reject, Room};
 use crate::settings::Timing;
+use crate::shared_bytes::SharedBytes;
 use crate::store::{Commit, CommitOutcome, LeasedSeat, Loaded, OutboxRecord, RoomStore, move_key};
 use crate::walks::Walks;
 
@@ -105,6 +106,8 @@ pub enum Mutation<T> {
         version: u64,
         /// The events the change stored, the last with seq `room.seq`.
         events: Arc<[StoredEvent]>,
+        /// Their encodings, shared with the room's other local streams.
+        shared: Arc<SharedBytes>,
     },
     /// The change was refused; nothing was stored.
     Rejected(Reject),
@@ -126,7 +129,7 @@ pub struct Core {
     pub join_slots: Arc<Semaphore>,
     /// Cancelled when the replica stops: streams end with UNAVAILABLE.
     pub shutdown: CancellationToken,
-    /// Cancelled by `DrainReplica`.
+    /// Cancelled by `DrainReplica`, and when the replica stops (a child of `shutdown`).
     pub drain: CancellationToken,
     /// The drain deadline (Unix ms) once draining.
     pub drain_deadline_ms: AtomicI64,
@@ -281,6 +284,7 @@ impl Core {
                     let events: Arc<[StoredEvent]> = events.into();
                     debug_assert_eq!(first_seq + events.len() as u64, room.seq + 1);
                     let room = Arc::new(room);
+                    let shared = Arc::default();
                     in_flight.committed(
                         room.seq + 1 - events.len() as u64,
                         &events,
@@ -289,6 +293,7 @@ impl Core {
                             room: Arc::clone(&room),
                             version,
                         },
+                        &shared,
                     );
                     self.schedule(room_id, room.next_deadline());
                     return Ok(Mutation::Done {
@@ -296,6 +301,7 @@ impl Core {
                         room,
                         version,
                         events,
+                        shared,
                     });
                 }
                 CommitOutcome::AlreadyApplied { seq } => return Ok(Mutation::AlreadyApplied(seq)),

@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::StoredEvent;
 use crate::room::Room;
+use crate::shared_bytes::SharedBytes;
 use crate::store::{Loaded, Notice, RoomStore};
 
 /// How many of a room's latest local commits its watch keeps.
@@ -41,6 +42,9 @@ pub struct Batch {
     pub events: Arc<[StoredEvent]>,
     /// Whether the room was closed by this commit.
     pub closed: bool,
+    /// The events' encodings, shared by the room's streams (kept by the latest commit
+    /// only).
+    pub shared: Arc<SharedBytes>,
 }
 
 impl Batch {
@@ -114,20 +118,22 @@ pub struct InFlight {
 impl InFlight {
     /// The commit stored `events` (the first with `first_seq`; `closed`: the room is
     /// closed after them) and left the room as `state`, kept for the next change unless a
-    /// newer change was noticed meanwhile. No events: the streams look anyway (as for a
-    /// notice with seq 0).
+    /// newer change was noticed meanwhile; the room's streams share the events'
+    /// encodings through `shared`. No events: the streams look anyway (as for a notice
+    /// with seq 0).
     pub fn committed(
         mut self,
         first_seq: u64,
         events: &Arc<[StoredEvent]>,
         closed: bool,
         state: Held,
+        shared: &Arc<SharedBytes>,
     ) {
         self.done = true;
         self.hub.finish(
             &self.room_id,
             self.counted,
-            Stored::of(first_seq, events, closed),
+            Stored::of(first_seq, events, closed, shared),
             Some(state),
         );
     }
@@ -144,7 +150,12 @@ enum Stored {
 }
 
 impl Stored {
-    fn of(first_seq: u64, events: &Arc<[StoredEvent]>, closed: bool) -> Stored {
+    fn of(
+        first_seq: u64,
+        events: &Arc<[StoredEvent]>,
+        closed: bool,
+        shared: &Arc<SharedBytes>,
+    ) -> Stored {
         if events.is_empty() {
             Stored::NoEvents
         } else {
@@ -152,6 +163,7 @@ impl Stored {
                 first_seq,
                 events: Arc::clone(events),
                 closed,
+                shared: Arc::clone(shared),
             })
         }
     }
@@ -326,7 +338,13 @@ impl Hub {
         events: &Arc<[StoredEvent]>,
         closed: bool,
     ) {
-        self.finish(room_id, false, Stored::of(first_seq, events, closed), None);
+        let shared = Arc::default();
+        self.finish(
+            room_id,
+            false,
+            Stored::of(first_seq, events, closed, &shared),
+            None,
+        );
     }
 
     fn finish(&self, room_id: &str, counted: bool, stored: Stored, state: Option<Held>) {
@@ -372,6 +390,13 @@ impl Hub {
                         .get(at)
                         .is_none_or(|held| held.first_seq != first_seq)
                     {
+                        // Only the room's latest commit keeps its events' encodings.
+                        let latest = at == wake.recent.len();
+                        if !latest {
+                            batch.shared.clear();
+                        } else if let Some(before) = wake.recent.back() {
+                            before.shared.clear();
+                        }
                         wake.recent.insert(at, batch);
                     }
                     while wake.recent.len() > RECENT_COMMITS {
@@ -522,7 +547,7 @@ mod tests {
         let in_flight = hub.commit_started("r");
         hub.notify("r", 2);
         assert!(!watch.has_changed().unwrap());
-        in_flight.committed(1, &events(2), false, state(2, 1));
+        in_flight.committed(1, &events(2), false, state(2, 1), &Arc::default());
         let wake = watch.borrow_and_update().clone();
         assert_eq!(wake.seq, 2);
         assert_eq!(held(&wake, 0), [(1, 0)]);
@@ -574,11 +599,11 @@ mod tests {
         let hub = Arc::new(Hub::default());
         // Not watched: nothing is held.
         hub.commit_started("r")
-            .committed(1, &events(1), false, state(1, 1));
+            .committed(1, &events(1), false, state(1, 1), &Arc::default());
         assert_eq!(held_version(&hub), None);
         let watch = hub.watch("r");
         hub.commit_started("r")
-            .committed(2, &events(1), false, state(2, 2));
+            .committed(2, &events(1), false, state(2, 2), &Arc::default());
         assert_eq!(held_version(&hub), Some(2));
         // Its own notice, back through Redis, keeps it; so does the resync's.
         hub.notify("r", 2);
@@ -588,35 +613,35 @@ mod tests {
         assert_eq!(held_version(&hub), None);
         // A change without events (seq 0) drops it too.
         hub.commit_started("r")
-            .committed(4, &events(1), false, state(4, 4));
+            .committed(4, &events(1), false, state(4, 4), &Arc::default());
         assert_eq!(held_version(&hub), Some(4));
         hub.notify("r", 0);
         assert_eq!(held_version(&hub), None);
         // A later commit noticed while ours was in flight: ours is not kept.
         let in_flight = hub.commit_started("r");
         hub.notify("r", 9);
-        in_flight.committed(5, &events(1), false, state(5, 5));
+        in_flight.committed(5, &events(1), false, state(5, 5), &Arc::default());
         assert_eq!(held_version(&hub), None);
         // Ours noticed during its own commit: kept.
         let in_flight = hub.commit_started("r");
         hub.notify("r", 10);
-        in_flight.committed(10, &events(1), false, state(10, 7));
+        in_flight.committed(10, &events(1), false, state(10, 7), &Arc::default());
         assert_eq!(held_version(&hub), Some(7));
         // A stale state found by a commit, lost notices, a closed room: dropped.
         hub.forget_state("r");
         assert_eq!(held_version(&hub), None);
         hub.commit_started("r")
-            .committed(11, &events(1), false, state(11, 8));
+            .committed(11, &events(1), false, state(11, 8), &Arc::default());
         hub.notify_all();
         assert_eq!(held_version(&hub), None);
         let mut closed = state(12, 9);
         Arc::make_mut(&mut closed.room).status = crate::room::Status::Closed;
         hub.commit_started("r")
-            .committed(12, &events(1), true, closed);
+            .committed(12, &events(1), true, closed, &Arc::default());
         assert_eq!(held_version(&hub), None);
         // It goes with the room's last stream.
         hub.commit_started("r")
-            .committed(13, &events(1), false, state(13, 10));
+            .committed(13, &events(1), false, state(13, 10), &Arc::default());
         assert_eq!(hub.cached_rooms(), 1);
         drop(watch);
         hub.release("r");
@@ -629,7 +654,7 @@ mod tests {
         let hub = Arc::new(Hub::default());
         let _watch = hub.watch("r");
         hub.commit_started("r")
-            .committed(2, &events(1), false, state(2, 2));
+            .committed(2, &events(1), false, state(2, 2), &Arc::default());
         let taken = hub.take_cached("r").map(|loaded| loaded.version);
         assert_eq!(taken, Some(2));
         // Taken, not copied: a concurrent change finds none and loads the room.
@@ -637,7 +662,7 @@ mod tests {
         assert!(hub.take_cached("r").is_none());
         // The change's commit leaves its state for the next one.
         hub.commit_started("r")
-            .committed(3, &events(1), false, state(3, 3));
+            .committed(3, &events(1), false, state(3, 3), &Arc::default());
         assert_eq!(held_version(&hub), Some(3));
         // A change that stores nothing leaves none.
         assert!(hub.take_cached("r").is_some());
@@ -661,5 +686,35 @@ mod tests {
             RECENT_COMMITS
         );
         assert_eq!(held(&wake, 0), []);
+    }
+
+    /// Shared encodings are for the streams delivering a commit as it happens: only the
+    /// room's latest commit keeps them.
+    #[test]
+    fn only_the_latest_commit_keeps_its_shared_encodings() {
+        let hub = Arc::new(Hub::default());
+        let watch = hub.watch("r");
+        let commit = |first_seq: u64| {
+            let shared: Arc<SharedBytes> = Arc::default();
+            shared.get_or_encode(0, 0, 1, || "bytes".into());
+            hub.commit_started("r").committed(
+                first_seq,
+                &events(1),
+                false,
+                state(first_seq, first_seq),
+                &shared,
+            );
+            shared
+        };
+        let first = commit(1);
+        let third = commit(3);
+        assert_eq!((first.kept(), third.kept()), (0, 1));
+        // A commit that finishes after a later one is not the latest either.
+        let second = commit(2);
+        assert_eq!((second.kept(), third.kept()), (0, 1));
+        let fourth = commit(4);
+        assert_eq!((third.kept(), fourth.kept()), (0, 1));
+        let firsts: Vec<u64> = watch.borrow().recent.iter().map(|b| b.first_seq).collect();
+        assert_eq!(firsts, [1, 2, 3, 4]);
     }
 }

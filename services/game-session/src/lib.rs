@@ -43,12 +43,14 @@ pub mod hub;
 pub mod metrics;
 pub mod names;
 pub mod outbox;
+pub mod play_route;
 pub mod pod_cost;
 pub mod record;
 pub mod response;
 pub mod room;
 pub mod service;
 pub mod settings;
+pub mod shared_bytes;
 pub mod store;
 pub mod walks;
 pub mod web;
@@ -59,9 +61,7 @@ use std::time::Duration;
 
 use basra_platform::ServeOptions;
 use basra_platform::auth::{AuthLayer, TokenVerifier};
-use basra_proto::basra::game::v1::{
-    game_admin_service_server::GameAdminServiceServer, game_service_server::GameServiceServer,
-};
+use basra_proto::basra::game::v1::game_admin_service_server::GameAdminServiceServer;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -104,7 +104,8 @@ impl GameSession {
             join_slots: Arc::new(tokio::sync::Semaphore::new(config.join_concurrency.max(1))),
             config,
             shutdown: shutdown.clone(),
-            drain: CancellationToken::new(),
+            // Stopping drains too: a stream then waits on one token, not two.
+            drain: shutdown.child_token(),
             drain_deadline_ms: AtomicI64::new(0),
             lease: Default::default(),
             walks,
@@ -171,8 +172,7 @@ impl GameSession {
     /// Adds the `GameService` and `GameAdminService` services to `routes` (the one-process dev mode
     /// serves them beside the other services).
     pub fn add_to(&self, routes: tonic::service::Routes) -> tonic::service::Routes {
-        let game = GameServiceServer::new(service::GameApi::new(Arc::clone(&self.core)))
-            .max_decoding_message_size(MAX_MESSAGE_BYTES);
+        let game = play_route::GameRoutes::new(service::GameApi::new(Arc::clone(&self.core)));
         let admin = GameAdminServiceServer::new(admin::AdminService::new(Arc::clone(&self.core)))
             .max_decoding_message_size(MAX_MESSAGE_BYTES);
         routes.add_service(game).add_service(admin)

@@ -33,6 +33,9 @@ pub struct GameMetrics {
     pub joins_queued: Counter,
     /// Cards played (by players, bots and timed-out turns).
     pub plays: Counter,
+    /// Events a stream sent as the bytes another stream of its viewer class had encoded
+    /// (`crate::shared_bytes`).
+    pub events_shared: Counter,
     /// Rooms created here.
     pub rooms_created: Counter,
     /// Matches ended here, by result.
@@ -72,6 +75,7 @@ impl GameMetrics {
             streams_refused: Counter::default(),
             joins_queued: Counter::default(),
             plays: Counter::default(),
+            events_shared: Counter::default(),
             rooms_created: Counter::default(),
             matches_ended: Family::default(),
             commit_seconds: Histogram::new(basra_platform::metrics::latency_buckets()),
@@ -112,6 +116,11 @@ impl GameMetrics {
             "plays",
             "Cards played (players, bots, timed-out turns)",
             m.plays.clone(),
+        );
+        registry.register(
+            "events_shared",
+            "Events sent as bytes another stream of the same viewer class encoded",
+            m.events_shared.clone(),
         );
         registry.register("rooms_created", "Rooms created", m.rooms_created.clone());
         registry.register(

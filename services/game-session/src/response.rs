@@ -8,6 +8,9 @@
 //! operation less per event, on the hot path of every play). When the response is
 //! dropped (the client went away, the connection closed), the session goes with it;
 //! what it must still do then (record the disconnect) is spawned by its `Drop`.
+//!
+//! A message is a [`PlayResponse`] or, for an event other streams of its viewer class
+//! send too, the bytes encoded once for them all ([`crate::shared_bytes`]).
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -16,15 +19,28 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use basra_proto::basra::game::v1::PlayResponse;
+use basra_proto::codec::PreEncoded;
+use prost::bytes::Bytes;
 use tokio_stream::Stream;
 use tonic::Status;
 
 /// How many messages a session queues before it waits for its response to take them.
 pub const QUEUE_CAPACITY: usize = 64;
 
+/// What a stream sends: an event made for it, or an event's shared bytes.
+pub type Outgoing = PreEncoded<PlayResponse>;
+
+/// A message as a `PlayResponse` (decoding shared bytes), for a consumer that needs the
+/// value: tonic's generated Play route, and Watch, which wraps each one.
+pub fn message_of(message: Result<Outgoing, Status>) -> Result<PlayResponse, Status> {
+    message?
+        .into_message()
+        .map_err(|err| Status::internal(format!("cannot read back a shared event: {err}")))
+}
+
 /// One message of a stream. Boxed: a queue keeps the room it grew to for the stream's
 /// life, so a slot of 8 bytes rather than 176 keeps an idle stream small.
-type Message = Box<Result<PlayResponse, Status>>;
+type Message = Box<Result<Outgoing, Status>>;
 
 /// What a session has sent and its response has not yet handed out. The session and its
 /// response share it; both run on the response's task, so its lock is never contended.
@@ -42,6 +58,15 @@ impl SendQueue {
     /// needs no waker: the response polls its session again as soon as it has handed out
     /// every queued message.
     pub async fn send(&self, message: Result<PlayResponse, Status>) {
+        self.push(message.map(PreEncoded::Message)).await;
+    }
+
+    /// Queues an event's shared bytes (see [`SendQueue::send`]).
+    pub async fn send_shared(&self, bytes: Bytes) {
+        self.push(Ok(PreEncoded::Encoded(bytes))).await;
+    }
+
+    async fn push(&self, message: Result<Outgoing, Status>) {
         std::future::poll_fn(|_| {
             if self.lock().len() < QUEUE_CAPACITY {
                 Poll::Ready(())
@@ -53,7 +78,7 @@ impl SendQueue {
         self.lock().push_back(Box::new(message));
     }
 
-    fn pop(&self) -> Option<Result<PlayResponse, Status>> {
+    fn pop(&self) -> Option<Result<Outgoing, Status>> {
         self.lock().pop_front().map(|message| *message)
     }
 }
@@ -77,7 +102,7 @@ impl SessionStream {
 }
 
 impl Stream for SessionStream {
-    type Item = Result<PlayResponse, Status>;
+    type Item = Result<Outgoing, Status>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         if let Some(message) = self.queue.pop() {
@@ -103,6 +128,11 @@ mod tests {
     use super::*;
     use tokio_stream::StreamExt as _;
 
+    /// The seq of a message the stream handed out.
+    fn seq(message: Option<Result<Outgoing, Status>>) -> u64 {
+        message.unwrap().unwrap().into_message().unwrap().seq
+    }
+
     fn message(seq: u64) -> Result<PlayResponse, Status> {
         Ok(PlayResponse {
             seq,
@@ -117,8 +147,14 @@ mod tests {
         let (go, wait) = tokio::sync::oneshot::channel::<()>();
         let session = async move {
             // More than the queue holds at once: the session waits for room.
+            // Some as shared bytes: they keep their place in the order.
             for seq in 1..=QUEUE_CAPACITY as u64 * 3 {
-                sender.send(message(seq)).await;
+                if seq % 3 == 0 {
+                    let bytes = prost::Message::encode_to_vec(&message(seq).unwrap());
+                    sender.send_shared(bytes.into()).await;
+                } else {
+                    sender.send(message(seq)).await;
+                }
             }
             // Then it waits on something else before its last message.
             wait.await.unwrap();
@@ -127,7 +163,7 @@ mod tests {
         let mut stream = SessionStream::new(Box::pin(session), queue);
         let mut seqs = Vec::new();
         for _ in 0..QUEUE_CAPACITY * 3 {
-            seqs.push(stream.next().await.unwrap().unwrap().seq);
+            seqs.push(seq(stream.next().await));
         }
         assert_eq!(seqs, (1..=QUEUE_CAPACITY as u64 * 3).collect::<Vec<_>>());
         // Nothing is queued and the session waits: the stream waits too.
@@ -157,7 +193,7 @@ mod tests {
             std::future::pending::<()>().await;
         };
         let mut stream = SessionStream::new(Box::pin(session), queue);
-        assert_eq!(stream.next().await.unwrap().unwrap().seq, 1);
+        assert_eq!(seq(stream.next().await), 1);
         assert!(!dropped.load(std::sync::atomic::Ordering::SeqCst));
         drop(stream);
         assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));

@@ -17,19 +17,20 @@ use basra_proto::basra::game::v1::{
 use basra_proto::convert::{settings_from_pb, settings_to_pb};
 use rand::Rng as _;
 use tokio::sync::watch;
-use tokio_stream::Stream;
+use tokio_stream::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument as _;
 
 use crate::actions::{self, Acted};
-use crate::convert::{project, server_event, snapshot, status_to_pb};
+use crate::convert::{project, server_event, snapshot, status_to_pb, viewer_class};
 use crate::core::{Core, Mutation, StreamPermit, fresh_id, fresh_seed, now_ms};
 use crate::error::GameError;
 use crate::events::{LogEvent, StoredEvent};
 use crate::hub::Wake;
 use crate::names::display_names;
-use crate::response::{SendQueue, SessionStream};
+use crate::response::{SendQueue, SessionStream, message_of};
 use crate::room::{Occupant, Reject, Room, Status as RoomStatus};
+use crate::shared_bytes::{Shared, SharedBytes};
 use crate::store::LeasedSeat;
 use crate::web;
 
@@ -130,9 +131,18 @@ impl GameApi {
                 })
                 .await;
             match connected {
-                Ok(Mutation::Done { room, events, .. }) => {
+                Ok(Mutation::Done {
+                    room,
+                    events,
+                    shared,
+                    ..
+                }) => {
                     connect_seq = room.seq;
-                    connected_to = Some(Connected { room, events });
+                    connected_to = Some(Connected {
+                        room,
+                        events,
+                        shared,
+                    });
                 }
                 other => {
                     let _ = self.core.store.lease_remove(&instance, &lease_seat).await;
@@ -167,6 +177,8 @@ impl GameApi {
             epoch: 0,
             seats: loaded.room.seats.len(),
             settings: loaded.room.settings,
+            // A Play stream's messages go out as they are; Watch wraps each one.
+            shares: inbound.is_some(),
             queue: queue.clone(),
             leased,
             _presence: presence,
@@ -187,6 +199,29 @@ impl GameApi {
         Ok(SessionStream::new(Box::pin(run), queue))
     }
 
+    /// A Play stream: its join first, then its session (see [`crate::play_route`], which
+    /// serves it).
+    #[tracing::instrument(skip_all, fields(user_id, room_id))]
+    pub(crate) async fn play_stream(
+        &self,
+        request: Request<Streaming<PlayRequest>>,
+    ) -> Result<SessionStream, Status> {
+        let caller = auth::caller(&request)?;
+        let user_id = caller.user_id.to_string();
+        tracing::Span::current().record("user_id", user_id.as_str());
+        let permit = self.core.admit()?;
+        let mut inbound = request.into_inner();
+        let first = tokio::time::timeout(self.core.config.join_timeout, inbound.message())
+            .await
+            .map_err(|_| invalid("no join message within the join timeout"))?
+            .map_err(inbound_status)?
+            .ok_or_else(|| invalid("the stream ended before its join message"))?;
+        let Some(Kind::Join(join)) = first.kind else {
+            return Err(invalid("the first message must be join"));
+        };
+        self.open(&user_id, join, Some(inbound), permit).await
+    }
+
     /// The `GameService` calls' shared handle on the chat limiter (the action calls use it).
     pub(crate) fn chat(&self) -> &RateLimiter {
         &self.chat
@@ -202,26 +237,15 @@ impl GameApi {
 impl GameService for GameApi {
     type PlayStream = EventStream;
 
-    #[tracing::instrument(skip_all, fields(user_id, room_id))]
+    /// Play as tonic's generated server would serve it, every message a `PlayResponse`.
+    /// The replica's routes serve Play through [`crate::play_route`] instead, which sends
+    /// shared bytes as they are; this is for a server mounted without it.
     async fn play(
         &self,
         request: Request<Streaming<PlayRequest>>,
     ) -> Result<Response<EventStream>, Status> {
-        let caller = auth::caller(&request)?;
-        let user_id = caller.user_id.to_string();
-        tracing::Span::current().record("user_id", user_id.as_str());
-        let permit = self.core.admit()?;
-        let mut inbound = request.into_inner();
-        let first = tokio::time::timeout(self.core.config.join_timeout, inbound.message())
-            .await
-            .map_err(|_| invalid("no join message within the join timeout"))?
-            .map_err(inbound_status)?
-            .ok_or_else(|| invalid("the stream ended before its join message"))?;
-        let Some(Kind::Join(join)) = first.kind else {
-            return Err(invalid("the first message must be join"));
-        };
-        let events = self.open(&user_id, join, Some(inbound), permit).await?;
-        Ok(Response::new(Box::pin(events)))
+        let events = self.play_stream(request).await?;
+        Ok(Response::new(Box::pin(events.map(message_of))))
     }
 
     type WatchStream = web::WatchStream;
@@ -423,6 +447,7 @@ impl GameService for GameApi {
 struct Connected {
     room: Arc<Room>,
     events: Arc<[StoredEvent]>,
+    shared: Arc<SharedBytes>,
 }
 
 /// How a stream starts: after `last_seen` (a resume) or with a snapshot, from its connect
@@ -458,6 +483,9 @@ struct Session {
     epoch: u64,
     seats: usize,
     settings: basra_engine::Settings,
+    /// Whether the stream sends its viewer class's shared bytes of this replica's commits
+    /// (see [`crate::shared_bytes`]).
+    shares: bool,
     /// Where the stream's messages go (its response hands them out).
     queue: SendQueue,
     /// The seat as recorded under the presence lease, and the instance holding it.
@@ -547,7 +575,11 @@ impl Session {
         connected: Option<Connected>,
     ) -> Result<Option<End>, GameError> {
         let room = match connected {
-            Some(Connected { room, events }) => {
+            Some(Connected {
+                room,
+                events,
+                shared,
+            }) => {
                 let first = room.seq + 1 - events.len() as u64;
                 match last_seen {
                     // Everything after `seen` is in the connect commit's events.
@@ -555,7 +587,9 @@ impl Session {
                         self.delivered = seen;
                         let skip = (seen + 1 - first) as usize;
                         let closed = room.status == RoomStatus::Closed;
-                        return self.deliver(&events[skip..], closed).await;
+                        return self
+                            .deliver(&events[skip..], Some((&shared, skip)), closed)
+                            .await;
                     }
                     _ => room,
                 }
@@ -596,18 +630,20 @@ impl Session {
                 GameError::RoomNotFound(self.room_id.clone()).into(),
             )));
         }
-        self.deliver(&after.events, after.closed).await
+        self.deliver(&after.events, None, after.closed).await
     }
 
     /// Sends `events`, the first with seq `delivered + 1`. `Some` when the stream must
-    /// end (`closed`: the room is closed after them).
+    /// end (`closed`: the room is closed after them). Events of a commit made here come
+    /// with its shared encodings and the index of the first of them in the commit.
     async fn deliver(
         &mut self,
         events: &[StoredEvent],
+        shared: Option<(&SharedBytes, usize)>,
         closed: bool,
     ) -> Result<Option<End>, GameError> {
         let now = now_ms();
-        for stored in events {
+        for (i, stored) in events.iter().enumerate() {
             let seq = self.delivered + 1;
             if let (
                 Some(me),
@@ -627,8 +663,23 @@ impl Session {
                     "a newer stream for this seat replaced this one",
                 ))));
             }
-            let event = project(stored, seq, self.viewer, self.seats, &self.settings, now);
-            self.queue.send(Ok(event)).await;
+            let event = || project(stored, seq, self.viewer, self.seats, &self.settings, now);
+            match shared {
+                Some((shared, first)) if self.shares => {
+                    let class = viewer_class(&stored.event, self.viewer);
+                    let bytes = match shared.get_or_encode(first + i, class, now, || {
+                        prost::Message::encode_to_vec(&event()).into()
+                    }) {
+                        Shared::Reused(bytes) => {
+                            self.core.metrics.events_shared.inc();
+                            bytes
+                        }
+                        Shared::Made(bytes) => bytes,
+                    };
+                    self.queue.send_shared(bytes).await;
+                }
+                _ => self.queue.send(Ok(event())).await,
+            }
             self.delivered = seq;
         }
         if closed {
@@ -644,17 +695,17 @@ impl Session {
         lease_lost: &mut watch::Receiver<u64>,
     ) -> End {
         // Made once, not on every turn of the loop: a fresh `cancelled()` registers with
-        // the token and unregisters when dropped, twice per event otherwise.
-        let shutdown = self.core.shutdown.clone().cancelled_owned();
-        let drain = self.core.drain.clone().cancelled_owned();
-        tokio::pin!(shutdown, drain);
+        // the token and unregisters when dropped, twice per event otherwise. One token:
+        // stopping cancels the drain too, and each poll of a token takes its lock.
+        let leave = self.core.drain.clone().cancelled_owned();
+        tokio::pin!(leave);
         loop {
             let step = tokio::select! {
                 biased;
-                () = &mut shutdown => {
-                    return End::Status(Status::unavailable("the replica is stopping; resume elsewhere with last_seen_seq"));
-                }
-                () = &mut drain => {
+                () = &mut leave => {
+                    if self.core.shutdown.is_cancelled() {
+                        return End::Status(Status::unavailable("the replica is stopping; resume elsewhere with last_seen_seq"));
+                    }
                     self.drain_delay().await;
                     return End::Status(Status::unavailable("the replica is draining; resume elsewhere with last_seen_seq"));
                 }
@@ -718,7 +769,11 @@ impl Session {
         for (batch, skip) in local {
             // `deliver` numbers from `delivered + 1`: the batch from there on.
             debug_assert_eq!(batch.first_seq + skip as u64, self.delivered + 1);
-            if let Some(end) = self.deliver(&batch.events[skip..], batch.closed).await? {
+            let events = &batch.events[skip..];
+            if let Some(end) = self
+                .deliver(events, Some((&batch.shared, skip)), batch.closed)
+                .await?
+            {
                 return Ok(Some(end));
             }
         }
@@ -786,13 +841,17 @@ impl Session {
         };
         let leaving = matches!(kind, Kind::Leave(_));
         match actions::act(&self.core, &self.chat, &self.room_id, seat, kind).await? {
-            Acted::Done { room, events } => {
+            Acted::Done {
+                room,
+                events,
+                shared,
+            } => {
                 // Our own change reaches us at once, without waiting for the notice, and
                 // without reading it back when nothing came before it unseen.
                 let before = room.seq - events.len() as u64;
                 let end = if before == self.delivered {
-                    self.deliver(&events, room.status == RoomStatus::Closed)
-                        .await?
+                    let closed = room.status == RoomStatus::Closed;
+                    self.deliver(&events, Some((&shared, 0)), closed).await?
                 } else {
                     self.catch_up().await?
                 };

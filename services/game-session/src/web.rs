@@ -42,7 +42,9 @@ pub(crate) async fn watch(
         spectate: request.spectate,
     };
     let events = service.open(&user_id, join, None, permit).await?;
-    let responses = events.map(|event| event.map(|event| WatchResponse { event: Some(event) }));
+    let responses = events.map(|event| {
+        crate::response::message_of(event).map(|event| WatchResponse { event: Some(event) })
+    });
     Ok(Response::new(Box::pin(responses)))
 }
 
@@ -152,7 +154,7 @@ async fn act(
         .ok_or_else(|| GameError::Denied("you have no seat in this room".into()))?;
     Ok(
         match actions::act(core, service.chat(), room_id, seat, kind).await? {
-            Acted::Done { room, events } => Ok(actions::first_seq(&room, &events)),
+            Acted::Done { room, events, .. } => Ok(actions::first_seq(&room, &events)),
             Acted::Refused(refusal) => Err(refusal),
         },
     )

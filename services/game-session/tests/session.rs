@@ -685,6 +685,71 @@ async fn a_spectator_never_sees_a_hand_card() {
     replica.stop().await;
 }
 
+/// The spectators of a room share the bytes of each event this replica commits (encoded
+/// once for their viewer class: `game_session::shared_bytes`), and those bytes say
+/// exactly what a fresh projection says: a spectator who reads the whole log afterwards
+/// gets the same events (all but their server time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spectators_share_the_bytes_of_each_event() {
+    let (tokens, replica) = single_replica(timing()).await;
+    let (room, a, b) = two_players(&replica, &tokens, low_target()).await;
+    let watcher = tokens.token(Uuid::now_v7(), Role::Player);
+    let spectate = game::PlayRequest {
+        kind: Some(Kind::Join(game::Join {
+            room_id: room.clone(),
+            last_seen_seq: Some(0),
+            spectate: true,
+        })),
+    };
+    let shared_before = replica.metrics.events_shared.get();
+    let mut spectators = Vec::new();
+    for _ in 0..3 {
+        let (tx, mut events) = open(replica.channel().await, &watcher, spectate.clone())
+            .await
+            .unwrap();
+        spectators.push(tokio::spawn(async move {
+            let seen = spectate_to_the_end(&mut events).await;
+            drop(tx);
+            seen
+        }));
+    }
+    for mut player in [a, b] {
+        tokio::spawn(async move { player.play_on(None).await });
+    }
+    let mut live = Vec::new();
+    for spectator in spectators {
+        live.push(spectator.await.unwrap());
+    }
+    let shared = replica.metrics.events_shared.get() - shared_before;
+
+    let (_late_tx, mut late) = open(replica.channel().await, &watcher, spectate)
+        .await
+        .unwrap();
+    let replayed = spectate_to_the_end(&mut late).await;
+    let untimed = |events: &[PlayResponse]| -> Vec<PlayResponse> {
+        events
+            .iter()
+            .map(|e| PlayResponse {
+                server_time: None,
+                ..e.clone()
+            })
+            .collect()
+    };
+    assert!(replayed.len() > 20, "a whole match: {}", replayed.len());
+    for seen in &live {
+        assert_eq!(untimed(seen), untimed(&replayed));
+    }
+    // Three spectators (and, for most events, both players) in one class: each event
+    // encoded once would leave two or more of them using another's bytes.
+    let events = replayed.len() as u64;
+    eprintln!("{shared} shared sends for {events} events");
+    assert!(
+        shared >= events,
+        "{shared} shared sends for {events} events"
+    );
+    replica.stop().await;
+}
+
 /// A store that hears no other replica's notices (as if pub/sub lost them all).
 struct Deaf(std::sync::Arc<dyn game_session::RoomStore>);
 

@@ -143,6 +143,7 @@ impl Tokens {
 pub struct Replica {
     pub addr: SocketAddr,
     pub shutdown: CancellationToken,
+    pub metrics: Arc<game_session::metrics::GameMetrics>,
     pub handle: JoinHandle<Result<(), game_session::GameError>>,
 }
 
@@ -157,11 +158,12 @@ impl Replica {
         let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
         let verifier = tokens.issuer.verifier();
+        let background = shutdown.child_token();
+        let session = GameSession::start(store, config, accounts, background.clone());
+        let metrics = Arc::clone(&session.core().metrics);
         let handle = tokio::spawn({
             let shutdown = shutdown.clone();
             async move {
-                let background = shutdown.child_token();
-                let session = GameSession::start(store, config, accounts, background.clone());
                 let served = game_session::serve(
                     listener,
                     &session,
@@ -177,6 +179,7 @@ impl Replica {
         Replica {
             addr,
             shutdown,
+            metrics,
             handle,
         }
     }
