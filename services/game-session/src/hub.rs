@@ -696,7 +696,7 @@ mod tests {
         let watch = hub.watch("r");
         let commit = |first_seq: u64| {
             let shared: Arc<SharedBytes> = Arc::default();
-            shared.get_or_encode(0, 0, 1, || "bytes".into());
+            shared.get_or_encode(0, 1, || "bytes".into());
             hub.commit_started("r").committed(
                 first_seq,
                 &events(1),

@@ -33,7 +33,7 @@ pub struct GameMetrics {
     pub joins_queued: Counter,
     /// Cards played (by players, bots and timed-out turns).
     pub plays: Counter,
-    /// Events a stream sent as the bytes another stream of its viewer class had encoded
+    /// Events a stream sent as the bytes another stream of the room had encoded
     /// (`crate::shared_bytes`).
     pub events_shared: Counter,
     /// Rooms created here.
@@ -119,7 +119,7 @@ impl GameMetrics {
         );
         registry.register(
             "events_shared",
-            "Events sent as bytes another stream of the same viewer class encoded",
+            "Events sent as the bytes another stream of the room encoded",
             m.events_shared.clone(),
         );
         registry.register("rooms_created", "Rooms created", m.rooms_created.clone());

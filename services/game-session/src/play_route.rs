@@ -2,7 +2,7 @@
 //! methods through tonic's generated server.
 //!
 //! The generated server encodes every Play message itself, as a `PlayResponse`. A Play
-//! stream also sends bytes encoded once for its whole viewer class
+//! stream also sends bytes encoded once for every viewer who sees an event alike
 //! ([`crate::shared_bytes`]), so its route uses [`PreEncodedCodec`], which copies such
 //! bytes into the stream's frames as they are. Everything else about the call is the
 //! generated server's: the same path, the same request decoding and size limit, the same

@@ -9,8 +9,8 @@
 //! dropped (the client went away, the connection closed), the session goes with it;
 //! what it must still do then (record the disconnect) is spawned by its `Drop`.
 //!
-//! A message is a [`PlayResponse`] or, for an event other streams of its viewer class
-//! send too, the bytes encoded once for them all ([`crate::shared_bytes`]).
+//! A message is a [`PlayResponse`] or, for an event the room's other streams send alike,
+//! the bytes encoded once for them all ([`crate::shared_bytes`]).
 
 use std::collections::VecDeque;
 use std::future::Future;

@@ -22,7 +22,7 @@ use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument as _;
 
 use crate::actions::{self, Acted};
-use crate::convert::{project, server_event, snapshot, status_to_pb, viewer_class};
+use crate::convert::{project, seen_in_common, server_event, snapshot, status_to_pb};
 use crate::core::{Core, Mutation, StreamPermit, fresh_id, fresh_seed, now_ms};
 use crate::error::GameError;
 use crate::events::{LogEvent, StoredEvent};
@@ -483,8 +483,8 @@ struct Session {
     epoch: u64,
     seats: usize,
     settings: basra_engine::Settings,
-    /// Whether the stream sends its viewer class's shared bytes of this replica's commits
-    /// (see [`crate::shared_bytes`]).
+    /// Whether the stream sends the shared bytes of this replica's commits' events it sees
+    /// in common with the room's other viewers (see [`crate::shared_bytes`]).
     shares: bool,
     /// Where the stream's messages go (its response hands them out).
     queue: SendQueue,
@@ -665,9 +665,10 @@ impl Session {
             }
             let event = || project(stored, seq, self.viewer, self.seats, &self.settings, now);
             match shared {
-                Some((shared, first)) if self.shares => {
-                    let class = viewer_class(&stored.event, self.viewer);
-                    let bytes = match shared.get_or_encode(first + i, class, now, || {
+                Some((shared, first))
+                    if self.shares && seen_in_common(&stored.event, self.viewer) =>
+                {
+                    let bytes = match shared.get_or_encode(first + i, now, || {
                         prost::Message::encode_to_vec(&event()).into()
                     }) {
                         Shared::Reused(bytes) => {

@@ -686,7 +686,7 @@ async fn a_spectator_never_sees_a_hand_card() {
 }
 
 /// The spectators of a room share the bytes of each event this replica commits (encoded
-/// once for their viewer class: `game_session::shared_bytes`), and those bytes say
+/// once for all who see them alike: `game_session::shared_bytes`), and those bytes say
 /// exactly what a fresh projection says: a spectator who reads the whole log afterwards
 /// gets the same events (all but their server time).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -739,8 +739,8 @@ async fn spectators_share_the_bytes_of_each_event() {
     for seen in &live {
         assert_eq!(untimed(seen), untimed(&replayed));
     }
-    // Three spectators (and, for most events, both players) in one class: each event
-    // encoded once would leave two or more of them using another's bytes.
+    // Three spectators (and, for most events, both players) see each event alike: each
+    // encoded once leaves two or more of them sending bytes another one made.
     let events = replayed.len() as u64;
     eprintln!("{shared} shared sends for {events} events");
     assert!(
