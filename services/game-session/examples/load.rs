@@ -37,12 +37,24 @@
 //! `LOAD_LISTEN=127.0.0.1:PORT` pins the replica's address (default: any free port);
 //! `LOAD_JOIN_CONCURRENCY=N` sets its `game.join_concurrency` (default 64).
 //!
+//! `REDIS_URL=memory` runs the replica on the in-memory store (what `basra dev` uses):
+//! the game without Redis. `--replica relay` runs no game at all but a relay on the same
+//! server stack (`load/relay.rs`): the transport's own cost of a play, the floor under
+//! the replica's. Together with the real run they split a play's CPU into transport,
+//! game and Redis work.
+//!
+//! `--spectators N`: each room also has N spectators, each on a connection of its own,
+//! reading every event (they join after the players, before the run starts; their
+//! events per second are reported).
+//!
 //! `--join-storm N`: instead of playing, N players join within one second, each on a new
 //! connection (or on `--connections C` shared ones), and the report gives the time until
 //! the last snapshot and every refusal (see `load/storm.rs`).
 
 #![allow(missing_docs)]
 
+#[path = "load/relay.rs"]
+mod relay;
 #[path = "load/storm.rs"]
 mod storm;
 
@@ -92,6 +104,8 @@ struct Args {
     wait_replicas: u64,
     join_storm: Option<usize>,
     idle_seconds: u64,
+    spectators: usize,
+    relay: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
@@ -104,6 +118,8 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
         wait_replicas: 0,
         join_storm: None,
         idle_seconds: 0,
+        spectators: 0,
+        relay: false,
     };
     while let Some(flag) = args.next() {
         let value = args
@@ -123,8 +139,14 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
             "--wait-replicas" => parsed.wait_replicas = number()?,
             "--join-storm" => parsed.join_storm = Some(number()? as usize),
             "--idle-seconds" => parsed.idle_seconds = number()?,
+            "--spectators" => parsed.spectators = number()? as usize,
+            "--replica" => match value.as_str() {
+                "game" => parsed.relay = false,
+                "relay" => parsed.relay = true,
+                other => bail!("--replica {other}: game or relay"),
+            },
             other => bail!(
-                "unknown flag {other}; flags: --matches N --seconds S --warmup S --think-ms T --connections C --wait-replicas N --join-storm N --idle-seconds S"
+                "unknown flag {other}; flags: --matches N --seconds S --warmup S --think-ms T --connections C --wait-replicas N --join-storm N --idle-seconds S --spectators N --replica game|relay"
             ),
         }
     }
@@ -185,14 +207,25 @@ fn serve() -> anyhow::Result<()> {
             .ok()
             .and_then(|w| w.parse().ok())
             .unwrap_or(0);
-        let store = RedisStore::connect(&redis_url(), &prefix, 600, shutdown.clone())
-            .await?
-            .with_replica_wait(wait, 100);
         // `LOAD_LISTEN` pins the replica's address (a shared machine's port range).
         let listen = std::env::var("LOAD_LISTEN").unwrap_or_else(|_| "127.0.0.1:0".into());
         let listener = basra_platform::bind(listen.parse()?).await?;
         println!("listening {}", listener.local_addr()?);
         std::io::stdout().flush()?;
+        if std::env::var("LOAD_REPLICA").as_deref() == Ok("relay") {
+            let auth = basra_platform::auth::AuthLayer::new(verifier, &[]);
+            let routes = relay::Relay::routes();
+            let names = game_session::SERVICE_NAMES;
+            let drain = Duration::from_secs(1);
+            basra_platform::serve(listener, routes, names, auth, shutdown, drain).await?;
+            return Ok(());
+        }
+        let store: Arc<dyn game_session::RoomStore> = if redis_url() == "memory" {
+            Arc::new(game_session::MemoryStore::new())
+        } else {
+            let store = RedisStore::connect(&redis_url(), &prefix, 600, shutdown.clone()).await?;
+            Arc::new(store.with_replica_wait(wait, 100))
+        };
         let config = ServiceConfig {
             replica: "load".into(),
             timing: Timing {
@@ -212,8 +245,7 @@ fn serve() -> anyhow::Result<()> {
             resync: Duration::from_millis(2000),
             lease: Duration::from_millis(15_000),
         };
-        let session =
-            game_session::GameSession::start(Arc::new(store), config, None, shutdown.child_token());
+        let session = game_session::GameSession::start(store, config, None, shutdown.child_token());
         game_session::serve(
             listener,
             &session,
@@ -233,9 +265,16 @@ struct Server {
 }
 
 impl Server {
-    fn spawn(prefix: &str, kid: &str, public_pem: &str, wait: u64) -> anyhow::Result<Server> {
+    fn spawn(
+        prefix: &str,
+        kid: &str,
+        public_pem: &str,
+        wait: u64,
+        relay: bool,
+    ) -> anyhow::Result<Server> {
         let mut child = Command::new(std::env::current_exe()?)
             .arg("serve")
+            .env("LOAD_REPLICA", if relay { "relay" } else { "game" })
             .env("LOAD_PREFIX", prefix)
             .env("LOAD_WAIT_REPLICAS", wait.to_string())
             .env("LOAD_KID", kid)
@@ -305,9 +344,15 @@ fn page_size() -> u64 {
     4096
 }
 
-/// The primaries the run writes to: the one node, or every primary of a cluster.
-async fn primaries() -> anyhow::Result<Vec<(String, redis::aio::MultiplexedConnection)>> {
+/// The primaries the run writes to: the one node, or every primary of a cluster (none:
+/// the in-memory store, or the relay).
+async fn primaries(
+    relay: bool,
+) -> anyhow::Result<Vec<(String, redis::aio::MultiplexedConnection)>> {
     let url = redis_url();
+    if relay || url == "memory" {
+        return Ok(Vec::new());
+    }
     let first = url.split(',').next().unwrap_or_default().trim().to_owned();
     let mut conn = redis::Client::open(first.as_str())?
         .get_multiplexed_async_connection()
@@ -475,11 +520,12 @@ async fn connect_many(addr: SocketAddr, count: usize) -> anyhow::Result<Vec<Chan
     Ok(channels.into_iter().map(|(_, channel)| channel).collect())
 }
 
-/// Sends the join and opens the Play stream.
+/// Sends the join (a seat's, or a spectator's) and opens the Play stream.
 async fn join_stream(
     channel: Channel,
     token: &str,
     room_id: String,
+    spectate: bool,
     tx: &mpsc::Sender<PlayRequest>,
     rx: mpsc::Receiver<PlayRequest>,
 ) -> anyhow::Result<tonic::Streaming<game::PlayResponse>> {
@@ -487,7 +533,7 @@ async fn join_stream(
         kind: Some(Kind::Join(game::Join {
             room_id,
             last_seen_seq: Some(0),
-            spectate: false,
+            spectate,
         })),
     })
     .await?;
@@ -519,7 +565,7 @@ async fn player(
     let (tx, rx) = mpsc::channel(16);
     // A join that fails is reported at once (the other players keep their senders
     // while they wait for the start, so the driver would otherwise wait forever).
-    let opened = join_stream(channel, &token, room_id, &tx, rx).await;
+    let opened = join_stream(channel, &token, room_id, false, &tx, rx).await;
     let mut events = match opened {
         Ok(events) => {
             let _ = joined.send(Ok(())).await;
@@ -617,6 +663,25 @@ async fn player(
     }
 }
 
+/// One spectator: joins `room_id` and reads every event until the run stops it,
+/// counting in `seen` those of the measured window.
+async fn spectator(
+    channel: Channel,
+    token: String,
+    room_id: String,
+    shared: Arc<Shared>,
+    seen: Arc<AtomicU64>,
+) -> anyhow::Result<()> {
+    let (tx, rx) = mpsc::channel(1);
+    let mut events = join_stream(channel, &token, room_id, true, &tx, rx).await?;
+    while events.message().await?.is_some() {
+        if shared.measuring.load(Ordering::Relaxed) {
+            seen.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    bail!("the stream ended")
+}
+
 /// The latencies (µs, sorted) counted in millisecond buckets.
 fn histogram(sorted: &[u32]) -> String {
     const BOUNDS_MS: [u32; 10] = [1, 2, 5, 10, 25, 50, 100, 250, 1000, u32::MAX];
@@ -664,8 +729,9 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         issuer.kid(),
         issuer.public_pem(),
         args.wait_replicas,
+        args.relay,
     )?;
-    let mut redis_nodes = primaries().await?;
+    let mut redis_nodes = primaries(args.relay).await?;
     let players = args.matches * 2;
     let connections = if args.connections == 0 {
         players
@@ -683,7 +749,8 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         }
         return stormed;
     }
-    let rooms = create_rooms(&server, &issuer, args.matches).await?;
+    let rooms = create_rooms(&server, &issuer, args.matches, args.spectators > 0).await?;
+    let room_ids: Vec<String> = rooms.iter().map(|(id, _, _)| id.clone()).collect();
     let channels = connect_many(server.addr, connections).await?;
     let rss_connected = server.rss();
 
@@ -735,6 +802,24 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_streams = server.rss();
+    let mut watchers = tokio::task::JoinSet::new();
+    let spectator_events = Arc::new(AtomicU64::new(0));
+    if args.spectators > 0 {
+        let viewer = token(&issuer, Uuid::now_v7(), Role::Player)?;
+        let channels = connect_many(server.addr, room_ids.len() * args.spectators).await?;
+        for (index, channel) in channels.into_iter().enumerate() {
+            let room_id = room_ids[index / args.spectators].clone();
+            watchers.spawn(spectator(
+                channel,
+                viewer.clone(),
+                room_id,
+                shared.clone(),
+                spectator_events.clone(),
+            ));
+        }
+        // Their joins (a snapshot each) are done well before the window opens.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
     // Every stream open, nobody playing: what holding them costs (resync, leases,
     // timers, HTTP/2 keepalive).
     let idle_cpu = if args.idle_seconds > 0 {
@@ -767,9 +852,19 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     let rss_loaded = server.rss();
     shared.running.store(false, Ordering::Relaxed);
     drop(channels);
+    // A spectator runs until it is stopped: one that ended by now failed.
+    let mut failed = 0;
+    while let Some(result) = watchers.try_join_next() {
+        if let Ok(Err(err)) = result {
+            failed += 1;
+            eprintln!("spectator failed: {err:#}");
+        }
+    }
+    watchers.abort_all();
+    let spectator_events = spectator_events.load(Ordering::Relaxed);
 
     let mut latencies = Vec::new();
-    let (mut plays, mut ended, mut rejects, mut failed) = (0u64, 0u64, 0u64, 0usize);
+    let (mut plays, mut ended, mut rejects) = (0u64, 0u64, 0u64);
     while let Some(result) = tasks.join_next().await {
         match result? {
             Ok(figures) => {
@@ -799,7 +894,7 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         args.matches, players, connections, args.think_ms, args.wait_replicas, elapsed
     );
     println!(
-        "plays/s {:.0}  (plays {plays}, matches ended {}, rejects {rejects}, failed players {failed})",
+        "plays/s {:.0}  (plays {plays}, matches ended {}, rejects {rejects}, failed players and spectators {failed})",
         plays as f64 / elapsed,
         ended / 2
     );
@@ -811,6 +906,14 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         percentile(&latencies, 100.0)
     );
     println!("{}", histogram(&latencies));
+    if args.spectators > 0 {
+        println!(
+            "spectators {} a room ({} streams): {:.0} events/s delivered to them",
+            args.spectators,
+            room_ids.len() * args.spectators,
+            spectator_events as f64 / elapsed
+        );
+    }
     if let Some(cores) = idle_cpu {
         println!(
             "idle upkeep (all {players} streams open, nobody playing, {} s): {:.1} % of a core, {:.2} % per 10,000 streams",
@@ -863,6 +966,7 @@ async fn create_rooms(
     server: &Server,
     issuer: &TokenIssuer,
     matches: usize,
+    allow_spectators: bool,
 ) -> anyhow::Result<Vec<(String, Uuid, Uuid)>> {
     let control = connect(server.addr).await?;
     let service = token(issuer, Uuid::now_v7(), Role::Service)?;
@@ -885,7 +989,7 @@ async fn create_rooms(
                     .collect(),
                 settings: Some(pb::RuleSettings::default()),
                 ranked: false,
-                allow_spectators: false,
+                allow_spectators,
                 visibility: pb::RoomVisibility::Private as i32,
             },
             &service,
