@@ -61,6 +61,9 @@ bench: ## Run the benchmarks (figures go in README.md, 'Performance')
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 20 --think-ms 1000
 	services/game-session/bench/fixed_comparison.sh
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10 --replica relay
+	REDIS_URL=memory $(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 250 --seconds 10 --spectators 4
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --join-storm 2000
 
 bench-streams: ## One replica holding 20,000 paced streams (19,900 connections: the fd limit here is 20,000), then a storm of 19,800 joins (README, 'Performance')
