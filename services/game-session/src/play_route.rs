@@ -6,7 +6,7 @@
 //! ([`crate::shared_bytes`]), so its route uses [`PreEncodedCodec`], which copies such
 //! bytes into the stream's frames as they are. Everything else about the call is the
 //! generated server's: the same path, the same request decoding and size limit, the same
-//! handler ([`GameApi::play_stream`]).
+//! handler (`GameApi::play_stream`).
 
 use std::convert::Infallible;
 use std::sync::Arc;
