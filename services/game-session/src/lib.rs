@@ -49,6 +49,7 @@ pub mod record;
 pub mod response;
 pub mod room;
 pub mod service;
+mod session;
 pub mod settings;
 pub mod shared_bytes;
 pub mod store;
