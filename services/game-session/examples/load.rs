@@ -906,6 +906,17 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         percentile(&latencies, 100.0)
     );
     println!("{}", histogram(&latencies));
+    // Each match has at most one play in flight (a player plays on its turn), so by
+    // Little's law the mean latency is the plays in flight over plays/s: with no think
+    // time, about `matches / plays/s`, whatever the server.
+    let mean_ms = latencies.iter().map(|&us| f64::from(us)).sum::<f64>()
+        / latencies.len().max(1) as f64
+        / 1000.0;
+    println!(
+        "mean {mean_ms:.2} ms: {:.0} plays in flight on average (plays/s × mean latency; at most {})",
+        plays as f64 / elapsed * mean_ms / 1000.0,
+        args.matches
+    );
     if args.spectators > 0 {
         println!(
             "spectators {} a room ({} streams): {:.0} events/s delivered to them",
