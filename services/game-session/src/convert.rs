@@ -285,13 +285,7 @@ mod tests {
     /// Every event of whole matches (deals, plays, round and match ends, connections,
     /// chat, a rematch) in rooms of 2 and 4 seats.
     fn match_events(seats: Seats, seed: u8) -> (Vec<StoredEvent>, usize) {
-        let timing = Timing {
-            turn_ms: 20_000,
-            grace_ms: 60_000,
-            bot_delay_ms: 0,
-            rematch_ms: 60_000,
-            turn_slack_ms: 0,
-        };
+        let timing = Timing::for_tests();
         let settings = Settings {
             seats,
             ..Settings::default()

@@ -940,13 +940,7 @@ mod tests {
     /// back after every change: same events, same stored form, at every step.
     #[test]
     fn a_room_kept_in_memory_plays_like_the_stored_one() {
-        let timing = Timing {
-            turn_ms: 20_000,
-            grace_ms: 60_000,
-            bot_delay_ms: 0,
-            rematch_ms: 60_000,
-            turn_slack_ms: 0,
-        };
+        let timing = Timing::for_tests();
         for (n, seed) in [[7u8; 32], [42u8; 32], [200u8; 32]].into_iter().enumerate() {
             let occupants = vec![
                 Occupant::Player {

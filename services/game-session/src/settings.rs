@@ -181,6 +181,21 @@ pub struct Timing {
     pub turn_slack_ms: u64,
 }
 
+#[cfg(test)]
+impl Timing {
+    /// For unit tests that play whole matches by hand: deadlines far off, no bot delay,
+    /// no slack.
+    pub(crate) fn for_tests() -> Timing {
+        Timing {
+            turn_ms: 20_000,
+            grace_ms: 60_000,
+            bot_delay_ms: 0,
+            rematch_ms: 60_000,
+            turn_slack_ms: 0,
+        }
+    }
+}
+
 impl GameSettings {
     /// The room timings these settings give.
     pub fn timing(&self) -> Timing {

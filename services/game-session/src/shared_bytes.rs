@@ -18,8 +18,9 @@ use std::sync::{Mutex, MutexGuard};
 
 use prost::bytes::Bytes;
 
-/// How long shared bytes are sent as they are (ms after their server time).
-pub const FRESH_MS: i64 = 250;
+/// How long shared bytes are sent as they are (ms after their server time; the API
+/// promises at most this much: `PlayResponse.server_time`).
+pub const FRESH_MS: i64 = 100;
 
 /// The encodings of one commit's events (as seen in common), by event.
 #[derive(Debug, Default)]
@@ -32,15 +33,6 @@ pub enum Shared {
     Reused(Bytes),
     /// Made now, for this stream and those that come next.
     Made(Bytes),
-}
-
-impl Shared {
-    /// The bytes.
-    pub fn into_bytes(self) -> Bytes {
-        match self {
-            Shared::Reused(bytes) | Shared::Made(bytes) => bytes,
-        }
-    }
 }
 
 #[derive(Debug)]
@@ -107,13 +99,11 @@ mod tests {
     fn one_encoding_per_event_while_fresh() {
         let shared = SharedBytes::default();
         let mut made = 0;
-        let mut get = |index, now| {
-            shared
-                .get_or_encode(index, now, || {
-                    made += 1;
-                    Bytes::from(format!("{index}@{now}"))
-                })
-                .into_bytes()
+        let mut get = |index, now| match shared.get_or_encode(index, now, || {
+            made += 1;
+            Bytes::from(format!("{index}@{now}"))
+        }) {
+            Shared::Reused(bytes) | Shared::Made(bytes) => bytes,
         };
         assert_eq!(get(0, 1_000), "0@1000");
         assert_eq!(get(0, 1_000 + FRESH_MS), "0@1000");
