@@ -1,7 +1,7 @@
 # Basra online — the front door. `make help` lists the targets.
 
 CARGO ?= cargo
-# What the tests talk to (see README, "Quick start"). Override to point elsewhere.
+# What the tests talk to (README, "Quick start"). Override to point elsewhere.
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 REDIS_URL ?= redis://127.0.0.1:6379
 # A local Redis Cluster (3 primaries, 3 replicas): `make redis-cluster` starts it.
@@ -10,10 +10,13 @@ export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 
-.PHONY: help run web api-check api-release play test bench analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak
+.PHONY: help deps run web api-check api-release play test bench analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+deps: ## Install and start what make test and CI need (Debian/Ubuntu: apt, pip, npm; sudo when not root), then check it
+	scripts/deps.sh
 
 run: ## Start the whole backend on its embedded defaults (in-memory stores, one port: 50051) and the web page (8080)
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory web; \
@@ -41,14 +44,15 @@ play: ## Play in the terminal against the backend of `make run` (second terminal
 rules: ## Run the rules tool: JSON lines on stdin, answers on stdout
 	$(CARGO) run --quiet --release -p basra-rules
 
-test: ## Run every test (unit, property, integration, doc, the web client in Chromium); starts the local Redis Cluster, builds the web page
+test: ## Run every test (unit, property, integration, doc, the web client in Chromium); checks the prerequisites first (make deps installs them), starts the local Redis Cluster, builds the web page
+	@scripts/check-prereqs.sh
 	scripts/redis-cluster.sh start
 	@[ -d libs/analytics/tests/browser/node_modules/playwright-core ] || npm ci --prefix libs/analytics/tests/browser --no-audit --no-fund --silent
 	$(MAKE) --no-print-directory web
 	$(CARGO) test --workspace --all-targets --no-fail-fast
 	$(CARGO) test --workspace --doc
 
-bench: ## Run the benchmarks (figures go in README.md, 'Performance')
+bench: ## Run the benchmarks (figures in docs/performance.md)
 	$(CARGO) bench -p basra-engine --bench engine
 	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- 10000
 	$(CARGO) run --quiet --release -p basra-engine --example capture_worst
@@ -66,20 +70,20 @@ bench: ## Run the benchmarks (figures go in README.md, 'Performance')
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 250 --seconds 10 --spectators 4
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --join-storm 2000
 
-bench-streams: ## One replica holding 20,000 paced streams (19,900 connections: the fd limit here is 20,000), then a storm of 19,800 joins (README, 'Performance')
+bench-streams: ## One replica holding 20,000 paced streams (19,900 connections: the fd limit here is 20,000), then a storm of 19,800 joins (docs/performance.md)
 	$(CARGO) build --quiet --release -p game-session --example load
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 10000 --connections 19900 --think-ms 3500 --seconds 30 --warmup 5 --idle-seconds 10
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --join-storm 19800
 
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := engine_actions rules_tool client_messages tokens
-fuzz: ## Fuzz each target for FUZZ_SECONDS (cargo-fuzz, nightly; see README "Fuzzing")
+fuzz: ## Fuzz each target for FUZZ_SECONDS (cargo-fuzz, nightly; docs/reliability.md, "Fuzzing")
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
 	cd fuzz && for target in $(FUZZ_TARGETS); do \
 		$(CARGO) +nightly fuzz run $$target -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
 	done
 
-# The fault suite and the soak run the real service binaries (README "Reliability"), built
+# The fault suite and the soak run the real service binaries (docs/reliability.md), built
 # with CHAOS_PROFILE (dev: the debug build `make test` already made; release for figures).
 CHAOS_PROFILE ?= dev
 CHAOS_BIN_DIR := $(CARGO_TARGET_DIR_OR_TARGET)/$(if $(filter dev,$(CHAOS_PROFILE)),debug,$(CHAOS_PROFILE))
@@ -111,7 +115,8 @@ redis-cluster-stop: ## Stop the local Redis Cluster
 analytics-bench: ## simulate, export and report 10k and 100k matches (figures in libs/analytics/README.md)
 	libs/analytics/bench/bench.sh 10000 100000
 
-lint: ## cargo fmt --check and clippy with warnings as errors
+lint: ## No link leaving the repository or going nowhere (scripts/check-links.py), cargo fmt --check, clippy with warnings as errors
+	python3 scripts/check-links.py
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 

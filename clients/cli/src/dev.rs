@@ -153,6 +153,30 @@ pub async fn run(
     Ok(())
 }
 
+/// The address a client on this machine reaches `addr` by: a wildcard address
+/// (`0.0.0.0`, `::`) becomes the loopback address of its family.
+pub fn client_addr(addr: SocketAddr) -> SocketAddr {
+    let ip = match addr.ip() {
+        ip if !ip.is_unspecified() => ip,
+        std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+    };
+    SocketAddr::new(ip, addr.port())
+}
+
+/// How to play against a backend listening on `addr`: `make play` (whose client goes to
+/// 127.0.0.1:50051) only when that reaches it, else the client with the real address.
+pub fn play_command(addr: SocketAddr) -> String {
+    let addr = client_addr(addr);
+    if addr == SocketAddr::from(([127, 0, 0, 1], 50051)) {
+        "make play   (or: basra play)".into()
+    } else {
+        format!(
+            "basra play --server http://{addr}   (in this tree: cargo run -p basra -- play --server http://{addr})"
+        )
+    }
+}
+
 /// The development key in files, in a private temporary directory removed at exit.
 struct DevKeys {
     _dir: tempfile::TempDir,
@@ -202,5 +226,27 @@ impl DevKeys {
             public_key_file: self.public_file.clone(),
             role,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{client_addr, play_command};
+
+    #[test]
+    fn make_play_is_offered_only_where_it_connects() {
+        let play = |addr: &str| play_command(addr.parse().unwrap());
+        assert!(play("127.0.0.1:50051").starts_with("make play"));
+        assert!(play("0.0.0.0:50051").starts_with("make play"));
+        assert_eq!(
+            play("127.0.0.1:40123"),
+            "basra play --server http://127.0.0.1:40123   \
+             (in this tree: cargo run -p basra -- play --server http://127.0.0.1:40123)"
+        );
+        assert!(play("[::]:50051").starts_with("basra play --server http://[::1]:50051"));
+        assert_eq!(
+            client_addr("0.0.0.0:7".parse().unwrap()).to_string(),
+            "127.0.0.1:7"
+        );
     }
 }

@@ -106,9 +106,10 @@ enum Command {
         /// How long the computer thinks before each play, in milliseconds.
         #[arg(long)]
         bot_delay_ms: Option<u64>,
-        /// Where the web client's page is served (`make web` builds it).
-        #[arg(long, env = "BASRA_DEV_WEB_LISTEN", default_value = "127.0.0.1:8080")]
-        web_listen: std::net::SocketAddr,
+        /// Where the web client's page is served (`make web` builds it). Default
+        /// 127.0.0.1:8080, or a free port when `--listen` asks for port 0.
+        #[arg(long, env = "BASRA_DEV_WEB_LISTEN")]
+        web_listen: Option<std::net::SocketAddr>,
         /// The built page (default: clients/web/dist of this source tree).
         #[arg(long, env = "BASRA_DEV_WEB_DIR")]
         web_dir: Option<std::path::PathBuf>,
@@ -129,7 +130,7 @@ enum Command {
         #[arg(value_name = "NEW_NAME")]
         new_name: String,
     },
-    /// Answer rule questions: JSON lines on stdin (see README, "The rules tool").
+    /// Answer rule questions: JSON lines on stdin (see docs/rules.md, "The rules tool").
     Rules,
     /// Analytics over match records (see libs/analytics/README.md).
     Analytics {
@@ -287,7 +288,7 @@ async fn main() -> anyhow::Result<()> {
                     }),
                 )?,
                 web: web_built.then(|| basra::web_page::WebOptions {
-                    listen: web_listen,
+                    listen: web_listen.unwrap_or_else(|| basra::web_page::default_listen(listen)),
                     dir: web_dir.clone(),
                 }),
             };
@@ -302,16 +303,16 @@ async fn main() -> anyhow::Result<()> {
                     started.kid
                 );
                 println!("{}", started.public_pem.trim_end());
-                println!(
-                    "play:   make play   (or: cargo run -p basra -- play --server http://{})",
-                    started.addr
-                );
+                println!("play:   {}", basra::dev::play_command(started.addr));
                 println!(
                     "a bot:  cargo run -p basra -- bot --server http://{} computer",
-                    started.addr
+                    basra::dev::client_addr(started.addr)
                 );
                 match started.web_addr {
-                    Some(web) => println!("web:    open http://{web}/ in a browser"),
+                    Some(web) => println!(
+                        "web:    open http://{}/ in a browser",
+                        basra::dev::client_addr(web)
+                    ),
                     None => println!(
                         "web:    not built ({} has no page): run `make web`, then `make run` again",
                         web_dir.display()

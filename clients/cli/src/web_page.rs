@@ -22,6 +22,13 @@ pub struct WebOptions {
     pub dir: PathBuf,
 }
 
+/// Where the page listens unless told: 127.0.0.1:8080, or a free port of 127.0.0.1 when
+/// the API itself asks for one (`--listen …:0`), so that two `basra dev` run side by side.
+pub fn default_listen(api_listen: SocketAddr) -> SocketAddr {
+    let port = if api_listen.port() == 0 { 0 } else { 8080 };
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
 /// The built page's directory in this source tree (`make web` writes it).
 pub fn default_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../web/dist")
@@ -73,7 +80,16 @@ fn host_without_port(host: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::host_without_port;
+    use super::{default_listen, host_without_port};
+
+    #[test]
+    fn the_page_takes_a_free_port_when_the_api_does() {
+        let page = |api: &str| default_listen(api.parse().unwrap()).to_string();
+        assert_eq!(page("127.0.0.1:50051"), "127.0.0.1:8080");
+        assert_eq!(page("0.0.0.0:50052"), "127.0.0.1:8080");
+        assert_eq!(page("127.0.0.1:0"), "127.0.0.1:0");
+        assert_eq!(page("[::1]:0"), "127.0.0.1:0");
+    }
 
     #[test]
     fn the_port_is_cut_from_host_names_and_addresses() {

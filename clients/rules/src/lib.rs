@@ -1,4 +1,4 @@
-//! The rules tool's protocol (RULES.md, "The rules tool"): one JSON request per line, one
+//! The rules tool's protocol (docs/rules.md, "The rules tool"): one JSON request per line, one
 //! JSON answer per line, so that other implementations of Basra can be checked against ours.
 //!
 //! - `{"op":"capture","table":[..],"card":"8S"}` → `{"taken":[..],"basra":"none"}`

@@ -1,4 +1,4 @@
-//! The `basra-rules` binary speaks the protocol of RULES.md: one answer line per request line.
+//! The `basra-rules` binary speaks the protocol of docs/rules.md: one answer line per request line.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -41,7 +41,7 @@ fn capture_answers_match_the_rules_examples_exactly() {
             child.wait_with_output()
         })
         .unwrap();
-    // Byte for byte the answer RULES.md shows.
+    // Byte for byte the answer docs/rules.md shows.
     assert_eq!(
         String::from_utf8(output.stdout).unwrap(),
         "{\"taken\":[\"AS\",\"7H\",\"8D\"],\"basra\":\"none\"}\n"

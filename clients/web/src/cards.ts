@@ -1,4 +1,4 @@
-// Cards drawn as SVG, and what a card would take from the table (RULES.md §6–9), for the
+// Cards drawn as SVG, and what a card would take from the table (docs/rules.md §6–9), for the
 // hover highlight. The server decides every capture; this is only a preview.
 
 import { cardName } from "./i18n";

@@ -1,5 +1,6 @@
-//! The rules of Egyptian Basra as `../shared/RULES.md` fixes them: pure and deterministic,
-//! with no I/O, no clock and no async.
+//! The rules of Egyptian Basra as `docs/rules.md` states them: pure and deterministic,
+//! with no I/O, no clock and no async. `RULES.md §N` in this crate's comments is rule N of
+//! `docs/rules.md`.
 //!
 //! - [`Game`] holds a match; [`Game::apply`] takes an [`Action`] and answers with the
 //!   [`Event`]s it caused, or a [`RuleError`] that leaves the game exactly as it was.
@@ -7,7 +8,7 @@
 //!   match from its settings, seed and action log.
 //! - [`Game::view`] is the only client-facing projection; [`Event::for_viewer`] hides other
 //!   seats' cards in the event stream.
-//! - [`capture::largest_cover`] is the exact largest-capture search (RULES.md §6).
+//! - [`capture::largest_cover`] is the exact largest-capture search (docs/rules.md §6).
 //! - [`bot`] holds the bot policies; [`round::Round`] a single round, used by the rules tool.
 //!
 //! ```

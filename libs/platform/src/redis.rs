@@ -272,7 +272,7 @@ impl Redis {
     /// per turn before it answers. One connection carrying every call of a busy process
     /// then gets about 16 KiB of commands through per disk sync: on this project's test
     /// machine (a sync of ~4 ms) some 700 writes of 3 KB per second, against ~10,500 over
-    /// eight connections (`redis-benchmark -P 50 -d 3000`, README "Reliability").
+    /// eight connections (`redis-benchmark -P 50 -d 3000`, docs/reliability.md, "The resume storm").
     pub async fn connect_pool(url: &str, connections: usize) -> RedisResult<Redis> {
         let topology = Topology::parse(url).map_err(|msg| {
             RedisError::from((::redis::ErrorKind::InvalidClientConfig, "bad URL", msg))

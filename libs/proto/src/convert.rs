@@ -50,7 +50,7 @@ pub fn card_from_pb(card: &pb::Card) -> Result<Card, ConvertError> {
 }
 
 /// API rule settings as validated engine settings: unset fields (and `UNSPECIFIED` enums)
-/// take the defaults of RULES.md; `None` is all defaults.
+/// take the defaults of docs/rules.md; `None` is all defaults.
 pub fn settings_from_pb(settings: Option<&pb::RuleSettings>) -> Result<Settings, ConvertError> {
     let mut out = Settings::default();
     let Some(s) = settings else {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fixed comparison of issue 14's flat-out goal (README, "Performance"): redis-benchmark
+# The fixed comparison of issue 14's flat-out goal (docs/performance.md, "Game-session"): redis-benchmark
 # with 50 clients on an EVALSHA that GETs a 600-byte value, SETs 600 bytes and XADDs one
 # 200-byte event, on random keys of 1,000 rooms. Unlike redis_bench.sh (the real commit
 # script with our sizes), this does not move when our own state changes size. Prints

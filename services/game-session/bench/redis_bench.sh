@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The "comparable EVALSHA" of the game-session load benchmark (README, "Performance"):
+# The "comparable EVALSHA" of the game-session load benchmark (docs/performance.md, "Game-session"):
 # redis-benchmark runs the real commit script (src/store/lua/commit.lua) with its two
 # early returns taken out (version mismatch, move already applied) so that every call
 # writes: version and idempotency reads, event and action appends, state write, move
