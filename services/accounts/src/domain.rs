@@ -107,7 +107,8 @@ impl Password {
 }
 
 /// The name shown to other players: 1..24 characters once trimmed and with every run of
-/// white space made one space; no control characters and no invisible ones (format
+/// white space (any Unicode white space, tabs and line breaks included) made one space; no
+/// other control characters and no invisible ones (format
 /// characters such as zero-width spaces and bidirectional overrides, blank fillers); and
 /// nothing that could pass for a name the server gives a seat — a bot ("Bot (hard)") or
 /// an unnamed player ("Player 2"), see [`basra_proto::convert::is_reserved_name`].
@@ -119,7 +120,8 @@ impl DisplayName {
     /// (trimmed, white space collapsed).
     pub fn parse(raw: &str) -> Result<DisplayName> {
         let raw = raw.trim();
-        if raw.chars().any(char::is_control) {
+        // White space (a tab, a line break) is collapsed below, not refused.
+        if raw.chars().any(|c| c.is_control() && !c.is_whitespace()) {
             return Err(AccountsError::invalid(
                 "display_name",
                 "must not contain control characters",
@@ -328,6 +330,20 @@ mod tests {
         assert!(DisplayName::parse("   ").is_err());
         assert!(DisplayName::parse(&"n".repeat(25)).is_err());
         assert!(DisplayName::parse("a\u{7}b").is_err());
+        assert!(DisplayName::parse("a\u{0}b").is_err());
+        assert!(DisplayName::parse("a\u{85}b").is_ok(), "NEL is white space");
+        assert_eq!(
+            DisplayName::parse("Ana \t xyz").unwrap().as_str(),
+            "Ana xyz",
+            "a tab is white space: its run becomes one space"
+        );
+        assert_eq!(
+            DisplayName::parse("Ana\r\n\u{b}\u{c}xyz\n")
+                .unwrap()
+                .as_str(),
+            "Ana xyz",
+            "line breaks, vertical tabs and form feeds too"
+        );
         assert_eq!(
             DisplayName::parse(" Layla \u{3000}  Basra ")
                 .unwrap()

@@ -85,7 +85,12 @@ fn in_match(room: &str, spectatable: bool) -> Activity {
 }
 
 async fn presence_of(store: &SocialStore, user: Uuid) -> Presence {
-    store.presence(&[user]).await.unwrap().remove(0)
+    store.presence(&[user]).await.unwrap().remove(0).presence
+}
+
+async fn presences(store: &SocialStore, users: &[Uuid]) -> Vec<Presence> {
+    let read = store.presence(users).await.unwrap();
+    read.into_iter().map(|r| r.presence).collect()
 }
 
 mod cases {
@@ -135,7 +140,7 @@ mod cases {
         // A room that may not be watched is not named; it too ends only as itself.
         store.begin(me, &in_match("room-2", false)).await.unwrap();
         store.end(me, &in_match("room-3", false)).await.unwrap();
-        let both = store.presence(&[me, marker]).await.unwrap();
+        let both = presences(&store, &[me, marker]).await;
         assert_eq!(both, vec![Presence::InMatch(None), Presence::Online]);
         store.end(me, &in_match("room-2", false)).await.unwrap();
         assert_eq!(presence_of(&store, me).await, Presence::Offline);
@@ -147,12 +152,24 @@ mod cases {
         store.begin(lapsed, &Activity::Queue).await.unwrap();
         tokio::time::sleep(TTL / 2).await;
         store.begin(kept, &Activity::Queue).await.unwrap();
+        // Each read says when the player's soonest report lapses: the repeated one later.
+        let read = store.presence(&[kept, lapsed]).await.unwrap();
+        let (kept_lapses, lapsed_lapses) = (read[0].lapses_in.unwrap(), read[1].lapses_in.unwrap());
+        assert!(kept_lapses <= TTL, "{kept_lapses:?}");
+        assert!(lapsed_lapses <= TTL / 2, "{lapsed_lapses:?}");
+        assert!(
+            kept_lapses > lapsed_lapses,
+            "{kept_lapses:?} {lapsed_lapses:?}"
+        );
         tokio::time::sleep(TTL * 3 / 4).await;
+        let read = store.presence(&[kept, lapsed]).await.unwrap();
         assert_eq!(
-            store.presence(&[kept, lapsed]).await.unwrap(),
+            read.iter().map(|r| r.presence.clone()).collect::<Vec<_>>(),
             vec![Presence::InQueue, Presence::Offline],
             "the repeated report holds, the other lapsed by itself"
         );
+        assert_eq!(read[1].lapses_in, None, "nothing left to lapse");
+        assert!(read[0].lapses_in.is_some());
     }
 
     pub(super) async fn notes_are_numbered_kept_and_read_after_a_seq(store: SocialStore) {

@@ -4,8 +4,9 @@
 //!
 //! A feed is one task per stream: it sends a snapshot (friends with their presence,
 //! waiting requests), the kept notes the client missed, then whatever the [`Hub`] says
-//! changed, and looks at its friends' presence again every [`LOOK_AGAIN_EVERY`] (a
-//! presence report that lapsed is announced by nobody). The friend list is read from
+//! changed. A presence report that lapses is announced by nobody: the feed knows when
+//! each friend's soonest report runs out and looks at that friend again then; and it
+//! looks at every friend's presence and its notes again every [`LOOK_AGAIN_EVERY`]. The friend list is read from
 //! PostgreSQL at the start and when a change of it is announced, never on a timer.
 //!
 //! [`Hub`]: crate::social::Hub
@@ -26,11 +27,14 @@ use super::AccountsApi;
 use crate::error::{AccountsError, Result};
 use crate::friends::{Action, FriendEntry, Outcome};
 use crate::record::timestamp_to_proto;
-use crate::social::{Activity, Change, FeedTap, Hub, Presence, SocialStore};
+use crate::social::{Activity, Change, FeedTap, Hub, Presence, Reported, SocialStore};
 use crate::store::Store;
 
 /// How often a feed looks at its friends' presence and its notes again.
 pub const LOOK_AGAIN_EVERY: Duration = Duration::from_secs(30);
+/// How long after a friend's report runs out the feed looks (a little, so that the read
+/// comes after the report's end on the store's clock too).
+const LAPSE_MARGIN: Duration = Duration::from_millis(50);
 /// How often an open feed repeats its player's "online" report.
 const ONLINE_EVERY: Duration = Duration::from_secs(20);
 /// The most feeds one player may have open on one replica.
@@ -154,6 +158,7 @@ impl<S: Store> AccountsApi<S> {
             tap: self.inner.social.hub.tap(vec![caller.user_id]),
             friends: Vec::new(),
             shown: HashMap::new(),
+            lapses: HashMap::new(),
             last_seq: req.last_seen_seq,
             _open: open,
         };
@@ -427,6 +432,9 @@ struct Feed<S> {
     friends: Vec<FriendEntry>,
     /// The presence last sent per friend.
     shown: HashMap<Uuid, Presence>,
+    /// When each friend's presence may lapse (a report not repeated): the feed looks
+    /// again then, as nobody announces a lapse.
+    lapses: HashMap<Uuid, tokio::time::Instant>,
     /// The last note sent.
     last_seq: u64,
     _open: OpenFeed,
@@ -453,7 +461,11 @@ impl<S: Store> Feed<S> {
         self.set_friends(list.friends);
         let ids: Vec<Uuid> = self.friends.iter().map(|f| f.user_id).collect();
         let presence = self.social().presence(&ids).await?;
-        self.shown = ids.iter().copied().zip(presence).collect();
+        self.shown.clear();
+        for (player, reported) in ids.iter().copied().zip(presence) {
+            self.note_lapse(player, &reported);
+            self.shown.insert(player, reported.presence);
+        }
         let snapshot = pb::FriendsSnapshot {
             friends: self
                 .friends
@@ -519,7 +531,9 @@ impl<S: Store> Feed<S> {
             .collect();
         let presence = self.social().presence(&players).await?;
         let mut events = Vec::new();
-        for (player, now) in players.into_iter().zip(presence) {
+        for (player, reported) in players.into_iter().zip(presence) {
+            self.note_lapse(player, &reported);
+            let now = reported.presence;
             if self.shown.get(&player) != Some(&now) {
                 self.shown.insert(player, now);
                 if let Some(friend) = self.friends.iter().find(|f| f.user_id == player) {
@@ -542,7 +556,32 @@ impl<S: Store> Feed<S> {
         self.set_friends(list.friends);
         let ids: Vec<Uuid> = self.friends.iter().map(|f| f.user_id).collect();
         self.shown.retain(|player, _| ids.contains(player));
+        self.lapses.retain(|player, _| ids.contains(player));
         self.presence_changes(&ids).await
+    }
+
+    /// Remembers when `player`'s presence may lapse (a moment after their soonest report
+    /// runs out, so that Redis has let it go).
+    fn note_lapse(&mut self, player: Uuid, reported: &Reported) {
+        match reported.lapses_in {
+            Some(left) => {
+                let at = tokio::time::Instant::now() + left + LAPSE_MARGIN;
+                self.lapses.insert(player, at);
+            }
+            None => {
+                self.lapses.remove(&player);
+            }
+        }
+    }
+
+    /// The friends whose presence may have lapsed by now.
+    fn lapsed(&self) -> Vec<Uuid> {
+        let now = tokio::time::Instant::now();
+        self.lapses
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(player, _)| *player)
+            .collect()
     }
 
     /// Sends what changes until the client goes away or the store fails.
@@ -552,8 +591,13 @@ impl<S: Store> Feed<S> {
         look_again.reset();
         online.reset();
         loop {
+            let next_lapse = self.lapses.values().min().copied();
             let events = tokio::select! {
                 () = tx.closed() => return Ok(()),
+                () = sleep_until(next_lapse) => {
+                    let lapsed = self.lapsed();
+                    self.presence_changes(&lapsed).await?
+                }
                 change = self.tap.recv() => match change {
                     Some(Change::Presence(player)) if player != self.me => {
                         self.presence_changes(&[player]).await?
@@ -592,5 +636,13 @@ impl<S: Store> Feed<S> {
         let mut events = self.presence_changes(&ids).await?;
         events.extend(self.new_notes().await?);
         Ok(events)
+    }
+}
+
+/// Waits until `at`, or for ever.
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
-use super::{Activity, Change, KEEP_NOTES, NOTES_TTL, Note, Presence, REPORT_TTL};
+use super::{Activity, Change, KEEP_NOTES, NOTES_TTL, Note, Presence, REPORT_TTL, Reported};
 
 /// Presence and notes in memory. Clones share them.
 #[derive(Debug, Clone)]
@@ -37,6 +37,22 @@ impl Default for MemorySocial {
 }
 
 impl Inner {
+    /// The player's presence, and how long until the soonest of their live reports lapses.
+    fn reported(&self, user: Uuid, now: Instant) -> Reported {
+        let lapses_in = self.reports.get(&user).and_then(|reports| {
+            reports
+                .iter()
+                .flatten()
+                .filter(|(_, until)| *until > now)
+                .map(|(_, until)| *until - now)
+                .min()
+        });
+        Reported {
+            presence: self.presence(user, now),
+            lapses_in,
+        }
+    }
+
     fn presence(&self, user: Uuid, now: Instant) -> Presence {
         let Some(reports) = self.reports.get(&user) else {
             return Presence::Offline;
@@ -85,12 +101,12 @@ impl MemorySocial {
         }
     }
 
-    pub(super) fn presence(&self, users: &[Uuid]) -> Vec<Presence> {
+    pub(super) fn presence(&self, users: &[Uuid]) -> Vec<Reported> {
         let now = Instant::now();
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         users
             .iter()
-            .map(|&user| inner.presence(user, now))
+            .map(|&user| inner.reported(user, now))
             .collect()
     }
 

@@ -88,6 +88,16 @@ impl Activity {
     }
 }
 
+/// A player's presence as read, and how long until the soonest of their reports lapses
+/// unless repeated: a feed looks again then, since nobody announces a lapse.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Reported {
+    /// What the player's friends see now.
+    pub presence: Presence,
+    /// Until one of the player's reports lapses; `None` when nothing is reported.
+    pub lapses_in: Option<Duration>,
+}
+
 /// What a player's friends see.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Presence {
@@ -216,8 +226,8 @@ impl SocialStore {
         }
     }
 
-    /// The presence of each of `users`, in their order.
-    pub async fn presence(&self, users: &[Uuid]) -> Result<Vec<Presence>> {
+    /// The presence of each of `users`, in their order, with when it may lapse.
+    pub async fn presence(&self, users: &[Uuid]) -> Result<Vec<Reported>> {
         match self {
             SocialStore::Memory(store) => Ok(store.presence(users)),
             SocialStore::Redis(store) => store.presence(users).await,

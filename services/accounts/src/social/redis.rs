@@ -22,7 +22,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::{Activity, Change, KEEP_NOTES, NOTES_TTL, Note, Presence, REPORT_TTL};
+use super::{Activity, Change, KEEP_NOTES, NOTES_TTL, Note, Presence, REPORT_TTL, Reported};
 use crate::error::{AccountsError, Result};
 
 /// Announcement channels (part of the key layout: changing it splits the replicas).
@@ -135,25 +135,40 @@ impl RedisSocial {
         Ok(())
     }
 
-    pub(super) async fn presence(&self, users: &[Uuid]) -> Result<Vec<Presence>> {
-        // One MGET per player (their keys share a slot), all in flight at once.
+    pub(super) async fn presence(&self, users: &[Uuid]) -> Result<Vec<Reported>> {
+        // One pipeline per player (their keys share a slot): the three reports and their
+        // times to live; all in flight at once.
         let mut reads = tokio::task::JoinSet::new();
         for (i, &user) in users.iter().enumerate() {
             let keys = self.presence_keys(user);
             let mut conn = self.conn();
             reads.spawn(async move {
-                let values: Vec<Option<String>> = conn.mget(&keys).await?;
-                Ok::<_, redis::RedisError>((i, values))
+                let mut pipe = redis::pipe();
+                pipe.cmd("MGET").arg(&keys);
+                for key in &keys {
+                    pipe.cmd("PTTL").arg(key);
+                }
+                let (values, online, queue, matched): (Vec<Option<String>>, i64, i64, i64) =
+                    pipe.query_async(&mut conn).await?;
+                Ok::<_, redis::RedisError>((i, values, [online, queue, matched]))
             });
         }
-        let mut presence = vec![Presence::Offline; users.len()];
+        let mut presence = vec![Reported::default(); users.len()];
         while let Some(read) = reads.join_next().await {
-            let (i, values) = read.map_err(unavailable)?.map_err(unavailable)?;
-            presence[i] = Presence::from_reports(
-                values[0].is_some(),
-                values[1].is_some(),
-                values[2].as_deref(),
-            );
+            let (i, values, ttls) = read.map_err(unavailable)?.map_err(unavailable)?;
+            presence[i] = Reported {
+                presence: Presence::from_reports(
+                    values[0].is_some(),
+                    values[1].is_some(),
+                    values[2].as_deref(),
+                ),
+                // PTTL: -2 for a missing key (and -1 for one without expiry: none here).
+                lapses_in: ttls
+                    .iter()
+                    .filter(|ms| **ms >= 0)
+                    .min()
+                    .map(|ms| Duration::from_millis(*ms as u64)),
+            };
         }
         Ok(presence)
     }
