@@ -54,7 +54,8 @@ test: ## Run every test (unit, property, integration, doc, the web client in Chr
 
 bench: ## Run the benchmarks (figures in docs/performance.md)
 	$(CARGO) bench -p basra-engine --bench engine
-	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- 10000
+	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- levels 10000
+	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- timing 200
 	$(CARGO) run --quiet --release -p basra-engine --example capture_worst
 	$(CARGO) run --quiet --release -p accounts --example login_bench -- 64 5
 	$(CARGO) run --quiet --release -p accounts --example login_bench -- 64 5 2

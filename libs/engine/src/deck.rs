@@ -134,6 +134,18 @@ impl Deck {
         }
     }
 
+    /// A deck of these cards, top first (at most 52; the search bot's imagined decks).
+    pub(crate) fn from_slice(cards: &[Card]) -> Deck {
+        debug_assert!(cards.len() <= 52);
+        let mut slots = [Card::KOMI; 52];
+        slots[..cards.len()].copy_from_slice(cards);
+        Deck {
+            cards: slots,
+            top: 0,
+            len: cards.len() as u8,
+        }
+    }
+
     /// The deck for round `round` of a match with this seed.
     pub fn shuffled(seed: &Seed, round: u32) -> Deck {
         let mut rng = ChaCha20Rng::from_seed(seed.0);

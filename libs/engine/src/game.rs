@@ -166,6 +166,12 @@ impl Game {
         self.result.is_none().then(|| self.round.turn())
     }
 
+    /// The current round, to change in tests.
+    #[cfg(test)]
+    pub(crate) fn round_mut(&mut self) -> &mut Round {
+        &mut self.round
+    }
+
     /// Match totals per side.
     pub fn totals(&self) -> [u32; 2] {
         self.totals
@@ -184,7 +190,7 @@ impl Game {
 
 /// The side that has won after a round with these totals (RULES.md §20): it reached the
 /// target with a total higher than the other's. Equal totals at or above it play on.
-fn winner(totals: [u32; 2], target: u32) -> Option<Side> {
+pub(crate) fn winner(totals: [u32; 2], target: u32) -> Option<Side> {
     let [a, b] = totals;
     match a.cmp(&b) {
         std::cmp::Ordering::Greater if a >= target => Some(Side(0)),

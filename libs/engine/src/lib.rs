@@ -9,7 +9,8 @@
 //! - [`Game::view`] is the only client-facing projection; [`Event::for_viewer`] hides other
 //!   seats' cards in the event stream.
 //! - [`capture::largest_cover`] is the exact largest-capture search (docs/rules.md §6).
-//! - [`bot`] holds the bot policies; [`round::Round`] a single round, used by the rules tool.
+//! - [`bot`] holds the bot policies, [`search`] the search bot behind the "hard" level;
+//!   [`round::Round`] a single round, used by the rules tool.
 //!
 //! ```
 //! use basra_engine::{Action, Game, Seed, Settings};
@@ -30,6 +31,7 @@ pub mod error;
 pub mod event;
 pub mod game;
 pub mod round;
+pub mod search;
 pub mod seat;
 pub mod settings;
 pub mod view;

@@ -84,6 +84,56 @@ impl Round {
         round
     }
 
+    /// A round in the middle of play, as the search bot imagines it: every field given.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn imagined(
+        settings: &Settings,
+        index: u32,
+        dealer: Seat,
+        turn: Seat,
+        deck: Deck,
+        hands: [CardSet; 4],
+        table: &[Card],
+        piles: [CardSet; 2],
+        basra_points: [u32; 2],
+        last_capturer: Option<Seat>,
+    ) -> Round {
+        Round {
+            index,
+            seats: settings.seat_count(),
+            dealer,
+            turn,
+            deck,
+            hands,
+            table: table.iter().copied().collect(),
+            piles,
+            basras: [[0; 3]; 2],
+            basra_points,
+            last_capturer,
+        }
+    }
+
+    /// Deals the cards `viewer` cannot see (the other hands and the deck) again, at random,
+    /// keeping every hand's size: a game that differs only in hidden cards.
+    #[cfg(test)]
+    pub(crate) fn redeal_hidden_from(&mut self, viewer: Seat, rng: &mut impl rand_core::RngCore) {
+        let mut hidden: Vec<Card> = self.deck.iter().collect();
+        for seat in (0..self.seats).map(Seat).filter(|&s| s != viewer) {
+            hidden.extend(self.hands[seat.index()].iter());
+        }
+        for i in (1..hidden.len()).rev() {
+            let j = ((u64::from(rng.next_u32()) * (i as u64 + 1)) >> 32) as usize;
+            hidden.swap(i, j);
+        }
+        let mut cards = hidden.into_iter();
+        for seat in (0..self.seats).map(Seat).filter(|&s| s != viewer) {
+            let size = self.hands[seat.index()].len();
+            self.hands[seat.index()] = cards.by_ref().take(size).collect();
+        }
+        let deck: Vec<Card> = cards.collect();
+        self.deck = Deck::from_slice(&deck);
+    }
+
     fn deal_hands(&mut self, events: &mut Vec<Event>) {
         let mut seat = self.dealer;
         for _ in 0..self.seats {

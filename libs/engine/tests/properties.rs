@@ -1,11 +1,15 @@
 //! Property tests: invariants that hold after any sequence of legal plays, under any settings.
 
+use basra_engine::bot::{Policy, decide};
 use basra_engine::capture::largest_cover;
+use basra_engine::search::{Budget, Memory};
 use basra_engine::{
     Action, BasraKind, Card, CardSet, EndReason, Event, Game, KomiBasra, MajorityTie, Seat, Seats,
     Seed, Settings, replay,
 };
 use proptest::prelude::*;
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
 
 fn settings() -> impl Strategy<Value = Settings> {
     (
@@ -398,6 +402,40 @@ proptest! {
         let cover = largest_cover(&table, value);
         prop_assert_eq!(cover.positions, best, "table {:?} value {}", table, value);
         prop_assert_eq!(cover.alternatives, count > 1, "table {:?} value {}", table, value);
+    }
+}
+
+proptest! {
+    // Whole matches with the search bot thinking: few cases, a tiny budget.
+    #![proptest_config(ProptestConfig::with_cases(6))]
+
+    #[test]
+    fn every_bot_plays_only_cards_of_its_hand_under_any_rules(
+        settings in settings(),
+        seed in any::<[u8; 32]>(),
+        rng_seed in any::<u64>(),
+    ) {
+        let mut rng = ChaCha8Rng::seed_from_u64(rng_seed);
+        let (mut game, _) = Game::new(settings, Seed(seed)).unwrap();
+        let budget = Budget { worlds: 2 };
+        let mut plays = 0;
+        // Every level at the table; a round's worth of plays is enough to meet every case
+        // of the deal, and keeps the debug build fast.
+        while let (Some(seat), true) = (game.turn(), plays < 60) {
+            let view = game.view(Some(seat));
+            let policy = Policy::ALL[(seat.index() + plays) % Policy::ALL.len()];
+            let memory = Memory::of(game.round());
+            let action = decide(policy, &view, &memory, &budget, &mut rng).unwrap();
+            let Action::Play { card, take: None, seat: played_by } = action else {
+                panic!("a bot plays a card with the canonical capture: {action:?}");
+            };
+            prop_assert_eq!(played_by, seat);
+            prop_assert!(view.hand.contains(card));
+            prop_assert!(game.apply(&action).is_ok());
+            // Not the bot's turn, not a seat: no action.
+            prop_assert_eq!(decide(policy, &game.view(None), &memory, &budget, &mut rng), None);
+            plays += 1;
+        }
     }
 }
 
