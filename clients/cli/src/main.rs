@@ -222,10 +222,18 @@ enum AdminCommand {
     },
 }
 
+/// The bot policies, by the level names players see where there is one.
 #[derive(Clone, Copy, ValueEnum)]
 enum BotPolicy {
+    /// A random legal card.
     Random,
+    /// The "easy" level: greedy, but one play in two a random card.
+    Easy,
+    /// The "medium" level: the card worth the most now.
+    #[value(alias = "medium")]
     Greedy,
+    /// The "hard" level: the search bot (a few milliseconds a play).
+    Hard,
 }
 
 #[tokio::main]
@@ -356,7 +364,9 @@ async fn main() -> anyhow::Result<()> {
             });
             let policy = match policy {
                 BotPolicy::Random => Policy::Random,
+                BotPolicy::Easy => Policy::Easy,
                 BotPolicy::Greedy => Policy::Greedy,
+                BotPolicy::Hard => Policy::Hard,
             };
             let driver = Driver::Bot {
                 policy,

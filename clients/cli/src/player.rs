@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use basra_engine::bot::{self, Policy};
+use basra_engine::search::Budget;
 use basra_engine::{Action, Card, CardSet};
 use basra_proto::basra::game::v1::play_request::Kind;
 use basra_proto::basra::game::v1::play_response::Event;
@@ -155,7 +156,8 @@ fn play_message(table: &Table, card: Card, take: Option<CardSet>) -> PlayRequest
 }
 
 fn bot_play(table: &Table, policy: Policy, rng: &mut ChaCha8Rng) -> Option<PlayRequest> {
-    match bot::choose(policy, &table.view(), rng)? {
+    let budget = Budget::HARD;
+    match bot::decide(policy, &table.view(), &table.memory, &budget, rng)? {
         Action::Play { card, take, .. } => Some(play_message(table, card, take)),
         Action::Resign { .. } => Some(message(Kind::Resign(Resign {}))),
     }

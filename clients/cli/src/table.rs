@@ -2,6 +2,7 @@
 //! table, pile sizes, scores, whose turn it is. The server sends nothing more, and this
 //! model never pretends to know more.
 
+use basra_engine::search::Memory;
 use basra_engine::{Card, CardSet, LegalPlay, Seat, Settings, View, legal_plays};
 use basra_proto::basra::common::v1 as common;
 use basra_proto::basra::game::v1::play_response::Event;
@@ -39,6 +40,9 @@ pub struct Table {
     pub names: Vec<String>,
     /// The end of the match, once it came.
     pub ended: Option<game::MatchEnded>,
+    /// What this round showed everyone (the cards each side took, who took last), for the
+    /// search bot; only since the last snapshot, which does not say.
+    pub memory: Memory,
 }
 
 impl Table {
@@ -73,6 +77,10 @@ impl Table {
             }
             Some(Event::RoundStarted(started)) => {
                 self.round = started.round;
+                self.memory = Memory {
+                    round: Some(started.round),
+                    ..Memory::unknown()
+                };
                 self.piles = [0, 0];
                 self.table.clear();
             }
@@ -140,12 +148,22 @@ impl Table {
             self.table.push(card);
         } else {
             self.table.retain(|c| !taken.contains(*c));
-            self.piles[(played.seat % 2) as usize] += taken.len() as u32 + 1;
+            let side = (played.seat % 2) as usize;
+            self.piles[side] += taken.len() as u32 + 1;
+            let pile = &mut self.memory.piles[side];
+            *pile = pile.union(taken);
+            pile.insert(card);
+            self.memory.last_capturer = Some(Seat(played.seat as u8));
         }
         Ok(())
     }
 
     fn load(&mut self, view: &common::GameView) -> Result<(), ConvertError> {
+        // The captures before the snapshot are not in it: remember from here on.
+        self.memory = Memory {
+            round: Some(view.round),
+            ..Memory::unknown()
+        };
         self.settings = settings_from_pb(view.settings.as_ref())?;
         self.seat = view.your_seat;
         self.hand = view

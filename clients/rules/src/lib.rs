@@ -4,11 +4,17 @@
 //! - `{"op":"capture","table":[..],"card":"8S"}` → `{"taken":[..],"basra":"none"}`
 //! - `{"op":"round","deck":[52 cards],"dealer":0,"plays":[..]}` →
 //!   `{"piles":[n0,n1],"basras":[[..],[..]],"score":[s0,s1],"last_capturer":seat}`
-//! - either may carry `"rules":{..}`; a bad line answers `{"error":".."}`.
+//! - `{"op":"bot","policy":"hard","deck":[52 cards],"dealer":0,"plays":[..],"seed":7}` →
+//!   `{"seat":1,"card":"8S"}`: the card the bot plays next, seeing only its seat.
+//! - any may carry `"rules":{..}`; a bad line answers `{"error":".."}`.
 
+use basra_engine::bot::{Policy, decide};
 use basra_engine::capture::capture;
 use basra_engine::round::Round;
-use basra_engine::{BasraKind, Card, CardSet, Deck, Event, Settings};
+use basra_engine::search::{Budget, Memory};
+use basra_engine::{Action, BasraKind, Card, CardSet, Deck, Event, Seat, Settings, View};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 /// One request line.
@@ -28,6 +34,27 @@ enum Request {
         #[serde(default)]
         rules: Settings,
     },
+    Bot {
+        policy: Policy,
+        deck: Vec<Card>,
+        dealer: u8,
+        plays: Vec<Card>,
+        /// Seeds the bot's random choices (the same seed, the same answer).
+        #[serde(default)]
+        seed: u64,
+        /// The search bot's worlds per decision (default: the hard level's).
+        #[serde(default)]
+        worlds: Option<u32>,
+        #[serde(default)]
+        rules: Settings,
+    },
+}
+
+/// The answer to a `bot` request.
+#[derive(Debug, Serialize)]
+struct BotAnswer {
+    seat: u8,
+    card: Card,
 }
 
 /// The answer to a `capture` request.
@@ -71,6 +98,16 @@ pub fn answer(line: &str) -> String {
             plays,
             rules,
         } => answer_round(&deck, dealer, &plays, rules).map(|a| serde_json::to_string(&a)),
+        Request::Bot {
+            policy,
+            deck,
+            dealer,
+            plays,
+            seed,
+            worlds,
+            rules,
+        } => answer_bot(policy, &deck, dealer, &plays, seed, worlds, rules)
+            .map(|a| serde_json::to_string(&a)),
     });
     match answer {
         Ok(json) => json.expect("answers always serialize"),
@@ -115,12 +152,13 @@ fn answer_capture(table: &[Card], card: Card, rules: Settings) -> Result<Capture
     })
 }
 
-fn answer_round(
+/// Deals a round from `deck` and makes `plays` in turn order.
+fn play_round(
     deck: &[Card],
     dealer: u8,
     plays: &[Card],
     rules: Settings,
-) -> Result<RoundAnswer, String> {
+) -> Result<(Settings, Round, Vec<Event>), String> {
     let rules = rules.validate().map_err(|e| e.to_string())?;
     let cards: [Card; 52] = deck
         .try_into()
@@ -138,7 +176,7 @@ fn answer_round(
         &rules,
         0,
         Deck::from_cards(cards),
-        basra_engine::Seat(dealer),
+        Seat(dealer),
         &mut events,
     );
     for (index, &card) in plays.iter().enumerate() {
@@ -152,13 +190,23 @@ fn answer_round(
             .play(&rules, seat, card, None, &mut events)
             .map_err(|error| format!("play {index} ({card}): {error}"))?;
     }
+    Ok((rules, round, events))
+}
+
+fn answer_round(
+    deck: &[Card],
+    dealer: u8,
+    plays: &[Card],
+    rules: Settings,
+) -> Result<RoundAnswer, String> {
+    let (rules, mut round, events) = play_round(deck, dealer, plays, rules)?;
     if !round.is_over() {
         return Err(format!(
             "the plays end before the round does: {} given, {} cards still to play",
             plays.len(),
             usize::from(round.deck().len())
-                + (0..seats)
-                    .map(|s| round.hand(basra_engine::Seat(s)).len())
+                + (0..rules.seat_count())
+                    .map(|s| round.hand(Seat(s)).len())
                     .sum::<usize>()
         ));
     }
@@ -181,4 +229,32 @@ fn answer_round(
         score: score.points,
         last_capturer: score.last_capturer.map(|seat| seat.0),
     })
+}
+
+/// The bot's next card after `plays`: it sees the view of the seat to move and what the
+/// round showed everyone (a round outside a match: totals 0 to 0).
+fn answer_bot(
+    policy: Policy,
+    deck: &[Card],
+    dealer: u8,
+    plays: &[Card],
+    seed: u64,
+    worlds: Option<u32>,
+    rules: Settings,
+) -> Result<BotAnswer, String> {
+    let (rules, round, _) = play_round(deck, dealer, plays, rules)?;
+    if round.is_over() {
+        return Err(format!(
+            "the round is over after {} plays: nobody is to play",
+            plays.len()
+        ));
+    }
+    let seat = round.turn();
+    let view = View::of_round(&rules, &round, Some(seat), [0, 0]);
+    let budget = worlds.map_or(Budget::HARD, |worlds| Budget { worlds });
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    match decide(policy, &view, &Memory::of(&round), &budget, &mut rng) {
+        Some(Action::Play { card, .. }) => Ok(BotAnswer { seat: seat.0, card }),
+        other => unreachable!("the seat to move plays a card, not {other:?}"),
+    }
 }

@@ -208,3 +208,91 @@ fn round_plays_are_checked_against_the_current_hand() {
         error(3)
     );
 }
+
+#[test]
+fn bot_answers_a_card_of_the_hand_of_the_seat_to_move() {
+    let (round_request, _) = played_round(Settings::default(), 4, 1);
+    let deck = round_request["deck"].clone();
+    let plays = round_request["plays"].as_array().unwrap().clone();
+    let request = |policy: &str, played: usize, seed: u64| {
+        json!({"op":"bot","policy":policy,"deck":deck,"dealer":1,"plays":plays[..played],
+               "seed":seed,"worlds":8})
+        .to_string()
+    };
+    let mut lines = Vec::new();
+    for policy in ["random", "easy", "greedy", "medium", "hard"] {
+        for played in [0, 5, 20, 47] {
+            lines.push(request(policy, played, 1));
+        }
+    }
+    lines.push(request("hard", 20, 1));
+    lines.push(request("psychic", 0, 1));
+    lines.push(request("hard", 48, 1));
+    let answers = ask(&lines);
+    let policies = 5;
+    for (i, answer) in answers[..policies * 4].iter().enumerate() {
+        let played = [0, 5, 20, 47][i % 4];
+        // Replay the round to see whose turn it is and what that seat holds.
+        let cards: Vec<Card> = serde_json::from_value(deck.clone()).unwrap();
+        let mut round = Round::start(
+            &Settings::default(),
+            0,
+            Deck::from_cards(cards.try_into().unwrap()),
+            Seat(1),
+            &mut Vec::new(),
+        );
+        for card in &plays[..played] {
+            let card: Card = serde_json::from_value(card.clone()).unwrap();
+            let seat = round.turn();
+            round
+                .play(&Settings::default(), seat, card, None, &mut Vec::new())
+                .unwrap();
+        }
+        assert_eq!(answer["seat"], json!(round.turn().0), "{answer}");
+        let card: Card = serde_json::from_value(answer["card"].clone()).unwrap();
+        assert!(round.hand(round.turn()).contains(card), "{answer}");
+    }
+    // Greedy and its level name "medium" are one policy; the same seed, the same answer.
+    assert_eq!(answers[8..12], answers[12..16]);
+    assert_eq!(answers[policies * 4], answers[18]);
+    let error = |i: usize| answers[i]["error"].as_str().unwrap().to_owned();
+    assert!(
+        error(21).contains("unknown variant `psychic`"),
+        "{}",
+        error(21)
+    );
+    assert!(error(22).contains("the round is over"), "{}", error(22));
+}
+
+#[test]
+fn the_hard_bot_answers_the_same_whatever_the_cards_it_cannot_see() {
+    // Dealer 1: seat 0 holds the deck's cards 0-3, seat 1 cards 4-7, the table 8-11.
+    // Seat 0 plays first; everything but its hand and the table is hidden from it.
+    let rules = json!({"clean_start_table": false});
+    let mut lines = Vec::new();
+    for seed in 0..6u8 {
+        let cards: Vec<Card> = Deck::shuffled(&Seed([seed; 32]), 0).iter().collect();
+        let mut other = cards.clone();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(u64::from(seed));
+        let mut hidden: Vec<Card> = other[4..8].iter().chain(&other[12..]).copied().collect();
+        for i in (1..hidden.len()).rev() {
+            let j = rand_core::RngCore::next_u32(&mut rng) as usize % (i + 1);
+            hidden.swap(i, j);
+        }
+        other[4..8].copy_from_slice(&hidden[..4]);
+        other[12..].copy_from_slice(&hidden[4..]);
+        assert_ne!(cards, other);
+        for deck in [cards, other] {
+            lines.push(
+                json!({"op":"bot","policy":"hard","deck":deck,"dealer":1,"plays":[],
+                       "seed":seed,"worlds":16,"rules":rules})
+                .to_string(),
+            );
+        }
+    }
+    let answers = ask(&lines);
+    for pair in answers.chunks(2) {
+        assert!(pair[0]["card"].is_string(), "{}", pair[0]);
+        assert_eq!(pair[0], pair[1]);
+    }
+}

@@ -28,6 +28,7 @@ pub enum Policy {
     Easy,
     /// The "medium" level: the card worth the most now: cards and Basras taken, minus an
     /// easy Basra left to the next player and the waste of a sweeper on a small table.
+    #[serde(alias = "medium")]
     Greedy,
     /// The "hard" level: the [`search`](crate::search) bot at [`Budget::HARD`].
     Hard,

@@ -66,7 +66,8 @@ impl Budget {
 pub struct Memory {
     /// The round remembered; `None` when nothing is.
     pub round: Option<u32>,
-    /// The cards in each side's pile.
+    /// The cards seen going to each side's pile: all of its cards for a seat that watched
+    /// the whole round; fewer for one that joined late (the rest count as unseen).
     pub piles: [CardSet; 2],
     /// The seat that captured last.
     pub last_capturer: Option<Seat>,

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::card::{Card, CardSet};
 use crate::event::MatchResult;
 use crate::game::{Game, LegalPlay, legal_plays};
+use crate::round::Round;
 use crate::seat::Seat;
 use crate::settings::Settings;
 
@@ -46,26 +47,41 @@ pub struct View {
 
 impl View {
     pub(crate) fn of(game: &Game, viewer: Option<Seat>) -> View {
-        let round = game.round();
-        let seats = game.settings().seat_count();
+        View {
+            commitment: game.seed().commitment(),
+            turn: game.turn(),
+            result: game.result().copied(),
+            ..View::of_round(game.settings(), game.round(), viewer, game.totals())
+        }
+    }
+
+    /// What `viewer` may see of a round played under `settings`, with these match totals
+    /// before it (for a round outside a match, as the rules tool plays; no commitment).
+    pub fn of_round(
+        settings: &Settings,
+        round: &Round,
+        viewer: Option<Seat>,
+        totals: [u32; 2],
+    ) -> View {
+        let seats = settings.seat_count();
         let viewer = viewer.filter(|seat| seat.0 < seats);
         View {
             viewer,
-            settings: *game.settings(),
-            commitment: game.seed().commitment(),
+            settings: *settings,
+            commitment: [0; 32],
             round: round.index(),
             dealer: round.dealer(),
-            turn: game.turn(),
+            turn: (!round.is_over()).then(|| round.turn()),
             hand: viewer.map_or(CardSet::EMPTY, |seat| round.hand(seat)),
             hand_sizes: (0..seats)
                 .map(|s| round.hand(Seat(s)).len() as u8)
                 .collect(),
             table: round.table().to_vec(),
             pile_sizes: round.piles().map(|pile| pile.len() as u8),
-            totals: game.totals(),
+            totals,
             deck_left: round.deck().len(),
             round_basra_points: round.basra_points(),
-            result: game.result().copied(),
+            result: None,
         }
     }
 
