@@ -116,8 +116,9 @@ redis-cluster-stop: ## Stop the local Redis Cluster
 analytics-bench: ## simulate, export and report 10k and 100k matches (figures in libs/analytics/README.md)
 	libs/analytics/bench/bench.sh 10000 100000
 
-lint: ## No link leaving the repository or going nowhere (scripts/check-links.py), cargo fmt --check, clippy with warnings as errors
+lint: ## No link leaving the repository or going nowhere (scripts/check-links.py), no library depending on a service (scripts/check-layers.py), cargo fmt --check, clippy with warnings as errors
 	python3 scripts/check-links.py
+	python3 scripts/check-layers.py
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 

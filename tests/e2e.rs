@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use accounts::record::{ActionKind, ActionRecord};
 use basra::player::{Command, Driver, command, play_room, resume_room};
 use basra::session::Session;
 use basra::table::Table;
@@ -22,6 +21,7 @@ use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
 use basra_proto::basra::game::v1::play_request::Kind;
 use basra_proto::basra::game::v1::{AskRematchRequest, Join, PlayRequest};
 use basra_proto::basra::matchmaking::v1::join_room_request::Target;
+use basra_records::{ActionKind, ActionRecord};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 

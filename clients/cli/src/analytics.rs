@@ -1,6 +1,5 @@
 //! `basra analytics export`, `basra analytics report` and `basra simulate`: the command
-//! lines of the `basra-analytics` crate (and of [`crate::simulate`], the simulation
-//! through the real services).
+//! lines of the `basra-analytics` crate and of [`crate::simulate`].
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,13 +7,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 use basra_analytics::export::{ExportOptions, export};
 use basra_analytics::report::report;
-use basra_analytics::simulate::{SimulateOptions, simulate};
 use basra_platform::auth::TokenIssuer;
 use chrono::{DateTime, NaiveDate, Utc};
 use clap::{Args, Subcommand};
 
 use crate::session::Endpoints;
-use crate::simulate::{ServicesOptions, simulate_services};
+use crate::simulate::{ServicesOptions, SimulateOptions, simulate, simulate_services};
 
 /// `basra analytics …`.
 #[derive(Subcommand)]

@@ -8,7 +8,8 @@
 //! - [`lobby`]: getting a seat (queue, computer, private code, public lobby).
 //! - [`player`]: playing a room over the `Play` stream, for a person or a bot, resuming
 //!   after a dropped connection.
-//! - [`simulate`]: `basra simulate` through the real services (bots as guests).
+//! - [`simulate`]: `basra simulate`, through the real services (bots as guests) or fast
+//!   (engine-made records in `RecordMatches` batches).
 //! - [`table`]: the client's model of its game, rebuilt from the events.
 //! - [`web_page`]: the web client's page, served by `basra dev`.
 //! - [`render`]: the terminal picture and announcements.

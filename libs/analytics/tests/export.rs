@@ -9,13 +9,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use accounts::PgStore;
-use accounts::record::{ActionKind, ActionRecord, MatchRecord};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int16Type, Int32Type, TimestampMicrosecondType};
 use arrow_array::{Array, RecordBatch};
 use basra_analytics::dataset;
 use basra_analytics::export::tables::{TABLES, Table};
 use basra_analytics::export::{ExportOptions, ExportSummary, export};
+use basra_records::{ActionKind, ActionRecord, MatchRecord};
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use sqlx::PgPool;
 
@@ -533,14 +533,14 @@ async fn the_binary_log_migration_counts_the_plays_of_older_rows_which_still_exp
     )
     .await;
     // Unrated matches as the accounts of before stored them (no player rows needed).
-    let mut corpus = basra_analytics::simulate::corpus::Corpus::new(
+    let mut corpus = basra_records::corpus::Corpus::new(
         (0..4)
-            .map(|i| basra_analytics::simulate::corpus::Player {
+            .map(|i| basra_records::corpus::Player {
                 user_id: uuid::Uuid::now_v7(),
-                policy: basra_analytics::simulate::corpus::policy_of(i),
+                policy: basra_records::corpus::policy_of(i),
             })
             .collect(),
-        basra_analytics::simulate::corpus::CorpusOptions {
+        basra_records::corpus::CorpusOptions {
             seed: 51,
             days: 2,
             until: common::until(),

@@ -6,8 +6,8 @@ mod common;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use accounts::PgStore;
-use accounts::record::{ActionKind, EndReason};
 use accounts::store::Store;
+use basra_records::{ActionKind, EndReason};
 use chrono::NaiveDate;
 use sqlx::{PgPool, Row};
 use uuid::Uuid;

@@ -3,6 +3,9 @@
 //! match, so both record exactly the same shape and the analytics export's replay checks
 //! both the same way.
 //!
+//! `basra_records::build` names it for every crate but game-session, which calls it here
+//! (it moves to `basra-records` when game-session reads its records from there).
+//!
 //! What the engine's game holds (settings, seed, totals, winner) comes from the game;
 //! what only the caller knows (who sat where, when each action happened, which were
 //! automatic, each round's dealer, how the match ended) comes from the caller.

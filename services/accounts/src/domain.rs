@@ -19,7 +19,7 @@ pub const DISPLAY_NAME_MAX: usize = 24;
 /// Most characters in a guest device id.
 pub const DEVICE_ID_MAX: usize = 128;
 /// Most characters in a match or room id.
-pub const MATCH_ID_MAX: usize = 64;
+pub const MATCH_ID_MAX: usize = basra_records::wire::ID_MAX;
 
 /// A login name: 3..20 characters of `A-Z a-z 0-9 _ .`, unique without regard
 /// to case.
@@ -259,24 +259,10 @@ impl DeviceId {
     }
 }
 
-/// Checks a match or room id: 1..64 printable ASCII characters without spaces.
+/// Checks a match or room id: 1..64 printable ASCII characters without spaces (the
+/// record's rule, [`basra_records::wire::opaque_id`]).
 pub fn parse_opaque_id(field: &'static str, raw: &str) -> Result<String> {
-    if raw.is_empty() {
-        return Err(AccountsError::invalid(field, "must not be empty"));
-    }
-    if raw.len() > MATCH_ID_MAX {
-        return Err(AccountsError::invalid(
-            field,
-            format!("must be at most {MATCH_ID_MAX} characters long"),
-        ));
-    }
-    if !raw.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(AccountsError::invalid(
-            field,
-            "must be printable ASCII without spaces",
-        ));
-    }
-    Ok(raw.to_owned())
+    Ok(basra_records::wire::opaque_id(field, raw)?)
 }
 
 /// The current time, truncated to microseconds: what PostgreSQL stores, so both
@@ -285,10 +271,7 @@ pub fn now() -> DateTime<Utc> {
     truncate_micros(Utc::now())
 }
 
-/// `t` without its sub-microsecond part.
-pub fn truncate_micros(t: DateTime<Utc>) -> DateTime<Utc> {
-    DateTime::from_timestamp_micros(t.timestamp_micros()).unwrap_or(t)
-}
+pub use basra_records::wire::truncate_micros;
 
 #[cfg(test)]
 mod tests {

@@ -105,6 +105,15 @@ pub enum AccountsError {
 /// Shorthand for results of this crate.
 pub type Result<T, E = AccountsError> = std::result::Result<T, E>;
 
+impl From<basra_records::InvalidRecord> for AccountsError {
+    fn from(e: basra_records::InvalidRecord) -> AccountsError {
+        AccountsError::InvalidArgument {
+            field: e.field,
+            reason: e.reason,
+        }
+    }
+}
+
 impl AccountsError {
     /// An [`AccountsError::InvalidArgument`] for `field`.
     pub fn invalid(field: &'static str, reason: impl Into<String>) -> AccountsError {

@@ -9,8 +9,8 @@
 //! - [`friends`]: the rules of friend requests, friendships and blocks;
 //!   [`social`]: presence and the friends' feed (WatchFriends), in Redis.
 //! - [`names`]: the rate limit of display name changes.
-//! - [`rating`]: Glicko-2 changes of a match; [`record`]: match records, stored
-//!   with the action log in [`action_log`]'s binary form;
+//! - [`rating`]: Glicko-2 changes of a match; match records are `basra-records`'s
+//!   (checked there, stored here with the action log in [`action_log`]'s binary form);
 //!   [`refresh`]: refresh tokens; [`password`]: argon2id.
 //! - [`settings`]: typed settings; [`App`]: the service as they describe it.
 //!
@@ -26,7 +26,6 @@
 //! # }
 //! ```
 
-pub mod action_log;
 pub mod domain;
 pub mod error;
 pub mod friends;
@@ -34,7 +33,6 @@ pub mod metrics;
 pub mod names;
 pub mod password;
 pub mod rating;
-pub mod record;
 pub mod refresh;
 pub mod service;
 pub mod settings;
@@ -52,6 +50,9 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::service::Routes;
 
+/// The binary form of the action log accounts stores (`basra-records`; named here too for
+/// the readers of accounts' database, such as the fault suite).
+pub use basra_records::action_log;
 pub use error::AccountsError;
 pub use metrics::AccountsMetrics;
 pub use service::{AccountsApi, PUBLIC_METHODS, SERVICE_NAME, ServiceConfig, issue_service_token};

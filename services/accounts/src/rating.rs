@@ -3,11 +3,10 @@
 
 use std::collections::HashMap;
 
+use basra_records::MatchRecord;
 use skillratings::Outcomes;
 use skillratings::glicko2::{Glicko2Config, Glicko2Rating, glicko2_rating_period};
 use uuid::Uuid;
-
-use crate::record::MatchRecord;
 
 /// A player's Glicko-2 state.
 #[derive(Debug, Clone, Copy, PartialEq)]

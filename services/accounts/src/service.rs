@@ -14,6 +14,8 @@ use basra_proto::basra::accounts::v1::accounts_service_server::{
 };
 use basra_proto::basra::common::v1 as common;
 use basra_proto::convert::settings_to_pb;
+use basra_records::MatchRecord;
+use basra_records::wire::{basras_to_proto, timestamp_to_proto};
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
@@ -22,7 +24,6 @@ use crate::error::{AccountsError, Result};
 use crate::friends::{Action, FriendLimits};
 use crate::metrics::{AccountsMetrics, ResultLabel, code_label};
 use crate::password::PasswordHasherPool;
-use crate::record::{MatchRecord, basras_to_proto, timestamp_to_proto};
 use crate::refresh::{NewRefreshToken, TokenState, hash_presented};
 use crate::store::{
     GuestUpgrade, HistoryCursor, HistoryEntry, LeaderboardCursor, LeaderboardRow, LeaderboardRules,
@@ -710,7 +711,9 @@ impl<S: Store> AccountsApi<S> {
             .records
             .into_iter()
             .enumerate()
-            .map(|(index, record)| MatchRecord::from_proto(record).map_err(|e| e.in_record(index)))
+            .map(|(index, record)| {
+                MatchRecord::from_proto(record).map_err(|e| AccountsError::from(e).in_record(index))
+            })
             .collect::<Result<Vec<_>>>()?;
         let recorded = self
             .inner

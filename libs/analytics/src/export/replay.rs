@@ -2,8 +2,8 @@
 //! engine, and checked against what was recorded: a log the engine refuses, or a replay
 //! that ends differently from the record, is a [`ReplayFailure`].
 
-use accounts::record::ActionKind;
 use basra_engine::{Action, BasraKind, Card, CardList, CardSet, Event, Game, Seat, Seed};
+use basra_records::ActionKind;
 use chrono::{DateTime, Utc};
 
 use super::source::StoredMatch;

@@ -1,82 +1,19 @@
 //! Reading match records from PostgreSQL: one streamed query over
 //! `analyst.match_records` (a view the `basra_analyst` role may read), in the order of
 //! the day partitions (ended_at, then match id), so a day's files are written and closed
-//! before the next day starts. The action log comes in `accounts::action_log`'s binary
-//! form, or as JSON for rows recorded before it.
+//! before the next day starts. The action log comes in `basra_records::action_log`'s
+//! binary form, or as JSON for rows recorded before it ([`StoredLog`]).
 
-use accounts::action_log;
-use accounts::record::{ActionRecord, BasraCounts, RoundRecord};
 use basra_engine::Settings;
+use basra_records::stored::StoredLog;
+use basra_records::{ActionRecord, BasraCounts, RoundRecord};
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{PgPool, Row};
 use tokio_stream::{Stream, StreamExt};
-use uuid::Uuid;
 
-/// One seat as the export sees it (no display name).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct SeatInfo {
-    /// The seat number.
-    pub seat: u8,
-    /// Its side.
-    pub side: u8,
-    /// The player; `None` for a bot.
-    pub user_id: Option<Uuid>,
-    /// Whether a bot played it.
-    pub is_bot: bool,
-}
-
-/// The rating change of one rated seat.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-pub struct SeatRating {
-    /// The seat.
-    pub seat: u8,
-    /// Rating before the match.
-    pub rating_before: f64,
-    /// Rating after it.
-    pub rating_after: f64,
-    /// Rating deviation after it.
-    pub deviation_after: f64,
-}
-
-/// A stored match record, decoded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredMatch {
-    /// The match.
-    pub match_id: String,
-    /// Its room.
-    pub room_id: String,
-    /// Whether it counted for ratings.
-    pub ranked: bool,
-    /// The rules.
-    pub settings: Settings,
-    /// The seats, by number.
-    pub seats: Vec<SeatInfo>,
-    /// The shuffle seed.
-    pub seed: [u8; 32],
-    /// The action log.
-    pub actions: Vec<ActionRecord>,
-    /// The completed rounds.
-    pub rounds: Vec<RoundRecord>,
-    /// Final totals by side.
-    pub final_totals: Vec<u32>,
-    /// Basras over the match by side.
-    pub basra_counts: Vec<BasraCounts>,
-    /// The winning side.
-    pub winner_side: Option<u8>,
-    /// How it ended (`target_reached`, `resigned`, `abandoned`, `closed`).
-    pub end_reason: String,
-    /// When it started.
-    pub started_at: DateTime<Utc>,
-    /// When it ended.
-    pub ended_at: DateTime<Utc>,
-    /// When accounts recorded it.
-    pub recorded_at: DateTime<Utc>,
-    /// The rating changes of rated seats.
-    pub ratings: Vec<SeatRating>,
-}
+pub use basra_records::stored::{SeatInfo, SeatRating, StoredMatch};
 
 /// A row that could not be decoded: its match id and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,10 +86,11 @@ fn decode(row: &PgRow) -> Result<StoredMatch, Undecodable> {
 
 /// The action log: binary for rows recorded since the binary log, JSON before.
 fn actions(row: &PgRow) -> Result<Vec<ActionRecord>, sqlx::Error> {
-    match row.try_get::<Option<&[u8]>, _>("action_log")? {
-        Some(bytes) => action_log::decode(bytes).map_err(|e| sqlx::Error::Decode(Box::new(e))),
-        None => Ok(row.try_get::<Json<Vec<ActionRecord>>, _>("actions")?.0),
-    }
+    let log = match row.try_get::<Option<&[u8]>, _>("action_log")? {
+        Some(bytes) => StoredLog::Binary(bytes),
+        None => StoredLog::Json(row.try_get::<Json<Vec<ActionRecord>>, _>("actions")?.0),
+    };
+    log.decode().map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
 
 fn decode_fields(row: &PgRow) -> Result<StoredMatch, sqlx::Error> {

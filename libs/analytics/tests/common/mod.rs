@@ -5,9 +5,9 @@
 
 use accounts::PgStore;
 use accounts::domain::{DisplayName, Username};
-use accounts::record::MatchRecord;
 use accounts::store::{NewAccount, Recorded, Store};
-use basra_analytics::simulate::corpus::{Corpus, CorpusOptions, Player, policy_of};
+use basra_records::MatchRecord;
+use basra_records::corpus::{Corpus, CorpusOptions, Player, policy_of};
 use chrono::{DateTime, TimeZone, Utc};
 use uuid::Uuid;
 

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use basra_platform::auth::{Caller, Role};
 use basra_proto::basra::accounts::v1 as pb;
+use basra_records::wire::timestamp_to_proto;
 use prost::Message as _;
 use tokio::sync::mpsc;
 use tonic::Status;
@@ -26,7 +27,6 @@ use uuid::Uuid;
 use super::AccountsApi;
 use crate::error::{AccountsError, Result};
 use crate::friends::{Action, FriendEntry, Outcome};
-use crate::record::timestamp_to_proto;
 use crate::social::{Activity, Change, FeedTap, Hub, Presence, Reported, SocialStore};
 use crate::store::Store;
 

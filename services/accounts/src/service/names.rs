@@ -3,12 +3,12 @@
 
 use basra_platform::auth::{Caller, Role};
 use basra_proto::basra::accounts::v1 as pb;
+use basra_records::wire::timestamp_to_proto;
 
 use super::AccountsApi;
 use crate::domain::{self, DisplayName};
 use crate::error::{AccountsError, Result};
 use crate::names::NameChange;
-use crate::record::timestamp_to_proto;
 use crate::store::Store;
 
 impl<S: Store> AccountsApi<S> {

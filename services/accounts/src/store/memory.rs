@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use basra_records::{BasraCounts, MatchRecord};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -18,7 +19,6 @@ use crate::error::{AccountsError, Result};
 use crate::friends::{Action, FriendCode, FriendLimits, FriendList, Outcome};
 use crate::names::{NameChange, NameChangeLimit, decide};
 use crate::rating::{Rating, rate};
-use crate::record::{BasraCounts, MatchRecord};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
 
 mod friends;

@@ -9,6 +9,7 @@
 
 use std::future::Future;
 
+use basra_records::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -17,7 +18,6 @@ use crate::error::{AccountsError, Result};
 use crate::friends::{Action, FriendCode, FriendLimits, FriendList, Outcome};
 use crate::names::{NameChange, NameChangeLimit};
 use crate::rating::{Rating, RatingUpdate};
-use crate::record::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
 
 mod memory;

@@ -5,6 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
+use basra_records::action_log;
+use basra_records::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::types::Json;
@@ -16,12 +18,10 @@ use super::{
     LeaderboardRules, NewAccount, NewGuest, NewSession, PoolStats, Profile, RatingChange, Recorded,
     Rotation, Store, User,
 };
-use crate::action_log;
 use crate::domain::DeviceId;
 use crate::error::{AccountsError, Result};
 use crate::friends::{Action, FriendCode, FriendLimits, FriendList, Outcome};
 use crate::rating::{Rating, rate_in_order};
-use crate::record::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
 
 mod friends;

@@ -5,12 +5,12 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use accounts::record::{BasraCounts, EndReason, MatchRecord, SeatRecord, side_of};
 use accounts::store::{Counts, Store};
 use accounts::{AccountsApi, Settings};
 use basra_platform::auth::{SigningKey, TokenIssuer};
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
+use basra_records::{BasraCounts, EndReason, MatchRecord, SeatRecord, side_of};
 use chrono::{DateTime, TimeZone, Utc};
 use ed25519_dalek::pkcs8::{EncodePrivateKey, spki::der::pem::LineEnding};
 use tokio_util::sync::CancellationToken;

@@ -6,7 +6,7 @@
 //! then waits until each match it played is in its players' match history, so "recorded"
 //! means what it says.
 //!
-//! The fast mode (`--fast`, [`basra_analytics::simulate`]) plays the matches in the
+//! The fast mode (`--fast`, [`super::fast`]) plays the matches in the
 //! engine here instead and records them through `RecordMatches`, for corpora of many
 //! thousands of matches.
 
@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use basra_analytics::simulate::corpus::policy_of;
 use basra_engine::bot::Policy;
 use basra_proto::basra::accounts::v1::{GuestLoginRequest, MatchHistoryRequest};
 use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
 use basra_proto::basra::matchmaking::v1::join_room_request::Target;
+use basra_records::corpus::policy_of;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use tokio::task::JoinSet;

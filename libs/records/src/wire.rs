@@ -1,226 +1,90 @@
-//! Finished matches as the service stores them: a validated [`MatchRecord`]
-//! parsed from the `RecordMatch` request, kept as JSON columns (settings, seats,
-//! action log, rounds) next to the columns queries need.
+//! The wire form of a match record: [`MatchRecord::from_proto`] parses and checks the
+//! `RecordMatch` request's record (every rule a stored record keeps: seats numbered in
+//! order, one seat a user, 32-byte seed, known end reason, a winner unless closed, times in
+//! order), and the few conversions back to the API's messages.
+//!
+//! A refusal is an [`InvalidRecord`]: the field as the proto names it and what is wrong,
+//! for the client developer (accounts answers it as `INVALID_ARGUMENT`).
 
 use std::collections::HashSet;
 
-use basra_engine::{Card, Settings};
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::common::v1 as common;
 use basra_proto::convert::{ConvertError, card_from_pb, settings_from_pb};
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::{parse_opaque_id, truncate_micros};
-use crate::error::{AccountsError, Result};
+use crate::record::{
+    ActionKind, ActionRecord, BasraCounts, EndReason, MAX_ACTIONS, MatchRecord, RoundRecord,
+    SEAT_NAME_MAX, SIDES, SeatRecord, SideScore, side_of,
+};
 
-/// Most actions a match log may hold (a 4-seat match to 10,000 points stays far below).
-pub const MAX_ACTIONS: usize = 100_000;
-/// Most characters in a seat's display name (bot names included).
-pub const SEAT_NAME_MAX: usize = 64;
-
-/// One seat of a recorded match.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SeatRecord {
-    /// The seat number.
-    pub seat: u8,
-    /// The scoring side (seat % 2).
-    pub side: u8,
-    /// The player; `None` for a bot.
-    pub user_id: Option<Uuid>,
-    /// Whether a bot played the seat.
-    pub is_bot: bool,
-    /// The name shown during the match.
-    pub display_name: String,
+/// Why a record is refused: the field as the proto names it, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct InvalidRecord {
+    /// The offending field (`record.seats`, `record.end_reason`, …).
+    pub field: &'static str,
+    /// What is wrong, for the client developer.
+    pub reason: String,
 }
 
-/// What a seat did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ActionKind {
-    /// Played a card, naming a capture or not (the canonical capture).
-    Play {
-        /// The card.
-        card: Card,
-        /// The table cards the player named, in table order.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        capture: Option<Vec<Card>>,
-    },
-    /// Resigned.
-    Resign,
-}
-
-/// One action of the log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ActionRecord {
-    /// The acting seat.
-    pub seat: u8,
-    /// What it did.
-    pub action: ActionKind,
-    /// Whether the server acted for the seat.
-    pub automatic: bool,
-    /// When.
-    pub at: DateTime<Utc>,
-}
-
-/// Basras of one side.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BasraCounts {
-    /// Ordinary Basras.
-    pub basra: u32,
-    /// Jack Basras.
-    pub jack: u32,
-    /// Komi Basras.
-    pub komi: u32,
-}
-
-/// One side's score for one round.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SideScore {
-    /// The side.
-    pub side: u8,
-    /// Cards captured.
-    pub pile_size: u32,
-    /// Basras made.
-    pub basras: BasraCounts,
-    /// Points from Basras.
-    pub basra_points: u32,
-    /// Majority points.
-    pub majority_points: u32,
-    /// Card points.
-    pub card_points: u32,
-    /// The round's points.
-    pub round_points: u32,
-    /// The match total after the round.
-    pub total: u32,
-}
-
-/// One completed round.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RoundRecord {
-    /// The round, from 1.
-    pub round: u32,
-    /// Its dealer.
-    pub dealer: u8,
-    /// Each side's score, indexed by side.
-    pub sides: Vec<SideScore>,
-}
-
-/// How a match ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EndReason {
-    /// A side reached the target score.
-    TargetReached,
-    /// A player resigned.
-    Resigned,
-    /// A player stayed away past the grace period.
-    Abandoned,
-    /// An operator closed the room: no winner, unrated.
-    Closed,
-}
-
-impl EndReason {
-    /// The name stored in the database.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EndReason::TargetReached => "target_reached",
-            EndReason::Resigned => "resigned",
-            EndReason::Abandoned => "abandoned",
-            EndReason::Closed => "closed",
-        }
-    }
-
-    /// The reason stored as `name`.
-    pub fn from_name(name: &str) -> Option<EndReason> {
-        Some(match name {
-            "target_reached" => EndReason::TargetReached,
-            "resigned" => EndReason::Resigned,
-            "abandoned" => EndReason::Abandoned,
-            "closed" => EndReason::Closed,
-            _ => return None,
-        })
-    }
-
-    /// The proto enum value.
-    pub fn to_proto(self) -> common::MatchEndReason {
-        match self {
-            EndReason::TargetReached => common::MatchEndReason::TargetReached,
-            EndReason::Resigned => common::MatchEndReason::Resigned,
-            EndReason::Abandoned => common::MatchEndReason::Abandoned,
-            EndReason::Closed => common::MatchEndReason::Closed,
+impl InvalidRecord {
+    /// A refusal of `field`.
+    pub fn new(field: &'static str, reason: impl Into<String>) -> InvalidRecord {
+        InvalidRecord {
+            field,
+            reason: reason.into(),
         }
     }
 }
 
-/// A finished match, checked for consistency.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MatchRecord {
-    /// The idempotency key.
-    pub match_id: String,
-    /// The room.
-    pub room_id: String,
-    /// Whether the match counts for ratings.
-    pub ranked: bool,
-    /// The rules.
-    pub settings: Settings,
-    /// Every seat, indexed by seat.
-    pub seats: Vec<SeatRecord>,
-    /// The shuffle seed.
-    pub seed: [u8; 32],
-    /// The action log.
-    pub actions: Vec<ActionRecord>,
-    /// The completed rounds.
-    pub rounds: Vec<RoundRecord>,
-    /// Final totals by side.
-    pub final_totals: Vec<u32>,
-    /// Basras over the match by side.
-    pub basra_counts: Vec<BasraCounts>,
-    /// The winning side, if any.
-    pub winner_side: Option<u8>,
-    /// How it ended.
-    pub end_reason: EndReason,
-    /// When it started.
-    pub started_at: DateTime<Utc>,
-    /// When it ended.
-    pub ended_at: DateTime<Utc>,
+/// Most characters of a match or room id.
+pub const ID_MAX: usize = 64;
+
+/// An opaque id (a match id, a room id): 1 to [`ID_MAX`] printable ASCII characters,
+/// no spaces.
+pub fn opaque_id(field: &'static str, raw: &str) -> Result<String, InvalidRecord> {
+    if raw.is_empty() {
+        return Err(InvalidRecord::new(field, "must not be empty"));
+    }
+    if raw.len() > ID_MAX {
+        return Err(InvalidRecord::new(
+            field,
+            format!("must be at most {ID_MAX} characters long"),
+        ));
+    }
+    if !raw.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(InvalidRecord::new(
+            field,
+            "must be printable ASCII without spaces",
+        ));
+    }
+    Ok(raw.to_owned())
 }
 
-/// The number of scoring sides: always two (2 players, or 2 partnerships).
-pub const SIDES: usize = 2;
-
-/// The side a seat scores for: seat % 2 (with 2 seats the side is the seat).
-pub fn side_of(seat: u8) -> u8 {
-    seat % 2
+/// `t` without its sub-microsecond part: what PostgreSQL stores, so both of accounts'
+/// stores compare and order times the same way.
+pub fn truncate_micros(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(t.timestamp_micros()).unwrap_or(t)
 }
 
 impl MatchRecord {
-    /// Whether the match changes ratings: ranked, and won by a side.
-    pub fn is_rated(&self) -> bool {
-        self.ranked && self.winner_side.is_some() && self.end_reason != EndReason::Closed
-    }
-
-    /// The human seats.
-    pub fn players(&self) -> impl Iterator<Item = (&SeatRecord, Uuid)> {
-        self.seats
-            .iter()
-            .filter_map(|s| s.user_id.map(|id| (s, id)))
-    }
-
     /// Parses and checks a `RecordMatch` record.
-    pub fn from_proto(record: pb::MatchRecord) -> Result<MatchRecord> {
-        let match_id = parse_opaque_id("record.match_id", &record.match_id)?;
-        let room_id = parse_opaque_id("record.room_id", &record.room_id)?;
-        let settings =
-            settings_from_pb(Some(record.settings.as_ref().ok_or_else(|| {
-                AccountsError::invalid("record.settings", "is missing")
-            })?))
-            .map_err(|e| AccountsError::invalid("record", e.to_string()))?;
+    pub fn from_proto(record: pb::MatchRecord) -> Result<MatchRecord, InvalidRecord> {
+        let match_id = opaque_id("record.match_id", &record.match_id)?;
+        let room_id = opaque_id("record.room_id", &record.room_id)?;
+        let settings = settings_from_pb(Some(
+            record
+                .settings
+                .as_ref()
+                .ok_or_else(|| InvalidRecord::new("record.settings", "is missing"))?,
+        ))
+        .map_err(|e| InvalidRecord::new("record", e.to_string()))?;
         let seat_count = usize::from(settings.seat_count());
 
         if record.seats.len() != seat_count {
-            return Err(AccountsError::invalid(
+            return Err(InvalidRecord::new(
                 "record.seats",
                 format!(
                     "has {} seats but settings.seats is {seat_count}",
@@ -232,7 +96,7 @@ impl MatchRecord {
         let mut users = HashSet::new();
         for (index, seat) in record.seats.iter().enumerate() {
             if seat.seat as usize != index {
-                return Err(AccountsError::invalid(
+                return Err(InvalidRecord::new(
                     "record.seats",
                     format!("seat {index} is numbered {}", seat.seat),
                 ));
@@ -241,13 +105,13 @@ impl MatchRecord {
                 (true, true) => None,
                 (false, false) => {
                     let id = Uuid::parse_str(&seat.user_id).map_err(|_| {
-                        AccountsError::invalid(
+                        InvalidRecord::new(
                             "record.seats",
                             format!("seat {index}: user_id {:?} is not a UUID", seat.user_id),
                         )
                     })?;
                     if !users.insert(id) {
-                        return Err(AccountsError::invalid(
+                        return Err(InvalidRecord::new(
                             "record.seats",
                             format!("seat {index}: user {id} sits twice"),
                         ));
@@ -255,20 +119,20 @@ impl MatchRecord {
                     Some(id)
                 }
                 (true, false) => {
-                    return Err(AccountsError::invalid(
+                    return Err(InvalidRecord::new(
                         "record.seats",
                         format!("seat {index}: a bot has no user_id"),
                     ));
                 }
                 (false, true) => {
-                    return Err(AccountsError::invalid(
+                    return Err(InvalidRecord::new(
                         "record.seats",
                         format!("seat {index}: a player needs a user_id"),
                     ));
                 }
             };
             if seat.display_name.chars().count() > SEAT_NAME_MAX {
-                return Err(AccountsError::invalid(
+                return Err(InvalidRecord::new(
                     "record.seats",
                     format!("seat {index}: display_name longer than {SEAT_NAME_MAX} characters"),
                 ));
@@ -284,14 +148,14 @@ impl MatchRecord {
         }
 
         let seed: [u8; 32] = record.seed.as_slice().try_into().map_err(|_| {
-            AccountsError::invalid(
+            InvalidRecord::new(
                 "record.seed",
                 format!("must be 32 bytes, not {}", record.seed.len()),
             )
         })?;
 
         if record.actions.len() > MAX_ACTIONS {
-            return Err(AccountsError::invalid(
+            return Err(InvalidRecord::new(
                 "record.actions",
                 format!("more than {MAX_ACTIONS} actions"),
             ));
@@ -301,23 +165,23 @@ impl MatchRecord {
             .iter()
             .enumerate()
             .map(|(i, a)| action_from_proto(i, a, seat_count))
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
 
         let rounds = record
             .rounds
             .iter()
             .enumerate()
             .map(|(i, r)| round_from_proto(i, r, seat_count))
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
 
         if record.final_totals.len() != SIDES {
-            return Err(AccountsError::invalid(
+            return Err(InvalidRecord::new(
                 "record.final_totals",
                 format!("needs {SIDES} totals, not {}", record.final_totals.len()),
             ));
         }
         if record.basra_counts.len() != SIDES {
-            return Err(AccountsError::invalid(
+            return Err(InvalidRecord::new(
                 "record.basra_counts",
                 format!("needs {SIDES} entries, not {}", record.basra_counts.len()),
             ));
@@ -330,7 +194,7 @@ impl MatchRecord {
             Ok(common::MatchEndReason::Abandoned) => EndReason::Abandoned,
             Ok(common::MatchEndReason::Closed) => EndReason::Closed,
             Ok(common::MatchEndReason::Unspecified) | Err(_) => {
-                return Err(AccountsError::invalid(
+                return Err(InvalidRecord::new(
                     "record.end_reason",
                     "must be set to a known reason",
                 ));
@@ -338,21 +202,21 @@ impl MatchRecord {
         };
         let winner_side = match (record.winner_side, end_reason) {
             (Some(_), EndReason::Closed) => {
-                return Err(AccountsError::invalid(
+                return Err(InvalidRecord::new(
                     "record.winner_side",
                     "a closed match has no winner",
                 ));
             }
             (None, EndReason::Closed) => None,
             (None, _) => {
-                return Err(AccountsError::invalid(
+                return Err(InvalidRecord::new(
                     "record.winner_side",
                     "is required unless the match was closed",
                 ));
             }
             (Some(side), _) if (side as usize) < SIDES => Some(side as u8),
             (Some(side), _) => {
-                return Err(AccountsError::invalid(
+                return Err(InvalidRecord::new(
                     "record.winner_side",
                     format!("must be below {SIDES}, not {side}"),
                 ));
@@ -362,7 +226,7 @@ impl MatchRecord {
         let started_at = timestamp("record.started_at", record.started_at.as_ref())?;
         let ended_at = timestamp("record.ended_at", record.ended_at.as_ref())?;
         if ended_at < started_at {
-            return Err(AccountsError::invalid(
+            return Err(InvalidRecord::new(
                 "record.ended_at",
                 "is before started_at",
             ));
@@ -391,10 +255,10 @@ fn action_from_proto(
     index: usize,
     action: &pb::RecordedAction,
     seats: usize,
-) -> Result<ActionRecord> {
+) -> Result<ActionRecord, InvalidRecord> {
     let field = "record.actions";
     if action.seat as usize >= seats {
-        return Err(AccountsError::invalid(
+        return Err(InvalidRecord::new(
             field,
             format!("action {index}: seat {} does not exist", action.seat),
         ));
@@ -406,7 +270,7 @@ fn action_from_proto(
                 .as_ref()
                 .ok_or_else(|| ConvertError("a card is missing".into()))
                 .and_then(card_from_pb)
-                .map_err(|e| AccountsError::invalid(field, format!("action {index}: {e}")))?;
+                .map_err(|e| InvalidRecord::new(field, format!("action {index}: {e}")))?;
             let capture = match &play.capture_choice {
                 None => None,
                 Some(choice) => Some(
@@ -416,7 +280,7 @@ fn action_from_proto(
                         .map(card_from_pb)
                         .collect::<std::result::Result<Vec<_>, _>>()
                         .map_err(|e| {
-                            AccountsError::invalid(field, format!("action {index}: capture: {e}"))
+                            InvalidRecord::new(field, format!("action {index}: capture: {e}"))
                         })?,
                 ),
             };
@@ -424,7 +288,7 @@ fn action_from_proto(
         }
         Some(pb::recorded_action::Action::Resign(_)) => ActionKind::Resign,
         None => {
-            return Err(AccountsError::invalid(
+            return Err(InvalidRecord::new(
                 field,
                 format!("action {index}: neither a play nor a resignation"),
             ));
@@ -439,16 +303,20 @@ fn action_from_proto(
     })
 }
 
-fn round_from_proto(index: usize, round: &pb::RoundRecord, seats: usize) -> Result<RoundRecord> {
+fn round_from_proto(
+    index: usize,
+    round: &pb::RoundRecord,
+    seats: usize,
+) -> Result<RoundRecord, InvalidRecord> {
     let field = "record.rounds";
     if round.round as usize != index + 1 {
-        return Err(AccountsError::invalid(
+        return Err(InvalidRecord::new(
             field,
             format!("round {} is numbered {}", index + 1, round.round),
         ));
     }
     if round.dealer as usize >= seats {
-        return Err(AccountsError::invalid(
+        return Err(InvalidRecord::new(
             field,
             format!(
                 "round {}: dealer {} does not exist",
@@ -457,7 +325,7 @@ fn round_from_proto(index: usize, round: &pb::RoundRecord, seats: usize) -> Resu
         ));
     }
     if round.sides.len() != SIDES {
-        return Err(AccountsError::invalid(
+        return Err(InvalidRecord::new(
             field,
             format!("round {}: needs {SIDES} side scores", round.round),
         ));
@@ -468,7 +336,7 @@ fn round_from_proto(index: usize, round: &pb::RoundRecord, seats: usize) -> Resu
         .enumerate()
         .map(|(side, s)| {
             if s.side as usize != side {
-                return Err(AccountsError::invalid(
+                return Err(InvalidRecord::new(
                     field,
                     format!("round {}: side {side} is numbered {}", round.round, s.side),
                 ));
@@ -484,7 +352,7 @@ fn round_from_proto(index: usize, round: &pb::RoundRecord, seats: usize) -> Resu
                 total: s.total,
             })
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(RoundRecord {
         round: round.round,
         dealer: round.dealer as u8,
@@ -509,13 +377,16 @@ pub fn basras_to_proto(b: BasraCounts) -> common::BasraCounts {
     }
 }
 
-fn timestamp(field: &'static str, ts: Option<&prost_types::Timestamp>) -> Result<DateTime<Utc>> {
-    let ts = ts.ok_or_else(|| AccountsError::invalid(field, "is missing"))?;
+fn timestamp(
+    field: &'static str,
+    ts: Option<&prost_types::Timestamp>,
+) -> Result<DateTime<Utc>, InvalidRecord> {
+    let ts = ts.ok_or_else(|| InvalidRecord::new(field, "is missing"))?;
     let nanos =
-        u32::try_from(ts.nanos).map_err(|_| AccountsError::invalid(field, "has negative nanos"))?;
+        u32::try_from(ts.nanos).map_err(|_| InvalidRecord::new(field, "has negative nanos"))?;
     DateTime::from_timestamp(ts.seconds, nanos)
         .map(truncate_micros)
-        .ok_or_else(|| AccountsError::invalid(field, "is out of range"))
+        .ok_or_else(|| InvalidRecord::new(field, "is out of range"))
 }
 
 /// The proto form of a time.

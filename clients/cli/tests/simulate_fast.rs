@@ -2,15 +2,19 @@
 //! through `RecordMatches` batches with a service token, the players are guests signed in
 //! once, and a bad token is refused.
 
-mod common;
-
 use std::time::Duration;
 
 use accounts::{AccountsApi, PgStore};
-use basra_analytics::simulate::{SimulateOptions, simulate};
+use basra::simulate::{SimulateOptions, simulate};
 use basra_platform::auth::SigningKey;
+use chrono::{DateTime, TimeZone, Utc};
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
+
+/// The end of the simulated span.
+fn until() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 20, 0, 0, 0).unwrap()
+}
 
 struct Running {
     url: String,
@@ -59,7 +63,7 @@ fn options(running: &Running, matches: u64) -> SimulateOptions {
         matches,
         players: 12,
         days: 7,
-        until: common::until(),
+        until: until(),
         seed: 42,
         concurrency: 4,
         batch: 16,

@@ -18,7 +18,7 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 use uuid::Uuid;
 
-use super::corpus::{Corpus, CorpusOptions, Player, policy_of};
+use basra_records::corpus::{Corpus, CorpusOptions, Player, policy_of};
 
 /// What to simulate and where to record it.
 #[derive(Debug, Clone)]
@@ -170,7 +170,7 @@ pub async fn simulate(options: &SimulateOptions) -> anyhow::Result<SimulateSumma
         }
     });
 
-    let bar = crate::progress::matches_bar(options.progress, total);
+    let bar = basra_analytics::progress::matches_bar(options.progress, total);
     let started = Instant::now();
     let mut in_flight = JoinSet::new();
     let (mut recorded, mut rated) = (0u64, 0u64);

@@ -3,17 +3,21 @@
 //! abandoned matches, spread over a span of days with a daily rhythm.
 //!
 //! Everything is a function of the corpus seed, so a corpus can be made again exactly.
+//! It lives beside the record rather than in the analytics crate or the CLI because both
+//! use it: the analytics tests and bench fill a store with it, `basra simulate --fast`
+//! records it through accounts.
 
 use basra_engine::bot::{self, Policy};
 use basra_engine::settings::Seats;
 use basra_engine::{Action, Event, Game, Seed, Settings};
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::common::v1 as common;
-use basra_proto::record::{LoggedAction, MatchFacts};
 use chrono::{DateTime, Duration, Utc};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use uuid::Uuid;
+
+use crate::build::{LoggedAction, MatchFacts};
 
 /// A simulated person: an account and the policy that plays for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,7 +192,7 @@ impl Corpus {
                 }
             }
         }
-        basra_proto::record::match_record(
+        crate::build::match_record(
             MatchFacts {
                 match_id: Uuid::now_v7().to_string(),
                 room_id: format!("sim-{:x}-{}", self.options.seed, self.made),
