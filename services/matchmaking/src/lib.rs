@@ -5,7 +5,10 @@
 //! |---|---|
 //! | [`domain`] | formats, the widening rating window, join codes, what ranked rooms may set |
 //! | [`store`] | the [`Store`](store::Store) trait; Redis (production) and memory (dev) |
-//! | [`service`] | the gRPC handlers and the FindMatch streams |
+//! | [`service`] | the gRPC handlers and the FindMatch streams, by concern: queue, lobby, invites |
+//! | `state` | what the handlers, streams and the pairing loop of a replica share |
+//! | `matcher` | the pairing loop and the housekeeping sweep |
+//! | `convert` | store records ⇄ API messages |
 //! | [`upstream`] | game-session (rooms) and accounts (ratings) behind traits |
 //! | [`metrics`] | queue length, wait histogram, matches/s as Prometheus text |
 //! | [`settings`] | typed settings with embedded defaults |
@@ -18,19 +21,20 @@
 //! that bring their own store or upstreams use [`serve`] (or [`start`]).
 
 pub mod clock;
+mod convert;
 pub mod domain;
 pub mod error;
 mod matcher;
 pub mod metrics;
 pub mod service;
 pub mod settings;
+mod state;
 pub mod store;
 pub mod upstream;
 
 use std::sync::Arc;
 
-use basra_platform::presence::PresenceReporter;
-use basra_platform::{AuthLayer, ServeOptions, TokenVerifier};
+use basra_platform::{AuthLayer, TokenVerifier};
 use basra_proto::basra::matchmaking::v1::matchmaking_service_server::MatchmakingServiceServer;
 use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
@@ -38,14 +42,15 @@ use tonic::service::Routes;
 
 pub use error::{MatchmakingError, Result};
 pub use service::MatchmakingApi;
+pub use state::{Config, Deps};
 
 use crate::{
-    clock::{Clock, SystemClock},
+    clock::SystemClock,
     metrics::Metrics,
-    service::{Hub, Inner},
-    settings::{QueueSettings, RoomSettings, Settings},
+    settings::Settings,
+    state::{Hub, Shared},
     store::{MemoryStore, RedisStore, Store},
-    upstream::{GameRooms, GrpcGame, GrpcPlayers, Invites, NameSource, RatingSource},
+    upstream::{GrpcGame, GrpcPlayers},
 };
 
 /// The gRPC service name, for health and reflection.
@@ -53,38 +58,6 @@ pub const SERVICE_NAME: &str = "basra.matchmaking.v1.MatchmakingService";
 
 /// The largest request accepted, in bytes; a larger one is answered RESOURCE_EXHAUSTED.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
-
-/// The behaviour settings of a running matchmaker.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// The queue.
-    pub queue: QueueSettings,
-    /// Created rooms.
-    pub rooms: RoomSettings,
-    /// How the server drains at shutdown and limits its connections.
-    pub serving: ServeOptions,
-}
-
-/// What the matchmaker talks to.
-#[derive(Clone)]
-pub struct Deps {
-    /// Queue and lobby state.
-    pub store: Arc<dyn Store>,
-    /// game-session.
-    pub game: Arc<dyn GameRooms>,
-    /// Ratings.
-    pub ratings: Arc<dyn RatingSource>,
-    /// Players' display names.
-    pub names: Arc<dyn NameSource>,
-    /// Invites to friends.
-    pub invites: Arc<dyn Invites>,
-    /// Tells accounts who is searching (their friends see it).
-    pub presence: PresenceReporter,
-    /// Time.
-    pub clock: Arc<dyn Clock>,
-    /// Metrics.
-    pub metrics: Arc<Metrics>,
-}
 
 /// Builds the service and starts this replica's background work (pairing
 /// loop, event dispatch), which stops when `shutdown` is cancelled. The
@@ -95,7 +68,7 @@ pub fn start(
     deps: Deps,
     shutdown: CancellationToken,
 ) -> (MatchmakingApi, JoinHandle<()>) {
-    let inner = Arc::new(Inner {
+    let inner = Arc::new(Shared {
         config,
         deps,
         hub: Hub::default(),
@@ -113,7 +86,7 @@ pub fn start(
 }
 
 /// Wakes local streams when the store says their ticket changed.
-async fn dispatch(inner: Arc<Inner>) {
+async fn dispatch(inner: Arc<Shared>) {
     let mut events = inner.deps.store.subscribe();
     loop {
         match events.recv().await {

@@ -13,9 +13,10 @@ use tokio::task::JoinSet;
 use uuid::Uuid;
 
 use crate::{
+    convert::seat_assignment,
     domain::balanced_partnerships,
     error::Result,
-    service::{Inner, PLAYER_ROOM_TTL_MS, seat_assignment},
+    state::{PLAYER_ROOM_TTL_MS, Shared},
     store::{CommitOutcome, Group, MatchRecord, Occupant},
     upstream::is_transient,
 };
@@ -28,7 +29,7 @@ const RECLAIM_PER_ROUND: usize = 64;
 const EXPIRE_PER_SWEEP: usize = 1000;
 
 /// Runs until shutdown.
-pub(crate) async fn run(inner: Arc<Inner>) {
+pub(crate) async fn run(inner: Arc<Shared>) {
     let tick = Duration::from_millis(inner.config.queue.tick_millis);
     let mut last_sweep = tokio::time::Instant::now();
     let mut last_matches = inner.deps.metrics.matches();
@@ -62,7 +63,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
     }
 }
 
-async fn sweep(inner: &Inner) -> Result<()> {
+async fn sweep(inner: &Shared) -> Result<()> {
     let store = &inner.deps.store;
     let expired = store.expire(inner.now(), EXPIRE_PER_SWEEP).await?;
     if expired > 0 {
@@ -85,7 +86,7 @@ async fn sweep(inner: &Inner) -> Result<()> {
 }
 
 /// One pairing round; returns how many groups it formed.
-pub(crate) async fn round(inner: &Arc<Inner>) -> Result<usize> {
+pub(crate) async fn round(inner: &Arc<Shared>) -> Result<usize> {
     let q = &inner.config.queue;
     let params = q.pairing();
     let now = inner.now();
@@ -137,7 +138,7 @@ fn seat_partnerships(mut group: Group) -> Group {
 /// Creates the group's room and matches its members, or releases them (one trace per
 /// group: its CreateRoom in game-session continues it).
 #[tracing::instrument(name = "matchmaking.settle", skip_all, fields(room_id = %group.room_id))]
-async fn settle(inner: &Inner, group: Group) -> Result<()> {
+async fn settle(inner: &Shared, group: Group) -> Result<()> {
     let q = &inner.config.queue;
     let group = seat_partnerships(group);
     let format = group.format;

@@ -1,0 +1,337 @@
+//! The gRPC glue: each `AccountsService` method takes the caller from the request (the
+//! auth layer put it there), records the span fields and metrics, and calls the concern's
+//! `do_…` method in its own module. No rule lives here.
+
+use basra_proto::basra::accounts::v1 as pb;
+use basra_proto::basra::accounts::v1::accounts_service_server::AccountsService;
+use tonic::{Request, Response, Status};
+
+use super::feed::FeedStream;
+use super::{AccountsApi, required_caller};
+use crate::friends::Action;
+use crate::metrics::{ResultLabel, code_label};
+use crate::store::Store;
+
+#[tonic::async_trait]
+impl<S: Store> AccountsService for AccountsApi<S> {
+    #[tracing::instrument(skip_all)]
+    async fn guest_login(
+        &self,
+        request: Request<pb::GuestLoginRequest>,
+    ) -> Result<Response<pb::GuestLoginResponse>, Status> {
+        let client = self.client_key(&request);
+        let outcome = match self.check_signup_rate(&client) {
+            Ok(()) => self.do_guest_login(request.into_inner()).await,
+            Err(limited) => Err(limited),
+        }
+        .map_err(Status::from);
+        self.inner.metrics.sign_in("guest", &outcome);
+        Ok(Response::new(outcome?))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn register(
+        &self,
+        request: Request<pb::RegisterRequest>,
+    ) -> Result<Response<pb::RegisterResponse>, Status> {
+        let caller = self.optional_caller(&request)?;
+        let client = self.client_key(&request);
+        let outcome = match self.check_signup_rate(&client) {
+            Ok(()) => self.do_register(caller, request.into_inner()).await,
+            Err(limited) => Err(limited),
+        }
+        .map_err(Status::from);
+        self.inner.metrics.sign_in("register", &outcome);
+        Ok(Response::new(outcome?))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn login(
+        &self,
+        request: Request<pb::LoginRequest>,
+    ) -> Result<Response<pb::LoginResponse>, Status> {
+        let client = self.client_key(&request);
+        let outcome = self
+            .do_login(&client, request.into_inner())
+            .await
+            .map_err(Status::from);
+        self.inner.metrics.sign_in("login", &outcome);
+        Ok(Response::new(outcome?))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn refresh(
+        &self,
+        request: Request<pb::RefreshRequest>,
+    ) -> Result<Response<pb::RefreshResponse>, Status> {
+        let outcome = self
+            .do_refresh(request.into_inner())
+            .await
+            .map_err(Status::from);
+        self.inner.metrics.sign_in("refresh", &outcome);
+        Ok(Response::new(outcome?))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn logout(
+        &self,
+        request: Request<pb::LogoutRequest>,
+    ) -> Result<Response<pb::LogoutResponse>, Status> {
+        let caller = self.optional_caller(&request);
+        Ok(Response::new(
+            self.do_logout(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn get_profile(
+        &self,
+        request: Request<pb::GetProfileRequest>,
+    ) -> Result<Response<pb::GetProfileResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_get_profile(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn set_display_name(
+        &self,
+        request: Request<pb::SetDisplayNameRequest>,
+    ) -> Result<Response<pb::SetDisplayNameResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_set_display_name(caller, request.into_inner())
+                .await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn leaderboard(
+        &self,
+        request: Request<pb::LeaderboardRequest>,
+    ) -> Result<Response<pb::LeaderboardResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_leaderboard(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn match_history(
+        &self,
+        request: Request<pb::MatchHistoryRequest>,
+    ) -> Result<Response<pb::MatchHistoryResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_match_history(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn add_friend(
+        &self,
+        request: Request<pb::AddFriendRequest>,
+    ) -> Result<Response<pb::AddFriendResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        Ok(Response::new(
+            self.do_add_friend(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn accept_friend(
+        &self,
+        request: Request<pb::AcceptFriendRequest>,
+    ) -> Result<Response<pb::AcceptFriendResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        self.do_friend_action(&caller, &request.get_ref().user_id, Action::Accept)
+            .await?;
+        Ok(Response::new(pb::AcceptFriendResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn decline_friend(
+        &self,
+        request: Request<pb::DeclineFriendRequest>,
+    ) -> Result<Response<pb::DeclineFriendResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        self.do_friend_action(&caller, &request.get_ref().user_id, Action::Decline)
+            .await?;
+        Ok(Response::new(pb::DeclineFriendResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn cancel_friend(
+        &self,
+        request: Request<pb::CancelFriendRequest>,
+    ) -> Result<Response<pb::CancelFriendResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        self.do_friend_action(&caller, &request.get_ref().user_id, Action::Cancel)
+            .await?;
+        Ok(Response::new(pb::CancelFriendResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn remove_friend(
+        &self,
+        request: Request<pb::RemoveFriendRequest>,
+    ) -> Result<Response<pb::RemoveFriendResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        self.do_friend_action(&caller, &request.get_ref().user_id, Action::Remove)
+            .await?;
+        Ok(Response::new(pb::RemoveFriendResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn block_player(
+        &self,
+        request: Request<pb::BlockPlayerRequest>,
+    ) -> Result<Response<pb::BlockPlayerResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        self.do_friend_action(&caller, &request.get_ref().user_id, Action::Block)
+            .await?;
+        Ok(Response::new(pb::BlockPlayerResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn unblock_player(
+        &self,
+        request: Request<pb::UnblockPlayerRequest>,
+    ) -> Result<Response<pb::UnblockPlayerResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        self.do_friend_action(&caller, &request.get_ref().user_id, Action::Unblock)
+            .await?;
+        Ok(Response::new(pb::UnblockPlayerResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn list_friends(
+        &self,
+        request: Request<pb::ListFriendsRequest>,
+    ) -> Result<Response<pb::ListFriendsResponse>, Status> {
+        let caller = self.friend_caller(&request)?;
+        Ok(Response::new(self.do_list_friends(caller).await?))
+    }
+
+    type WatchFriendsStream = FeedStream;
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn watch_friends(
+        &self,
+        request: Request<pb::WatchFriendsRequest>,
+    ) -> Result<Response<Self::WatchFriendsStream>, Status> {
+        let caller = self.friend_caller(&request)?;
+        Ok(Response::new(
+            self.do_watch_friends(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn report_presence(
+        &self,
+        request: Request<pb::ReportPresenceRequest>,
+    ) -> Result<Response<pb::ReportPresenceResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_report_presence(caller, request.into_inner())
+                .await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn send_invite(
+        &self,
+        request: Request<pb::SendInviteRequest>,
+    ) -> Result<Response<pb::SendInviteResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_send_invite(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn get_players(
+        &self,
+        request: Request<pb::GetPlayersRequest>,
+    ) -> Result<Response<pb::GetPlayersResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_get_players(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn record_match(
+        &self,
+        request: Request<pb::RecordMatchRequest>,
+    ) -> Result<Response<pb::RecordMatchResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
+        let started = std::time::Instant::now();
+        let outcome = self
+            .do_record_match(caller, request.into_inner())
+            .await
+            .map_err(Status::from);
+        let metrics = &self.inner.metrics;
+        metrics
+            .record_match_seconds
+            .observe(started.elapsed().as_secs_f64());
+        let result = match &outcome {
+            Ok(answer) if answer.already_recorded => "duplicate".to_owned(),
+            Ok(_) => "recorded".to_owned(),
+            Err(status) => code_label(status.code()),
+        };
+        metrics
+            .record_match
+            .get_or_create(&ResultLabel { result })
+            .inc();
+        Ok(Response::new(outcome?))
+    }
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn record_matches(
+        &self,
+        request: Request<pb::RecordMatchesRequest>,
+    ) -> Result<Response<pb::RecordMatchesResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
+        let outcome = self
+            .do_record_matches(caller, request.into_inner())
+            .await
+            .map_err(Status::from);
+        // The same counter as RecordMatch, one count per record.
+        let counter = &self.inner.metrics.record_match;
+        match &outcome {
+            Ok(answer) => {
+                for result in &answer.results {
+                    let result = if result.already_recorded {
+                        "duplicate"
+                    } else {
+                        "recorded"
+                    };
+                    counter
+                        .get_or_create(&ResultLabel {
+                            result: result.to_owned(),
+                        })
+                        .inc();
+                }
+            }
+            Err(status) => {
+                counter
+                    .get_or_create(&ResultLabel {
+                        result: code_label(status.code()),
+                    })
+                    .inc();
+            }
+        }
+        Ok(Response::new(outcome?))
+    }
+}

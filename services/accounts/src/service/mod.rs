@@ -1,0 +1,230 @@
+//! The `basra.accounts.v1.AccountsService` gRPC service over any [`Store`], one module per
+//! concern, each adding its `do_…` methods to [`AccountsApi`]:
+//!
+//! - `sign_in`, GuestLogin, Register, Login, Refresh and Logout, with their rate limits;
+//! - `profile`, GetProfile, Leaderboard, MatchHistory and GetPlayers, continued by the
+//!   page tokens of `page_token`;
+//! - `records`, RecordMatch and RecordMatches;
+//! - `friends`, `feed` and `names`: friend requests, presence and the friends' feed,
+//!   display names;
+//! - `grpc`, the `AccountsService` trait: only glue (callers, span fields, metrics).
+//!
+//! This module holds what they all share: the service's state ([`AccountsApi`], its
+//! configuration) and reading the caller of a request.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use basra_platform::auth::{
+    self, Caller, IssuedToken, Role, TokenIssuer, TokenVerifier, TrustedKey,
+};
+use basra_platform::ratelimit::RateLimiter;
+use basra_proto::basra::accounts::v1::accounts_service_server::AccountsServiceServer;
+use tonic::{Request, Status};
+use uuid::Uuid;
+
+use crate::error::{AccountsError, Result};
+use crate::friends::FriendLimits;
+use crate::metrics::AccountsMetrics;
+use crate::password::PasswordHasherPool;
+use crate::store::{LeaderboardRules, Store};
+
+mod feed;
+mod friends;
+mod grpc;
+mod names;
+mod page_token;
+mod profile;
+mod records;
+mod sign_in;
+
+pub use feed::{FeedStream, LOOK_AGAIN_EVERY, MAX_FEEDS_PER_PLAYER, MAX_REPORTS_PER_CALL, Social};
+pub use profile::{HISTORY_DEFAULT_PAGE, LEADERBOARD_DEFAULT_PAGE, MAX_PAGE};
+pub use records::MAX_RECORDS_PER_CALL;
+
+/// The full gRPC name of the service (health and reflection list it).
+pub const SERVICE_NAME: &str = "basra.accounts.v1.AccountsService";
+
+/// The methods callable without an access token. Register and Logout read a
+/// token themselves when one is sent (guest upgrade, sign out everywhere).
+pub const PUBLIC_METHODS: &[&str] = &[
+    "/basra.accounts.v1.AccountsService/GuestLogin",
+    "/basra.accounts.v1.AccountsService/Register",
+    "/basra.accounts.v1.AccountsService/Login",
+    "/basra.accounts.v1.AccountsService/Refresh",
+    "/basra.accounts.v1.AccountsService/Logout",
+];
+
+/// The largest request accepted, in bytes (RecordMatch, with a long match's action
+/// log, is the largest by far); a larger one is answered RESOURCE_EXHAUSTED.
+pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+
+/// What the service needs besides its store.
+#[derive(Debug)]
+pub struct ServiceConfig {
+    /// Keys trusted besides the signing key, each for one role: the callers' service
+    /// keys (RecordMatch), an operator key, and accounts' previous keys while they rotate.
+    pub trusted_keys: Vec<TrustedKey>,
+    /// Signs access tokens.
+    pub issuer: TokenIssuer,
+    /// Access token lifetime.
+    pub access_ttl: Duration,
+    /// Refresh token lifetime.
+    pub refresh_ttl: Duration,
+    /// Hashes passwords.
+    pub passwords: PasswordHasherPool,
+    /// Login attempts per account.
+    pub account_limiter: RateLimiter,
+    /// Login attempts per client address.
+    pub peer_limiter: RateLimiter,
+    /// Register and GuestLogin calls per client address.
+    pub signup_by_address: RateLimiter,
+    /// Register and GuestLogin calls across this replica.
+    pub signup_global: RateLimiter,
+    /// The proxies whose forwarding headers name the client (per-address limits).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Who is listed on the leaderboard.
+    pub leaderboard: LeaderboardRules,
+    /// The friend limits.
+    pub friends: FriendLimits,
+    /// How often a player may change their display name.
+    pub name_changes: crate::names::NameChangeLimit,
+}
+
+/// The accounts service: cheap to clone, shared by every connection.
+#[derive(Debug)]
+pub struct AccountsApi<S> {
+    inner: Arc<Inner<S>>,
+}
+
+impl<S> Clone for AccountsApi<S> {
+    fn clone(&self) -> Self {
+        AccountsApi {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner<S> {
+    store: S,
+    /// Presence and the friends' feed.
+    social: Social,
+    verifier: TokenVerifier,
+    config: ServiceConfig,
+    metrics: Arc<AccountsMetrics>,
+}
+
+/// A token for service-to-service calls (e.g. game-session's RecordMatch):
+/// role [`Role::Service`], subject `service_id`.
+pub fn issue_service_token(
+    issuer: &TokenIssuer,
+    service_id: Uuid,
+    ttl: Duration,
+) -> Result<IssuedToken> {
+    issuer
+        .issue(
+            &Caller {
+                user_id: service_id,
+                role: Role::Service,
+                guest: false,
+            },
+            ttl,
+        )
+        .map_err(|e| AccountsError::Internal(format!("cannot issue a service token: {e}")))
+}
+
+impl<S: Store> AccountsApi<S> {
+    /// A service on `store`, with presence and notifications in this process.
+    pub fn new(store: S, config: ServiceConfig) -> AccountsApi<S> {
+        let social = Social::new(
+            crate::social::SocialStore::Memory(crate::social::MemorySocial::new()),
+            tokio_util::sync::CancellationToken::new(),
+        );
+        AccountsApi::with_social(store, social, config)
+    }
+
+    /// A service on `store`, with presence and notifications in `social`.
+    pub fn with_social(store: S, social: Social, config: ServiceConfig) -> AccountsApi<S> {
+        AccountsApi {
+            inner: Arc::new(Inner {
+                store,
+                social,
+                verifier: config
+                    .issuer
+                    .verifier()
+                    .and_trusting(config.trusted_keys.clone())
+                    .expect("trusted keys are checked by service_config"),
+                config,
+                metrics: Arc::default(),
+            }),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.inner.store
+    }
+
+    /// A verifier for this service's access tokens (for the [`auth::AuthLayer`]).
+    pub fn verifier(&self) -> TokenVerifier {
+        self.inner.verifier.clone()
+    }
+
+    /// The service's Prometheus metrics.
+    pub fn metrics(&self) -> &Arc<AccountsMetrics> {
+        &self.inner.metrics
+    }
+
+    /// The token issuer.
+    pub fn issuer(&self) -> &TokenIssuer {
+        &self.inner.config.issuer
+    }
+
+    /// The tonic server wrapping this service.
+    pub fn into_server(self) -> AccountsServiceServer<AccountsApi<S>> {
+        AccountsServiceServer::new(self).max_decoding_message_size(MAX_MESSAGE_BYTES)
+    }
+
+    /// The caller of a public method that may carry a token: `None` when no
+    /// `authorization` metadata was sent, an error when one was sent but is
+    /// not valid (never silently ignored).
+    fn optional_caller<T>(&self, request: &Request<T>) -> Result<Option<Caller>> {
+        let Some(value) = request.metadata().get("authorization") else {
+            return Ok(None);
+        };
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .ok_or_else(|| {
+                AccountsError::Unauthenticated(
+                    "malformed access token: expected the metadata `authorization: Bearer <JWT>`"
+                        .into(),
+                )
+            })?;
+        self.inner
+            .verifier
+            .verify(token)
+            .map(Some)
+            .map_err(|e| AccountsError::Unauthenticated(e.to_string()))
+    }
+
+    /// The client's address (behind the trusted proxies), as a limiter key.
+    fn client_key<T>(&self, request: &Request<T>) -> String {
+        let ip: Option<IpAddr> = basra_platform::client_addr::client_ip(
+            request.remote_addr(),
+            request.metadata(),
+            &self.inner.config.trusted_proxies,
+        );
+        ip.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string())
+    }
+}
+
+/// The caller put into the request by the auth layer.
+fn required_caller<T>(request: &Request<T>) -> Result<Caller, Status> {
+    auth::caller(request)
+}
