@@ -25,7 +25,8 @@ use basra_proto::basra::game::v1::play_request::Kind;
 use basra_proto::basra::game::v1::play_response::Event;
 use basra_proto::basra::game::v1::seat_assignment::Occupant;
 use basra_proto::basra::game::v1::{
-    CaptureChoice, CreateRoomRequest, Join, PlayCard, PlayRequest, Resign, SeatAssignment,
+    CaptureChoice, ConnectionState, CreateRoomRequest, Join, PlayCard, PlayRequest, Resign,
+    SeatAssignment,
 };
 use basra_proto::convert::card_to_pb;
 use rand_chacha::ChaCha8Rng;
@@ -53,6 +54,24 @@ pub fn channel(url: &str) -> anyhow::Result<Channel> {
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(2))
         .connect_lazy())
+}
+
+/// A connection to `url` that every caller shares: the players of a scenario that
+/// multiplexes them all on one connection per replica, as a proxy or a bot farm does (a
+/// Channel's clones share its connection).
+pub fn shared_channel(url: &str) -> anyhow::Result<Channel> {
+    static SHARED: std::sync::OnceLock<std::sync::Mutex<BTreeMap<String, Channel>>> =
+        std::sync::OnceLock::new();
+    let mut shared = SHARED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(channel) = shared.get(url) {
+        return Ok(channel.clone());
+    }
+    let fresh = channel(url)?;
+    shared.insert(url.to_owned(), fresh.clone());
+    Ok(fresh)
 }
 
 /// How long a client waits before its attempt number `failures + 1` after `failures`
@@ -153,6 +172,9 @@ pub struct Script {
     pub sleep_once: Option<Arc<AtomicBool>>,
     /// The configured turn length (to tell a timer that beat a connected player).
     pub turn_seconds: u64,
+    /// The configured grace period (to tell when a disconnect was recorded: its grace
+    /// deadline less this).
+    pub grace_seconds: u64,
     /// Give up after this long in all.
     pub deadline: Duration,
     /// Resign after this many own plays (the soak's resigning players).
@@ -160,6 +182,9 @@ pub struct Script {
     /// Drop the stream after this many own plays, once, and resume a moment later (the
     /// soak's flaky connections).
     pub drop_after: Option<u32>,
+    /// Share one connection per replica with every other player that shares ([`shared_channel`])
+    /// instead of a connection of its own.
+    pub shared_connections: bool,
 }
 
 /// What one player saw.
@@ -190,6 +215,17 @@ pub struct SeatLog {
     pub automatic_while_connected: u32,
     /// For each automatic play while connected: what the player knew of that turn.
     pub automatic_details: Vec<String>,
+    /// DISCONNECTED announced for this seat although its player had a stream open (the
+    /// disconnect was recorded after the player opened the stream that received it).
+    pub disconnected_while_connected: u32,
+    /// For each of those: when it was recorded against when the stream was opened.
+    pub disconnect_details: Vec<String>,
+    /// For each resumed stream: from asking for it to its first event.
+    pub resume_latencies: Vec<Duration>,
+    /// The longest this player went without an event, once its first came (a stall).
+    pub longest_silence: Duration,
+    /// The last seq this player saw.
+    pub last_seq: Option<u64>,
     /// Whether the timer played the turn the player slept through.
     pub slept_turn_timed_out: Option<bool>,
     /// From sending a play to receiving its `card_played`.
@@ -265,7 +301,12 @@ pub async fn play(
         room_id: room_id.clone(),
         ..SeatLog::default()
     };
-    let channels: Vec<Channel> = match urls.iter().map(|u| channel(u)).collect() {
+    let connect = if script.shared_connections {
+        shared_channel
+    } else {
+        channel
+    };
+    let channels: Vec<Channel> = match urls.iter().map(|u| connect(u)).collect() {
         Ok(channels) => channels,
         Err(err) => {
             log.failure = Some(format!("{err:#}"));
@@ -283,6 +324,7 @@ pub async fn play(
     let mut slept_seq: Option<u64> = None;
     let mut my_plays = 0u32;
     let mut dropped = false;
+    let mut last_event: Option<Instant> = None;
     loop {
         if started.elapsed() > script.deadline {
             log.failure = Some(format!(
@@ -305,6 +347,9 @@ pub async fn play(
             log.resumes += 1;
         }
         let mut client = GameServiceClient::new(channels[replica].clone());
+        let asked = Instant::now();
+        let asked_wall = wall_now();
+        let mut first_event = true;
         let stream = client
             .play(authed(ReceiverStream::new(rx), &player.bearer))
             .await;
@@ -346,6 +391,13 @@ pub async fn play(
             if let Some(at) = broken_at.take() {
                 log.longest_outage = log.longest_outage.max(at.elapsed());
             }
+            if std::mem::take(&mut first_event) && opened > 1 {
+                log.resume_latencies.push(asked.elapsed());
+            }
+            if let Some(last) = last_event.replace(Instant::now()) {
+                log.longest_silence = log.longest_silence.max(last.elapsed());
+            }
+            log.last_seq = log.last_seq.max(Some(event.seq));
             let logged = !matches!(
                 event.event,
                 Some(Event::Snapshot(_)) | Some(Event::Rejected(_)) | Some(Event::Pong(_))
@@ -421,6 +473,26 @@ pub async fn play(
                 }
                 Some(Event::TurnStarted(turn)) if Some(turn.seat) == table.seat => {
                     turn_seen = Some(Instant::now());
+                }
+                Some(Event::ConnectionChanged(change))
+                    if Some(change.seat) == table.seat
+                        && change.state == ConnectionState::Disconnected as i32 =>
+                {
+                    // Recorded when its grace period began.
+                    let recorded = change.grace_deadline.as_ref().map(|deadline| {
+                        deadline.seconds as f64 + f64::from(deadline.nanos) / 1e9
+                            - script.grace_seconds as f64
+                    });
+                    if let Some(recorded) = recorded
+                        && recorded >= asked_wall
+                    {
+                        log.disconnected_while_connected += 1;
+                        log.disconnect_details.push(format!(
+                            "recorded {:.3} s after this stream was asked for (seq {})",
+                            recorded - asked_wall,
+                            event.seq
+                        ));
+                    }
                 }
                 Some(Event::Rejected(_)) => answered = None,
                 _ => {}

@@ -2,13 +2,16 @@
 //! private Redis and PostgreSQL, real gRPC players, and one fault per scenario — a
 //! game-session replica SIGKILLed, PostgreSQL stopped, Redis SIGKILLed and restarted,
 //! latency, resets and blackholes on the store links, a matchmaking replica SIGKILLed,
-//! saturation, and the resume storm of a replica's thousands of streams. Prints a table (scenario, matches, events checked, lost, duplicated,
-//! recorded twice or not at all, time to recover) and exits non-zero when a promise broke.
+//! saturation, the resume storm of a replica's thousands of streams, and a Redis Cluster
+//! primary SIGKILLed. Prints a table (scenario, matches, events checked, lost,
+//! duplicated, recorded twice or not at all, DISCONNECTED announced for connected
+//! players, automatic plays of connected players, resume p50/max, time to recover) and
+//! exits non-zero when a promise broke.
 //!
 //! ```text
 //! cargo build -p accounts -p game-session -p matchmaking -p basra-e2e --example chaos
 //! target/debug/examples/chaos --bin-dir target/debug [--short] [--matches N]
-//!     [--saturation N] [--pg-down S] [--blackhole S] [--target-score N] [--storm N] [--only abcdefg]
+//!     [--saturation N] [--pg-down S] [--blackhole S] [--target-score N] [--storm N] [--only abcdefgh]
 //! target/debug/examples/chaos --bin-dir target/debug --soak MINUTES
 //! ```
 //!
@@ -62,7 +65,7 @@ fn parse_args() -> anyhow::Result<Args> {
                 storm_streams: 2000,
             }
         },
-        only: "abcdefg".into(),
+        only: "abcdefgh".into(),
         soak_minutes: None,
     };
     let mut it = std::env::args().skip(1);
@@ -88,7 +91,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--soak" => args.soak_minutes = Some(number()?),
             other => bail!(
                 "unknown flag {other}; flags: --bin-dir DIR --short --matches N --saturation N \
-                 --pg-down S --blackhole S --target-score N --storm N --only abcdefg --soak MINUTES"
+                 --pg-down S --blackhole S --target-score N --storm N --only abcdefgh --soak MINUTES"
             ),
         }
     }
@@ -109,7 +112,10 @@ fn main() -> anyhow::Result<()> {
 async fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let dir = std::env::temp_dir().join(format!("basra-chaos-{}", uuid::Uuid::now_v7().simple()));
-    let tuning = Tuning { turn_seconds: 5 };
+    let tuning = Tuning {
+        turn_seconds: 5,
+        grace_seconds: 60,
+    };
     println!("chaos: starting the stack in {}", dir.display());
     let mut stack = Stack::start(&args.bin_dir, &dir, tuning).await?;
     let db = sqlx::PgPool::connect(&stack.pg.url()).await?;
@@ -134,7 +140,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
             'e' => scenarios::kill_matchmaker(&mut stack, &db, &args.size).await,
             'f' => scenarios::saturation(&mut stack, &db, &args.size).await,
             'g' => scenarios::resume_storm(&mut stack, args.size.storm_streams).await,
-            other => bail!("no scenario {other}; scenarios: abcdefg"),
+            'h' => scenarios::kill_cluster_primary(&mut stack, &db, &args.size).await,
+            other => bail!("no scenario {other}; scenarios: abcdefgh"),
         };
         let mut row = row.unwrap_or_else(|err| {
             let mut row = report::Row::new(&format!("{letter}. (did not run)"), 0);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
 use basra_proto::basra::accounts::v1::GetProfileRequest;
 use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
 use basra_proto::basra::matchmaking::v1::find_match_response::Update;
@@ -20,7 +20,7 @@ use tokio::task::JoinSet;
 use crate::bots::{self, Player, Script, SeatLog};
 use crate::proxy::Fault;
 use crate::report::Row;
-use crate::stack::Stack;
+use crate::stack::{RedisCluster, Stack};
 
 /// How big and how long the scenarios are.
 #[derive(Debug, Clone)]
@@ -40,8 +40,8 @@ pub struct Size {
 }
 
 /// Signs in two guests per match, creates each room on replica `i % 2` and starts both of
-/// its players at once (a room's match and its turn timer start with the room). Seat B
-/// sleeps through one turn when `sleeper` gives it a flag.
+/// its players at once (a room's match and its turn timer start with the room), on that
+/// replica. Seat B sleeps through one turn when `sleeper` gives it a flag.
 async fn setup_and_start(
     stack: &Stack,
     tag: &str,
@@ -49,6 +49,20 @@ async fn setup_and_start(
     target: u32,
     script: &Script,
     sleeper: impl Fn(usize) -> Option<Arc<AtomicBool>>,
+) -> anyhow::Result<(Vec<(String, Player, Player, usize)>, JoinSet<SeatLog>)> {
+    setup_and_start_on(stack, tag, n, target, script, sleeper, false).await
+}
+
+/// [`setup_and_start`], with seat B on the other replica when `split` (each room then has
+/// a player on both).
+async fn setup_and_start_on(
+    stack: &Stack,
+    tag: &str,
+    n: usize,
+    target: u32,
+    script: &Script,
+    sleeper: impl Fn(usize) -> Option<Arc<AtomicBool>>,
+    split: bool,
 ) -> anyhow::Result<(Vec<(String, Player, Player, usize)>, JoinSet<SeatLog>)> {
     let players = bots::guests(&stack.accounts.url(), tag, 2 * n).await?;
     let urls = stack.game_urls();
@@ -58,10 +72,11 @@ async fn setup_and_start(
         let home = i % urls.len();
         let (a, b) = (players[2 * i].clone(), players[2 * i + 1].clone());
         let room = bots::create_room(stack, &urls[home], &a, &b, target).await?;
+        let b_home = if split { (home + 1) % urls.len() } else { home };
         start_room(
             &mut set,
             &urls,
-            (&room, &a, &b, home),
+            (&room, &a, &b, (home, b_home)),
             script,
             sleeper(home),
         );
@@ -73,7 +88,7 @@ async fn setup_and_start(
 fn start_room(
     set: &mut JoinSet<SeatLog>,
     urls: &[String],
-    (room, a, b, home): (&str, &Player, &Player, usize),
+    (room, a, b, (a_home, b_home)): (&str, &Player, &Player, (usize, usize)),
     script: &Script,
     sleep_once: Option<Arc<AtomicBool>>,
 ) {
@@ -82,12 +97,12 @@ fn start_room(
         a.clone(),
         room.to_owned(),
         urls.clone(),
-        home,
+        a_home,
         script.clone(),
     ));
     let mut sleepy = script.clone();
     sleepy.sleep_once = sleep_once;
-    set.spawn(bots::play(b.clone(), room.to_owned(), urls, home, sleepy));
+    set.spawn(bots::play(b.clone(), room.to_owned(), urls, b_home, sleepy));
 }
 
 async fn finish(mut set: JoinSet<SeatLog>) -> anyhow::Result<Vec<SeatLog>> {
@@ -103,9 +118,11 @@ pub(crate) fn script(stack: &Stack, think_ms: u64) -> Script {
         think: Duration::from_millis(think_ms),
         sleep_once: None,
         turn_seconds: stack.tuning.turn_seconds,
+        grace_seconds: stack.tuning.grace_seconds,
         deadline: Duration::from_secs(600),
         resign_after: None,
         drop_after: None,
+        shared_connections: false,
     }
 }
 
@@ -117,6 +134,21 @@ fn tally(row: &mut Row, logs: &[SeatLog]) {
         row.lost += log.lost;
         row.duplicated += log.duplicated;
         row.automatic_while_connected += u64::from(log.automatic_while_connected);
+        row.disconnected_while_connected += u64::from(log.disconnected_while_connected);
+        row.resume_latencies
+            .extend(log.resume_latencies.iter().copied());
+        for detail in log.disconnect_details.iter().take(3) {
+            row.failures.push(format!(
+                "room {}: DISCONNECTED announced for a connected player: {detail}",
+                log.room_id
+            ));
+        }
+        for detail in log.automatic_details.iter().take(3) {
+            row.failures.push(format!(
+                "room {}: a connected player's turn played automatically: {detail}",
+                log.room_id
+            ));
+        }
         for (code, (count, _)) in &log.errors {
             *errors.entry(code.clone()).or_default() += count;
         }
@@ -254,7 +286,10 @@ fn rooms_of(setup: &[(String, Player, Player, usize)]) -> Vec<(String, Player, P
         .collect()
 }
 
-/// (a) SIGKILL one of two game-session replicas while matches are in play.
+/// (a) SIGKILL one of two game-session replicas while matches are in play, every room
+/// with a player on each replica and all players on one connection per replica (the
+/// killed replica's players resume on the other, on the connection their opponents'
+/// streams are on).
 pub async fn kill_game_replica(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::Result<Row> {
     let mut row = Row::new(
         "a. SIGKILL 1 of 2 game-session replicas mid-match",
@@ -262,13 +297,20 @@ pub async fn kill_game_replica(stack: &mut Stack, db: &PgPool, size: &Size) -> a
     );
     let asleep = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&asleep);
-    let (rooms, set) = setup_and_start(
+    // The players share one connection per replica: the survivor's then carries the
+    // killed replica's resumes on top of its own streams.
+    let shared = Script {
+        shared_connections: true,
+        ..script(stack, 25)
+    };
+    let (rooms, set) = setup_and_start_on(
         stack,
         "a",
         size.matches,
         size.target_score,
-        &script(stack, 25),
+        &shared,
         move |home| (home == 0).then(|| Arc::clone(&flag)),
+        true,
     )
     .await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -277,15 +319,20 @@ pub async fn kill_game_replica(stack: &mut Stack, db: &PgPool, size: &Size) -> a
     let killed = Instant::now();
     let logs = finish(set).await?;
     tally(&mut row, &logs);
-    let victims: Vec<&SeatLog> = logs
-        .iter()
-        .filter(|l| rooms.iter().any(|(r, _, _, h)| *r == l.room_id && *h == 0))
-        .collect();
-    row.recover = victims.iter().map(|l| l.longest_outage).max();
+    row.recover = logs.iter().map(|l| l.longest_outage).max();
+    // A replica's death must not be felt: its players resume on the other at once.
+    if let Some((_, max)) = row.resume_p50_max()
+        && max > Duration::from_secs(1)
+    {
+        row.failures.push(format!(
+            "the slowest resume took {:.0} ms (goal: at most 1 s)",
+            max.as_secs_f64() * 1e3
+        ));
+    }
     let slept: Vec<bool> = logs.iter().filter_map(|l| l.slept_turn_timed_out).collect();
     let fired = slept.iter().filter(|f| **f).count();
     row.notes.push(format!(
-        "turn timers of the killed replica's rooms fired {fired}/{} (seat 1 slept a turn); all matches done {:.1} s after the kill",
+        "turn timers of the rooms made on the killed replica fired {fired}/{} (seat 1 slept a turn); all matches done {:.1} s after the kill",
         slept.len(),
         killed.elapsed().as_secs_f64()
     ));
@@ -594,7 +641,7 @@ pub async fn kill_matchmaker(stack: &mut Stack, db: &PgPool, size: &Size) -> any
         start_room(
             &mut set,
             &urls,
-            (room, a, b, *home),
+            (room, a, b, (*home, *home)),
             &script(stack, 0),
             None,
         );
@@ -719,16 +766,6 @@ pub async fn saturation(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::
             "{errors} streams ended with an error under saturation"
         ));
     }
-    for detail in logs.iter().flat_map(|l| &l.automatic_details).take(5) {
-        row.notes
-            .push(format!("automatic play of a connected player: {detail}"));
-    }
-    if row.automatic_while_connected > 0 {
-        row.failures.push(format!(
-            "{} automatic plays of connected players",
-            row.automatic_while_connected
-        ));
-    }
     check_records(
         db,
         &mut row,
@@ -738,6 +775,209 @@ pub async fn saturation(stack: &mut Stack, db: &PgPool, size: &Size) -> anyhow::
     )
     .await?;
     Ok(row)
+}
+
+/// (h) SIGKILL the Redis Cluster primary that holds most rooms' keys while matches are in
+/// play: two more game-session replicas on a private Redis Cluster (3 primaries, 3
+/// replicas), every room with a player on each of them, all players on one connection
+/// per replica. The cluster promotes the dead primary's replica; every match must end,
+/// nothing lost or repeated, each recorded once. Reports the longest any player waited
+/// for an event (the stall) and whether the replicas stopped dialling the dead node.
+pub async fn kill_cluster_primary(
+    stack: &mut Stack,
+    db: &PgPool,
+    size: &Size,
+) -> anyhow::Result<Row> {
+    let mut row = Row::new(
+        "h. SIGKILL the Redis Cluster primary holding most rooms mid-match",
+        size.matches,
+    );
+    let mut cluster = RedisCluster::start(&stack.dir().join("redis-cluster")).await?;
+    let url = cluster.url();
+    let mut replicas = vec![
+        stack.game_replica("cluster-game-0", &url, 0)?,
+        stack.game_replica("cluster-game-1", &url, 1)?,
+    ];
+    for replica in &mut replicas {
+        replica.start().await?;
+    }
+    let urls: Vec<String> = replicas.iter().map(|r| r.url()).collect();
+    let players = bots::guests(&stack.accounts.url(), "h", 2 * size.matches).await?;
+    let script = Script {
+        shared_connections: true,
+        // A room that stops for good shows as a player giving up, not as a hung run.
+        deadline: Duration::from_secs(120),
+        ..script(stack, 25)
+    };
+    let mut rooms = Vec::new();
+    let mut set = JoinSet::new();
+    for i in 0..size.matches {
+        let (a, b) = (players[2 * i].clone(), players[2 * i + 1].clone());
+        let room = bots::create_room(stack, &urls[i % 2], &a, &b, size.target_score).await?;
+        let homes = (i % 2, (i + 1) % 2);
+        start_room(&mut set, &urls, (&room, &a, &b, homes), &script, None);
+        rooms.push((room, a, b));
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // The primary of the most rooms: a room's keys share its shard's hash tag.
+    let owners = slot_owners(cluster.ports()[0])?;
+    let mut per_node: BTreeMap<u16, usize> = BTreeMap::new();
+    for (room, _, _) in &rooms {
+        let shard = game_session::store::shard_of(room);
+        let slot = basra_platform::redis::hash_slot(&format!("{{gs:{shard}}}"));
+        if let Some(port) = owners.get(&slot) {
+            *per_node.entry(*port).or_default() += 1;
+        }
+    }
+    let (victim, held) = per_node
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(port, n)| (*port, *n))
+        .context("no room's slot has an owner")?;
+    cluster.kill(victim);
+    let killed = Instant::now();
+    // Promoted: another node owns the dead primary's slots, and every node says ok.
+    let live = cluster.ports()[0];
+    loop {
+        let owners = slot_owners(live)?;
+        if !owners.values().any(|port| *port == victim)
+            && cluster.wait_healthy(Duration::ZERO).await.is_ok()
+        {
+            break;
+        }
+        if killed.elapsed() > Duration::from_secs(60) {
+            bail!("the cluster did not promote a replica within 60 s");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let promoted = killed.elapsed();
+    // From a few seconds after the promotion on, the replicas should have let the dead
+    // node go: what they log about it from then on is counted.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let log_marks: Vec<u64> = replicas
+        .iter()
+        .map(|r| std::fs::metadata(r.log()).map_or(0, |m| m.len()))
+        .collect();
+
+    let logs = finish(set).await?;
+    tally(&mut row, &logs);
+    let unfinished = logs
+        .iter()
+        .filter(|l| !l.finished)
+        .map(|l| l.room_id.as_str())
+        .collect::<HashSet<_>>()
+        .len();
+    let stall = logs.iter().map(|l| l.longest_silence).max();
+    row.recover = stall;
+    let dialled_after: usize = replicas
+        .iter()
+        .zip(&log_marks)
+        .map(|(r, mark)| lines_after(r.log(), *mark, &format!(":{victim}")))
+        .sum();
+    row.notes.push(format!(
+        "killed the primary of {held} of {} rooms; the cluster promoted its replica {:.1} s after; \
+         longest a player waited for an event (the stall) {:.1} s; matches that never ended \
+         {unfinished}; log lines about the dead node from 5 s after the promotion on: {dialled_after}",
+        rooms.len(),
+        promoted.as_secs_f64(),
+        stall.unwrap_or_default().as_secs_f64(),
+    ));
+    if dialled_after > 0 {
+        row.failures.push(format!(
+            "the replicas still dialled the dead node after the failover ({dialled_after} log lines)"
+        ));
+    }
+    if unfinished > 0 {
+        row.failures.push(format!(
+            "{unfinished} matches never ended after the failover"
+        ));
+        let live = cluster.ports()[0];
+        for log in logs.iter().filter(|l| !l.finished) {
+            row.failures.push(format!(
+                "room {}: a player's last seq {:?}; stored {}",
+                log.room_id,
+                log.last_seq,
+                stored_room(live, &log.room_id)
+            ));
+        }
+    }
+    check_records(db, &mut row, &rooms, &logs, Duration::from_secs(30)).await?;
+    for replica in &mut replicas {
+        replica.kill();
+    }
+    Ok(row)
+}
+
+/// What the cluster (any node: `port`) holds of a game-session room: its last seq,
+/// version and status, its deadline, the length of its log.
+fn stored_room(port: u16, room: &str) -> String {
+    let shard = game_session::store::shard_of(room);
+    let key = |name: &str| format!("chaos:{{gs:{shard}}}:{name}");
+    let ask = |args: &[&str]| {
+        std::process::Command::new("redis-cli")
+            .args(["-c", "-p", &port.to_string()])
+            .args(args)
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).replace('\n', " "))
+            .unwrap_or_default()
+    };
+    format!(
+        "q/v/st {} deadline {} log {} (now {})",
+        ask(&["HMGET", &key(&format!("room:{room}:state")), "q", "v", "st"]),
+        ask(&["ZSCORE", &key("deadlines"), room]),
+        ask(&["LLEN", &key(&format!("room:{room}:log"))]),
+        game_session::core::now_ms()
+    )
+}
+
+/// The primary (its port) of every hash slot, from `CLUSTER NODES` asked of `port`.
+fn slot_owners(port: u16) -> anyhow::Result<HashMap<u16, u16>> {
+    let out = std::process::Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "cluster", "nodes"])
+        .output()
+        .context("redis-cli cluster nodes")?;
+    let mut owners = HashMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        if fields.len() < 9 || !fields[2].contains("master") || fields[2].contains("fail") {
+            continue;
+        }
+        let Some(node_port) = fields[1]
+            .split('@')
+            .next()
+            .and_then(|addr| addr.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+        else {
+            continue;
+        };
+        for range in &fields[8..] {
+            let (from, to) = match range.split_once('-') {
+                Some((from, to)) => (from.parse::<u16>()?, to.parse::<u16>()?),
+                None if !range.starts_with('[') => {
+                    let slot = range.parse::<u16>()?;
+                    (slot, slot)
+                }
+                None => continue,
+            };
+            for slot in from..=to {
+                owners.insert(slot, node_port);
+            }
+        }
+    }
+    Ok(owners)
+}
+
+/// How many lines appended to the file at `path` after byte `from` contain `needle`.
+fn lines_after(path: &std::path::Path, from: u64, needle: &str) -> usize {
+    let Ok(text) = std::fs::read(path) else {
+        return 0;
+    };
+    let from = (from as usize).min(text.len());
+    String::from_utf8_lossy(&text[from..])
+        .lines()
+        .filter(|line| line.contains(needle))
+        .count()
 }
 
 /// (g) The resume storm: every player of a replica resumes on the survivor at once. The

@@ -25,6 +25,8 @@ pub const AUDIENCE: &str = "basra";
 pub struct Tuning {
     /// game.turn_seconds.
     pub turn_seconds: u64,
+    /// game.grace_seconds.
+    pub grace_seconds: u64,
 }
 
 /// A free local port (bound, then released: good enough on a test machine).
@@ -110,6 +112,150 @@ impl Redis {
 impl Drop for Redis {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// A private Redis Cluster: three primaries and a replica each (`redis-server` in cluster
+/// mode, AOF on, `cluster-node-timeout` 2 s, as the operations docs advise), made with
+/// `redis-cli --cluster create`.
+pub struct RedisCluster {
+    /// The nodes, by port.
+    nodes: Vec<(u16, Child)>,
+}
+
+impl RedisCluster {
+    /// Starts the six nodes under `dir` and joins them into a cluster.
+    pub async fn start(dir: &Path) -> anyhow::Result<RedisCluster> {
+        let mut nodes = Vec::new();
+        for _ in 0..6 {
+            let port = free_port()?;
+            let node_dir = dir.join(port.to_string());
+            std::fs::create_dir_all(&node_dir)?;
+            let child = Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
+                .args(["--appendonly", "yes", "--save", ""])
+                // A replica's first full sync starts at once (not 5 s later).
+                .args(["--repl-diskless-sync-delay", "0"])
+                .arg("--cluster-config-file")
+                .arg(node_dir.join("nodes.conf"))
+                .arg("--dir")
+                .arg(&node_dir)
+                .arg("--logfile")
+                .arg(node_dir.join("redis.log"))
+                .stdout(Stdio::null())
+                .spawn()
+                .context("redis-server must be installed (apt-get install redis-server)")?;
+            nodes.push((port, child));
+        }
+        for (port, _) in &nodes {
+            wait_port(
+                *port,
+                "redis-server (cluster node)",
+                Duration::from_secs(20),
+            )
+            .await?;
+        }
+        let created = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(nodes.iter().map(|(port, _)| format!("127.0.0.1:{port}")))
+            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .context("redis-cli must be installed")?;
+        if !created.status.success() {
+            bail!(
+                "redis-cli --cluster create failed: {}",
+                String::from_utf8_lossy(&created.stderr)
+            );
+        }
+        let cluster = RedisCluster { nodes };
+        cluster.wait_healthy(Duration::from_secs(30)).await?;
+        cluster
+            .wait_replicas_synced(Duration::from_secs(30))
+            .await?;
+        Ok(cluster)
+    }
+
+    /// Waits until every replica has its primary's data (`master_link_status:up`): a
+    /// replica that never synced refuses to take over from its primary.
+    async fn wait_replicas_synced(&self, within: Duration) -> anyhow::Result<()> {
+        let started = Instant::now();
+        loop {
+            let mut synced = 0;
+            for port in self.ports() {
+                let info = Command::new("redis-cli")
+                    .args(["-p", &port.to_string(), "info", "replication"])
+                    .output()?;
+                let info = String::from_utf8_lossy(&info.stdout);
+                if info.contains("role:slave") && info.contains("master_link_status:up") {
+                    synced += 1;
+                }
+            }
+            if synced == self.nodes.len() / 2 {
+                return Ok(());
+            }
+            if started.elapsed() > within {
+                bail!("the Redis Cluster's replicas did not sync within {within:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The services' URL setting: the first three nodes (any one finds the rest).
+    pub fn url(&self) -> String {
+        self.nodes
+            .iter()
+            .take(3)
+            .map(|(port, _)| format!("redis://127.0.0.1:{port}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The live nodes' ports.
+    pub fn ports(&self) -> Vec<u16> {
+        self.nodes.iter().map(|(port, _)| *port).collect()
+    }
+
+    /// Waits until every live node says `cluster_state:ok`.
+    pub async fn wait_healthy(&self, within: Duration) -> anyhow::Result<()> {
+        let started = Instant::now();
+        loop {
+            let mut healthy = true;
+            for port in self.ports() {
+                let info = Command::new("redis-cli")
+                    .args(["-p", &port.to_string(), "cluster", "info"])
+                    .output()?;
+                healthy &= String::from_utf8_lossy(&info.stdout).contains("cluster_state:ok");
+            }
+            if healthy {
+                return Ok(());
+            }
+            if started.elapsed() > within {
+                bail!("the Redis Cluster did not become healthy within {within:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// SIGKILL the node on `port` (it stays down).
+    pub fn kill(&mut self, port: u16) {
+        if let Some(at) = self.nodes.iter().position(|(p, _)| *p == port) {
+            let (_, mut child) = self.nodes.remove(at);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.nodes {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -244,6 +390,42 @@ pub struct Service {
 }
 
 impl Service {
+    /// A service (not started) running `binary` of `bin_dir` with `config`, whose
+    /// `{PORT}` (and `{MPORT}`, if any) become free ports; its files go in `dir`.
+    fn new(
+        dir: &Path,
+        bin_dir: &Path,
+        name: &str,
+        binary: &str,
+        config: String,
+    ) -> anyhow::Result<Service> {
+        let port = free_port()?;
+        let metrics_port = if config.contains("{MPORT}") {
+            Some(free_port()?)
+        } else {
+            None
+        };
+        let path = dir.join(format!("{name}.toml"));
+        let config = config
+            .replace("{PORT}", &port.to_string())
+            .replace("{MPORT}", &metrics_port.unwrap_or(0).to_string());
+        std::fs::write(&path, config)?;
+        Ok(Service {
+            name: name.to_owned(),
+            port,
+            metrics_port,
+            binary: bin_dir.join(binary),
+            config: path,
+            log: dir.join(format!("{name}.log")),
+            child: None,
+        })
+    }
+
+    /// Its log file.
+    pub fn log(&self) -> &Path {
+        &self.log
+    }
+
     /// Its gRPC URL.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
@@ -338,8 +520,14 @@ pub struct Stack {
     pub room_maker: ServiceIdentity,
     /// The settings the services run with.
     pub tuning: Tuning,
+    /// The run's scratch directory and the service binaries (for services a scenario
+    /// adds, see [`Stack::game_replica`]).
+    dir: PathBuf,
+    bin_dir: PathBuf,
+    keys: Keys,
 }
 
+#[derive(Clone)]
 struct Keys {
     accounts: (String, PathBuf, PathBuf),
     game: (String, PathBuf, PathBuf),
@@ -390,27 +578,8 @@ impl Stack {
         };
         let room_maker = ServiceIdentity::new(m_key, ISSUER, AUDIENCE, Duration::from_secs(300));
 
-        let service = |name: &str, binary: &str, config: String| -> anyhow::Result<Service> {
-            let port = free_port()?;
-            let metrics_port = if config.contains("{MPORT}") {
-                Some(free_port()?)
-            } else {
-                None
-            };
-            let path = dir.join(format!("{name}.toml"));
-            let config = config
-                .replace("{PORT}", &port.to_string())
-                .replace("{MPORT}", &metrics_port.unwrap_or(0).to_string());
-            std::fs::write(&path, config)?;
-            Ok(Service {
-                name: name.to_owned(),
-                port,
-                metrics_port,
-                binary: bin_dir.join(binary),
-                config: path,
-                log: dir.join(format!("{name}.log")),
-                child: None,
-            })
+        let service = |name: &str, binary: &str, config: String| {
+            Service::new(dir, bin_dir, name, binary, config)
         };
         let pg_url = format!("postgres://postgres@{}/postgres", pg_proxy.addr);
         let redis_url = format!("redis://{}", redis_proxy.addr);
@@ -440,7 +609,24 @@ impl Stack {
             matchmakers,
             room_maker,
             tuning,
+            dir: dir.to_owned(),
+            bin_dir: bin_dir.to_owned(),
+            keys,
         })
+    }
+
+    /// The run's scratch directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A game-session replica more (not started), named `name`, on the Redis at
+    /// `redis_url` (one node or a cluster's node list) under its own key prefix, recording
+    /// its matches through this stack's accounts.
+    pub fn game_replica(&self, name: &str, redis_url: &str, i: usize) -> anyhow::Result<Service> {
+        let config = game_config(&self.keys, redis_url, &self.accounts.url(), i, self.tuning)
+            .replace("replica = \"game-", &format!("replica = \"{name}-"));
+        Service::new(&self.dir, &self.bin_dir, name, "game-session", config)
     }
 
     /// Starts again every service that is not running (after a scenario killed one).
@@ -514,7 +700,7 @@ prefix = "chaos"
 [game]
 replica = "game-{i}"
 turn_seconds = {turn}
-grace_seconds = 60
+grace_seconds = {grace}
 bot_delay_ms = 0
 rematch_seconds = 1
 lease_ms = 6000
@@ -542,6 +728,7 @@ signing_key_file = {g_priv}
 key_id = "{g_kid}"
 "#,
         turn = t.turn_seconds,
+        grace = t.grace_seconds,
         a_kid = keys.accounts.0,
         a_pub = toml_path(&keys.accounts.2),
         m_kid = keys.matchmaking.0,

@@ -170,7 +170,14 @@ pub struct ConnectionLimits {
     /// The largest metadata (all headers of a call) a client may send, in bytes; a
     /// call with more is refused by HTTP/2 before it reaches a service.
     pub max_header_list_bytes: u32,
-    /// Concurrent calls (streams) on one connection.
+    /// Concurrent calls (streams) on one connection (HTTP/2's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`). A client past it does not get an error: its
+    /// HTTP/2 layer holds the new call until one ends, unseen by the server. So it sits
+    /// well above what one connection carries: a proxy or a client that multiplexes many
+    /// players on one connection, and the resumes it moves onto the survivor when a
+    /// replica dies (at 32, those resumes waited and their seats were swept disconnected).
+    /// What bounds a replica's streams is its own admission (game-session's
+    /// `game.max_streams`), not this.
     pub max_streams_per_connection: u32,
     /// Open connections; one beyond this is closed at once (the client sees
     /// UNAVAILABLE and retries, elsewhere behind a load balancer).
@@ -185,7 +192,7 @@ impl Default for ConnectionLimits {
     fn default() -> ConnectionLimits {
         ConnectionLimits {
             max_header_list_bytes: 16 * 1024,
-            max_streams_per_connection: 32,
+            max_streams_per_connection: 1_000,
             max_connections: 50_000,
             max_connection_age_seconds: 0,
         }

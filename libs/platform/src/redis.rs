@@ -333,14 +333,11 @@ impl Redis {
         on_event: impl Fn(PubSubEvent) + Send + Sync + 'static,
     ) -> RedisResult<()> {
         let on_event: Arc<dyn Fn(PubSubEvent) + Send + Sync> = Arc::new(on_event);
-        let (tx, rx) = mpsc::unbounded_channel();
-        let held = open_subscription(&self.topology, &channels, tx.clone()).await?;
+        let subscription = open_subscription(&self.topology, &channels).await?;
         tokio::spawn(pump(
             self.topology.clone(),
             channels,
-            held,
-            tx,
-            rx,
+            subscription,
             shutdown,
             on_event,
         ));
@@ -654,7 +651,23 @@ enum Held {
     Cluster(ClusterConnection),
 }
 
-async fn open_subscription(
+/// A subscription: the connection it lives on, and where that connection's pushes come.
+/// Each subscription has its own push channel, so a connection let go of says nothing
+/// more.
+struct Subscription {
+    held: Held,
+    pushes: mpsc::UnboundedReceiver<PushInfo>,
+}
+
+async fn open_subscription(topology: &Topology, channels: &[String]) -> RedisResult<Subscription> {
+    let (tx, pushes) = mpsc::unbounded_channel();
+    let held = subscribe_on_new_connection(topology, channels, tx).await?;
+    Ok(Subscription { held, pushes })
+}
+
+/// Opens a fresh connection (on a cluster: a fresh client, which reads the slot map
+/// anew) and subscribes it to every one of `channels`.
+async fn subscribe_on_new_connection(
     topology: &Topology,
     channels: &[String],
     tx: mpsc::UnboundedSender<PushInfo>,
@@ -686,8 +699,9 @@ async fn open_subscription(
                 .build()?
                 .get_async_connection()
                 .await?;
-            // The cluster client tracks these and subscribes again by itself after a
-            // reconnect or a slot moving to another node.
+            // The client would subscribe again by itself after a reconnect, but not on
+            // the replica promoted when a primary dies: a lost connection opens a fresh
+            // subscription instead (see `pump`).
             for channel in channels {
                 conn.ssubscribe(channel).await?;
             }
@@ -704,18 +718,17 @@ fn with_resp3(url: &str) -> String {
 async fn pump(
     topology: Topology,
     channels: Vec<String>,
-    mut held: Held,
-    tx: mpsc::UnboundedSender<PushInfo>,
-    mut rx: mpsc::UnboundedReceiver<PushInfo>,
+    mut subscription: Subscription,
     shutdown: CancellationToken,
     on_event: Arc<dyn Fn(PubSubEvent) + Send + Sync>,
 ) {
     loop {
         let push = tokio::select! {
             () = shutdown.cancelled() => return,
-            push = rx.recv() => push,
+            push = subscription.pushes.recv() => push,
         };
         let Some(push) = push else { return };
+        let held = &mut subscription.held;
         match push.kind {
             PushKind::SMessage | PushKind::Message => {
                 if let [channel, payload, ..] = push.data.as_slice()
@@ -742,7 +755,7 @@ async fn pump(
                     if shutdown.is_cancelled() {
                         return;
                     }
-                    let again = match &mut held {
+                    let again = match &mut *held {
                         Held::Single(conn) => {
                             ::redis::cmd("SSUBSCRIBE")
                                 .arg(&channel)
@@ -763,26 +776,29 @@ async fn pump(
             }
             PushKind::Disconnection => {
                 tracing::warn!("redis subscription lost; resubscribing");
-                if matches!(held, Held::Single(_)) {
-                    // One node: open a fresh connection and subscribe again.
-                    loop {
-                        if shutdown.is_cancelled() {
-                            return;
-                        }
-                        match open_subscription(&topology, &channels, tx.clone()).await {
-                            Ok(fresh) => {
-                                held = fresh;
-                                break;
-                            }
-                            Err(err) => {
-                                tracing::warn!(error = %err, "redis subscription: reconnect failed");
-                            }
-                        }
-                        tokio::time::sleep(RESUBSCRIBE_PAUSE).await;
+                // A fresh connection, subscribed to every channel. On a cluster the old
+                // client would reconnect the node it lost and resubscribe there, but
+                // when that node was a primary that died, its channels' slots now live
+                // on the promoted replica: the old client kept dialling the dead node
+                // and the channels stayed silent. A fresh client reads the slot map
+                // anew; until the cluster has promoted a replica, subscribing fails and
+                // is tried again. The old connection goes (it dials nothing more).
+                loop {
+                    if shutdown.is_cancelled() {
+                        return;
                     }
+                    match open_subscription(&topology, &channels).await {
+                        Ok(fresh) => {
+                            subscription = fresh;
+                            break;
+                        }
+                        Err(err) => {
+                            tracing::warn!(error = %err, "redis subscription: resubscribing failed");
+                        }
+                    }
+                    tokio::time::sleep(RESUBSCRIBE_PAUSE).await;
                 }
-                // A cluster connection resubscribes by itself; either way the caller
-                // must look again at what it may have missed.
+                // Messages sent meanwhile are gone: the caller looks again.
                 on_event(PubSubEvent::Resubscribed);
             }
             _ => {}

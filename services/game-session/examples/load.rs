@@ -25,7 +25,7 @@
 //! `--think-ms T`: each player waits T ms (±50 %, uniform) before each play; 0 plays at
 //! once (the replica is then saturated: plays/s is its throughput). `--connections C`:
 //! spread the players over C HTTP/2 connections (0: one per player, like real clients;
-//! at most 32 streams a connection, the replica's `server.limits.max_streams_per_connection`).
+//! at most 1,000 streams a connection, the replica's `server.limits.max_streams_per_connection`).
 //! `--wait-replicas N`: the replica waits for N Redis replicas after each commit (the
 //! `[redis] wait_replicas` setting; 0: not).
 //!

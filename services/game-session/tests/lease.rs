@@ -339,3 +339,163 @@ async fn two_replicas_split_the_shards_and_a_crashed_ones_are_taken_over() {
 async fn two_replicas_split_the_shards_and_a_crashed_ones_are_taken_over_on_a_cluster() {
     two_replicas_split_the_shard_walks_and_one_takes_over(cluster_store(&prefix()).await).await;
 }
+
+/// What a resumed player saw: the DISCONNECTED announcements of its own seat after it
+/// resumed, the automatic plays of its seat, and how long its first event took.
+struct Resumed {
+    spurious_disconnects: usize,
+    automatic_plays: usize,
+    first_event: Duration,
+}
+
+fn automatic_play_of(seat: u32) -> impl Fn(&E) -> bool {
+    move |e| matches!(e, E::CardPlayed(p) if p.seat == seat && p.automatic)
+}
+
+/// A replica dies mid-match with players of many rooms on it; each of them resumes at
+/// once on the other replica, before the dead replica's presence lease runs out. When the
+/// lease is swept, none of them may be announced DISCONNECTED (they are connected) and
+/// none of their turns may be played automatically; every resumed stream gets its first
+/// event promptly.
+///
+/// The players share one connection per replica, as a client that multiplexes players
+/// (a proxy, a test client, a bot farm) does: the survivor then carries more streams on
+/// that connection than before the death (the default limit per connection was once 32:
+/// the resumes beyond it waited in the client's HTTP/2 layer, unseen by the server, and
+/// their seats were swept disconnected and played automatically).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn players_who_resumed_before_the_lease_ran_out_stay_connected() {
+    const ROOMS: usize = 24;
+    let tokens = Tokens::new();
+    let prefix = prefix();
+    let mut t = timing();
+    // Short turns: a seat announced disconnected would soon be played automatically.
+    t.turn_ms = 1_500;
+    let r1 = Replica::spawn(redis_store(&prefix).await, &tokens, config("r1", t), None).await;
+    let r2 = Crashable::spawn(&prefix, &tokens, config("r2", t));
+    let lease = config("r2", t).lease;
+
+    // Each room: seat 0 on r1 (survives), seat 1 on r2 (dies); a few plays each. One
+    // connection per replica carries all its players.
+    let (to_r1, to_r2) = (r1.channel().await, channel(r2.addr).await);
+    let mut rooms = Vec::new();
+    for _ in 0..ROOMS {
+        let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
+        let room = Uuid::now_v7().to_string();
+        create_room(
+            r1.channel().await,
+            &tokens,
+            &room,
+            vec![player_seat(ua), player_seat(ub)],
+            pb::RuleSettings::default(),
+        )
+        .await
+        .unwrap();
+        let mut a = Player::join(to_r1.clone(), &tokens, ua, 0, &room, Some(0)).await;
+        let mut b = Player::join(to_r2.clone(), &tokens, ub, 1, &room, Some(0)).await;
+        a.until(connected(1)).await;
+        b.until(connected(1)).await;
+        rooms.push((room, a, b));
+    }
+    let mut played = Vec::new();
+    for (room, mut a, mut b) in rooms {
+        played.push(tokio::spawn(async move {
+            let ta = tokio::spawn(async move {
+                a.play_on(Some(2)).await;
+                a
+            });
+            b.play_on(Some(2)).await;
+            (room, ta.await.unwrap(), b)
+        }));
+    }
+    let mut rooms = Vec::new();
+    for room in played {
+        rooms.push(room.await.unwrap());
+    }
+    // Let r2 refresh its lease: only its death ends it.
+    tokio::time::sleep(lease).await;
+
+    r2.crash();
+    // Every player of r2 resumes on r1 at once, then both seats play on past the time the
+    // dead replica's lease runs out and is swept.
+    let tokens = Arc::new(tokens);
+    let mut resuming = Vec::new();
+    for (room, a, b) in rooms {
+        let channel = to_r1.clone();
+        let tokens = Arc::clone(&tokens);
+        resuming.push(tokio::spawn(async move {
+            drop(b.tx);
+            let asked = Instant::now();
+            let resumed = tokio::time::timeout(Duration::from_secs(5), async {
+                let mut b2 =
+                    Player::join(channel, &tokens, b.user, 1, &room, Some(b.last_seq)).await;
+                b2.hand = b.hand;
+                b2.moves = b.moves;
+                b2.next().await.unwrap();
+                b2
+            })
+            .await;
+            let b2 = resumed.unwrap_or_else(|_| {
+                panic!("a resumed stream was not served within 5 s (room {room})")
+            });
+            (room, a, b2, asked.elapsed())
+        }));
+    }
+    let mut resumed = Vec::new();
+    for resume in resuming {
+        resumed.push(resume.await.unwrap());
+    }
+    let swept_by = Instant::now() + lease * 4;
+    let mut games = Vec::new();
+    for (_room, mut a, mut b, first_event) in resumed {
+        games.push(tokio::spawn(async move {
+            let seen_before = a.log.len();
+            let b_seen_before = b.log.len();
+            while Instant::now() < swept_by {
+                // Slow play: each side takes its time, so that turns span the sweep.
+                let ta = tokio::spawn(async move {
+                    a.play_on(Some(a.moves + 1)).await;
+                    a
+                });
+                b.play_on(Some(b.moves + 1)).await;
+                a = ta.await.unwrap();
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            let after = |log: &[game::PlayResponse], from: usize, pred: &dyn Fn(&E) -> bool| {
+                log[from..]
+                    .iter()
+                    .filter(|e| e.event.as_ref().is_some_and(pred))
+                    .count()
+            };
+            let gone = |e: &E| disconnected(1)(e);
+            Resumed {
+                spurious_disconnects: after(&a.log, seen_before, &gone)
+                    + after(&b.log, b_seen_before, &gone),
+                automatic_plays: after(&a.log, seen_before, &automatic_play_of(1))
+                    + after(&a.log, seen_before, &automatic_play_of(0)),
+                first_event,
+            }
+        }));
+    }
+    let mut seen = Vec::new();
+    for game in games {
+        seen.push(game.await.unwrap());
+    }
+    let spurious: usize = seen.iter().map(|r| r.spurious_disconnects).sum();
+    let automatic: usize = seen.iter().map(|r| r.automatic_plays).sum();
+    let slowest = seen.iter().map(|r| r.first_event).max().unwrap();
+    eprintln!(
+        "{ROOMS} rooms resumed: {spurious} spurious disconnects, {automatic} automatic plays, \
+         slowest first event {slowest:?}"
+    );
+    assert_eq!(spurious, 0, "no resumed seat is announced DISCONNECTED");
+    assert_eq!(
+        automatic, 0,
+        "no connected player's turn is played automatically"
+    );
+    assert!(
+        slowest < Duration::from_secs(1),
+        "every resumed stream's first event within 1 s ({slowest:?})"
+    );
+    r1.stop().await;
+}
