@@ -54,7 +54,7 @@ pub enum LogEvent {
         deals: Vec<Event>,
         /// Cards in each hand after the deal.
         hand_counts: Vec<u32>,
-        /// Cards left in the deck after the deal.
+        /// Cards left in the deck once the deal is done, a round's starting table included.
         deck_remaining: u32,
     },
     /// A card was played (the engine's `CardPlayed`).

@@ -464,9 +464,6 @@ impl Room {
         client_move_id: String,
         end: Option<(MatchEndReason, u8)>,
     ) {
-        let table_follows = events
-            .iter()
-            .any(|event| matches!(event, Event::TableDealt { .. }));
         let mut deals = Vec::new();
         let mut client_move_id = Some(client_move_id);
         for event in events {
@@ -475,7 +472,7 @@ impl Room {
                 continue;
             }
             if !deals.is_empty() {
-                self.push_deal(std::mem::take(&mut deals), table_follows, now);
+                self.push_deal(std::mem::take(&mut deals), now);
             }
             match event {
                 Event::MatchStarted { commitment, .. } => {
@@ -565,7 +562,7 @@ impl Room {
             }
         }
         if !deals.is_empty() {
-            self.push_deal(deals, table_follows, now);
+            self.push_deal(deals, now);
         }
     }
 
@@ -601,12 +598,13 @@ impl Room {
         );
     }
 
-    fn push_deal(&mut self, deals: Vec<Event>, table_follows: bool, now: i64) {
+    fn push_deal(&mut self, deals: Vec<Event>, now: i64) {
         let game = self.game.as_ref().expect("a deal happens in a match");
         let view = game.view(None);
         let hand_counts = view.hand_sizes.iter().map(|&n| u32::from(n)).collect();
-        // The starting table is drawn after the hands (net four cards, whatever the cleaning).
-        let deck_remaining = u32::from(view.deck_left) + if table_follows { 4 } else { 0 };
+        // The count once the whole deal is done, the starting table of a round included
+        // (it is drawn after the hands): what a snapshot taken now would say.
+        let deck_remaining = u32::from(view.deck_left);
         self.push(
             LogEvent::HandDealt {
                 deals,
@@ -984,5 +982,65 @@ mod tests {
             assert!(kept.game.as_ref().unwrap().is_over());
             assert_eq!(kept.status, Status::Finished);
         }
+    }
+
+    /// Every deal says how many cards the deck holds once it is done, the starting table
+    /// of a round included: 40 at the start of every round with two seats (44 was the
+    /// count before the table, which no client subtracted), as a snapshot says.
+    #[test]
+    fn a_deal_counts_the_deck_after_the_starting_table() {
+        let occupants = ["a", "b"]
+            .map(|id| Occupant::Player {
+                user_id: id.into(),
+                name: id.to_uppercase(),
+            })
+            .to_vec();
+        let mut room = Room::new(
+            "room".into(),
+            Settings::default(),
+            occupants,
+            false,
+            true,
+            0,
+            Timing::for_tests(),
+            1,
+        );
+        room.start_if_full(Seed([9; 32]), "match".into(), 2);
+        let mut deals = Vec::new();
+        let mut now = 3;
+        loop {
+            let left = room.game.as_ref().unwrap().view(None).deck_left;
+            for stored in room.take_pending() {
+                if let LogEvent::HandDealt {
+                    deck_remaining,
+                    hand_counts,
+                    ..
+                } = stored.event
+                {
+                    assert_eq!(deck_remaining, u32::from(left), "as a snapshot says");
+                    deals.push((deck_remaining, hand_counts));
+                }
+            }
+            let Some(turn) = room.game.as_ref().and_then(basra_engine::Game::turn) else {
+                break;
+            };
+            now += 1;
+            let play = room.game.as_ref().unwrap().legal_plays()[0];
+            room.play(turn.0, play.card, None, false, now.to_string(), now)
+                .unwrap();
+        }
+        let round_starts: Vec<u32> = deals
+            .iter()
+            .filter(|(deck, _)| *deck >= 40)
+            .map(|(deck, _)| *deck)
+            .collect();
+        assert!(
+            round_starts.len() >= 2,
+            "a match of several rounds: {deals:?}"
+        );
+        assert!(round_starts.iter().all(|&deck| deck == 40), "{deals:?}");
+        // Six deals a round: 40, 32, …, 0.
+        let counts: Vec<u32> = deals.iter().take(6).map(|(deck, _)| *deck).collect();
+        assert_eq!(counts, [40, 32, 24, 16, 8, 0]);
     }
 }
