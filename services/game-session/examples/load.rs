@@ -244,6 +244,7 @@ fn serve() -> anyhow::Result<()> {
             timer_poll: Duration::from_millis(100),
             resync: Duration::from_millis(2000),
             lease: Duration::from_millis(15_000),
+            bots: Default::default(),
         };
         let session = game_session::GameSession::start(store, config, None, shutdown.child_token());
         game_session::serve(

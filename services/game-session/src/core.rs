@@ -72,6 +72,8 @@ pub struct ServiceConfig {
     /// How long a replica's presence lease lasts without a refresh: after that, another
     /// replica disconnects the seats it served (see the module documentation).
     pub lease: Duration,
+    /// The hard bot's budget and thinking slots (`[bots]`).
+    pub bots: crate::bots::Bots,
 }
 
 impl ServiceConfig {
@@ -406,18 +408,8 @@ impl Core {
             return Ok(());
         }
         self.metrics.timers_fired.inc();
-        let outcome = self
-            .mutate(room_id, None, |room, now| {
-                if room.on_timer(now) {
-                    Ok(())
-                } else {
-                    Err(Reject::new(
-                        basra_proto::basra::game::v1::RejectCode::Unspecified,
-                        "nothing due",
-                    ))
-                }
-            })
-            .await;
+        // A hard bot thinks away from the runtime (crate::bots).
+        let outcome = crate::bots::on_timer(self, room_id).await;
         match outcome {
             Ok(Mutation::Rejected(_)) => {
                 // Nothing was due after all (another replica acted first): put the real

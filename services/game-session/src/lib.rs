@@ -35,6 +35,7 @@
 
 mod actions;
 pub mod admin;
+pub mod bots;
 pub mod convert;
 pub mod core;
 pub mod error;
@@ -285,12 +286,8 @@ impl App {
                 drop(store_guard);
             }
         });
-        let session = GameSession::start(
-            store,
-            settings.game.service_config(),
-            accounts,
-            shutdown.clone(),
-        );
+        let session =
+            GameSession::start(store, settings.service_config(), accounts, shutdown.clone());
         if let Some(patcher) = pod_cost {
             tokio::spawn(pod_cost::run(
                 patcher,

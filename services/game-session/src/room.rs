@@ -3,8 +3,10 @@
 //! method that pushes the resulting log events into [`Room::take_pending`]; the store
 //! then writes state and events in one atomic step.
 
+use basra_engine::search::Memory;
 use basra_engine::{
-    Action, CardSet, EndReason, Event, Game, MajorityTie, RoundScore, Seat, Seed, Settings, bot,
+    Action, Card, CardSet, EndReason, Event, Game, MajorityTie, RoundScore, Seat, Seed, Settings,
+    View, bot,
 };
 use basra_proto::basra::common::v1::{BotLevel, MatchEndReason};
 use basra_proto::basra::game::v1::RejectCode;
@@ -197,6 +199,30 @@ impl Reject {
             message: message.into(),
         }
     }
+}
+
+/// A hard bot's turn, as its seat sees it, for the search (see `crate::bots`).
+#[derive(Debug, Clone)]
+pub struct BotTurn {
+    /// The room's `seq` when it was taken: the state the choice is for.
+    pub seq: u64,
+    /// The bot's seat.
+    pub seat: Seat,
+    /// What the seat sees.
+    pub view: View,
+    /// What the round showed everyone.
+    pub memory: Memory,
+}
+
+/// The card the search chose for a [`BotTurn`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BotChoice {
+    /// The room's `seq` the choice is for.
+    pub seq: u64,
+    /// The bot's seat.
+    pub seat: Seat,
+    /// The card.
+    pub card: Card,
 }
 
 /// A room.
@@ -830,6 +856,32 @@ impl Room {
     /// timed-out turn (with the greedy bot), closes the room when the rematch window ends.
     /// Returns whether anything changed.
     pub fn on_timer(&mut self, now: i64) -> bool {
+        self.on_timer_with(now, None)
+    }
+
+    /// The turn of a hard bot that is due at `now`, for the search to think about away
+    /// from the room (`crate::bots`); `None` when no hard bot is to play now.
+    pub fn hard_bot_turn(&self, now: i64) -> Option<BotTurn> {
+        let game = self.game.as_ref()?;
+        let seat = game.turn()?;
+        let due = self.status == Status::InProgress && self.bot_due_ms.is_some_and(|at| at <= now);
+        let hard = matches!(
+            self.seats[seat.index()].occupant,
+            Occupant::Bot { level } if level == BotLevel::Hard as i32
+        );
+        (due && hard).then(|| BotTurn {
+            seq: self.seq,
+            seat,
+            view: game.view(Some(seat)),
+            memory: Memory::of(game.round()),
+        })
+    }
+
+    /// [`Room::on_timer`], a due hard bot playing `choice` when it was made for the room
+    /// as it is now (the same `seq`); any other bot, a hard bot without a choice for
+    /// this state, and a timed-out player play at once by their policy (never the search:
+    /// it does not run here).
+    pub fn on_timer_with(&mut self, now: i64, choice: Option<&BotChoice>) -> bool {
         match self.status {
             Status::InProgress => {
                 let out_of_grace = self
@@ -849,16 +901,22 @@ impl Room {
                     return false;
                 };
                 let policy = match &self.seats[seat.index()].occupant {
-                    Occupant::Bot { level } if *level == BotLevel::Easy as i32 => {
-                        bot::Policy::Random
-                    }
+                    Occupant::Bot { level } if *level == BotLevel::Easy as i32 => bot::Policy::Easy,
                     _ => bot::Policy::Greedy,
                 };
-                let view = game.view(Some(seat));
-                let Some(Action::Play { card, take, .. }) =
-                    bot::choose(policy, &view, &mut rand::rng())
-                else {
-                    return false;
+                let chosen = choice
+                    .filter(|c| bot_due && c.seq == self.seq && c.seat == seat)
+                    .map(|c| c.card)
+                    .filter(|&card| game.round().hand(seat).contains(card));
+                let (card, take) = match chosen {
+                    Some(card) => (card, None),
+                    None => {
+                        let view = game.view(Some(seat));
+                        match bot::choose(policy, &view, &mut rand::rng()) {
+                            Some(Action::Play { card, take, .. }) => (card, take),
+                            _ => return false,
+                        }
+                    }
                 };
                 let automatic = !bot_due;
                 self.play(seat.0, card, take, automatic, String::new(), now)

@@ -25,6 +25,8 @@ pub struct Settings {
     pub redis: RedisSettings,
     /// Timers, limits and bots.
     pub game: GameSettings,
+    /// The hard bot's budget and thinking slots.
+    pub bots: crate::bots::BotSettings,
     /// The match-record outbox's destination.
     pub accounts: AccountsSettings,
     /// The tokens accepted: issuer, audience, trusted keys by kid (the same section in
@@ -98,6 +100,15 @@ impl Settings {
         config::load(DEFAULTS)
     }
 
+    /// How the service behaves under these settings: [`GameSettings::service_config`] with
+    /// the `[bots]` section.
+    pub fn service_config(&self) -> crate::ServiceConfig {
+        crate::ServiceConfig {
+            bots: crate::bots::Bots::new(&self.bots),
+            ..self.game.service_config()
+        }
+    }
+
     /// The embedded defaults with `env` applied as environment variables.
     pub fn from_env(
         env: impl IntoIterator<Item = (String, String)>,
@@ -111,6 +122,7 @@ impl Validate for Settings {
         self.server.validate()?;
         self.telemetry.validate()?;
         self.game.validate()?;
+        self.bots.validate()?;
         self.metrics.validate()?;
         self.redis.validate()?;
         self.auth.validate()?;
@@ -208,8 +220,8 @@ impl GameSettings {
         }
     }
 
-    /// How the service behaves under these settings; a replica without a configured name
-    /// gets a fresh one.
+    /// How the service behaves under these settings, with the default `[bots]` (see
+    /// [`Settings::service_config`]); a replica without a configured name gets a fresh one.
     pub fn service_config(&self) -> crate::ServiceConfig {
         let replica = if self.replica.is_empty() {
             format!("game-session-{}", uuid::Uuid::now_v7().simple())
@@ -225,6 +237,7 @@ impl GameSettings {
             timer_poll: Duration::from_millis(self.timer_poll_ms),
             resync: Duration::from_millis(self.resync_ms),
             lease: Duration::from_millis(self.lease_ms),
+            bots: crate::bots::Bots::default(),
         }
     }
 

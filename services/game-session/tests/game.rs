@@ -588,6 +588,17 @@ async fn a_play_landing_within_the_slack_past_the_deadline_beats_the_timer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bot_seat_plays_a_whole_match() {
+    bot_plays_a_whole_match(pb::BotLevel::Medium, "Bot (medium)").await;
+}
+
+/// The hard bot thinks on the blocking pool (game_session::bots) and plays its card in a
+/// second pass over the room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hard_bot_seat_plays_a_whole_match() {
+    bot_plays_a_whole_match(pb::BotLevel::Hard, "Bot (hard)").await;
+}
+
+async fn bot_plays_a_whole_match(level: pb::BotLevel, name: &str) {
     let tokens = Tokens::new();
     let store = redis_store(&prefix()).await;
     let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
@@ -597,7 +608,7 @@ async fn a_bot_seat_plays_a_whole_match() {
         replica.channel().await,
         &tokens,
         &room,
-        vec![player_seat(ua), bot_seat(pb::BotLevel::Medium)],
+        vec![player_seat(ua), bot_seat(level)],
         low_target(),
     )
     .await
@@ -612,10 +623,7 @@ async fn a_bot_seat_plays_a_whole_match() {
             _ => None,
         })
         .expect("match_started with the seats");
-    assert_eq!(
-        bot_seat.display_name, "Bot (medium)",
-        "a bot goes by its level"
-    );
+    assert_eq!(bot_seat.display_name, name, "a bot goes by its level");
     let bot_plays = logged(&a.log)
         .iter()
         .filter(|e| matches!(&e.event, Some(E::CardPlayed(p)) if p.seat == 1 && !p.automatic))

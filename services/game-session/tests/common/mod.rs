@@ -88,6 +88,7 @@ pub fn config(replica: &str, timing: Timing) -> ServiceConfig {
         timer_poll: Duration::from_millis(20),
         resync: Duration::from_millis(500),
         lease: Duration::from_millis(600),
+        bots: Default::default(),
     }
 }
 
