@@ -10,7 +10,7 @@ export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 
-.PHONY: help deps run web api-check api-release play test bench analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak
+.PHONY: help deps run web api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -52,9 +52,14 @@ test: ## Run every test (unit, property, integration, doc, the web client in Chr
 	$(CARGO) test --workspace --all-targets --no-fail-fast
 	$(CARGO) test --workspace --doc
 
+bench-bots: ## The bot levels against each other, 10,000 matches a pairing, and hard's budget table (about 1.5 hours on 2 cores; docs/performance.md, 'Bots')
+	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- levels 10000
+	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- --threads 1 budgets 1000 10,25,50,100,200
+	for w in 10 25 50 100 200; do $(CARGO) run --quiet --release -p basra-engine --example bot_duel -- timing 100 --worlds $$w; done
+
 bench: ## Run the benchmarks (figures in docs/performance.md)
 	$(CARGO) bench -p basra-engine --bench engine
-	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- levels 10000
+	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- duel medium random 10000
 	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- timing 200
 	$(CARGO) run --quiet --release -p basra-engine --example capture_worst
 	$(CARGO) run --quiet --release -p accounts --example login_bench -- 64 5
