@@ -1,14 +1,16 @@
 //! The web client in a real browser: `basra dev` (in-memory stores) serves the built page
 //! (`make web`), and `clients/web/tests/browser.mjs` drives Debian's headless Chromium
-//! through playwright-core against it — a whole match against the computer by clicking,
-//! with a reload mid-match; two players through a private room code; two through quick
-//! match (FindMatch over gRPC-Web), one resigning; the Arabic page
-//! right to left; no console errors. Screenshots are kept in
-//! `$CARGO_TARGET_TMPDIR/web-client` (the path is printed).
+//! through playwright-core against it — a match against the computer by clicking, with a
+//! reload mid-match, checking what a player sees (every card counted after each deal, the
+//! target, captures as the server made them, the seed against its commitment, named
+//! scores); names within the server's limit; three players who become friends, an invite
+//! from the live feed, a spectator who sees no hidden card, a rematch; a ranked match
+//! that moves both ratings into the history and the leaderboard; quick match (FindMatch
+//! over gRPC-Web), one resigning; the Arabic page right to left; no console errors.
+//! Screenshots are kept in `$CARGO_TARGET_TMPDIR/web-client` (the path is printed).
 //!
 //! Needs Node.js, Debian's `chromium`, the built page and `npm ci` in `clients/web`
 //! (`make test` does both); the test fails, never skips, without them.
-
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -78,8 +80,17 @@ async fn a_browser_plays_through_the_web_client() {
         "the browser run failed: {report:#}\n{stderr}"
     );
     assert!(
-        report["computer"]["plays"].as_u64().unwrap() >= 12,
+        report["computer"]["plays"].as_u64().unwrap() >= 24,
         "{report}"
+    );
+    assert!(
+        report["computer"]["rounds"].as_u64().unwrap() >= 2,
+        "{report}"
+    );
+    assert!(report["friends"]["rematch"].is_string(), "{report}");
+    assert_eq!(
+        report["ranked"]["ratings"].as_array().map(Vec::len),
+        Some(2)
     );
     assert_eq!(report["arabic"]["dir"], "rtl");
     assert!(report["quickMatch"]["resigned"].is_string(), "{report}");

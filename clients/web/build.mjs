@@ -1,4 +1,5 @@
-// Bundles the page into dist/: app.js (esbuild, from src/main.ts), index.html, style.css.
+// Bundles the page into dist/: app.js (esbuild, from src/main.ts), capture.js (the capture
+// rule alone, for the browser test), index.html, style.css.
 import { build } from "esbuild";
 import { cpSync, mkdirSync, rmSync } from "node:fs";
 
@@ -12,6 +13,15 @@ await build({
   format: "esm",
   target: ["es2022"],
   outfile: "dist/app.js",
+  logLevel: "warning",
+});
+// The capture rule alone, for the browser test to put to the engine's examples.
+await build({
+  entryPoints: ["src/capture.ts"],
+  bundle: true,
+  format: "esm",
+  target: ["es2022"],
+  outfile: "dist/capture.js",
   logLevel: "warning",
 });
 cpSync("static", "dist", { recursive: true });

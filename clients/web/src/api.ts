@@ -1,10 +1,11 @@
 // The backend through gRPC-Web: the generated services of proto/ and one transport that
 // adds the access token to every call. A guest signs in with a device id kept in local
-// storage, so the same browser is the same player.
+// storage, so the same browser is the same player; an account signs in with a username and
+// password and comes back with its refresh token.
 
 import { createClient, ConnectError, Code, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
-import { AccountsService } from "./gen/basra/accounts/v1/accounts_pb";
+import { AccountsService, type AuthTokens } from "./gen/basra/accounts/v1/accounts_pb";
 import { MatchmakingService } from "./gen/basra/matchmaking/v1/matchmaking_pb";
 import { GameService } from "./gen/basra/game/v1/game_pb";
 
@@ -12,6 +13,7 @@ export { ConnectError, Code };
 
 const DEVICE_KEY = "basra.device";
 const NAME_KEY = "basra.name";
+const REFRESH_KEY = "basra.refresh";
 
 let token = "";
 
@@ -55,13 +57,27 @@ export async function connect(): Promise<Api> {
   };
 }
 
+/** Who is signed in, as the last sign-in said. */
+export interface Me {
+  userId: string;
+  name: string;
+  isGuest: boolean;
+}
+
+let me: Me | null = null;
+
+export function currentUser(): Me | null {
+  return me;
+}
+
+/** The name this browser signs in with (a guest's name, or an account's). */
 export function rememberedName(): string | null {
   return localStorage.getItem(NAME_KEY);
 }
 
-export function forget(): void {
-  localStorage.removeItem(NAME_KEY);
-  token = "";
+export function setRememberedName(name: string): void {
+  localStorage.setItem(NAME_KEY, name);
+  if (me) me.name = name;
 }
 
 function deviceId(): string {
@@ -73,11 +89,57 @@ function deviceId(): string {
   return id;
 }
 
-/** Signs in as this browser's guest (again: tokens are short-lived). */
+function took(tokens: AuthTokens | undefined): void {
+  token = tokens?.accessToken ?? "";
+  if (tokens?.refreshToken && !tokens.isGuest) localStorage.setItem(REFRESH_KEY, tokens.refreshToken);
+  if (tokens?.isGuest) localStorage.removeItem(REFRESH_KEY);
+  me = { userId: tokens?.userId ?? "", name: tokens?.displayName ?? "", isGuest: tokens?.isGuest ?? true };
+  localStorage.setItem(NAME_KEY, me.name);
+}
+
+/** Signs in as this browser's guest: the same device is the same guest (and rating). */
 export async function signIn(api: Api, name: string): Promise<void> {
   const answer = await api.accounts.guestLogin({ deviceId: deviceId(), displayName: name });
-  token = answer.tokens?.accessToken ?? "";
-  localStorage.setItem(NAME_KEY, name);
+  took(answer.tokens);
+}
+
+/** Signs in again as whoever this browser was: the account (refresh token) or the guest. */
+export async function resume(api: Api): Promise<boolean> {
+  const refresh = localStorage.getItem(REFRESH_KEY);
+  if (refresh) {
+    try {
+      took((await api.accounts.refresh({ refreshToken: refresh })).tokens);
+      return true;
+    } catch {
+      localStorage.removeItem(REFRESH_KEY);
+      localStorage.removeItem(NAME_KEY);
+      return false;
+    }
+  }
+  const name = rememberedName();
+  if (!name) return false;
+  await signIn(api, name);
+  return true;
+}
+
+/** Signs in with a username and password. */
+export async function logIn(api: Api, username: string, password: string): Promise<void> {
+  took((await api.accounts.login({ username, password })).tokens);
+}
+
+/** Registers: the guest signed in now becomes the account (same rating and history). */
+export async function register(api: Api, username: string, password: string): Promise<void> {
+  took((await api.accounts.register({ username, password })).tokens);
+}
+
+/** Signs out: the account's refresh token is revoked; the page forgets the name. */
+export async function signOut(api: Api): Promise<void> {
+  const refresh = localStorage.getItem(REFRESH_KEY);
+  if (refresh) await api.accounts.logout({ refreshToken: refresh }).catch(() => {});
+  localStorage.removeItem(REFRESH_KEY);
+  localStorage.removeItem(NAME_KEY);
+  token = "";
+  me = null;
 }
 
 /** Runs `call`; on UNAUTHENTICATED signs in again once and retries. */
@@ -85,11 +147,7 @@ export async function authed<T>(api: Api, call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (err) {
-    const name = rememberedName();
-    if (ConnectError.from(err).code === Code.Unauthenticated && name) {
-      await signIn(api, name);
-      return call();
-    }
+    if (ConnectError.from(err).code === Code.Unauthenticated && (await resume(api))) return call();
     throw err;
   }
 }

@@ -1,12 +1,10 @@
-// Cards drawn as SVG, and what a card would take from the table (docs/rules.md §6–9), for the
-// hover highlight. The server decides every capture; this is only a preview.
+// Cards drawn as SVG. What a card takes is capture.ts's.
 
 import { cardName } from "./i18n";
+import type { CardLike } from "./capture";
 
-export interface CardLike {
-  rank: number; // 1 = ace … 10, 11 = J, 12 = Q, 13 = K
-  suit: number; // 1 clubs, 2 diamonds, 3 hearts, 4 spades
-}
+export type { CardLike } from "./capture";
+export { captureOptions, wouldTake } from "./capture";
 
 const SVG = "http://www.w3.org/2000/svg";
 const SUIT_SIGN: Record<number, string> = { 1: "♣", 2: "♦", 3: "♥", 4: "♠" };
@@ -72,61 +70,4 @@ export function cardBack(): SVGSVGElement {
   );
   svg.append(rect, inner);
   return svg;
-}
-
-/**
- * The table cards (indexes into `table`) that `card` would take: J and the Komi sweep a
- * non-empty table, Q and K take their own rank, a number card the largest set of disjoint
- * groups of number cards summing to its value (the earliest-laid set among equals).
- */
-export function wouldTake(card: CardLike, table: CardLike[]): number[] {
-  const all = table.map((_, i) => i);
-  if (table.length === 0) return [];
-  if (card.rank === 11 || (card.rank === 7 && card.suit === 2)) return all;
-  if (card.rank >= 12) return all.filter((i) => table[i].rank === card.rank);
-  const v = card.rank;
-  const numbers = all.filter((i) => table[i].rank <= 10);
-  let best: number[] = [];
-  const n = numbers.length;
-  for (let mask = 1; mask < 1 << n; mask++) {
-    const chosen = numbers.filter((_, b) => mask & (1 << b));
-    if (chosen.length < best.length) continue;
-    if (!splitsInto(chosen.map((i) => table[i].rank), v)) continue;
-    if (chosen.length > best.length || earlier(chosen, best)) best = chosen;
-  }
-  return best;
-}
-
-function earlier(a: number[], b: number[]): boolean {
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] < b[i];
-  return false;
-}
-
-/** Whether `values` split into disjoint groups each summing to `v`. */
-function splitsInto(values: number[], v: number): boolean {
-  const total = values.reduce((s, x) => s + x, 0);
-  if (total % v !== 0) return false;
-  const used = values.map(() => false);
-  const fill = (groupsLeft: number): boolean => {
-    if (groupsLeft === 0) return true;
-    const first = used.indexOf(false);
-    used[first] = true;
-    const ok = extend(first + 1, v - values[first], groupsLeft);
-    used[first] = false;
-    return ok;
-  };
-  const extend = (from: number, need: number, groupsLeft: number): boolean => {
-    if (need === 0) return fill(groupsLeft - 1);
-    for (let i = from; i < values.length; i++) {
-      if (used[i] || values[i] > need) continue;
-      used[i] = true;
-      if (extend(i + 1, need - values[i], groupsLeft)) {
-        used[i] = false;
-        return true;
-      }
-      used[i] = false;
-    }
-    return false;
-  };
-  return fill(total / v);
 }

@@ -1,11 +1,27 @@
 // Plays Basra in headless Chromium (Debian's, through playwright-core's executablePath)
-// against a running `basra dev` that serves the page: a guest plays a whole match against
-// the computer by clicking cards, reloading mid-match; two browser contexts play each
-// other through a private room code; two meet through quick match (FindMatch); the Arabic
-// page lays out right to left on a phone screen. No console errors anywhere. Screenshots go to the artifact directory.
+// against a running `basra dev` that serves the page. Each part checks what a player sees:
+//  1. a guest against the computer to 61, by clicking, with a reload mid-match: the cards
+//     add up to 52 at every look (the deck count after each deal), the target is labelled
+//     and shown, the preview of every play is what the server took, the commitment is
+//     shown from the first deal and the page verifies the seed, the result names the sides
+//     and leaves the scoreboard in sight; the capture rule (dist/capture.js) on tables
+//     with several largest captures;
+//  2. names: the server's limit (24) checked and explained on the page;
+//  3. friends: three browsers become friends by code (a live request, accepted from the
+//     notice and from the list); the host invites a friend from the live list to a public
+//     room, the friend joins with one tap; the third watches from the friends list (no
+//     hidden card), leaves and comes back; no "is back" at the start; they rematch;
+//  4. ranked: two players meet in the ranked queue, one resigns, both see their rating
+//     change, the history and the leaderboard show it;
+//  5. quick match (FindMatch over gRPC-Web), one resigning;
+//  6. Arabic on a phone: right to left, names isolated, the computer's name, the target's
+//     label, announcements in Arabic card names that follow a language switch, the name
+//     limit explained in Arabic, the tabs in Arabic.
+// No console errors anywhere. Screenshots go to the artifact directory.
 // Usage: node tests/browser.mjs PAGE_URL ARTIFACT_DIR [CHROMIUM]
 // Prints one JSON line with what it saw; exits non-zero on the first failed check.
 import { chromium } from "playwright-core";
+import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
@@ -17,7 +33,7 @@ if (!pageUrl || !artifacts) {
 mkdirSync(artifacts, { recursive: true });
 
 const problems = [];
-const report = { computer: {}, friends: {}, quickMatch: {}, arabic: {} };
+const report = { computer: {}, names: {}, friends: {}, ranked: {}, quickMatch: {}, arabic: {} };
 
 function check(condition, message) {
   if (!condition) throw new Error(`check failed: ${message}`);
@@ -29,6 +45,8 @@ async function open(browser, { locale = "en-US", viewport = { width: 1000, heigh
   const page = await context.newPage();
   page.on("console", (m) => {
     if (m.type() === "error") problems.push(`console: ${m.text()}`);
+    // The page warns when its capture preview and the server's answer differ.
+    if (m.type() === "warning" && m.text().startsWith("basra:")) problems.push(`capture: ${m.text()}`);
   });
   page.on("pageerror", (e) => problems.push(`page error: ${e}`));
   await page.goto(pageUrl, { waitUntil: "load" });
@@ -41,6 +59,23 @@ async function signIn(page, name) {
   await page.getByTestId("play-computer").waitFor();
 }
 
+/** What the table shows, read from the page. */
+async function tableCounts(page) {
+  return page.evaluate(() => {
+    const n = (sel, attr = "data-n") => [...document.querySelectorAll(sel)].map((e) => Number(e.getAttribute(attr)));
+    const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+    return {
+      round: n("[data-testid=round]")[0] ?? 0,
+      deck: n("[data-testid=deck]")[0] ?? 0,
+      hand: document.querySelectorAll("[data-testid=hand-card]").length,
+      others: sum(n("[data-testid=hand-count]")),
+      table: document.querySelectorAll("[data-testid=table-card]").length,
+      piles: sum(n("[data-testid=side]", "data-pile")),
+      ended: !!document.querySelector("[data-testid=result]"),
+    };
+  });
+}
+
 /** Clicks a playable card on whichever page may play, until every page shows the result. */
 async function playToTheEnd(pages, { onPlay = async () => {}, seconds = 240 } = {}) {
   const deadline = Date.now() + seconds * 1000;
@@ -50,16 +85,18 @@ async function playToTheEnd(pages, { onPlay = async () => {}, seconds = 240 } = 
     for (const page of pages) {
       if (await page.getByTestId("result").count()) continue;
       open += 1;
+      // Several equally large captures: the page asks which; take the first offered.
+      const option = page.getByTestId("capture-option").first();
       const card = page.locator("[data-testid=hand-card]:not([disabled])").first();
-      if (await card.count()) {
-        try {
-          await card.click({ timeout: 1500 });
-          plays += 1;
-          await onPlay(page, plays);
-        } catch {
-          // redrawn under the pointer, or the turn moved on: look again
-        }
+      const target = (await option.count()) ? option : (await card.count()) ? card : null;
+      if (!target) continue;
+      try {
+        await target.click({ timeout: 1500 });
+      } catch {
+        continue; // redrawn under the pointer, or the turn moved on: look again
       }
+      plays += 1;
+      await onPlay(page, plays);
     }
     if (open === 0) return plays;
     check(Date.now() < deadline, `the match ended within ${seconds} s (${plays} plays made)`);
@@ -73,7 +110,30 @@ async function resultOf(page) {
   const title = await result.locator("h2").innerText();
   const seed = await page.getByTestId("seed").innerText();
   check(/[0-9a-f]{64}/.test(seed), `the revealed seed is 32 bytes of hex: ${seed}`);
-  return { title, seed: seed.match(/[0-9a-f]{64}/)[0] };
+  const score = await page.getByTestId("final-score").innerText();
+  return { title, seed: seed.match(/[0-9a-f]{64}/)[0], score };
+}
+
+/** The page verified the seed, and so do we: sha256(seed) is the commitment it showed. */
+async function seedChecked(page, commitment) {
+  const { seed } = await resultOf(page);
+  check((await page.getByTestId("seed-check").getAttribute("data-ok")) === "true", "the page verified the seed");
+  const hash = createHash("sha256").update(Buffer.from(seed, "hex")).digest("hex");
+  check(hash === commitment, `sha256(seed) ${hash} is the commitment shown ${commitment}`);
+}
+
+async function commitmentOf(page) {
+  const text = await page.getByTestId("commitment").innerText();
+  const hash = text.match(/[0-9a-f]{64}/)?.[0];
+  check(hash, `the commitment is shown: ${text}`);
+  return hash;
+}
+
+async function friendCode(page) {
+  await page.getByTestId("tab-friends").click();
+  const text = page.getByTestId("friend-code");
+  await page.waitForFunction(() => /[A-Z0-9]{4}-[A-Z0-9]{4}/.test(document.querySelector("[data-testid=friend-code]")?.textContent ?? ""));
+  return (await text.innerText()).match(/[A-Z0-9]{4}-[A-Z0-9]{4}/)[0];
 }
 
 const browser = await chromium.launch({
@@ -81,22 +141,33 @@ const browser = await chromium.launch({
   args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
 });
 try {
-  // 1. A guest against the computer, clicking cards, with a reload mid-match.
+  // 1. A guest against the computer to 61, clicking cards, with a reload mid-match.
   {
     const page = await open(browser);
     await signIn(page, "Ada");
-    await page.getByTestId("target").selectOption("11");
+    // The target has a label of its own, beside the rooms it applies to.
+    await page.getByLabel("Target score").selectOption("61");
     await page.getByTestId("play-computer").click();
     await page.getByTestId("table").waitFor();
     await page.locator("[data-testid=hand-card]").first().waitFor();
-    // Hovering a card highlights what it would take (or nothing): the preview is there.
+    check((await page.getByTestId("target-shown").innerText()).includes("61"), "the table shows the target");
+    const commitment = await commitmentOf(page);
     const first = page.locator("[data-testid=hand-card]").first();
     const label = await first.getAttribute("aria-label");
     check(/ of (clubs|diamonds|hearts|spades)/.test(label), `cards have text alternatives: ${label}`);
     await first.hover();
     let reloaded = false;
+    const seen = [];
+    const look = async (p) => {
+      const c = await tableCounts(p);
+      if (c.ended || c.round === 0) return;
+      const total = c.deck + c.hand + c.others + c.table + c.piles;
+      seen.push({ ...c, total });
+      check(total === 52, `every card is somewhere: ${JSON.stringify(c)} adds up to ${total}`);
+    };
     const plays = await playToTheEnd([page], {
       onPlay: async (p, n) => {
+        await look(p);
         if (n === 4 && !reloaded) {
           reloaded = true;
           await p.screenshot({ path: join(artifacts, "computer-before-reload.png") });
@@ -104,50 +175,226 @@ try {
           await p.getByTestId("table").waitFor();
           await p.locator("[data-testid=hand-card], [data-testid=result]").first().waitFor();
           report.computer.resumedAfterReload = await p.getByTestId("table").isVisible();
-          report.computer.handAfterReload = await p.locator("[data-testid=hand-card]").count();
+          check((await commitmentOf(p)) === commitment, "the commitment survives a reload");
         }
       },
     });
     check(reloaded && report.computer.resumedAfterReload, "the reload came back to the same table");
+    // A match to 61 rarely ends in its first round (two Basras of 30); then a rematch.
+    let commitmentNow = commitment;
+    for (let rematch = 0; rematch < 3 && !seen.some((c) => c.round >= 2); rematch++) {
+      await page.getByTestId("rematch").click();
+      await page.getByTestId("result").waitFor({ state: "detached" });
+      await page.locator("[data-testid=hand-card]").first().waitFor();
+      commitmentNow = await commitmentOf(page);
+      await playToTheEnd([page], { onPlay: async (p) => look(p) });
+    }
+    const laterRounds = seen.filter((c) => c.round >= 2);
+    check(laterRounds.length > 0, `a second round was played and looked at (${seen.length} looks)`);
     const result = await resultOf(page);
-    report.computer = { ...report.computer, plays, ...result };
-    check(plays >= 12, `a whole round was played by clicking (${plays} plays)`);
+    await seedChecked(page, commitmentNow);
+    check(/You/.test(result.score) && /Computer \(medium\)/.test(result.score), `the final score names the sides: ${result.score}`);
+    // The result leaves the scoreboard in sight: nothing covers it.
+    const covered = await page.evaluate(() => {
+      const sides = document.querySelector("[data-testid=sides]");
+      const box = sides.getBoundingClientRect();
+      sides.scrollIntoView();
+      const b = sides.getBoundingClientRect();
+      const hit = document.elementFromPoint(b.left + 5, b.top + b.height / 2);
+      return !(hit && sides.contains(hit)) ? `${hit?.outerHTML?.slice(0, 80)} at ${JSON.stringify(box)}` : "";
+    });
+    check(!covered, `the scoreboard is not covered by the result: ${covered}`);
+    const announcements = await page.getByTestId("announce").innerText();
+    check(!/\b(10|[2-9AJQK])[CDHS]\b/.test(announcements), `captures are named, not coded: ${announcements}`);
+    report.computer = { ...report.computer, plays, rounds: Math.max(...seen.map((c) => c.round)), title: result.title, score: result.score };
+    check(plays >= 24, `whole rounds were played by clicking (${plays} plays)`);
+    // The capture rule the page previews and names (dist/capture.js), on tables with
+    // several largest captures: the page offers each, the first is the canonical one.
+    const options = await page.evaluate(async () => {
+      const { captureOptions } = await import("./capture.js");
+      const c = (rank, suit) => ({ rank, suit });
+      return {
+        two: captureOptions(c(8, 4), [c(2, 1), c(6, 3), c(6, 2)]),
+        one: captureOptions(c(8, 4), [c(1, 1), c(7, 3), c(13, 1), c(8, 2)]),
+        komiOnTable: captureOptions(c(7, 1), [c(7, 2), c(5, 3)]),
+        nothing: captureOptions(c(12, 1), [c(13, 2), c(5, 3)]),
+      };
+    });
+    check(JSON.stringify(options.two) === "[[0,1],[0,2]]", `two equally large captures: ${JSON.stringify(options.two)}`);
+    check(JSON.stringify(options.one) === "[[0,1,3]]", `8 on A 7 K 8 takes A+7 and 8: ${JSON.stringify(options.one)}`);
+    check(JSON.stringify(options.komiOnTable) === "[[0]]", `a 7 takes the Komi lying on the table: ${JSON.stringify(options.komiOnTable)}`);
+    check(JSON.stringify(options.nothing) === "[]", "a Q takes no K");
     await page.screenshot({ path: join(artifacts, "computer-result.png"), fullPage: true });
     await page.getByTestId("back").click();
     await page.getByTestId("play-computer").waitFor();
     await page.context().close();
   }
 
-  // 2. Two friends through a private room code.
+  // 2. Names: the page knows the server's limit and explains it.
+  {
+    const page = await open(browser);
+    check((await page.getByTestId("name").getAttribute("maxlength")) === "24", "the name field takes 24 characters");
+    await page.getByTestId("name").fill("A".repeat(30));
+    check((await page.getByTestId("name").inputValue()).length === 24, "typing stops at 24");
+    check(/24/.test(await page.locator("#name-rules").innerText()), "the limit is explained beside the field");
+    // A longer name that arrives anyway (autofill, script) is explained, not sent raw.
+    await page.getByTestId("name").evaluate((input) => (input.value = "A".repeat(30)));
+    await page.getByTestId("sign-in").click();
+    const said = await page.getByTestId("sign-in-problem").innerText();
+    check(/30/.test(said) && /24/.test(said) && !/display_name|went wrong/.test(said), `a long name is explained: ${said}`);
+    await page.getByTestId("name").fill("Bot");
+    await page.getByTestId("sign-in").click();
+    const bot = await page.getByTestId("sign-in-problem").innerText();
+    check(/computer/.test(bot), `a bot-like name is explained: ${bot}`);
+    report.names = { long: said, bot };
+    await page.context().close();
+  }
+
+  // 3. Friends: three browsers, a live request, an invite, a spectator, a rematch.
   {
     const host = await open(browser);
     const guest = await open(browser, { viewport: { width: 390, height: 844 } });
+    const watcher = await open(browser);
     await signIn(host, "Host");
     await signIn(guest, "Guest");
-    await host.getByTestId("target").selectOption("11");
-    await host.getByTestId("create-private").click();
-    const codeText = await host.getByTestId("room-code").innerText();
-    const code = codeText.match(/[A-Z2-9]{6}/)?.[0];
-    check(code, `the host sees a join code: ${codeText}`);
-    await guest.getByTestId("code").fill(code.toLowerCase());
-    await guest.getByTestId("join-code").click();
+    await signIn(watcher, "Watcher");
+    const code = await friendCode(host);
+    // The guest adds the host by code; the host sees the request live and accepts it there.
+    await friendCode(guest);
+    await guest.getByTestId("friend-target").fill(code.toLowerCase());
+    await guest.getByTestId("add-friend").click();
+    await guest.getByTestId("friends-message").filter({ hasText: "Host" }).waitFor();
+    await host.getByTestId("friend-request").filter({ hasText: "Guest" }).waitFor({ timeout: 10000 });
+    await host.getByTestId("accept").click();
+    // The watcher asks too; the host accepts from the list.
+    await friendCode(watcher);
+    await watcher.getByTestId("friend-target").fill(code);
+    await watcher.getByTestId("add-friend").click();
+    await host.getByTestId("incoming").filter({ hasText: "Watcher" }).waitFor({ timeout: 10000 });
+    await host.getByTestId("accept-friend").click();
+    await host.getByTestId("friend").filter({ hasText: "Watcher" }).waitFor();
+    // Presence: the guest sees the host online.
+    await guest.getByTestId("friend").filter({ hasText: "Host" }).filter({ hasText: "online" }).waitFor({ timeout: 10000 });
+    await host.screenshot({ path: join(artifacts, "friends-list.png") });
+    // The host makes a public room (spectators allowed) and invites the guest from the list.
+    await host.getByTestId("tab-play").click();
+    await host.getByLabel("Target score").selectOption("11");
+    await host.getByTestId("create-public").click();
+    await host.getByTestId("invite-friends").filter({ hasText: "Guest" }).waitFor({ timeout: 10000 });
+    await host.getByTestId("invite-friend").first().click();
+    await guest.getByTestId("invite").filter({ hasText: "Host" }).waitFor({ timeout: 10000 });
+    await guest.screenshot({ path: join(artifacts, "invite-phone.png") });
+    await guest.getByTestId("join-invite").click();
     await guest.getByTestId("table").waitFor();
     await host.locator("[data-testid=opponent]", { hasText: "Guest" }).waitFor();
     await guest.locator("[data-testid=opponent]", { hasText: "Host" }).waitFor();
-    await host.screenshot({ path: join(artifacts, "friends-host.png") });
-    const plays = await playToTheEnd([host, guest]);
+    await guest.locator("[data-testid=hand-card]").first().waitFor();
+    check((await host.locator("[data-testid=opponent-name] bdi").innerText()) === "Guest", "a player's name is isolated");
+    // The watcher sees the host playing and watches: no hand, no card face but the table's.
+    await watcher.getByTestId("watch").waitFor({ timeout: 15000 });
+    await watcher.getByTestId("watch").click();
+    await watcher.getByTestId("spectating").waitFor();
+    await watcher.locator("[data-testid=table-card]").first().waitFor();
+    const hidden = async () =>
+      watcher.evaluate(() => ({
+        faces: document.querySelectorAll("svg.card.face").length,
+        table: document.querySelectorAll("[data-testid=table-card]").length,
+        hand: document.querySelectorAll("[data-testid=hand-card]").length,
+        backs: document.querySelectorAll("svg.card.back").length,
+      }));
+    const seenByWatcher = [];
+    const watch = async () => {
+      const v = await hidden();
+      seenByWatcher.push(v);
+      check(v.hand === 0 && v.faces === v.table, `the spectator sees no hidden card: ${JSON.stringify(v)}`);
+    };
+    await watch();
+    check((await hidden()).backs > 0, "the spectator sees the hands face down");
+    await watcher.screenshot({ path: join(artifacts, "spectator.png") });
+    // Leave and come back.
+    await watcher.getByTestId("leave").click();
+    await watcher.getByTestId("tab-friends").click();
+    await watcher.getByTestId("watch").click();
+    await watcher.getByTestId("spectating").waitFor();
+    const plays = await playToTheEnd([host, guest], { onPlay: async (_, n) => { if (n % 5 === 0) await watch(); } });
     const a = await resultOf(host);
     const b = await resultOf(guest);
     check(a.seed === b.seed, "both see the same seed");
-    const titles = [a.title, b.title].sort();
-    check(titles[0] !== titles[1], `one wins and one loses: ${titles}`);
-    report.friends = { code, plays, host: a.title, guest: b.title };
+    check(/Guest/.test(a.score) && /Host/.test(b.score), `the score names the opponent: ${a.score} / ${b.score}`);
+    await watcher.getByTestId("result").waitFor();
+    await watch();
+    const announced = (await host.getByTestId("announce").innerText()) + (await guest.getByTestId("announce").innerText());
+    check(!/is back/.test(announced), `nobody is announced back who never left: ${announced}`);
+    // Rematch: both ask, a new match starts at the same table.
+    const before = await commitmentOf(host);
+    await host.getByTestId("rematch").click();
+    await guest.getByTestId("rematch").click();
+    await host.getByTestId("result").waitFor({ state: "detached", timeout: 15000 });
+    await host.locator("[data-testid=hand-card]").first().waitFor();
+    check((await commitmentOf(host)) !== before, "the rematch is a new match with a new commitment");
+    host.once("dialog", (dialog) => dialog.accept());
+    await host.getByTestId("resign").click();
+    const again = await resultOf(guest);
+    report.friends = { code, plays, host: a.title, guest: b.title, rematch: again.title, watcherLooks: seenByWatcher.length };
     await guest.screenshot({ path: join(artifacts, "friends-guest-phone.png"), fullPage: true });
-    await host.context().close();
-    await guest.context().close();
+    await watcher.getByTestId("leave").click();
+    for (const p of [host, guest, watcher]) await p.context().close();
   }
 
-  // 3. Quick match: two guests search at once (FindMatch, a server stream over gRPC-Web),
+  // 4. Ranked: two players meet in the ranked queue; one resigns; ratings move.
+  {
+    const a = await open(browser);
+    const b = await open(browser);
+    await signIn(a, "Rank A");
+    await signIn(b, "Rank B");
+    // Both keep their guest as an account (the leaderboard lists accounts only).
+    const stamp = Date.now().toString(36);
+    for (const [p, user] of [[a, `ra_${stamp}`], [b, `rb_${stamp}`]]) {
+      await p.getByTestId("tab-profile").click();
+      await p.getByTestId("username").fill(user);
+      await p.getByTestId("password").fill("correct horse");
+      await p.getByTestId("register").click();
+      await p.getByTestId("account-kind").filter({ hasText: user }).waitFor();
+      await p.getByTestId("tab-play").click();
+    }
+    await a.getByTestId("ranked-match").click();
+    await b.getByTestId("ranked-match").click();
+    await a.locator("[data-testid=opponent]", { hasText: "Rank B" }).waitFor({ timeout: 15000 });
+    await a.locator("[data-testid=hand-card]").first().waitFor();
+    a.once("dialog", (dialog) => dialog.accept());
+    await a.getByTestId("resign").click();
+    const ratings = [];
+    for (const p of [a, b]) {
+      await resultOf(p);
+      await p.locator("[data-testid=rating-change]:not([data-pending])").waitFor({ timeout: 15000 });
+      ratings.push(await p.getByTestId("rating-change").innerText());
+    }
+    check(/1500 → 1[0-4]\d\d \(-\d+\)/.test(ratings[0]), `the resigning player's rating fell: ${ratings[0]}`);
+    check(/1500 → 1[5-9]\d\d \(\+\d+\)/.test(ratings[1]), `the winner's rating rose: ${ratings[1]}`);
+    await b.screenshot({ path: join(artifacts, "ranked-result.png") });
+    await b.getByTestId("back").click();
+    await b.getByTestId("tab-ranked").click();
+    const row = b.locator("[data-testid=history-row][data-ranked=true]").first();
+    await row.waitFor();
+    const history = await row.innerText();
+    check(/Won/.test(history) && /Rank A/.test(history) && /\+\d+/.test(history), `the history shows the ranked win: ${history}`);
+    await b.locator("[data-testid=leader].me").filter({ hasText: "Rank B" }).waitFor();
+    check(/Rating: 1[5-9]\d\d/.test(await b.getByTestId("my-rating").innerText()), "the ranked tab shows the new rating");
+    await b.screenshot({ path: join(artifacts, "ranked-tab.png"), fullPage: true });
+    // Sign out, and back in with the username: the same rating and history.
+    await b.getByTestId("sign-out").click();
+    await b.getByTestId("first-username").fill(`rb_${stamp}`);
+    await b.getByTestId("first-password").fill("correct horse");
+    await b.getByTestId("first-log-in").click();
+    await b.getByTestId("tab-ranked").click();
+    await b.locator("[data-testid=history-row][data-ranked=true]").first().waitFor();
+    check((await b.locator("[data-testid=who] bdi").innerText()) === "Rank B", "signed in again as Rank B");
+    report.ranked = { ratings, history };
+    await a.context().close();
+    await b.context().close();
+  }
+
+  // 5. Quick match: two guests search at once (FindMatch, a server stream over gRPC-Web),
   //    meet each other (not a bot) at one table, and one resigns.
   {
     const a = await open(browser);
@@ -171,26 +418,69 @@ try {
     await b.context().close();
   }
 
-  // 4. Arabic, from the browser's language, right to left, on a phone.
+  // 6. Arabic, from the browser's language, right to left, on a phone.
   {
     const page = await open(browser, { locale: "ar-EG", viewport: { width: 390, height: 844 } });
     const dir = await page.evaluate(() => [document.documentElement.dir, document.documentElement.lang]);
     check(dir[0] === "rtl" && dir[1] === "ar", `the Arabic page is right to left: ${dir}`);
-    await signIn(page, "ليلى");
+    await page.getByTestId("name").evaluate((input) => (input.value = "ب".repeat(30)));
+    await page.getByTestId("sign-in").click();
+    const long = await page.getByTestId("sign-in-problem").innerText();
+    check(/٢٤/.test(long) && !/display_name|must/.test(long), `the limit is explained in Arabic: ${long}`);
+    const name = "بسام 3ee9";
+    await signIn(page, name);
+    check((await page.locator("[data-testid=who] bdi").innerText()) === name, "the header isolates the name");
+    // The target's accessible name is Arabic.
+    await page.getByLabel("النقاط المطلوبة").selectOption("11");
     await page.getByTestId("play-computer").click();
     await page.locator("[data-testid=hand-card]").first().waitFor();
     const title = await page.locator("header h1").boundingBox();
     const langButton = await page.getByTestId("lang").boundingBox();
     check(title.x > langButton.x, "the title sits to the right of the language button");
+    const bot = await page.getByTestId("opponent-name").innerText();
+    check(bot === "الكمبيوتر (متوسط)", `the computer's name is Arabic: ${bot}`);
+    // Every card back drawn (not the box that holds them) keeps off the name.
+    const overlap = await page.evaluate(() => {
+      const name = document.querySelector("[data-testid=opponent-name]").getBoundingClientRect();
+      return [...document.querySelectorAll("[data-testid=backs] svg")]
+        .map((c) => c.getBoundingClientRect())
+        .filter((b) => b.left < name.right && name.left < b.right)
+        .map((b) => [b.left, b.right, name.left, name.right]);
+    });
+    check(overlap.length === 0, `the card backs do not overlap the name: ${JSON.stringify(overlap)}`);
+    check((await page.getByTestId("target-shown").innerText()).includes("11"), "the table shows the target");
     const chat = await page.locator(".phrase").allInnerTexts();
     check(chat.includes("يلّا!"), `quick chat reads in Arabic: ${chat}`);
-    const label = await page.locator("[data-testid=hand-card]").first().getAttribute("aria-label");
-    report.arabic = { dir: dir[0], firstCard: label, chat: chat.length };
+    // Play until something was captured, then the announcement is in Arabic card names.
+    const deadline = Date.now() + 60000;
+    while (!/أخذ/.test(await page.getByTestId("announce").innerText()) && !(await page.getByTestId("result").count())) {
+      check(Date.now() < deadline, "a capture within a minute");
+      const card = page.locator("[data-testid=hand-card]:not([disabled])").first();
+      const option = page.getByTestId("capture-option").first();
+      if (await option.count()) await option.click({ timeout: 1500 }).catch(() => {});
+      else if (await card.count()) await card.click({ timeout: 1500 }).catch(() => {});
+      await page.waitForTimeout(40);
+    }
+    const arabic = await page.getByTestId("announce").innerText();
+    check(/أخذ/.test(arabic) && !/\b(10|[2-9AJQK])[CDHS]\b/.test(arabic), `captures in Arabic card names: ${arabic}`);
+    const turn = page.locator("[data-testid=turn] bdi, [data-testid=turn]");
+    report.arabic = { dir: dir[0], bot, announce: arabic, turn: await turn.first().innerText() };
     await page.screenshot({ path: join(artifacts, "arabic-phone.png"), fullPage: true });
-    // Switching to English turns the page left to right.
+    // Switching to English turns the page left to right, announcements too.
     await page.getByTestId("lang").click();
-    const after = await page.evaluate(() => document.documentElement.dir);
-    check(after === "ltr", "the switch turns the page left to right");
+    check((await page.evaluate(() => document.documentElement.dir)) === "ltr", "the switch turns the page left to right");
+    const english = await page.getByTestId("announce").innerText();
+    check(/ took /i.test(english) && !/أخذ/.test(english), `announcements follow the language: ${english}`);
+    await page.getByTestId("lang").click();
+    page.once("dialog", (dialog) => dialog.accept());
+    await page.getByTestId("resign").click();
+    await page.getByTestId("back").click();
+    for (const [tab, text] of [["friends", "رمز الصداقة"], ["ranked", "لوحة الصدارة"], ["profile", "الاسم الظاهر"]]) {
+      await page.getByTestId(`tab-${tab}`).click();
+      await page.getByText(text).first().waitFor();
+      if (tab === "friends") await page.screenshot({ path: join(artifacts, "arabic-friends.png"), fullPage: true });
+    }
+    await page.screenshot({ path: join(artifacts, "arabic-profile.png"), fullPage: true });
     await page.context().close();
   }
   check(problems.length === 0, `no console errors: ${problems.join(" | ")}`);

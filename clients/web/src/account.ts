@@ -1,0 +1,219 @@
+// The player's own things: the profile (display name within the server's limits, sign in
+// with a username and password or stay a guest, sign out) and ranked play (rating and its
+// change, the leaderboard, the match history). Names are checked here as accounts checks
+// them (services/accounts/src/domain.rs), and the server's refusals are put in words.
+
+import { authed, currentUser, logIn, register, setRememberedName } from "./api";
+import { el, errorText, screens, shared, Code, ConnectError } from "./shell";
+import { bdi, t, tx } from "./i18n";
+import type { RatingChange } from "./gen/basra/common/v1/common_pb";
+import { MatchEndReason } from "./gen/basra/common/v1/common_pb";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+
+export const NAME_MAX = 24;
+
+// Zero-width, bidirectional controls, blank fillers… (the server's list).
+const INVISIBLE = /[\u00AD\u034F\u0600-\u0605\u061C\u06DD\u070F\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u206F\u2800\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF9-\uFFFB]/u;
+const CONTROL = /[\u0000-\u0008\u000E-\u001F\u007F-\u0084\u0086-\u009F]/u;
+
+/** Why a display name would be refused, in the reader's words; null when it is fine. */
+export function nameProblem(raw: string): string | null {
+  if (CONTROL.test(raw) || INVISIBLE.test(raw)) return t("nameInvisible");
+  const name = raw.trim().split(/\s+/u).filter(Boolean).join(" ");
+  const len = [...name].length;
+  if (len === 0) return t("nameEmpty");
+  if (len > NAME_MAX) return t("nameTooLong", { len });
+  const words = name.toLowerCase().replace(/0/g, "o").replace(/1/g, "l").split(/[^a-z0-9]+/);
+  if (words.includes("bot") || /^p(l|1)ayer\s*#?\s*\d+$/i.test(name)) return t("nameReserved");
+  return null;
+}
+
+/** The server's refusal of a name, in the reader's words. */
+export function nameError(err: unknown): string {
+  const e = ConnectError.from(err);
+  const m = e.rawMessage;
+  if (e.code === Code.ResourceExhausted) {
+    const when = /(\d{4}-\d\d-\d\dT[\d:]+)/.exec(m)?.[1];
+    return t("nameTooOften", { when: when ? new Date(when + (when.endsWith("Z") ? "" : "Z")).toLocaleString() : "…" });
+  }
+  if (e.code !== Code.InvalidArgument || !/display_name/.test(m)) return errorText(err);
+  const long = /at most \d+ characters long, not (\d+)/.exec(m);
+  if (long) return t("nameTooLong", { len: long[1] });
+  if (/empty/.test(m)) return t("nameEmpty");
+  if (/invisible|control/.test(m)) return t("nameInvisible");
+  if (/could pass for/.test(m)) return t("nameReserved");
+  return errorText(err);
+}
+
+export function signInError(err: unknown): string {
+  const e = ConnectError.from(err);
+  if (e.code === Code.Unauthenticated) return t("badLogin");
+  if (e.code === Code.AlreadyExists) return t("usernameTaken");
+  if (e.code === Code.ResourceExhausted) return t("tooManyTries");
+  if (e.code === Code.InvalidArgument) return /display_name/.test(e.rawMessage) ? nameError(err) : t("badUsername");
+  return errorText(err);
+}
+
+/** The profile tab. */
+export function profilePanel(): HTMLElement {
+  const me = currentUser();
+  const api = shared.api;
+  const panel = el("section", { class: "card-panel", "data-testid": "profile-panel", "aria-labelledby": "profile-title" });
+  const stats = el("p", { "data-testid": "profile-stats" });
+  const nameInput = el("input", { id: "display-name", "data-testid": "display-name", maxlength: NAME_MAX, value: me?.name ?? "", autocomplete: "nickname", "aria-describedby": "name-rules" });
+  const nameMessage = el("p", { role: "status", "data-testid": "name-message" });
+  const user = el("input", { id: "username", "data-testid": "username", autocomplete: "username", maxlength: 20, "aria-describedby": "login-rules" });
+  const pass = el("input", { id: "password", "data-testid": "password", type: "password", autocomplete: "current-password", maxlength: 128 });
+  const loginMessage = el("p", { role: "status", "data-testid": "login-message" });
+  const signInWith = (how: typeof logIn) => async () => {
+    if (!user.value.trim() || !pass.value) return;
+    try {
+      await how(api, user.value.trim(), pass.value);
+      screens.lobby();
+    } catch (err) {
+      loginMessage.textContent = signInError(err);
+    }
+  };
+  panel.append(
+    el("h2", { id: "profile-title" }, t("profileTitle")),
+    el("p", { "data-testid": "account-kind" }, me?.isGuest ? t("guestNote") : ""),
+    stats,
+    el(
+      "form",
+      {
+        onsubmit: async (e: Event) => {
+          e.preventDefault();
+          const problem = nameProblem(nameInput.value);
+          if (problem) {
+            nameMessage.textContent = problem;
+            return;
+          }
+          try {
+            const answer = await authed(api, () => api.accounts.setDisplayName({ displayName: nameInput.value }));
+            setRememberedName(answer.displayName);
+            nameMessage.replaceChildren(...tx("nameChanged", { name: bdi(answer.displayName) }));
+            document.querySelector("[data-testid=who] bdi")?.replaceChildren(answer.displayName);
+          } catch (err) {
+            nameMessage.textContent = nameError(err);
+          }
+        },
+      },
+      el("label", { for: "display-name" }, t("displayName")),
+      nameInput,
+      el("button", { type: "submit", "data-testid": "save-name" }, t("save")),
+      el("p", { id: "name-rules", class: "hint-text" }, t("nameRules")),
+      nameMessage,
+    ),
+    el(
+      "form",
+      { onsubmit: (e: Event) => { e.preventDefault(); void signInWith(logIn)(); } },
+      el("h3", {}, t("loginTitle")),
+      el("label", { for: "username" }, t("username")),
+      user,
+      el("label", { for: "password" }, t("password")),
+      pass,
+      el("p", { id: "login-rules", class: "hint-text" }, t("usernameRules")),
+      el("button", { type: "submit", "data-testid": "log-in" }, t("logIn")),
+      me?.isGuest ? el("button", { type: "button", "data-testid": "register", onclick: signInWith(register) }, t("register")) : null,
+      loginMessage,
+    ),
+  );
+  void authed(api, () => api.accounts.getProfile({})).then(({ profile }) => {
+    if (!profile) return;
+    stats.replaceChildren(
+      t("rating", { r: Math.round(profile.rating) }),
+      " · ",
+      t("record", { played: profile.matchesPlayed, wins: profile.wins, losses: profile.losses }),
+    );
+    if (!profile.isGuest) panel.querySelector("[data-testid=account-kind]")!.textContent = t("accountNote", { username: profile.username });
+  }).catch(() => {});
+  return panel;
+}
+
+/** The ranked tab: my rating, the leaderboard, my match history. */
+export function rankedPanel(): HTMLElement {
+  const api = shared.api;
+  const me = currentUser();
+  const rating = el("p", { "data-testid": "my-rating" }, "…");
+  const board = el("ol", { class: "board", "data-testid": "leaderboard" });
+  const history = el("ul", { class: "history", "data-testid": "history" });
+  void authed(api, () => api.accounts.getProfile({})).then(({ profile }) => {
+    if (profile) rating.textContent = t("rating", { r: Math.round(profile.rating) });
+  }).catch(() => {});
+  void authed(api, () => api.accounts.leaderboard({ pageSize: 20 })).then((answer) => {
+    board.replaceChildren(
+      ...(answer.entries.length
+        ? answer.entries.map((e) =>
+            el("li", { value: e.rank, class: e.userId === me?.userId ? "me" : "", "data-testid": "leader" }, bdi(e.displayName), ` — ${Math.round(e.rating)}`),
+          )
+        : [el("li", {}, t("leaderboardEmpty"))]),
+    );
+  }).catch((err) => board.replaceChildren(el("li", {}, errorText(err))));
+  void authed(api, () => api.accounts.matchHistory({ pageSize: 20 })).then((answer) => {
+    history.replaceChildren(
+      ...(answer.matches.length
+        ? answer.matches.map((m) => {
+            const mySide = m.seats[m.yourSeat]?.side;
+            const result = m.endReason === MatchEndReason.CLOSED || m.winnerSide === undefined ? t("closed") : m.winnerSide === mySide ? t("won") : t("lost");
+            const opponents = el("span", {});
+            m.seats.filter((s) => s.side !== mySide).forEach((s, i) => {
+              if (i) opponents.append(", ");
+              opponents.append(bdi(s.displayName));
+            });
+            const change = m.yourRatingChange;
+            const when = m.endedAt ? new Date(timestampMs(m.endedAt)).toLocaleString() : "";
+            return el(
+              "li",
+              { "data-testid": "history-row", "data-ranked": String(m.ranked) },
+              ...tx("historyRow", { result, opponents, scores: m.finalTotals.join(" – ") }),
+              m.ranked ? ` · ${t("rankedTag")}` : "",
+              change ? ` · ${ratingText(change)}` : "",
+              when ? el("small", {}, ` · ${when}`) : null,
+            );
+          })
+        : [el("li", {}, t("historyEmpty"))]),
+    );
+  }).catch((err) => history.replaceChildren(el("li", {}, errorText(err))));
+  return el(
+    "section",
+    { class: "card-panel", "data-testid": "ranked-panel", "aria-labelledby": "ranked-title" },
+    el("h2", { id: "ranked-title" }, t("tabRanked")),
+    rating,
+    el("h3", {}, t("leaderboard")),
+    board,
+    el("h3", {}, t("history")),
+    history,
+  );
+}
+
+export function ratingText(change: RatingChange): string {
+  const delta = Math.round(change.ratingAfter) - Math.round(change.ratingBefore);
+  return t("ratingChange", { before: Math.round(change.ratingBefore), after: Math.round(change.ratingAfter), delta: delta >= 0 ? `+${delta}` : `${delta}` });
+}
+
+const ratings = new Map<string, RatingChange>();
+
+/** My rating change in a match, once known. */
+export function ratingFor(matchId: string): RatingChange | undefined {
+  return ratings.get(matchId);
+}
+
+/**
+ * Waits for a ranked match's rating change (MatchEnded may come before the ratings are
+ * computed; the history has them once they are), then calls `done`.
+ */
+export function watchRating(matchId: string, done: () => void): void {
+  if (ratings.has(matchId)) return;
+  void (async () => {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const answer = await authed(shared.api, () => shared.api.accounts.matchHistory({ pageSize: 5 })).catch(() => null);
+      const found = answer?.matches.find((m) => m.matchId === matchId)?.yourRatingChange;
+      if (found) {
+        ratings.set(matchId, found);
+        done();
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+}

@@ -1,0 +1,316 @@
+// Friends: the live feed (AccountsService.WatchFriends: presence, requests, invites), the
+// friends tab (code, add, accept/decline, block, the list with presence, watch a match),
+// invites received on any screen with one-tap join, and inviting friends to my room.
+
+import { authed, resume } from "./api";
+import { el, errorText, notices, screens, shared, Code, ConnectError } from "./shell";
+import { redrawTable } from "./table";
+import { bdi, t, tx } from "./i18n";
+import type { Friend, FriendPresence, Invite, ListFriendsResponse } from "./gen/basra/accounts/v1/accounts_pb";
+import { Activity } from "./gen/basra/accounts/v1/accounts_pb";
+
+interface Social {
+  presence: Map<string, FriendPresence>;
+  lists?: ListFriendsResponse;
+  invites: Invite[];
+  requests: Friend[];
+  lastSeq: bigint;
+  abort?: AbortController;
+}
+
+const social: Social = { presence: new Map(), invites: [], requests: [], lastSeq: 0n };
+/** Called when the friends' state changed (the friends tab redraws itself through it). */
+let onChange: () => void = () => {};
+
+/** Opens the feed for the signed-in player (again after a sign-in). */
+export function startFeed(): void {
+  stopFeed();
+  const abort = new AbortController();
+  social.abort = abort;
+  void (async () => {
+    let backoff = 500;
+    while (!abort.signal.aborted) {
+      try {
+        const stream = shared.api.accounts.watchFriends({ lastSeenSeq: social.lastSeq }, { signal: abort.signal });
+        for await (const message of stream) {
+          backoff = 500;
+          if (message.seq > social.lastSeq) social.lastSeq = message.seq;
+          const e = message.event;
+          switch (e.case) {
+            case "snapshot":
+              social.presence = new Map(e.value.friends.map((f) => [f.friend?.userId ?? "", f]));
+              social.requests = e.value.incoming;
+              break;
+            case "presenceChanged":
+              social.presence.set(e.value.friend?.userId ?? "", e.value);
+              break;
+            case "friendRequest":
+              social.requests = [...social.requests.filter((f) => f.userId !== e.value.userId), e.value];
+              break;
+            case "friendAdded":
+              social.requests = social.requests.filter((f) => f.userId !== e.value.userId);
+              break;
+            case "invite":
+              social.invites = [...social.invites.filter((i) => i.roomId !== e.value.roomId), e.value];
+              break;
+          }
+          changed();
+        }
+      } catch (err) {
+        if (abort.signal.aborted) return;
+        if (ConnectError.from(err).code === Code.Unauthenticated) await resume(shared.api).catch(() => false);
+      }
+      await new Promise((r) => setTimeout(r, backoff));
+      backoff = Math.min(backoff * 2, 8000);
+    }
+  })();
+}
+
+export function stopFeed(): void {
+  social.abort?.abort();
+  social.presence = new Map();
+  social.invites = [];
+  social.requests = [];
+  social.lists = undefined;
+  social.lastSeq = 0n;
+}
+
+/** The feed moved: the friends tab, the notices under the header and a waiting table redraw. */
+function changed(): void {
+  onChange();
+  drawNotices();
+  redrawTable();
+}
+
+function drawNotices(): void {
+  const old = document.querySelector("[data-testid=notices]");
+  const fresh = renderNotices();
+  if (old && fresh) old.replaceWith(fresh);
+  else if (old) old.remove();
+  else if (fresh) document.querySelector("header.bar")?.append(fresh);
+}
+
+function renderNotices(): HTMLElement | null {
+  if (!social.invites.length && !social.requests.length) return null;
+  return el(
+    "div",
+    { class: "notices", "data-testid": "notices", role: "status", "aria-live": "polite" },
+    ...social.invites.map((invite) =>
+      el(
+        "p",
+        { class: "notice", "data-testid": "invite" },
+        ...tx("inviteFrom", { name: bdi(invite.from?.displayName ?? "?"), target: invite.settings?.targetScore ?? 101 }),
+        " ",
+        el("button", { "data-testid": "join-invite", onclick: () => joinInvite(invite) }, t("joinInvite")),
+        el("button", { class: "quiet", onclick: () => dropInvite(invite) }, t("dismiss")),
+      ),
+    ),
+    ...social.requests.map((friend) =>
+      el(
+        "p",
+        { class: "notice", "data-testid": "friend-request" },
+        ...tx("friendRequestFrom", { name: bdi(friend.displayName) }),
+        " ",
+        el("button", { "data-testid": "accept", onclick: () => answer(friend, true) }, t("accept")),
+        el("button", { onclick: () => answer(friend, false) }, t("decline")),
+      ),
+    ),
+  );
+}
+
+notices.render = renderNotices;
+
+function dropInvite(invite: Invite): void {
+  social.invites = social.invites.filter((i) => i !== invite);
+  drawNotices();
+}
+
+async function joinInvite(invite: Invite): Promise<void> {
+  dropInvite(invite);
+  const api = shared.api;
+  try {
+    const joined = await authed(api, () => api.matchmaking.joinRoom({ target: { case: "joinCode", value: invite.joinCode } }));
+    screens.table(joined.roomId);
+  } catch (err) {
+    screens.lobby(errorText(err));
+  }
+}
+
+async function answer(friend: Friend, accept: boolean): Promise<void> {
+  const api = shared.api;
+  try {
+    if (accept) await authed(api, () => api.accounts.acceptFriend({ userId: friend.userId }));
+    else await authed(api, () => api.accounts.declineFriend({ userId: friend.userId }));
+  } catch {
+    // gone meanwhile: the list below says how things are
+  }
+  social.requests = social.requests.filter((f) => f.userId !== friend.userId);
+  await refreshLists();
+  changed();
+}
+
+async function refreshLists(): Promise<void> {
+  const api = shared.api;
+  social.lists = await authed(api, () => api.accounts.listFriends({})).catch(() => social.lists);
+}
+
+/** What a friend is doing, in words. */
+function presenceText(p: FriendPresence | undefined): string {
+  switch (p?.presence?.activity) {
+    case Activity.ONLINE:
+      return t("online");
+    case Activity.IN_QUEUE:
+      return t("inQueue");
+    case Activity.IN_MATCH:
+      return t("inMatch");
+    default:
+      return t("offline");
+  }
+}
+
+/** Friends' refusals in the reader's words. */
+function friendError(err: unknown): string {
+  const e = ConnectError.from(err);
+  switch (e.code) {
+    case Code.NotFound:
+      return t("notFound");
+    case Code.AlreadyExists:
+      return t("alreadyFriends");
+    case Code.FailedPrecondition:
+      return t("unblockFirst");
+    case Code.ResourceExhausted:
+      return t("tooManyRequests");
+    case Code.InvalidArgument:
+      return /themselves|the caller/.test(e.rawMessage) ? t("notYourself") : t("notFound");
+    default:
+      return errorText(err);
+  }
+}
+
+/** The friends tab. */
+export function friendsPanel(): HTMLElement {
+  const panel = el("section", { class: "card-panel", "data-testid": "friends-panel", "aria-labelledby": "friends-title" });
+  const message = el("p", { role: "status", "data-testid": "friends-message" });
+  const draw = () => {
+    if (!panel.isConnected && panel.childElementCount) {
+      onChange = () => {};
+      return;
+    }
+    const lists = social.lists;
+    const input = el("input", { id: "friend-target", "data-testid": "friend-target", autocomplete: "off", maxlength: 24 });
+    const act = (call: () => Promise<unknown>) => async () => {
+      try {
+        await authed(shared.api, call);
+      } catch (err) {
+        message.textContent = friendError(err);
+      }
+      await refreshLists();
+      draw();
+    };
+    const api = shared.api;
+    const friendRow = (f: Friend) => {
+      const p = social.presence.get(f.userId);
+      const room = p?.presence?.roomId;
+      return el(
+        "li",
+        { "data-testid": "friend", "data-presence": p?.presence?.activity ?? Activity.OFFLINE },
+        el("span", { class: `dot ${p && p.presence?.activity !== Activity.OFFLINE ? "on" : "off"}`, "aria-hidden": "true" }),
+        bdi(f.displayName),
+        ` — ${presenceText(p)} `,
+        room ? el("button", { "data-testid": "watch", onclick: () => screens.table(room, { spectate: true }) }, t("watch")) : null,
+        el("button", { class: "quiet", "aria-label": `${t("remove")}: ${f.displayName}`, onclick: act(() => api.accounts.removeFriend({ userId: f.userId })) }, t("remove")),
+        el("button", { class: "quiet", "data-testid": "block", "aria-label": `${t("block")}: ${f.displayName}`, onclick: act(() => api.accounts.blockPlayer({ userId: f.userId })) }, t("block")),
+      );
+    };
+    panel.replaceChildren(...([
+      el("h2", { id: "friends-title" }, t("tabFriends")),
+      el("p", { "data-testid": "friend-code" }, t("yourFriendCode", { code: lists?.friendCode ?? "…" })),
+      el(
+        "form",
+        {
+          onsubmit: async (e: Event) => {
+            e.preventDefault();
+            const raw = input.value.trim();
+            if (!raw) return;
+            const target = /^[A-Za-z0-9]{4}[- ]?[A-Za-z0-9]{4}$/.test(raw) && /\d/.test(raw)
+              ? ({ case: "friendCode", value: raw } as const)
+              : ({ case: "username", value: raw } as const);
+            try {
+              const added = await authed(api, () => api.accounts.addFriend({ target }));
+              const name = added.friend?.displayName ?? raw;
+              message.textContent = added.becameFriends ? t("nowFriends", { name }) : t("requestSent", { name });
+            } catch (err) {
+              message.textContent = friendError(err);
+            }
+            await refreshLists();
+            draw();
+          },
+        },
+        el("label", { for: "friend-target" }, t("addFriend"), " (", t("friendTarget"), ")"),
+        input,
+        el("button", { type: "submit", "data-testid": "add-friend" }, t("add")),
+      ),
+      message,
+      lists?.incoming.length
+        ? el(
+            "div",
+            {},
+            el("h3", {}, t("incoming")),
+            el("ul", {}, ...lists.incoming.map((f) =>
+              el("li", { "data-testid": "incoming" }, bdi(f.displayName), " ",
+                el("button", { "data-testid": "accept-friend", onclick: () => answer(f, true).then(draw) }, t("accept")),
+                el("button", { onclick: () => answer(f, false).then(draw) }, t("decline")),
+                el("button", { class: "quiet", onclick: act(() => api.accounts.blockPlayer({ userId: f.userId })) }, t("block")),
+              ))),
+          )
+        : null,
+      el("h3", {}, t("friendsList")),
+      lists?.friends.length ? el("ul", { class: "friends", "data-testid": "friends" }, ...lists.friends.map(friendRow)) : el("p", {}, t("noFriends")),
+      lists?.outgoing.length
+        ? el("div", {}, el("h3", {}, t("outgoing")), el("ul", {}, ...lists.outgoing.map((f) =>
+            el("li", { "data-testid": "outgoing" }, bdi(f.displayName), " ",
+              el("button", { class: "quiet", onclick: act(() => api.accounts.cancelFriend({ userId: f.userId })) }, t("cancelRequest"))))))
+        : null,
+      lists?.blocked.length
+        ? el("div", {}, el("h3", {}, t("blocked")), el("ul", {}, ...lists.blocked.map((f) =>
+            el("li", { "data-testid": "blocked" }, bdi(f.displayName), " ",
+              el("button", { class: "quiet", onclick: act(() => api.accounts.unblockPlayer({ userId: f.userId })) }, t("unblock"))))))
+        : null,
+    ] as (HTMLElement | null)[]).filter((x): x is HTMLElement => x !== null));
+  };
+  onChange = () => {
+    void refreshLists().then(draw);
+  };
+  draw();
+  void refreshLists().then(draw);
+  return panel;
+}
+
+/** Friends online to invite into my waiting room (at the table). */
+export function inviteList(roomId: string): HTMLElement {
+  const online = [...social.presence.values()].filter((p) => p.presence?.activity === Activity.ONLINE || p.presence?.activity === Activity.IN_QUEUE);
+  const message = el("p", { role: "status", "data-testid": "invite-message" });
+  const api = shared.api;
+  return el(
+    "section",
+    { class: "card-panel", "data-testid": "invite-friends", "aria-labelledby": "invite-title" },
+    el("h2", { id: "invite-title" }, t("inviteFriends")),
+    online.length
+      ? el("ul", {}, ...online.map((p) =>
+          el("li", {}, bdi(p.friend?.displayName ?? "?"), " ",
+            el("button", {
+              "data-testid": "invite-friend",
+              onclick: async () => {
+                try {
+                  await authed(api, () => api.matchmaking.inviteFriend({ roomId, userId: p.friend?.userId ?? "" }));
+                  message.textContent = t("invited", { name: p.friend?.displayName ?? "" });
+                } catch (err) {
+                  message.textContent = errorText(err);
+                }
+              },
+            }, t("invite")))))
+      : el("p", {}, t("noOnlineFriends")),
+    message,
+  );
+}
+
