@@ -369,8 +369,9 @@ async fn players_who_resumed_before_the_lease_ran_out_stay_connected() {
     let tokens = Tokens::new();
     let prefix = prefix();
     let mut t = timing();
-    // Short turns: a seat announced disconnected would soon be played automatically.
-    t.turn_ms = 1_500;
+    // Turns long enough that no timer plays while the rooms are set up on a loaded
+    // machine (a play based on a seq the timer moved past is refused as stale).
+    t.turn_ms = 20_000;
     let r1 = Replica::spawn(redis_store(&prefix).await, &tokens, config("r1", t), None).await;
     let r2 = Crashable::spawn(&prefix, &tokens, config("r2", t));
     let lease = config("r2", t).lease;
