@@ -58,7 +58,7 @@ have redis-cli || need "redis-cli (the local Redis Cluster)" "apt-get install re
 have node || need "node (the web page's build and browser tests)" "apt-get install nodejs"
 have npm || need "npm (the web page's packages)" "apt-get install npm"
 [ -x "$CHROMIUM" ] || need "chromium at $CHROMIUM (browser tests)" "apt-get install chromium (or set CHROMIUM)"
-have prometheus || need "prometheus (tests/prometheus.rs runs it)" "apt-get install prometheus"
+have prometheus || need "prometheus (tests/it/prometheus.rs runs it)" "apt-get install prometheus"
 have openssl || need "openssl (game-session's pod-cost test)" "apt-get install openssl"
 
 if [ "$scope" = ci ]; then

@@ -25,7 +25,7 @@ wait_for() { # name, probe command...
 }
 
 # The packages of Debian that the tests run: the web page's build and its browser tests
-# (node, npm, chromium through playwright-core), Prometheus (tests/prometheus.rs runs the
+# (node, npm, chromium through playwright-core), Prometheus (tests/it/prometheus.rs runs the
 # server, make k8s-check runs promtool), openssl (game-session's pod-cost test makes its
 # cluster CA), PostgreSQL and Redis (the servers, the local Redis Cluster).
 missing=()

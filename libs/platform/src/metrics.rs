@@ -6,7 +6,7 @@
 //!
 //! Names start with `basra_<service>_`; counters end in `_total` (the crate adds it).
 //! The names the autoscaler and the alert rules in `deploy/` use are a contract, checked
-//! against the running services by `tests/metrics.rs` of the end-to-end suite.
+//! against the running services by `tests/it/metrics.rs` of the end-to-end suite.
 
 use std::{net::SocketAddr, sync::Arc};
 

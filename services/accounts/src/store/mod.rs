@@ -1,6 +1,6 @@
 //! Where accounts keep their data: the [`Store`] trait, with [`PgStore`]
 //! (PostgreSQL, production) and [`MemoryStore`] (the embedded dev mode). One
-//! contract test suite (`tests/store_contract.rs`) holds both to the same
+//! contract test suite (`tests/it/store_contract.rs`) holds both to the same
 //! behaviour.
 //!
 //! Each method is one atomic step: whatever must not be seen half done (a new

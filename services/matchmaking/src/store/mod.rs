@@ -1,7 +1,7 @@
 //! Where queue and room state lives: the [`Store`] trait, with a Redis
 //! implementation ([`RedisStore`], production: several replicas share one
 //! queue) and an in-memory one ([`MemoryStore`], the embedded dev mode). Both
-//! pass the same contract tests (`tests/store_contract.rs`).
+//! pass the same contract tests (`tests/it/store_contract.rs`).
 //!
 //! Every state change of the queue is one atomic step (one Lua script in
 //! Redis, one critical section in memory), so a ticket is never in two groups

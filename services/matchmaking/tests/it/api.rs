@@ -1,10 +1,9 @@
 //! The matchmaking API as clients see it: real tonic servers and clients,
 //! real Redis, a fake game-session over real gRPC, time on a manual clock.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::helpers::{Env, authed, eventually, name_of};
 use basra_proto::basra::{
     common::v1::{RoomVisibility, RuleSettings, SeatOccupant},
     game::v1::seat_assignment,
@@ -14,7 +13,6 @@ use basra_proto::basra::{
         MatchPreset, find_match_response::Update, join_room_request::Target,
     },
 };
-use common::{Env, authed, eventually, name_of};
 use matchmaking::clock::Clock as _;
 use tonic::{Code, Request, Streaming};
 use uuid::Uuid;
@@ -652,7 +650,7 @@ async fn game_session_unavailable_answers_unavailable_and_keeps_the_tickets() {
 /// queue.room_max_attempts: its players, resuming, are told why their search ended.
 #[tokio::test]
 async fn a_group_whose_room_cannot_be_made_is_given_up_and_its_players_told() {
-    let mut settings = common::test_settings();
+    let mut settings = crate::helpers::test_settings();
     settings.queue.room_max_attempts = 2;
     let env = Env::with_settings(settings).await;
     let replica = env.replica().await;
@@ -864,7 +862,7 @@ async fn a_dead_game_session_address_answers_unavailable() {
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", dead.local_addr().unwrap());
     drop(dead);
-    let store = common::redis_store(&env.prefix).await;
+    let store = crate::helpers::redis_store(&env.prefix).await;
     let replica = env.replica_with_game(store, &url).await;
     let mut client = replica.client().await;
     let err = client
@@ -1592,7 +1590,7 @@ async fn bad_input_gets_clear_statuses() {
 
 #[tokio::test]
 async fn guests_may_be_kept_out_of_ranked() {
-    let mut settings = common::test_settings();
+    let mut settings = crate::helpers::test_settings();
     settings.queue.guests_may_play_ranked = false;
     let env = Env::with_settings(settings).await;
     let replica = env.replica().await;

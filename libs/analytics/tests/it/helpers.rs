@@ -1,7 +1,7 @@
 //! Helpers of the analytics tests: players and simulated matches recorded through the
 //! accounts store on a fresh PostgreSQL database (`#[sqlx::test]`, which needs
 //! `DATABASE_URL` and fails when PostgreSQL is unreachable).
-#![allow(dead_code)] // Each test crate uses its own part.
+#![allow(dead_code)] // Not every helper is used by every build of the suites.
 
 use accounts::PgStore;
 use accounts::domain::{DisplayName, Username};

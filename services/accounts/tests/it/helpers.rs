@@ -1,6 +1,6 @@
 //! Helpers shared by the test crates: match records to store, and a running
 //! service on 127.0.0.1:0 with real tonic clients.
-#![allow(dead_code)] // Each test crate uses its own part.
+#![allow(dead_code)] // Not every helper is used by every build of the suites.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -12,10 +12,11 @@ use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
 use basra_records::{BasraCounts, EndReason, MatchRecord, SeatRecord, side_of};
 use chrono::{DateTime, TimeZone, Utc};
-use ed25519_dalek::pkcs8::{EncodePrivateKey, spki::der::pem::LineEnding};
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use uuid::Uuid;
+
+pub(crate) use basra_testkit::{authed, private_pem};
 
 /// A fixed time, so records compare equal across stores.
 pub(crate) fn at(minute: u32) -> DateTime<Utc> {
@@ -97,12 +98,6 @@ pub(crate) fn record(
         started_at: at(ended.saturating_sub(20)),
         ended_at: at(ended),
     }
-}
-
-/// An Ed25519 private key in PKCS#8 PEM, as an operator would configure it.
-pub(crate) fn private_pem() -> String {
-    let key = ed25519_dalek::SigningKey::from_bytes(&rand::random());
-    key.to_pkcs8_pem(LineEnding::LF).unwrap().to_string()
 }
 
 /// The key id of test keys.
@@ -229,15 +224,6 @@ impl<S: Store> TestApp<S> {
     pub(crate) async fn counts(&self) -> Counts {
         self.service.store().counts().await.unwrap()
     }
-}
-
-/// `request` with `authorization: Bearer <token>`.
-pub(crate) fn authed<T>(token: &str, message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request
-        .metadata_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    request
 }
 
 /// The tokens of a sign-in response.

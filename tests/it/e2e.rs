@@ -61,9 +61,7 @@ macro_rules! scenarios {
 /// `make redis-cluster`), under key prefixes of this test alone (the temporary cluster
 /// keeps them).
 async fn spawn_dev_on_a_cluster() -> Backend {
-    let url = std::env::var("REDIS_CLUSTER_URL").unwrap_or_else(|_| {
-        "redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003".to_owned()
-    });
+    let url = basra_testkit::redis_cluster_url();
     let tag = uuid::Uuid::now_v7().simple().to_string();
     basra_e2e::spawn_dev_with(
         Some(url.clone()),
@@ -397,8 +395,7 @@ fn rand_free_seed() -> rand_chacha::ChaCha8Rng {
 /// here each Redis store writes under the key prefix its own variable names.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn basra_dev_gives_each_service_its_own_settings() {
-    let redis_url =
-        std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+    let redis_url = basra_testkit::redis_url();
     let tag = uuid::Uuid::now_v7().simple().to_string();
     let (rooms_prefix, queue_prefix) = (format!("e2e-gs-{tag}"), format!("e2e-mm-{tag}"));
     let backend = basra_e2e::spawn_dev_with(

@@ -6,8 +6,6 @@
 //! the account is never in two pools, and the next call finishes the search. On one
 //! Redis and on the cluster.
 
-mod common;
-
 use std::sync::Arc;
 
 use basra_platform::redis::{Connection, Redis};
@@ -275,11 +273,11 @@ macro_rules! steps {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    let prefix = common::unique_prefix();
-                    let raw = Redis::connect(&common::redis_url()).await.unwrap().conn();
-                    let store = common::redis_store(&prefix).await;
+                    let prefix = crate::helpers::unique_prefix();
+                    let raw = Redis::connect(&crate::helpers::redis_url()).await.unwrap().conn();
+                    let store = crate::helpers::redis_store(&prefix).await;
                     super::$name(Setup { store, raw, prefix: prefix.clone() }).await;
-                    common::forget_prefix(&prefix);
+                    crate::helpers::forget_prefix(&prefix);
                 }
             )*
         }
@@ -288,11 +286,11 @@ macro_rules! steps {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    let prefix = common::unique_prefix();
-                    let raw = Redis::connect(&common::redis_cluster_url()).await.unwrap().conn();
-                    let store = common::cluster_store(&prefix).await;
+                    let prefix = crate::helpers::unique_prefix();
+                    let raw = Redis::connect(&crate::helpers::redis_cluster_url()).await.unwrap().conn();
+                    let store = crate::helpers::cluster_store(&prefix).await;
                     super::$name(Setup { store, raw, prefix: prefix.clone() }).await;
-                    common::forget_cluster_prefix(&prefix);
+                    crate::helpers::forget_cluster_prefix(&prefix);
                 }
             )*
         }

@@ -9,10 +9,6 @@ use basra_platform::redis::{Keys, Redis, Script, run_script, script_call};
 const ECHO: &str = "redis.call('SET', KEYS[1], ARGV[1]) \
     return {KEYS[1], KEYS[2], ARGV[1], ARGV[2], redis.call('GET', KEYS[1])}";
 
-fn url(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| panic!("{var} must name the Redis these tests use"))
-}
-
 async fn a_call_survives_a_flushed_script_cache(url: &str) {
     let redis = Redis::connect(url).await.expect("connect to Redis");
     let keys = Keys::new(&format!("scripts-test-{}", uuid::Uuid::now_v7())).unwrap();
@@ -51,10 +47,10 @@ async fn a_call_survives_a_flushed_script_cache(url: &str) {
 
 #[tokio::test]
 async fn a_script_call_survives_a_flushed_script_cache_on_one_node() {
-    a_call_survives_a_flushed_script_cache(&url("REDIS_URL")).await;
+    a_call_survives_a_flushed_script_cache(&basra_testkit::redis_url()).await;
 }
 
 #[tokio::test]
 async fn a_script_call_survives_a_flushed_script_cache_on_a_cluster() {
-    a_call_survives_a_flushed_script_cache(&url("REDIS_CLUSTER_URL")).await;
+    a_call_survives_a_flushed_script_cache(&basra_testkit::redis_cluster_url()).await;
 }

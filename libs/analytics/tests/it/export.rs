@@ -2,8 +2,6 @@
 //! says (row counts and sums), partitioned by day; incremental runs export only what is
 //! new; a record that fails to replay is counted, listed and skipped.
 
-mod common;
-
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
@@ -19,7 +17,7 @@ use basra_records::{ActionKind, ActionRecord, MatchRecord};
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use sqlx::PgPool;
 
-use common::{players, record_matches};
+use crate::helpers::{players, record_matches};
 
 fn options(out: &Path) -> ExportOptions {
     ExportOptions {
@@ -543,7 +541,7 @@ async fn the_binary_log_migration_counts_the_plays_of_older_rows_which_still_exp
         basra_records::corpus::CorpusOptions {
             seed: 51,
             days: 2,
-            until: common::until(),
+            until: crate::helpers::until(),
         },
     );
     let mut expected_plays = 0i64;

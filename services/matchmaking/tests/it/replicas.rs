@@ -2,16 +2,14 @@
 //! once or is still queued, and every pair respects the rating window at
 //! the time it formed.
 
-mod common;
-
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
+use crate::helpers::{Env, authed};
 use basra_proto::basra::matchmaking::v1::{FindMatchRequest, find_match_response::Update};
-use common::{Env, authed};
 use matchmaking::store::TicketState;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use uuid::Uuid;
@@ -30,7 +28,7 @@ struct Seen {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_tickets_across_two_replicas() {
-    let mut settings = common::test_settings();
+    let mut settings = crate::helpers::test_settings();
     settings.queue.heartbeat_millis = 250;
     settings.queue.ticket_ttl_seconds = 3600; // the test jumps the clock
     settings.queue.resume_grace_seconds = 3600; // results outlive the test

@@ -1,6 +1,6 @@
 //! One test per numbered rule of RULES.md (`rule_NN_…`), with every example of RULES.md and
 //! of the seed texts. Finer cases of a rule live beside its code (`src/capture.rs`,
-//! `src/round.rs`); the invariants over whole matches in `tests/properties.rs`.
+//! `src/round.rs`); the invariants over whole matches in `tests/it/properties.rs`.
 
 use basra_engine::capture::{capture, chosen_capture, komi_basra_applies};
 use basra_engine::round::Round;

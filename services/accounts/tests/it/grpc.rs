@@ -2,14 +2,14 @@
 //! to 127.0.0.1:0: once on PostgreSQL (a fresh database per test; fails when
 //! PostgreSQL is unreachable) and once on the in-memory store.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::helpers::{
+    TestApp, authed, spawn_app, spawn_app_on, spawn_app_with, test_settings, tokens,
+};
 use accounts::store::Store;
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::common::v1 as common_pb;
-use common::{TestApp, authed, spawn_app, spawn_app_on, spawn_app_with, test_settings, tokens};
 use tonic::Code;
 use uuid::Uuid;
 
@@ -285,7 +285,7 @@ fn b64url(bytes: &[u8]) -> String {
 async fn own_name<S: Store>(app: &TestApp<S>, token: &str) -> String {
     app.client()
         .await
-        .get_profile(authed(token, pb::GetProfileRequest::default()))
+        .get_profile(authed(pb::GetProfileRequest::default(), token))
         .await
         .unwrap()
         .into_inner()
@@ -388,8 +388,8 @@ mod cases {
 
         let profile = client
             .get_profile(authed(
-                &guest.access_token,
                 pb::GetProfileRequest::default(),
+                &guest.access_token,
             ))
             .await
             .unwrap()
@@ -403,8 +403,8 @@ mod cases {
         // Register with the guest's token: an upgrade in place.
         let registered = client
             .register(authed(
-                &guest.access_token,
                 register_req("Alice", "correct horse battery"),
+                &guest.access_token,
             ))
             .await
             .unwrap()
@@ -425,8 +425,8 @@ mod cases {
         let (code, _) = failure(
             client
                 .register(authed(
-                    &alice.access_token,
                     register_req("alice2", "correct horse battery"),
+                    &alice.access_token,
                 ))
                 .await,
         );
@@ -499,11 +499,11 @@ mod cases {
         assert_eq!(code, Code::Unauthenticated);
         client
             .logout(authed(
-                &registered_session.access_token,
                 pb::LogoutRequest {
                     refresh_token: String::new(),
                     all_sessions: true,
                 },
+                &registered_session.access_token,
             ))
             .await
             .unwrap();
@@ -519,17 +519,17 @@ mod cases {
         let record = match_record("match-1", &alice.user_id, &bob.user_id, true);
         client
             .record_match(authed(
-                &app.service_token(),
                 pb::RecordMatchRequest {
                     record: Some(record),
                 },
+                &app.service_token(),
             ))
             .await
             .unwrap();
         let me = client
             .get_profile(authed(
-                &login.access_token,
                 pb::GetProfileRequest::default(),
+                &login.access_token,
             ))
             .await
             .unwrap()
@@ -547,10 +547,10 @@ mod cases {
         assert_eq!(me.leaderboard_rank, Some(1));
         let theirs = client
             .get_profile(authed(
-                &login.access_token,
                 pb::GetProfileRequest {
                     user_id: bob.user_id.clone(),
                 },
+                &login.access_token,
             ))
             .await
             .unwrap()
@@ -565,17 +565,17 @@ mod cases {
         let (code, _) = failure(
             client
                 .get_profile(authed(
-                    &login.access_token,
                     pb::GetProfileRequest {
                         user_id: Uuid::now_v7().to_string(),
                     },
+                    &login.access_token,
                 ))
                 .await,
         );
         assert_eq!(code, Code::NotFound);
 
         let board = client
-            .leaderboard(authed(&bob.access_token, pb::LeaderboardRequest::default()))
+            .leaderboard(authed(pb::LeaderboardRequest::default(), &bob.access_token))
             .await
             .unwrap()
             .into_inner();
@@ -593,8 +593,8 @@ mod cases {
 
         let history = client
             .match_history(authed(
-                &login.access_token,
                 pb::MatchHistoryRequest::default(),
+                &login.access_token,
             ))
             .await
             .unwrap()
@@ -611,8 +611,8 @@ mod cases {
         assert!(m.your_rating_change.as_ref().unwrap().rating_after > 1500.0);
         let bob_history = client
             .match_history(authed(
-                &bob.access_token,
                 pb::MatchHistoryRequest::default(),
+                &bob.access_token,
             ))
             .await
             .unwrap()
@@ -628,10 +628,10 @@ mod cases {
         let service = app.service_token();
         let send = |record: pb::MatchRecord| {
             authed(
-                &service,
                 pb::RecordMatchRequest {
                     record: Some(record),
                 },
+                &service,
             )
         };
 
@@ -656,7 +656,7 @@ mod cases {
         assert_eq!(app.counts().await.matches, 1);
 
         let profile = client
-            .get_profile(authed(&a.access_token, pb::GetProfileRequest::default()))
+            .get_profile(authed(pb::GetProfileRequest::default(), &a.access_token))
             .await
             .unwrap()
             .into_inner()
@@ -676,7 +676,7 @@ mod cases {
             .into_inner();
         assert!(unranked.rating_changes.is_empty());
         let profile = client
-            .get_profile(authed(&a.access_token, pb::GetProfileRequest::default()))
+            .get_profile(authed(pb::GetProfileRequest::default(), &a.access_token))
             .await
             .unwrap()
             .into_inner()
@@ -750,8 +750,8 @@ mod cases {
         let (code, _) = failure(
             client
                 .register(authed(
-                    "not.a.jwt",
                     register_req("good_name", "correct horse"),
+                    "not.a.jwt",
                 ))
                 .await,
         );
@@ -828,10 +828,10 @@ mod cases {
         let record = || match_record("m-1", &a.user_id, &b.user_id, true);
         let request = |token: &str, record: pb::MatchRecord| {
             authed(
-                token,
                 pb::RecordMatchRequest {
                     record: Some(record),
                 },
+                token,
             )
         };
         let before = app.counts().await;
@@ -864,7 +864,7 @@ mod cases {
         }
         let (code, _) = failure(
             client
-                .record_match(authed(&service, pb::RecordMatchRequest { record: None }))
+                .record_match(authed(pb::RecordMatchRequest { record: None }, &service))
                 .await,
         );
         assert_eq!(code, Code::InvalidArgument);
@@ -924,10 +924,10 @@ mod cases {
             singles.push(
                 client
                     .record_match(authed(
-                        &service,
                         pb::RecordMatchRequest {
                             record: Some(record),
                         },
+                        &service,
                     ))
                     .await
                     .unwrap()
@@ -939,10 +939,10 @@ mod cases {
         batch.push(batch[1].clone());
         let answer = client
             .record_matches(authed(
-                &service,
                 pb::RecordMatchesRequest {
                     records: batch.clone(),
                 },
+                &service,
             ))
             .await
             .unwrap()
@@ -968,7 +968,7 @@ mod cases {
                 let token = token.to_owned();
                 async move {
                     client
-                        .get_profile(authed(&token, pb::GetProfileRequest::default()))
+                        .get_profile(authed(pb::GetProfileRequest::default(), &token))
                         .await
                         .unwrap()
                         .into_inner()
@@ -1000,8 +1000,8 @@ mod cases {
         let before = app.counts().await;
         let again = client
             .record_matches(authed(
-                &service,
                 pb::RecordMatchesRequest { records: batch },
+                &service,
             ))
             .await
             .unwrap()
@@ -1014,10 +1014,10 @@ mod cases {
         // A match recorded by RecordMatch is a duplicate in a batch too.
         let mixed = client
             .record_matches(authed(
-                &service,
                 pb::RecordMatchesRequest {
                     records: vec![records(&one, "one")[0].clone()],
                 },
+                &service,
             ))
             .await
             .unwrap()
@@ -1034,7 +1034,7 @@ mod cases {
         let service = app.service_token();
         let good = |id: &str| match_record(id, &a.user_id, &b.user_id, true);
         let request = |token: &str, records: Vec<pb::MatchRecord>| {
-            authed(token, pb::RecordMatchesRequest { records })
+            authed(pb::RecordMatchesRequest { records }, token)
         };
         let before = app.counts().await;
 
@@ -1104,7 +1104,7 @@ mod cases {
         };
         let (code, message) = failure(
             client
-                .get_players(authed(&a.access_token, ask(vec![b.user_id.clone()])))
+                .get_players(authed(ask(vec![b.user_id.clone()]), &a.access_token))
                 .await,
         );
         assert_eq!(code, Code::PermissionDenied);
@@ -1119,20 +1119,20 @@ mod cases {
             (too_many, "user_ids"),
             (vec!["not-a-uuid".to_owned()], "user_ids"),
         ] {
-            let (code, message) = failure(client.get_players(authed(&service, ask(ids))).await);
+            let (code, message) = failure(client.get_players(authed(ask(ids), &service)).await);
             assert_eq!(code, Code::InvalidArgument, "{message}");
             assert!(message.starts_with(what), "{message}");
         }
         let stranger = Uuid::now_v7().to_string();
         let mut players = client
             .get_players(authed(
-                &service,
                 ask(vec![
                     b.user_id.clone(),
                     a.user_id.clone(),
                     stranger,
                     a.user_id.clone(),
                 ]),
+                &service,
             ))
             .await
             .unwrap()
@@ -1165,10 +1165,10 @@ mod cases {
         for (blocker, blocked) in [(&a, &b), (&a, &c), (&c, &a)] {
             client
                 .block_player(authed(
-                    &blocker.access_token,
                     pb::BlockPlayerRequest {
                         user_id: blocked.user_id.clone(),
                     },
+                    &blocker.access_token,
                 ))
                 .await
                 .unwrap();
@@ -1187,7 +1187,7 @@ mod cases {
             ids
         };
         let players = client
-            .get_players(authed(&service, with_blocks(true)))
+            .get_players(authed(with_blocks(true), &service))
             .await
             .unwrap()
             .into_inner()
@@ -1197,7 +1197,7 @@ mod cases {
         assert_eq!(blocks_of(players.clone(), &a.user_id), expected);
         assert_eq!(blocks_of(players, &b.user_id), Vec::<String>::new());
         let players = client
-            .get_players(authed(&service, with_blocks(false)))
+            .get_players(authed(with_blocks(false), &service))
             .await
             .unwrap()
             .into_inner()
@@ -1216,7 +1216,7 @@ mod cases {
                 .into_inner()
                 .tokens,
         );
-        let profile = |token: &str| authed(token, pb::GetProfileRequest::default());
+        let profile = |token: &str| authed(pb::GetProfileRequest::default(), token);
         client
             .get_profile(profile(&guest.access_token))
             .await
@@ -1232,7 +1232,7 @@ mod cases {
         };
         let sign = |claims: &serde_json::Value| {
             let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
-            header.kid = Some(common::KID.into());
+            header.kid = Some(crate::helpers::KID.into());
             let key = jsonwebtoken::EncodingKey::from_ed_pem(app.key_pem.as_bytes()).unwrap();
             jsonwebtoken::encode(&header, claims, &key).unwrap()
         };
@@ -1265,7 +1265,13 @@ mod cases {
             .token;
         let alg_none = format!(
             "{}.{}.",
-            b64url(format!(r#"{{"alg":"none","typ":"JWT","kid":"{}"}}"#, common::KID).as_bytes()),
+            b64url(
+                format!(
+                    r#"{{"alg":"none","typ":"JWT","kid":"{}"}}"#,
+                    crate::helpers::KID
+                )
+                .as_bytes()
+            ),
             b64url(claims(now, now + 600).to_string().as_bytes())
         );
         for (name, token) in [
@@ -1280,7 +1286,7 @@ mod cases {
             // A tampered token must not reach RecordMatch either.
             let (code, _) = failure(
                 client
-                    .record_match(authed(&token, pb::RecordMatchRequest::default()))
+                    .record_match(authed(pb::RecordMatchRequest::default(), &token))
                     .await,
             );
             assert_eq!(code, Code::Unauthenticated, "{name}");
@@ -1384,7 +1390,6 @@ mod cases {
         for (i, opponent) in players.iter().enumerate().skip(1) {
             client
                 .record_match(authed(
-                    &service,
                     pb::RecordMatchRequest {
                         record: Some(match_record(
                             &format!("m-{i}"),
@@ -1393,6 +1398,7 @@ mod cases {
                             true,
                         )),
                     },
+                    &service,
                 ))
                 .await
                 .unwrap();
@@ -1403,11 +1409,11 @@ mod cases {
         loop {
             let page = client
                 .leaderboard(authed(
-                    token,
                     pb::LeaderboardRequest {
                         page_size: 2,
                         page_token: page_token.clone(),
                     },
+                    token,
                 ))
                 .await
                 .unwrap()
@@ -1429,11 +1435,11 @@ mod cases {
         loop {
             let page = client
                 .match_history(authed(
-                    token,
                     pb::MatchHistoryRequest {
                         page_size: 3,
                         page_token: page_token.clone(),
                     },
+                    token,
                 ))
                 .await
                 .unwrap()
@@ -1451,11 +1457,11 @@ mod cases {
             let (code, message) = failure(
                 client
                     .leaderboard(authed(
-                        token,
                         pb::LeaderboardRequest {
                             page_size: 0,
                             page_token: bad.into(),
                         },
+                        token,
                     ))
                     .await,
             );
@@ -1465,11 +1471,11 @@ mod cases {
         let (code, _) = failure(
             client
                 .match_history(authed(
-                    token,
                     pb::MatchHistoryRequest {
                         page_size: 0,
                         page_token: "mh1.x".into(),
                     },
+                    token,
                 ))
                 .await,
         );
@@ -1540,8 +1546,8 @@ mod cases {
         // in lower case without the dash.
         let profile = client
             .get_profile(authed(
-                &guest.access_token,
                 pb::GetProfileRequest::default(),
+                &guest.access_token,
             ))
             .await
             .unwrap()
@@ -1552,10 +1558,10 @@ mod cases {
         let typed = profile.friend_code.replace('-', "").to_lowercase();
         let sent = client
             .add_friend(authed(
-                &amira.access_token,
                 pb::AddFriendRequest {
                     target: Some(pb::add_friend_request::Target::FriendCode(typed)),
                 },
+                &amira.access_token,
             ))
             .await
             .unwrap()
@@ -1565,10 +1571,10 @@ mod cases {
         // Someone else's profile does not show their code.
         let other = client
             .get_profile(authed(
-                &amira.access_token,
                 pb::GetProfileRequest {
                     user_id: guest.user_id.clone(),
                 },
+                &amira.access_token,
             ))
             .await
             .unwrap()
@@ -1580,7 +1586,7 @@ mod cases {
             let mut client = lister.clone();
             async move {
                 client
-                    .list_friends(authed(&token, pb::ListFriendsRequest {}))
+                    .list_friends(authed(pb::ListFriendsRequest {}, &token))
                     .await
                     .unwrap()
                     .into_inner()
@@ -1592,10 +1598,10 @@ mod cases {
         assert_eq!(seen.incoming[0].display_name, "amira");
         client
             .accept_friend(authed(
-                &guest.access_token,
                 pb::AcceptFriendRequest {
                     user_id: amira.user_id.clone(),
                 },
+                &guest.access_token,
             ))
             .await
             .unwrap();
@@ -1607,10 +1613,10 @@ mod cases {
         // A block ends the friendship; the blocked guest cannot ask again.
         client
             .block_player(authed(
-                &amira.access_token,
                 pb::BlockPlayerRequest {
                     user_id: guest.user_id.clone(),
                 },
+                &amira.access_token,
             ))
             .await
             .unwrap();
@@ -1618,10 +1624,10 @@ mod cases {
         let (code, message) = failure(
             client
                 .add_friend(authed(
-                    &guest.access_token,
                     pb::AddFriendRequest {
                         target: Some(pb::add_friend_request::Target::Username("AMIRA".into())),
                     },
+                    &guest.access_token,
                 ))
                 .await,
         );
@@ -1637,7 +1643,7 @@ mod cases {
         let amira = register(&app, "amira").await;
         let basem = register(&app, "basem").await;
         let add =
-            |target: Option<Target>| authed(&amira.access_token, pb::AddFriendRequest { target });
+            |target: Option<Target>| authed(pb::AddFriendRequest { target }, &amira.access_token);
         let before = app.service.store().counts().await.unwrap();
         let cases = [
             (add(None), Code::InvalidArgument, "target: name the player"),
@@ -1693,10 +1699,10 @@ mod cases {
         let (code, _) = failure(
             client
                 .accept_friend(authed(
-                    &amira.access_token,
                     pb::AcceptFriendRequest {
                         user_id: basem.user_id.clone(),
                     },
+                    &amira.access_token,
                 ))
                 .await,
         );
@@ -1709,7 +1715,7 @@ mod cases {
         assert_eq!(code, Code::Unauthenticated);
         let (code, _) = failure(
             client
-                .list_friends(authed(&app.service_token(), pb::ListFriendsRequest {}))
+                .list_friends(authed(pb::ListFriendsRequest {}, &app.service_token()))
                 .await,
         );
         assert_eq!(code, Code::PermissionDenied);
@@ -1743,10 +1749,10 @@ mod cases {
         let rita = register(&app, "rita_r").await;
         let set = |token: &str, name: &str| {
             authed(
-                token,
                 pb::SetDisplayNameRequest {
                     display_name: name.into(),
                 },
+                token,
             )
         };
         let first = client
@@ -1840,11 +1846,11 @@ mod cases {
         // Services see the new name (seats, lobby listings).
         let players = client
             .get_players(authed(
-                &app.service_token(),
                 pb::GetPlayersRequest {
                     user_ids: vec![rita.user_id.clone()],
                     include_blocks: false,
                 },
+                &app.service_token(),
             ))
             .await
             .unwrap()

@@ -9,6 +9,7 @@ use basra_platform::auth::{
     AuthError, Caller, IdentitySettings, Role, ServiceIdentity, SigningKey, TokenIssuer,
     TokenVerifier, TrustedKey, TrustedKeySettings, load_trusted,
 };
+use basra_testkit::private_pem;
 use uuid::Uuid;
 
 const ISS: &str = "basra-accounts";
@@ -21,12 +22,6 @@ fn identity(kid: &str, ttl: Duration) -> ServiceIdentity {
 }
 
 /// A fresh private key in PKCS#8 PEM, as an operator would configure it.
-fn private_pem() -> String {
-    use ed25519_dalek::pkcs8::{EncodePrivateKey, spki::der::pem::LineEnding};
-    let key = ed25519_dalek::SigningKey::from_bytes(&rand::random());
-    key.to_pkcs8_pem(LineEnding::LF).unwrap().to_string()
-}
-
 fn assert_invalid(result: Result<Caller, AuthError>, what: &str) {
     match result {
         Err(AuthError::Invalid(message)) => assert!(

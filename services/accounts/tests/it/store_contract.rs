@@ -3,8 +3,7 @@
 //! database per test (`#[sqlx::test]`, which needs `DATABASE_URL` and fails
 //! when PostgreSQL is unreachable).
 
-mod common;
-
+use crate::helpers::{at, duel, record};
 use accounts::AccountsError;
 use accounts::domain::{DeviceId, DisplayName, Username};
 use accounts::friends::{Action, FriendCode, FriendLimits, Outcome, Refusal};
@@ -15,7 +14,6 @@ use accounts::store::{
     GuestUpgrade, LeaderboardRules, NewAccount, NewGuest, NewSession, Rotation, Store, User,
 };
 use chrono::{DateTime, Utc};
-use common::{at, duel, record};
 use tokio::task::JoinSet;
 use uuid::Uuid;
 

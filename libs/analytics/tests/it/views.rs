@@ -1,8 +1,6 @@
 //! The analyst schema against real PostgreSQL: each view returns what was recorded through
 //! the accounts store, and the `basra_analyst` role reads the views and nothing else.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use accounts::PgStore;
@@ -12,7 +10,7 @@ use chrono::NaiveDate;
 use sqlx::{PgPool, Row};
 use uuid::Uuid;
 
-use common::{players, record_matches};
+use crate::helpers::{players, record_matches};
 
 fn mode_of(ranked: bool, bots: usize) -> &'static str {
     match (ranked, bots) {

@@ -6,8 +6,6 @@
 //! and the groups formed (rooms, formats, members in seat order) and the queues left
 //! must be the same.
 
-mod common;
-
 use std::sync::Arc;
 
 use matchmaking::{
@@ -161,9 +159,9 @@ proptest! {
         let params = params(max_groups, candidates);
         let (memory, redis) = rt.block_on(async {
             let memory = round(Arc::new(MemoryStore::new()), &tickets, &blocks, now, &params).await;
-            let prefix = common::unique_prefix();
-            let redis = round(common::redis_store(&prefix).await, &tickets, &blocks, now, &params).await;
-            common::forget_prefix(&prefix);
+            let prefix = crate::helpers::unique_prefix();
+            let redis = round(crate::helpers::redis_store(&prefix).await, &tickets, &blocks, now, &params).await;
+            crate::helpers::forget_prefix(&prefix);
             (memory, redis)
         });
         prop_assert_eq!(memory, redis);

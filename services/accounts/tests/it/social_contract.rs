@@ -12,18 +12,8 @@ use uuid::Uuid;
 /// Reports last this long in these tests.
 const TTL: Duration = Duration::from_millis(400);
 
-fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
-
-fn cluster_url() -> String {
-    std::env::var("REDIS_CLUSTER_URL").unwrap_or_else(|_| {
-        "redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003".into()
-    })
-}
-
 async fn redis_at(url: &str) -> SocialStore {
-    let prefix = format!("test-social-{}", Uuid::now_v7().simple());
+    let prefix = basra_testkit::unique_prefix("test-social-");
     let store = RedisSocial::connect(url, &prefix, CancellationToken::new())
         .await
         .unwrap_or_else(|err| panic!("Redis is needed at {url}: {err}"));
@@ -47,7 +37,7 @@ macro_rules! social_contract {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    super::cases::$name(super::redis_at(&super::redis_url()).await).await;
+                    super::cases::$name(super::redis_at(&basra_testkit::redis_url()).await).await;
                 }
             )*
         }
@@ -55,7 +45,7 @@ macro_rules! social_contract {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    super::cases::$name(super::redis_at(&super::cluster_url()).await).await;
+                    super::cases::$name(super::redis_at(&basra_testkit::redis_cluster_url()).await).await;
                 }
             )*
         }

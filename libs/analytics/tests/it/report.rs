@@ -4,8 +4,6 @@
 //! `.ci/run`): no console or page errors, no request leaves the page, and every plot has
 //! a visible size and data marks. The screenshot is kept in the test output directory.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -15,7 +13,7 @@ use basra_analytics::export::{ExportOptions, export};
 use basra_analytics::report::report;
 use sqlx::PgPool;
 
-use common::{players, record_matches};
+use crate::helpers::{players, record_matches};
 
 fn browser_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser")

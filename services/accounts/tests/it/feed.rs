@@ -1,13 +1,11 @@
 //! The friends' feed (WatchFriends), ReportPresence and SendInvite through real tonic
 //! clients: on PostgreSQL (a fresh database per test) and on the in-memory store.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::helpers::{TestApp, authed, spawn_app, spawn_app_social, test_settings, tokens};
 use accounts::store::Store;
 use basra_proto::basra::accounts::v1 as pb;
-use common::{TestApp, authed, spawn_app, spawn_app_social, test_settings, tokens};
 use pb::watch_friends_response::Event;
 use tonic::{Code, Streaming};
 
@@ -61,7 +59,7 @@ async fn feed<S: Store>(
 ) -> Streaming<pb::WatchFriendsResponse> {
     app.client()
         .await
-        .watch_friends(authed(token, pb::WatchFriendsRequest { last_seen_seq }))
+        .watch_friends(authed(pb::WatchFriendsRequest { last_seen_seq }, token))
         .await
         .expect("the feed opens")
         .into_inner()
@@ -77,19 +75,19 @@ async fn befriend<S: Store>(
     let mut client = app.client().await;
     client
         .add_friend(authed(
-            &asker.access_token,
             pb::AddFriendRequest {
                 target: Some(pb::add_friend_request::Target::Username(username.into())),
             },
+            &asker.access_token,
         ))
         .await
         .unwrap();
     client
         .accept_friend(authed(
-            &other.access_token,
             pb::AcceptFriendRequest {
                 user_id: asker.user_id.clone(),
             },
+            &other.access_token,
         ))
         .await
         .unwrap();
@@ -191,10 +189,10 @@ mod cases {
         // A request reaches the other player's open feed, numbered.
         client
             .add_friend(authed(
-                &amira.access_token,
                 pb::AddFriendRequest {
                     target: Some(pb::add_friend_request::Target::Username("badr".into())),
                 },
+                &amira.access_token,
             ))
             .await
             .unwrap();
@@ -210,10 +208,10 @@ mod cases {
         until(&mut amira_feed, "snapshot", snapshot).await;
         client
             .accept_friend(authed(
-                &badr.access_token,
                 pb::AcceptFriendRequest {
                     user_id: amira.user_id.clone(),
                 },
+                &badr.access_token,
             ))
             .await
             .unwrap();
@@ -245,7 +243,6 @@ mod cases {
         // game-session says amira plays in a room friends may watch.
         client
             .report_presence(authed(
-                &service,
                 pb::ReportPresenceRequest {
                     reports: vec![report(
                         &amira.user_id,
@@ -254,6 +251,7 @@ mod cases {
                         false,
                     )],
                 },
+                &service,
             ))
             .await
             .unwrap();
@@ -269,7 +267,7 @@ mod cases {
 
         // matchmaking hands an invite over: it is kept, numbered 2 on badr's feed.
         let sent = client
-            .send_invite(authed(&service, invite(&amira.user_id, &badr.user_id)))
+            .send_invite(authed(invite(&amira.user_id, &badr.user_id), &service))
             .await
             .unwrap()
             .into_inner();
@@ -308,7 +306,6 @@ mod cases {
         // The match ends: friends see amira back to merely online.
         client
             .report_presence(authed(
-                &service,
                 pb::ReportPresenceRequest {
                     reports: vec![report(
                         &amira.user_id,
@@ -317,6 +314,7 @@ mod cases {
                         true,
                     )],
                 },
+                &service,
             ))
             .await
             .unwrap();
@@ -358,7 +356,7 @@ mod cases {
         assert_eq!(
             code(
                 client
-                    .watch_friends(authed(&service, pb::WatchFriendsRequest::default()))
+                    .watch_friends(authed(pb::WatchFriendsRequest::default(), &service))
                     .await
             ),
             Code::PermissionDenied
@@ -371,8 +369,8 @@ mod cases {
             code(
                 client
                     .watch_friends(authed(
-                        &carol.access_token,
-                        pb::WatchFriendsRequest::default()
+                        pb::WatchFriendsRequest::default(),
+                        &carol.access_token
                     ))
                     .await
             ),
@@ -395,7 +393,7 @@ mod cases {
             let mut client = client.clone();
             async move {
                 client
-                    .report_presence(authed(&token, pb::ReportPresenceRequest { reports }))
+                    .report_presence(authed(pb::ReportPresenceRequest { reports }, &token))
                     .await
             }
         };
@@ -441,8 +439,8 @@ mod cases {
             code(
                 client
                     .send_invite(authed(
-                        &amira.access_token,
-                        invite(&amira.user_id, &badr.user_id)
+                        invite(&amira.user_id, &badr.user_id),
+                        &amira.access_token
                     ))
                     .await
             ),
@@ -452,7 +450,7 @@ mod cases {
         let send = |request: pb::SendInviteRequest| {
             let mut client = sender.clone();
             let service = service.clone();
-            async move { client.send_invite(authed(&service, request)).await }
+            async move { client.send_invite(authed(request, &service)).await }
         };
         assert_eq!(
             code(send(invite(&amira.user_id, &amira.user_id)).await),
@@ -482,10 +480,10 @@ mod cases {
         );
         client
             .block_player(authed(
-                &badr.access_token,
                 pb::BlockPlayerRequest {
                     user_id: amira.user_id.clone(),
                 },
+                &badr.access_token,
             ))
             .await
             .unwrap();
@@ -520,10 +518,10 @@ mod cases {
         until(&mut badr_feed, "snapshot", snapshot).await;
         client
             .report_presence(authed(
-                &app.service_token(),
                 pb::ReportPresenceRequest {
                     reports: vec![report(&amira.user_id, pb::Activity::InQueue, "", false)],
                 },
+                &app.service_token(),
             ))
             .await
             .unwrap();

@@ -45,15 +45,12 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status, Streaming, transport::Channel};
 use uuid::Uuid;
 
-/// Where the tests' Redis is: `REDIS_URL`, else the Makefile's default.
-/// Tests needing Redis fail (never skip) when it is not there.
-pub fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
+pub use basra_testkit::{authed, redis_cluster_url, redis_url};
 
-/// A key prefix no other test uses.
+/// A key prefix no other test uses. Tests needing Redis fail (never skip) when it is
+/// not there.
 pub fn unique_prefix() -> String {
-    format!("test:mm:{}", Uuid::now_v7().simple())
+    basra_testkit::unique_prefix("test:mm:")
 }
 
 pub async fn redis_store(prefix: &str) -> Arc<dyn Store> {
@@ -62,15 +59,6 @@ pub async fn redis_store(prefix: &str) -> Arc<dyn Store> {
             .await
             .expect("Redis must be reachable at REDIS_URL for these tests"),
     )
-}
-
-/// Where the tests' Redis Cluster is: `REDIS_CLUSTER_URL` (comma-separated nodes), else
-/// the Makefile's default (`scripts/redis-cluster.sh start`). Tests needing it fail
-/// (never skip) when it is not there.
-pub fn redis_cluster_url() -> String {
-    std::env::var("REDIS_CLUSTER_URL").unwrap_or_else(|_| {
-        "redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003".into()
-    })
 }
 
 pub async fn cluster_store(prefix: &str) -> Arc<dyn Store> {
@@ -603,15 +591,6 @@ impl Replica {
             .unwrap();
         MatchmakingServiceClient::new(channel)
     }
-}
-
-/// `message` with `authorization: Bearer <token>`.
-pub fn authed<T>(message: T, token: &str) -> Request<T> {
-    let mut request = Request::new(message);
-    request
-        .metadata_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    request
 }
 
 /// Polls `check` every 10 ms until it holds or `timeout` passes.

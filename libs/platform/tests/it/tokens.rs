@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use basra_platform::auth::{AuthError, Caller, Role, SigningKey, TokenIssuer, TokenVerifier};
-use ed25519_dalek::pkcs8::{EncodePrivateKey, spki::der::pem::LineEnding};
+use basra_testkit::private_pem;
 use jsonwebtoken::{Algorithm, EncodingKey, Header, get_current_timestamp};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -13,11 +13,6 @@ const AUD: &str = "basra";
 const TTL: Duration = Duration::from_secs(900);
 
 /// A private key in PKCS#8 PEM, as an operator would configure it.
-fn private_pem() -> String {
-    let key = ed25519_dalek::SigningKey::from_bytes(&rand::random());
-    key.to_pkcs8_pem(LineEnding::LF).unwrap().to_string()
-}
-
 fn player() -> Caller {
     Caller {
         user_id: Uuid::now_v7(),

@@ -2,8 +2,6 @@
 //! in-memory store, against real Redis and against a real Redis Cluster (a fresh key
 //! prefix per test).
 
-mod common;
-
 use std::sync::Arc;
 
 use basra_engine::Settings;
@@ -1313,24 +1311,22 @@ macro_rules! contract {
             )*
         }
         mod redis {
-            use super::*;
             $(
                 #[tokio::test]
                 async fn $name() {
-                    let prefix = common::unique_prefix();
-                    super::$name(common::redis_store(&prefix).await).await;
-                    common::forget_prefix(&prefix);
+                    let prefix = crate::helpers::unique_prefix();
+                    super::$name(crate::helpers::redis_store(&prefix).await).await;
+                    crate::helpers::forget_prefix(&prefix);
                 }
             )*
         }
         mod redis_cluster {
-            use super::*;
             $(
                 #[tokio::test]
                 async fn $name() {
-                    let prefix = common::unique_prefix();
-                    super::$name(common::cluster_store(&prefix).await).await;
-                    common::forget_cluster_prefix(&prefix);
+                    let prefix = crate::helpers::unique_prefix();
+                    super::$name(crate::helpers::cluster_store(&prefix).await).await;
+                    crate::helpers::forget_cluster_prefix(&prefix);
                 }
             )*
         }
@@ -1374,23 +1370,23 @@ mod two_replicas {
 
     #[tokio::test]
     async fn redis() {
-        let prefix = common::unique_prefix();
+        let prefix = crate::helpers::unique_prefix();
         a_taken_over_lease_cannot_requeue_the_group(
-            common::redis_store(&prefix).await,
-            common::redis_store(&prefix).await,
+            crate::helpers::redis_store(&prefix).await,
+            crate::helpers::redis_store(&prefix).await,
         )
         .await;
-        common::forget_prefix(&prefix);
+        crate::helpers::forget_prefix(&prefix);
     }
 
     #[tokio::test]
     async fn redis_cluster() {
-        let prefix = common::unique_prefix();
+        let prefix = crate::helpers::unique_prefix();
         a_taken_over_lease_cannot_requeue_the_group(
-            common::cluster_store(&prefix).await,
-            common::cluster_store(&prefix).await,
+            crate::helpers::cluster_store(&prefix).await,
+            crate::helpers::cluster_store(&prefix).await,
         )
         .await;
-        common::forget_cluster_prefix(&prefix);
+        crate::helpers::forget_cluster_prefix(&prefix);
     }
 }

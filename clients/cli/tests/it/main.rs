@@ -1,0 +1,6 @@
+//! The integration tests of the terminal client and tools (`basra`), in one test binary:
+//! each suite is a module (as separate binaries, each re-linked the whole dependency tree).
+
+mod dev;
+mod simulate_fast;
+mod table;

@@ -1,0 +1,8 @@
+//! The integration tests of the analytics crate (`basra-analytics`), in one test binary:
+//! each suite is a module (as separate binaries, each re-linked the whole dependency tree),
+//! with the shared setup in `helpers`.
+
+mod export;
+mod helpers;
+mod report;
+mod views;

@@ -1,0 +1,13 @@
+//! The end-to-end suites, in one test binary: each suite is a module (as separate binaries,
+//! each re-linked the whole dependency tree); the backends they start are the crate's
+//! library (`harness.rs`).
+
+mod admin;
+mod deploy_config;
+mod e2e;
+mod identity;
+mod metrics;
+mod prometheus;
+mod simulate;
+mod traces;
+mod web_client;
