@@ -34,10 +34,11 @@ K8S = ROOT / "deploy" / "k8s"
 VERSIONS = ["1.30.0", kubernetes_validate.utils.latest_version()]
 
 # What each Deployment serves: its settings file in base/ and where its health name is.
+# Each service's crate, and the constant in its sources that names its gRPC services.
 SERVICES = {
-    "accounts": ("services/accounts/src/service.rs", "SERVICE_NAME"),
-    "matchmaking": ("services/matchmaking/src/lib.rs", "SERVICE_NAME"),
-    "game-session": ("services/game-session/src/lib.rs", "SERVICE_NAMES"),
+    "accounts": ("services/accounts/src", "SERVICE_NAME"),
+    "matchmaking": ("services/matchmaking/src", "SERVICE_NAME"),
+    "game-session": ("services/game-session/src", "SERVICE_NAMES"),
 }
 
 problems: list[str] = []
@@ -118,12 +119,12 @@ def validate_object(doc: dict, where: str, crds: dict[tuple[str, str], dict]) ->
 
 def health_names(service: str) -> list[str]:
     path, constant = SERVICES[service]
-    source = (ROOT / path).read_text()
-    match = re.search(rf"pub const {constant}: [^=]+=\s*(.+?);", source, re.S)
-    if not match:
-        problem(path, f"cannot find {constant}")
-        return []
-    return re.findall(r'"([^"]+)"', match.group(1))
+    for source in sorted((ROOT / path).rglob("*.rs")):
+        match = re.search(rf"pub const {constant}: [^=]+=\s*(.+?);", source.read_text(), re.S)
+        if match:
+            return re.findall(r'"([^"]+)"', match.group(1))
+    problem(path, f"cannot find {constant}")
+    return []
 
 
 def check_deployment(doc: dict, where: str) -> None:
