@@ -12,6 +12,7 @@
 //! | [`upstream`] | game-session (rooms) and accounts (ratings) behind traits |
 //! | [`metrics`] | queue length, wait histogram, matches/s as Prometheus text |
 //! | [`settings`] | typed settings with embedded defaults |
+//! | `startup` | the assembly: [`App`] (build, mount, run), [`serve`] and [`start`] |
 //!
 //! Every replica serves streams and runs a pairing loop over the shared
 //! queue; see [`store`] for why that is safe.
@@ -28,240 +29,18 @@ mod matcher;
 pub mod metrics;
 pub mod service;
 pub mod settings;
+mod startup;
 mod state;
 pub mod store;
 pub mod upstream;
 
-use std::sync::Arc;
-
-use basra_platform::{AuthLayer, TokenVerifier};
-use basra_proto::basra::matchmaking::v1::matchmaking_service_server::MatchmakingServiceServer;
-use tokio::{net::TcpListener, task::JoinHandle};
-use tokio_util::sync::CancellationToken;
-use tonic::service::Routes;
-
 pub use error::{MatchmakingError, Result};
 pub use service::MatchmakingApi;
+pub use startup::{App, serve, start};
 pub use state::{Config, Deps};
-
-use crate::{
-    clock::SystemClock,
-    metrics::Metrics,
-    settings::Settings,
-    state::{Hub, Shared},
-    store::{MemoryStore, RedisStore, Store},
-    upstream::{GrpcGame, GrpcPlayers},
-};
 
 /// The gRPC service name, for health and reflection.
 pub const SERVICE_NAME: &str = "basra.matchmaking.v1.MatchmakingService";
 
 /// The largest request accepted, in bytes; a larger one is answered RESOURCE_EXHAUSTED.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
-
-/// Builds the service and starts this replica's background work (pairing
-/// loop, event dispatch), which stops when `shutdown` is cancelled. The
-/// embedded dev mode adds the service to its own server; [`serve`] serves it
-/// alone.
-pub fn start(
-    config: Config,
-    deps: Deps,
-    shutdown: CancellationToken,
-) -> (MatchmakingApi, JoinHandle<()>) {
-    let inner = Arc::new(Shared {
-        config,
-        deps,
-        hub: Hub::default(),
-        shutdown,
-    });
-    let background = tokio::spawn({
-        let inner = inner.clone();
-        async move {
-            let dispatch = tokio::spawn(dispatch(inner.clone()));
-            matcher::run(inner).await;
-            dispatch.abort();
-        }
-    });
-    (MatchmakingApi { inner }, background)
-}
-
-/// Wakes local streams when the store says their ticket changed.
-async fn dispatch(inner: Arc<Shared>) {
-    let mut events = inner.deps.store.subscribe();
-    loop {
-        match events.recv().await {
-            Ok(id) => inner.hub.poke(&id),
-            // Missed some: every stream polls on its own heartbeat anyway.
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                tracing::debug!(missed = n, "ticket events lagged");
-            }
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-        }
-    }
-}
-
-/// Serves matchmaking on `listener` until `shutdown` is cancelled, then
-/// drains (open FindMatch streams end with UNAVAILABLE and keep their
-/// tickets for a resume on another replica). Tests and tools that bring their own
-/// store or upstreams serve this way; the binary goes through [`App`].
-pub async fn serve(
-    listener: TcpListener,
-    config: Config,
-    verifier: TokenVerifier,
-    deps: Deps,
-    shutdown: CancellationToken,
-) -> Result<()> {
-    let serving = config.serving.clone();
-    let (routes, background) = mount_service(config, deps, Routes::default(), shutdown.clone());
-    let auth = AuthLayer::new(verifier, &[]);
-    basra_platform::serve(listener, routes, &[SERVICE_NAME], auth, shutdown, serving).await?;
-    let _ = background.await;
-    Ok(())
-}
-
-fn mount_service(
-    config: Config,
-    deps: Deps,
-    routes: Routes,
-    shutdown: CancellationToken,
-) -> (Routes, JoinHandle<()>) {
-    let (service, background) = start(config, deps, shutdown);
-    let routes = routes.add_service(
-        MatchmakingServiceServer::new(service).max_decoding_message_size(MAX_MESSAGE_BYTES),
-    );
-    (routes, background)
-}
-
-/// A matchmaker as its settings describe it: its store connected, its keys loaded,
-/// its upstreams (game-session, accounts) set up; nothing started yet.
-pub struct App {
-    settings: Settings,
-    verifier: TokenVerifier,
-    deps: Deps,
-}
-
-impl std::fmt::Debug for App {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("App").finish_non_exhaustive()
-    }
-}
-
-impl App {
-    /// Connects the store (Redis, or memory when `redis.url = "memory"`), reads the
-    /// trusted keys and the identity and sets up the upstreams. Fails, before any socket
-    /// is bound, when Redis is unreachable, a key unusable or credentials missing.
-    pub async fn build(settings: Settings) -> Result<App> {
-        let config =
-            |err: basra_platform::auth::AuthError| MatchmakingError::Config(err.to_string());
-        let verifier = settings.auth.verifier().map_err(config)?;
-        let identity = settings
-            .identity
-            .load(&settings.auth.issuer, &settings.auth.audience)
-            .map_err(config)?
-            .map(Arc::new);
-        if identity.is_none() && settings.game.service_token.is_empty() {
-            return Err(MatchmakingError::Config(
-                "no credentials for game-session: set identity.signing_key_file (preferred) \
-                 or game.service_token"
-                    .into(),
-            ));
-        }
-        let store: Arc<dyn Store> = if settings.redis.is_memory() {
-            tracing::warn!("redis.url is \"memory\": the queue lives in this process only");
-            Arc::new(MemoryStore::new())
-        } else {
-            Arc::new(RedisStore::connect(&settings.redis.url, &settings.redis.prefix).await?)
-        };
-        let (game, players) = match &identity {
-            Some(identity) => (
-                GrpcGame::with_identity(
-                    &settings.game.url,
-                    Arc::clone(identity),
-                    settings.game.timeout(),
-                )?,
-                GrpcPlayers::with_identity(
-                    &settings.accounts.url,
-                    Arc::clone(identity),
-                    settings.accounts.timeout(),
-                )?,
-            ),
-            None => (
-                GrpcGame::new(
-                    &settings.game.url,
-                    &settings.game.service_token,
-                    settings.game.timeout(),
-                )?,
-                GrpcPlayers::new(
-                    &settings.accounts.url,
-                    &settings.accounts.service_token,
-                    settings.accounts.timeout(),
-                )?,
-            ),
-        };
-        let deps = Deps {
-            store,
-            game: Arc::new(game),
-            ratings: Arc::new(players.clone()),
-            names: Arc::new(players.clone()),
-            invites: Arc::new(players.clone()),
-            presence: players.presence_reporter(CancellationToken::new()),
-            clock: Arc::new(SystemClock),
-            metrics: Arc::new(Metrics::new()),
-        };
-        Ok(App {
-            settings,
-            verifier,
-            deps,
-        })
-    }
-
-    /// The settings it was built from.
-    pub fn settings(&self) -> &Settings {
-        &self.settings
-    }
-
-    /// The verifier of the calls it accepts (`auth.trusted_keys`).
-    pub fn verifier(&self) -> &TokenVerifier {
-        &self.verifier
-    }
-
-    /// Everything but the gRPC listener: serves the metrics on `metrics.listen` when it
-    /// is set, starts the pairing loop (until `shutdown`) and adds `MatchmakingService` to
-    /// `routes`. [`run`](Self::run) serves the result alone; `basra dev` mounts the
-    /// three services on one server.
-    pub async fn mount(self, routes: Routes, shutdown: CancellationToken) -> Result<Routes> {
-        Ok(self.mount_with_handle(routes, shutdown).await?.0)
-    }
-
-    async fn mount_with_handle(
-        self,
-        routes: Routes,
-        shutdown: CancellationToken,
-    ) -> Result<(Routes, JoinHandle<()>)> {
-        let metrics = &self.settings.metrics;
-        basra_platform::metrics::spawn(metrics, self.deps.metrics.registry(), shutdown.clone())
-            .await
-            .map_err(|err| {
-                MatchmakingError::Config(format!("metrics.listen {}: {err}", metrics.listen))
-            })?;
-        let config = Config {
-            queue: self.settings.queue.clone(),
-            rooms: self.settings.rooms.clone(),
-            serving: (&self.settings.server).into(),
-        };
-        Ok(mount_service(config, self.deps, routes, shutdown))
-    }
-
-    /// Serves on `listener` until `shutdown` is cancelled, with the `[server]` settings
-    /// (drain, connection limits), and the metrics on `metrics.listen` when it is set.
-    pub async fn run(self, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
-        let server = self.settings.server.clone();
-        let auth = AuthLayer::new(self.verifier.clone(), &[]);
-        let (routes, background) = self
-            .mount_with_handle(Routes::default(), shutdown.clone())
-            .await?;
-        basra_platform::serve(listener, routes, &[SERVICE_NAME], auth, shutdown, &server).await?;
-        let _ = background.await;
-        Ok(())
-    }
-}
