@@ -28,6 +28,9 @@ struct Tally {
     events: u64,
     lost: u64,
     duplicated: u64,
+    disconnected_while_connected: u64,
+    automatic_while_connected: u64,
+    resume_latencies: Vec<Duration>,
     errors: BTreeMap<String, u32>,
     failures: Vec<String>,
     rooms: Vec<String>,
@@ -165,6 +168,10 @@ pub async fn run(stack: &mut Stack, db: &PgPool, minutes: u64) -> anyhow::Result
                     tally.events += log.events;
                     tally.lost += log.lost;
                     tally.duplicated += log.duplicated;
+                    tally.disconnected_while_connected +=
+                        u64::from(log.disconnected_while_connected);
+                    tally.automatic_while_connected += u64::from(log.automatic_while_connected);
+                    tally.resume_latencies.extend(&log.resume_latencies);
                     for (code, (count, message)) in &log.errors {
                         *tally.errors.entry(format!("{code}: {message}")).or_default() += count;
                     }
@@ -193,6 +200,9 @@ pub async fn run(stack: &mut Stack, db: &PgPool, minutes: u64) -> anyhow::Result
     row.events = tally.events;
     row.lost = tally.lost;
     row.duplicated = tally.duplicated;
+    row.disconnected_while_connected = tally.disconnected_while_connected;
+    row.automatic_while_connected = tally.automatic_while_connected;
+    row.resume_latencies = tally.resume_latencies;
     row.failures = tally.failures;
     let recorded = check_records_once(db, &mut row, &tally.rooms, Duration::from_secs(60)).await?;
     let start = rss_start.unwrap_or_else(|| rss_end.clone());
