@@ -8,6 +8,7 @@
 //! This is its own test binary so that no other test shares the cluster while its
 //! primaries move.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;

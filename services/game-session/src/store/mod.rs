@@ -1,6 +1,6 @@
 //! Where rooms live: the [`RoomStore`] trait, with [`RedisStore`] (production: state
 //! shared by every replica) and [`MemoryStore`] (the embedded one-process dev mode).
-//! Both pass the same contract suite (`tests/store_contract.rs`).
+//! Both pass the same contract suite (`tests/it/store_contract.rs`).
 
 mod codec;
 mod memory;

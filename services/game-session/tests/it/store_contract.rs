@@ -1,7 +1,7 @@
 //! One contract suite for every `RoomStore`: the in-memory one and Redis (real Redis,
 //! unique prefix; the Redis run fails when Redis is unreachable).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

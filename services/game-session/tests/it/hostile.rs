@@ -1,7 +1,7 @@
 //! Hostile clients (issue: reliability and security): each gets the documented answer and
 //! leaves the room, the replica and other players as they were.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

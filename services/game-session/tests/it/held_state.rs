@@ -5,7 +5,7 @@
 //! against a stale state and applied to the room as stored. On the memory store, one
 //! Redis and the cluster.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;

@@ -2,7 +2,7 @@
 //! same refusals as statuses, the same idempotency, through real tonic clients on a real
 //! replica over real Redis; and gRPC-Web over HTTP/1.1 with CORS, as a browser sends it.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! players disconnected by another replica once its lease runs out; a replica that finds
 //! its own lease swept ends its streams, which resume.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

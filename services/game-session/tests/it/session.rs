@@ -2,7 +2,7 @@
 //! clients): resigning, quick chat, leaving, rematches, the disconnect grace period, an
 //! oversized message and spectators.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! End to end: real replicas on port 0, real Redis (unique prefix per test), real tonic
 //! clients. Redis must be reachable: these tests fail, never skip, without it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

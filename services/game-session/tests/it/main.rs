@@ -1,0 +1,15 @@
+//! game-session's integration tests, one binary (each extra binary re-links tonic, redis
+//! and the service on every build): real replicas on port 0 over real Redis (a unique key
+//! prefix per test; Redis and the local cluster must be up: these tests fail, never
+//! skip, without them), real tonic clients. `tests/failover.rs` stays a binary of its
+//! own: it moves the shared cluster's primaries, which no other test may use meanwhile.
+
+mod common;
+mod game;
+mod held_state;
+mod hostile;
+mod lease;
+mod pod_cost;
+mod session;
+mod store_contract;
+mod web;
