@@ -31,8 +31,8 @@ use basra_engine::Seed;
 use basra_platform::redis::hash_slot;
 use game_session::RedisStore;
 use game_session::room::{Occupant, Room};
-use game_session::settings::Timing;
 use game_session::store::{Commit, CommitOutcome, RoomStore, SHARDS};
+use game_session::timing::Timing;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 

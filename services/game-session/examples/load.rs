@@ -76,7 +76,7 @@ use basra_proto::basra::game::v1::{
     seat_assignment::Occupant,
 };
 use basra_proto::convert::{card_from_pb, card_to_pb};
-use game_session::settings::Timing;
+use game_session::timing::Timing;
 use game_session::{RedisStore, ServiceConfig};
 use rand::Rng as _;
 use tokio::sync::{mpsc, watch};

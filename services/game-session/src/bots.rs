@@ -185,7 +185,8 @@ mod tests {
     use super::*;
     use crate::events::LogEvent;
     use crate::room::Occupant;
-    use crate::settings::{Settings, Timing};
+    use crate::settings::Settings;
+    use crate::timing::Timing;
 
     /// A match of a player (seat 0) against a bot of `level`, the player's first card
     /// played: the bot is due at once (no think delay in tests).

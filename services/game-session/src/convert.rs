@@ -280,7 +280,7 @@ mod tests {
 
     use super::*;
     use crate::room::Occupant;
-    use crate::settings::Timing;
+    use crate::timing::Timing;
 
     /// Every event of whole matches (deals, plays, round and match ends, connections,
     /// chat, a rematch) in rooms of 2 and 4 seats.

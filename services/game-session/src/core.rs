@@ -27,9 +27,9 @@ use crate::metrics::{EndLabel, GameMetrics};
 use crate::outbox::AccountsLink;
 use crate::record::encoded_record;
 use crate::room::{Reject, Room};
-use crate::settings::Timing;
 use crate::shared_bytes::SharedBytes;
 use crate::store::{Commit, CommitOutcome, LeasedSeat, Loaded, OutboxRecord, RoomStore, move_key};
+use crate::timing::Timing;
 use crate::walks::Walks;
 
 /// How many times a change is tried on version conflicts before giving up.

@@ -566,7 +566,7 @@ mod tests {
     }
 
     fn state(seq: u64, version: u64) -> Held {
-        let timing = crate::settings::Timing {
+        let timing = crate::timing::Timing {
             turn_ms: 1,
             grace_ms: 1,
             bot_delay_ms: 1,

@@ -54,6 +54,7 @@ mod session;
 pub mod settings;
 pub mod shared_bytes;
 pub mod store;
+pub mod timing;
 pub mod walks;
 pub mod web;
 

@@ -13,7 +13,7 @@ use basra_proto::basra::game::v1::RejectCode;
 use serde::{Deserialize, Serialize};
 
 use crate::events::{LogEvent, StoredEvent};
-use crate::settings::Timing;
+use crate::timing::Timing;
 
 /// Who sits in a seat. JSON (the event log, and room states stored before the binary
 /// form) writes it internally tagged (`{"type":"player","user_id":…}`, no `name` when it

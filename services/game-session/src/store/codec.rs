@@ -82,7 +82,7 @@ mod tests {
 
     use super::*;
     use crate::room::{Occupant, Status};
-    use crate::settings::Timing;
+    use crate::timing::Timing;
 
     /// The room the fixtures hold: a match ten plays in, one player with a display
     /// name and one without, connected and disconnected seats, timers set.

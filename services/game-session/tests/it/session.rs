@@ -49,7 +49,7 @@ fn commitment(p: &Player) -> Vec<u8> {
         .expect("a match_started")
 }
 
-async fn single_replica(timing: game_session::settings::Timing) -> (Tokens, Replica) {
+async fn single_replica(timing: game_session::timing::Timing) -> (Tokens, Replica) {
     let tokens = Tokens::new();
     let replica = Replica::spawn(
         redis_store(&prefix()).await,

@@ -18,7 +18,7 @@ use basra_proto::basra::game::v1::{
     seat_assignment::Occupant,
 };
 use game_session::GameSession;
-use game_session::settings::Timing;
+use game_session::timing::Timing;
 use game_session::{AccountsLink, Credentials, RedisStore, RoomStore, ServiceConfig};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
