@@ -215,8 +215,8 @@ pub struct SeatLog {
     pub automatic_while_connected: u32,
     /// For each automatic play while connected: what the player knew of that turn.
     pub automatic_details: Vec<String>,
-    /// DISCONNECTED announced for this seat although its player had a stream open (the
-    /// disconnect was recorded after the player opened the stream that received it).
+    /// DISCONNECTED announced for this seat although its player was connected (the
+    /// disconnect was recorded after the stream that received it had been served).
     pub disconnected_while_connected: u32,
     /// For each of those: when it was recorded against when the stream was opened.
     pub disconnect_details: Vec<String>,
@@ -348,7 +348,9 @@ pub async fn play(
         }
         let mut client = GameServiceClient::new(channels[replica].clone());
         let asked = Instant::now();
-        let asked_wall = wall_now();
+        // When this stream's first event came: the server had connected the seat by then
+        // (its join's connect commit comes before any event).
+        let mut served_wall: Option<f64> = None;
         let mut first_event = true;
         let stream = client
             .play(authed(ReceiverStream::new(rx), &player.bearer))
@@ -391,8 +393,11 @@ pub async fn play(
             if let Some(at) = broken_at.take() {
                 log.longest_outage = log.longest_outage.max(at.elapsed());
             }
-            if std::mem::take(&mut first_event) && opened > 1 {
-                log.resume_latencies.push(asked.elapsed());
+            if std::mem::take(&mut first_event) {
+                served_wall = Some(wall_now());
+                if opened > 1 {
+                    log.resume_latencies.push(asked.elapsed());
+                }
             }
             if let Some(last) = last_event.replace(Instant::now()) {
                 log.longest_silence = log.longest_silence.max(last.elapsed());
@@ -483,13 +488,17 @@ pub async fn play(
                         deadline.seconds as f64 + f64::from(deadline.nanos) / 1e9
                             - script.grace_seconds as f64
                     });
-                    if let Some(recorded) = recorded
-                        && recorded >= asked_wall
+                    // After this stream was served, the seat was connected through it: a
+                    // disconnect recorded then hit a connected player. (One recorded
+                    // before is the end of an earlier stream, which a resume may race;
+                    // a resume held back shows as its latency and as automatic plays.)
+                    if let (Some(recorded), Some(served)) = (recorded, served_wall)
+                        && recorded > served
                     {
                         log.disconnected_while_connected += 1;
                         log.disconnect_details.push(format!(
-                            "recorded {:.3} s after this stream was asked for (seq {})",
-                            recorded - asked_wall,
+                            "recorded {:.3} s after this stream's first event (seq {})",
+                            recorded - served,
                             event.seq
                         ));
                     }
