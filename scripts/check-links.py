@@ -4,8 +4,9 @@
 Fails, naming file and line, on:
 - a relative Markdown link (or image) in any tracked .md file whose target is not in the
   tree, or whose #anchor names no heading of the target Markdown file;
-- a path into `../shared` (or `/work/shared`) in any tracked .md file;
-- a mention of `shared/` in a comment or string of any tracked .rs, .proto or .ts file.
+- a relative path (`../…`) in any tracked .md, .rs, .proto or .ts file, in a link or
+  in plain text, comments and strings alike, that climbs out of the repository or names
+  nothing in the tree: material kept beside the repository is not in a clone.
 
 "Tracked" is what git knows: committed files plus new files not ignored, so a link to a
 file that is only built (clients/web/dist) or only on this machine fails too.
@@ -46,9 +47,8 @@ INLINE_CODE = re.compile(r"`[^`]*`")
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 REFERENCE = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
 SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-OUTSIDE_MD = re.compile(r"\.\./shared\b|/work/shared\b")
-# `shared/` as a path of its own: not `shared_bytes/` or `pre-shared/`.
-OUTSIDE_CODE = re.compile(r"(?<![\w-])shared/")
+# A relative path that starts by climbing: `../x`, `../../x/y`.
+CLIMBING = re.compile(r"(?<![\w.])(?:\.\./)+[\w.-]+(?:/[\w.-]+)*")
 
 
 def slug(heading: str) -> str:
@@ -82,8 +82,7 @@ def check_markdown(path: str, problems: list) -> None:
         lines = file.read().splitlines()
     for number, line in enumerate(lines, 1):
         where = f"{path}:{number}"
-        if OUTSIDE_MD.search(line):
-            problems.append(f"{where}: a path outside the repository ({line.strip()})")
+        check_climbing(path, where, line, problems)
         if FENCE.match(line):
             in_fence = not in_fence
             continue
@@ -116,11 +115,36 @@ def check_markdown(path: str, problems: list) -> None:
                     problems.append(f"{where}: {target}: no heading #{anchor} in {resolved}")
 
 
+def check_climbing(path: str, where: str, line: str, problems: list) -> None:
+    """Relative paths in `line` of `path` that leave the repository or go nowhere. Code
+    joins paths to its crate's (or package's) directory as often as to its own, and may
+    name what a build makes (`dist/`): either base will do, and a path whose directory is
+    in the tree is there."""
+    bases = {os.path.dirname(path), package_dir(path)}
+    for match in CLIMBING.finditer(line):
+        target = match.group(0).rstrip(".")
+        resolved = [os.path.normpath(os.path.join(base, target)) for base in bases]
+        inside = [r for r in resolved if not r.startswith("..")]
+        if not inside:
+            problems.append(f"{where}: {target} leaves the repository")
+        elif not any(r in TREE or r in DIRS or os.path.dirname(r) in DIRS for r in inside):
+            problems.append(f"{where}: {target}: no such file in the tree")
+
+
+def package_dir(path: str) -> str:
+    """The nearest directory above `path` with a Cargo.toml or package.json (or the root)."""
+    folder = os.path.dirname(path)
+    while folder:
+        if any(os.path.join(folder, name) in TREE for name in ("Cargo.toml", "package.json")):
+            return folder
+        folder = os.path.dirname(folder)
+    return ""
+
+
 def check_code(path: str, problems: list) -> None:
     with open(path, encoding="utf-8", errors="replace") as file:
         for number, line in enumerate(file, 1):
-            if OUTSIDE_CODE.search(line):
-                problems.append(f"{path}:{number}: mentions shared/ ({line.strip()})")
+            check_climbing(path, f"{path}:{number}", line, problems)
 
 
 def main() -> int:

@@ -3,7 +3,7 @@
 //! instead of a half-started pod.
 //!
 //! Sources, later ones overriding earlier ones:
-//! 1. the TOML defaults the service embeds (`include_str!("../config/default.toml")`);
+//! 1. the TOML defaults the service embeds (its `config/default.toml`);
 //! 2. the TOML file named by `BASRA_CONFIG_FILE`, if set;
 //! 3. environment variables `BASRA_<SECTION>__<KEY>`, e.g. `BASRA_DATABASE__URL`
 //!    sets `url` in `[database]` (two underscores between section and key;
