@@ -10,7 +10,7 @@ use basra_e2e::spawn_backend;
 use basra_platform::auth::SigningKey;
 use basra_proto::basra::accounts::v1::GuestLoginRequest;
 use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
-use basra_proto::basra::common::v1::{RoomStatus, RoomVisibility, RuleSettings};
+use basra_proto::basra::common::v1::{BotLevel, RoomStatus, RoomVisibility, RuleSettings};
 
 const ISS: &str = "basra-accounts";
 const AUD: &str = "basra";
@@ -24,6 +24,7 @@ async fn an_operator_lists_inspects_closes_and_drains() {
         &ana,
         RoomVisibility::Private,
         vec![1],
+        BotLevel::Hard,
         RuleSettings::default(),
     )
     .await

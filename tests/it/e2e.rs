@@ -17,7 +17,7 @@ use basra_proto::basra::accounts::v1::{
     AcceptFriendRequest, Activity, AddFriendRequest, GetProfileRequest, LeaderboardRequest,
     MatchHistoryRequest, RegisterRequest, WatchFriendsResponse, add_friend_request,
 };
-use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
+use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 use basra_proto::basra::game::v1::play_request::Kind;
 use basra_proto::basra::game::v1::{AskRematchRequest, Join, PlayRequest};
 use basra_proto::basra::matchmaking::v1::join_room_request::Target;
@@ -259,9 +259,15 @@ async fn players_meet_by_code_in_the_lobby_and_against_the_computer(backend: Bac
     let ben = guest(&backend, "e2e-ben").await;
 
     // A private room, joined by its code.
-    let created = lobby::create_room(&ana, RoomVisibility::Private, Vec::new(), short(30))
-        .await
-        .unwrap();
+    let created = lobby::create_room(
+        &ana,
+        RoomVisibility::Private,
+        Vec::new(),
+        BotLevel::Unspecified,
+        short(30),
+    )
+    .await
+    .unwrap();
     let code = created.join_code.clone().expect("a code");
     let joined = lobby::join(&ben, Target::JoinCode(code.clone()))
         .await
@@ -284,9 +290,15 @@ async fn players_meet_by_code_in_the_lobby_and_against_the_computer(backend: Bac
     assert_eq!((again.room_id, again.seat), (joined.room_id, joined.seat));
 
     // A public room, found in the lobby.
-    let public = lobby::create_room(&ana, RoomVisibility::Public, Vec::new(), short(30))
-        .await
-        .unwrap();
+    let public = lobby::create_room(
+        &ana,
+        RoomVisibility::Public,
+        Vec::new(),
+        BotLevel::Unspecified,
+        short(30),
+    )
+    .await
+    .unwrap();
     let rooms = lobby::public_rooms(&ben).await.unwrap();
     let listed = rooms
         .iter()
@@ -306,21 +318,34 @@ async fn players_meet_by_code_in_the_lobby_and_against_the_computer(backend: Bac
         "a full room leaves the lobby"
     );
 
-    // Against the computer.
-    let computer = lobby::create_room(&ana, RoomVisibility::Private, vec![1], short(30))
-        .await
-        .unwrap();
+    // Against the computer, at the level chosen; the table names the bot by its level.
+    let computer = lobby::create_room(
+        &ana,
+        RoomVisibility::Private,
+        vec![1],
+        BotLevel::Easy,
+        short(30),
+    )
+    .await
+    .unwrap();
     let table = play_room(&ana, &computer.room_id, GREEDY).await.unwrap();
     assert!(table.totals.iter().any(|&t| t >= 30));
+    assert_eq!(table.names[1], "Bot (easy)");
     backend.stop().await.unwrap();
 }
 
 async fn a_dropped_connection_resumes_mid_match(backend: Backend) {
     let ana = guest(&backend, "e2e-drop-ana").await;
     let ben = guest(&backend, "e2e-drop-ben").await;
-    let created = lobby::create_room(&ana, RoomVisibility::Private, Vec::new(), short(60))
-        .await
-        .unwrap();
+    let created = lobby::create_room(
+        &ana,
+        RoomVisibility::Private,
+        Vec::new(),
+        BotLevel::Unspecified,
+        short(60),
+    )
+    .await
+    .unwrap();
     lobby::join(&ben, Target::JoinCode(created.join_code.clone().unwrap()))
         .await
         .unwrap();
@@ -414,9 +439,15 @@ async fn basra_dev_gives_each_service_its_own_settings() {
     .await
     .expect("basra dev with Redis (REDIS_URL)");
     let ana = guest(&backend, &format!("e2e-dev-{tag}")).await;
-    lobby::create_room(&ana, RoomVisibility::Private, Vec::new(), short(30))
-        .await
-        .unwrap();
+    lobby::create_room(
+        &ana,
+        RoomVisibility::Private,
+        Vec::new(),
+        BotLevel::Unspecified,
+        short(30),
+    )
+    .await
+    .unwrap();
     backend.stop().await.unwrap();
 
     let mut redis = redis::Client::open(redis_url)
@@ -499,9 +530,15 @@ async fn friends_meet_by_invite_and_play_a_rematch(backend: Backend) {
     .await;
 
     // An invite to a private room; ben joins with the code it carries, in one call.
-    let created = lobby::create_room(&ana, RoomVisibility::Private, Vec::new(), short(30))
-        .await
-        .unwrap();
+    let created = lobby::create_room(
+        &ana,
+        RoomVisibility::Private,
+        Vec::new(),
+        BotLevel::Unspecified,
+        short(30),
+    )
+    .await
+    .unwrap();
     friends::invite(&ana, &created.room_id, &ben.user_id)
         .await
         .unwrap();

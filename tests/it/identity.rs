@@ -10,7 +10,7 @@ use basra::session::Session;
 use basra_e2e::spawn_backend_with;
 use basra_engine::bot::Policy;
 use basra_proto::basra::accounts::v1::MatchHistoryRequest;
-use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
+use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 
 const TOKEN_TTL: Duration = Duration::from_secs(2);
 /// Past the token lifetime and the 30 s clock-skew allowance of accounts' verifier.
@@ -38,9 +38,15 @@ async fn play_one(session: &Session) {
         target_score: Some(11),
         ..RuleSettings::default()
     };
-    let room = lobby::create_room(session, RoomVisibility::Private, vec![1], rules)
-        .await
-        .expect("matchmaking made the room in game-session");
+    let room = lobby::create_room(
+        session,
+        RoomVisibility::Private,
+        vec![1],
+        BotLevel::Hard,
+        rules,
+    )
+    .await
+    .expect("matchmaking made the room in game-session");
     let driver = Driver::Bot {
         policy: Policy::Greedy,
         delay: Duration::ZERO,

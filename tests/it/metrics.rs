@@ -14,7 +14,7 @@ use basra::session::Session;
 use basra_e2e::spawn_backend;
 use basra_engine::bot::Policy;
 use basra_proto::basra::accounts::v1::MatchHistoryRequest;
-use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
+use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 use basra_proto::basra::game::v1::play_request::Kind;
 use basra_proto::basra::game::v1::{Join, PlayRequest};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -43,9 +43,15 @@ async fn every_metric_the_deployment_reads_is_served() {
         target_score: Some(11),
         ..RuleSettings::default()
     };
-    let room = lobby::create_room(&ana, RoomVisibility::Private, vec![1], rules)
-        .await
-        .expect("room");
+    let room = lobby::create_room(
+        &ana,
+        RoomVisibility::Private,
+        vec![1],
+        BotLevel::Hard,
+        rules,
+    )
+    .await
+    .expect("room");
     let greedy = basra::player::Driver::Bot {
         policy: Policy::Greedy,
         delay: Duration::ZERO,
@@ -56,9 +62,15 @@ async fn every_metric_the_deployment_reads_is_served() {
     wait_for_history(&ana).await;
 
     // A stream held open while the metrics are read.
-    let held = lobby::create_room(&ana, RoomVisibility::Private, vec![1], rules)
-        .await
-        .expect("room");
+    let held = lobby::create_room(
+        &ana,
+        RoomVisibility::Private,
+        vec![1],
+        BotLevel::Hard,
+        rules,
+    )
+    .await
+    .expect("room");
     let (tx, rx) = mpsc::channel(4);
     tx.send(PlayRequest {
         kind: Some(Kind::Join(Join {

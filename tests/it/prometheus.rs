@@ -16,7 +16,7 @@ use basra::player::play_room;
 use basra::session::Session;
 use basra_e2e::{Backend, spawn_backend};
 use basra_engine::bot::Policy;
-use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
+use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 use basra_proto::basra::game::v1::play_request::Kind;
 use basra_proto::basra::game::v1::{Join, PlayRequest, PlayResponse};
 use serde_json::Value;
@@ -61,9 +61,15 @@ async fn prometheus_scrapes_the_services_and_answers_the_hpa_query() {
     // A match against the computer on the first replica, then streams held open by
     // players of their own (one unfinished room each).
     let ana = sign_in(&first, "prometheus-ana").await;
-    let room = lobby::create_room(&ana, RoomVisibility::Private, vec![1], rules())
-        .await
-        .expect("room");
+    let room = lobby::create_room(
+        &ana,
+        RoomVisibility::Private,
+        vec![1],
+        BotLevel::Hard,
+        rules(),
+    )
+    .await
+    .expect("room");
     let greedy = basra::player::Driver::Bot {
         policy: Policy::Greedy,
         delay: Duration::ZERO,
@@ -223,9 +229,15 @@ async fn open_stream(
     tonic::Streaming<PlayResponse>,
 ) {
     let session = sign_in(backend, device).await;
-    let room = lobby::create_room(&session, RoomVisibility::Private, vec![1], rules())
-        .await
-        .expect("room");
+    let room = lobby::create_room(
+        &session,
+        RoomVisibility::Private,
+        vec![1],
+        BotLevel::Hard,
+        rules(),
+    )
+    .await
+    .expect("room");
     let (tx, rx) = mpsc::channel(4);
     tx.send(PlayRequest {
         kind: Some(Kind::Join(Join {

@@ -16,7 +16,7 @@ use basra_e2e::spawn_backend;
 use basra_engine::bot::Policy;
 use basra_platform::config::TelemetrySettings;
 use basra_proto::basra::accounts::v1::MatchHistoryRequest;
-use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
+use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
 };
@@ -88,9 +88,15 @@ async fn a_match_record_continues_the_trace_of_the_action_that_finished_the_matc
         target_score: Some(11),
         ..RuleSettings::default()
     };
-    let room = lobby::create_room(&ana, RoomVisibility::Private, vec![1], rules)
-        .await
-        .expect("room");
+    let room = lobby::create_room(
+        &ana,
+        RoomVisibility::Private,
+        vec![1],
+        BotLevel::Hard,
+        rules,
+    )
+    .await
+    .expect("room");
     let greedy = Driver::Bot {
         policy: Policy::Greedy,
         delay: Duration::ZERO,

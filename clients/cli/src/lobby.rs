@@ -85,11 +85,13 @@ pub async fn find_match(
     anyhow::bail!("the matchmaking stream ended without a match")
 }
 
-/// Creates a room; `bot_seats` are filled by the computer. Private rooms get a join code.
+/// Creates a room; `bot_seats` are filled by the computer at `bot_level`. Private rooms
+/// get a join code.
 pub async fn create_room(
     session: &Session,
     visibility: RoomVisibility,
     bot_seats: Vec<u32>,
+    bot_level: BotLevel,
     settings: RuleSettings,
 ) -> anyhow::Result<Seated> {
     let created = session
@@ -100,7 +102,7 @@ pub async fn create_room(
             settings: Some(settings),
             ranked: false,
             bot_seats,
-            bot_level: BotLevel::Hard as i32,
+            bot_level: bot_level as i32,
         })
         .await?
         .into_inner();

@@ -7,7 +7,7 @@ use basra::lobby::{self, Seated};
 use basra::player::{Driver, play_room};
 use basra::session::{Session, device_id};
 use basra_engine::bot::Policy;
-use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
+use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 use basra_proto::basra::matchmaking::v1::join_room_request::Target;
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -39,7 +39,11 @@ struct Connection {
 #[derive(Subcommand, Clone)]
 enum Seat {
     /// A match against the computer.
-    Computer,
+    Computer {
+        /// How strong the computer plays.
+        #[arg(long, value_enum, default_value_t = Level::Medium)]
+        level: Level,
+    },
     /// A match from the queue (a bot fills in after a wait unless --no-bots).
     Quick {
         /// Play for rating.
@@ -220,6 +224,33 @@ enum AdminCommand {
         #[arg(long, default_value_t = 30)]
         deadline_seconds: u64,
     },
+}
+
+/// The computer's levels a player chooses from (the service's `BotLevel`).
+#[derive(Clone, Copy, ValueEnum)]
+enum Level {
+    /// Greedy, but one play in two a random card: for a first game.
+    Easy,
+    /// The card worth the most now.
+    Medium,
+    /// The search bot: it thinks about the cards it cannot see.
+    Hard,
+}
+
+impl Level {
+    const ALL: [(Level, &str); 3] = [
+        (Level::Easy, "easy"),
+        (Level::Medium, "medium"),
+        (Level::Hard, "hard"),
+    ];
+
+    fn to_pb(self) -> BotLevel {
+        match self {
+            Level::Easy => BotLevel::Easy,
+            Level::Medium => BotLevel::Medium,
+            Level::Hard => BotLevel::Hard,
+        }
+    }
 }
 
 /// The bot policies, by the level names players see where there is one.
@@ -479,11 +510,12 @@ async fn sign_in(connection: &Connection) -> anyhow::Result<Session> {
 
 async fn take_seat(session: &Session, seat: &Seat) -> anyhow::Result<Seated> {
     match seat {
-        Seat::Computer => {
+        Seat::Computer { level } => {
             lobby::create_room(
                 session,
                 RoomVisibility::Private,
                 vec![1],
+                level.to_pb(),
                 RuleSettings::default(),
             )
             .await
@@ -498,7 +530,14 @@ async fn take_seat(session: &Session, seat: &Seat) -> anyhow::Result<Seated> {
                 target_score: *target,
                 ..RuleSettings::default()
             };
-            lobby::create_room(session, RoomVisibility::Private, Vec::new(), settings).await
+            lobby::create_room(
+                session,
+                RoomVisibility::Private,
+                Vec::new(),
+                BotLevel::Unspecified,
+                settings,
+            )
+            .await
         }
         Seat::Join { code } => lobby::join(session, Target::JoinCode(code.clone())).await,
         Seat::Lobby => {
@@ -539,7 +578,9 @@ fn menu() -> anyhow::Result<Seat> {
     loop {
         let choice = ask("> ")?;
         return Ok(match choice.trim() {
-            "1" => Seat::Computer,
+            "1" => Seat::Computer {
+                level: ask_level()?,
+            },
             "2" => Seat::Quick {
                 ranked: false,
                 no_bots: false,
@@ -552,6 +593,29 @@ fn menu() -> anyhow::Result<Seat> {
             "5" => Seat::Lobby,
             _ => continue,
         });
+    }
+}
+
+/// Asks for the computer's level by number or name; Enter takes medium.
+fn ask_level() -> anyhow::Result<Level> {
+    let names: Vec<String> = Level::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, (_, name))| format!("{}. {name}", i + 1))
+        .collect();
+    loop {
+        let answer = ask(&format!("level ({}) [medium]: ", names.join(", ")))?;
+        let answer = answer.trim().to_lowercase();
+        if answer.is_empty() {
+            return Ok(Level::Medium);
+        }
+        let chosen = Level::ALL
+            .iter()
+            .enumerate()
+            .find(|(i, (_, name))| answer == (i + 1).to_string() || answer == *name);
+        if let Some((_, (level, _))) = chosen {
+            return Ok(*level);
+        }
     }
 }
 

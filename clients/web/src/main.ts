@@ -147,6 +147,17 @@ function playPanel(notice: string): HTMLElement {
     ...[101, 61, 31, 11].map((n) => el("option", { value: n }, String(n))),
   );
   const settings = (): Partial<RuleSettings> => ({ targetScore: Number(target.value) });
+  const level = el(
+    "select",
+    { id: "bot-level", "data-testid": "bot-level" },
+    ...(
+      [
+        [BotLevel.EASY, "botEasy"],
+        [BotLevel.MEDIUM, "botMedium"],
+        [BotLevel.HARD, "botHard"],
+      ] as const
+    ).map(([value, name]) => el("option", value === BotLevel.MEDIUM ? { value, selected: true } : { value }, t(name))),
+  );
   const create = async (visibility: RoomVisibility, bots: number[]) => {
     try {
       const room = await authed(api, () =>
@@ -155,7 +166,7 @@ function playPanel(notice: string): HTMLElement {
           visibility,
           settings: settings(),
           botSeats: bots,
-          botLevel: BotLevel.MEDIUM,
+          botLevel: bots.length ? (Number(level.value) as BotLevel) : BotLevel.UNSPECIFIED,
         }),
       );
       showTable(room.roomId, { code: room.joinCode });
@@ -214,6 +225,8 @@ function playPanel(notice: string): HTMLElement {
       el("label", { for: "target" }, t("target")),
       target,
       el("p", { id: "target-hint", class: "hint-text" }, t("targetHint")),
+      el("label", { for: "bot-level" }, t("computerLevel")),
+      level,
       el("button", { "data-testid": "play-computer", onclick: () => create(RoomVisibility.PRIVATE, [1]) }, t("playComputer")),
       el("button", { "data-testid": "create-private", onclick: () => create(RoomVisibility.PRIVATE, []) }, t("createPrivate")),
       el("button", { "data-testid": "create-public", onclick: () => create(RoomVisibility.PUBLIC, []) }, t("createPublic")),

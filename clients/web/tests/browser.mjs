@@ -147,6 +147,8 @@ try {
     await signIn(page, "Ada");
     // The target has a label of its own, beside the rooms it applies to.
     await page.getByLabel("Target score").selectOption("61");
+    check((await page.getByLabel("The computer's level").inputValue()) === String(2), "the computer plays medium unless chosen");
+    await page.getByLabel("The computer's level").selectOption({ label: "hard" });
     await page.getByTestId("play-computer").click();
     await page.getByTestId("table").waitFor();
     await page.locator("[data-testid=hand-card]").first().waitFor();
@@ -193,7 +195,7 @@ try {
     check(laterRounds.length > 0, `a second round was played and looked at (${seen.length} looks)`);
     const result = await resultOf(page);
     await seedChecked(page, commitmentNow);
-    check(/You/.test(result.score) && /Computer \(medium\)/.test(result.score), `the final score names the sides: ${result.score}`);
+    check(/You/.test(result.score) && /Computer \(hard\)/.test(result.score), `the final score names the sides and the level chosen: ${result.score}`);
     // The result leaves the scoreboard in sight: nothing covers it.
     const covered = await page.evaluate(() => {
       const sides = document.querySelector("[data-testid=sides]");

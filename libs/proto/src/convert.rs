@@ -150,8 +150,7 @@ pub fn player_display_name(name: &str, seat: usize) -> String {
 }
 
 /// The one name a bot goes by, everywhere a seat is shown (views, events, lobby listings,
-/// match records): its level, as the server plays it (easy plays at random, every other
-/// level greedily).
+/// match records): its level, as the server plays it (unspecified plays medium).
 pub fn bot_display_name(level: i32) -> String {
     match pb::BotLevel::try_from(level) {
         Ok(pb::BotLevel::Easy) => "Bot (easy)".into(),

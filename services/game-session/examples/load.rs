@@ -47,6 +47,15 @@
 //! reading every event (they join after the players, before the run starts; their
 //! events per second are reported).
 //!
+//! `--bot-rooms N [--bot-level hard|medium|easy] [--bot-delay-ms D]`: N more rooms, each
+//! one player against the computer (the replica's bot at that level, default hard, with
+//! the think delay D, default the service's 800 ms). The report gives the players' time
+//! from their play to the bot's card minus D (queueing for a thinking slot, the search,
+//! the timer that fires the bot, the commit), the hard decisions in the window and the
+//! replica's CPU per decision (the search threads' own CPU time), apart from the
+//! two-player rooms' latencies, so one run with `--bot-rooms 0` and one with bots show
+//! what the bots cost the people playing each other (`docs/performance.md`, "Bots").
+//!
 //! `--join-storm N`: instead of playing, N players join within one second, each on a new
 //! connection (or on `--connections C` shared ones), and the report gives the time until
 //! the last snapshot and every refusal (see `load/storm.rs`).
@@ -58,7 +67,7 @@ mod relay;
 #[path = "load/storm.rs"]
 mod storm;
 
-use std::io::{BufRead as _, Read as _, Write as _};
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -76,6 +85,7 @@ use basra_proto::basra::game::v1::{
     seat_assignment::Occupant,
 };
 use basra_proto::convert::{card_from_pb, card_to_pb};
+use game_session::metrics::GameMetrics;
 use game_session::timing::Timing;
 use game_session::{RedisStore, ServiceConfig};
 use rand::Rng as _;
@@ -106,6 +116,9 @@ struct Args {
     idle_seconds: u64,
     spectators: usize,
     relay: bool,
+    bot_rooms: usize,
+    bot_level: pb::BotLevel,
+    bot_delay_ms: u64,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
@@ -120,6 +133,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
         idle_seconds: 0,
         spectators: 0,
         relay: false,
+        bot_rooms: 0,
+        bot_level: pb::BotLevel::Hard,
+        bot_delay_ms: 800,
     };
     while let Some(flag) = args.next() {
         let value = args
@@ -140,22 +156,37 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
             "--join-storm" => parsed.join_storm = Some(number()? as usize),
             "--idle-seconds" => parsed.idle_seconds = number()?,
             "--spectators" => parsed.spectators = number()? as usize,
+            "--bot-rooms" => parsed.bot_rooms = number()? as usize,
+            "--bot-delay-ms" => parsed.bot_delay_ms = number()?,
+            "--bot-level" => {
+                parsed.bot_level = match value.as_str() {
+                    "easy" => pb::BotLevel::Easy,
+                    "medium" => pb::BotLevel::Medium,
+                    "hard" => pb::BotLevel::Hard,
+                    other => bail!("--bot-level {other}: easy, medium or hard"),
+                }
+            }
             "--replica" => match value.as_str() {
                 "game" => parsed.relay = false,
                 "relay" => parsed.relay = true,
                 other => bail!("--replica {other}: game or relay"),
             },
             other => bail!(
-                "unknown flag {other}; flags: --matches N --seconds S --warmup S --think-ms T --connections C --wait-replicas N --join-storm N --idle-seconds S --spectators N --replica game|relay"
+                "unknown flag {other}; flags: --matches N --seconds S --warmup S --think-ms T --connections C --wait-replicas N --join-storm N --idle-seconds S --spectators N --bot-rooms N --bot-level L --bot-delay-ms D --replica game|relay"
             ),
         }
     }
-    if parsed.matches == 0 || parsed.seconds == 0 {
-        bail!("--matches and --seconds must be at least 1");
+    if parsed.matches + parsed.bot_rooms == 0 || parsed.seconds == 0 {
+        bail!("--matches (or --bot-rooms) and --seconds must be at least 1");
+    }
+    if parsed.relay && parsed.bot_rooms > 0 {
+        bail!("--bot-rooms needs the game replica: the relay has no bots");
     }
     // The replica refuses streams beyond its per-connection limit: the players past it
     // would wait to join for ever.
-    let streams = parsed.join_storm.unwrap_or(parsed.matches * 2);
+    let streams = parsed
+        .join_storm
+        .unwrap_or(parsed.matches * 2 + parsed.bot_rooms);
     let limit = ConnectionLimits::default().max_streams_per_connection as usize;
     if parsed.connections > 0 && streams.div_ceil(parsed.connections) > limit {
         bail!(
@@ -186,7 +217,8 @@ fn redis_url() -> String {
 }
 
 /// The child: one replica on `LOAD_LISTEN` (default 127.0.0.1:0) until its stdin closes.
-/// Prints its address.
+/// Prints its address, and its hard bot counters (`bots DECISIONS FALLBACKS CPU_SECONDS`)
+/// for each `report` line it reads.
 fn serve() -> anyhow::Result<()> {
     let prefix = std::env::var("LOAD_PREFIX").context("LOAD_PREFIX")?;
     let kid = std::env::var("LOAD_KID").context("LOAD_KID")?;
@@ -198,9 +230,24 @@ fn serve() -> anyhow::Result<()> {
     runtime.block_on(async move {
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
+        let metrics = Arc::new(std::sync::OnceLock::<Arc<GameMetrics>>::new());
+        let reported = Arc::clone(&metrics);
         std::thread::spawn(move || {
+            for line in std::io::stdin().lines() {
+                let (Ok(line), Some(m)) = (line, reported.get()) else {
+                    continue;
+                };
+                if line == "report" {
+                    println!(
+                        "bots {} {} {}",
+                        m.hard_bot_decisions.get(),
+                        m.hard_bot_fallbacks.get(),
+                        m.hard_bot_cpu_seconds.get()
+                    );
+                    let _ = std::io::stdout().flush();
+                }
+            }
             // The parent closes our stdin when it is done (or dies).
-            let _ = std::io::stdin().read_to_end(&mut Vec::new());
             stop.cancel();
         });
         let wait: u32 = std::env::var("LOAD_WAIT_REPLICAS")
@@ -231,7 +278,10 @@ fn serve() -> anyhow::Result<()> {
             timing: Timing {
                 turn_ms: 120_000,
                 grace_ms: 120_000,
-                bot_delay_ms: 0,
+                bot_delay_ms: std::env::var("LOAD_BOT_DELAY_MS")
+                    .ok()
+                    .and_then(|d| d.parse().ok())
+                    .unwrap_or(0),
                 rematch_ms: 120_000,
                 turn_slack_ms: 1_000,
             },
@@ -247,6 +297,7 @@ fn serve() -> anyhow::Result<()> {
             bots: Default::default(),
         };
         let session = game_session::GameSession::start(store, config, None, shutdown.child_token());
+        let _ = metrics.set(Arc::clone(&session.core().metrics));
         game_session::serve(
             listener,
             &session,
@@ -262,6 +313,8 @@ fn serve() -> anyhow::Result<()> {
 /// The replica child process.
 struct Server {
     child: Child,
+    /// The replica's stdout, past the address line: its answers to `report`.
+    output: BufReader<std::process::ChildStdout>,
     addr: SocketAddr,
 }
 
@@ -272,6 +325,7 @@ impl Server {
         public_pem: &str,
         wait: u64,
         relay: bool,
+        bot_delay_ms: u64,
     ) -> anyhow::Result<Server> {
         let mut child = Command::new(std::env::current_exe()?)
             .arg("serve")
@@ -280,12 +334,14 @@ impl Server {
             .env("LOAD_WAIT_REPLICAS", wait.to_string())
             .env("LOAD_KID", kid)
             .env("LOAD_PEM", public_pem)
+            .env("LOAD_BOT_DELAY_MS", bot_delay_ms.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
             .context("spawning the replica")?;
         let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().expect("piped"))
+        let mut output = BufReader::new(child.stdout.take().expect("piped"));
+        output
             .read_line(&mut line)
             .context("reading the replica's address")?;
         let addr = line
@@ -293,7 +349,27 @@ impl Server {
             .strip_prefix("listening ")
             .with_context(|| format!("unexpected replica output {line:?}"))?
             .parse()?;
-        Ok(Server { child, addr })
+        Ok(Server {
+            child,
+            output,
+            addr,
+        })
+    }
+
+    /// The replica's hard bot counters: decisions, fallbacks to greedy, CPU seconds.
+    fn bot_counters(&mut self) -> anyhow::Result<(u64, u64, f64)> {
+        let stdin = self.child.stdin.as_mut().context("the replica's stdin")?;
+        writeln!(stdin, "report")?;
+        stdin.flush()?;
+        let mut line = String::new();
+        self.output.read_line(&mut line)?;
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            ["bots", decisions, fallbacks, cpu] => {
+                Ok((decisions.parse()?, fallbacks.parse()?, cpu.parse()?))
+            }
+            _ => bail!("unexpected replica output {line:?}"),
+        }
     }
 
     /// Resident set size in bytes.
@@ -451,6 +527,8 @@ struct Figures {
     /// Microseconds from the opponent's send to this player's receipt of its play.
     latencies_us: Vec<u32>,
     plays_seen: u64,
+    /// This player's own plays the replica confirmed in the window.
+    own_plays: u64,
     matches_ended: u64,
     rejects: u64,
 }
@@ -636,6 +714,9 @@ async fn player(
                     if let Some(card) = card {
                         hand.remove(card);
                     }
+                    if shared.measuring.load(Ordering::Relaxed) {
+                        figures.own_plays += 1;
+                    }
                 } else {
                     let sent = theirs.swap(0, Ordering::Relaxed);
                     if sent != 0 && shared.measuring.load(Ordering::Relaxed) {
@@ -725,15 +806,16 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     let key = SigningKey::generate();
     let issuer = TokenIssuer::new(key, ISSUER, AUDIENCE);
     let prefix = format!("load-{}", Uuid::now_v7().simple());
-    let server = Server::spawn(
+    let mut server = Server::spawn(
         &prefix,
         issuer.kid(),
         issuer.public_pem(),
         args.wait_replicas,
         args.relay,
+        args.bot_delay_ms,
     )?;
     let mut redis_nodes = primaries(args.relay).await?;
-    let players = args.matches * 2;
+    let players = args.matches * 2 + args.bot_rooms;
     let connections = if args.connections == 0 {
         players
     } else {
@@ -750,8 +832,16 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         }
         return stormed;
     }
-    let rooms = create_rooms(&server, &issuer, args.matches, args.spectators > 0).await?;
+    let rooms = create_rooms(&server, &issuer, args.matches, args.spectators > 0, None).await?;
     let room_ids: Vec<String> = rooms.iter().map(|(id, _, _)| id.clone()).collect();
+    let bot_rooms = create_rooms(
+        &server,
+        &issuer,
+        args.bot_rooms,
+        false,
+        Some(args.bot_level),
+    )
+    .await?;
     let channels = connect_many(server.addr, connections).await?;
     let rss_connected = server.rss();
 
@@ -767,15 +857,25 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     // Players arrive at a steady rate, like a replica filling up (a burst of joins is
     // `--join-storm`'s subject, not this run's).
     let joins_start = Instant::now();
-    for (index, (room_id, ua, ub)) in rooms.into_iter().enumerate() {
+    // Two players a two-player room; one a bot room (the bot's card answers its play, so
+    // its own send time is the one to measure against).
+    let seated = rooms
+        .into_iter()
+        .map(|room| (room, false))
+        .chain(bot_rooms.into_iter().map(|room| (room, true)));
+    let mut joining = 0;
+    for ((room_id, ua, ub), bot_room) in seated {
         let (sent_a, sent_b) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        for (seat, user, mine, theirs) in [
-            (0, ua, sent_a.clone(), sent_b.clone()),
-            (1, ub, sent_b, sent_a),
-        ] {
-            let channel = channels[(index * 2 + seat as usize) % connections].clone();
-            let join_at =
-                joins_start + Duration::from_secs_f64((index * 2) as f64 / JOINS_PER_SECOND);
+        let mut seats = vec![(0, ua, sent_a.clone(), sent_b.clone())];
+        if bot_room {
+            seats[0].3 = sent_a;
+        } else {
+            seats.push((1, ub, sent_b, sent_a));
+        }
+        for (seat, user, mine, theirs) in seats {
+            let channel = channels[joining % connections].clone();
+            let join_at = joins_start + Duration::from_secs_f64(joining as f64 / JOINS_PER_SECOND);
+            joining += 1;
             let player = player(
                 channel,
                 token(&issuer, user, Role::Player)?,
@@ -789,7 +889,7 @@ async fn drive(args: Args) -> anyhow::Result<()> {
             );
             tasks.spawn(async move {
                 tokio::time::sleep_until(join_at.into()).await;
-                player.await
+                (bot_room, player.await)
             });
         }
     }
@@ -833,6 +933,11 @@ async fn drive(args: Args) -> anyhow::Result<()> {
 
     start_tx.send(true)?;
     tokio::time::sleep(Duration::from_secs(args.warmup)).await;
+    let bots0 = if args.bot_rooms > 0 {
+        server.bot_counters()?
+    } else {
+        (0, 0, 0.0)
+    };
     let (cpu0, redis_cpu0) = (server.cpu_seconds(), redis_cpu(&mut redis_nodes).await);
     let own_cpu0 = own_cpu_seconds();
     let bytes0 = redis_bytes(&mut redis_nodes).await;
@@ -844,6 +949,11 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     let own_cpu1 = own_cpu_seconds();
     let (cpu1, redis_cpu1) = (server.cpu_seconds(), redis_cpu(&mut redis_nodes).await);
     let bytes1 = redis_bytes(&mut redis_nodes).await;
+    let bots1 = if args.bot_rooms > 0 {
+        server.bot_counters()?
+    } else {
+        (0, 0, 0.0)
+    };
     let redis_used: Vec<f64> = redis_cpu1
         .iter()
         .zip(&redis_cpu0)
@@ -864,17 +974,25 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     watchers.abort_all();
     let spectator_events = spectator_events.load(Ordering::Relaxed);
 
-    let mut latencies = Vec::new();
+    let (mut latencies, mut bot_latencies) = (Vec::new(), Vec::new());
     let (mut plays, mut ended, mut rejects) = (0u64, 0u64, 0u64);
+    let (mut bot_plays, mut bot_ended, mut human_plays_against_bots) = (0u64, 0u64, 0u64);
     while let Some(result) = tasks.join_next().await {
         match result? {
-            Ok(figures) => {
+            (true, Ok(figures)) => {
+                bot_latencies.extend(figures.latencies_us);
+                bot_plays += figures.plays_seen;
+                human_plays_against_bots += figures.own_plays;
+                bot_ended += figures.matches_ended;
+                rejects += figures.rejects;
+            }
+            (false, Ok(figures)) => {
                 latencies.extend(figures.latencies_us);
                 plays += figures.plays_seen;
                 ended += figures.matches_ended;
                 rejects += figures.rejects;
             }
-            Err(err) => {
+            (_, Err(err)) => {
                 failed += 1;
                 if failed <= 3 {
                     eprintln!("player failed: {err:#}");
@@ -883,6 +1001,10 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         }
     }
     latencies.sort_unstable();
+    bot_latencies.sort_unstable();
+    // Every play of the window: the two-player rooms' (each seen by the opponent) and the
+    // bot rooms' (the player's own and the bot's).
+    let all_plays = plays + bot_plays + human_plays_against_bots;
     server.stop();
     for (_, conn) in redis_nodes.iter_mut() {
         cleanup(conn, &prefix).await?;
@@ -891,11 +1013,17 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     let per_stream = |rss: u64| (rss.saturating_sub(rss_idle)) as f64 / players as f64 / 1024.0;
     println!(
-        "matches {} ({} streams on {} connections), think {} ms, wait_replicas {}, window {:.1} s",
-        args.matches, players, connections, args.think_ms, args.wait_replicas, elapsed
+        "matches {} + bot rooms {} ({} streams on {} connections), think {} ms, wait_replicas {}, window {:.1} s",
+        args.matches,
+        args.bot_rooms,
+        players,
+        connections,
+        args.think_ms,
+        args.wait_replicas,
+        elapsed
     );
     println!(
-        "plays/s {:.0}  (plays {plays}, matches ended {}, rejects {rejects}, failed players and spectators {failed})",
+        "two-player rooms: plays/s {:.0}  (plays {plays}, matches ended {}, rejects {rejects}, failed players and spectators {failed})",
         plays as f64 / elapsed,
         ended / 2
     );
@@ -907,6 +1035,33 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         percentile(&latencies, 100.0)
     );
     println!("{}", histogram(&latencies));
+    if args.bot_rooms > 0 {
+        // The bot answers no sooner than its think delay: what is left is the replica's.
+        let delay_us = args.bot_delay_ms as f64 * 1000.0;
+        let answer = |p: f64| (percentile(&bot_latencies, p) - delay_us / 1000.0).max(0.0);
+        let (decisions, fallbacks, cpu) = (bots1.0 - bots0.0, bots1.1 - bots0.1, bots1.2 - bots0.2);
+        println!(
+            "bot rooms {} ({:?}, think delay {} ms): {} bot plays ({:.0}/s), {} matches ended",
+            args.bot_rooms,
+            args.bot_level,
+            args.bot_delay_ms,
+            bot_plays,
+            bot_plays as f64 / elapsed,
+            bot_ended
+        );
+        println!(
+            "play -> bot's card_played minus the delay: p50 {:.2} ms  p99 {:.2} ms  max {:.2} ms",
+            answer(50.0),
+            answer(99.0),
+            answer(100.0)
+        );
+        println!(
+            "hard decisions {decisions} ({:.0}/s), fell back to greedy {fallbacks}; search CPU {:.2} ms a decision ({:.0} % of a core)",
+            decisions as f64 / elapsed,
+            cpu * 1000.0 / decisions.max(1) as f64,
+            cpu / elapsed * 100.0
+        );
+    }
     // Each match has at most one play in flight (a player plays on its turn), so by
     // Little's law the mean latency is the plays in flight over plays/s: with no think
     // time, about `matches / plays/s`, whatever the server.
@@ -936,15 +1091,15 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     }
     println!(
         "server CPU {:.0} µs/play ({:.0} % of a core); redis CPU {:.0} µs/play ({:.0} % of a core)",
-        (cpu1 - cpu0) / plays.max(1) as f64 * 1e6,
+        (cpu1 - cpu0) / all_plays.max(1) as f64 * 1e6,
         (cpu1 - cpu0) / elapsed * 100.0,
-        (redis_cpu1 - redis_cpu0) / plays.max(1) as f64 * 1e6,
+        (redis_cpu1 - redis_cpu0) / all_plays.max(1) as f64 * 1e6,
         (redis_cpu1 - redis_cpu0) / elapsed * 100.0
     );
     println!(
         "redis bytes/play: {:.0} in (written to Redis), {:.0} out (read from Redis)",
-        (bytes1.0 - bytes0.0) as f64 / plays.max(1) as f64,
-        (bytes1.1 - bytes0.1) as f64 / plays.max(1) as f64
+        (bytes1.0 - bytes0.0) as f64 / all_plays.max(1) as f64,
+        (bytes1.1 - bytes0.1) as f64 / all_plays.max(1) as f64
     );
     if redis_nodes.len() > 1 {
         let each: Vec<String> = redis_nodes
@@ -973,12 +1128,14 @@ async fn drive(args: Args) -> anyhow::Result<()> {
 }
 
 /// `matches` two-player rooms on the replica, made by the internal CreateRoom with a
-/// service token: each room's id and its two players.
+/// service token: each room's id and its two players (with `bot`, seat 1 is the computer
+/// at that level and the second id names nobody).
 async fn create_rooms(
     server: &Server,
     issuer: &TokenIssuer,
     matches: usize,
     allow_spectators: bool,
+    bot: Option<pb::BotLevel>,
 ) -> anyhow::Result<Vec<(String, Uuid, Uuid)>> {
     let control = connect(server.addr).await?;
     let service = token(issuer, Uuid::now_v7(), Role::Service)?;
@@ -993,12 +1150,19 @@ async fn create_rooms(
         let request = authed(
             CreateRoomRequest {
                 room_id: room_id.clone(),
-                seats: [ua, ub]
-                    .iter()
-                    .map(|u| SeatAssignment {
-                        occupant: Some(Occupant::UserId(u.to_string())),
-                    })
-                    .collect(),
+                seats: vec![
+                    SeatAssignment {
+                        occupant: Some(Occupant::UserId(ua.to_string())),
+                    },
+                    SeatAssignment {
+                        occupant: Some(match bot {
+                            Some(level) => Occupant::Bot(game::BotSeat {
+                                level: level as i32,
+                            }),
+                            None => Occupant::UserId(ub.to_string()),
+                        }),
+                    },
+                ],
                 settings: Some(pb::RuleSettings::default()),
                 ranked: false,
                 allow_spectators,

@@ -29,6 +29,7 @@ use tokio::sync::Semaphore;
 
 use crate::core::{Core, Mutation};
 use crate::error::Result;
+use crate::metrics::GameMetrics;
 use crate::room::{BotChoice, BotTurn, Reject, Room};
 
 /// The `[bots]` section.
@@ -114,33 +115,55 @@ impl Bots {
     }
 
     /// The search's card for `turn`, computed on the blocking pool; `None` when no slot
-    /// came within the queue time (or the search task failed).
-    pub async fn think(&self, turn: BotTurn) -> Option<BotChoice> {
-        let permit = tokio::time::timeout(self.queue, Arc::clone(&self.slots).acquire_owned())
-            .await
-            .ok()?
-            .ok()?;
+    /// came within the queue time (or the search task failed). `metrics` count the
+    /// decisions, the fallbacks, and the searches' wall and CPU time.
+    pub async fn think(&self, turn: BotTurn, metrics: &Arc<GameMetrics>) -> Option<BotChoice> {
+        let slot = tokio::time::timeout(self.queue, Arc::clone(&self.slots).acquire_owned()).await;
+        let Ok(Ok(permit)) = slot else {
+            metrics.hard_bot_fallbacks.inc();
+            return None;
+        };
         let (budget, max_think) = (self.budget, self.max_think);
+        let metrics = Arc::clone(metrics);
         let task = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let started = Instant::now();
+            let (started, cpu_started) = (Instant::now(), thread_cpu_ns());
             let mut rng = rand::rng();
             let card = search::best_card(&turn.view, &turn.memory, &budget, &mut rng, || {
                 started.elapsed() >= max_think
-            })?;
+            });
+            let think = started.elapsed();
+            metrics.hard_bot_decisions.inc();
+            metrics.hard_bot_think_seconds.observe(think.as_secs_f64());
+            if let (Some(from), Some(to)) = (cpu_started, thread_cpu_ns()) {
+                metrics
+                    .hard_bot_cpu_seconds
+                    .inc_by(to.saturating_sub(from) as f64 / 1e9);
+            }
             tracing::debug!(
                 seat = turn.seat.0,
-                think_us = started.elapsed().as_micros() as u64,
+                think_us = think.as_micros() as u64,
                 "hard bot decided"
             );
             Some(BotChoice {
                 seq: turn.seq,
                 seat: turn.seat,
-                card,
+                card: card?,
             })
         });
         task.await.ok().flatten()
     }
+}
+
+/// The calling thread's CPU time in nanoseconds (`/proc/thread-self/schedstat`, Linux);
+/// `None` where the kernel does not say.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Does what is due in the room, as [`Room::on_timer`] does, with a due hard bot's card
@@ -168,7 +191,7 @@ pub(crate) async fn on_timer(core: &Arc<Core>, room_id: &str) -> Result<Mutation
             .await?;
         match (turn, outcome) {
             (Some(turn), Mutation::Rejected(_)) if !thought => {
-                choice = core.config.bots.think(turn).await;
+                choice = core.config.bots.think(turn, &core.metrics).await;
                 thought = true;
             }
             (_, outcome) => return Ok(outcome),
@@ -268,7 +291,18 @@ mod tests {
         let now = room.bot_due_ms.unwrap();
         let turn = room.hard_bot_turn(now).unwrap();
         let hand = turn.view.hand;
-        let choice = Bots::default().think(turn).await.expect("a slot is free");
+        let metrics = Arc::new(GameMetrics::default());
+        let choice = Bots::default()
+            .think(turn, &metrics)
+            .await
+            .expect("a slot is free");
+        assert_eq!(metrics.hard_bot_decisions.get(), 1);
+        if cfg!(target_os = "linux") {
+            assert!(
+                metrics.hard_bot_cpu_seconds.get() > 0.0,
+                "a search uses CPU"
+            );
+        }
         assert!(hand.contains(choice.card));
         // Not the card greedy would play, so that the test tells them apart.
         let choice = BotChoice {
@@ -309,9 +343,12 @@ mod tests {
         });
         let room = room_against(BotLevel::Hard);
         let turn = room.hard_bot_turn(room.bot_due_ms.unwrap()).unwrap();
+        let metrics = Arc::new(GameMetrics::default());
         let busy = Arc::clone(&bots.slots).acquire_owned().await.unwrap();
-        assert_eq!(bots.think(turn.clone()).await, None);
+        assert_eq!(bots.think(turn.clone(), &metrics).await, None);
+        assert_eq!(metrics.hard_bot_fallbacks.get(), 1);
         drop(busy);
-        assert!(bots.think(turn).await.is_some());
+        assert!(bots.think(turn, &metrics).await.is_some());
+        assert_eq!(metrics.hard_bot_decisions.get(), 1);
     }
 }

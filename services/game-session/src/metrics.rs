@@ -7,6 +7,7 @@
 //! checked against a running replica by the end-to-end suite (`tests/metrics.rs`).
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use prometheus_client::{
     encoding::EncodeLabelSet,
@@ -64,6 +65,14 @@ pub struct GameMetrics {
     pub draining: Gauge,
     /// The most streams this replica admits.
     pub max_streams: Gauge,
+    /// Hard bot decisions searched on the blocking pool (`crate::bots`).
+    pub hard_bot_decisions: Counter,
+    /// Hard bot turns that got no thinking slot within `bots.queue_ms` and played greedy.
+    pub hard_bot_fallbacks: Counter,
+    /// Wall time of one hard bot search.
+    pub hard_bot_think_seconds: Histogram,
+    /// CPU time the hard bot searches used (the thread's own CPU time, Linux).
+    pub hard_bot_cpu_seconds: Counter<f64, AtomicU64>,
 }
 
 impl GameMetrics {
@@ -89,6 +98,10 @@ impl GameMetrics {
             outbox_redelivered: Counter::default(),
             draining: Gauge::default(),
             max_streams: Gauge::default(),
+            hard_bot_decisions: Counter::default(),
+            hard_bot_fallbacks: Counter::default(),
+            hard_bot_think_seconds: Histogram::new(basra_platform::metrics::latency_buckets()),
+            hard_bot_cpu_seconds: Counter::default(),
         };
         let mut registry = Registry::with_prefix("basra_game");
         let m = &metrics;
@@ -177,6 +190,26 @@ impl GameMetrics {
             "draining",
             "1 while this replica drains",
             m.draining.clone(),
+        );
+        registry.register(
+            "hard_bot_decisions",
+            "Hard bot decisions searched on the blocking pool",
+            m.hard_bot_decisions.clone(),
+        );
+        registry.register(
+            "hard_bot_fallbacks",
+            "Hard bot turns that found no thinking slot in time and played greedy",
+            m.hard_bot_fallbacks.clone(),
+        );
+        registry.register(
+            "hard_bot_think_seconds",
+            "Wall time of one hard bot search",
+            m.hard_bot_think_seconds.clone(),
+        );
+        registry.register(
+            "hard_bot_cpu_seconds",
+            "CPU time the hard bot searches used",
+            m.hard_bot_cpu_seconds.clone(),
         );
         for result in ["won", "drawn"] {
             let _ = metrics.matches_ended.get_or_create(&EndLabel { result });

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use basra_engine::bot::Policy;
 use basra_proto::basra::accounts::v1::{GuestLoginRequest, MatchHistoryRequest};
-use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
+use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 use basra_proto::basra::matchmaking::v1::join_room_request::Target;
 use basra_records::corpus::policy_of;
 use rand_chacha::ChaCha8Rng;
@@ -310,6 +310,7 @@ async fn play_match(
                 &person.session,
                 RoomVisibility::Private,
                 vec![1],
+                BotLevel::Hard,
                 settings(2),
             )
             .await?;
@@ -321,6 +322,7 @@ async fn play_match(
                 &creator.session,
                 RoomVisibility::Private,
                 Vec::new(),
+                BotLevel::Unspecified,
                 settings(group.len() as u32),
             )
             .await?;

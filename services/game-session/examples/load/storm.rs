@@ -77,7 +77,7 @@ pub(crate) async fn run(
     players: usize,
     connections: usize,
 ) -> anyhow::Result<()> {
-    let rooms = create_rooms(server, issuer, players.div_ceil(2), false).await?;
+    let rooms = create_rooms(server, issuer, players.div_ceil(2), false, None).await?;
     let players = rooms.len() * 2;
     let shared: Vec<_> = {
         let mut channels = Vec::with_capacity(connections);
