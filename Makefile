@@ -52,10 +52,12 @@ test: ## Run every test (unit, property, integration, doc, the web client in Chr
 	$(CARGO) test --workspace --all-targets --no-fail-fast
 	$(CARGO) test --workspace --doc
 
-bench-bots: ## The bot levels against each other, 10,000 matches a pairing, and hard's budget table (about 1.5 hours on 2 cores; docs/performance.md, 'Bots')
+bench-bots: ## The bot levels against each other, 10,000 matches a pairing, hard's budget table, and 500 hard-bot rooms on one replica beside 100 two-player rooms (about 1.5 hours on 2 cores; docs/performance.md, 'Bots')
 	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- levels 10000
 	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- --threads 1 budgets 1000 10,25,50,100,200
 	for w in 10 25 50 100 200; do $(CARGO) run --quiet --release -p basra-engine --example bot_duel -- timing 100 --worlds $$w; done
+	$(CARGO) build --quiet --release -p game-session --example load
+	for bots in 500 0 500 0; do $(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 100 --bot-rooms $$bots --think-ms 1000 --seconds 30 --warmup 5; done
 
 bench: ## Run the benchmarks (figures in docs/performance.md)
 	$(CARGO) bench -p basra-engine --bench engine

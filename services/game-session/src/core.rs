@@ -34,6 +34,9 @@ use crate::walks::Walks;
 
 /// How many times a change is tried on version conflicts before giving up.
 const MAX_ATTEMPTS: u32 = 32;
+/// Due rooms a replica's timer loop fires at once (each a task; a room waiting for a
+/// store round trip or a hard bot's search holds up no other).
+pub const TIMERS_IN_FLIGHT: usize = 64;
 /// The first retry waits up to this long; each next one up to twice as long ...
 const BACKOFF_BASE: Duration = Duration::from_millis(1);
 /// ... but never more than this.
@@ -378,12 +381,19 @@ impl Core {
         }
     }
 
-    /// When a room's next deadline is close, fires it from here rather than waiting for
-    /// the timer loop (bots with no delay play at once). The claim keeps it to one replica.
+    /// When a room's next deadline is close — within a timer poll, or a bot's think
+    /// delay — fires it from here at that moment rather than on the timer loop's next
+    /// tick: a bot answers on time, and the rooms due spread over time instead of
+    /// firing in a burst each tick. The claim keeps it to one replica (the timer loop
+    /// still fires it if this replica dies meanwhile).
     pub fn schedule(self: &Arc<Self>, room_id: &str, deadline: Option<i64>) {
         let Some(at) = deadline else { return };
         let wait = at - now_ms();
-        if wait > self.config.timer_poll.as_millis() as i64 {
+        let close = self
+            .config
+            .timer_poll
+            .max(Duration::from_millis(self.config.timing.bot_delay_ms));
+        if wait > close.as_millis() as i64 {
             return;
         }
         let core = Arc::clone(self);
@@ -429,10 +439,11 @@ impl Core {
     }
 
     /// The timer loop until `shutdown`: refreshes this replica's presence lease, sweeps
-    /// expired ones, fires due rooms.
+    /// expired ones, fires due rooms (side by side, at most [`TIMERS_IN_FLIGHT`] at once).
     pub async fn run_timers(self: Arc<Self>, shutdown: CancellationToken) {
         let mut tick = tokio::time::interval(self.config.timer_poll);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let slots = Arc::new(Semaphore::new(TIMERS_IN_FLIGHT));
         let mut next_refresh = 0;
         loop {
             tokio::select! {
@@ -458,10 +469,22 @@ impl Core {
                     continue;
                 }
             };
+            // The rooms fire side by side, each in a task of its own: one that waits (a
+            // store round trip, a hard bot's search on the blocking pool) holds up no
+            // other, nor the next tick. At most `TIMERS_IN_FLIGHT` fire at once; a room
+            // left out is due still and fires on a later tick (its claim keeps a room
+            // fired twice from acting twice).
             for room_id in due {
-                if let Err(err) = self.fire(&room_id).await {
-                    tracing::warn!(room_id, error = %err, "timer failed");
-                }
+                let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+                    break;
+                };
+                let core = Arc::clone(&self);
+                tokio::spawn(async move {
+                    let _slot = slot;
+                    if let Err(err) = core.fire(&room_id).await {
+                        tracing::warn!(room_id, error = %err, "timer failed");
+                    }
+                });
             }
         }
     }

@@ -494,9 +494,12 @@ async fn players_who_resumed_before_the_lease_ran_out_stay_connected() {
         automatic, 0,
         "no connected player's turn is played automatically"
     );
+    // The failure this guards against held resumed streams until the join timeout
+    // (10 s); a resume takes 11–15 ms on a quiet machine, up to 1.5 s on two cores that
+    // other builds hold at load 10 (seen), hence the margin.
     assert!(
-        slowest < Duration::from_secs(1),
-        "every resumed stream's first event within 1 s ({slowest:?})"
+        slowest < Duration::from_secs(3),
+        "every resumed stream's first event within 3 s ({slowest:?})"
     );
     r1.stop().await;
 }
