@@ -2,5 +2,7 @@
 //! each suite is a module (as separate binaries, each re-linked the whole dependency tree).
 
 mod dev;
+mod dev_process;
+mod jvm_client;
 mod simulate_fast;
 mod table;
