@@ -30,6 +30,8 @@ pub struct DevOptions {
     pub settings: DevSettings,
     /// Where to serve the web client's page, if anywhere.
     pub web: Option<WebOptions>,
+    /// Serve the client endpoint over TLS with this certificate (`--tls-cert`, `--tls-key`).
+    pub tls: Option<basra_platform::TlsIdentity>,
 }
 
 /// What a running backend tells the person who started it.
@@ -62,7 +64,20 @@ pub async fn run(
         .await
         .with_context(|| format!("cannot listen on {}", options.listen))?;
     let addr = listener.local_addr()?;
-    let url = format!("http://{addr}");
+    // The services call one another here: the client endpoint itself, or, when it serves
+    // TLS, a cleartext one on the loopback interface that only this process uses.
+    let internal = match options.tls {
+        Some(_) => Some(
+            TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+                .await
+                .context("cannot listen on the loopback interface")?,
+        ),
+        None => None,
+    };
+    let url = match &internal {
+        Some(internal) => format!("http://{}", internal.local_addr()?),
+        None => format!("http://{addr}"),
+    };
     let DevSettings {
         accounts: mut accounts_settings,
         matchmaking: mut queue_settings,
@@ -100,6 +115,7 @@ pub async fn run(
             listener,
             dir,
             addr.port(),
+            options.tls.is_some(),
             shutdown.clone(),
         ));
     }
@@ -146,9 +162,24 @@ pub async fn run(
         game_session::SERVICE_NAMES[0],
         game_session::SERVICE_NAMES[1],
     ];
+    if let Some(internal) = internal {
+        tokio::spawn({
+            let (routes, auth, shutdown) = (routes.clone(), auth.clone(), shutdown.clone());
+            let names = names.map(str::to_owned);
+            let options = basra_platform::ServeOptions::from(&server);
+            async move {
+                let names = names.each_ref().map(String::as_str);
+                basra_platform::serve(internal, routes, &names, auth, shutdown, options).await
+            }
+        });
+    }
     ready(started);
     // One port for the three services: the accounts server's settings.
-    basra_platform::serve(listener, routes, &names, auth, shutdown, &server).await?;
+    let options = basra_platform::ServeOptions {
+        tls: options.tls,
+        ..basra_platform::ServeOptions::from(&server)
+    };
+    basra_platform::serve(listener, routes, &names, auth, shutdown, options).await?;
     drop(keys);
     Ok(())
 }

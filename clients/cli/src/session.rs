@@ -13,7 +13,7 @@ use tonic::Request;
 use tonic::metadata::MetadataValue;
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// Adds `authorization: Bearer <token>` to every call.
 #[derive(Clone)]
@@ -64,7 +64,7 @@ pub struct Session {
 }
 
 async fn connect(url: &str) -> anyhow::Result<Channel> {
-    Endpoint::from_shared(url.to_owned())?
+    crate::tls::endpoint(url)?
         .tcp_nodelay(true)
         .connect()
         .await

@@ -35,12 +35,12 @@ impl DevProcess {
             .expect("basra dev starts");
         let stdout = child.stdout.take().unwrap();
         let (lines, printed) = mpsc::channel();
+        // Reads to the end, also once nobody listens: basra dev goes on printing, and a
+        // closed pipe would make its next line fail.
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if lines.send(line).is_err() {
-                    break;
-                }
+                let _ = lines.send(line);
             }
         });
         loop {

@@ -6,3 +6,4 @@ mod dev_process;
 mod jvm_client;
 mod simulate_fast;
 mod table;
+mod tls;
