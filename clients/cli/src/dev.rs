@@ -32,6 +32,9 @@ pub struct DevOptions {
     pub web: Option<WebOptions>,
     /// Serve the client endpoint over TLS with this certificate (`--tls-cert`, `--tls-key`).
     pub tls: Option<basra_platform::TlsIdentity>,
+    /// How long past its expiry a token is still taken (clock skew); 30 s when `None`.
+    /// Tests of token refresh set 0, so that an expired token is refused at once.
+    pub token_leeway: Option<Duration>,
 }
 
 /// What a running backend tells the person who started it.
@@ -152,7 +155,11 @@ pub async fn run(
         .await
         .context("matchmaking")?;
 
-    let auth = AuthLayer::new(accounts.verifier(), accounts::PUBLIC_METHODS);
+    let verifier = match options.token_leeway {
+        Some(leeway) => accounts.verifier().with_leeway(leeway),
+        None => accounts.verifier(),
+    };
+    let auth = AuthLayer::new(verifier, accounts::PUBLIC_METHODS);
     let routes = accounts.mount(Routes::default(), shutdown.clone()).await?;
     let routes = game.mount(routes, shutdown.clone()).await?;
     let routes = matchmaker.mount(routes, shutdown.clone()).await?;

@@ -124,6 +124,10 @@ enum Command {
         /// The certificate's private key (PEM).
         #[arg(long, requires = "tls_cert")]
         tls_key: Option<std::path::PathBuf>,
+        /// How many seconds past its expiry a token is still taken (default 30, for clock
+        /// skew); 0 refuses an expired token at once, to try a client's refresh.
+        #[arg(long)]
+        token_leeway_seconds: Option<u64>,
     },
     /// Friends: list (with what each is doing), watch live, invite to your room, add (by
     /// username or friend code), accept, decline, cancel, remove, block, unblock.
@@ -290,6 +294,7 @@ async fn main() -> anyhow::Result<()> {
             web_dir,
             tls_cert,
             tls_key,
+            token_leeway_seconds,
         } => {
             let tls = match (tls_cert, tls_key) {
                 (Some(cert), Some(key)) => Some(basra_platform::TlsIdentity {
@@ -327,6 +332,7 @@ async fn main() -> anyhow::Result<()> {
                     dir: web_dir.clone(),
                 }),
                 tls,
+                token_leeway: token_leeway_seconds.map(Duration::from_secs),
             };
             basra::dev::run(options, basra_platform::shutdown::on_signal(), |started| {
                 println!(

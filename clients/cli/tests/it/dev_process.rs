@@ -34,6 +34,11 @@ impl DevProcess {
             .spawn()
             .expect("basra dev starts");
         let stdout = child.stdout.take().unwrap();
+        // Killed when dropped, also when it never says where it listens.
+        let mut dev = DevProcess {
+            child,
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+        };
         let (lines, printed) = mpsc::channel();
         // Reads to the end, also once nobody listens: basra dev goes on printing, and a
         // closed pipe would make its next line fail.
@@ -48,8 +53,8 @@ impl DevProcess {
                 .recv_timeout(Duration::from_secs(60))
                 .expect("basra dev prints where it listens within a minute");
             if let Some(rest) = line.strip_prefix("basra dev: ") {
-                let addr = rest.rsplit(' ').next().unwrap().parse().unwrap();
-                return DevProcess { child, addr };
+                dev.addr = rest.rsplit(' ').next().unwrap().parse().unwrap();
+                return dev;
             }
         }
     }

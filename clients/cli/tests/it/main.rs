@@ -4,6 +4,7 @@
 mod dev;
 mod dev_process;
 mod jvm_client;
+mod refresh;
 mod simulate_fast;
 mod table;
 mod tls;
