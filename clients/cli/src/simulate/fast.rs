@@ -113,10 +113,9 @@ pub async fn sign_in_players(
     Ok(players)
 }
 
-/// The `retry-after-ms` of a refusal.
+/// When to retry a refusal: its `google.rpc.RetryInfo`.
 fn retry_after(status: &tonic::Status) -> Option<Duration> {
-    let ms = status.metadata().get("retry-after-ms")?.to_str().ok()?;
-    Some(Duration::from_millis(ms.parse().ok()?))
+    basra_platform::error::retry_after_of(status)
 }
 
 /// Records `options.matches` simulated matches.
