@@ -10,7 +10,7 @@ export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 
-.PHONY: help deps run web api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak
+.PHONY: help deps run web api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak sdk
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -37,6 +37,9 @@ api-check: ## The API's hygiene (buf.yaml): buf lint (STANDARD) and no breaking 
 api-release: ## Record the API as released (api/released.binpb): run when a release ships, commit the file
 	@[ -x $(BUF) ] || npm ci --prefix $(WEB) --no-audit --no-fund --silent
 	$(BUF) build --exclude-source-info -o api/released.binpb
+
+sdk: ## Client code from proto/ for Java (lite, grpc-java), Kotlin, C#, Objective-C, Python and TypeScript into dist/sdk/<language>/ (docs/clients.md)
+	scripts/sdk.sh dist/sdk
 
 play: ## Play in the terminal against the backend of `make run` (second terminal)
 	$(CARGO) run --quiet -p basra -- play

@@ -60,6 +60,8 @@ have npm || need "npm (the web page's packages)" "apt-get install npm"
 [ -x "$CHROMIUM" ] || need "chromium at $CHROMIUM (browser tests)" "apt-get install chromium (or set CHROMIUM)"
 have prometheus || need "prometheus (tests/it/prometheus.rs runs it)" "apt-get install prometheus"
 have openssl || need "openssl (game-session's pod-cost test)" "apt-get install openssl"
+jvm_missing=$("$(dirname "$0")/../clients/jvm/build.sh" --check 2>&1) ||
+  need "the JVM client's JDK, protoc and jars (clients/jvm)" "apt-get install $jvm_missing"
 
 if [ "$scope" = ci ]; then
   have promtool || need "promtool (make k8s-check)" "apt-get install prometheus"

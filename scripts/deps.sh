@@ -38,6 +38,12 @@ command -v npm >/dev/null 2>&1 || missing+=(npm)
 if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
   missing+=(prometheus)
 fi
+# The JVM client (clients/jvm/build.sh): Debian's JDK, protoc with the well-known types,
+# grpc-java and what its package does not pull in (Netty, perfmark, gson, javax.annotation).
+if ! jvm_missing=$(clients/jvm/build.sh --check 2>&1); then
+  read -r -a jvm_packages <<<"$jvm_missing"
+  missing+=("${jvm_packages[@]}")
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   apt_install "${missing[@]}"

@@ -88,6 +88,9 @@ pub async fn spawn_dev_with(
         bot_delay: Some(Duration::ZERO),
         settings: basra::dev_settings::DevSettings::from_env(env)?,
         web: None,
+
+        tls: None,
+        token_leeway: None,
     };
     let token = shutdown.clone();
     let task = tokio::spawn(async move {

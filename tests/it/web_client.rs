@@ -3,7 +3,8 @@
 //! through playwright-core against it — a match against the computer by clicking, with a
 //! reload mid-match, checking what a player sees (every card counted after each deal, the
 //! target, captures as the server made them, the seed against its commitment, named
-//! scores); names within the server's limit; three players who become friends, an invite
+//! scores); names within the server's limit; access tokens of 8 s that the page must
+//! refresh throughout; three players who become friends, an invite
 //! from the live feed, a spectator who sees no hidden card, a rematch; a ranked match
 //! that moves both ratings into the history and the leaderboard; quick match (FindMatch
 //! over gRPC-Web), one resigning; the Arabic page right to left; no console errors.
@@ -40,11 +41,20 @@ async fn a_browser_plays_through_the_web_client() {
         database_url: None,
         redis_url: None,
         bot_delay: Some(Duration::from_millis(30)),
-        settings: basra::dev_settings::DevSettings::from_env(Vec::new()).unwrap(),
+        // Tokens of 8 s, refused the moment they expire: the page must keep its own
+        // fresh (ahead of expiry, and once on UNAUTHENTICATED) through every scenario.
+        settings: basra::dev_settings::DevSettings::from_env([(
+            "BASRA_ACCOUNTS_TOKENS__ACCESS_TTL_SECONDS".to_owned(),
+            "8".to_owned(),
+        )])
+        .unwrap(),
         web: Some(WebOptions {
             listen: "127.0.0.1:0".parse().unwrap(),
             dir: web.join("dist"),
         }),
+
+        tls: None,
+        token_leeway: Some(Duration::ZERO),
     };
     let dev = tokio::spawn({
         let shutdown = shutdown.clone();

@@ -81,8 +81,7 @@ pub struct Admin {
 impl Admin {
     /// Connects to `server` (a game-session replica: drains act on the one answering).
     pub async fn connect(server: &str, token: &str) -> anyhow::Result<Admin> {
-        let channel = Channel::from_shared(server.to_owned())
-            .with_context(|| format!("bad server address {server:?}"))?
+        let channel = crate::tls::endpoint(server)?
             .connect_timeout(Duration::from_secs(5))
             .connect()
             .await

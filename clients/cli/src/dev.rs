@@ -30,6 +30,11 @@ pub struct DevOptions {
     pub settings: DevSettings,
     /// Where to serve the web client's page, if anywhere.
     pub web: Option<WebOptions>,
+    /// Serve the client endpoint over TLS with this certificate (`--tls-cert`, `--tls-key`).
+    pub tls: Option<basra_platform::TlsIdentity>,
+    /// How long past its expiry a token is still taken (clock skew); 30 s when `None`.
+    /// Tests of token refresh set 0, so that an expired token is refused at once.
+    pub token_leeway: Option<Duration>,
 }
 
 /// What a running backend tells the person who started it.
@@ -62,7 +67,20 @@ pub async fn run(
         .await
         .with_context(|| format!("cannot listen on {}", options.listen))?;
     let addr = listener.local_addr()?;
-    let url = format!("http://{addr}");
+    // The services call one another here: the client endpoint itself, or, when it serves
+    // TLS, a cleartext one on the loopback interface that only this process uses.
+    let internal = match options.tls {
+        Some(_) => Some(
+            TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+                .await
+                .context("cannot listen on the loopback interface")?,
+        ),
+        None => None,
+    };
+    let url = match &internal {
+        Some(internal) => format!("http://{}", internal.local_addr()?),
+        None => format!("http://{addr}"),
+    };
     let DevSettings {
         accounts: mut accounts_settings,
         matchmaking: mut queue_settings,
@@ -100,6 +118,7 @@ pub async fn run(
             listener,
             dir,
             addr.port(),
+            options.tls.is_some(),
             shutdown.clone(),
         ));
     }
@@ -136,7 +155,11 @@ pub async fn run(
         .await
         .context("matchmaking")?;
 
-    let auth = AuthLayer::new(accounts.verifier(), accounts::PUBLIC_METHODS);
+    let verifier = match options.token_leeway {
+        Some(leeway) => accounts.verifier().with_leeway(leeway),
+        None => accounts.verifier(),
+    };
+    let auth = AuthLayer::new(verifier, accounts::PUBLIC_METHODS);
     let routes = accounts.mount(Routes::default(), shutdown.clone()).await?;
     let routes = game.mount(routes, shutdown.clone()).await?;
     let routes = matchmaker.mount(routes, shutdown.clone()).await?;
@@ -146,9 +169,24 @@ pub async fn run(
         game_session::SERVICE_NAMES[0],
         game_session::SERVICE_NAMES[1],
     ];
+    if let Some(internal) = internal {
+        tokio::spawn({
+            let (routes, auth, shutdown) = (routes.clone(), auth.clone(), shutdown.clone());
+            let names = names.map(str::to_owned);
+            let options = basra_platform::ServeOptions::from(&server);
+            async move {
+                let names = names.each_ref().map(String::as_str);
+                basra_platform::serve(internal, routes, &names, auth, shutdown, options).await
+            }
+        });
+    }
     ready(started);
     // One port for the three services: the accounts server's settings.
-    basra_platform::serve(listener, routes, &names, auth, shutdown, &server).await?;
+    let options = basra_platform::ServeOptions {
+        tls: options.tls,
+        ..basra_platform::ServeOptions::from(&server)
+    };
+    basra_platform::serve(listener, routes, &names, auth, shutdown, options).await?;
     drop(keys);
     Ok(())
 }

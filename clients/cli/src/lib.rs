@@ -12,6 +12,7 @@
 //!   (engine-made records in `RecordMatches` batches).
 //! - [`table`]: the client's model of its game, rebuilt from the events.
 //! - [`web_page`]: the web client's page, served by `basra dev`.
+//! - [`tls`]: `http://` and `https://` servers, the `--ca-file` trusted.
 //! - [`render`]: the terminal picture and announcements.
 
 pub mod admin;
@@ -25,4 +26,5 @@ pub mod render;
 pub mod session;
 pub mod simulate;
 pub mod table;
+pub mod tls;
 pub mod web_page;

@@ -39,16 +39,19 @@ pub async fn find_match(
     seats: u32,
     announce: bool,
 ) -> anyhow::Result<Seated> {
+    let request = FindMatchRequest {
+        ticket_id: uuid::Uuid::now_v7().to_string(),
+        ranked,
+        preset: Some(MatchPreset {
+            seats: Some(seats),
+            target_score: None,
+        }),
+        allow_bots: Some(bots),
+    };
     let mut updates = session
-        .matchmaking()
-        .find_match(FindMatchRequest {
-            ticket_id: uuid::Uuid::now_v7().to_string(),
-            ranked,
-            preset: Some(MatchPreset {
-                seats: Some(seats),
-                target_score: None,
-            }),
-            allow_bots: Some(bots),
+        .with_refresh(|| {
+            let (mut client, request) = (session.matchmaking(), request.clone());
+            async move { client.find_match(request).await }
         })
         .await?
         .into_inner();
@@ -94,15 +97,18 @@ pub async fn create_room(
     bot_level: BotLevel,
     settings: RuleSettings,
 ) -> anyhow::Result<Seated> {
+    let request = CreateRoomRequest {
+        request_id: uuid::Uuid::now_v7().to_string(),
+        visibility: visibility as i32,
+        settings: Some(settings),
+        ranked: false,
+        bot_seats,
+        bot_level: bot_level as i32,
+    };
     let created = session
-        .matchmaking()
-        .create_room(CreateRoomRequest {
-            request_id: uuid::Uuid::now_v7().to_string(),
-            visibility: visibility as i32,
-            settings: Some(settings),
-            ranked: false,
-            bot_seats,
-            bot_level: bot_level as i32,
+        .with_refresh(|| {
+            let (mut client, request) = (session.matchmaking(), request.clone());
+            async move { client.create_room(request).await }
         })
         .await?
         .into_inner();
@@ -115,11 +121,14 @@ pub async fn create_room(
 
 /// Joins a private room by its code, or a public room by its id.
 pub async fn join(session: &Session, target: Target) -> anyhow::Result<Seated> {
+    let request = JoinRoomRequest {
+        target: Some(target),
+        preferred_seat: None,
+    };
     let joined = session
-        .matchmaking()
-        .join_room(JoinRoomRequest {
-            target: Some(target),
-            preferred_seat: None,
+        .with_refresh(|| {
+            let (mut client, request) = (session.matchmaking(), request.clone());
+            async move { client.join_room(request).await }
         })
         .await?
         .into_inner();

@@ -3,6 +3,7 @@
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
+use anyhow::Context as _;
 use basra::lobby::{self, Seated};
 use basra::player::{Driver, play_room};
 use basra::session::{Session, device_id};
@@ -18,6 +19,10 @@ use clap::{Parser, Subcommand, ValueEnum};
     about = "Egyptian Basra online: play, bots and rules"
 )]
 struct Cli {
+    /// Trust this CA certificate (PEM) for `https://` servers, besides the webpki roots
+    /// (a private or development CA).
+    #[arg(long, global = true, env = "BASRA_CA_FILE")]
+    ca_file: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -117,6 +122,16 @@ enum Command {
         /// The built page (default: clients/web/dist of this source tree).
         #[arg(long, env = "BASRA_DEV_WEB_DIR")]
         web_dir: Option<std::path::PathBuf>,
+        /// Serve TLS with this certificate (PEM, then any intermediates); needs --tls-key.
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<std::path::PathBuf>,
+        /// The certificate's private key (PEM).
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<std::path::PathBuf>,
+        /// How many seconds past its expiry a token is still taken (default 30, for clock
+        /// skew); 0 refuses an expired token at once, to try a client's refresh.
+        #[arg(long)]
+        token_leeway_seconds: Option<u64>,
     },
     /// Friends: list (with what each is doing), watch live, invite to your room, add (by
     /// username or friend code), accept, decline, cancel, remove, block, unblock.
@@ -269,7 +284,11 @@ enum BotPolicy {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    if let Some(ca) = &cli.ca_file {
+        basra::tls::trust_ca_file(ca)?;
+    }
+    match cli.command {
         Command::Rules => rules(),
         Command::Analytics { command } => basra::analytics::run(command).await,
         Command::Simulate(args) => basra::analytics::run_simulate(args).await,
@@ -304,7 +323,20 @@ async fn main() -> anyhow::Result<()> {
             bot_delay_ms,
             web_listen,
             web_dir,
+            tls_cert,
+            tls_key,
+            token_leeway_seconds,
         } => {
+            let tls = match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => Some(basra_platform::TlsIdentity {
+                    cert_pem: std::fs::read(&cert)
+                        .with_context(|| format!("cannot read {}", cert.display()))?,
+                    key_pem: std::fs::read(&key)
+                        .with_context(|| format!("cannot read {}", key.display()))?,
+                }),
+                _ => None,
+            };
+            let scheme = if tls.is_some() { "https" } else { "http" };
             let web_dir = web_dir.unwrap_or_else(basra::web_page::default_dir);
             let web_built = basra::web_page::is_built(&web_dir);
             let _telemetry = basra_platform::telemetry::init(
@@ -330,6 +362,8 @@ async fn main() -> anyhow::Result<()> {
                     listen: web_listen.unwrap_or_else(|| basra::web_page::default_listen(listen)),
                     dir: web_dir.clone(),
                 }),
+                tls,
+                token_leeway: token_leeway_seconds.map(Duration::from_secs),
             };
             basra::dev::run(options, basra_platform::shutdown::on_signal(), |started| {
                 println!(
@@ -342,9 +376,17 @@ async fn main() -> anyhow::Result<()> {
                     started.kid
                 );
                 println!("{}", started.public_pem.trim_end());
-                println!("play:   {}", basra::dev::play_command(started.addr));
+                if scheme == "https" {
+                    println!(
+                        "play:   basra play --server https://{}:{} --ca-file CA.pem   (a name or address the certificate holds)",
+                        basra::dev::client_addr(started.addr).ip(),
+                        started.addr.port()
+                    );
+                } else {
+                    println!("play:   {}", basra::dev::play_command(started.addr));
+                }
                 println!(
-                    "a bot:  cargo run -p basra -- bot --server http://{} computer",
+                    "a bot:  cargo run -p basra -- bot --server {scheme}://{} computer",
                     basra::dev::client_addr(started.addr)
                 );
                 match started.web_addr {

@@ -55,6 +55,8 @@ pub async fn resume_room(
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     let mut rng = ChaCha8Rng::seed_from_u64(uuid::Uuid::now_v7().as_u128() as u64);
     let mut failures = 0;
+    // Whether the token was refreshed for an UNAUTHENTICATED since the last event.
+    let mut refreshed = false;
     loop {
         let (tx, rx) = mpsc::channel(16);
         tx.send(message(Kind::Join(Join {
@@ -70,6 +72,12 @@ pub async fn resume_room(
                 backoff(failures).await;
                 continue;
             }
+            Err(status) if status.code() == tonic::Code::Unauthenticated && !refreshed => {
+                // The token is no longer taken: refresh once, then resume.
+                refreshed = true;
+                session.refresh().await?;
+                continue;
+            }
             Err(status) => return Err(status.into()),
         };
         // The turn (by its event sequence) a bot has already answered.
@@ -79,6 +87,7 @@ pub async fn resume_room(
                 next = stream.message() => match next {
                     Ok(Some(event)) => {
                         failures = 0;
+                        refreshed = false;
                         table.apply(&event)?;
                         if let Driver::Human = driver {
                             render::announce(&table, &event);
@@ -103,6 +112,11 @@ pub async fn resume_room(
                     }
                     Ok(None) => break,
                     Err(status) if retryable(&status) => break,
+                    Err(status) if status.code() == tonic::Code::Unauthenticated && !refreshed => {
+                        refreshed = true;
+                        session.refresh().await?;
+                        break;
+                    }
                     Err(status) => return Err(status.into()),
                 },
                 line = stdin.next_line(), if matches!(driver, Driver::Human) => {

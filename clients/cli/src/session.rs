@@ -1,11 +1,14 @@
 //! A signed-in connection to the backend: one gRPC channel to the single client endpoint
 //! (`basra dev`, or the ingress in production), a guest sign-in remembered per device, and
-//! the access token attached to every call.
+//! the access token attached to every call, refreshed a third of its lifetime (at most a
+//! minute) before it expires and once when a call answers UNAUTHENTICATED.
 
 use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
 
 use basra_proto::basra::accounts::v1::{
-    AuthTokens, GuestLoginRequest, accounts_service_client::AccountsServiceClient,
+    AuthTokens, GuestLoginRequest, RefreshRequest, accounts_service_client::AccountsServiceClient,
 };
 use basra_proto::basra::game::v1::game_service_client::GameServiceClient;
 use basra_proto::basra::matchmaking::v1::matchmaking_service_client::MatchmakingServiceClient;
@@ -13,18 +16,113 @@ use tonic::Request;
 use tonic::metadata::MetadataValue;
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
-/// Adds `authorization: Bearer <token>` to every call.
+/// Adds `authorization: Bearer <token>` to every call, with the token current then.
 #[derive(Clone)]
-pub struct Bearer(MetadataValue<tonic::metadata::Ascii>);
+pub struct Bearer(Arc<Tokens>);
 
 impl Interceptor for Bearer {
     fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, tonic::Status> {
         request
             .metadata_mut()
-            .insert("authorization", self.0.clone());
+            .insert("authorization", self.0.header());
         Ok(request)
+    }
+}
+
+/// The tokens of a sign-in, as they are now.
+struct Held {
+    header: MetadataValue<tonic::metadata::Ascii>,
+    refresh_token: String,
+    expires_at: SystemTime,
+    lifetime: Duration,
+}
+
+impl Held {
+    fn new(tokens: AuthTokens) -> anyhow::Result<Held> {
+        let expires_at = tokens
+            .access_token_expires_at
+            .and_then(|at| SystemTime::try_from(at).ok())
+            .ok_or_else(|| anyhow::anyhow!("the server's tokens have no expiry"))?;
+        Ok(Held {
+            header: format!("Bearer {}", tokens.access_token).parse()?,
+            refresh_token: tokens.refresh_token,
+            lifetime: expires_at
+                .duration_since(SystemTime::now())
+                .unwrap_or_default(),
+            expires_at,
+        })
+    }
+
+    /// How long until the refresh falls due: a third of the lifetime (at most a minute)
+    /// before expiry.
+    fn refresh_due(&self) -> Duration {
+        let ahead = (self.lifetime / 3).min(Duration::from_secs(60));
+        self.expires_at
+            .checked_sub(ahead)
+            .and_then(|at| at.duration_since(SystemTime::now()).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// The tokens shared by a session's clones and its refresher. Refresh tokens work once
+/// (a second use revokes the sign-in), so refreshes take turns.
+pub struct Tokens {
+    held: RwLock<Held>,
+    refreshing: tokio::sync::Mutex<()>,
+    accounts: Channel,
+}
+
+impl Tokens {
+    fn header(&self) -> MetadataValue<tonic::metadata::Ascii> {
+        self.held.read().expect("tokens lock").header.clone()
+    }
+
+    /// Refreshes, unless the access token is no longer `seen` (refreshed meanwhile).
+    async fn refresh_from(
+        &self,
+        seen: &MetadataValue<tonic::metadata::Ascii>,
+    ) -> Result<(), tonic::Status> {
+        let _turn = self.refreshing.lock().await;
+        if self.header() != *seen {
+            return Ok(());
+        }
+        let refresh_token = self.held.read().expect("tokens lock").refresh_token.clone();
+        let tokens = AccountsServiceClient::new(self.accounts.clone())
+            .refresh(RefreshRequest { refresh_token })
+            .await?
+            .into_inner()
+            .tokens
+            .ok_or_else(|| tonic::Status::internal("Refresh answered no tokens"))?;
+        let held = Held::new(tokens).map_err(|e| tonic::Status::internal(e.to_string()))?;
+        *self.held.write().expect("tokens lock") = held;
+        Ok(())
+    }
+
+    /// Refreshes each time the refresh falls due, until the session is dropped.
+    async fn keep_fresh(self: Arc<Tokens>) {
+        loop {
+            let due = self.held.read().expect("tokens lock").refresh_due();
+            tokio::time::sleep(due).await;
+            let seen = self.header();
+            match self.refresh_from(&seen).await {
+                Ok(()) => {}
+                // The sign-in is over (revoked, expired): calls will say so.
+                Err(status) if status.code() == tonic::Code::Unauthenticated => return,
+                // Offline or a server restarting: try again shortly.
+                Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+            }
+        }
+    }
+}
+
+/// Stops the refresher when the last clone of a session is dropped.
+struct Refresher(tokio::task::JoinHandle<()>);
+
+impl Drop for Refresher {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -57,6 +155,7 @@ pub struct Session {
     game: Channel,
     matchmaking: Channel,
     bearer: Bearer,
+    _refresher: Arc<Refresher>,
     /// The account's id.
     pub user_id: String,
     /// The name others see.
@@ -64,7 +163,7 @@ pub struct Session {
 }
 
 async fn connect(url: &str) -> anyhow::Result<Channel> {
-    Endpoint::from_shared(url.to_owned())?
+    crate::tls::endpoint(url)?
         .tcp_nodelay(true)
         .connect()
         .await
@@ -109,15 +208,45 @@ impl Session {
         } else {
             connect(&endpoints.matchmaking).await?
         };
-        let header = format!("Bearer {}", tokens.access_token).parse()?;
+        let (user_id, display_name) = (tokens.user_id.clone(), tokens.display_name.clone());
+        let tokens = Arc::new(Tokens {
+            held: RwLock::new(Held::new(tokens)?),
+            refreshing: tokio::sync::Mutex::new(()),
+            accounts: accounts.clone(),
+        });
+        let refresher = Refresher(tokio::spawn(Arc::clone(&tokens).keep_fresh()));
         Ok(Session {
             accounts,
             game,
             matchmaking,
-            bearer: Bearer(header),
-            user_id: tokens.user_id,
-            display_name: tokens.display_name,
+            bearer: Bearer(tokens),
+            _refresher: Arc::new(refresher),
+            user_id,
+            display_name,
         })
+    }
+
+    /// Refreshes the tokens now (once, however many callers ask at the same time).
+    pub async fn refresh(&self) -> Result<(), tonic::Status> {
+        let seen = self.bearer.0.header();
+        self.bearer.0.refresh_from(&seen).await
+    }
+
+    /// Runs `call`; when it answers UNAUTHENTICATED, refreshes the tokens once and runs it
+    /// again. (A refresh that fails answers its own status: then sign in again.)
+    pub async fn with_refresh<T, F, Fut>(&self, mut call: F) -> Result<T, tonic::Status>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, tonic::Status>>,
+    {
+        let seen = self.bearer.0.header();
+        match call().await {
+            Err(status) if status.code() == tonic::Code::Unauthenticated => {
+                self.bearer.0.refresh_from(&seen).await?;
+                call().await
+            }
+            answer => answer,
+        }
     }
 
     /// The accounts service, signed in.

@@ -40,13 +40,16 @@ pub fn is_built(dir: &Path) -> bool {
 }
 
 /// Serves the page in `dir` on `listener` until `shutdown`; its `config.json` names the
-/// API on `api_port` of whichever host the browser reached the page by.
+/// API on `api_port` of whichever host the browser reached the page by, over `https` when
+/// `api_tls`.
 pub async fn serve(
     listener: TcpListener,
     dir: PathBuf,
     api_port: u16,
+    api_tls: bool,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    let scheme = if api_tls { "https" } else { "http" };
     let config = move |headers: HeaderMap| async move {
         let host = headers
             .get(header::HOST)
@@ -59,7 +62,7 @@ pub async fn serve(
             .unwrap_or("127.0.0.1");
         (
             [(header::CONTENT_TYPE, "application/json")],
-            format!(r#"{{"api":"http://{host}:{api_port}"}}"#),
+            format!(r#"{{"api":"{scheme}://{host}:{api_port}"}}"#),
         )
     };
     let app = Router::new()

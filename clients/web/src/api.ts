@@ -1,7 +1,9 @@
 // The backend through gRPC-Web: the generated services of proto/ and one transport that
 // adds the access token to every call. A guest signs in with a device id kept in local
 // storage, so the same browser is the same player; an account signs in with a username and
-// password and comes back with its refresh token.
+// password and comes back with its refresh token. The access token is refreshed a third of
+// its lifetime (at most a minute) before it expires, and once when a call answers
+// UNAUTHENTICATED (docs/clients.md, "Signing in and tokens").
 
 import { createClient, ConnectError, Code, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
@@ -16,6 +18,11 @@ const NAME_KEY = "basra.name";
 const REFRESH_KEY = "basra.refresh";
 
 let token = "";
+/** The sign-in's refresh token (a guest's too, kept in memory only), and who refreshes. */
+let refreshToken = "";
+let refreshTimer: ReturnType<typeof setTimeout> | undefined;
+let refreshing: Promise<boolean> | null = null;
+let client: Api | null = null;
 
 const withToken: Interceptor = (next) => async (req) => {
   if (token) req.header.set("authorization", `Bearer ${token}`);
@@ -50,11 +57,50 @@ export async function connect(): Promise<Api> {
     useBinaryFormat: true,
     interceptors: [withToken],
   });
-  return {
+  client = {
     accounts: createClient(AccountsService, transport),
     matchmaking: createClient(MatchmakingService, transport),
     game: createClient(GameService, transport),
   };
+  return client;
+}
+
+/**
+ * Exchanges the refresh token for new tokens, once however many callers ask at the same
+ * time (a refresh token works once: a second use would revoke the sign-in). False when
+ * there is none or the server refused it (then sign in again).
+ */
+export function refreshNow(): Promise<boolean> {
+  if (refreshing) return refreshing;
+  const api = client;
+  const spent = refreshToken;
+  if (!api || !spent) return Promise.resolve(false);
+  refreshing = api.accounts
+    .refresh({ refreshToken: spent })
+    .then((answer) => {
+      took(answer.tokens);
+      return true;
+    })
+    .catch(() => false)
+    .finally(() => {
+      refreshing = null;
+    });
+  return refreshing;
+}
+
+/** Refreshes ahead of `tokens`' expiry: a third of the lifetime before it, at most 1 min. */
+function scheduleRefresh(tokens: AuthTokens | undefined): void {
+  clearTimeout(refreshTimer);
+  const expires = tokens?.accessTokenExpiresAt;
+  if (!expires || !refreshToken) return;
+  const lifetime = Number(expires.seconds) * 1000 + expires.nanos / 1e6 - Date.now();
+  const due = Math.max(0, lifetime - Math.min(lifetime / 3, 60_000));
+  refreshTimer = setTimeout(() => {
+    void refreshNow().then((ok) => {
+      // Offline or refused: the next call's UNAUTHENTICATED refreshes or signs in again.
+      if (!ok) refreshTimer = setTimeout(() => void refreshNow(), 5_000);
+    });
+  }, due);
 }
 
 /** Who is signed in, as the last sign-in said. */
@@ -91,6 +137,8 @@ function deviceId(): string {
 
 function took(tokens: AuthTokens | undefined): void {
   token = tokens?.accessToken ?? "";
+  refreshToken = tokens?.refreshToken ?? "";
+  scheduleRefresh(tokens);
   if (tokens?.refreshToken && !tokens.isGuest) localStorage.setItem(REFRESH_KEY, tokens.refreshToken);
   if (tokens?.isGuest) localStorage.removeItem(REFRESH_KEY);
   me = { userId: tokens?.userId ?? "", name: tokens?.displayName ?? "", isGuest: tokens?.isGuest ?? true };
@@ -139,17 +187,24 @@ export async function signOut(api: Api): Promise<void> {
   localStorage.removeItem(REFRESH_KEY);
   localStorage.removeItem(NAME_KEY);
   token = "";
+  refreshToken = "";
+  clearTimeout(refreshTimer);
   me = null;
 }
 
-/** Runs `call`; on UNAUTHENTICATED signs in again once and retries. */
+/** Runs `call`; on UNAUTHENTICATED refreshes once (or, failing that, signs in again) and retries. */
 export async function authed<T>(api: Api, call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (err) {
-    if (ConnectError.from(err).code === Code.Unauthenticated && (await resume(api))) return call();
+    if (ConnectError.from(err).code === Code.Unauthenticated && (await renew(api))) return call();
     throw err;
   }
+}
+
+/** New tokens after an UNAUTHENTICATED: a refresh, else a new sign-in. */
+export async function renew(api: Api): Promise<boolean> {
+  return (await refreshNow()) || resume(api);
 }
 
 /** The refusal code of a failed action (`REJECT_CODE_STALE`, …), if the server sent one. */

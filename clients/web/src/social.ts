@@ -2,7 +2,7 @@
 // friends tab (code, add, accept/decline, block, the list with presence, watch a match),
 // invites received on any screen with one-tap join, and inviting friends to my room.
 
-import { authed, resume } from "./api";
+import { authed, renew } from "./api";
 import { el, errorText, notices, screens, shared, Code, ConnectError } from "./shell";
 import { redrawTable } from "./table";
 import { bdi, t, tx } from "./i18n";
@@ -58,7 +58,7 @@ export function startFeed(): void {
         }
       } catch (err) {
         if (abort.signal.aborted) return;
-        if (ConnectError.from(err).code === Code.Unauthenticated) await resume(shared.api).catch(() => false);
+        if (ConnectError.from(err).code === Code.Unauthenticated) await renew(shared.api).catch(() => false);
       }
       await new Promise((r) => setTimeout(r, backoff));
       backoff = Math.min(backoff * 2, 8000);

@@ -4,7 +4,7 @@
 // happened and worded when drawn, so they follow a language switch.
 
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { authed, currentUser, rejectCode, resume } from "./api";
+import { authed, currentUser, rejectCode, renew } from "./api";
 import { app, el, errorText, header, screens, shared, view, Code, ConnectError } from "./shell";
 import { bdi, cardName, lang, phrase, phraseCodes, t, tx } from "./i18n";
 import { cardBack, cardFace, captureOptions, sameCard, type CardLike } from "./cards";
@@ -159,7 +159,7 @@ async function watch(state: TableState, signal: AbortSignal): Promise<void> {
     } catch (err) {
       if (signal.aborted) return;
       const e = ConnectError.from(err);
-      if (e.code === Code.Unauthenticated && (await resume(api).catch(() => false))) continue;
+      if (e.code === Code.Unauthenticated && (await renew(api).catch(() => false))) continue;
       if (e.code === Code.NotFound || e.code === Code.PermissionDenied) return leaveTable(errorText(err));
       if (e.code === Code.FailedPrecondition) return leaveTable(t("replaced"));
       state.connection = "reconnecting";

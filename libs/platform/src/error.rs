@@ -4,10 +4,18 @@
 //! is ([`ServiceError`]); [`to_status`] turns it into a `tonic::Status`.
 //! Internal errors are logged with their whole cause chain and answered with
 //! a generic message: their details (SQL, hostnames, …) are not for clients.
+//!
+//! What a client acts on travels as the standard rich error details
+//! (`grpc-status-details-bin`, `google.rpc.Status`), which the gRPC libraries of
+//! every platform read: `google.rpc.RetryInfo` (when to retry a limit) and
+//! `google.rpc.ErrorInfo` (a machine-readable reason, such as a refusal's
+//! `RejectCode`). The custom metadata that carried them before (`retry-after-ms`,
+//! `basra-reject-code`) is still sent for one release, for clients built on it.
 
-use std::{error::Error, fmt};
+use std::{error::Error, fmt, time::Duration};
 
 use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt as _};
 
 /// A service error's place in the shared code table (see the Basra API
 /// docs): INVALID_ARGUMENT for malformed input, FAILED_PRECONDITION for
@@ -20,14 +28,39 @@ pub trait ServiceError: Error {
     fn code(&self) -> Code;
 
     /// For a limit (RESOURCE_EXHAUSTED), when a retry is likely to succeed: sent as
-    /// the [`RETRY_AFTER_MS`] metadata of the status, besides the message.
+    /// `google.rpc.RetryInfo` (and, for one more release, the [`RETRY_AFTER_MS`]
+    /// metadata), besides the message.
     fn retry_after(&self) -> Option<std::time::Duration> {
         None
     }
 }
 
 /// The status metadata telling a client how many milliseconds to wait before retrying.
+/// Deprecated: `google.rpc.RetryInfo` says it ([`retry_after_of`]); sent for one more
+/// release.
 pub const RETRY_AFTER_MS: &str = "retry-after-ms";
+
+/// The `google.rpc.ErrorInfo` domain of Basra online's reasons.
+pub const ERROR_DOMAIN: &str = "basra.online";
+
+/// A status with `google.rpc.ErrorInfo { reason, domain: ERROR_DOMAIN }` in its details.
+pub fn status_with_reason(code: Code, message: impl Into<String>, reason: &str) -> Status {
+    Status::with_error_details(
+        code,
+        message,
+        ErrorDetails::with_error_info(reason, ERROR_DOMAIN, std::collections::HashMap::new()),
+    )
+}
+
+/// The `google.rpc.RetryInfo` delay of `status`, if it has one.
+pub fn retry_after_of(status: &Status) -> Option<Duration> {
+    status.get_details_retry_info()?.retry_delay
+}
+
+/// The `google.rpc.ErrorInfo` reason of `status`, if it has one.
+pub fn reason_of(status: &Status) -> Option<String> {
+    Some(status.get_details_error_info()?.reason)
+}
 
 /// The message clients get for internal errors.
 pub const INTERNAL_MESSAGE: &str = "internal error";
@@ -44,11 +77,17 @@ pub fn to_status<E: ServiceError + ?Sized>(error: &E) -> Status {
             Status::new(code, INTERNAL_MESSAGE)
         }
         _ => {
-            let mut status = Status::new(code, error.to_string());
-            if let Some(wait) = error.retry_after() {
-                let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
-                status.metadata_mut().insert(RETRY_AFTER_MS, ms.into());
-            }
+            let Some(wait) = error.retry_after() else {
+                return Status::new(code, error.to_string());
+            };
+            let wait = wait.max(Duration::from_millis(1));
+            let mut status = Status::with_error_details(
+                code,
+                error.to_string(),
+                ErrorDetails::with_retry_info(Some(wait)),
+            );
+            let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+            status.metadata_mut().insert(RETRY_AFTER_MS, ms.into());
             status
         }
     }

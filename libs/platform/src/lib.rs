@@ -36,4 +36,4 @@ pub mod telemetry;
 
 pub use auth::{AuthLayer, Caller, Role, TokenIssuer, TokenVerifier};
 pub use error::{ServiceError, to_status};
-pub use serve::{ServeOptions, bind, serve};
+pub use serve::{ServeOptions, TlsIdentity, bind, serve};

@@ -13,7 +13,7 @@ use tokio_stream::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 use tonic::{
     service::Routes,
-    transport::{Server, server::TcpIncoming},
+    transport::{Identity, Server, ServerTlsConfig, server::TcpIncoming},
 };
 use tonic_health::{ServingStatus, server::HealthReporter};
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
@@ -40,6 +40,24 @@ pub struct ServeOptions {
     /// The web origins whose pages may call through gRPC-Web (`"*"`: any); see
     /// [`ServerSettings::allowed_origins`](crate::config::ServerSettings::allowed_origins).
     pub allowed_origins: Vec<String>,
+    /// Serve TLS with this certificate (`basra dev --tls-cert`); `None`: cleartext, as
+    /// behind the gateway that terminates TLS in production.
+    pub tls: Option<TlsIdentity>,
+}
+
+/// A server's certificate chain and private key, PEM.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TlsIdentity {
+    /// The certificate, then any intermediates.
+    pub cert_pem: Vec<u8>,
+    /// Its private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_pem: Vec<u8>,
+}
+
+impl std::fmt::Debug for TlsIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TlsIdentity { .. }")
+    }
 }
 
 impl ServeOptions {
@@ -49,6 +67,7 @@ impl ServeOptions {
             drain,
             limits: ConnectionLimits::default(),
             allowed_origins: Vec::new(),
+            tls: None,
         }
     }
 }
@@ -65,6 +84,7 @@ impl From<&crate::config::ServerSettings> for ServeOptions {
             drain: settings.drain(),
             limits: settings.limits.clone(),
             allowed_origins: settings.allowed_origins.clone(),
+            tls: None,
         }
     }
 }
@@ -127,6 +147,7 @@ pub async fn serve(
         drain,
         limits,
         allowed_origins,
+        tls,
     } = options.into();
     let local_addr = listener.local_addr().ok();
     let (reporter, health) = tonic_health::server::health_reporter();
@@ -165,6 +186,11 @@ pub async fn serve(
         .http2_keepalive_timeout(Some(Duration::from_secs(10)))
         .http2_max_header_list_size(limits.max_header_list_bytes)
         .max_concurrent_streams(limits.max_streams_per_connection);
+    if let Some(tls) = tls {
+        builder = builder.tls_config(
+            ServerTlsConfig::new().identity(Identity::from_pem(tls.cert_pem, tls.key_pem)),
+        )?;
+    }
     if let Some(age) = limits.max_connection_age() {
         builder = builder
             .max_connection_age(age)

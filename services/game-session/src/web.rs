@@ -161,7 +161,8 @@ async fn act(
 }
 
 /// The status a refused action answers: the code Play's `RejectCode` documents, the
-/// refusal's message, and its code by name in the `basra-reject-code` metadata.
+/// refusal's message, and its code by name as `google.rpc.ErrorInfo.reason` (domain
+/// `basra.online`) and, for one more release, in the `basra-reject-code` metadata.
 fn refusal_status(refusal: &Refusal) -> Status {
     let code = match refusal.code {
         RejectCode::Malformed => Code::InvalidArgument,
@@ -175,7 +176,11 @@ fn refusal_status(refusal: &Refusal) -> Status {
         | RejectCode::AlreadyApplied
         | RejectCode::Unspecified => Code::FailedPrecondition,
     };
-    let mut status = Status::new(code, refusal.message.clone());
+    let mut status = basra_platform::error::status_with_reason(
+        code,
+        refusal.message.clone(),
+        refusal.code.as_str_name(),
+    );
     status.metadata_mut().insert(
         REJECT_CODE_KEY,
         MetadataValue::from_static(refusal.code.as_str_name()),

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use prost::Message as _;
 use tokio::task::JoinSet;
 use tonic::metadata::MetadataValue;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 use uuid::Uuid;
 
 use basra_records::corpus::{Corpus, CorpusOptions, Player, policy_of};
@@ -113,10 +113,9 @@ pub async fn sign_in_players(
     Ok(players)
 }
 
-/// The `retry-after-ms` of a refusal.
+/// When to retry a refusal: its `google.rpc.RetryInfo`.
 fn retry_after(status: &tonic::Status) -> Option<Duration> {
-    let ms = status.metadata().get("retry-after-ms")?.to_str().ok()?;
-    Some(Duration::from_millis(ms.parse().ok()?))
+    basra_platform::error::retry_after_of(status)
 }
 
 /// Records `options.matches` simulated matches.
@@ -126,8 +125,7 @@ pub async fn simulate(options: &SimulateOptions) -> anyhow::Result<SimulateSumma
         (1..=100).contains(&options.batch),
         "--batch must be 1 to 100 records"
     );
-    let channel = Endpoint::from_shared(options.server.clone())
-        .context("the server address")?
+    let channel = crate::tls::endpoint(&options.server)?
         .tcp_nodelay(true)
         .connect()
         .await

@@ -238,10 +238,9 @@ async fn sign_in(options: &ServicesOptions) -> anyhow::Result<Vec<Person>> {
     Ok(people)
 }
 
-/// The `retry-after-ms` of a refusal.
+/// When to retry a refusal: its `google.rpc.RetryInfo`.
 fn retry_after(status: &tonic::Status) -> Option<Duration> {
-    let ms = status.metadata().get("retry-after-ms")?.to_str().ok()?;
-    Some(Duration::from_millis(ms.parse().ok()?))
+    basra_platform::error::retry_after_of(status)
 }
 
 /// `count` free people, picked at random and taken off the free list; `None` when fewer

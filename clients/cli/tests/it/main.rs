@@ -2,5 +2,9 @@
 //! each suite is a module (as separate binaries, each re-linked the whole dependency tree).
 
 mod dev;
+mod dev_process;
+mod jvm_client;
+mod refresh;
 mod simulate_fast;
 mod table;
+mod tls;

@@ -71,7 +71,8 @@ fn forwarded_for<T>(message: T, client: &str) -> tonic::Request<T> {
     request
 }
 
-/// Asserts a sign-up limit's answer: RESOURCE_EXHAUSTED, a message and a retry hint.
+/// Asserts a sign-up limit's answer: RESOURCE_EXHAUSTED, a message and a retry hint
+/// (`google.rpc.RetryInfo`, and the `retry-after-ms` metadata of the last release).
 fn assert_sign_up_limited<T: std::fmt::Debug>(result: Result<tonic::Response<T>, tonic::Status>) {
     let status = result.expect_err("the sign-up should be limited");
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
@@ -85,6 +86,12 @@ fn assert_sign_up_limited<T: std::fmt::Debug>(result: Result<tonic::Response<T>,
         .parse()
         .unwrap();
     assert!(retry_ms >= 1, "{retry_ms}");
+    let retry = basra_platform::error::retry_after_of(&status).expect("google.rpc.RetryInfo");
+    assert_eq!(
+        u64::try_from(retry.as_millis()).unwrap(),
+        retry_ms,
+        "RetryInfo and the old metadata say the same"
+    );
 }
 
 /// Behind a trusted proxy each forwarded client has its own sign-up budget; a client

@@ -166,13 +166,17 @@ fn watch_request(room: &str, last_seen_seq: Option<u64>) -> game::WatchRequest {
     }
 }
 
-/// The status's refusal code, from its `basra-reject-code` metadata.
+/// The status's refusal code, from its `google.rpc.ErrorInfo` reason (domain
+/// `basra.online`), which the `basra-reject-code` metadata of the last release repeats.
 fn reject_code(status: &Status) -> &str {
-    status
+    let reason = basra_platform::error::reason_of(status).unwrap_or_default();
+    let metadata = status
         .metadata()
         .get(REJECT_CODE_KEY)
         .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
+        .unwrap_or("");
+    assert_eq!(reason, metadata, "ErrorInfo and the old metadata agree");
+    metadata
 }
 
 /// A replica over Redis serving `ORIGIN`'s pages.
