@@ -132,6 +132,7 @@ fmt: ## Format the code
 
 k8s-check: ## Validate deploy/: render + validate every Kubernetes object, promtool on the alert rules
 	python3 deploy/k8s/check.py
+	python3 deploy/grafana/dashboards.py --check
 	promtool check rules deploy/prometheus/alerts.yaml
 	promtool test rules deploy/prometheus/alerts_test.yaml
 
