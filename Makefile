@@ -142,8 +142,8 @@ release: ## Build the release binaries into dist/ exactly as the images do (depl
 TAG ?= latest
 IMAGE_PREFIX ?= basra
 IMAGE_BUILDER ?= $(shell command -v podman || command -v buildah || command -v docker)
-images: ## Build the four images (deploy/docker/Dockerfile) with podman, buildah or docker; TAG=…
+images: ## Build the five images (deploy/docker/Dockerfile) with podman, buildah or docker; TAG=…
 	@test -n "$(IMAGE_BUILDER)" || { echo "no podman, buildah or docker here: see deploy/README.md" >&2; exit 1; }
-	for target in accounts matchmaking game-session basra; do \
+	for target in accounts matchmaking game-session basra web; do \
 	  $(IMAGE_BUILDER) build -f deploy/docker/Dockerfile --target $$target -t $(IMAGE_PREFIX)/$$target:$(TAG) . || exit 1; \
 	done

@@ -5,12 +5,15 @@
 - Every built-in object passes kubernetes-validate in strict mode (unknown fields are
   errors) for each Kubernetes version in VERSIONS: the oldest we support and the newest
   the installed kubernetes-validate knows.
-- Every custom resource (Gateway, GRPCRoute) is validated against the openAPIV3Schema of
+- Every custom resource (Gateway, GRPCRoute, HTTPRoute) is validated against the openAPIV3Schema of
   its CRD, vendored in deploy/k8s/crds, also strictly: an unknown field is an error
   (the API server would silently drop it).
 - The manifests agree with the services: each Deployment's gRPC probes and ports match
   its settings file's listen port and the service's health name in the source, and the
   termination grace period covers the preStop pause plus the drain.
+- Browsers reach what native clients reach: the HTTPRoute of the web listener sends each
+  gRPC service the GRPCRoute routes (its path prefix `/<service>/`, gRPC-Web) to the same
+  backend, and every ConfigMap a Deployment reads a setting from is in the overlay.
 - The Dockerfile builds with the script `make release` runs.
 
 Exit status 1 with one line per problem; 0 and a summary line when all is well.
@@ -166,6 +169,34 @@ def check_deployment(doc: dict, where: str) -> None:
         problem(where, "resource requests and limits are not both set")
 
 
+def check_routes(docs: list[dict], overlay: str) -> None:
+    """gRPC-Web paths route as the GRPCRoute does; env settings' ConfigMaps exist."""
+    grpc, web = {}, {}
+    for doc in docs:
+        for rule in doc.get("spec", {}).get("rules", []) if doc.get("kind") in ("GRPCRoute", "HTTPRoute") else []:
+            backends = [(b["name"], b.get("port")) for b in rule.get("backendRefs", [])]
+            for match in rule.get("matches", []):
+                if doc["kind"] == "GRPCRoute" and "service" in match.get("method", {}):
+                    grpc[match["method"]["service"]] = backends
+                elif doc["kind"] == "HTTPRoute" and "path" in match:
+                    web[match["path"]["value"]] = backends
+    for service, backends in grpc.items():
+        if web.get(f"/{service}/") != backends:
+            problem(f"{overlay}: HTTPRoute", f"gRPC-Web path /{service}/ does not go to {backends} as the GRPCRoute does")
+    if grpc and "/" not in web:
+        problem(f"{overlay}: HTTPRoute", "no rule for the page (/)")
+    config_maps = {d["metadata"]["name"] for d in docs if d.get("kind") == "ConfigMap"}
+    for doc in docs:
+        if doc.get("kind") != "Deployment":
+            continue
+        for container in doc["spec"]["template"]["spec"]["containers"]:
+            for env in container.get("env", []):
+                ref = env.get("valueFrom", {}).get("configMapKeyRef")
+                if ref and ref["name"] not in config_maps:
+                    problem(f"{overlay}: Deployment/{doc['metadata']['name']}",
+                            f"env {env['name']} reads ConfigMap {ref['name']}, not in the overlay")
+
+
 def check_release_build() -> None:
     """The image's build step is the script `make release` runs, with the same crates."""
     dockerfile = (ROOT / "deploy/docker/Dockerfile").read_text()
@@ -195,7 +226,9 @@ def main() -> int:
     counted = 0
     overlays = sorted(p for p in (K8S / "overlays").iterdir() if p.is_dir())
     for overlay in overlays:
-        for doc in render(overlay):
+        docs = render(overlay)
+        check_routes(docs, overlay.name)
+        for doc in docs:
             where = f"{overlay.name}: {doc.get('kind')}/{doc.get('metadata', {}).get('name')}"
             validate_object(doc, where, crds)
             if doc.get("kind") == "Deployment":
