@@ -14,6 +14,10 @@
 - Browsers reach what native clients reach: the HTTPRoute of the web listener sends each
   gRPC service the GRPCRoute routes (its path prefix `/<service>/`, gRPC-Web) to the same
   backend, and every ConfigMap a Deployment reads a setting from is in the overlay.
+- Capacity follows the measured figures (deploy/README.md, "Capacity per pod"): the
+  game-session HPA's maxReplicas x its streams target carries the cost sheet's players,
+  the target stays below game.max_streams, the memory limit covers max_streams streams,
+  and deploy/README.md's copy of the cost sheet equals docs/performance.md's.
 - The Dockerfile builds with the script `make release` runs.
 
 Exit status 1 with one line per problem; 0 and a summary line when all is well.
@@ -197,6 +201,58 @@ def check_routes(docs: list[dict], overlay: str) -> None:
                             f"env {env['name']} reads ConfigMap {ref['name']}, not in the overlay")
 
 
+# The cost sheet's players, and the measured memory of one stream with its connection
+# (the top of the measured 35-37 KiB) and of a replica with none (docs/performance.md).
+PLAYERS = 100_000
+STREAM_KIB = 37
+IDLE_MIB = 13
+
+
+def quantity_mib(value: str) -> float:
+    units = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024}
+    for unit, factor in units.items():
+        if value.endswith(unit):
+            return float(value[: -len(unit)]) * factor
+    return float(value) / (1024 * 1024)
+
+
+def check_capacity(docs: list[dict], overlay: str) -> None:
+    settings = tomllib.loads((K8S / "base" / "game-session" / "config.toml").read_text())
+    max_streams = settings["game"]["max_streams"]
+    for doc in docs:
+        if doc.get("kind") == "HorizontalPodAutoscaler" and doc["metadata"]["name"] == "game-session":
+            (target,) = [
+                int(m["pods"]["target"]["averageValue"])
+                for m in doc["spec"]["metrics"]
+                if m["type"] == "Pods" and m["pods"]["metric"]["name"] == "basra_game_open_streams"
+            ]
+            carried = doc["spec"]["maxReplicas"] * target
+            if carried < PLAYERS:
+                problem(f"{overlay}: HPA/game-session", f"maxReplicas x {target} streams = {carried} < {PLAYERS} players")
+            if target >= max_streams:
+                problem(f"{overlay}: HPA/game-session", f"target {target} streams is not below game.max_streams {max_streams}")
+        if doc.get("kind") == "Deployment" and doc["metadata"]["name"] == "game-session":
+            (container,) = [c for c in doc["spec"]["template"]["spec"]["containers"] if c["name"] == "game-session"]
+            limit = quantity_mib(container["resources"]["limits"]["memory"])
+            need = max_streams * STREAM_KIB / 1024 + IDLE_MIB
+            if limit < need:
+                problem(f"{overlay}: Deployment/game-session", f"memory limit {limit:.0f} MiB < {need:.0f} MiB for {max_streams} streams")
+
+
+def cost_sheet(path: pathlib.Path) -> list[str]:
+    text = path.read_text()
+    start = text.find("| part | load | per-unit figure |")
+    if start < 0:
+        problem(str(path.relative_to(ROOT)), "no cost sheet table")
+        return []
+    return text[start:].split("\n\n", 1)[0].splitlines()
+
+
+def check_cost_sheet() -> None:
+    if cost_sheet(ROOT / "deploy/README.md") != cost_sheet(ROOT / "docs/performance.md"):
+        problem("deploy/README.md", "the capacity table differs from docs/performance.md's cost sheet")
+
+
 def check_release_build() -> None:
     """The image's build step is the script `make release` runs, with the same crates."""
     dockerfile = (ROOT / "deploy/docker/Dockerfile").read_text()
@@ -228,6 +284,7 @@ def main() -> int:
     for overlay in overlays:
         docs = render(overlay)
         check_routes(docs, overlay.name)
+        check_capacity(docs, overlay.name)
         for doc in docs:
             where = f"{overlay.name}: {doc.get('kind')}/{doc.get('metadata', {}).get('name')}"
             validate_object(doc, where, crds)
@@ -235,6 +292,7 @@ def main() -> int:
                 check_deployment(doc, where)
             counted += 1
     check_release_build()
+    check_cost_sheet()
     for line in problems:
         print(f"k8s-check: {line}", file=sys.stderr)
     if problems:
