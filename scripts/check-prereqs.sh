@@ -60,6 +60,7 @@ have npm || need "npm (the web page's packages)" "apt-get install npm"
 [ -x "$CHROMIUM" ] || need "chromium at $CHROMIUM (browser tests)" "apt-get install chromium (or set CHROMIUM)"
 have prometheus || need "prometheus (tests/it/prometheus.rs runs it)" "apt-get install prometheus"
 have openssl || need "openssl (game-session's pod-cost test)" "apt-get install openssl"
+have pg_dump && have pg_restore || need "pg_dump and pg_restore (tests/it/backup.rs)" "apt-get install postgresql-client"
 
 if [ "$scope" = ci ]; then
   have promtool || need "promtool (make k8s-check)" "apt-get install prometheus"
