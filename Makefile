@@ -10,7 +10,7 @@ export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 
-.PHONY: help deps run web api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak
+.PHONY: help deps run web api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short chaos-upgrade soak
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -107,6 +107,15 @@ chaos: ## The fault suite, long form: 100 matches per scenario, PostgreSQL down 
 chaos-short: ## The fault suite, short form: a few matches per scenario, ~2 minutes (CI runs it)
 	$(chaos_build)
 	$(CHAOS_BIN_DIR)/examples/chaos --bin-dir $(CHAOS_BIN_DIR) --short $(CHAOS_FLAGS)
+
+# The previous release: the commit that last recorded the API as released (make
+# api-release), unless PREVIOUS_RELEASE names another; built once into PREVIOUS_DIR.
+PREVIOUS_RELEASE ?= $(shell git log -1 --format=%H -- api/released.binpb)
+PREVIOUS_DIR ?= $(CARGO_TARGET_DIR_OR_TARGET)/previous-release
+chaos-upgrade: ## Rolling upgrade rehearsed: the previous release's game-session beside this one's (builds it once: ~30 min)
+	$(chaos_build)
+	tests/chaos/previous-release.sh $(PREVIOUS_RELEASE) $(PREVIOUS_DIR) $(CHAOS_PROFILE)
+	$(CHAOS_BIN_DIR)/examples/chaos --bin-dir $(CHAOS_BIN_DIR) --short --only u --old-bin-dir $(PREVIOUS_DIR)/bin $(CHAOS_FLAGS)
 
 soak: ## Bots play through the real services for MINUTES (default 30); RSS, errors, matches, outbox lag
 	$(chaos_build)
