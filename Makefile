@@ -10,7 +10,7 @@ export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 
-.PHONY: help deps run web api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak sdk
+.PHONY: help deps run web api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak sdk chaos-upgrade
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -113,6 +113,15 @@ chaos-short: ## The fault suite, short form: a few matches per scenario, ~2 minu
 	$(chaos_build)
 	$(CHAOS_BIN_DIR)/examples/chaos --bin-dir $(CHAOS_BIN_DIR) --short $(CHAOS_FLAGS)
 
+# The previous release: the commit that last recorded the API as released (make
+# api-release), unless PREVIOUS_RELEASE names another; built once into PREVIOUS_DIR.
+PREVIOUS_RELEASE ?= $(shell git log -1 --format=%H -- api/released.binpb)
+PREVIOUS_DIR ?= $(CARGO_TARGET_DIR_OR_TARGET)/previous-release
+chaos-upgrade: ## Rolling upgrade rehearsed: the previous release's game-session beside this one's (builds it once: ~30 min)
+	$(chaos_build)
+	tests/chaos/previous-release.sh $(PREVIOUS_RELEASE) $(PREVIOUS_DIR) $(CHAOS_PROFILE)
+	$(CHAOS_BIN_DIR)/examples/chaos --bin-dir $(CHAOS_BIN_DIR) --short --only u --old-bin-dir $(PREVIOUS_DIR)/bin $(CHAOS_FLAGS)
+
 soak: ## Bots play through the real services for MINUTES (default 30); RSS, errors, matches, outbox lag
 	$(chaos_build)
 	$(CHAOS_BIN_DIR)/examples/chaos --bin-dir $(CHAOS_BIN_DIR) --soak $(MINUTES)
@@ -137,6 +146,7 @@ fmt: ## Format the code
 
 k8s-check: ## Validate deploy/: render + validate every Kubernetes object, promtool on the alert rules
 	python3 deploy/k8s/check.py
+	python3 deploy/grafana/dashboards.py --check
 	promtool check rules deploy/prometheus/alerts.yaml
 	promtool test rules deploy/prometheus/alerts_test.yaml
 
@@ -146,8 +156,8 @@ release: ## Build the release binaries into dist/ exactly as the images do (depl
 TAG ?= latest
 IMAGE_PREFIX ?= basra
 IMAGE_BUILDER ?= $(shell command -v podman || command -v buildah || command -v docker)
-images: ## Build the four images (deploy/docker/Dockerfile) with podman, buildah or docker; TAG=…
+images: ## Build the five images (deploy/docker/Dockerfile) with podman, buildah or docker; TAG=…
 	@test -n "$(IMAGE_BUILDER)" || { echo "no podman, buildah or docker here: see deploy/README.md" >&2; exit 1; }
-	for target in accounts matchmaking game-session basra; do \
+	for target in accounts matchmaking game-session basra web; do \
 	  $(IMAGE_BUILDER) build -f deploy/docker/Dockerfile --target $$target -t $(IMAGE_PREFIX)/$$target:$(TAG) . || exit 1; \
 	done

@@ -62,6 +62,7 @@ have prometheus || need "prometheus (tests/it/prometheus.rs runs it)" "apt-get i
 have openssl || need "openssl (game-session's pod-cost test)" "apt-get install openssl"
 jvm_missing=$("$(dirname "$0")/../clients/jvm/build.sh" --check 2>&1) ||
   need "the JVM client's JDK, protoc and jars (clients/jvm)" "apt-get install $jvm_missing"
+have pg_dump && have pg_restore || need "pg_dump and pg_restore (tests/it/backup.rs)" "apt-get install postgresql-client"
 
 if [ "$scope" = ci ]; then
   have promtool || need "promtool (make k8s-check)" "apt-get install prometheus"

@@ -5,12 +5,19 @@
 - Every built-in object passes kubernetes-validate in strict mode (unknown fields are
   errors) for each Kubernetes version in VERSIONS: the oldest we support and the newest
   the installed kubernetes-validate knows.
-- Every custom resource (Gateway, GRPCRoute) is validated against the openAPIV3Schema of
+- Every custom resource (Gateway, GRPCRoute, HTTPRoute) is validated against the openAPIV3Schema of
   its CRD, vendored in deploy/k8s/crds, also strictly: an unknown field is an error
   (the API server would silently drop it).
 - The manifests agree with the services: each Deployment's gRPC probes and ports match
   its settings file's listen port and the service's health name in the source, and the
   termination grace period covers the preStop pause plus the drain.
+- Browsers reach what native clients reach: the HTTPRoute of the web listener sends each
+  gRPC service the GRPCRoute routes (its path prefix `/<service>/`, gRPC-Web) to the same
+  backend, and every ConfigMap a Deployment reads a setting from is in the overlay.
+- Capacity follows the measured figures (deploy/README.md, "Capacity per pod"): the
+  game-session HPA's maxReplicas x its streams target carries the cost sheet's players,
+  the target stays below game.max_streams, the memory limit covers max_streams streams,
+  and deploy/README.md's copy of the cost sheet equals docs/performance.md's.
 - The Dockerfile builds with the script `make release` runs.
 
 Exit status 1 with one line per problem; 0 and a summary line when all is well.
@@ -166,6 +173,86 @@ def check_deployment(doc: dict, where: str) -> None:
         problem(where, "resource requests and limits are not both set")
 
 
+def check_routes(docs: list[dict], overlay: str) -> None:
+    """gRPC-Web paths route as the GRPCRoute does; env settings' ConfigMaps exist."""
+    grpc, web = {}, {}
+    for doc in docs:
+        for rule in doc.get("spec", {}).get("rules", []) if doc.get("kind") in ("GRPCRoute", "HTTPRoute") else []:
+            backends = [(b["name"], b.get("port")) for b in rule.get("backendRefs", [])]
+            for match in rule.get("matches", []):
+                if doc["kind"] == "GRPCRoute" and "service" in match.get("method", {}):
+                    grpc[match["method"]["service"]] = backends
+                elif doc["kind"] == "HTTPRoute" and "path" in match:
+                    web[match["path"]["value"]] = backends
+    for service, backends in grpc.items():
+        if web.get(f"/{service}/") != backends:
+            problem(f"{overlay}: HTTPRoute", f"gRPC-Web path /{service}/ does not go to {backends} as the GRPCRoute does")
+    if grpc and "/" not in web:
+        problem(f"{overlay}: HTTPRoute", "no rule for the page (/)")
+    config_maps = {d["metadata"]["name"] for d in docs if d.get("kind") == "ConfigMap"}
+    for doc in docs:
+        if doc.get("kind") != "Deployment":
+            continue
+        for container in doc["spec"]["template"]["spec"]["containers"]:
+            for env in container.get("env", []):
+                ref = env.get("valueFrom", {}).get("configMapKeyRef")
+                if ref and ref["name"] not in config_maps:
+                    problem(f"{overlay}: Deployment/{doc['metadata']['name']}",
+                            f"env {env['name']} reads ConfigMap {ref['name']}, not in the overlay")
+
+
+# The cost sheet's players, and the measured memory of one stream with its connection
+# (the top of the measured 35-37 KiB) and of a replica with none (docs/performance.md).
+PLAYERS = 100_000
+STREAM_KIB = 37
+IDLE_MIB = 13
+
+
+def quantity_mib(value: str) -> float:
+    units = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024}
+    for unit, factor in units.items():
+        if value.endswith(unit):
+            return float(value[: -len(unit)]) * factor
+    return float(value) / (1024 * 1024)
+
+
+def check_capacity(docs: list[dict], overlay: str) -> None:
+    settings = tomllib.loads((K8S / "base" / "game-session" / "config.toml").read_text())
+    max_streams = settings["game"]["max_streams"]
+    for doc in docs:
+        if doc.get("kind") == "HorizontalPodAutoscaler" and doc["metadata"]["name"] == "game-session":
+            (target,) = [
+                int(m["pods"]["target"]["averageValue"])
+                for m in doc["spec"]["metrics"]
+                if m["type"] == "Pods" and m["pods"]["metric"]["name"] == "basra_game_open_streams"
+            ]
+            carried = doc["spec"]["maxReplicas"] * target
+            if carried < PLAYERS:
+                problem(f"{overlay}: HPA/game-session", f"maxReplicas x {target} streams = {carried} < {PLAYERS} players")
+            if target >= max_streams:
+                problem(f"{overlay}: HPA/game-session", f"target {target} streams is not below game.max_streams {max_streams}")
+        if doc.get("kind") == "Deployment" and doc["metadata"]["name"] == "game-session":
+            (container,) = [c for c in doc["spec"]["template"]["spec"]["containers"] if c["name"] == "game-session"]
+            limit = quantity_mib(container["resources"]["limits"]["memory"])
+            need = max_streams * STREAM_KIB / 1024 + IDLE_MIB
+            if limit < need:
+                problem(f"{overlay}: Deployment/game-session", f"memory limit {limit:.0f} MiB < {need:.0f} MiB for {max_streams} streams")
+
+
+def cost_sheet(path: pathlib.Path) -> list[str]:
+    text = path.read_text()
+    start = text.find("| part | load | per-unit figure |")
+    if start < 0:
+        problem(str(path.relative_to(ROOT)), "no cost sheet table")
+        return []
+    return text[start:].split("\n\n", 1)[0].splitlines()
+
+
+def check_cost_sheet() -> None:
+    if cost_sheet(ROOT / "deploy/README.md") != cost_sheet(ROOT / "docs/performance.md"):
+        problem("deploy/README.md", "the capacity table differs from docs/performance.md's cost sheet")
+
+
 def check_release_build() -> None:
     """The image's build step is the script `make release` runs, with the same crates."""
     dockerfile = (ROOT / "deploy/docker/Dockerfile").read_text()
@@ -195,13 +282,17 @@ def main() -> int:
     counted = 0
     overlays = sorted(p for p in (K8S / "overlays").iterdir() if p.is_dir())
     for overlay in overlays:
-        for doc in render(overlay):
+        docs = render(overlay)
+        check_routes(docs, overlay.name)
+        check_capacity(docs, overlay.name)
+        for doc in docs:
             where = f"{overlay.name}: {doc.get('kind')}/{doc.get('metadata', {}).get('name')}"
             validate_object(doc, where, crds)
             if doc.get("kind") == "Deployment":
                 check_deployment(doc, where)
             counted += 1
     check_release_build()
+    check_cost_sheet()
     for line in problems:
         print(f"k8s-check: {line}", file=sys.stderr)
     if problems:

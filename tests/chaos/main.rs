@@ -3,7 +3,9 @@
 //! game-session replica SIGKILLed, PostgreSQL stopped, Redis SIGKILLed and restarted,
 //! latency, resets and blackholes on the store links, a matchmaking replica SIGKILLed,
 //! saturation, the resume storm of a replica's thousands of streams, and a Redis Cluster
-//! primary SIGKILLed. Prints a table (scenario, matches, events checked, lost,
+//! primary SIGKILLed, Redis restored from a backup; and, apart (`make chaos-upgrade`),
+//! the rolling upgrade from the
+//! previous release (scenario u, [`upgrade`]). Prints a table (scenario, matches, events checked, lost,
 //! duplicated, recorded twice or not at all, DISCONNECTED announced for connected
 //! players, automatic plays of connected players, resume p50/max, time to recover) and
 //! exits non-zero when a promise broke.
@@ -11,8 +13,9 @@
 //! ```text
 //! cargo build -p accounts -p game-session -p matchmaking -p basra-e2e --example chaos
 //! target/debug/examples/chaos --bin-dir target/debug [--short] [--matches N]
-//!     [--saturation N] [--pg-down S] [--blackhole S] [--target-score N] [--storm N] [--only abcdefgh]
+//!     [--saturation N] [--pg-down S] [--blackhole S] [--target-score N] [--storm N] [--only abcdefghr]
 //! target/debug/examples/chaos --bin-dir target/debug --soak MINUTES
+//! target/debug/examples/chaos --bin-dir target/debug --only u --old-bin-dir DIR   # make chaos-upgrade
 //! ```
 //!
 //! Everything it starts lives under a fresh directory in the system temp dir (kept when a
@@ -26,6 +29,7 @@ mod report;
 mod scenarios;
 mod soak;
 mod stack;
+mod upgrade;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -40,6 +44,7 @@ struct Args {
     size: Size,
     only: String,
     soak_minutes: Option<u64>,
+    old_bin_dir: Option<PathBuf>,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -65,8 +70,9 @@ fn parse_args() -> anyhow::Result<Args> {
                 storm_streams: 2000,
             }
         },
-        only: "abcdefgh".into(),
+        only: "abcdefghr".into(),
         soak_minutes: None,
+        old_bin_dir: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -89,9 +95,11 @@ fn parse_args() -> anyhow::Result<Args> {
             "--storm" => args.size.storm_streams = number()? as usize,
             "--only" => args.only = value,
             "--soak" => args.soak_minutes = Some(number()?),
+            "--old-bin-dir" => args.old_bin_dir = Some(PathBuf::from(&value)),
             other => bail!(
                 "unknown flag {other}; flags: --bin-dir DIR --short --matches N --saturation N \
-                 --pg-down S --blackhole S --target-score N --storm N --only abcdefgh --soak MINUTES"
+                 --pg-down S --blackhole S --target-score N --storm N --only abcdefghru --soak MINUTES \
+                 --old-bin-dir DIR"
             ),
         }
     }
@@ -141,7 +149,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
             'f' => scenarios::saturation(&mut stack, &db, &args.size).await,
             'g' => scenarios::resume_storm(&mut stack, args.size.storm_streams).await,
             'h' => scenarios::kill_cluster_primary(&mut stack, &db, &args.size).await,
-            other => bail!("no scenario {other}; scenarios: abcdefgh"),
+            'r' => scenarios::restore_redis(&mut stack, &db, &args.size).await,
+            'u' => match &args.old_bin_dir {
+                Some(old) => upgrade::rolling_upgrade(&mut stack, &db, &args.size, old).await,
+                None => bail!("scenario u needs --old-bin-dir (make chaos-upgrade builds it)"),
+            },
+            other => bail!("no scenario {other}; scenarios: abcdefghr, and u (make chaos-upgrade)"),
         };
         let mut row = row.unwrap_or_else(|err| {
             let mut row = report::Row::new(&format!("{letter}. (did not run)"), 0);

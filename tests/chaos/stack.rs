@@ -107,6 +107,77 @@ impl Redis {
         self.kill();
         self.spawn().await
     }
+
+    /// A backup as an operator takes one: `BGSAVE`, then a copy of the RDB file at `to`.
+    pub async fn backup(&self, to: &Path) -> anyhow::Result<()> {
+        let cli = |args: &[&str]| -> anyhow::Result<String> {
+            let out = Command::new("redis-cli")
+                .args(["-p", &self.port.to_string()])
+                .args(args)
+                .output()
+                .context("redis-cli must be installed (apt-get install redis-tools)")?;
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        };
+        let before = cli(&["LASTSAVE"])?;
+        cli(&["BGSAVE"])?;
+        let started = Instant::now();
+        while cli(&["LASTSAVE"])? == before
+            || cli(&["INFO", "persistence"])?.contains("rdb_bgsave_in_progress:1")
+        {
+            if started.elapsed() > Duration::from_secs(20) {
+                bail!("BGSAVE did not finish within 20 s");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        std::fs::copy(self.dir.join("dump.rdb"), to)?;
+        Ok(())
+    }
+
+    /// The restore of deploy/README.md ("Back up and restore Redis"): stopped, its AOF
+    /// gone (as when the disk holding it is lost), the backup as its RDB, started with
+    /// `appendonly no` so that it loads the RDB, then `CONFIG SET appendonly yes` (the AOF
+    /// rewritten from memory).
+    pub async fn restore(&mut self, backup: &Path) -> anyhow::Result<()> {
+        self.kill();
+        let _ = std::fs::remove_dir_all(self.dir.join("appendonlydir"));
+        std::fs::copy(backup, self.dir.join("dump.rdb"))?;
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--appendonly",
+                "no",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ])
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("--logfile")
+            .arg(self.dir.join("redis.log"))
+            .stdout(Stdio::null())
+            .spawn()
+            .context("redis-server must be installed (apt-get install redis-server)")?;
+        self.child = Some(child);
+        wait_port(self.port, "redis-server", Duration::from_secs(20)).await?;
+        let out = Command::new("redis-cli")
+            .args([
+                "-p",
+                &self.port.to_string(),
+                "CONFIG",
+                "SET",
+                "appendonly",
+                "yes",
+            ])
+            .output()?;
+        if !String::from_utf8_lossy(&out.stdout).contains("OK") {
+            bail!(
+                "CONFIG SET appendonly yes: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        Ok(())
+    }
 }
 
 impl Drop for Redis {
@@ -475,6 +546,39 @@ impl Service {
         }
     }
 
+    /// SIGTERM, as Kubernetes stops a pod: the service drains (health NOT_SERVING, open
+    /// streams told to resume elsewhere) and exits; SIGKILL after `within`.
+    pub async fn terminate(&mut self, within: Duration) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let started = Instant::now();
+        while started.elapsed() < within {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// Runs `binary` of `bin_dir` from its next start on (same port, settings and log):
+    /// an upgraded pod in place of the old one.
+    pub fn set_binary(&mut self, bin_dir: &Path, binary: &str) {
+        self.binary = bin_dir.join(binary);
+    }
+
+    /// Rewrites its settings file with `change` (takes effect at its next start).
+    pub fn edit_config(&self, change: impl FnOnce(String) -> String) -> anyhow::Result<()> {
+        let text = std::fs::read_to_string(&self.config)?;
+        std::fs::write(&self.config, change(text))?;
+        Ok(())
+    }
+
     /// Resident memory in KiB (`/proc/<pid>/status`), while it runs.
     pub fn rss_kib(&self) -> Option<u64> {
         let pid = self.child.as_ref()?.id();
@@ -627,6 +731,25 @@ impl Stack {
         let config = game_config(&self.keys, redis_url, &self.accounts.url(), i, self.tuning)
             .replace("replica = \"game-", &format!("replica = \"{name}-"));
         Service::new(&self.dir, &self.bin_dir, name, "game-session", config)
+    }
+
+    /// [`Stack::game_replica`] running the `game-session` binary of `bin_dir` (another
+    /// release's).
+    pub fn game_replica_from(
+        &self,
+        bin_dir: &Path,
+        name: &str,
+        redis_url: &str,
+        i: usize,
+    ) -> anyhow::Result<Service> {
+        let config = game_config(&self.keys, redis_url, &self.accounts.url(), i, self.tuning)
+            .replace("replica = \"game-", &format!("replica = \"{name}-"));
+        Service::new(&self.dir, bin_dir, name, "game-session", config)
+    }
+
+    /// The directory of this code's service binaries.
+    pub fn bin_dir(&self) -> &Path {
+        &self.bin_dir
     }
 
     /// Starts again every service that is not running (after a scenario killed one).

@@ -13,8 +13,22 @@ fn deploy(path: &str) -> PathBuf {
         .join(path)
 }
 
+/// A value of the `basra-environment` ConfigMap an overlay generates (`- key=value`).
+fn overlay_environment(overlay: &str, key: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../deploy/k8s/overlays")
+        .join(overlay)
+        .join("kustomization.yaml");
+    let text = std::fs::read_to_string(&path).expect("the overlay");
+    text.lines()
+        .find_map(|line| line.trim().strip_prefix(&format!("- {key}=")))
+        .unwrap_or_else(|| panic!("{key} in {}", path.display()))
+        .to_owned()
+}
+
 /// The environment a service's pod gets: the settings file, and every `BASRA_…` variable
-/// its Deployment names (values from Secrets and the pod, stood in for here).
+/// its Deployment names (values from Secrets and the pod stood in for here; those of the
+/// `basra-environment` ConfigMap as the dev overlay generates them).
 fn pod_env(service: &str) -> Vec<(String, String)> {
     let deployment = std::fs::read_to_string(deploy(&format!("{service}/deployment.yaml")))
         .expect("deployment.yaml");
@@ -33,13 +47,17 @@ fn pod_env(service: &str) -> Vec<(String, String)> {
             continue;
         }
         let value = if name.ends_with("DATABASE__URL") {
-            "postgres://basra@postgres:5432/basra"
+            "postgres://basra@postgres:5432/basra".to_owned()
         } else if name.ends_with("__URL") {
-            "redis://redis:6379"
+            "redis://redis:6379".to_owned()
+        } else if name.ends_with("__ALLOWED_ORIGINS") {
+            overlay_environment("dev", "allowed_origins")
+        } else if name.ends_with("__OTLP_ENDPOINT") {
+            overlay_environment("dev", "otlp_endpoint")
         } else {
-            "stand-in"
+            "stand-in".to_owned()
         };
-        env.push((name, value.to_owned()));
+        env.push((name, value));
     }
     assert!(env.len() > 1, "{service}: no BASRA_ variables found");
     env

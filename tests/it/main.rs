@@ -3,6 +3,7 @@
 //! library (`harness.rs`).
 
 mod admin;
+mod backup;
 mod deploy_config;
 mod e2e;
 mod identity;

@@ -1,7 +1,9 @@
 //! The metrics contract: every `basra_*` metric that the deployment reads — the
 //! game-session autoscaler (deploy/k8s/overlays/prod/autoscaling.yaml), the
 //! prometheus-adapter rules and the alert rules (deploy/prometheus/) — is served by the
-//! running services on `GET /metrics`, and the autoscaler's metric counts open streams.
+//! running services on `GET /metrics` (the dashboards' queries are proven against a real
+//! Prometheus by `prometheus.rs`), the autoscaler's metric counts open streams, and each
+//! service serves the RED metrics of its calls and the process's figures.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -114,6 +116,36 @@ async fn every_metric_the_deployment_reads_is_served() {
         ),
         Some(1.0)
     );
+
+    // Every service counts its calls by method and status (the RED metrics) and serves
+    // the process's figures.
+    for (text, series) in [
+        (
+            &accounts,
+            "basra_grpc_server_handled_total{grpc_service=\"basra.accounts.v1.AccountsService\",grpc_method=\"GuestLogin\",grpc_type=\"unary\",grpc_code=\"OK\"}",
+        ),
+        (
+            &matchmaking,
+            "basra_grpc_server_handled_total{grpc_service=\"basra.matchmaking.v1.MatchmakingService\",grpc_method=\"CreateRoom\",grpc_type=\"unary\",grpc_code=\"OK\"}",
+        ),
+        (
+            &game,
+            "basra_grpc_server_streams_open{grpc_service=\"basra.game.v1.GameService\",grpc_method=\"Play\",grpc_type=\"bidi_stream\"}",
+        ),
+        (
+            &game,
+            "basra_grpc_server_msg_sent_total{grpc_service=\"basra.game.v1.GameService\",grpc_method=\"Play\",grpc_type=\"bidi_stream\"}",
+        ),
+    ] {
+        assert!(
+            sample(text, series).unwrap_or(0.0) >= 1.0,
+            "{series} in\n{text}"
+        );
+    }
+    for text in [&game, &accounts, &matchmaking] {
+        assert!(sample(text, "process_resident_memory_bytes").unwrap_or(0.0) > 0.0);
+        assert!(sample(text, "process_open_fds").unwrap_or(0.0) > 0.0);
+    }
 
     let served: BTreeSet<String> = [&game, &accounts, &matchmaking]
         .iter()

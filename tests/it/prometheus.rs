@@ -3,7 +3,8 @@
 //! ports filled in, two game-session replicas holding different numbers of Play streams,
 //! then the game-session HPA's query — prometheus-adapter's `metricsQuery` from
 //! adapter-config.yaml, filled in as the adapter does for the pods — answers one value per
-//! pod, and every alert rule of alerts.yaml evaluates without error. Needs Debian's
+//! pod, every alert rule of alerts.yaml evaluates without error, and every panel's query
+//! of every Grafana dashboard in deploy/grafana answers with data. Needs Debian's
 //! `prometheus` binary (`.ci/run` installs it); fails when it is missing.
 
 use std::net::TcpListener;
@@ -58,6 +59,21 @@ async fn prometheus_scrapes_the_services_and_answers_the_hpa_query() {
         ("GAME_SESSION_1_PORT", two.game.port()),
     ]);
 
+    // All four targets scraped, with the labels the adapter and the alerts group by, before
+    // anything is played: a series' first scrape must come before its first increase.
+    let up = prometheus
+        .query_until("up", |result| targets(result).len() == 4)
+        .await;
+    assert_eq!(
+        targets(&up),
+        [
+            "accounts/accounts-0 up=1",
+            "game-session/game-session-0 up=1",
+            "game-session/game-session-1 up=1",
+            "matchmaking/matchmaking-0 up=1",
+        ]
+    );
+
     // A match against the computer on the first replica, then streams held open by
     // players of their own (one unfinished room each).
     let ana = sign_in(&first, "prometheus-ana").await;
@@ -83,20 +99,6 @@ async fn prometheus_scrapes_the_services_and_answers_the_hpa_query() {
             held.push(open_stream(backend, &format!("prometheus-{pod}-{n}")).await);
         }
     }
-
-    // All four targets scraped, with the labels the adapter and the alerts group by.
-    let up = prometheus
-        .query_until("up", |result| targets(result).len() == 4)
-        .await;
-    assert_eq!(
-        targets(&up),
-        [
-            "accounts/accounts-0 up=1",
-            "game-session/game-session-0 up=1",
-            "game-session/game-session-1 up=1",
-            "matchmaking/matchmaking-0 up=1",
-        ]
-    );
 
     // The HPA's metric, one value per game-session pod: its open streams.
     let query = hpa_query();
@@ -124,10 +126,83 @@ async fn prometheus_scrapes_the_services_and_answers_the_hpa_query() {
             .await;
     }
 
+    // A quick match between two players: the queue and its time to a match move.
+    let (bo, cy) = (
+        sign_in(&first, "prometheus-bo").await,
+        sign_in(&first, "prometheus-cy").await,
+    );
+    // Bo waits long enough for the queue's sweep (every second) to count the ticket.
+    let (seat_bo, seat_cy) = tokio::join!(lobby::find_match(&bo, false, false, 2, false), async {
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        lobby::find_match(&cy, false, false, 2, false).await
+    });
+    assert_eq!(
+        seat_bo.expect("matched").room_id,
+        seat_cy.expect("matched").room_id
+    );
+
+    // Every panel of every dashboard answers with data.
+    let mut empty = Vec::new();
+    let queries = dashboard_queries();
+    assert!(queries.len() > 50, "{} queries", queries.len());
+    for (panel, query) in &queries {
+        let result = prometheus.query_until(query, has_a_value).await;
+        if !has_a_value(&result) {
+            empty.push(format!("{panel}: {query} -> {result:?}"));
+        }
+    }
+    assert!(
+        empty.is_empty(),
+        "dashboard queries without data:\n{}",
+        empty.join("\n")
+    );
+
     drop(held);
     drop(prometheus);
     first.stop().await.unwrap();
     second.stop().await.unwrap();
+}
+
+/// Every `expr` of every dashboard in deploy/grafana, with `file: panel title`.
+fn dashboard_queries() -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/grafana");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("deploy/grafana")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 4,
+        "an overview and one per service: {files:?}"
+    );
+    let mut queries = Vec::new();
+    for file in files {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let dashboard: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).expect(&name);
+        for panel in dashboard["panels"].as_array().expect("panels") {
+            let targets = panel["targets"].as_array().expect("targets");
+            assert!(!targets.is_empty(), "{name}: {panel}");
+            for target in targets {
+                let expr = target["expr"].as_str().expect("expr");
+                // A dashboard variable would need Grafana to fill it in.
+                assert!(!expr.contains('$'), "{name}: {expr}");
+                queries.push((format!("{name}: {}", panel["title"]), expr.to_owned()));
+            }
+        }
+    }
+    queries
+}
+
+/// Whether a result holds a sample with a number (not NaN: a quantile of nothing).
+fn has_a_value(result: &[Value]) -> bool {
+    result.iter().any(|sample| {
+        sample["value"][1]
+            .as_str()
+            .and_then(|value| value.parse::<f64>().ok())
+            .is_some_and(f64::is_finite)
+    })
 }
 
 /// The `relabel_configs` block of a scrape config file.

@@ -6,10 +6,10 @@
 //! | [`telemetry`] | tracing with an `EnvFilter`, JSON logs in production, OpenTelemetry OTLP export when an endpoint is set |
 //! | [`auth`] | Ed25519 JWT access tokens: issuing, verifying, and the tower [`AuthLayer`] that puts the verified [`Caller`] into each request |
 //! | [`error`] | the one mapping from service errors to gRPC status codes; internal errors are logged, never shown |
-//! | [`serve`](mod@serve) | the gRPC server: auth, health, reflection, graceful drain |
+//! | [`serve`](mod@serve) | the gRPC server: auth, RED metrics, health, reflection, graceful drain |
 //! | [`shutdown`] | a [`CancellationToken`](tokio_util::sync::CancellationToken) cancelled on SIGTERM or SIGINT |
 //! | [`redis`](mod@redis) | one Redis layer: a single node or a cluster by the URL setting, key prefix and hash tags, scripts, sharded pub/sub with resubscription |
-//! | [`metrics`] | Prometheus metrics (`prometheus-client`) served on `GET /metrics` |
+//! | [`metrics`] | Prometheus metrics (`prometheus-client`) served on `GET /metrics`, with the RED metrics of every call (by method and status code) and the process's figures |
 //! | [`client_addr`] | the client's address behind trusted proxies (`forwarded`, `x-forwarded-for`), for per-address limits |
 //! | [`presence`] | telling accounts which players are in a match or in the queue (their friends see it) |
 //! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts, sign-ups), on `governor` |

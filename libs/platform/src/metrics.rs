@@ -7,8 +7,20 @@
 //! Names start with `basra_<service>_`; counters end in `_total` (the crate adds it).
 //! The names the autoscaler and the alert rules in `deploy/` use are a contract, checked
 //! against the running services by `tests/it/metrics.rs` of the end-to-end suite.
+//!
+//! Beside a service's own metrics, every `/metrics` answer carries what the platform
+//! measures alike for all: the RED metrics of every gRPC call ([`rpc`], by method and
+//! status code, counted by the [`RpcLayer`] that [`serve`](crate::serve) installs) and
+//! the process's figures ([`process`]: CPU, memory, file descriptors, threads).
 
-use std::{net::SocketAddr, sync::Arc};
+mod frames;
+pub mod process;
+pub mod rpc;
+
+use std::{
+    net::SocketAddr,
+    sync::{Arc, LazyLock},
+};
 
 use axum::{Router, extract::State, http::header, response::IntoResponse, routing::get};
 use prometheus_client::registry::Registry;
@@ -17,6 +29,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use prometheus_client;
+pub use rpc::{RpcLayer, RpcMetrics};
 
 use crate::config::Validate;
 
@@ -51,11 +64,27 @@ impl Validate for MetricsSettings {
     }
 }
 
-/// The registry's metrics in the OpenMetrics text format.
+/// The metrics every service of this process serves alike: the shared
+/// [`RpcMetrics`] and the [`process::ProcessCollector`].
+pub fn platform_registry() -> &'static Registry {
+    static PLATFORM: LazyLock<Registry> = LazyLock::new(|| {
+        let mut registry = Registry::default();
+        RpcMetrics::shared().register(&mut registry);
+        registry.register_collector(Box::new(process::ProcessCollector));
+        registry
+    });
+    &PLATFORM
+}
+
+/// The registry's metrics followed by the [`platform_registry`]'s, in the OpenMetrics
+/// text format.
 pub fn render(registry: &Registry) -> String {
+    use prometheus_client::encoding::text::{encode_eof, encode_registry};
     let mut text = String::new();
     // Writing into a String cannot fail.
-    let _ = prometheus_client::encoding::text::encode(&mut text, registry);
+    let _ = encode_registry(&mut text, registry);
+    let _ = encode_registry(&mut text, platform_registry());
+    let _ = encode_eof(&mut text);
     text
 }
 

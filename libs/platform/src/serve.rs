@@ -1,5 +1,8 @@
 //! The gRPC server every service runs: its routes behind the [`AuthLayer`],
-//! plus gRPC health and reflection, and a graceful, bounded shutdown. Browsers reach
+//! plus gRPC health and reflection, and a graceful, bounded shutdown. Every call is
+//! measured (rate, errors, duration by method and status code) by the
+//! [`RpcLayer`](crate::metrics::RpcLayer) into the process's shared
+//! [`RpcMetrics`](crate::metrics::RpcMetrics). Browsers reach
 //! the same routes through gRPC-Web (HTTP/1.1 or HTTP/2, `tonic-web`), from the web
 //! origins the settings allow (CORS, `tower-http`).
 
@@ -150,6 +153,9 @@ pub async fn serve(
         tls,
     } = options.into();
     let local_addr = listener.local_addr().ok();
+    let rpc_metrics = crate::metrics::RpcMetrics::shared();
+    rpc_metrics.prepare(service_names);
+    rpc_metrics.prepare(&[HEALTH_SERVICE]);
     let (reporter, health) = tonic_health::server::health_reporter();
     set_status(&reporter, service_names, ServingStatus::Serving).await;
     let routes = routes
@@ -202,9 +208,13 @@ pub async fn serve(
         .accept_http1(true)
         // Outermost first: CORS answers a browser's preflight before auth, and adds
         // its headers to every answer (auth's refusals too, so a page can read them);
-        // gRPC-Web is translated to gRPC before auth and the services see it.
+        // gRPC-Web is translated to gRPC before the RED metrics and auth, and the
+        // services see it.
         .layer(cors(&allowed_origins))
         .layer(tonic_web::GrpcWebLayer::new())
+        // Inside gRPC-Web (it sees plain gRPC: the status in trailers), outside auth
+        // (refusals count).
+        .layer(crate::metrics::RpcLayer::new(rpc_metrics.clone()))
         .layer(auth)
         .add_routes(routes)
         .serve_with_incoming_shutdown(incoming, stop.clone().cancelled_owned());

@@ -141,6 +141,24 @@ impl GameSession {
                 metrics.draining.set(1);
             }
         });
+        tokio::spawn({
+            // The rooms this replica serves, for the dashboards' "matches running".
+            let (metrics, hub) = (Arc::clone(&core.metrics), Arc::clone(&core.hub));
+            let shutdown = shutdown.clone();
+            async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(1));
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {
+                            metrics
+                                .rooms_watched
+                                .set(i64::try_from(hub.rooms()).unwrap_or(i64::MAX));
+                        }
+                        () = shutdown.cancelled() => return,
+                    }
+                }
+            }
+        });
         tokio::spawn(Arc::clone(&core.hub).run(store.notices(), shutdown.clone()));
         tokio::spawn(Arc::clone(&core.hub).run_resync(
             Arc::clone(&store),

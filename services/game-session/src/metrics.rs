@@ -28,6 +28,8 @@ pub struct GameMetrics {
     registry: Arc<Registry>,
     /// Play streams open on this replica.
     pub open_streams: Gauge,
+    /// Rooms with a Play stream on this replica (set every second).
+    pub rooms_watched: Gauge,
     /// Streams refused at `game.max_streams`.
     pub streams_refused: Counter,
     /// Joins that waited for a turn at `game.join_concurrency` (a join storm).
@@ -81,6 +83,7 @@ impl GameMetrics {
         let metrics = GameMetrics {
             registry: Arc::default(),
             open_streams: Gauge::default(),
+            rooms_watched: Gauge::default(),
             streams_refused: Counter::default(),
             joins_queued: Counter::default(),
             plays: Counter::default(),
@@ -109,6 +112,11 @@ impl GameMetrics {
             "open_streams",
             "Play streams open on this replica",
             m.open_streams.clone(),
+        );
+        registry.register(
+            "rooms_watched",
+            "Rooms with a Play stream on this replica",
+            m.rooms_watched.clone(),
         );
         registry.register(
             "max_streams",

@@ -41,6 +41,9 @@ struct FormatLabel {
 pub struct Metrics {
     registry: Arc<Registry>,
     queue: Family<FormatLabel, Gauge>,
+    /// Tickets waiting in every format: served from the start (a format's series only
+    /// once a ticket of it waited).
+    waiting: Gauge,
     /// The formats last reported, to zero the ones that emptied.
     queue_formats: Mutex<Vec<String>>,
     matches: Counter,
@@ -70,6 +73,12 @@ impl Metrics {
         let rate = Gauge::<f64, AtomicU64>::default();
         let mut registry = Registry::with_prefix("basra_matchmaking");
         registry.register("queue_length", "Tickets waiting, per format", queue.clone());
+        let waiting = Gauge::default();
+        registry.register(
+            "queue_waiting",
+            "Tickets waiting, all formats",
+            waiting.clone(),
+        );
         registry.register(
             "matches",
             "Rooms made from the queue",
@@ -104,6 +113,7 @@ impl Metrics {
         Metrics {
             registry: Arc::new(registry),
             queue,
+            waiting,
             queue_formats: Mutex::default(),
             matches,
             bot_matches,
@@ -133,6 +143,8 @@ impl Metrics {
         for (format, n) in &lengths {
             self.queue.get_or_create(&label(format)).set(*n as i64);
         }
+        self.waiting
+            .set(lengths.iter().map(|(_, n)| *n as i64).sum::<i64>());
         *formats = lengths.into_iter().map(|(format, _)| format).collect();
     }
 

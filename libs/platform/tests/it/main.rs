@@ -5,6 +5,7 @@ mod any_token;
 mod config;
 mod error;
 mod identity;
+mod rpc_metrics;
 mod scripts;
 mod serve;
 mod telemetry;
