@@ -20,7 +20,7 @@ use basra_proto::basra::accounts::v1::{
     AcceptFriendRequest, AddFriendRequest, GetProfileRequest, ListFriendsRequest, LoginRequest,
     MatchHistoryRequest, RegisterRequest, add_friend_request,
 };
-use basra_proto::basra::common::v1::{RoomVisibility, RuleSettings};
+use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -118,7 +118,7 @@ async fn a_restored_dump_serves_the_same_profiles_friends_and_histories() {
             target_score: Some(11),
             ..RuleSettings::default()
         };
-        let room = lobby::create_room(player, RoomVisibility::Private, vec![1], rules)
+        let room = lobby::create_room(player, RoomVisibility::Private, vec![1], BotLevel::Hard, rules)
             .await
             .expect("room");
         let bot = Driver::Bot {
