@@ -5,6 +5,7 @@ mod any_token;
 mod config;
 mod error;
 mod identity;
+mod revocation;
 mod scripts;
 mod serve;
 mod telemetry;

@@ -1,6 +1,7 @@
 //! The `basra.accounts.v1.AccountsService` gRPC service over any [`Store`], one module per
 //! concern, each adding its `do_…` methods to [`AccountsApi`]:
 //!
+//! - `account`, ChangePassword and DeleteAccount; `export`, ExportMyData;
 //! - `sign_in`, GuestLogin, Register, Login, Refresh and Logout, with their rate limits;
 //! - `profile`, GetProfile, Leaderboard, MatchHistory and GetPlayers, continued by the
 //!   page tokens of `page_token`;
@@ -30,6 +31,8 @@ use crate::metrics::AccountsMetrics;
 use crate::password::PasswordHasherPool;
 use crate::store::{LeaderboardRules, Store};
 
+mod account;
+mod export;
 mod feed;
 mod friends;
 mod grpc;
@@ -39,6 +42,7 @@ mod profile;
 mod records;
 mod sign_in;
 
+pub use export::{EXPORT_CHUNK_BYTES, EXPORT_FORMAT};
 pub use feed::{FeedStream, LOOK_AGAIN_EVERY, MAX_FEEDS_PER_PLAYER, MAX_REPORTS_PER_CALL, Social};
 pub use profile::{HISTORY_DEFAULT_PAGE, LEADERBOARD_DEFAULT_PAGE, MAX_PAGE};
 pub use records::MAX_RECORDS_PER_CALL;
@@ -165,6 +169,11 @@ impl<S: Store> AccountsApi<S> {
     /// The store.
     pub fn store(&self) -> &S {
         &self.inner.store
+    }
+
+    /// The banned and deleted accounts this service refuses (its auth layer checks them).
+    pub fn revocations(&self) -> basra_platform::revocation::Revocations {
+        self.inner.social.revocations().clone()
     }
 
     /// A verifier for this service's access tokens (for the [`auth::AuthLayer`]).

@@ -508,6 +508,27 @@ pub struct FakeAccounts {
 
 #[tonic::async_trait]
 impl acc::accounts_service_server::AccountsService for FakeAccounts {
+    type ExportMyDataStream = std::pin::Pin<
+        Box<dyn tokio_stream::Stream<Item = Result<acc::ExportMyDataResponse, Status>> + Send>,
+    >;
+    async fn export_my_data(
+        &self,
+        _: Request<acc::ExportMyDataRequest>,
+    ) -> Result<tonic::Response<Self::ExportMyDataStream>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn change_password(
+        &self,
+        _: Request<acc::ChangePasswordRequest>,
+    ) -> Result<tonic::Response<acc::ChangePasswordResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn delete_account(
+        &self,
+        _: Request<acc::DeleteAccountRequest>,
+    ) -> Result<tonic::Response<acc::DeleteAccountResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
     async fn guest_login(
         &self,
         _: Request<acc::GuestLoginRequest>,
