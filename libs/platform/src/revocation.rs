@@ -58,6 +58,16 @@ pub struct Revoked {
 }
 
 impl Revoked {
+    /// A ban for `reason` lasting `duration` from now.
+    pub fn banned_for(reason: &str, duration: Duration) -> Revoked {
+        Revoked {
+            kind: RevokeKind::Banned {
+                reason: reason.to_owned(),
+            },
+            until: Utc::now() + duration,
+        }
+    }
+
     /// The status a call of this account is answered, and its open streams end with:
     /// PERMISSION_DENIED for a ban (with the reason and the expiry), UNAUTHENTICATED for
     /// a deleted account.
@@ -157,15 +167,17 @@ impl Revocations {
         Ok(list)
     }
 
-    /// The list in Redis at `url` (see [`Revocations::shared`]), or one in this process
-    /// when `url` is `memory`.
+    /// The list in Redis at `url` (see [`Revocations::shared`]), or, when `url` is
+    /// `memory`, the one list of this process (every service of `basra dev` on memory
+    /// stores shares it, as they would share Redis).
     pub async fn connect(
         url: &str,
         prefix: &str,
         shutdown: CancellationToken,
     ) -> Result<Revocations, String> {
         if url == "memory" {
-            return Ok(Revocations::in_memory());
+            static PROCESS: std::sync::OnceLock<Revocations> = std::sync::OnceLock::new();
+            return Ok(PROCESS.get_or_init(Revocations::in_memory).clone());
         }
         let redis = Redis::connect(url).await.map_err(|e| e.to_string())?;
         Revocations::shared(redis, prefix, shutdown).await

@@ -54,7 +54,8 @@ fn mount_service<S: Store>(
             shutdown,
         ));
     }
-    routes.add_service(service.into_server())
+    let admin = service::AccountsAdmin::new(service.clone()).into_server();
+    routes.add_service(service.into_server()).add_service(admin)
 }
 
 async fn serve_routes(
@@ -64,9 +65,16 @@ async fn serve_routes(
     shutdown: CancellationToken,
     serving: impl Into<ServeOptions>,
 ) -> Result<()> {
-    basra_platform::serve(listener, routes, &[SERVICE_NAME], auth, shutdown, serving)
-        .await
-        .map_err(|e| AccountsError::Internal(format!("grpc server: {e}")))
+    basra_platform::serve(
+        listener,
+        routes,
+        &[SERVICE_NAME, service::ADMIN_SERVICE_NAME],
+        auth,
+        shutdown,
+        serving,
+    )
+    .await
+    .map_err(|e| AccountsError::Internal(format!("grpc server: {e}")))
 }
 
 /// The signing key `[identity]` names, or a fresh development key.

@@ -46,6 +46,8 @@ struct Inner {
     friends: friends::Friends,
     /// The times of each user's display name changes (the recent ones).
     name_changes: HashMap<Uuid, Vec<DateTime<Utc>>>,
+    /// The operators' actions, in order.
+    audit: Vec<super::AuditEntry>,
     /// SHA-256 of each deleted account's id, and when it was deleted.
     deleted: HashMap<[u8; 32], DateTime<Utc>>,
 }
@@ -582,6 +584,21 @@ impl Store for MemoryStore {
                     rating_change: r.change,
                 })
             })
+            .collect())
+    }
+
+    async fn audit(&self, entry: super::AuditEntry) -> Result<()> {
+        self.lock().audit.push(entry);
+        Ok(())
+    }
+
+    async fn audit_of(&self, target: Uuid) -> Result<Vec<super::AuditEntry>> {
+        Ok(self
+            .lock()
+            .audit
+            .iter()
+            .filter(|e| e.target_id == target)
+            .cloned()
             .collect())
     }
 

@@ -335,6 +335,23 @@ impl PlayedMatch {
     }
 }
 
+/// One operator action on a player (AccountsAdminService), as the audit table keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    /// When.
+    pub at: DateTime<Utc>,
+    /// The operator.
+    pub operator_id: Uuid,
+    /// `ban`, `unban`, `rename`, `delete`.
+    pub action: String,
+    /// The player.
+    pub target_id: Uuid,
+    /// Why.
+    pub reason: String,
+    /// What the action set (the ban's end, the new name).
+    pub detail: String,
+}
+
 /// A connection pool's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolStats {
@@ -573,6 +590,12 @@ pub trait Store: Clone + Send + Sync + 'static {
         after: Option<HistoryCursor>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<PlayedMatch>>> + Send;
+
+    /// Appends an operator action to the audit table.
+    fn audit(&self, entry: AuditEntry) -> impl Future<Output = Result<()>> + Send;
+
+    /// The audit entries about `target`, oldest first.
+    fn audit_of(&self, target: Uuid) -> impl Future<Output = Result<Vec<AuditEntry>>> + Send;
 
     /// The account a guest device signs in to.
     fn device_user(&self, device: &DeviceId) -> impl Future<Output = Result<Option<Uuid>>> + Send;

@@ -663,6 +663,14 @@ impl Store for PgStore {
         account::played_matches(&self.pool, user_id, after, limit).await
     }
 
+    async fn audit(&self, entry: super::AuditEntry) -> Result<()> {
+        account::audit(&self.pool, entry).await
+    }
+
+    async fn audit_of(&self, target: Uuid) -> Result<Vec<super::AuditEntry>> {
+        account::audit_of(&self.pool, target).await
+    }
+
     async fn device_user(&self, device: &DeviceId) -> Result<Option<Uuid>> {
         account::device_user(&self.pool, device).await
     }

@@ -3,6 +3,7 @@
 //! setup in `helpers`.
 
 mod account;
+mod admin;
 mod export;
 mod feed;
 mod grpc;

@@ -278,3 +278,41 @@ pub(super) async fn played_matches(
         })
         .collect()
 }
+
+pub(super) async fn audit(pool: &PgPool, entry: crate::store::AuditEntry) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO admin_audit (at, operator_id, action, target_id, reason, detail)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(entry.at)
+    .bind(entry.operator_id)
+    .bind(&entry.action)
+    .bind(entry.target_id)
+    .bind(&entry.reason)
+    .bind(&entry.detail)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn audit_of(pool: &PgPool, target: Uuid) -> Result<Vec<crate::store::AuditEntry>> {
+    sqlx::query(
+        "SELECT at, operator_id, action, target_id, reason, detail FROM admin_audit
+         WHERE target_id = $1 ORDER BY at, id",
+    )
+    .bind(target)
+    .fetch_all(pool)
+    .await?
+    .iter()
+    .map(|row| {
+        Ok(crate::store::AuditEntry {
+            at: row.try_get("at")?,
+            operator_id: row.try_get("operator_id")?,
+            action: row.try_get("action")?,
+            target_id: row.try_get("target_id")?,
+            reason: row.try_get("reason")?,
+            detail: row.try_get("detail")?,
+        })
+    })
+    .collect()
+}

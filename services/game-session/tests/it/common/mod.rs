@@ -89,6 +89,7 @@ pub fn config(replica: &str, timing: Timing) -> ServiceConfig {
         resync: Duration::from_millis(500),
         lease: Duration::from_millis(600),
         bots: Default::default(),
+        revocations: Default::default(),
     }
 }
 
