@@ -198,9 +198,12 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
         .await
         .with_context(|| format!("Redis is needed at REDIS_URL={redis_url}"))?,
     );
+    // The banned and deleted accounts, shared by the three services (one process).
+    let revocations = basra_platform::revocation::Revocations::in_memory();
     let service = AccountsApi::with_social(
         store,
-        accounts::service::Social::new(social, shutdown.clone()),
+        accounts::service::Social::new(social, shutdown.clone())
+            .with_revocations(revocations.clone()),
         config,
     );
     let accounts_metrics = serve_metrics(service.metrics().registry(), shutdown.clone()).await?;
@@ -242,7 +245,10 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
     .with_leeway(Duration::ZERO);
     let session = game_session::GameSession::start(
         Arc::new(rooms),
-        game_settings.game.service_config(),
+        game_session::ServiceConfig {
+            revocations: revocations.clone(),
+            ..game_settings.game.service_config()
+        },
         Some(link),
         shutdown.clone(),
     );
@@ -280,6 +286,7 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
         queue: queue_settings.queue.clone(),
         rooms: queue_settings.rooms.clone(),
         serving: drain.into(),
+        revocations: revocations.clone(),
     };
     let matchmaking_verifier = TokenVerifier::trusting(
         vec![player_key],

@@ -12,6 +12,7 @@
 //! | [`metrics`] | Prometheus metrics (`prometheus-client`) served on `GET /metrics`, with the RED metrics of every call (by method and status code) and the process's figures |
 //! | [`client_addr`] | the client's address behind trusted proxies (`forwarded`, `x-forwarded-for`), for per-address limits |
 //! | [`presence`] | telling accounts which players are in a match or in the queue (their friends see it) |
+//! | [`revocation`] | the banned and deleted accounts every service refuses, shared through Redis |
 //! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts, sign-ups), on `governor` |
 //!
 //! A service's `main` is, in order: its `Settings::load()` ([`config::load`]),
@@ -30,6 +31,7 @@ pub mod metrics;
 pub mod presence;
 pub mod ratelimit;
 pub mod redis;
+pub mod revocation;
 pub mod serve;
 pub mod shutdown;
 pub mod telemetry;

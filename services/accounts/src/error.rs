@@ -88,6 +88,9 @@ pub enum AccountsError {
     /// The caller is authenticated but not allowed to do this.
     #[error("{0}")]
     PermissionDenied(&'static str),
+    /// The account is banned (the message names the reason and the end).
+    #[error("{0}")]
+    Banned(String),
     /// The request needs a valid access token.
     #[error("{0}")]
     Unauthenticated(String),
@@ -179,7 +182,7 @@ impl ServiceError for AccountsError {
             | AccountsError::NameChangesLimited { .. } => Code::ResourceExhausted,
             AccountsError::UserNotFound => Code::NotFound,
             AccountsError::Friend(refusal) => refusal.code(),
-            AccountsError::PermissionDenied(_) => Code::PermissionDenied,
+            AccountsError::PermissionDenied(_) | AccountsError::Banned(_) => Code::PermissionDenied,
             AccountsError::Unavailable(_) | AccountsError::SocialUnavailable(_) => {
                 Code::Unavailable
             }

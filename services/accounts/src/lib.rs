@@ -8,6 +8,7 @@
 //! - [`service`]: the gRPC service over any store.
 //! - [`friends`]: the rules of friend requests, friendships and blocks;
 //!   [`social`]: presence and the friends' feed (WatchFriends), in Redis.
+//! - [`deletion`]: what deleting an account leaves behind (anonymous keys, placeholders).
 //! - [`names`]: the rate limit of display name changes.
 //! - [`rating`]: Glicko-2 changes of a match; match records are `basra-records`'s
 //!   (checked there, stored here with the action log in [`action_log`]'s binary form);
@@ -27,6 +28,7 @@
 //! # }
 //! ```
 
+pub mod deletion;
 pub mod domain;
 pub mod error;
 pub mod friends;

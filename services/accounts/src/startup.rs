@@ -35,7 +35,8 @@ pub async fn serve<S: Store>(
     shutdown: CancellationToken,
     serving: impl Into<ServeOptions>,
 ) -> Result<()> {
-    let auth = AuthLayer::new(service.verifier(), PUBLIC_METHODS);
+    let auth =
+        AuthLayer::new(service.verifier(), PUBLIC_METHODS).with_revocations(service.revocations());
     let routes = mount_service(service, Routes::default(), shutdown.clone());
     serve_routes(listener, routes, auth, shutdown, serving).await
 }
@@ -53,7 +54,8 @@ fn mount_service<S: Store>(
             shutdown,
         ));
     }
-    routes.add_service(service.into_server())
+    let admin = service::AccountsAdmin::new(service.clone()).into_server();
+    routes.add_service(service.into_server()).add_service(admin)
 }
 
 async fn serve_routes(
@@ -63,9 +65,16 @@ async fn serve_routes(
     shutdown: CancellationToken,
     serving: impl Into<ServeOptions>,
 ) -> Result<()> {
-    basra_platform::serve(listener, routes, &[SERVICE_NAME], auth, shutdown, serving)
-        .await
-        .map_err(|e| AccountsError::Internal(format!("grpc server: {e}")))
+    basra_platform::serve(
+        listener,
+        routes,
+        &[SERVICE_NAME, service::ADMIN_SERVICE_NAME],
+        auth,
+        shutdown,
+        serving,
+    )
+    .await
+    .map_err(|e| AccountsError::Internal(format!("grpc server: {e}")))
 }
 
 /// The signing key `[identity]` names, or a fresh development key.
@@ -168,7 +177,15 @@ impl App {
         let config = service_config(&settings, signing_key(&settings)?)?;
         let social_shutdown = CancellationToken::new();
         let social = social::SocialStore::connect(&settings.redis, social_shutdown.clone()).await?;
-        let social = service::Social::new(social, social_shutdown.clone());
+        let revocations = basra_platform::revocation::Revocations::connect(
+            &settings.redis.url,
+            &settings.redis.prefix,
+            social_shutdown.clone(),
+        )
+        .await
+        .map_err(|e| AccountsError::Internal(format!("redis (revoked accounts): {e}")))?;
+        let social =
+            service::Social::new(social, social_shutdown.clone()).with_revocations(revocations);
         let service = match settings.database.kind() {
             DatabaseKind::Memory => {
                 tracing::warn!("database.url is \"memory\": accounts live in this process only");
@@ -216,6 +233,14 @@ impl App {
         }
     }
 
+    /// The banned and deleted accounts it refuses (shared through `[redis]`).
+    pub fn revocations(&self) -> basra_platform::revocation::Revocations {
+        match &self.service {
+            AppService::Memory(s) => s.revocations(),
+            AppService::Postgres(s) => s.revocations(),
+        }
+    }
+
     /// Mints a service token signed by this app's key.
     pub fn issue_service_token(
         &self,
@@ -256,7 +281,8 @@ impl App {
     /// (drain, connection limits), and the metrics on `metrics.listen` when it is set.
     pub async fn run(self, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
         let server = self.settings.server.clone();
-        let auth = AuthLayer::new(self.verifier(), PUBLIC_METHODS);
+        let auth =
+            AuthLayer::new(self.verifier(), PUBLIC_METHODS).with_revocations(self.revocations());
         let routes = self.mount(Routes::default(), shutdown.clone()).await?;
         serve_routes(listener, routes, auth, shutdown, &server).await
     }

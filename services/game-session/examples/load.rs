@@ -295,6 +295,7 @@ fn serve() -> anyhow::Result<()> {
             resync: Duration::from_millis(2000),
             lease: Duration::from_millis(15_000),
             bots: Default::default(),
+            revocations: Default::default(),
         };
         let session = game_session::GameSession::start(store, config, None, shutdown.child_token());
         let _ = metrics.set(Arc::clone(&session.core().metrics));

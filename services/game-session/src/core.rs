@@ -77,6 +77,8 @@ pub struct ServiceConfig {
     pub lease: Duration,
     /// The hard bot's budget and thinking slots (`[bots]`).
     pub bots: crate::bots::Bots,
+    /// The banned and deleted accounts: refused at every call, their streams ended.
+    pub revocations: basra_platform::revocation::Revocations,
 }
 
 impl ServiceConfig {

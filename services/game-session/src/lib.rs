@@ -208,6 +208,8 @@ pub struct App {
     verifier: TokenVerifier,
     accounts: Option<AccountsLink>,
     pod_cost: Option<pod_cost::PodPatcher>,
+    /// The banned and deleted accounts, shared through `[redis]` with accounts.
+    revocations: basra_platform::revocation::Revocations,
     /// Stops the store's subscription when the app is dropped unstarted, or when the
     /// background work it was mounted with stops.
     store_guard: tokio_util::sync::DropGuard,
@@ -260,12 +262,20 @@ impl App {
                 .with_room_format(settings.game.room_state_format),
             )
         };
+        let revocations = basra_platform::revocation::Revocations::connect(
+            &settings.redis.url,
+            &settings.redis.prefix,
+            store_stop.clone(),
+        )
+        .await
+        .map_err(|err| GameError::Internal(format!("redis (revoked accounts): {err}")))?;
         Ok(App {
             settings,
             store,
             verifier,
             accounts,
             pod_cost,
+            revocations,
             store_guard: store_stop.drop_guard(),
         })
     }
@@ -273,6 +283,11 @@ impl App {
     /// The settings it was built from.
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// The banned and deleted accounts it refuses (shared through `[redis]`).
+    pub fn revocations(&self) -> &basra_platform::revocation::Revocations {
+        &self.revocations
     }
 
     /// The verifier of the calls it accepts (`auth.trusted_keys`).
@@ -296,6 +311,7 @@ impl App {
             accounts,
             pod_cost,
             store_guard,
+            revocations,
             ..
         } = self;
         tokio::spawn({
@@ -305,8 +321,11 @@ impl App {
                 drop(store_guard);
             }
         });
-        let session =
-            GameSession::start(store, settings.service_config(), accounts, shutdown.clone());
+        let config = crate::ServiceConfig {
+            revocations,
+            ..settings.service_config()
+        };
+        let session = GameSession::start(store, config, accounts, shutdown.clone());
         if let Some(patcher) = pod_cost {
             tokio::spawn(pod_cost::run(
                 patcher,
@@ -336,7 +355,8 @@ impl App {
         shutdown: CancellationToken,
     ) -> Result<(), GameError> {
         let server = self.settings.server.clone();
-        let auth = AuthLayer::new(self.verifier.clone(), &[]);
+        let auth =
+            AuthLayer::new(self.verifier.clone(), &[]).with_revocations(self.revocations.clone());
         let background = CancellationToken::new();
         let result = match self
             .mount(tonic::service::Routes::default(), background.clone())
@@ -392,7 +412,8 @@ pub async fn serve(
     shutdown: CancellationToken,
     serving: impl Into<ServeOptions>,
 ) -> Result<(), GameError> {
-    let auth = AuthLayer::new(verifier, &[]);
+    let auth =
+        AuthLayer::new(verifier, &[]).with_revocations(session.core().config.revocations.clone());
     serve_routes(listener, session.routes(), auth, shutdown, serving).await
 }
 

@@ -149,6 +149,7 @@ impl GameApi {
         let queue = SendQueue::default();
         let session = Session {
             core: Arc::clone(&self.core),
+            user: uuid::Uuid::parse_str(user_id).ok(),
             chat: Arc::clone(&self.chat),
             room_id: join.room_id,
             viewer,

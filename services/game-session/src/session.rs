@@ -75,6 +75,8 @@ enum End {
 /// One Play stream.
 pub(crate) struct Session {
     pub(crate) core: Arc<Core>,
+    /// Whose stream it is (a banned or deleted account's stream ends).
+    pub(crate) user: Option<uuid::Uuid>,
     pub(crate) chat: Arc<RateLimiter>,
     pub(crate) room_id: String,
     pub(crate) viewer: Option<u8>,
@@ -304,9 +306,18 @@ impl Session {
         // stopping cancels the drain too, and each poll of a token takes its lock.
         let leave = self.core.drain.clone().cancelled_owned();
         tokio::pin!(leave);
+        let revocations = self.core.config.revocations.clone();
+        let mut revoked = revocations.subscribe();
         loop {
             let step = tokio::select! {
                 biased;
+                Ok(()) = revoked.changed() => {
+                    // The list changed: a banned or deleted player's stream ends with why.
+                    match self.user.and_then(|user| revocations.check(user)) {
+                        Some(revoked) => return End::Status(revoked.status()),
+                        None => Ok(None),
+                    }
+                }
                 () = &mut leave => {
                     if self.core.shutdown.is_cancelled() {
                         return End::Status(Status::unavailable("the replica is stopping; resume elsewhere with last_seen_seq"));

@@ -206,6 +206,7 @@ impl GameSettings {
             resync: Duration::from_millis(self.resync_ms),
             lease: Duration::from_millis(self.lease_ms),
             bots: crate::bots::Bots::default(),
+            revocations: basra_platform::revocation::Revocations::in_memory(),
         }
     }
 

@@ -149,6 +149,7 @@ fn start(store: Arc<dyn Store>, metrics: Arc<Metrics>) -> CancellationToken {
         queue,
         rooms: settings.rooms,
         serving: Duration::from_secs(1).into(),
+        revocations: Default::default(),
     };
     let _ = matchmaking::start(config, deps, shutdown.clone());
     shutdown

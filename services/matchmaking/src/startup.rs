@@ -76,8 +76,8 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> Result<()> {
     let serving = config.serving.clone();
+    let auth = AuthLayer::new(verifier, &[]).with_revocations(config.revocations.clone());
     let (routes, background) = mount_service(config, deps, Routes::default(), shutdown.clone());
-    let auth = AuthLayer::new(verifier, &[]);
     basra_platform::serve(listener, routes, &[SERVICE_NAME], auth, shutdown, serving).await?;
     let _ = background.await;
     Ok(())
@@ -102,6 +102,8 @@ pub struct App {
     settings: Settings,
     verifier: TokenVerifier,
     deps: Deps,
+    /// The banned and deleted accounts, shared through `[redis]` with accounts.
+    revocations: basra_platform::revocation::Revocations,
 }
 
 impl std::fmt::Debug for App {
@@ -172,10 +174,18 @@ impl App {
             clock: Arc::new(SystemClock),
             metrics: Arc::new(Metrics::new()),
         };
+        let revocations = basra_platform::revocation::Revocations::connect(
+            &settings.redis.url,
+            &settings.redis.prefix,
+            CancellationToken::new(),
+        )
+        .await
+        .map_err(|err| MatchmakingError::Config(format!("redis (revoked accounts): {err}")))?;
         Ok(App {
             settings,
             verifier,
             deps,
+            revocations,
         })
     }
 
@@ -212,6 +222,7 @@ impl App {
             queue: self.settings.queue.clone(),
             rooms: self.settings.rooms.clone(),
             serving: (&self.settings.server).into(),
+            revocations: self.revocations.clone(),
         };
         Ok(mount_service(config, self.deps, routes, shutdown))
     }
@@ -220,7 +231,8 @@ impl App {
     /// (drain, connection limits), and the metrics on `metrics.listen` when it is set.
     pub async fn run(self, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
         let server = self.settings.server.clone();
-        let auth = AuthLayer::new(self.verifier.clone(), &[]);
+        let auth =
+            AuthLayer::new(self.verifier.clone(), &[]).with_revocations(self.revocations.clone());
         let (routes, background) = self
             .mount_with_handle(Routes::default(), shutdown.clone())
             .await?;

@@ -26,6 +26,8 @@ pub struct Config {
     pub rooms: RoomSettings,
     /// How the server drains at shutdown and limits its connections.
     pub serving: ServeOptions,
+    /// The banned and deleted accounts: refused at every call, their searches ended.
+    pub revocations: basra_platform::revocation::Revocations,
 }
 
 /// What the matchmaker talks to.

@@ -12,7 +12,8 @@ use http::{HeaderMap, Request, Response, header::AUTHORIZATION};
 use tonic::Status;
 use tower::{Layer, Service};
 
-use super::{AuthError, Caller, TokenVerifier};
+use super::{AuthError, Caller, Role, TokenVerifier};
+use crate::revocation::Revocations;
 
 /// Health and reflection are public on every server: probes and tools such as
 /// grpcurl carry no token.
@@ -36,6 +37,7 @@ const ALWAYS_PUBLIC: &[&str] = &[
 pub struct AuthLayer {
     verifier: TokenVerifier,
     public_methods: &'static [&'static str],
+    revocations: Option<Revocations>,
 }
 
 impl AuthLayer {
@@ -45,7 +47,16 @@ impl AuthLayer {
         AuthLayer {
             verifier,
             public_methods,
+            revocations: None,
         }
+    }
+
+    /// Also refuses the players in `revocations` (banned or deleted accounts), with the
+    /// status [`Revoked::status`](crate::revocation::Revoked::status) names, though
+    /// their tokens are otherwise valid.
+    pub fn with_revocations(mut self, revocations: Revocations) -> AuthLayer {
+        self.revocations = Some(revocations);
+        self
     }
 }
 
@@ -79,7 +90,24 @@ pub struct AuthService<S> {
 impl<S> AuthService<S> {
     /// The caller of a request to `path`, if any; `Err` only when the method
     /// needs a token and there is no acceptable one.
-    fn authenticate(&self, path: &str, headers: &HeaderMap) -> Result<Option<Caller>, AuthError> {
+    fn authenticate(&self, path: &str, headers: &HeaderMap) -> Result<Option<Caller>, Status> {
+        let caller = self
+            .verify(path, headers)
+            .map_err(|err| Status::unauthenticated(err.to_string()))?;
+        if let (Some(caller), Some(revocations)) = (&caller, &self.layer.revocations)
+            && caller.role == Role::Player
+            && let Some(revoked) = revocations.check(caller.user_id)
+        {
+            if self.layer.public_methods.contains(&path) {
+                // Public methods (sign-in) decide for themselves; they get no caller.
+                return Ok(None);
+            }
+            return Err(revoked.status());
+        }
+        Ok(caller)
+    }
+
+    fn verify(&self, path: &str, headers: &HeaderMap) -> Result<Option<Caller>, AuthError> {
         if ALWAYS_PUBLIC.iter().any(|prefix| path.starts_with(prefix)) {
             return Ok(None);
         }
@@ -133,11 +161,12 @@ where
                 request.extensions_mut().insert(caller);
             }
             Ok(None) => {}
-            Err(err) => {
-                tracing::debug!(method = request.uri().path(), error = %err, "call rejected");
+            Err(status) => {
+                tracing::debug!(method = request.uri().path(), error = %status.message(), "call rejected");
                 // A complete gRPC answer (trailers-only status), so clients
-                // see UNAUTHENTICATED and the message, not a transport error.
-                let response = Status::unauthenticated(err.to_string()).into_http();
+                // see UNAUTHENTICATED (or PERMISSION_DENIED for a banned player) and the
+                // message, not a transport error.
+                let response = status.into_http();
                 return Box::pin(future::ready(Ok(response)));
             }
         }

@@ -5,6 +5,7 @@ mod any_token;
 mod config;
 mod error;
 mod identity;
+mod revocation;
 mod rpc_metrics;
 mod scripts;
 mod serve;

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use basra_platform::auth::{Caller, Role};
+use basra_platform::revocation::Revocations;
 use basra_proto::basra::accounts::v1 as pb;
 use basra_records::wire::timestamp_to_proto;
 use prost::Message as _;
@@ -53,6 +54,8 @@ pub type FeedStream =
 pub struct Social {
     store: SocialStore,
     hub: Hub,
+    /// The banned and deleted accounts (refused by every service).
+    revocations: Revocations,
     /// Open feeds per player on this replica (the "online" report ends with the last).
     feeds: Arc<Mutex<HashMap<Uuid, usize>>>,
     /// How often a feed looks at its friends' presence again.
@@ -66,6 +69,7 @@ impl Social {
         Social {
             store,
             hub,
+            revocations: Revocations::in_memory(),
             feeds: Arc::default(),
             look_again: LOOK_AGAIN_EVERY,
         }
@@ -80,6 +84,18 @@ impl Social {
     /// The store.
     pub fn store(&self) -> &SocialStore {
         &self.store
+    }
+
+    /// Keeps the revoked accounts in `revocations` (shared with the other services)
+    /// instead of this process alone.
+    pub fn with_revocations(mut self, revocations: Revocations) -> Social {
+        self.revocations = revocations;
+        self
+    }
+
+    /// The banned and deleted accounts.
+    pub fn revocations(&self) -> &Revocations {
+        &self.revocations
     }
 
     /// Counts a new feed of `user`; refused past [`MAX_FEEDS_PER_PLAYER`].
@@ -516,6 +532,21 @@ impl<S: Store> Feed<S> {
                 }
             }
         }
+        // A note naming a player whose account was deleted since is not shown: it would
+        // show their name. (Its seq is still passed: the client sees a gap, not a hold.)
+        let named: Vec<Uuid> = events.iter().filter_map(note_sender).collect();
+        if !named.is_empty() {
+            let existing: Vec<Uuid> = self
+                .api
+                .inner
+                .store
+                .players(&named)
+                .await?
+                .into_iter()
+                .map(|(user, _)| user.id)
+                .collect();
+            events.retain(|event| note_sender(event).is_none_or(|id| existing.contains(&id)));
+        }
         Ok(events)
     }
 
@@ -588,12 +619,22 @@ impl<S: Store> Feed<S> {
     async fn follow(&mut self, tx: &Sink) -> Result<()> {
         let mut look_again = tokio::time::interval(self.api.inner.social.look_again);
         let mut online = tokio::time::interval(ONLINE_EVERY);
+        let revocations = self.api.inner.social.revocations.clone();
+        let mut revoked = revocations.subscribe();
         look_again.reset();
         online.reset();
         loop {
             let next_lapse = self.lapses.values().min().copied();
             let events = tokio::select! {
                 () = tx.closed() => return Ok(()),
+                Ok(()) = revoked.changed() => match revocations.check(self.me) {
+                    // A banned or deleted player's feed ends with the reason.
+                    Some(revoked) => {
+                        let _ = tx.send(Err(revoked.status())).await;
+                        return Ok(());
+                    }
+                    None => Vec::new(),
+                },
                 () = sleep_until(next_lapse) => {
                     let lapsed = self.lapsed();
                     self.presence_changes(&lapsed).await?
@@ -637,6 +678,17 @@ impl<S: Store> Feed<S> {
         events.extend(self.new_notes().await?);
         Ok(events)
     }
+}
+
+/// The player a kept note names (who asked, accepted or invited).
+fn note_sender(event: &pb::WatchFriendsResponse) -> Option<Uuid> {
+    use pb::watch_friends_response::Event;
+    let friend = match event.event.as_ref()? {
+        Event::FriendRequest(friend) | Event::FriendAdded(friend) => friend,
+        Event::Invite(invite) => invite.from.as_ref()?,
+        Event::Snapshot(_) | Event::PresenceChanged(_) => return None,
+    };
+    Uuid::parse_str(&friend.user_id).ok()
 }
 
 /// Waits until `at`, or for ever.

@@ -6,6 +6,7 @@ use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::accounts::v1::accounts_service_server::AccountsService;
 use tonic::{Request, Response, Status};
 
+use super::export::ExportStream;
 use super::feed::FeedStream;
 use super::{AccountsApi, required_caller};
 use crate::friends::Action;
@@ -333,5 +334,47 @@ impl<S: Store> AccountsService for AccountsApi<S> {
             }
         }
         Ok(Response::new(outcome?))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn change_password(
+        &self,
+        request: Request<pb::ChangePasswordRequest>,
+    ) -> Result<Response<pb::ChangePasswordResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        let client = self.client_key(&request);
+        Ok(Response::new(
+            self.do_change_password(caller, &client, request.into_inner())
+                .await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn delete_account(
+        &self,
+        request: Request<pb::DeleteAccountRequest>,
+    ) -> Result<Response<pb::DeleteAccountResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        let client = self.client_key(&request);
+        Ok(Response::new(
+            self.do_delete_account(caller, &client, request.into_inner())
+                .await?,
+        ))
+    }
+
+    type ExportMyDataStream = ExportStream;
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn export_my_data(
+        &self,
+        request: Request<pb::ExportMyDataRequest>,
+    ) -> Result<Response<Self::ExportMyDataStream>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_export_my_data(caller, request.into_inner()).await?,
+        ))
     }
 }

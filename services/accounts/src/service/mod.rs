@@ -1,6 +1,8 @@
 //! The `basra.accounts.v1.AccountsService` gRPC service over any [`Store`], one module per
 //! concern, each adding its `do_…` methods to [`AccountsApi`]:
 //!
+//! - `account`, ChangePassword and DeleteAccount; `export`, ExportMyData; `admin`, the
+//!   operators' AccountsAdminService (bans, renames, deletions, with the audit);
 //! - `sign_in`, GuestLogin, Register, Login, Refresh and Logout, with their rate limits;
 //! - `profile`, GetProfile, Leaderboard, MatchHistory and GetPlayers, continued by the
 //!   page tokens of `page_token`;
@@ -30,6 +32,9 @@ use crate::metrics::AccountsMetrics;
 use crate::password::PasswordHasherPool;
 use crate::store::{LeaderboardRules, Store};
 
+mod account;
+mod admin;
+mod export;
 mod feed;
 mod friends;
 mod grpc;
@@ -39,12 +44,16 @@ mod profile;
 mod records;
 mod sign_in;
 
+pub use admin::{AccountsAdmin, MAX_REASON_CHARS};
+pub use export::{EXPORT_CHUNK_BYTES, EXPORT_FORMAT};
 pub use feed::{FeedStream, LOOK_AGAIN_EVERY, MAX_FEEDS_PER_PLAYER, MAX_REPORTS_PER_CALL, Social};
 pub use profile::{HISTORY_DEFAULT_PAGE, LEADERBOARD_DEFAULT_PAGE, MAX_PAGE};
 pub use records::MAX_RECORDS_PER_CALL;
 
 /// The full gRPC name of the service (health and reflection list it).
 pub const SERVICE_NAME: &str = "basra.accounts.v1.AccountsService";
+/// The full gRPC name of the operators' service.
+pub const ADMIN_SERVICE_NAME: &str = "basra.accounts.v1.AccountsAdminService";
 
 /// The methods callable without an access token. Register and Logout read a
 /// token themselves when one is sent (guest upgrade, sign out everywhere).
@@ -165,6 +174,11 @@ impl<S: Store> AccountsApi<S> {
     /// The store.
     pub fn store(&self) -> &S {
         &self.inner.store
+    }
+
+    /// The banned and deleted accounts this service refuses (its auth layer checks them).
+    pub fn revocations(&self) -> basra_platform::revocation::Revocations {
+        self.inner.social.revocations().clone()
     }
 
     /// A verifier for this service's access tokens (for the [`auth::AuthLayer`]).

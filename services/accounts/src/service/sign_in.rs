@@ -44,6 +44,10 @@ impl<S: Store> AccountsApi<S> {
         refresh: NewRefreshToken,
         refresh_expires_at: chrono::DateTime<chrono::Utc>,
     ) -> Result<pb::AuthTokens> {
+        // A banned account gets no tokens (every sign-in path ends here).
+        if let Some(revoked) = self.inner.social.revocations().check(user.id) {
+            return Err(AccountsError::Banned(revoked.status().message().to_owned()));
+        }
         let access = self
             .inner
             .config

@@ -137,6 +137,13 @@ impl MemorySocial {
         seq
     }
 
+    /// Drops everything kept about `user`: their presence reports and their notes.
+    pub(super) fn forget(&self, user: Uuid) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.reports.remove(&user);
+        inner.notes.remove(&user);
+    }
+
     pub(super) fn notes_after(&self, user: Uuid, after: u64) -> Vec<Note> {
         let now = Instant::now();
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());

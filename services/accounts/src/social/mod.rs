@@ -250,6 +250,16 @@ impl SocialStore {
         }
     }
 
+    /// Drops `user`'s presence and kept notes (a deleted account), and tells their
+    /// friends' feeds that they went.
+    pub async fn forget(&self, user: Uuid) -> Result<()> {
+        match self {
+            SocialStore::Memory(store) => store.forget(user),
+            SocialStore::Redis(store) => store.forget(user).await?,
+        }
+        self.announce(Change::Presence(user)).await
+    }
+
     /// Announces that `user`'s friend list changed.
     pub async fn friends_changed(&self, user: Uuid) -> Result<()> {
         self.announce(Change::Friends(user)).await

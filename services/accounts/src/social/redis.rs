@@ -189,6 +189,17 @@ impl RedisSocial {
         Ok(seq)
     }
 
+    /// Drops everything kept about `user`: their presence reports and their notes.
+    pub(super) async fn forget(&self, user: Uuid) -> Result<()> {
+        let mut conn = self.conn();
+        let presence: Vec<String> = self.presence_keys(user).into();
+        let _: u64 = conn.del(presence).await.map_err(unavailable)?;
+        let tag = format!("nt:{user}");
+        let notes = vec![self.keys.key(&tag, "seq"), self.keys.key(&tag, "log")];
+        let _: u64 = conn.del(notes).await.map_err(unavailable)?;
+        Ok(())
+    }
+
     pub(super) async fn notes_after(&self, user: Uuid, after: u64) -> Result<Vec<Note>> {
         let log = self.keys.key(&format!("nt:{user}"), "log");
         let reply: redis::streams::StreamRangeReply = self

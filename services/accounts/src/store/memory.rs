@@ -21,6 +21,7 @@ use crate::names::{NameChange, NameChangeLimit, decide};
 use crate::rating::{Rating, rate};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
 
+mod account;
 mod friends;
 
 /// A [`Store`] in process memory.
@@ -35,6 +36,8 @@ struct Inner {
     username_keys: HashMap<String, Uuid>,
     devices: HashMap<String, Uuid>,
     passwords: HashMap<Uuid, String>,
+    /// When each password was last set.
+    password_dates: HashMap<Uuid, DateTime<Utc>>,
     refresh: HashMap<TokenHash, RefreshTokenRecord>,
     ratings: HashMap<Uuid, RatingRow>,
     matches: HashMap<String, MatchRecord>,
@@ -43,6 +46,10 @@ struct Inner {
     friends: friends::Friends,
     /// The times of each user's display name changes (the recent ones).
     name_changes: HashMap<Uuid, Vec<DateTime<Utc>>>,
+    /// The operators' actions, in order.
+    audit: Vec<super::AuditEntry>,
+    /// SHA-256 of each deleted account's id, and when it was deleted.
+    deleted: HashMap<[u8; 32], DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -223,6 +230,7 @@ impl Store for MemoryStore {
         };
         inner.username_keys.insert(key, user.id);
         inner.passwords.insert(user.id, new.password_hash);
+        inner.password_dates.insert(user.id, new.now);
         inner.new_user(user.clone());
         Ok(user)
     }
@@ -251,6 +259,7 @@ impl Store for MemoryStore {
         };
         inner.username_keys.insert(key, user.id);
         inner.passwords.insert(user.id, up.password_hash);
+        inner.password_dates.insert(user.id, up.now);
         inner.users.insert(user.id, user.clone());
         for token in inner.refresh.values_mut() {
             if token.user_id == user.id && token.revoked_at.is_none() {
@@ -493,6 +502,17 @@ impl Store for MemoryStore {
         _now: DateTime<Utc>,
     ) -> Result<Vec<Recorded>> {
         let mut inner = self.lock();
+        // A seat of an account deleted while its match was played becomes a placeholder.
+        let records: Vec<std::borrow::Cow<'_, MatchRecord>> = records
+            .iter()
+            .map(|record| {
+                let deleted = inner.deleted_among(record.players().map(|(_, id)| id));
+                match crate::deletion::placeholder_seats(record, &deleted) {
+                    Some(changed) => std::borrow::Cow::Owned(changed),
+                    None => std::borrow::Cow::Borrowed(record),
+                }
+            })
+            .collect();
         // Every player must exist before anything is written (all or nothing).
         for (index, record) in records.iter().enumerate() {
             if inner.matches.contains_key(&record.match_id) {
@@ -513,6 +533,86 @@ impl Store for MemoryStore {
             .iter()
             .map(|record| inner.record_one(record))
             .collect())
+    }
+
+    async fn password_hash(&self, user_id: Uuid) -> Result<Option<String>> {
+        Ok(self.lock().passwords.get(&user_id).cloned())
+    }
+
+    async fn change_password(
+        &self,
+        user_id: Uuid,
+        password_hash: &str,
+        now: DateTime<Utc>,
+    ) -> Result<u64> {
+        self.lock().change_password(user_id, password_hash, now)
+    }
+
+    async fn account_records(&self, user_id: Uuid) -> Result<super::AccountRecords> {
+        Ok(self.lock().account_records(user_id))
+    }
+
+    async fn played_matches(
+        &self,
+        user_id: Uuid,
+        after: Option<HistoryCursor>,
+        limit: u32,
+    ) -> Result<Vec<super::PlayedMatch>> {
+        let inner = self.lock();
+        let mut rows: Vec<&PlayerRow> = inner
+            .players
+            .get(&user_id)
+            .map(|rows| rows.iter().collect())
+            .unwrap_or_default();
+        rows.sort_by(|a, b| {
+            b.ended_at
+                .cmp(&a.ended_at)
+                .then_with(|| b.match_id.cmp(&a.match_id))
+        });
+        Ok(rows
+            .into_iter()
+            .filter(|r| {
+                after.as_ref().is_none_or(|c| {
+                    (r.ended_at, r.match_id.as_str()) < (c.ended_at, c.match_id.as_str())
+                })
+            })
+            .take(limit as usize)
+            .filter_map(|r| {
+                Some(super::PlayedMatch {
+                    record: inner.matches.get(&r.match_id)?.clone(),
+                    your_seat: r.seat,
+                    rating_change: r.change,
+                })
+            })
+            .collect())
+    }
+
+    async fn audit(&self, entry: super::AuditEntry) -> Result<()> {
+        self.lock().audit.push(entry);
+        Ok(())
+    }
+
+    async fn audit_of(&self, target: Uuid) -> Result<Vec<super::AuditEntry>> {
+        Ok(self
+            .lock()
+            .audit
+            .iter()
+            .filter(|e| e.target_id == target)
+            .cloned()
+            .collect())
+    }
+
+    async fn device_user(&self, device: &DeviceId) -> Result<Option<Uuid>> {
+        Ok(self.lock().devices.get(device.as_str()).copied())
+    }
+
+    async fn delete_account(
+        &self,
+        user_id: Uuid,
+        anonymous_key: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<super::DeletedAccount> {
+        self.lock().delete_account(user_id, anonymous_key, now)
     }
 
     async fn match_history(

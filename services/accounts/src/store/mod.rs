@@ -291,6 +291,67 @@ pub struct Counts {
     pub friend_links: u64,
 }
 
+/// What [`Store::delete_account`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletedAccount {
+    /// The players who had a friendship or a request (either way) with the account:
+    /// their friend lists changed.
+    pub linked: Vec<Uuid>,
+    /// The recorded matches whose seats were re-keyed to the anonymous key.
+    pub matches: u64,
+}
+
+/// What the store keeps of an account besides its profile and friends (ExportMyData).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccountRecords {
+    /// The guest devices that sign in to it, with when each was bound.
+    pub devices: Vec<(String, DateTime<Utc>)>,
+    /// When the password was last set; `None` without a password.
+    pub password_updated_at: Option<DateTime<Utc>>,
+    /// Every refresh token of the account (its sign-ins), oldest first.
+    pub sessions: Vec<RefreshTokenRecord>,
+    /// When the display name was changed, within the rolling window kept.
+    pub name_changes: Vec<DateTime<Utc>>,
+}
+
+/// A recorded match of one player, whole (ExportMyData).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlayedMatch {
+    /// The record, moves included.
+    pub record: MatchRecord,
+    /// The player's seat.
+    pub your_seat: u8,
+    /// The player's rating change, if the match changed it.
+    pub rating_change: Option<RatingChange>,
+}
+
+impl PlayedMatch {
+    /// The keyset position of this match in the player's history.
+    pub fn cursor(&self) -> HistoryCursor {
+        HistoryCursor {
+            ended_at: self.record.ended_at,
+            match_id: self.record.match_id.clone(),
+        }
+    }
+}
+
+/// One operator action on a player (AccountsAdminService), as the audit table keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    /// When.
+    pub at: DateTime<Utc>,
+    /// The operator.
+    pub operator_id: Uuid,
+    /// `ban`, `unban`, `rename`, `delete`.
+    pub action: String,
+    /// The player.
+    pub target_id: Uuid,
+    /// Why.
+    pub reason: String,
+    /// What the action set (the ban's end, the new name).
+    pub detail: String,
+}
+
 /// A connection pool's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolStats {
@@ -503,4 +564,52 @@ pub trait Store: Clone + Send + Sync + 'static {
 
     /// The user's friends, requests both ways and blocks.
     fn friend_list(&self, user_id: Uuid) -> impl Future<Output = Result<FriendList>> + Send;
+
+    /// The user's password hash; `None` for an account without a password (a guest).
+    fn password_hash(&self, user_id: Uuid) -> impl Future<Output = Result<Option<String>>> + Send;
+
+    /// Replaces the user's password hash and revokes every live refresh token of theirs,
+    /// in one step; answers how many were revoked. Errors: `UserNotFound` (no such user,
+    /// or one without a password).
+    fn change_password(
+        &self,
+        user_id: Uuid,
+        password_hash: &str,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// The account's devices, password date, sessions and name changes.
+    fn account_records(&self, user_id: Uuid)
+    -> impl Future<Output = Result<AccountRecords>> + Send;
+
+    /// Up to `limit` of the user's recorded matches after `after`, whole, in the order
+    /// of [`Store::match_history`] (newest first).
+    fn played_matches(
+        &self,
+        user_id: Uuid,
+        after: Option<HistoryCursor>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<PlayedMatch>>> + Send;
+
+    /// Appends an operator action to the audit table.
+    fn audit(&self, entry: AuditEntry) -> impl Future<Output = Result<()>> + Send;
+
+    /// The audit entries about `target`, oldest first.
+    fn audit_of(&self, target: Uuid) -> impl Future<Output = Result<Vec<AuditEntry>>> + Send;
+
+    /// The account a guest device signs in to.
+    fn device_user(&self, device: &DeviceId) -> impl Future<Output = Result<Option<Uuid>>> + Send;
+
+    /// Deletes the account in one atomic step, as [`crate::deletion`] describes: the
+    /// account, its devices, password, refresh tokens, rating, friend links, request
+    /// counts and name changes go; its recorded matches stay, its seats there re-keyed to
+    /// `anonymous_key` and named [`crate::deletion::DELETED_NAME`]; the hash of its id is
+    /// kept so a later recording naming it stores a placeholder seat. Errors:
+    /// `UserNotFound`.
+    fn delete_account(
+        &self,
+        user_id: Uuid,
+        anonymous_key: Uuid,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<DeletedAccount>> + Send;
 }

@@ -24,6 +24,7 @@ use crate::friends::{Action, FriendCode, FriendLimits, FriendList, Outcome};
 use crate::rating::{Rating, rate_in_order};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
 
+mod account;
 mod friends;
 mod names;
 
@@ -611,6 +612,256 @@ impl Store for PgStore {
         records: &[MatchRecord],
         now: DateTime<Utc>,
     ) -> Result<Vec<Recorded>> {
+        match self.record_matches_once(records, now).await {
+            Err(AccountsError::InvalidRecord { index, error }) => {
+                // An unknown player may be an account deleted while its match was
+                // played: record those seats as placeholders and try once more. Only
+                // this (rare) path pays the look-up.
+                let ids: Vec<Uuid> = records
+                    .iter()
+                    .flat_map(|r| r.players().map(|(_, id)| id))
+                    .collect();
+                let deleted = account::deleted_among(&self.pool, &ids).await?;
+                if deleted.is_empty() {
+                    return Err(AccountsError::InvalidRecord { index, error });
+                }
+                let records: Vec<MatchRecord> = records
+                    .iter()
+                    .map(|r| {
+                        crate::deletion::placeholder_seats(r, &deleted).unwrap_or_else(|| r.clone())
+                    })
+                    .collect();
+                self.record_matches_once(&records, now).await
+            }
+            other => other,
+        }
+    }
+
+    async fn password_hash(&self, user_id: Uuid) -> Result<Option<String>> {
+        account::password_hash(&self.pool, user_id).await
+    }
+
+    async fn change_password(
+        &self,
+        user_id: Uuid,
+        password_hash: &str,
+        now: DateTime<Utc>,
+    ) -> Result<u64> {
+        account::change_password(&self.pool, user_id, password_hash, now).await
+    }
+
+    async fn account_records(&self, user_id: Uuid) -> Result<super::AccountRecords> {
+        account::account_records(&self.pool, user_id).await
+    }
+
+    async fn played_matches(
+        &self,
+        user_id: Uuid,
+        after: Option<HistoryCursor>,
+        limit: u32,
+    ) -> Result<Vec<super::PlayedMatch>> {
+        account::played_matches(&self.pool, user_id, after, limit).await
+    }
+
+    async fn audit(&self, entry: super::AuditEntry) -> Result<()> {
+        account::audit(&self.pool, entry).await
+    }
+
+    async fn audit_of(&self, target: Uuid) -> Result<Vec<super::AuditEntry>> {
+        account::audit_of(&self.pool, target).await
+    }
+
+    async fn device_user(&self, device: &DeviceId) -> Result<Option<Uuid>> {
+        account::device_user(&self.pool, device).await
+    }
+
+    async fn delete_account(
+        &self,
+        user_id: Uuid,
+        anonymous_key: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<super::DeletedAccount> {
+        account::delete_account(&self.pool, user_id, anonymous_key, now).await
+    }
+
+    async fn match_history(
+        &self,
+        user_id: Uuid,
+        after: Option<HistoryCursor>,
+        limit: u32,
+    ) -> Result<Vec<HistoryEntry>> {
+        let rows = sqlx::query(
+            "SELECT m.match_id, m.room_id, m.ranked, m.settings, m.seats, m.winner_side,
+                    m.end_reason, m.final_totals, jsonb_array_length(m.rounds) AS rounds,
+                    m.started_at, m.ended_at,
+                    p.seat, p.rating_before, p.rating_after, p.deviation_after
+             FROM match_players p JOIN matches m ON m.match_id = p.match_id
+             WHERE p.user_id = $1
+               AND ($2::TIMESTAMPTZ IS NULL OR (p.ended_at, p.match_id) < ($2, $3))
+             ORDER BY p.ended_at DESC, p.match_id DESC
+             LIMIT $4",
+        )
+        .bind(user_id)
+        .bind(after.as_ref().map(|c| c.ended_at))
+        .bind(after.as_ref().map(|c| c.match_id.as_str()))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let seat = u8::try_from(row.try_get::<i16, _>("seat")?).unwrap_or(u8::MAX);
+                let after: Option<f64> = row.try_get("rating_after")?;
+                let your_rating_change = match after {
+                    Some(rating_after) => Some(RatingChange {
+                        user_id,
+                        seat,
+                        rating_before: row
+                            .try_get::<Option<f64>, _>("rating_before")?
+                            .unwrap_or_default(),
+                        rating_after,
+                        deviation_after: row
+                            .try_get::<Option<f64>, _>("deviation_after")?
+                            .unwrap_or_default(),
+                    }),
+                    None => None,
+                };
+                let end_reason: String = row.try_get("end_reason")?;
+                Ok(HistoryEntry {
+                    match_id: row.try_get("match_id")?,
+                    room_id: row.try_get("room_id")?,
+                    ranked: row.try_get("ranked")?,
+                    settings: row
+                        .try_get::<Json<basra_engine::Settings>, _>("settings")?
+                        .0,
+                    seats: row.try_get::<Json<Vec<SeatRecord>>, _>("seats")?.0,
+                    your_seat: seat,
+                    winner_side: row
+                        .try_get::<Option<i16>, _>("winner_side")?
+                        .and_then(|w| u8::try_from(w).ok()),
+                    end_reason: EndReason::from_name(&end_reason).ok_or_else(|| {
+                        AccountsError::Internal(format!("stored end reason {end_reason:?}"))
+                    })?,
+                    final_totals: row.try_get::<Json<Vec<u32>>, _>("final_totals")?.0,
+                    rounds: to_u32(i64::from(row.try_get::<i32, _>("rounds")?)),
+                    your_rating_change,
+                    started_at: row.try_get("started_at")?,
+                    ended_at: row.try_get("ended_at")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn counts(&self) -> Result<Counts> {
+        let row = sqlx::query(
+            "SELECT (SELECT count(*) FROM users) AS users,
+                    (SELECT count(*) FROM password_credentials) AS credentials,
+                    (SELECT count(*) FROM refresh_tokens) AS refresh_tokens,
+                    (SELECT count(*) FROM refresh_tokens WHERE revoked_at IS NOT NULL) AS revoked,
+                    (SELECT count(*) FROM matches) AS matches,
+                    (SELECT count(*) FROM friend_links) AS friend_links",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        let n = |col: &str| -> Result<u64> { Ok(row.try_get::<i64, _>(col)?.max(0) as u64) };
+        Ok(Counts {
+            users: n("users")?,
+            credentials: n("credentials")?,
+            refresh_tokens: n("refresh_tokens")?,
+            revoked_refresh_tokens: n("revoked")?,
+            matches: n("matches")?,
+            friend_links: n("friend_links")?,
+        })
+    }
+
+    async fn user_by_username(&self, username_key: &str) -> Result<Option<User>> {
+        friends::user_by_username(&self.pool, username_key).await
+    }
+
+    async fn user_by_friend_code(&self, code: &FriendCode) -> Result<Option<User>> {
+        friends::user_by_friend_code(&self.pool, code).await
+    }
+
+    async fn friend_code(&self, user_id: Uuid) -> Result<Option<FriendCode>> {
+        friends::friend_code(&self.pool, user_id).await
+    }
+
+    async fn befriend(
+        &self,
+        actor: Uuid,
+        other: Uuid,
+        action: Action,
+        limits: FriendLimits,
+        now: DateTime<Utc>,
+    ) -> Result<Outcome> {
+        friends::befriend(&self.pool, actor, other, action, limits, now).await
+    }
+
+    async fn friend_list(&self, user_id: Uuid) -> Result<FriendList> {
+        friends::friend_list(&self.pool, user_id).await
+    }
+}
+
+/// The `match_players` rows of new matches, column by column (one UNNEST insert).
+#[derive(Default)]
+struct PlayerRows<'a> {
+    match_id: Vec<&'a str>,
+    seat: Vec<i16>,
+    side: Vec<i16>,
+    user_id: Vec<Uuid>,
+    won: Vec<bool>,
+    lost: Vec<bool>,
+    basras: Vec<i32>,
+    jack: Vec<i32>,
+    komi: Vec<i32>,
+    before: Vec<Option<f64>>,
+    after: Vec<Option<f64>>,
+    deviation: Vec<Option<f64>>,
+    ended_at: Vec<DateTime<Utc>>,
+}
+
+impl<'a> PlayerRows<'a> {
+    /// The human seats of each match, with the match's rating changes.
+    fn of(matches: impl Iterator<Item = (&'a MatchRecord, &'a Vec<RatingChange>)>) -> Self {
+        let mut rows = PlayerRows::default();
+        for (record, changes) in matches {
+            for (seat, id) in record.players() {
+                let basras = record
+                    .basra_counts
+                    .get(usize::from(seat.side))
+                    .copied()
+                    .unwrap_or_default();
+                let change = changes.iter().find(|c| c.user_id == id);
+                rows.match_id.push(&record.match_id);
+                rows.seat.push(i16::from(seat.seat));
+                rows.side.push(i16::from(seat.side));
+                rows.user_id.push(id);
+                rows.won.push(record.winner_side == Some(seat.side));
+                rows.lost
+                    .push(record.winner_side.is_some_and(|w| w != seat.side));
+                rows.basras.push(clamp_i32(basras.basra));
+                rows.jack.push(clamp_i32(basras.jack));
+                rows.komi.push(clamp_i32(basras.komi));
+                rows.before.push(change.map(|c| c.rating_before));
+                rows.after.push(change.map(|c| c.rating_after));
+                rows.deviation.push(change.map(|c| c.deviation_after));
+                rows.ended_at.push(record.ended_at);
+            }
+        }
+        rows
+    }
+}
+
+fn clamp_i32(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+impl PgStore {
+    /// [`Store::record_matches`] without the second try for deleted players.
+    async fn record_matches_once(
+        &self,
+        records: &[MatchRecord],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Recorded>> {
         // The first occurrence of each match id is the one that may be recorded; a
         // repeat is answered like a retry.
         let mut first_of: HashMap<&str, usize> = HashMap::with_capacity(records.len());
@@ -891,174 +1142,4 @@ impl Store for PgStore {
             })
             .collect())
     }
-
-    async fn match_history(
-        &self,
-        user_id: Uuid,
-        after: Option<HistoryCursor>,
-        limit: u32,
-    ) -> Result<Vec<HistoryEntry>> {
-        let rows = sqlx::query(
-            "SELECT m.match_id, m.room_id, m.ranked, m.settings, m.seats, m.winner_side,
-                    m.end_reason, m.final_totals, jsonb_array_length(m.rounds) AS rounds,
-                    m.started_at, m.ended_at,
-                    p.seat, p.rating_before, p.rating_after, p.deviation_after
-             FROM match_players p JOIN matches m ON m.match_id = p.match_id
-             WHERE p.user_id = $1
-               AND ($2::TIMESTAMPTZ IS NULL OR (p.ended_at, p.match_id) < ($2, $3))
-             ORDER BY p.ended_at DESC, p.match_id DESC
-             LIMIT $4",
-        )
-        .bind(user_id)
-        .bind(after.as_ref().map(|c| c.ended_at))
-        .bind(after.as_ref().map(|c| c.match_id.as_str()))
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let seat = u8::try_from(row.try_get::<i16, _>("seat")?).unwrap_or(u8::MAX);
-                let after: Option<f64> = row.try_get("rating_after")?;
-                let your_rating_change = match after {
-                    Some(rating_after) => Some(RatingChange {
-                        user_id,
-                        seat,
-                        rating_before: row
-                            .try_get::<Option<f64>, _>("rating_before")?
-                            .unwrap_or_default(),
-                        rating_after,
-                        deviation_after: row
-                            .try_get::<Option<f64>, _>("deviation_after")?
-                            .unwrap_or_default(),
-                    }),
-                    None => None,
-                };
-                let end_reason: String = row.try_get("end_reason")?;
-                Ok(HistoryEntry {
-                    match_id: row.try_get("match_id")?,
-                    room_id: row.try_get("room_id")?,
-                    ranked: row.try_get("ranked")?,
-                    settings: row
-                        .try_get::<Json<basra_engine::Settings>, _>("settings")?
-                        .0,
-                    seats: row.try_get::<Json<Vec<SeatRecord>>, _>("seats")?.0,
-                    your_seat: seat,
-                    winner_side: row
-                        .try_get::<Option<i16>, _>("winner_side")?
-                        .and_then(|w| u8::try_from(w).ok()),
-                    end_reason: EndReason::from_name(&end_reason).ok_or_else(|| {
-                        AccountsError::Internal(format!("stored end reason {end_reason:?}"))
-                    })?,
-                    final_totals: row.try_get::<Json<Vec<u32>>, _>("final_totals")?.0,
-                    rounds: to_u32(i64::from(row.try_get::<i32, _>("rounds")?)),
-                    your_rating_change,
-                    started_at: row.try_get("started_at")?,
-                    ended_at: row.try_get("ended_at")?,
-                })
-            })
-            .collect()
-    }
-
-    async fn counts(&self) -> Result<Counts> {
-        let row = sqlx::query(
-            "SELECT (SELECT count(*) FROM users) AS users,
-                    (SELECT count(*) FROM password_credentials) AS credentials,
-                    (SELECT count(*) FROM refresh_tokens) AS refresh_tokens,
-                    (SELECT count(*) FROM refresh_tokens WHERE revoked_at IS NOT NULL) AS revoked,
-                    (SELECT count(*) FROM matches) AS matches,
-                    (SELECT count(*) FROM friend_links) AS friend_links",
-        )
-        .fetch_one(&self.pool)
-        .await?;
-        let n = |col: &str| -> Result<u64> { Ok(row.try_get::<i64, _>(col)?.max(0) as u64) };
-        Ok(Counts {
-            users: n("users")?,
-            credentials: n("credentials")?,
-            refresh_tokens: n("refresh_tokens")?,
-            revoked_refresh_tokens: n("revoked")?,
-            matches: n("matches")?,
-            friend_links: n("friend_links")?,
-        })
-    }
-
-    async fn user_by_username(&self, username_key: &str) -> Result<Option<User>> {
-        friends::user_by_username(&self.pool, username_key).await
-    }
-
-    async fn user_by_friend_code(&self, code: &FriendCode) -> Result<Option<User>> {
-        friends::user_by_friend_code(&self.pool, code).await
-    }
-
-    async fn friend_code(&self, user_id: Uuid) -> Result<Option<FriendCode>> {
-        friends::friend_code(&self.pool, user_id).await
-    }
-
-    async fn befriend(
-        &self,
-        actor: Uuid,
-        other: Uuid,
-        action: Action,
-        limits: FriendLimits,
-        now: DateTime<Utc>,
-    ) -> Result<Outcome> {
-        friends::befriend(&self.pool, actor, other, action, limits, now).await
-    }
-
-    async fn friend_list(&self, user_id: Uuid) -> Result<FriendList> {
-        friends::friend_list(&self.pool, user_id).await
-    }
-}
-
-/// The `match_players` rows of new matches, column by column (one UNNEST insert).
-#[derive(Default)]
-struct PlayerRows<'a> {
-    match_id: Vec<&'a str>,
-    seat: Vec<i16>,
-    side: Vec<i16>,
-    user_id: Vec<Uuid>,
-    won: Vec<bool>,
-    lost: Vec<bool>,
-    basras: Vec<i32>,
-    jack: Vec<i32>,
-    komi: Vec<i32>,
-    before: Vec<Option<f64>>,
-    after: Vec<Option<f64>>,
-    deviation: Vec<Option<f64>>,
-    ended_at: Vec<DateTime<Utc>>,
-}
-
-impl<'a> PlayerRows<'a> {
-    /// The human seats of each match, with the match's rating changes.
-    fn of(matches: impl Iterator<Item = (&'a MatchRecord, &'a Vec<RatingChange>)>) -> Self {
-        let mut rows = PlayerRows::default();
-        for (record, changes) in matches {
-            for (seat, id) in record.players() {
-                let basras = record
-                    .basra_counts
-                    .get(usize::from(seat.side))
-                    .copied()
-                    .unwrap_or_default();
-                let change = changes.iter().find(|c| c.user_id == id);
-                rows.match_id.push(&record.match_id);
-                rows.seat.push(i16::from(seat.seat));
-                rows.side.push(i16::from(seat.side));
-                rows.user_id.push(id);
-                rows.won.push(record.winner_side == Some(seat.side));
-                rows.lost
-                    .push(record.winner_side.is_some_and(|w| w != seat.side));
-                rows.basras.push(clamp_i32(basras.basra));
-                rows.jack.push(clamp_i32(basras.jack));
-                rows.komi.push(clamp_i32(basras.komi));
-                rows.before.push(change.map(|c| c.rating_before));
-                rows.after.push(change.map(|c| c.rating_after));
-                rows.deviation.push(change.map(|c| c.deviation_after));
-                rows.ended_at.push(record.ended_at);
-            }
-        }
-        rows
-    }
-}
-
-fn clamp_i32(n: u32) -> i32 {
-    i32::try_from(n).unwrap_or(i32::MAX)
 }

@@ -55,7 +55,7 @@ grpc_tests!(
 );
 
 /// `(code, message)` of a failed call.
-fn failure<T: std::fmt::Debug>(
+pub(crate) fn failure<T: std::fmt::Debug>(
     result: Result<tonic::Response<T>, tonic::Status>,
 ) -> (Code, String) {
     let status = result.expect_err("the call should fail");
@@ -152,14 +152,14 @@ async fn an_unreachable_database_answers_unavailable_promptly() {
     assert!(status.message().contains("retry"), "{status:?}");
 }
 
-fn guest_req(device: &str) -> pb::GuestLoginRequest {
+pub(crate) fn guest_req(device: &str) -> pb::GuestLoginRequest {
     pb::GuestLoginRequest {
         device_id: device.into(),
         display_name: String::new(),
     }
 }
 
-fn register_req(username: &str, password: &str) -> pb::RegisterRequest {
+pub(crate) fn register_req(username: &str, password: &str) -> pb::RegisterRequest {
     pb::RegisterRequest {
         username: username.into(),
         password: password.into(),
@@ -167,7 +167,7 @@ fn register_req(username: &str, password: &str) -> pb::RegisterRequest {
     }
 }
 
-fn login_req(username: &str, password: &str) -> pb::LoginRequest {
+pub(crate) fn login_req(username: &str, password: &str) -> pb::LoginRequest {
     pb::LoginRequest {
         username: username.into(),
         password: password.into(),
@@ -185,7 +185,7 @@ fn ts(seconds: i64) -> prost_types::Timestamp {
 }
 
 /// A well-formed finished duel between `a` (seat 0, the winner) and `b`.
-fn match_record(match_id: &str, a: &str, b: &str, ranked: bool) -> pb::MatchRecord {
+pub(crate) fn match_record(match_id: &str, a: &str, b: &str, ranked: bool) -> pb::MatchRecord {
     let card = |rank: common_pb::Rank, suit: common_pb::Suit| common_pb::Card {
         rank: rank as i32,
         suit: suit as i32,
@@ -301,7 +301,7 @@ async fn own_name<S: Store>(app: &TestApp<S>, token: &str) -> String {
         .display_name
 }
 
-async fn register<S: Store>(app: &TestApp<S>, username: &str) -> pb::AuthTokens {
+pub(crate) async fn register<S: Store>(app: &TestApp<S>, username: &str) -> pb::AuthTokens {
     let mut client = app.client().await;
     tokens(
         client

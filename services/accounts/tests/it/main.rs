@@ -2,6 +2,9 @@
 //! module (as separate binaries, each re-linked the whole dependency tree), with the shared
 //! setup in `helpers`.
 
+mod account;
+mod admin;
+mod export;
 mod feed;
 mod grpc;
 mod helpers;

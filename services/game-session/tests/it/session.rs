@@ -1020,3 +1020,68 @@ async fn a_storm_of_joins_is_queued_and_every_join_is_served() {
     );
     replica.stop().await;
 }
+
+/// A player banned by accounts (the revoked list shared through Redis, as production
+/// runs it): their Play stream ends with PERMISSION_DENIED and the reason within 5 s,
+/// their next Play is refused, the other player's stream goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_banned_players_play_stream_ends_within_five_seconds() {
+    use basra_platform::revocation::{Revocations, Revoked};
+    let tokens = Tokens::new();
+    let prefix = prefix();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let connect = || async {
+        let redis = basra_platform::redis::Redis::connect(&redis_url())
+            .await
+            .expect("Redis must be running at REDIS_URL");
+        Revocations::shared(redis, &prefix, shutdown.clone())
+            .await
+            .unwrap()
+    };
+    let (ours, accounts) = (connect().await, connect().await);
+    let config = game_session::ServiceConfig {
+        revocations: ours,
+        ..config("r1", timing())
+    };
+    let replica = Replica::spawn(redis_store(&prefix).await, &tokens, config, None).await;
+    let (room, mut a, mut b) = two_players(&replica, &tokens, pb::RuleSettings::default()).await;
+
+    let started = std::time::Instant::now();
+    accounts
+        .revoke(
+            a.user,
+            Revoked::banned_for("cheating", Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
+    let status = loop {
+        match tokio::time::timeout(Duration::from_secs(5), a.events.message())
+            .await
+            .expect("the banned player's stream ends within 5 s")
+        {
+            Ok(Some(event)) => a.observe(&event),
+            Ok(None) => panic!("ended OK, not with the ban"),
+            Err(status) => break status,
+        }
+    };
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
+    assert!(status.message().contains("cheating"), "{status:?}");
+    // The next call is refused.
+    let (_tx, rx) = tokio::sync::mpsc::channel::<basra_proto::basra::game::v1::PlayRequest>(1);
+    let refused = basra_proto::basra::game::v1::game_service_client::GameServiceClient::new(
+        replica.channel().await,
+    )
+    .play(authed(
+        tokio_stream::wrappers::ReceiverStream::new(rx),
+        &tokens.token(a.user, basra_platform::auth::Role::Player),
+    ))
+    .await
+    .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+    // The other player's stream stays open: it sees the banned seat go.
+    b.until(|e| matches!(e, E::ConnectionChanged(c) if c.seat == 0 && c.state == game::ConnectionState::Disconnected as i32))
+        .await;
+    let _ = room;
+    shutdown.cancel();
+}

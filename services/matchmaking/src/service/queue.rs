@@ -207,6 +207,9 @@ async fn run_stream(
     let heartbeat = Duration::from_millis(q.heartbeat_millis);
     let mut last_position = None;
     let mut last_width: Option<f64> = None;
+    let user = uuid::Uuid::parse_str(&first.user_id).ok();
+    let revocations = inner.config.revocations.clone();
+    let mut revoked = revocations.subscribe();
     let mut view = Some(first);
     loop {
         let now = inner.now();
@@ -363,6 +366,17 @@ async fn run_stream(
                     "server shutting down: call FindMatch again with the same ticket_id",
                 ))).await;
                 break;
+            }
+            Ok(()) = revoked.changed() => {
+                // A banned or deleted player's search ends, and its ticket with it.
+                if let Some(revoked) = user.and_then(|user| revocations.check(user)) {
+                    if let Some(v) = &view {
+                        let now = inner.now();
+                        let _ = inner.deps.store.cancel(&v.user_id, &id, CancelCause::ByClient, now, q.grace_ms()).await;
+                    }
+                    let _ = tx.send(Err(revoked.status())).await;
+                    break;
+                }
             }
             _ = wake.recv() => {}
             () = tokio::time::sleep(heartbeat) => {}

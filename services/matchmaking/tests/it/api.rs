@@ -1808,3 +1808,65 @@ async fn a_seated_player_invites_a_friend_to_a_waiting_room() {
         "no refused invite was sent"
     );
 }
+
+#[tokio::test]
+async fn a_banned_players_search_ends_and_their_next_call_is_refused() {
+    use basra_platform::revocation::Revoked;
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let (banned, other) = (Uuid::now_v7(), Uuid::now_v7());
+    let token = env.token(banned, false);
+    let mut search = client
+        .find_match(authed(find("t-banned", false), &token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(
+        next(&mut search).await.unwrap(),
+        Update::Queued(_)
+    ));
+    let started = std::time::Instant::now();
+    env.revocations
+        .revoke(
+            banned,
+            Revoked::banned_for("abuse in chat", Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
+    let status = loop {
+        match tokio::time::timeout(WAIT, search.message())
+            .await
+            .expect("within 5 s")
+        {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the stream ended OK, not with the ban"),
+            Err(status) => break status,
+        }
+    };
+    assert!(started.elapsed() < WAIT);
+    assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+    assert!(status.message().contains("abuse in chat"), "{status:?}");
+    // The next call is refused, and the ticket is gone: another player is not matched
+    // with the banned one.
+    let refused = client
+        .find_match(authed(find("t-banned-2", false), &token))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    let mut theirs = client
+        .find_match(authed(find("t-other", false), &env.token(other, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    match next(&mut theirs).await.unwrap() {
+        Update::Queued(q) => assert_eq!(q.players_waiting, 1, "alone in the queue"),
+        other => panic!("{other:?}"),
+    }
+    // An unban restores access.
+    env.revocations.restore(banned).await.unwrap();
+    client
+        .find_match(authed(find("t-banned-3", false), &token))
+        .await
+        .expect("unbanned: the call is served");
+}

@@ -382,6 +382,8 @@ pub struct Env {
     pub prefix: String,
     pub settings: Settings,
     pub shutdown: CancellationToken,
+    /// The banned and deleted accounts every replica of the test refuses.
+    pub revocations: basra_platform::revocation::Revocations,
 }
 
 /// Test defaults: fast ticks and heartbeats (real time), everything else on
@@ -437,6 +439,7 @@ impl Env {
             prefix: unique_prefix(),
             settings,
             shutdown,
+            revocations: Default::default(),
         }
     }
 
@@ -500,6 +503,7 @@ impl Env {
             queue: self.settings.queue.clone(),
             rooms: self.settings.rooms.clone(),
             serving: Duration::from_millis(200).into(),
+            revocations: self.revocations.clone(),
         };
         let shutdown = self.shutdown.child_token();
         tokio::spawn(matchmaking::serve(

@@ -16,11 +16,11 @@ use crate::friends::{
 /// Friend codes, links and daily request counts.
 #[derive(Debug, Default)]
 pub(super) struct Friends {
-    codes: HashMap<Uuid, FriendCode>,
-    code_owners: HashMap<FriendCode, Uuid>,
+    pub(super) codes: HashMap<Uuid, FriendCode>,
+    pub(super) code_owners: HashMap<FriendCode, Uuid>,
     /// (from, to) → the link and since when.
-    links: HashMap<(Uuid, Uuid), (Link, DateTime<Utc>)>,
-    requests_sent: HashMap<(Uuid, NaiveDate), u32>,
+    pub(super) links: HashMap<(Uuid, Uuid), (Link, DateTime<Utc>)>,
+    pub(super) requests_sent: HashMap<(Uuid, NaiveDate), u32>,
 }
 
 impl Friends {

@@ -89,6 +89,7 @@ pub fn config(replica: &str, timing: Timing) -> ServiceConfig {
         resync: Duration::from_millis(500),
         lease: Duration::from_millis(600),
         bots: Default::default(),
+        revocations: Default::default(),
     }
 }
 
@@ -508,6 +509,27 @@ pub struct FakeAccounts {
 
 #[tonic::async_trait]
 impl acc::accounts_service_server::AccountsService for FakeAccounts {
+    type ExportMyDataStream = std::pin::Pin<
+        Box<dyn tokio_stream::Stream<Item = Result<acc::ExportMyDataResponse, Status>> + Send>,
+    >;
+    async fn export_my_data(
+        &self,
+        _: Request<acc::ExportMyDataRequest>,
+    ) -> Result<tonic::Response<Self::ExportMyDataStream>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn change_password(
+        &self,
+        _: Request<acc::ChangePasswordRequest>,
+    ) -> Result<tonic::Response<acc::ChangePasswordResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+    async fn delete_account(
+        &self,
+        _: Request<acc::DeleteAccountRequest>,
+    ) -> Result<tonic::Response<acc::DeleteAccountResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
     async fn guest_login(
         &self,
         _: Request<acc::GuestLoginRequest>,
