@@ -997,6 +997,7 @@ async fn create_rooms(
                     .iter()
                     .map(|u| SeatAssignment {
                         occupant: Some(Occupant::UserId(u.to_string())),
+                        ..Default::default()
                     })
                     .collect(),
                 settings: Some(pb::RuleSettings::default()),

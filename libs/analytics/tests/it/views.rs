@@ -125,6 +125,7 @@ async fn the_match_players_view_has_every_seat_with_its_result_and_rating_change
     let seats: usize = recorded.iter().map(|(r, _)| r.seats.len()).sum();
     assert_eq!(rows.len(), seats, "one row per seat, bots included");
     let mut rated = 0;
+    let mut fills = std::collections::HashMap::<Option<String>, usize>::new();
     for row in &rows {
         let id: String = row.get("match_id");
         let (r, rec) = recorded.iter().find(|(r, _)| r.match_id == id).unwrap();
@@ -169,8 +170,28 @@ async fn the_match_players_view_has_every_seat_with_its_result_and_rating_change
             let delta: f64 = row.get("rating_change");
             assert!((delta - (c.rating_after - c.rating_before)).abs() < 1e-9);
         }
+        assert_eq!(
+            row.get::<Option<String>, _>("seat_fill").as_deref(),
+            seat.fill.map(|f| f.as_str())
+        );
+        assert_eq!(
+            row.get::<Option<f64>, _>("queue_wait_seconds"),
+            seat.queue_wait_ms.map(|ms| f64::from(ms) / 1000.0)
+        );
+        *fills
+            .entry(row.get::<Option<String>, _>("seat_fill"))
+            .or_default() += 1;
     }
     assert!(rated > 0, "some matches were rated");
+    // This corpus (seed 2) fills seats by the queue, as hosts, by code and after
+    // invites (the export test sees bots too), and every seat says how.
+    for fill in ["queue", "host", "code", "invite"] {
+        assert!(
+            fills.contains_key(&Some(fill.to_owned())),
+            "{fill}: {fills:?}"
+        );
+    }
+    assert!(!fills.contains_key(&None), "{fills:?}");
 }
 
 #[sqlx::test(migrator = "accounts::store::MIGRATOR")]

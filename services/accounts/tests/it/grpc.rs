@@ -197,12 +197,14 @@ fn match_record(match_id: &str, a: &str, b: &str, ranked: bool) -> pb::MatchReco
                 user_id: a.into(),
                 is_bot: false,
                 display_name: "A".into(),
+                ..Default::default()
             },
             pb::RecordedSeat {
                 seat: 1,
                 user_id: b.into(),
                 is_bot: false,
                 display_name: "B".into(),
+                ..Default::default()
             },
         ],
         seed: vec![9; 32],
