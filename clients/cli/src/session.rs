@@ -15,12 +15,30 @@ use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
-/// Adds `authorization: Bearer <token>` to every call.
+/// What this client calls itself in the `basra-client` metadata of every call
+/// (`cli/<version>`): the services keep it with the session and the seat, for analytics.
+pub const CLIENT: &str = concat!("cli/", env!("CARGO_PKG_VERSION"));
+
+/// Adds `basra-client: cli/<version>` to every call (sign-in included).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientHeader;
+
+impl Interceptor for ClientHeader {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, tonic::Status> {
+        request
+            .metadata_mut()
+            .insert("basra-client", MetadataValue::from_static(CLIENT));
+        Ok(request)
+    }
+}
+
+/// Adds `authorization: Bearer <token>` (and `basra-client`) to every call.
 #[derive(Clone)]
 pub struct Bearer(MetadataValue<tonic::metadata::Ascii>);
 
 impl Interceptor for Bearer {
-    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, tonic::Status> {
+    fn call(&mut self, request: Request<()>) -> Result<Request<()>, tonic::Status> {
+        let mut request = ClientHeader.call(request)?;
         request
             .metadata_mut()
             .insert("authorization", self.0.clone());
@@ -92,13 +110,16 @@ impl Session {
     /// the tokens (guest, register or log in).
     pub async fn sign_in<F, Fut>(endpoints: &Endpoints, sign_in: F) -> anyhow::Result<Session>
     where
-        F: FnOnce(AccountsServiceClient<Channel>) -> Fut,
+        F: FnOnce(AccountsServiceClient<InterceptedService<Channel, ClientHeader>>) -> Fut,
         Fut: std::future::Future<Output = anyhow::Result<Option<AuthTokens>>>,
     {
         let accounts = connect(&endpoints.accounts).await?;
-        let tokens = sign_in(AccountsServiceClient::new(accounts.clone()))
-            .await?
-            .ok_or_else(|| anyhow::anyhow!("the server answered a sign-in without tokens"))?;
+        let tokens = sign_in(AccountsServiceClient::with_interceptor(
+            accounts.clone(),
+            ClientHeader,
+        ))
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("the server answered a sign-in without tokens"))?;
         let game = if endpoints.game == endpoints.accounts {
             accounts.clone()
         } else {

@@ -11,6 +11,7 @@
 //! | [`redis`](mod@redis) | one Redis layer: a single node or a cluster by the URL setting, key prefix and hash tags, scripts, sharded pub/sub with resubscription |
 //! | [`metrics`] | Prometheus metrics (`prometheus-client`) served on `GET /metrics` |
 //! | [`client_addr`] | the client's address behind trusted proxies (`forwarded`, `x-forwarded-for`), for per-address limits |
+//! | [`client_info`] | the client app behind a call (`basra-client: web/1.2.0`): platform and version, for analytics |
 //! | [`presence`] | telling accounts which players are in a match or in the queue (their friends see it) |
 //! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts, sign-ups), on `governor` |
 //!
@@ -24,6 +25,7 @@
 
 pub mod auth;
 pub mod client_addr;
+pub mod client_info;
 pub mod config;
 pub mod error;
 pub mod metrics;
