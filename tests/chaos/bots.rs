@@ -141,6 +141,7 @@ pub async fn create_room_with_token(
     let token: MetadataValue<_> = format!("Bearer {service_token}").parse()?;
     let seat = |user: &Player| SeatAssignment {
         occupant: Some(Occupant::UserId(user.user_id.clone())),
+        ..Default::default()
     };
     GameServiceClient::new(channel(url)?)
         .create_room(authed(

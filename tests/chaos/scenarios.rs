@@ -1085,9 +1085,11 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
         let seats = vec![
             SeatAssignment {
                 occupant: Some(Occupant::UserId(player.user_id.clone())),
+                ..Default::default()
             },
             SeatAssignment {
                 occupant: Some(Occupant::Open(OpenSeat {})),
+                ..Default::default()
             },
         ];
         game.create_room(bots::authed(

@@ -18,12 +18,31 @@ use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
-/// Adds `authorization: Bearer <token>` to every call, with the token current then.
+/// What this client calls itself in the `basra-client` metadata of every call
+/// (`cli/<version>`): the services keep it with the session and the seat, for analytics.
+pub const CLIENT: &str = concat!("cli/", env!("CARGO_PKG_VERSION"));
+
+/// Adds `basra-client: cli/<version>` to every call (sign-in included).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientHeader;
+
+impl Interceptor for ClientHeader {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, tonic::Status> {
+        request
+            .metadata_mut()
+            .insert("basra-client", MetadataValue::from_static(CLIENT));
+        Ok(request)
+    }
+}
+
+/// Adds `authorization: Bearer <token>` (the token current then) and `basra-client` to
+/// every call.
 #[derive(Clone)]
 pub struct Bearer(Arc<Tokens>);
 
 impl Interceptor for Bearer {
-    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, tonic::Status> {
+    fn call(&mut self, request: Request<()>) -> Result<Request<()>, tonic::Status> {
+        let mut request = ClientHeader.call(request)?;
         request
             .metadata_mut()
             .insert("authorization", self.0.header());
@@ -89,7 +108,7 @@ impl Tokens {
             return Ok(());
         }
         let refresh_token = self.held.read().expect("tokens lock").refresh_token.clone();
-        let tokens = AccountsServiceClient::new(self.accounts.clone())
+        let tokens = AccountsServiceClient::with_interceptor(self.accounts.clone(), ClientHeader)
             .refresh(RefreshRequest { refresh_token })
             .await?
             .into_inner()
@@ -191,13 +210,16 @@ impl Session {
     /// the tokens (guest, register or log in).
     pub async fn sign_in<F, Fut>(endpoints: &Endpoints, sign_in: F) -> anyhow::Result<Session>
     where
-        F: FnOnce(AccountsServiceClient<Channel>) -> Fut,
+        F: FnOnce(AccountsServiceClient<InterceptedService<Channel, ClientHeader>>) -> Fut,
         Fut: std::future::Future<Output = anyhow::Result<Option<AuthTokens>>>,
     {
         let accounts = connect(&endpoints.accounts).await?;
-        let tokens = sign_in(AccountsServiceClient::new(accounts.clone()))
-            .await?
-            .ok_or_else(|| anyhow::anyhow!("the server answered a sign-in without tokens"))?;
+        let tokens = sign_in(AccountsServiceClient::with_interceptor(
+            accounts.clone(),
+            ClientHeader,
+        ))
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("the server answered a sign-in without tokens"))?;
         let game = if endpoints.game == endpoints.accounts {
             accounts.clone()
         } else {

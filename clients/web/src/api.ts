@@ -24,7 +24,14 @@ let refreshTimer: ReturnType<typeof setTimeout> | undefined;
 let refreshing: Promise<boolean> | null = null;
 let client: Api | null = null;
 
+/** The page's version, set by the bundler from package.json (build.mjs). */
+declare const __APP_VERSION__: string;
+
+/** What the page calls itself in the `basra-client` metadata of every call. */
+export const CLIENT = `web/${typeof __APP_VERSION__ === "string" ? __APP_VERSION__ : "0.0.0"}`;
+
 const withToken: Interceptor = (next) => async (req) => {
+  req.header.set("basra-client", CLIENT);
   if (token) req.header.set("authorization", `Bearer ${token}`);
   return next(req);
 };

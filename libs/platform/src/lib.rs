@@ -11,6 +11,7 @@
 //! | [`redis`](mod@redis) | one Redis layer: a single node or a cluster by the URL setting, key prefix and hash tags, scripts, sharded pub/sub with resubscription |
 //! | [`metrics`] | Prometheus metrics (`prometheus-client`) served on `GET /metrics`, with the RED metrics of every call (by method and status code) and the process's figures |
 //! | [`client_addr`] | the client's address behind trusted proxies (`forwarded`, `x-forwarded-for`), for per-address limits |
+//! | [`client_info`] | the client app behind a call (`basra-client: web/1.2.0`): platform and version, for analytics |
 //! | [`presence`] | telling accounts which players are in a match or in the queue (their friends see it) |
 //! | [`revocation`] | the banned and deleted accounts every service refuses, shared through Redis |
 //! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts, sign-ups), on `governor` |
@@ -25,6 +26,7 @@
 
 pub mod auth;
 pub mod client_addr;
+pub mod client_info;
 pub mod config;
 pub mod error;
 pub mod metrics;

@@ -12,7 +12,7 @@ use basra_engine::settings::Seats;
 use basra_engine::{Action, Event, Game, Seed, Settings};
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::common::v1 as common;
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, Timelike, Utc};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use uuid::Uuid;
@@ -121,6 +121,8 @@ impl Corpus {
                     user_id: String::new(),
                     is_bot: true,
                     display_name: "Bot".to_owned(),
+                    fill: common::SeatFill::Bot as i32,
+                    queue_wait_ms: None,
                 });
             } else {
                 let player = self.players[index];
@@ -130,6 +132,8 @@ impl Corpus {
                     user_id: player.user_id.to_string(),
                     is_bot: false,
                     display_name: format!("Player {}", index + 1),
+                    fill: common::SeatFill::Unspecified as i32,
+                    queue_wait_ms: None,
                 });
             }
         }
@@ -139,6 +143,8 @@ impl Corpus {
         let span = i64::from(self.options.days.max(1)) * 86_400;
         let started_at = self.options.until - Duration::seconds(span)
             + Duration::seconds(self.daytime_second(span));
+
+        self.fill_seats(&mut seats, ranked, bot_seat.is_some(), started_at);
 
         // Some matches stop early: a resignation (3 %) or an abandoned seat (2 %), at a
         // random point of the first rounds.
@@ -206,6 +212,46 @@ impl Corpus {
             actions,
             rounds.iter().map(|(dealer, score)| (*dealer, score)),
         )
+    }
+
+    /// How each human seat was filled, as matchmaking would say: a ranked match and
+    /// half the matches with a bot come from the queue (each player with the wait it
+    /// had: longer at night, when fewer search); the rest are rooms made by seat 0
+    /// (the host) and joined by code, from the lobby or after an invite, or rematches.
+    fn fill_seats(
+        &mut self,
+        seats: &mut [pb::RecordedSeat],
+        ranked: bool,
+        with_bot: bool,
+        started_at: DateTime<Utc>,
+    ) {
+        let queued = ranked || (with_bot && self.chance(50));
+        let rematch = !queued && self.chance(10);
+        let night = started_at.hour() < 7;
+        for (index, seat) in seats.iter_mut().enumerate() {
+            if seat.is_bot {
+                continue;
+            }
+            let fill = if queued {
+                // 2–30 s by day, 3 times that at night; now and then a long wait.
+                let base = 2_000 + self.below(28_000) as u32;
+                let long = if self.chance(5) { 60_000 } else { 0 };
+                let wait = (base + long) * if night { 3 } else { 1 };
+                seat.queue_wait_ms = Some(wait);
+                common::SeatFill::Queue
+            } else if rematch {
+                common::SeatFill::Rematch
+            } else if index == 0 {
+                common::SeatFill::Host
+            } else {
+                match self.below(10) {
+                    0..=4 => common::SeatFill::Code,
+                    5..=7 => common::SeatFill::Invite,
+                    _ => common::SeatFill::Lobby,
+                }
+            };
+            seat.fill = fill as i32;
+        }
     }
 
     fn think(&mut self) -> i64 {

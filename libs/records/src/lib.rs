@@ -40,7 +40,7 @@ pub mod stored;
 pub mod wire;
 
 pub use record::{
-    ActionKind, ActionRecord, BasraCounts, EndReason, MatchRecord, RoundRecord, SeatRecord,
-    SideScore, side_of,
+    ActionKind, ActionRecord, BasraCounts, EndReason, MatchRecord, RoundRecord, SeatFill,
+    SeatRecord, SideScore, side_of,
 };
 pub use wire::InvalidRecord;

@@ -29,6 +29,88 @@ pub struct SeatRecord {
     pub is_bot: bool,
     /// The name shown during the match.
     pub display_name: String,
+    /// How the seat was filled; `None` when not known (records made before seats
+    /// carried it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill: Option<SeatFill>,
+    /// How long the player waited in the queue (milliseconds); only for
+    /// [`SeatFill::Queue`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_wait_ms: Option<u32>,
+}
+
+/// How a seat of a match was filled (the API's `SeatFill`). The names are what accounts
+/// stores in `matches.seats` and what the analyst views and the export show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeatFill {
+    /// Matched by the queue.
+    Queue,
+    /// Joined by join code (not after an invite).
+    Code,
+    /// Joined a public room from the lobby list.
+    Lobby,
+    /// Joined after a friend's invite.
+    Invite,
+    /// Stayed for a rematch (a match after the room's first).
+    Rematch,
+    /// A bot.
+    Bot,
+    /// Created the room.
+    Host,
+}
+
+impl SeatFill {
+    /// Every fill, in the API's order.
+    pub const ALL: [SeatFill; 7] = [
+        SeatFill::Queue,
+        SeatFill::Code,
+        SeatFill::Lobby,
+        SeatFill::Invite,
+        SeatFill::Rematch,
+        SeatFill::Bot,
+        SeatFill::Host,
+    ];
+
+    /// The stored name (`queue`, `code`, `lobby`, `invite`, `rematch`, `bot`, `host`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SeatFill::Queue => "queue",
+            SeatFill::Code => "code",
+            SeatFill::Lobby => "lobby",
+            SeatFill::Invite => "invite",
+            SeatFill::Rematch => "rematch",
+            SeatFill::Bot => "bot",
+            SeatFill::Host => "host",
+        }
+    }
+
+    /// The fill of a proto value; `None` for `SEAT_FILL_UNSPECIFIED`.
+    pub fn from_proto(fill: common::SeatFill) -> Option<SeatFill> {
+        Some(match fill {
+            common::SeatFill::Unspecified => return None,
+            common::SeatFill::Queue => SeatFill::Queue,
+            common::SeatFill::Code => SeatFill::Code,
+            common::SeatFill::Lobby => SeatFill::Lobby,
+            common::SeatFill::Invite => SeatFill::Invite,
+            common::SeatFill::Rematch => SeatFill::Rematch,
+            common::SeatFill::Bot => SeatFill::Bot,
+            common::SeatFill::Host => SeatFill::Host,
+        })
+    }
+
+    /// The proto value.
+    pub fn to_proto(self) -> common::SeatFill {
+        match self {
+            SeatFill::Queue => common::SeatFill::Queue,
+            SeatFill::Code => common::SeatFill::Code,
+            SeatFill::Lobby => common::SeatFill::Lobby,
+            SeatFill::Invite => common::SeatFill::Invite,
+            SeatFill::Rematch => common::SeatFill::Rematch,
+            SeatFill::Bot => common::SeatFill::Bot,
+            SeatFill::Host => common::SeatFill::Host,
+        }
+    }
 }
 
 /// What a seat did.

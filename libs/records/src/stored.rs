@@ -13,7 +13,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::action_log::{self, ActionLogError};
-use crate::record::{ActionRecord, BasraCounts, RoundRecord};
+use crate::record::{ActionRecord, BasraCounts, RoundRecord, SeatFill};
 
 /// One seat as the export sees it (no display name).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -26,6 +26,12 @@ pub struct SeatInfo {
     pub user_id: Option<Uuid>,
     /// Whether a bot played it.
     pub is_bot: bool,
+    /// How it was filled; `None` when the record does not say.
+    #[serde(default)]
+    pub fill: Option<SeatFill>,
+    /// How long the player waited in the queue (milliseconds), for a queue seat.
+    #[serde(default)]
+    pub queue_wait_ms: Option<u32>,
 }
 
 /// The rating change of one rated seat.

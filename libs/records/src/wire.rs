@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use crate::record::{
     ActionKind, ActionRecord, BasraCounts, EndReason, MAX_ACTIONS, MatchRecord, RoundRecord,
-    SEAT_NAME_MAX, SIDES, SeatRecord, SideScore, side_of,
+    SEAT_NAME_MAX, SIDES, SeatFill, SeatRecord, SideScore, side_of,
 };
 
 /// Why a record is refused: the field as the proto names it, and what is wrong.
@@ -37,6 +37,44 @@ impl InvalidRecord {
             reason: reason.into(),
         }
     }
+}
+
+/// A seat's fill and queue wait, checked: a known fill, `bot` only for a bot seat (and
+/// a bot seat nothing else), a queue wait only for a queue seat.
+fn seat_fill_from_proto(
+    index: usize,
+    seat: &pb::RecordedSeat,
+) -> Result<(Option<SeatFill>, Option<u32>), InvalidRecord> {
+    let fill = common::SeatFill::try_from(seat.fill)
+        .map_err(|_| {
+            InvalidRecord::new(
+                "record.seats",
+                format!("seat {index}: fill {} is not a known value", seat.fill),
+            )
+        })
+        .map(SeatFill::from_proto)?;
+    match fill {
+        Some(SeatFill::Bot) if !seat.is_bot => {
+            return Err(InvalidRecord::new(
+                "record.seats",
+                format!("seat {index}: fill is SEAT_FILL_BOT but a player sat there"),
+            ));
+        }
+        Some(other) if seat.is_bot && other != SeatFill::Bot => {
+            return Err(InvalidRecord::new(
+                "record.seats",
+                format!("seat {index}: a bot seat's fill is SEAT_FILL_BOT or unspecified"),
+            ));
+        }
+        _ => {}
+    }
+    if seat.queue_wait_ms.is_some() && fill != Some(SeatFill::Queue) {
+        return Err(InvalidRecord::new(
+            "record.seats",
+            format!("seat {index}: queue_wait_ms is only for a SEAT_FILL_QUEUE seat"),
+        ));
+    }
+    Ok((fill, seat.queue_wait_ms))
 }
 
 /// Most characters of a match or room id.
@@ -137,6 +175,7 @@ impl MatchRecord {
                     format!("seat {index}: display_name longer than {SEAT_NAME_MAX} characters"),
                 ));
             }
+            let (fill, queue_wait_ms) = seat_fill_from_proto(index, seat)?;
             let seat_no = index as u8;
             seats.push(SeatRecord {
                 seat: seat_no,
@@ -144,6 +183,8 @@ impl MatchRecord {
                 user_id,
                 is_bot: seat.is_bot,
                 display_name: seat.display_name.clone(),
+                fill,
+                queue_wait_ms,
             });
         }
 
@@ -394,5 +435,86 @@ pub fn timestamp_to_proto(t: DateTime<Utc>) -> prost_types::Timestamp {
     prost_types::Timestamp {
         seconds: t.timestamp(),
         nanos: t.timestamp_subsec_nanos() as i32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::{Corpus, CorpusOptions, Player, policy_of};
+
+    /// A record of the corpus with every seat a player.
+    fn record() -> pb::MatchRecord {
+        let players = (0..4)
+            .map(|i| Player {
+                user_id: Uuid::now_v7(),
+                policy: policy_of(i),
+            })
+            .collect();
+        let options = CorpusOptions {
+            seed: 3,
+            days: 1,
+            until: Utc::now(),
+        };
+        let mut corpus = Corpus::new(players, options);
+        loop {
+            let record = corpus.next_record();
+            if record.seats.iter().all(|s| !s.is_bot) {
+                return record;
+            }
+        }
+    }
+
+    #[test]
+    fn each_seat_keeps_its_fill_and_queue_wait() {
+        let mut proto = record();
+        proto.seats[0].fill = common::SeatFill::Queue as i32;
+        proto.seats[0].queue_wait_ms = Some(7_500);
+        proto.seats[1].fill = common::SeatFill::Unspecified as i32;
+        proto.seats[1].queue_wait_ms = None;
+        let checked = MatchRecord::from_proto(proto).unwrap();
+        assert_eq!(checked.seats[0].fill, Some(SeatFill::Queue));
+        assert_eq!(checked.seats[0].queue_wait_ms, Some(7_500));
+        assert_eq!(checked.seats[1].fill, None, "not known");
+        // Stored as names, and a seat that does not say is stored as before.
+        let json = serde_json::to_value(&checked.seats).unwrap();
+        assert_eq!(json[0]["fill"], "queue");
+        assert_eq!(json[0]["queue_wait_ms"], 7_500);
+        assert!(json[1].get("fill").is_none() && json[1].get("queue_wait_ms").is_none());
+        for fill in SeatFill::ALL {
+            assert_eq!(SeatFill::from_proto(fill.to_proto()), Some(fill));
+            let name = serde_json::to_value(fill).unwrap();
+            assert_eq!(name, fill.as_str());
+        }
+    }
+
+    #[test]
+    fn fills_that_contradict_the_seat_are_refused() {
+        let refused = |edit: &dyn Fn(&mut pb::RecordedSeat)| {
+            let mut proto = record();
+            edit(&mut proto.seats[1]);
+            let err = MatchRecord::from_proto(proto).unwrap_err();
+            assert_eq!(err.field, "record.seats");
+            err.reason
+        };
+        let reason = refused(&|s| s.fill = 99);
+        assert!(reason.contains("not a known value"), "{reason}");
+        let reason = refused(&|s| s.fill = common::SeatFill::Bot as i32);
+        assert!(reason.contains("a player sat there"), "{reason}");
+        let reason = refused(&|s| {
+            s.fill = common::SeatFill::Code as i32;
+            s.queue_wait_ms = Some(1);
+        });
+        assert!(
+            reason.contains("only for a SEAT_FILL_QUEUE seat"),
+            "{reason}"
+        );
+        let reason = refused(&|s| {
+            s.is_bot = true;
+            s.user_id.clear();
+            s.fill = common::SeatFill::Host as i32;
+            s.queue_wait_ms = None;
+        });
+        assert!(reason.contains("a bot seat's fill"), "{reason}");
     }
 }

@@ -1154,6 +1154,7 @@ async fn create_rooms(
                 seats: vec![
                     SeatAssignment {
                         occupant: Some(Occupant::UserId(ua.to_string())),
+                        ..Default::default()
                     },
                     SeatAssignment {
                         occupant: Some(match bot {
@@ -1162,6 +1163,7 @@ async fn create_rooms(
                             }),
                             None => Occupant::UserId(ub.to_string()),
                         }),
+                        ..Default::default()
                     },
                 ],
                 settings: Some(pb::RuleSettings::default()),

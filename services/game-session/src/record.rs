@@ -24,11 +24,22 @@ pub fn match_record(room: &Room, actions: &[ActionRecord]) -> accounts::MatchRec
                 Occupant::Bot { level } => (String::new(), true, bot_display_name(*level)),
                 Occupant::Open => (String::new(), false, String::new()),
             };
+            let origin = room.seat_origin(index);
+            let fill = match &seat.occupant {
+                Occupant::Bot { .. } => pb::SeatFill::Bot as i32,
+                _ => origin.fill,
+            };
             accounts::RecordedSeat {
                 seat: index as u32,
                 user_id,
                 is_bot,
                 display_name: name,
+                fill,
+                queue_wait_ms: if fill == pb::SeatFill::Queue as i32 {
+                    origin.queue_wait_ms
+                } else {
+                    None
+                },
             }
         })
         .collect();

@@ -8,7 +8,7 @@ use basra_engine::{
     Action, Card, CardSet, EndReason, Event, Game, MajorityTie, RoundScore, Seat, Seed, Settings,
     View, bot,
 };
-use basra_proto::basra::common::v1::{BotLevel, MatchEndReason};
+use basra_proto::basra::common::v1::{BotLevel, MatchEndReason, SeatFill};
 use basra_proto::basra::game::v1::RejectCode;
 use serde::{Deserialize, Serialize};
 
@@ -119,6 +119,18 @@ impl<'de> Deserialize<'de> for Occupant {
             }
         })
     }
+}
+
+/// How a seat was filled, for the match record: the API's `SeatFill` as a number (0: not
+/// known) and, for a queue seat, how long the player waited. Kept beside the seats
+/// ([`Room::seat_origins`]) rather than in them, so the room's format-1 bytes stay as they
+/// were (the codec writes these after the room: format 2).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatOrigin {
+    /// `SeatFill` as a number.
+    pub fill: i32,
+    /// Milliseconds in the queue (queue seats only).
+    pub queue_wait_ms: Option<u32>,
 }
 
 /// A seat and its connection.
@@ -282,6 +294,11 @@ pub struct Room {
     /// The seq of the last event that changed the game (what `based_on_seq` is checked
     /// against).
     pub game_seq: u64,
+    /// How each seat was filled, by seat (shorter, even empty, for rooms stored before
+    /// format 2: those seats are not known). Not in the room's own serde form: the
+    /// codec stores it after the room (see `store::codec`).
+    #[serde(skip)]
+    pub seat_origins: Vec<SeatOrigin>,
     /// Events not yet stored.
     #[serde(skip)]
     pending: Vec<StoredEvent>,
@@ -351,6 +368,7 @@ impl Room {
             rematch_deadline_ms: None,
             seq: 0,
             game_seq: 0,
+            seat_origins: Vec::new(),
             pending: Vec::new(),
             pending_actions: PendingActions::default(),
         }
@@ -389,6 +407,23 @@ impl Room {
                 |seat| matches!(&seat.occupant, Occupant::Player { user_id: id, .. } if id == user_id),
             )
             .map(|index| index as u8)
+    }
+
+    /// How `seat` was filled (the default when not known).
+    pub fn seat_origin(&self, seat: usize) -> SeatOrigin {
+        self.seat_origins.get(seat).copied().unwrap_or_default()
+    }
+
+    /// Records how `seat` was filled.
+    pub fn set_seat_origin(&mut self, seat: usize, origin: SeatOrigin) {
+        if seat >= self.seats.len() {
+            return;
+        }
+        if self.seat_origins.len() < self.seats.len() {
+            self.seat_origins
+                .resize(self.seats.len(), SeatOrigin::default());
+        }
+        self.seat_origins[seat] = origin;
     }
 
     /// The public facts of every seat.
@@ -785,6 +820,16 @@ impl Room {
             now,
         );
         if self.rematch.len() == self.seats.len() {
+            // Every player of the new match stayed for it.
+            let rematch = SeatOrigin {
+                fill: SeatFill::Rematch as i32,
+                queue_wait_ms: None,
+            };
+            for index in 0..self.seats.len() {
+                if matches!(self.seats[index].occupant, Occupant::Player { .. }) {
+                    self.set_seat_origin(index, rematch);
+                }
+            }
             self.start_match(seed, match_id, now);
         }
         Ok(())
@@ -795,6 +840,7 @@ impl Room {
     pub fn leave(&mut self, seat: u8, now: i64) -> Result<(), Reject> {
         match self.status {
             Status::Waiting => {
+                self.set_seat_origin(usize::from(seat), SeatOrigin::default());
                 let state = &mut self.seats[usize::from(seat)];
                 state.occupant = Occupant::Open;
                 state.connected = false;

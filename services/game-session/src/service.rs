@@ -25,7 +25,7 @@ use crate::core::{Core, Mutation, StreamPermit, fresh_id, fresh_seed, now_ms};
 use crate::error::GameError;
 use crate::names::display_names;
 use crate::response::{SendQueue, SessionStream, message_of};
-use crate::room::{Occupant, Reject, Room};
+use crate::room::{Occupant, Reject, Room, SeatOrigin};
 use crate::session::{Connected, Session, Start, inbound_status};
 use crate::store::LeasedSeat;
 use crate::web;
@@ -289,7 +289,9 @@ impl GameService for GameApi {
             )));
         }
         let mut occupants = Vec::new();
+        let mut origins = Vec::new();
         for (index, seat) in request.seats.iter().enumerate() {
+            origins.push(seat_origin(index, seat.fill, seat.queue_wait_ms)?);
             let occupant = match &seat.occupant {
                 Some(PbOccupant::UserId(user_id)) if !user_id.is_empty() => {
                     if occupants
@@ -336,6 +338,9 @@ impl GameService for GameApi {
             self.core.config.timing,
             now,
         );
+        for (index, origin) in origins.into_iter().enumerate() {
+            room.set_seat_origin(index, origin);
+        }
         room.start_if_full(fresh_seed(), fresh_id(), now);
         let created = self.core.create(&mut room).await?;
         let settings = if created {
@@ -365,6 +370,7 @@ impl GameService for GameApi {
         if request.user_id.is_empty() {
             return Err(invalid("user_id is required"));
         }
+        let origin = seat_origin(0, request.fill, 0)?;
         let name = display_names(
             self.core.accounts.as_ref(),
             std::slice::from_ref(&request.user_id),
@@ -375,6 +381,17 @@ impl GameService for GameApi {
         let outcome = self
             .core
             .mutate(&request.room_id, None, |room, now| {
+                let fresh = room.seat_of(&request.user_id).is_none();
+                // The origin goes in before the seat is taken: a full room starts its
+                // match at once, and the match's record reads it from there.
+                let open = match request.preferred_seat {
+                    Some(seat) => usize::try_from(seat).ok(),
+                    None => room.seats.iter().position(|s| s.occupant == Occupant::Open),
+                };
+                let before = open.map(|seat| (seat, room.seat_origin(seat)));
+                if let (true, Some((seat, _))) = (fresh, before) {
+                    room.set_seat_origin(seat, origin);
+                }
                 room.seat_player(
                     &request.user_id,
                     &name,
@@ -383,7 +400,12 @@ impl GameService for GameApi {
                     fresh_id(),
                     now,
                 )
-                .map_err(|message| Reject::new(RejectCode::NotInProgress, message))
+                .map_err(|message| {
+                    if let (true, Some((seat, previous))) = (fresh, before) {
+                        room.set_seat_origin(seat, previous);
+                    }
+                    Reject::new(RejectCode::NotInProgress, message)
+                })
             })
             .await?;
         match outcome {
@@ -421,6 +443,17 @@ impl GameService for GameApi {
             seat: room.seat_of(&request.user_id).map(u32::from),
         }))
     }
+}
+
+/// A seat's origin as CreateRoom or SeatPlayer gives it: a known `SeatFill`, the queue
+/// wait kept for a queue seat only.
+fn seat_origin(index: usize, fill: i32, queue_wait_ms: u32) -> Result<SeatOrigin, Status> {
+    let fill = pb::SeatFill::try_from(fill)
+        .map_err(|_| invalid(format!("seat {index}: fill {fill} is not a known SeatFill")))?;
+    Ok(SeatOrigin {
+        fill: fill as i32,
+        queue_wait_ms: (fill == pb::SeatFill::Queue).then_some(queue_wait_ms),
+    })
 }
 
 /// The API's bot level for a stored occupant (used by admin views).

@@ -85,13 +85,19 @@ pub(crate) fn expiry_to_pb(expires_ms: Millis) -> Option<prost_types::Timestamp>
 }
 
 /// game-session's form of a seat.
-pub(crate) fn seat_assignment(o: &Occupant) -> game::SeatAssignment {
+pub(crate) fn seat_assignment(o: &Occupant, fill: common::SeatFill) -> game::SeatAssignment {
     use game::seat_assignment::Occupant as G;
+    let (occupant, fill) = match o {
+        Occupant::Open => (G::Open(game::OpenSeat {}), common::SeatFill::Unspecified),
+        Occupant::Bot { level } => (
+            G::Bot(game::BotSeat { level: *level }),
+            common::SeatFill::Bot,
+        ),
+        Occupant::Player { user_id, .. } => (G::UserId(user_id.clone()), fill),
+    };
     game::SeatAssignment {
-        occupant: Some(match o {
-            Occupant::Open => G::Open(game::OpenSeat {}),
-            Occupant::Bot { level } => G::Bot(game::BotSeat { level: *level }),
-            Occupant::Player { user_id, .. } => G::UserId(user_id.clone()),
-        }),
+        occupant: Some(occupant),
+        fill: fill as i32,
+        queue_wait_ms: 0,
     }
 }

@@ -162,7 +162,21 @@ async fn settle(inner: &Shared, group: Group) -> Result<()> {
         .game
         .create_room(game::CreateRoomRequest {
             room_id: group.room_id.clone(),
-            seats: seats.iter().map(seat_assignment).collect(),
+            seats: seats
+                .iter()
+                .enumerate()
+                .map(|(seat, occupant)| {
+                    let mut assignment = seat_assignment(occupant, common::SeatFill::Queue);
+                    // How long the player searched: from the ticket's first queueing
+                    // (kept across resumes) to the group that matched it.
+                    if let Some(member) = group.members.get(seat) {
+                        assignment.queue_wait_ms =
+                            u32::try_from((group.formed_ms - member.enqueued_ms).max(0))
+                                .unwrap_or(u32::MAX);
+                    }
+                    assignment
+                })
+                .collect(),
             settings: Some(settings_to_pb(&settings)),
             ranked,
             allow_spectators: false,

@@ -113,6 +113,8 @@ static MATCH_PLAYERS: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("opponent_rating_before", DataType::Float64, true),
         Field::new("ranked", DataType::Boolean, false),
         Field::new("ended_at", time(), false),
+        Field::new("seat_fill", DataType::Utf8, true),
+        Field::new("queue_wait_seconds", DataType::Float64, true),
     ])
 });
 
@@ -340,6 +342,8 @@ pub struct MatchPlayersBuilder {
     opponent: Float64Builder,
     ranked: BooleanBuilder,
     ended_at: TimestampMicrosecondBuilder,
+    seat_fill: StringBuilder,
+    queue_wait: Float64Builder,
     rows: usize,
 }
 
@@ -387,6 +391,10 @@ impl MatchPlayersBuilder {
             );
             self.ranked.append_value(record.ranked);
             self.ended_at.append_value(micros(record.ended_at));
+            self.seat_fill
+                .append_option(seat.fill.map(|fill| fill.as_str()));
+            self.queue_wait
+                .append_option(seat.queue_wait_ms.map(|ms| f64::from(ms) / 1000.0));
             self.rows += 1;
         }
     }
@@ -422,6 +430,8 @@ impl MatchPlayersBuilder {
             Arc::new(self.opponent.finish()),
             Arc::new(self.ranked.finish()),
             Arc::new(tz(std::mem::take(&mut self.ended_at)).finish()),
+            Arc::new(self.seat_fill.finish()),
+            Arc::new(self.queue_wait.finish()),
         ];
         self.rows = 0;
         RecordBatch::try_new(MATCH_PLAYERS.clone(), columns).expect("columns match the schema")

@@ -185,6 +185,45 @@ async fn the_export_reads_back_equal_to_sql_over_the_views(pool: PgPool) {
             .await
             .unwrap();
     assert!((rating_change - sql_change).abs() < 1e-6);
+    // Queue waits and seat fills as the view has them.
+    let queue_wait: f64 = batches(&out, Table::MatchPlayers)
+        .iter()
+        .map(|b| {
+            let c = b
+                .column_by_name("queue_wait_seconds")
+                .unwrap()
+                .as_primitive::<Float64Type>();
+            c.iter().flatten().sum::<f64>()
+        })
+        .sum();
+    let sql_wait: f64 =
+        sqlx::query_scalar("SELECT sum(queue_wait_seconds) FROM analyst.match_players")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(sql_wait > 0.0);
+    assert!((queue_wait - sql_wait).abs() < 1e-6);
+    for fill in ["queue", "code", "invite", "bot", "host"] {
+        let exported = batches(&out, Table::MatchPlayers)
+            .iter()
+            .map(|b| {
+                b.column_by_name("seat_fill")
+                    .unwrap()
+                    .as_string::<i32>()
+                    .iter()
+                    .filter(|v| *v == Some(fill))
+                    .count() as i64
+            })
+            .sum::<i64>();
+        let sql: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM analyst.match_players WHERE seat_fill = $1")
+                .bind(fill)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        assert!(sql > 0, "{fill}");
+        assert_eq!(exported, sql, "{fill}");
+    }
     let rated = batches(&out, Table::MatchPlayers)
         .iter()
         .map(|b| (b.num_rows() - b.column_by_name("rating_after").unwrap().null_count()) as i64)

@@ -125,6 +125,7 @@ async fn the_match_players_view_has_every_seat_with_its_result_and_rating_change
     let seats: usize = recorded.iter().map(|(r, _)| r.seats.len()).sum();
     assert_eq!(rows.len(), seats, "one row per seat, bots included");
     let mut rated = 0;
+    let mut fills = std::collections::HashMap::<Option<String>, usize>::new();
     for row in &rows {
         let id: String = row.get("match_id");
         let (r, rec) = recorded.iter().find(|(r, _)| r.match_id == id).unwrap();
@@ -169,8 +170,28 @@ async fn the_match_players_view_has_every_seat_with_its_result_and_rating_change
             let delta: f64 = row.get("rating_change");
             assert!((delta - (c.rating_after - c.rating_before)).abs() < 1e-9);
         }
+        assert_eq!(
+            row.get::<Option<String>, _>("seat_fill").as_deref(),
+            seat.fill.map(|f| f.as_str())
+        );
+        assert_eq!(
+            row.get::<Option<f64>, _>("queue_wait_seconds"),
+            seat.queue_wait_ms.map(|ms| f64::from(ms) / 1000.0)
+        );
+        *fills
+            .entry(row.get::<Option<String>, _>("seat_fill"))
+            .or_default() += 1;
     }
     assert!(rated > 0, "some matches were rated");
+    // This corpus (seed 2) fills seats by the queue, as hosts, by code and after
+    // invites (the export test sees bots too), and every seat says how.
+    for fill in ["queue", "host", "code", "invite"] {
+        assert!(
+            fills.contains_key(&Some(fill.to_owned())),
+            "{fill}: {fills:?}"
+        );
+    }
+    assert!(!fills.contains_key(&None), "{fills:?}");
 }
 
 #[sqlx::test(migrator = "accounts::store::MIGRATOR")]
@@ -318,8 +339,9 @@ async fn rating_history_follows_each_player_to_the_current_rating(pool: PgPool) 
 }
 
 /// The tables holding people's secrets and identities, and the raw records.
-const PRIVATE: [&str; 7] = [
+const PRIVATE: [&str; 8] = [
     "users",
+    "sign_in_clients",
     "refresh_tokens",
     "password_credentials",
     "device_identities",
@@ -328,7 +350,8 @@ const PRIVATE: [&str; 7] = [
     "match_players",
 ];
 
-const VIEWS: [&str; 6] = [
+const VIEWS: [&str; 7] = [
+    "players",
     "matches",
     "match_players",
     "rounds",
@@ -418,4 +441,140 @@ fn assert_permission_denied(err: &sqlx::Error, what: &str) {
         .and_then(|e| e.code())
         .map(|c| c.into_owned());
     assert_eq!(code.as_deref(), Some("42501"), "{what}: {err}");
+}
+
+/// One row per account: sign-up, kind, first and last match and the count from the
+/// match records, the current rating, the first and last sign-in's client app; and
+/// nothing personal (no username, display name, friend code or device).
+#[sqlx::test(migrator = "accounts::store::MIGRATOR")]
+async fn the_players_view_has_each_account_without_personal_data(pool: PgPool) {
+    use basra_platform::client_info::ClientInfo;
+    let store = PgStore::new(pool.clone());
+    let people = players(&store, 6).await;
+    record_matches(&store, &people, 20, 3, 5).await;
+    let guest = Uuid::now_v7();
+    sqlx::query(
+        "INSERT INTO users (id, display_name, is_guest, created_at)
+         VALUES ($1, 'a guest', TRUE, '2026-11-19T10:00:00Z')",
+    )
+    .bind(guest)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let first = people[0].user_id;
+    let at = crate::helpers::until();
+    for (client, minutes) in [("web/1.2.0", 1), ("android/2.0.3", 2)] {
+        store
+            .note_sign_in_client(
+                first,
+                &ClientInfo::parse(client).unwrap(),
+                at + chrono::Duration::minutes(minutes),
+            )
+            .await
+            .unwrap();
+    }
+
+    let columns: Vec<String> = sqlx::query_scalar(
+        "SELECT column_name::TEXT FROM information_schema.columns
+         WHERE table_schema = 'analyst' AND table_name = 'players' ORDER BY ordinal_position",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        columns,
+        [
+            "user_id",
+            "signed_up_at",
+            "signup_day",
+            "kind",
+            "upgraded_at",
+            "first_match_at",
+            "last_match_at",
+            "first_match_day",
+            "last_match_day",
+            "matches_played",
+            "rating",
+            "rating_deviation",
+            "ranked_matches",
+            "signup_platform",
+            "signup_app_version",
+            "last_platform",
+            "last_app_version",
+        ]
+    );
+
+    let rows = sqlx::query("SELECT * FROM analyst.players")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), people.len() + 1, "one row per account");
+    for row in &rows {
+        let id: Uuid = row.get("user_id");
+        let kind: String = row.get("kind");
+        let played: i32 = row.get("matches_played");
+        let (matches, first_at, last_at): (
+            i64,
+            Option<chrono::DateTime<chrono::Utc>>,
+            Option<chrono::DateTime<chrono::Utc>>,
+        ) = sqlx::query_as(
+            "SELECT count(*), min(ended_at), max(ended_at) FROM analyst.match_players
+                 WHERE user_id = $1",
+        )
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert_eq!(i64::from(played), matches, "{id}");
+        assert_eq!(
+            row.get::<Option<chrono::DateTime<chrono::Utc>>, _>("first_match_at"),
+            first_at
+        );
+        assert_eq!(
+            row.get::<Option<chrono::DateTime<chrono::Utc>>, _>("last_match_at"),
+            last_at
+        );
+        let rating: Option<f64> =
+            sqlx::query_scalar("SELECT rating FROM ratings WHERE user_id = $1")
+                .bind(id)
+                .fetch_optional(&pool)
+                .await
+                .unwrap();
+        assert_eq!(row.get::<Option<f64>, _>("rating"), rating);
+        if id == guest {
+            assert_eq!(kind, "guest");
+            assert_eq!(played, 0);
+            assert_eq!(
+                row.get::<NaiveDate, _>("signup_day"),
+                NaiveDate::from_ymd_opt(2026, 11, 19).unwrap()
+            );
+        } else {
+            assert_eq!(kind, "username");
+            assert!(played > 0, "every simulated player played");
+        }
+        let platforms: (
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        ) = (
+            row.get("signup_platform"),
+            row.get("signup_app_version"),
+            row.get("last_platform"),
+            row.get("last_app_version"),
+        );
+        if id == first {
+            assert_eq!(
+                platforms,
+                (
+                    Some("web".into()),
+                    Some("1.2.0".into()),
+                    Some("android".into()),
+                    Some("2.0.3".into())
+                )
+            );
+        } else {
+            assert_eq!(platforms, (None, None, None, None));
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! auth layer put it there), records the span fields and metrics, and calls the concern's
 //! `do_…` method in its own module. No rule lives here.
 
+use basra_platform::client_info::ClientInfo;
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::accounts::v1::accounts_service_server::AccountsService;
 use tonic::{Request, Response, Status};
@@ -21,11 +22,15 @@ impl<S: Store> AccountsService for AccountsApi<S> {
         request: Request<pb::GuestLoginRequest>,
     ) -> Result<Response<pb::GuestLoginResponse>, Status> {
         let client = self.client_key(&request);
+        let app = ClientInfo::from_metadata(request.metadata());
         let outcome = match self.check_signup_rate(&client) {
             Ok(()) => self.do_guest_login(request.into_inner()).await,
             Err(limited) => Err(limited),
         }
         .map_err(Status::from);
+        if let Ok(response) = &outcome {
+            self.note_client(app, response.tokens.as_ref()).await;
+        }
         self.inner.metrics.sign_in("guest", &outcome);
         Ok(Response::new(outcome?))
     }
@@ -37,11 +42,15 @@ impl<S: Store> AccountsService for AccountsApi<S> {
     ) -> Result<Response<pb::RegisterResponse>, Status> {
         let caller = self.optional_caller(&request)?;
         let client = self.client_key(&request);
+        let app = ClientInfo::from_metadata(request.metadata());
         let outcome = match self.check_signup_rate(&client) {
             Ok(()) => self.do_register(caller, request.into_inner()).await,
             Err(limited) => Err(limited),
         }
         .map_err(Status::from);
+        if let Ok(response) = &outcome {
+            self.note_client(app, response.tokens.as_ref()).await;
+        }
         self.inner.metrics.sign_in("register", &outcome);
         Ok(Response::new(outcome?))
     }
@@ -52,10 +61,14 @@ impl<S: Store> AccountsService for AccountsApi<S> {
         request: Request<pb::LoginRequest>,
     ) -> Result<Response<pb::LoginResponse>, Status> {
         let client = self.client_key(&request);
+        let app = ClientInfo::from_metadata(request.metadata());
         let outcome = self
             .do_login(&client, request.into_inner())
             .await
             .map_err(Status::from);
+        if let Ok(response) = &outcome {
+            self.note_client(app, response.tokens.as_ref()).await;
+        }
         self.inner.metrics.sign_in("login", &outcome);
         Ok(Response::new(outcome?))
     }

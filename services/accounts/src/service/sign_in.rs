@@ -72,6 +72,30 @@ impl<S: Store> AccountsApi<S> {
         })
     }
 
+    /// Notes the client app a sign-in came from (`basra-client`), for the analyst view
+    /// `analyst.players`. Informational: a call without it notes nothing, and a failure
+    /// to note is logged while the sign-in stands.
+    pub(super) async fn note_client(
+        &self,
+        app: Option<basra_platform::client_info::ClientInfo>,
+        tokens: Option<&pb::AuthTokens>,
+    ) {
+        let (Some(app), Some(tokens)) = (app, tokens) else {
+            return;
+        };
+        let Ok(user_id) = Uuid::parse_str(&tokens.user_id) else {
+            return;
+        };
+        if let Err(error) = self
+            .inner
+            .store
+            .note_sign_in_client(user_id, &app, domain::now())
+            .await
+        {
+            tracing::warn!(%error, "cannot note the sign-in's client");
+        }
+    }
+
     pub(super) fn check_login_rate(&self, account_key: &str, client: &str) -> Result<()> {
         let config = &self.inner.config;
         let by_client = config.peer_limiter.check(client);

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use basra_platform::client_info::ClientInfo;
 use basra_records::{BasraCounts, MatchRecord};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -50,6 +51,8 @@ struct Inner {
     audit: Vec<super::AuditEntry>,
     /// SHA-256 of each deleted account's id, and when it was deleted.
     deleted: HashMap<[u8; 32], DateTime<Utc>>,
+    /// Each user's sign-in clients, oldest first.
+    clients: HashMap<Uuid, Vec<(ClientInfo, DateTime<Utc>)>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -285,6 +288,31 @@ impl Store for MemoryStore {
 
     async fn blocks(&self, blockers: &[Uuid]) -> Result<Vec<(Uuid, Uuid)>> {
         Ok(self.lock().friends.blocks(blockers))
+    }
+
+    async fn note_sign_in_client(
+        &self,
+        user_id: Uuid,
+        client: &ClientInfo,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        let mut inner = self.lock();
+        if !inner.users.contains_key(&user_id) {
+            return Err(AccountsError::UserNotFound);
+        }
+        let clients = inner.clients.entry(user_id).or_default();
+        clients.push((client.clone(), at));
+        clients.sort_by_key(|(_, at)| *at);
+        Ok(())
+    }
+
+    async fn sign_in_clients(&self, user_id: Uuid) -> Result<Vec<(ClientInfo, DateTime<Utc>)>> {
+        Ok(self
+            .lock()
+            .clients
+            .get(&user_id)
+            .cloned()
+            .unwrap_or_default())
     }
 
     async fn set_display_name(

@@ -9,6 +9,7 @@
 
 use std::future::Future;
 
+use basra_platform::client_info::ClientInfo;
 use basra_records::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -424,6 +425,21 @@ pub trait Store: Clone + Send + Sync + 'static {
         limit: NameChangeLimit,
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<NameChange>> + Send;
+
+    /// Remembers that `user_id` signed in at `at` from `client` (the call's
+    /// `basra-client` metadata), for the analyst view `analyst.players`.
+    fn note_sign_in_client(
+        &self,
+        user_id: Uuid,
+        client: &ClientInfo,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// The clients `user_id` signed in from, oldest first.
+    fn sign_in_clients(
+        &self,
+        user_id: Uuid,
+    ) -> impl Future<Output = Result<Vec<(ClientInfo, DateTime<Utc>)>>> + Send;
 
     /// Stores a new refresh token (a new family or a member of one).
     fn insert_refresh_token(

@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
+use basra_platform::client_info::ClientInfo;
 use basra_records::action_log;
 use basra_records::{BasraCounts, EndReason, MatchRecord, SeatRecord};
 use chrono::{DateTime, Utc};
@@ -330,6 +331,47 @@ impl Store for PgStore {
 
     async fn blocks(&self, blockers: &[Uuid]) -> Result<Vec<(Uuid, Uuid)>> {
         friends::blocks(&self.pool, blockers).await
+    }
+
+    async fn note_sign_in_client(
+        &self,
+        user_id: Uuid,
+        client: &ClientInfo,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO sign_in_clients (user_id, platform, app_version, signed_in_at)
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(user_id)
+        .bind(&client.platform)
+        .bind(&client.version)
+        .bind(at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn sign_in_clients(&self, user_id: Uuid) -> Result<Vec<(ClientInfo, DateTime<Utc>)>> {
+        let rows = sqlx::query(
+            "SELECT platform, app_version, signed_in_at FROM sign_in_clients
+             WHERE user_id = $1 ORDER BY signed_in_at, id",
+        )
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                (
+                    ClientInfo {
+                        platform: row.get("platform"),
+                        version: row.get("app_version"),
+                    },
+                    row.get("signed_in_at"),
+                )
+            })
+            .collect())
     }
 
     async fn set_display_name(

@@ -52,6 +52,7 @@ grpc_tests!(
     health_and_reflection_answer,
     friends_through_grpc,
     bad_friend_requests_get_clear_statuses_and_write_nothing,
+    each_sign_in_notes_the_client_app_it_came_from,
 );
 
 /// `(code, message)` of a failed call.
@@ -204,12 +205,14 @@ pub(crate) fn match_record(match_id: &str, a: &str, b: &str, ranked: bool) -> pb
                 user_id: a.into(),
                 is_bot: false,
                 display_name: "A".into(),
+                ..Default::default()
             },
             pb::RecordedSeat {
                 seat: 1,
                 user_id: b.into(),
                 is_bot: false,
                 display_name: "B".into(),
+                ..Default::default()
             },
         ],
         seed: vec![9; 32],
@@ -356,6 +359,67 @@ fn bad_records(a: &str, b: &str) -> Vec<(pb::MatchRecord, &'static str)> {
 
 mod cases {
     use super::*;
+
+    /// GuestLogin, Register and Login note the `basra-client` metadata (platform and
+    /// version) of the sign-in; a call without it or with a malformed one notes nothing
+    /// and is served the same.
+    pub(super) async fn each_sign_in_notes_the_client_app_it_came_from<S: Store>(store: S) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+        let with_client = |message: pb::GuestLoginRequest, value: &str| {
+            let mut request = tonic::Request::new(message);
+            request
+                .metadata_mut()
+                .insert("basra-client", value.parse().unwrap());
+            request
+        };
+        let guest = tokens(
+            client
+                .guest_login(with_client(guest_req("device-c"), "Web/1.2.0"))
+                .await
+                .unwrap()
+                .into_inner()
+                .tokens,
+        );
+        let user = Uuid::parse_str(&guest.user_id).unwrap();
+        // Malformed, then none: served, nothing noted.
+        client
+            .guest_login(with_client(guest_req("device-c"), "web 1.2.0"))
+            .await
+            .unwrap();
+        client.guest_login(guest_req("device-c")).await.unwrap();
+        let mut upgrade = tonic::Request::new(pb::RegisterRequest {
+            username: "clientele".into(),
+            password: "a long enough passphrase".into(),
+            display_name: String::new(),
+        });
+        upgrade.metadata_mut().insert(
+            "authorization",
+            format!("Bearer {}", guest.access_token).parse().unwrap(),
+        );
+        upgrade
+            .metadata_mut()
+            .insert("basra-client", "android/2.0.3".parse().unwrap());
+        client.register(upgrade).await.unwrap();
+        let mut login = tonic::Request::new(pb::LoginRequest {
+            username: "clientele".into(),
+            password: "a long enough passphrase".into(),
+        });
+        login
+            .metadata_mut()
+            .insert("basra-client", "cli/0.1.0".parse().unwrap());
+        client.login(login).await.unwrap();
+        let noted: Vec<String> = app
+            .service
+            .store()
+            .sign_in_clients(user)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(c, _)| c.to_string())
+            .collect();
+        assert_eq!(noted, ["web/1.2.0", "android/2.0.3", "cli/0.1.0"]);
+    }
 
     pub(super) async fn account_lifecycle<S: Store>(store: S) {
         let app = spawn_app(store).await;

@@ -68,6 +68,8 @@ pub(crate) fn record(
                     Some(_) => format!("player {i}"),
                     None => format!("bot {i}"),
                 },
+                fill: None,
+                queue_wait_ms: None,
             })
             .collect(),
         seed: [7; 32],

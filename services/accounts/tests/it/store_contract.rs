@@ -62,6 +62,7 @@ contract_tests!(
     concurrent_requests_between_two_players_make_one_friendship,
     friend_codes_are_given_once_and_find_their_owner,
     display_name_changes_are_limited_per_rolling_window,
+    sign_in_clients_are_kept_oldest_first,
     concurrent_display_name_changes_count_each_other,
 );
 
@@ -131,6 +132,25 @@ const RULES: LeaderboardRules = LeaderboardRules {
 
 mod contract {
     use super::*;
+
+    pub(super) async fn sign_in_clients_are_kept_oldest_first<S: Store>(store: S) {
+        use basra_platform::client_info::ClientInfo;
+        let user = new_guest(&store, "device-clients").await;
+        assert!(store.sign_in_clients(user.id).await.unwrap().is_empty());
+        let t0 = Utc::now();
+        let web = ClientInfo::parse("web/1.2.0").unwrap();
+        let cli = ClientInfo::parse("cli/0.1.0").unwrap();
+        store
+            .note_sign_in_client(user.id, &cli, t0 + chrono::Duration::seconds(5))
+            .await
+            .unwrap();
+        store.note_sign_in_client(user.id, &web, t0).await.unwrap();
+        let noted = store.sign_in_clients(user.id).await.unwrap();
+        let noted: Vec<&ClientInfo> = noted.iter().map(|(c, _)| c).collect();
+        assert_eq!(noted, [&web, &cli]);
+        let other = new_guest(&store, "device-other").await;
+        assert!(store.sign_in_clients(other.id).await.unwrap().is_empty());
+    }
 
     pub(super) async fn guest_login_gives_one_user_per_device<S: Store>(store: S) {
         let device = DeviceId::parse("device-1").unwrap();

@@ -2,37 +2,51 @@
 //!
 //! | first byte | format |
 //! |---|---|
-//! | `{` (0x7B) | JSON (serde_json): what replicas wrote before the binary form; still read, so a rolling upgrade carries on the rooms the old replicas stored |
-//! | 1 ([`ROOM_FORMAT`]) | postcard (varints, no field names): cards as their index, card sets as their 52-bit mask, the seed as 32 bytes (see the engine's `Serialize` impls, which write the text form only to human-readable formats) |
+//! | `{` (0x7B) | JSON (serde_json): what replicas wrote before the binary form; still read, so a rolling upgrade carries on the rooms the old replicas stored. The seats' origins ride along as a `seat_origins` key, which older replicas ignore |
+//! | 1 | postcard (varints, no field names): cards as their index, card sets as their 52-bit mask, the seed as 32 bytes (see the engine's `Serialize` impls, which write the text form only to human-readable formats) |
+//! | 2 ([`ROOM_FORMAT`]) | format 1's bytes, then the seats' origins (`Room::seat_origins`: how each seat was filled, for the match record) as a postcard sequence |
 //!
 //! Postcard is not self-describing: the bytes follow `Room`'s fields in order. A change of
 //! the fields of `Room` or of anything it holds (added, removed, reordered, retyped) is
 //! therefore a new format: give it the next byte and keep a decoder of the previous one
 //! (its fields as they were, converted), so replicas of both versions read each other's
-//! rooms during an upgrade. The room tests pin format 1 with a stored sample
-//! (`tests/fixtures/`), so such a change cannot go unnoticed. Which form a replica
-//! writes is [`RoomFormat`] (`game.room_state_format`): JSON while replicas that read
-//! only JSON still run.
+//! rooms during an upgrade. Format 2 shows the cheapest such change: what is new goes
+//! after the room, so format 1 decodes as format 2 without it (the seats' origins are
+//! then not known, and their match record says so). The room tests pin formats 1 and 2
+//! with stored samples (`tests/fixtures/`), so such a change cannot go unnoticed. Which
+//! form a replica writes is [`RoomFormat`] (`game.room_state_format`): JSON while
+//! replicas that read only JSON still run, `binary_1` while replicas that read only
+//! format 1 do.
 
 use crate::error::{GameError, Result};
-use crate::room::Room;
+use crate::room::{Room, SeatOrigin};
 
-/// The format byte written first by [`encode_room`]: postcard, format 1.
-pub const ROOM_FORMAT: u8 = 1;
+/// The format byte written first by [`encode_room`]: format 2.
+pub const ROOM_FORMAT: u8 = 2;
+
+/// Format 1: the room alone.
+const ROOM_FORMAT_1: u8 = 1;
 
 /// The first byte of the JSON form.
 const JSON_FIRST: u8 = b'{';
 
+/// The JSON key of the seats' origins.
+const ORIGINS_KEY: &str = "seat_origins";
+
 /// The form a replica writes rooms in (`game.room_state_format`). Every replica reads
-/// both; JSON is for a rolling upgrade from the versions that read only JSON (see the
-/// README, "The stored room is binary").
+/// all of them; JSON and format 1 are for rolling upgrades from the versions that read
+/// only those (see the README, "Upgrades").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RoomFormat {
-    /// [`ROOM_FORMAT`]: postcard.
+    /// [`ROOM_FORMAT`]: postcard, with the seats' origins.
     #[default]
     Binary,
-    /// JSON, as the replicas before the binary form wrote it.
+    /// Format 1: postcard without the seats' origins (a match record made from such a
+    /// room does not say how its seats were filled).
+    #[serde(rename = "binary_1")]
+    Binary1,
+    /// JSON, as the replicas before the binary form wrote it (plus the origins' key).
     Json,
 }
 
@@ -40,15 +54,36 @@ pub enum RoomFormat {
 pub fn encode_room_as(room: &Room, format: RoomFormat) -> Result<Vec<u8>> {
     match format {
         RoomFormat::Binary => encode_room(room),
-        RoomFormat::Json => Ok(serde_json::to_vec(room)?),
+        RoomFormat::Binary1 => encode_room_format_1(room),
+        RoomFormat::Json => {
+            let mut value = serde_json::to_value(room)?;
+            if let serde_json::Value::Object(map) = &mut value {
+                map.insert(
+                    ORIGINS_KEY.to_owned(),
+                    serde_json::to_value(&room.seat_origins)?,
+                );
+            }
+            Ok(serde_json::to_vec(&value)?)
+        }
     }
 }
 
-/// A room in its stored form: [`ROOM_FORMAT`], then its postcard bytes.
+/// A room in its stored form: [`ROOM_FORMAT`], then its postcard bytes and the seats'
+/// origins.
 pub fn encode_room(room: &Room) -> Result<Vec<u8>> {
     // A room mid-match takes about 340 bytes: one allocation in the usual case.
     let mut out = Vec::with_capacity(512);
     out.push(ROOM_FORMAT);
+    let out = postcard::to_extend(room, out)
+        .map_err(|err| GameError::Internal(format!("encoding a room: {err}")))?;
+    postcard::to_extend(&room.seat_origins, out)
+        .map_err(|err| GameError::Internal(format!("encoding a room's seats' origins: {err}")))
+}
+
+/// A room in format 1 (without the seats' origins).
+fn encode_room_format_1(room: &Room) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(512);
+    out.push(ROOM_FORMAT_1);
     postcard::to_extend(room, out)
         .map_err(|err| GameError::Internal(format!("encoding a room: {err}")))
 }
@@ -56,23 +91,53 @@ pub fn encode_room(room: &Room) -> Result<Vec<u8>> {
 /// A room read back from its stored form, in any format this replica knows.
 pub fn decode_room(bytes: &[u8]) -> Result<Room> {
     match bytes.first() {
-        Some(&ROOM_FORMAT) => {
+        Some(&ROOM_FORMAT_1) => {
             let (room, rest) = postcard::take_from_bytes::<Room>(&bytes[1..])
                 .map_err(|err| GameError::Corrupt(format!("room state (format 1): {err}")))?;
-            if !rest.is_empty() {
-                return Err(GameError::Corrupt(format!(
-                    "room state (format 1): {} bytes after the room",
-                    rest.len()
-                )));
-            }
+            nothing_after(rest, 1)?;
             Ok(room)
         }
-        Some(&JSON_FIRST) => serde_json::from_slice(bytes)
-            .map_err(|err| GameError::Corrupt(format!("room state (JSON): {err}"))),
+        Some(&ROOM_FORMAT) => {
+            let (mut room, rest) = postcard::take_from_bytes::<Room>(&bytes[1..])
+                .map_err(|err| GameError::Corrupt(format!("room state (format 2): {err}")))?;
+            let (origins, rest) =
+                postcard::take_from_bytes::<Vec<SeatOrigin>>(rest).map_err(|err| {
+                    GameError::Corrupt(format!("room state (format 2), seats' origins: {err}"))
+                })?;
+            nothing_after(rest, 2)?;
+            room.seat_origins = origins;
+            Ok(room)
+        }
+        Some(&JSON_FIRST) => {
+            let corrupt =
+                |err: serde_json::Error| GameError::Corrupt(format!("room state (JSON): {err}"));
+            let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(corrupt)?;
+            let origins = match value
+                .as_object_mut()
+                .and_then(|map| map.remove(ORIGINS_KEY))
+            {
+                Some(origins) => serde_json::from_value(origins).map_err(corrupt)?,
+                None => Vec::new(),
+            };
+            let mut room: Room = serde_json::from_value(value).map_err(corrupt)?;
+            room.seat_origins = origins;
+            Ok(room)
+        }
         Some(other) => Err(GameError::Corrupt(format!(
-            "room state in an unknown format {other} (a newer replica's? this one reads 1 and JSON)"
+            "room state in an unknown format {other} (a newer replica's? this one reads 1, 2 and JSON)"
         ))),
         None => Err(GameError::Corrupt("empty room state".into())),
+    }
+}
+
+fn nothing_after(rest: &[u8], format: u8) -> Result<()> {
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        Err(GameError::Corrupt(format!(
+            "room state (format {format}): {} bytes after the room",
+            rest.len()
+        )))
     }
 }
 
@@ -81,7 +146,7 @@ mod tests {
     use basra_engine::{Seed, Settings};
 
     use super::*;
-    use crate::room::{Occupant, Status};
+    use crate::room::{Occupant, SeatOrigin, Status};
     use crate::timing::Timing;
 
     /// The room the fixtures hold: a match ten plays in, one player with a display
@@ -141,6 +206,29 @@ mod tests {
     /// [`sample_room`] in format 1, as hex.
     const FORMAT_1: &str = include_str!("../../tests/fixtures/room-state-format-1.hex");
 
+    /// [`sample_room`] with its seats' origins in format 2, as hex.
+    const FORMAT_2: &str = include_str!("../../tests/fixtures/room-state-format-2.hex");
+
+    /// [`sample_room`] with origins: a queue match, seat 1 after a long wait.
+    fn sample_room_with_origins() -> Room {
+        let mut room = sample_room();
+        room.set_seat_origin(
+            0,
+            SeatOrigin {
+                fill: 1,
+                queue_wait_ms: Some(4_200),
+            },
+        );
+        room.set_seat_origin(
+            1,
+            SeatOrigin {
+                fill: 1,
+                queue_wait_ms: Some(61_000),
+            },
+        );
+        room
+    }
+
     fn hex(bytes: &[u8]) -> String {
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
@@ -155,6 +243,7 @@ mod tests {
             encode_room(&room).unwrap(),
             encode_room(&sample_room()).unwrap()
         );
+        assert!(room.seat_origins.is_empty(), "not known in the old form");
         // Played on, and stored again in the binary form, which reads back the same.
         let mut reference = sample_room();
         let mut now = 1_795_000_100_000;
@@ -176,8 +265,30 @@ mod tests {
     }
 
     #[test]
+    fn format_2_is_pinned_and_format_1_reads_without_origins() {
+        let room = sample_room_with_origins();
+        let bytes = encode_room(&room).unwrap();
+        assert_eq!(
+            hex(&bytes),
+            FORMAT_2.trim_end(),
+            "the stored form of a room changed: that is a new format (see the module docs)"
+        );
+        assert_eq!(decode_room(&bytes).unwrap().seat_origins, room.seat_origins);
+        // Format 2 is format 1 with the origins after the room.
+        let format_1 = encode_room_as(&room, RoomFormat::Binary1).unwrap();
+        assert_eq!(format_1[0], 1);
+        assert_eq!(&bytes[1..format_1.len()], &format_1[1..]);
+        let old = decode_room(&format_1).unwrap();
+        assert!(old.seat_origins.is_empty());
+        assert_eq!(json(&old), json(&room));
+        // The JSON form carries them under a key of its own.
+        let text = encode_room_as(&room, RoomFormat::Json).unwrap();
+        assert_eq!(decode_room(&text).unwrap().seat_origins, room.seat_origins);
+    }
+
+    #[test]
     fn format_1_is_pinned() {
-        let bytes = encode_room(&sample_room()).unwrap();
+        let bytes = encode_room_as(&sample_room(), RoomFormat::Binary1).unwrap();
         assert_eq!(
             hex(&bytes),
             FORMAT_1.trim_end(),
@@ -245,7 +356,7 @@ mod tests {
         let bytes = encode_room(&sample_room()).unwrap();
         let corrupt = |bytes: &[u8]| matches!(decode_room(bytes), Err(GameError::Corrupt(_)));
         assert!(corrupt(&[]));
-        assert!(corrupt(&[2, 0, 0]), "a format this replica does not know");
+        assert!(corrupt(&[3, 0, 0]), "a format this replica does not know");
         assert!(corrupt(&bytes[..bytes.len() / 2]), "cut short");
         let mut longer = bytes.clone();
         longer.push(0);

@@ -999,6 +999,7 @@ async fn seats_show_the_names_accounts_gives_in_views_events_and_the_record() {
     let room = Uuid::now_v7().to_string();
     let open = game::SeatAssignment {
         occupant: Some(game::seat_assignment::Occupant::Open(game::OpenSeat {})),
+        ..Default::default()
     };
     create_room(
         replica.channel().await,
@@ -1015,6 +1016,7 @@ async fn seats_show_the_names_accounts_gives_in_views_events_and_the_record() {
                 room_id: room.clone(),
                 user_id: ub.to_string(),
                 preferred_seat: None,
+                ..Default::default()
             },
             &tokens.service(),
         ))
@@ -1044,6 +1046,147 @@ async fn seats_show_the_names_accounts_gives_in_views_events_and_the_record() {
         .map(|s| s.display_name.clone())
         .collect();
     assert_eq!(names, expected, "the record names the players");
+    stop.cancel();
+    let _ = server.await;
+    replica.stop().await;
+}
+
+/// Each seat of the record says how it was filled, as matchmaking told CreateRoom and
+/// SeatPlayer (with the queue wait of a queue seat), and every seat of a rematch is a
+/// rematch; a fill that is not a SeatFill is INVALID_ARGUMENT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_seat_of_the_record_says_how_it_was_filled() {
+    let tokens = Tokens::new();
+    let fake = FakeAccounts::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let accounts_addr = listener.local_addr().unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let server = serve_accounts(listener, fake.clone(), &tokens, stop.clone());
+    let mut link = game_session::AccountsLink::new(
+        &format!("http://{accounts_addr}"),
+        tokens.service_credentials(),
+    )
+    .unwrap();
+    link.poll = Duration::from_millis(50);
+    let replica = Replica::spawn(
+        redis_store(&prefix()).await,
+        &tokens,
+        config("r1", timing()),
+        Some(link),
+    )
+    .await;
+    let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
+    let room = Uuid::now_v7().to_string();
+    let queued = game::SeatAssignment {
+        fill: pb::SeatFill::Queue as i32,
+        queue_wait_ms: 12_345,
+        ..player_seat(ua)
+    };
+    let open = game::SeatAssignment {
+        occupant: Some(game::seat_assignment::Occupant::Open(game::OpenSeat {})),
+        ..Default::default()
+    };
+    let bad = game::SeatAssignment {
+        fill: 99,
+        ..player_seat(ua)
+    };
+    let refused = create_room(
+        replica.channel().await,
+        &tokens,
+        &room,
+        vec![bad, open.clone()],
+        low_target(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{refused:?}");
+    create_room(
+        replica.channel().await,
+        &tokens,
+        &room,
+        vec![queued, open],
+        low_target(),
+    )
+    .await
+    .unwrap();
+    let seat = |fill: i32| {
+        authed(
+            game::SeatPlayerRequest {
+                room_id: room.clone(),
+                user_id: ub.to_string(),
+                preferred_seat: None,
+                fill,
+            },
+            &tokens.service(),
+        )
+    };
+    let refused = GameServiceClient::new(replica.channel().await)
+        .seat_player(seat(42))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{refused:?}");
+    GameServiceClient::new(replica.channel().await)
+        .seat_player(seat(pb::SeatFill::Invite as i32))
+        .await
+        .unwrap();
+    let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
+    let mut b = Player::join(replica.channel().await, &tokens, ub, 1, &room, Some(0)).await;
+    let record_number = |n: usize| {
+        let fake = fake.clone();
+        async move {
+            let deadline = tokio::time::Instant::now() + WAIT;
+            loop {
+                let mut records: Vec<acc::MatchRecord> = fake
+                    .recorded
+                    .lock()
+                    .unwrap()
+                    .values()
+                    .map(|(record, _)| record.clone())
+                    .collect();
+                if records.len() >= n {
+                    records.sort_by_key(|r| r.started_at.map(|t| (t.seconds, t.nanos)));
+                    break records.swap_remove(n - 1);
+                }
+                assert!(tokio::time::Instant::now() < deadline, "record {n} lands");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    a.send(Kind::Resign(game::Resign {})).await;
+    a.until(|e| matches!(e, E::MatchEnded(_))).await;
+    let first = record_number(1).await;
+    let fills: Vec<(i32, Option<u32>)> = first
+        .seats
+        .iter()
+        .map(|s| (s.fill, s.queue_wait_ms))
+        .collect();
+    assert_eq!(
+        fills,
+        [
+            (pb::SeatFill::Queue as i32, Some(12_345)),
+            (pb::SeatFill::Invite as i32, None)
+        ]
+    );
+    b.until(|e| matches!(e, E::MatchEnded(_))).await;
+    a.send(Kind::Rematch(game::RematchRequest {})).await;
+    b.send(Kind::Rematch(game::RematchRequest {})).await;
+    a.until(|e| matches!(e, E::MatchStarted(_))).await;
+    a.send(Kind::Resign(game::Resign {})).await;
+    a.until(|e| matches!(e, E::MatchEnded(_))).await;
+    let second = record_number(2).await;
+    assert_ne!(second.match_id, first.match_id);
+    let fills: Vec<(i32, Option<u32>)> = second
+        .seats
+        .iter()
+        .map(|s| (s.fill, s.queue_wait_ms))
+        .collect();
+    assert_eq!(
+        fills,
+        [
+            (pb::SeatFill::Rematch as i32, None),
+            (pb::SeatFill::Rematch as i32, None)
+        ]
+    );
     stop.cancel();
     let _ = server.await;
     replica.stop().await;

@@ -211,6 +211,7 @@ async fn leave_frees_a_waiting_seat_is_refused_in_a_match_and_closes_a_finished_
             player_seat(ua),
             game::SeatAssignment {
                 occupant: Some(game::seat_assignment::Occupant::Open(game::OpenSeat {})),
+                ..Default::default()
             },
         ],
         pb::RuleSettings::default(),

@@ -68,6 +68,14 @@ impl MatchmakingApi {
             ));
         }
         let expires_at = basra_proto::record::timestamp(lapses_at(&room));
+        // Noted before the invite leaves, so a friend who joins at once is seen as
+        // invited; a refused invite leaves a note nobody reads.
+        let ttl_ms = (lapses_at(&room) - inner.now()).max(60_000);
+        inner
+            .deps
+            .store
+            .note_invite(&friend, &room.id, ttl_ms)
+            .await?;
         inner
             .deps
             .invites

@@ -125,7 +125,10 @@ impl MatchmakingApi {
             .game
             .create_room(game::CreateRoomRequest {
                 room_id: room_id.clone(),
-                seats: seats.iter().map(seat_assignment).collect(),
+                seats: seats
+                    .iter()
+                    .map(|occupant| seat_assignment(occupant, common::SeatFill::Host))
+                    .collect(),
                 settings: Some(settings_to_pb(&settings)),
                 ranked: request.ranked,
                 allow_spectators: public,
@@ -177,6 +180,7 @@ impl MatchmakingApi {
         let store = &inner.deps.store;
         let user = caller.user_id.to_string();
         let not_found = || MatchmakingError::NotFound("no such room or join code".into());
+        let by_code = matches!(request.target, Some(Target::JoinCode(_)));
         let room_id = match request.target {
             None => {
                 return Err(MatchmakingError::InvalidArgument(
@@ -252,6 +256,15 @@ impl MatchmakingApi {
                 )));
             }
         };
+        // How the player came: an invite (by code or from the list), else the way
+        // they joined. Kept by game-session for the match record.
+        let fill = if store.invited(&user, &room_id).await? {
+            common::SeatFill::Invite
+        } else if by_code {
+            common::SeatFill::Code
+        } else {
+            common::SeatFill::Lobby
+        };
         // Seat in game-session too (idempotent there, so a retry after a
         // crash between the two steps completes the join).
         let seated = inner
@@ -261,6 +274,7 @@ impl MatchmakingApi {
                 room_id: room_id.clone(),
                 user_id: user.clone(),
                 preferred_seat: Some(seat),
+                fill: fill as i32,
             })
             .await;
         if let Err(status) = seated {

@@ -3,7 +3,7 @@
 
 use std::{
     cmp::Ordering,
-    collections::{BTreeSet, HashMap},
+    collections::{BTreeSet, HashMap, HashSet},
     sync::Mutex,
 };
 
@@ -81,6 +81,8 @@ struct State {
     player_rooms: HashMap<String, String>,
     requests: HashMap<(String, String), String>,
     guesses: HashMap<(String, i64), u32>,
+    /// (account, room) invites, noted by InviteFriend.
+    invites: HashSet<(String, String)>,
 }
 
 impl State {
@@ -956,5 +958,20 @@ impl Store for MemoryStore {
         let n = s.guesses.entry((user_id.to_owned(), bucket)).or_insert(0);
         *n += 1;
         Ok(*n)
+    }
+
+    async fn note_invite(&self, user_id: &str, room_id: &str, _ttl_ms: Millis) -> Result<()> {
+        // Kept for the process's life: a room id is never reused.
+        self.lock()
+            .invites
+            .insert((user_id.to_owned(), room_id.to_owned()));
+        Ok(())
+    }
+
+    async fn invited(&self, user_id: &str, room_id: &str) -> Result<bool> {
+        Ok(self
+            .lock()
+            .invites
+            .contains(&(user_id.to_owned(), room_id.to_owned())))
     }
 }

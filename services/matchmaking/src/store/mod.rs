@@ -575,4 +575,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// Counts one more wrong code (the count lives `ttl_ms`).
     async fn add_wrong_code(&self, user_id: &str, bucket: i64, ttl_ms: Millis) -> Result<u32>;
+
+    /// Remembers that `user_id` was invited to `room_id` (for `ttl_ms`, the room's
+    /// lifetime), so their seat is recorded as filled by an invite.
+    async fn note_invite(&self, user_id: &str, room_id: &str, ttl_ms: Millis) -> Result<()>;
+
+    /// Whether `user_id` was invited to `room_id` (and the note has not lapsed).
+    async fn invited(&self, user_id: &str, room_id: &str) -> Result<bool>;
 }

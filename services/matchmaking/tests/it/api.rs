@@ -1870,3 +1870,161 @@ async fn a_banned_players_search_ends_and_their_next_call_is_refused() {
         .await
         .expect("unbanned: the call is served");
 }
+
+/// Matchmaking tells game-session how each seat was filled: queue seats with the time
+/// their player searched (from the first queueing to the group), the room's creator as
+/// its host, bots as bots, and a join by code, from the lobby or after an invite as such.
+#[tokio::test]
+async fn game_session_is_told_how_each_seat_was_filled() {
+    use basra_proto::basra::common::v1::SeatFill;
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+
+    // The queue: a searches 3 s before b comes.
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let mut sa = client
+        .find_match(authed(find("fill-a", false), &env.token(a, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(next(&mut sa).await.unwrap(), Update::Queued(_)));
+    env.clock.advance(3_000);
+    let _sb = client
+        .find_match(authed(find("fill-b", false), &env.token(b, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    let Update::Matched(matched) = next_change(&mut sa).await.unwrap() else {
+        panic!()
+    };
+    let room = env
+        .game
+        .created()
+        .into_iter()
+        .find(|r| r.room_id == matched.room_id)
+        .unwrap();
+    let mut waits: Vec<(String, i32, u32)> = room
+        .seats
+        .iter()
+        .map(|s| {
+            let Some(seat_assignment::Occupant::UserId(user)) = &s.occupant else {
+                panic!("{s:?}")
+            };
+            (user.clone(), s.fill, s.queue_wait_ms)
+        })
+        .collect();
+    waits.sort_by_key(|(_, _, wait)| *wait);
+    assert_eq!(
+        waits,
+        [
+            (b.to_string(), SeatFill::Queue as i32, 0),
+            (a.to_string(), SeatFill::Queue as i32, 3_000)
+        ]
+    );
+
+    // A public room with a bot: the host, the bot; joined from the list, by code after
+    // an invite, and by code.
+    let owner = Uuid::now_v7();
+    let owner_token = env.token(owner, false);
+    let created = client
+        .create_room(authed(
+            CreateRoomRequest {
+                request_id: "fill-room".into(),
+                settings: Some(RuleSettings {
+                    seats: Some(4),
+                    ..Default::default()
+                }),
+                bot_seats: vec![3],
+                visibility: RoomVisibility::Public as i32,
+                ..Default::default()
+            },
+            &owner_token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let room = env
+        .game
+        .created()
+        .into_iter()
+        .find(|r| r.room_id == created.room_id)
+        .unwrap();
+    let fills: Vec<i32> = room.seats.iter().map(|s| s.fill).collect();
+    assert_eq!(
+        fills,
+        [
+            SeatFill::Host as i32,
+            SeatFill::Unspecified as i32,
+            SeatFill::Unspecified as i32,
+            SeatFill::Bot as i32
+        ]
+    );
+    let (lobby, invited) = (Uuid::now_v7(), Uuid::now_v7());
+    client
+        .join_room(authed(join_id(&created.room_id), &env.token(lobby, false)))
+        .await
+        .unwrap();
+    client
+        .invite_friend(authed(
+            InviteFriendRequest {
+                room_id: created.room_id.clone(),
+                user_id: invited.to_string(),
+            },
+            &owner_token,
+        ))
+        .await
+        .unwrap();
+    client
+        .join_room(authed(
+            join_code(&created.join_code),
+            &env.token(invited, false),
+        ))
+        .await
+        .unwrap();
+    let seated: Vec<(String, i32)> = env
+        .game
+        .seated
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.room_id == created.room_id)
+        .map(|s| (s.user_id.clone(), s.fill))
+        .collect();
+    assert_eq!(
+        seated,
+        [
+            (lobby.to_string(), SeatFill::Lobby as i32),
+            (invited.to_string(), SeatFill::Invite as i32)
+        ]
+    );
+    // A private room joined by code, nobody invited.
+    let private = client
+        .create_room(authed(
+            CreateRoomRequest {
+                request_id: "fill-private".into(),
+                ..Default::default()
+            },
+            &env.token(Uuid::now_v7(), false),
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let coder = Uuid::now_v7();
+    client
+        .join_room(authed(
+            join_code(&private.join_code),
+            &env.token(coder, false),
+        ))
+        .await
+        .unwrap();
+    let seated = env.game.seated.lock().unwrap().clone();
+    let by_code = seated
+        .iter()
+        .find(|s| s.room_id == private.room_id)
+        .unwrap();
+    assert_eq!(
+        (by_code.user_id.clone(), by_code.fill),
+        (coder.to_string(), SeatFill::Code as i32)
+    );
+}

@@ -1299,6 +1299,16 @@ async fn requests_and_wrong_codes(store: Arc<dyn Store>) {
     assert_eq!(s.wrong_codes("v", 7).await.unwrap(), 0);
 }
 
+async fn invites_are_noted_per_account_and_room(store: Arc<dyn Store>) {
+    let s = &*store;
+    assert!(!s.invited("u", "room-1").await.unwrap());
+    s.note_invite("u", "room-1", 60_000).await.unwrap();
+    s.note_invite("u", "room-1", 60_000).await.unwrap();
+    assert!(s.invited("u", "room-1").await.unwrap());
+    assert!(!s.invited("u", "room-2").await.unwrap(), "another room");
+    assert!(!s.invited("v", "room-1").await.unwrap(), "another account");
+}
+
 macro_rules! contract {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -1355,6 +1365,7 @@ contract!(
     rooms_seats_codes_and_lobby,
     rooms_nobody_joins_expire,
     requests_and_wrong_codes,
+    invites_are_noted_per_account_and_room,
 );
 
 /// Two replicas: two handles on one store (two Redis connections on one

@@ -215,6 +215,7 @@ pub fn authed<T>(message: T, token: &str) -> Request<T> {
 pub fn player_seat(user: Uuid) -> SeatAssignment {
     SeatAssignment {
         occupant: Some(Occupant::UserId(user.to_string())),
+        ..Default::default()
     }
 }
 
@@ -223,6 +224,7 @@ pub fn bot_seat(level: pb::BotLevel) -> SeatAssignment {
         occupant: Some(Occupant::Bot(game::BotSeat {
             level: level as i32,
         })),
+        ..Default::default()
     }
 }
 

@@ -412,6 +412,29 @@ impl Lobby {
             .await?;
         Ok(n)
     }
+
+    pub(super) async fn note_invite(
+        &self,
+        user_id: &str,
+        room_id: &str,
+        ttl_ms: Millis,
+    ) -> Result<()> {
+        let key = self.account_key(user_id, &format!("inv:{room_id}"));
+        let _: () = redis::cmd("SET")
+            .arg(&key)
+            .arg(1)
+            .arg("PX")
+            .arg(ttl_ms.max(1))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    pub(super) async fn invited(&self, user_id: &str, room_id: &str) -> Result<bool> {
+        let key = self.account_key(user_id, &format!("inv:{room_id}"));
+        let n: u32 = self.conn().exists(key).await?;
+        Ok(n > 0)
+    }
 }
 
 fn parse_room(meta: &str, seats: &str, status: &str, seq: &str) -> Result<RoomRecord> {

@@ -26,6 +26,7 @@
 //! | `P:{lb}:modes` | lobby registry | set: every mode a room was made in (listings walk it) |
 //! | `P:{pl:<account>}:req:<request>` | the account | string: CreateRoom idempotency → room |
 //! | `P:{pl:<account>}:guess:<bucket>` | the account | counter: wrong join codes in a time bucket |
+//! | `P:{pl:<account>}:inv:<room>` | the account | string: the account was invited to the room (expires with the room), so its seat is recorded as filled by an invite |
 //! | `P:{pl:<account>}:at` | the account | string: the room the account was last seated in (expires) |
 //!
 //! Every script touches one slot, so this works on Redis Cluster. A script is called
@@ -295,6 +296,14 @@ impl Store for RedisStore {
 
     async fn add_wrong_code(&self, user_id: &str, bucket: i64, ttl_ms: Millis) -> Result<u32> {
         self.lobby.add_wrong_code(user_id, bucket, ttl_ms).await
+    }
+
+    async fn note_invite(&self, user_id: &str, room_id: &str, ttl_ms: Millis) -> Result<()> {
+        self.lobby.note_invite(user_id, room_id, ttl_ms).await
+    }
+
+    async fn invited(&self, user_id: &str, room_id: &str) -> Result<bool> {
+        self.lobby.invited(user_id, room_id).await
     }
 
     async fn set_player_room(&self, user_id: &str, room_id: &str, ttl_ms: Millis) -> Result<()> {
