@@ -118,9 +118,15 @@ async fn a_restored_dump_serves_the_same_profiles_friends_and_histories() {
             target_score: Some(11),
             ..RuleSettings::default()
         };
-        let room = lobby::create_room(player, RoomVisibility::Private, vec![1], BotLevel::Hard, rules)
-            .await
-            .expect("room");
+        let room = lobby::create_room(
+            player,
+            RoomVisibility::Private,
+            vec![1],
+            BotLevel::Hard,
+            rules,
+        )
+        .await
+        .expect("room");
         let bot = Driver::Bot {
             policy: Policy::Greedy,
             delay: Duration::ZERO,
