@@ -31,7 +31,7 @@ pub struct Backend {
     pub endpoints: Endpoints,
     /// The test's own database (accounts' tables), when accounts uses PostgreSQL.
     pub db: Option<PgPool>,
-    /// The operator signing key game-session trusts for `operator` tokens: (kid, PKCS#8
+    /// The operator signing key game-session and accounts trust for `operator` tokens: (kid, PKCS#8
     /// PEM) (`spawn_backend` only).
     pub operator_key: Option<(String, String)>,
     /// Where each service serves its Prometheus metrics (`spawn_backend` only).
@@ -173,10 +173,18 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
         service_token_ttl,
     ));
     let mut config = accounts::service_config(&settings, SigningKey::generate())?;
+    // The operators' key: game-session's and accounts' admin services trust it.
+    let operator = SigningKey::generate();
+    let operator_trusted = TrustedKey {
+        kid: operator.kid().to_owned(),
+        public_pem: operator.public_pem(),
+        roles: vec![Role::Operator],
+    };
     // RecordMatch and GetPlayers come from game-session, GetPlayers from matchmaking.
     config.trusted_keys = vec![
         game_identity.trusted_key(),
         matchmaking_identity.trusted_key(),
+        operator_trusted.clone(),
     ];
     let issuer = config.issuer.clone();
     // The other services trust accounts' key for players only.
@@ -227,12 +235,6 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
     let (listener, game_url) = bind().await?;
     let token = shutdown.clone();
     // No clock-skew allowance: an expired service token is refused at once.
-    let operator = SigningKey::generate();
-    let operator_trusted = TrustedKey {
-        kid: operator.kid().to_owned(),
-        public_pem: operator.public_pem(),
-        roles: vec![Role::Operator],
-    };
     let game_verifier = TokenVerifier::trusting(
         vec![
             player_key.clone(),

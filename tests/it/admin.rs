@@ -88,3 +88,122 @@ async fn an_operator_lists_inspects_closes_and_drains() {
     );
     backend.stop().await.unwrap();
 }
+
+/// `basra admin player`: an operator bans a player through accounts; the player's open
+/// FindMatch stream (matchmaking) ends with PERMISSION_DENIED within 5 s, their calls to
+/// every service are refused, an unban restores them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_bans_and_unbans_a_player_in_every_service() {
+    use basra::admin_player::PlayerAdmin;
+    use basra_proto::basra::accounts::v1::GetProfileRequest;
+    use basra_proto::basra::matchmaking::v1::FindMatchRequest;
+    use basra_proto::basra::matchmaking::v1::matchmaking_service_client::MatchmakingServiceClient;
+
+    let backend = spawn_backend().await.expect("backend");
+    let (kid, pem) = backend.operator_key.clone().expect("an operator key");
+    let mut accounts = AccountsServiceClient::connect(backend.endpoints.accounts.clone())
+        .await
+        .unwrap();
+    let tokens = accounts
+        .guest_login(GuestLoginRequest {
+            device_id: "admin-banned".into(),
+            display_name: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .tokens
+        .unwrap();
+    let access = tokens.access_token.clone();
+    let mut queue = MatchmakingServiceClient::connect(backend.endpoints.matchmaking.clone())
+        .await
+        .unwrap();
+    let mut search = queue
+        .find_match(basra_testkit::authed(
+            FindMatchRequest {
+                ticket_id: "banned-ticket".into(),
+                ranked: false,
+                preset: None,
+                allow_bots: Some(false),
+            },
+            &access,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    search.message().await.unwrap().expect("queued");
+
+    let token = operator_token(&pem, &kid, ISS, AUD, Duration::from_secs(60)).unwrap();
+    let admin = PlayerAdmin::connect(&backend.endpoints.accounts, &token)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    admin
+        .ban(&tokens.user_id, "abuse in chat", Some(24))
+        .await
+        .unwrap();
+    let ended = loop {
+        match tokio::time::timeout(Duration::from_secs(5), search.message())
+            .await
+            .expect("the search ends within 5 s")
+        {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the search ended OK, not with the ban"),
+            Err(status) => break status,
+        }
+    };
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(ended.code(), tonic::Code::PermissionDenied, "{ended:?}");
+    assert!(ended.message().contains("abuse in chat"));
+    let refused = accounts
+        .get_profile(basra_testkit::authed(GetProfileRequest::default(), &access))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+
+    admin.unban(&tokens.user_id, "appeal").await.unwrap();
+    accounts
+        .get_profile(basra_testkit::authed(GetProfileRequest::default(), &access))
+        .await
+        .expect("unbanned");
+    // Rename, then delete on the player's behalf: their token is refused after.
+    let renamed = admin
+        .rename(&tokens.user_id, "  Renamed   Player ", "offensive name")
+        .await
+        .unwrap();
+    assert_eq!(renamed.display_name, "Renamed Player");
+    let profile = accounts
+        .get_profile(basra_testkit::authed(GetProfileRequest::default(), &access))
+        .await
+        .unwrap()
+        .into_inner()
+        .profile
+        .unwrap();
+    assert_eq!(profile.display_name, "Renamed Player");
+    // A player's token is no operator's.
+    let player = PlayerAdmin::connect(&backend.endpoints.accounts, &tokens.access_token)
+        .await
+        .unwrap();
+    let refused = player.unban(&tokens.user_id, "self").await.unwrap_err();
+    assert!(refused.to_string().contains("operator"), "{refused}");
+    let deleted = admin
+        .delete(&tokens.user_id, "the player asked by mail")
+        .await
+        .unwrap();
+    assert_eq!(deleted.matches_kept, 0);
+    let gone = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match accounts
+                .get_profile(basra_testkit::authed(GetProfileRequest::default(), &access))
+                .await
+            {
+                Err(status) => break status,
+                Ok(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    })
+    .await
+    .expect("the deleted player's token is refused within 5 s");
+    assert_eq!(gone.code(), tonic::Code::Unauthenticated, "{gone:?}");
+    backend.stop().await.unwrap();
+}

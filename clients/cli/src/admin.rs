@@ -61,6 +61,13 @@ pub fn parse_status(name: &str) -> anyhow::Result<RoomStatus> {
 #[derive(Clone)]
 pub struct OperatorToken(MetadataValue<tonic::metadata::Ascii>);
 
+impl OperatorToken {
+    /// Sends `value` (`Bearer <token>`) as the `authorization` metadata.
+    pub fn new(value: MetadataValue<tonic::metadata::Ascii>) -> OperatorToken {
+        OperatorToken(value)
+    }
+}
+
 impl tonic::service::Interceptor for OperatorToken {
     fn call(
         &mut self,

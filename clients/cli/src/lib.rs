@@ -16,6 +16,7 @@
 //! - [`render`]: the terminal picture and announcements.
 
 pub mod admin;
+pub mod admin_player;
 pub mod analytics;
 pub mod dev;
 pub mod dev_settings;

@@ -239,6 +239,68 @@ enum AdminCommand {
         #[arg(long, default_value_t = 30)]
         deadline_seconds: u64,
     },
+    /// Moderate a player through accounts (ban, unban, rename, delete), each audited.
+    Player {
+        #[command(flatten)]
+        connection: PlayerConnection,
+        #[command(subcommand)]
+        command: PlayerCommand,
+    },
+}
+
+#[derive(clap::Args)]
+struct PlayerConnection {
+    /// accounts' gRPC address.
+    #[arg(
+        long,
+        env = "BASRA_ACCOUNTS_ADMIN_SERVER",
+        default_value = "http://127.0.0.1:50051"
+    )]
+    server: String,
+    /// An operator token (`basra admin token`).
+    #[arg(long, env = "BASRA_OPERATOR_TOKEN", hide_env_values = true)]
+    token: String,
+}
+
+#[derive(Subcommand)]
+enum PlayerCommand {
+    /// Ban a player: their calls are refused and their streams end, in every service.
+    Ban {
+        /// The player's user id.
+        user_id: String,
+        /// Why (told to the player, kept in the audit).
+        #[arg(long)]
+        reason: String,
+        /// For this many hours; for good without it.
+        #[arg(long)]
+        hours: Option<u64>,
+    },
+    /// Lift a player's ban.
+    Unban {
+        /// The player's user id.
+        user_id: String,
+        /// Why (kept in the audit).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Replace an offensive display name.
+    Rename {
+        /// The player's user id.
+        user_id: String,
+        /// The new display name.
+        display_name: String,
+        /// Why (kept in the audit).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Delete a player's account on their behalf (as DeleteAccount does).
+    Delete {
+        /// The player's user id.
+        user_id: String,
+        /// Why (kept in the audit).
+        #[arg(long)]
+        reason: String,
+    },
 }
 
 /// The computer's levels a player chooses from (the service's `BotLevel`).
@@ -524,6 +586,44 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
                 "closed {room_id}: match ended {}, closed now {}",
                 closed.match_ended, closed.closed_now
             );
+        }
+        AdminCommand::Player {
+            connection,
+            command,
+        } => {
+            let admin =
+                basra::admin_player::PlayerAdmin::connect(&connection.server, &connection.token)
+                    .await?;
+            match command {
+                PlayerCommand::Ban {
+                    user_id,
+                    reason,
+                    hours,
+                } => {
+                    let banned = admin.ban(&user_id, &reason, hours).await?;
+                    let until = banned.until.map(|t| t.seconds).unwrap_or_default();
+                    println!("banned {user_id} until {until} (Unix seconds)");
+                }
+                PlayerCommand::Unban { user_id, reason } => {
+                    admin.unban(&user_id, &reason).await?;
+                    println!("unbanned {user_id}");
+                }
+                PlayerCommand::Rename {
+                    user_id,
+                    display_name,
+                    reason,
+                } => {
+                    let renamed = admin.rename(&user_id, &display_name, &reason).await?;
+                    println!("renamed {user_id} to {:?}", renamed.display_name);
+                }
+                PlayerCommand::Delete { user_id, reason } => {
+                    let deleted = admin.delete(&user_id, &reason).await?;
+                    println!(
+                        "deleted {user_id}; {} recorded matches kept, the seat anonymous",
+                        deleted.matches_kept
+                    );
+                }
+            }
         }
         AdminCommand::Drain {
             connection,
