@@ -52,7 +52,15 @@ fn descriptor_set_lists_every_service_and_rpc() {
                 "WatchFriends",
                 "ReportPresence",
                 "SendInvite",
+                "ChangePassword",
+                "DeleteAccount",
+                "ExportMyData",
             ]),
+        ),
+        (
+            "basra.accounts.v1",
+            "AccountsAdminService",
+            set(&["BanPlayer", "UnbanPlayer", "RenamePlayer", "DeletePlayer"]),
         ),
         (
             "basra.matchmaking.v1",
