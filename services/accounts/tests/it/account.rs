@@ -13,28 +13,7 @@ use tonic::Code;
 use crate::grpc::{failure, guest_req, login_req, match_record, register, register_req};
 use crate::helpers::{TestApp, authed, spawn_app, tokens};
 
-macro_rules! account_tests {
-    ($($name:ident),* $(,)?) => {
-        mod postgres {
-            $(
-                #[sqlx::test(migrations = "./migrations")]
-                async fn $name(pool: sqlx::PgPool) {
-                    super::$name(accounts::PgStore::new(pool)).await;
-                }
-            )*
-        }
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(accounts::MemoryStore::new()).await;
-                }
-            )*
-        }
-    };
-}
-
-account_tests!(
+on_both_stores!(
     change_password_revokes_every_sign_in,
     delete_account_removes_the_player_and_keeps_the_matches,
     a_deleted_guest_device_makes_a_new_guest,

@@ -16,28 +16,7 @@ use uuid::Uuid;
 use crate::grpc::{failure, login_req, register};
 use crate::helpers::{TestApp, authed, spawn_app};
 
-macro_rules! admin_tests {
-    ($($name:ident),* $(,)?) => {
-        mod postgres {
-            $(
-                #[sqlx::test(migrations = "./migrations")]
-                async fn $name(pool: sqlx::PgPool) {
-                    super::$name(accounts::PgStore::new(pool)).await;
-                }
-            )*
-        }
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(accounts::MemoryStore::new()).await;
-                }
-            )*
-        }
-    };
-}
-
-admin_tests!(
+on_both_stores!(
     a_ban_ends_streams_refuses_calls_and_an_unban_restores,
     rename_and_delete_on_a_players_behalf,
     only_operators_may_moderate_and_inputs_are_checked,

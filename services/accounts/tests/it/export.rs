@@ -10,28 +10,7 @@ use tonic::Code;
 use crate::grpc::{failure, guest_req, match_record, register, register_req};
 use crate::helpers::{TestApp, authed, spawn_app, tokens};
 
-macro_rules! export_tests {
-    ($($name:ident),* $(,)?) => {
-        mod postgres {
-            $(
-                #[sqlx::test(migrations = "./migrations")]
-                async fn $name(pool: sqlx::PgPool) {
-                    super::$name(accounts::PgStore::new(pool)).await;
-                }
-            )*
-        }
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(accounts::MemoryStore::new()).await;
-                }
-            )*
-        }
-    };
-}
-
-export_tests!(
+on_both_stores!(
     the_export_holds_the_callers_data_and_no_one_elses_private_data,
     a_large_export_comes_in_pieces,
     export_needs_a_players_token,

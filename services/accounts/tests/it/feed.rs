@@ -9,28 +9,7 @@ use basra_proto::basra::accounts::v1 as pb;
 use pb::watch_friends_response::Event;
 use tonic::{Code, Streaming};
 
-macro_rules! feed_tests {
-    ($($name:ident),* $(,)?) => {
-        mod postgres {
-            $(
-                #[sqlx::test(migrations = "./migrations")]
-                async fn $name(pool: sqlx::PgPool) {
-                    super::cases::$name(accounts::PgStore::new(pool)).await;
-                }
-            )*
-        }
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::cases::$name(accounts::MemoryStore::new()).await;
-                }
-            )*
-        }
-    };
-}
-
-feed_tests!(
+on_both_stores!(in cases:
     the_feed_shows_requests_friends_presence_and_invites_and_resumes,
     bad_feed_presence_and_invite_input_gets_clear_statuses,
     a_friend_whose_reports_stop_goes_offline_by_themselves,

@@ -13,28 +13,7 @@ use basra_proto::basra::common::v1 as common_pb;
 use tonic::Code;
 use uuid::Uuid;
 
-macro_rules! grpc_tests {
-    ($($name:ident),* $(,)?) => {
-        mod postgres {
-            $(
-                #[sqlx::test(migrations = "./migrations")]
-                async fn $name(pool: sqlx::PgPool) {
-                    super::cases::$name(accounts::PgStore::new(pool)).await;
-                }
-            )*
-        }
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::cases::$name(accounts::MemoryStore::new()).await;
-                }
-            )*
-        }
-    };
-}
-
-grpc_tests!(
+on_both_stores!(in cases:
     account_lifecycle,
     record_match_is_idempotent_and_rates_once,
     bad_sign_up_input_is_refused_and_writes_nothing,

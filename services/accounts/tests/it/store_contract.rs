@@ -17,29 +17,7 @@ use chrono::{DateTime, Utc};
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
-/// Generates one `memory::NAME` and one `postgres::NAME` test per contract.
-macro_rules! contract_tests {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::contract::$name(accounts::MemoryStore::new()).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[sqlx::test(migrations = "./migrations")]
-                async fn $name(pool: sqlx::PgPool) {
-                    super::contract::$name(accounts::PgStore::new(pool)).await;
-                }
-            )*
-        }
-    };
-}
-
-contract_tests!(
+on_both_stores!(in contract:
     guest_login_gives_one_user_per_device,
     concurrent_first_logins_of_a_device_make_one_guest,
     accounts_are_unique_by_case_insensitive_username,
