@@ -1504,6 +1504,13 @@ async fn bad_input_gets_clear_statuses() {
         (room(RuleSettings::default(), true, vec![1]), "bot"),
         (room(RuleSettings::default(), false, vec![0]), "bot_seats"),
         (room(RuleSettings::default(), false, vec![2]), "bot_seats"),
+        (
+            CreateRoomRequest {
+                bot_level: 99,
+                ..room(RuleSettings::default(), false, vec![1])
+            },
+            "bot_level",
+        ),
     ] {
         let err = client
             .create_room(authed(request, &token))
