@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use basra_platform::ServeOptions;
+use basra_platform::auth::ServiceCredentials;
 use basra_platform::auth::{AuthLayer, TokenVerifier};
 use basra_platform::config::ConfigError;
 use basra_proto::basra::game::v1::game_admin_service_server::GameAdminServiceServer;
@@ -16,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::core::{Core, ServiceConfig};
 use crate::{
-    AccountsLink, Credentials, GameError, MAX_MESSAGE_BYTES, MemoryStore, RedisStore, RoomStore,
-    SERVICE_NAMES, Settings, api, outbox, pod_cost,
+    AccountsLink, GameError, MAX_MESSAGE_BYTES, MemoryStore, RedisStore, RoomStore, SERVICE_NAMES,
+    Settings, api, outbox, pod_cost,
 };
 
 /// A replica: its core and background tasks, ready to be served (alone by [`serve`], or
@@ -322,19 +323,14 @@ fn accounts_link(settings: &Settings) -> Result<Option<AccountsLink>, GameError>
     let identity = settings
         .identity
         .load(&settings.auth.issuer, &settings.auth.audience)
-        .map_err(|err| bad_setting(err.to_string()))?;
-    let credentials = match identity {
-        Some(identity) => Credentials::Identity(Arc::new(identity)),
-        None if !settings.accounts.service_token.is_empty() => {
-            Credentials::Static(settings.accounts.service_token.clone())
-        }
-        None => {
-            return Err(bad_setting(
-                "no credentials for accounts: set identity.signing_key_file (preferred) \
-                 or accounts.service_token",
-            ));
-        }
-    };
+        .map_err(|err| bad_setting(format!("identity: {err}")))?
+        .map(Arc::new);
+    let credentials = ServiceCredentials::choose(
+        identity.as_ref(),
+        &settings.accounts.service_token,
+        "accounts.service_token",
+        "accounts",
+    )?;
     let mut link = AccountsLink::new(&settings.accounts.url, credentials).map_err(bad_setting)?;
     link.retry_min = Duration::from_millis(settings.accounts.retry_min_ms);
     link.retry_max = Duration::from_millis(settings.accounts.retry_max_ms);
