@@ -31,6 +31,9 @@ pub enum AccountsError {
     /// The username belongs to another account.
     #[error("username is already taken")]
     UsernameTaken,
+    /// The provider account (provider, subject) signs in to another account already.
+    #[error("this {0} account is already linked to another Basra account")]
+    ProviderTaken(&'static str),
     /// Unknown username or wrong password (deliberately not told apart).
     #[error("invalid username or password")]
     BadCredentials,
@@ -94,6 +97,9 @@ pub enum AccountsError {
     /// The request needs a valid access token.
     #[error("{0}")]
     Unauthenticated(String),
+    /// An identity provider's keys could not be fetched; the call may be retried.
+    #[error("{0}")]
+    ProviderUnavailable(String),
     /// The database could not be reached; the call may be retried.
     #[error("the database is unavailable: retry later")]
     Unavailable(#[source] sqlx::Error),
@@ -169,7 +175,7 @@ impl ServiceError for AccountsError {
             AccountsError::InvalidArgument { .. } | AccountsError::InvalidRecord { .. } => {
                 Code::InvalidArgument
             }
-            AccountsError::UsernameTaken => Code::AlreadyExists,
+            AccountsError::UsernameTaken | AccountsError::ProviderTaken(_) => Code::AlreadyExists,
             AccountsError::BadCredentials
             | AccountsError::BadRefreshToken
             | AccountsError::Unauthenticated(_) => Code::Unauthenticated,
@@ -183,9 +189,9 @@ impl ServiceError for AccountsError {
             AccountsError::UserNotFound => Code::NotFound,
             AccountsError::Friend(refusal) => refusal.code(),
             AccountsError::PermissionDenied(_) | AccountsError::Banned(_) => Code::PermissionDenied,
-            AccountsError::Unavailable(_) | AccountsError::SocialUnavailable(_) => {
-                Code::Unavailable
-            }
+            AccountsError::Unavailable(_)
+            | AccountsError::SocialUnavailable(_)
+            | AccountsError::ProviderUnavailable(_) => Code::Unavailable,
             AccountsError::Database(_) | AccountsError::Internal(_) => Code::Internal,
         }
     }

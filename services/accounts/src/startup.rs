@@ -151,6 +151,7 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
             max_changes: settings.display_names.max_changes,
             window: Duration::from_secs(settings.display_names.window_seconds),
         },
+        providers: crate::oidc::Providers::new(&settings.providers)?,
     })
 }
 
