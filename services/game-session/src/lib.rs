@@ -10,13 +10,14 @@
 //!   the presence lease that lets other replicas disconnect a dead replica's players.
 //! - [`hub`]: per-replica fan-out of the store's notices to the local streams, and the
 //!   resync under lost notices.
-//! - [`service`]: `GameService` (Play, CreateRoom, SeatPlayer); [`web`]: Play's browser shape
-//!   (Watch and one unary call per action), through the same per-action logic as Play
-//!   (`actions`); [`admin`]: `GameAdminService`.
+//! - [`api`]: the gRPC services side by side: `GameService` (Play, and its browser shape:
+//!   Watch and one unary call per action, through the same per-action logic as Play,
+//!   `actions`), `GameInternalService` (matchmaking's CreateRoom, SeatPlayer, GetSeat) and
+//!   `GameAdminService`.
 //! - [`convert`]: the only way anything reaches a client: the engine's per-seat view and
 //!   `Event::for_viewer`.
 //! - [`metrics`]: the replica's Prometheus metrics.
-//! - [`outbox`]: finished matches to `AccountsService.RecordMatch`, retried until they land.
+//! - [`outbox`]: finished matches to `AccountsInternalService.RecordMatch`, retried until they land.
 //! - [`pod_cost`]: the pod's `controller.kubernetes.io/pod-deletion-cost`, kept equal to
 //!   its open streams so a scale-down removes the emptiest pods first.
 //!
@@ -34,7 +35,7 @@
 //! ```
 
 mod actions;
-pub mod admin;
+pub mod api;
 pub mod bots;
 pub mod convert;
 pub mod core;
@@ -44,19 +45,16 @@ pub mod hub;
 pub mod metrics;
 pub mod names;
 pub mod outbox;
-pub mod play_route;
 pub mod pod_cost;
 pub mod record;
 pub mod response;
 pub mod room;
-pub mod service;
 mod session;
 pub mod settings;
 pub mod shared_bytes;
 pub mod store;
 pub mod timing;
 pub mod walks;
-pub mod web;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
@@ -65,6 +63,7 @@ use std::time::Duration;
 use basra_platform::ServeOptions;
 use basra_platform::auth::{AuthLayer, TokenVerifier};
 use basra_proto::basra::game::v1::game_admin_service_server::GameAdminServiceServer;
+use basra_proto::basra::game::v1::game_internal_service_server::GameInternalServiceServer;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -77,6 +76,7 @@ pub use store::{MemoryStore, RedisStore, RoomStore};
 /// The gRPC service names this server answers (health and reflection list them).
 pub const SERVICE_NAMES: &[&str] = &[
     "basra.game.v1.GameService",
+    "basra.game.v1.GameInternalService",
     "basra.game.v1.GameAdminService",
 ];
 
@@ -185,18 +185,25 @@ impl GameSession {
         &self.core
     }
 
-    /// The gRPC routes: `GameService` and `GameAdminService`.
+    /// The gRPC routes: `GameService`, `GameInternalService` and `GameAdminService`.
     pub fn routes(&self) -> tonic::service::Routes {
         self.add_to(tonic::service::Routes::default())
     }
 
-    /// Adds the `GameService` and `GameAdminService` services to `routes` (the one-process dev mode
+    /// Adds the `GameService`, `GameInternalService` and `GameAdminService` services to `routes` (the one-process dev mode
     /// serves them beside the other services).
     pub fn add_to(&self, routes: tonic::service::Routes) -> tonic::service::Routes {
-        let game = play_route::GameRoutes::new(service::GameApi::new(Arc::clone(&self.core)));
-        let admin = GameAdminServiceServer::new(admin::AdminService::new(Arc::clone(&self.core)))
+        let api = api::GameApi::new(Arc::clone(&self.core));
+        let internal = GameInternalServiceServer::new(api.clone())
             .max_decoding_message_size(MAX_MESSAGE_BYTES);
-        routes.add_service(game).add_service(admin)
+        let game = api::play_route::GameRoutes::new(api);
+        let admin =
+            GameAdminServiceServer::new(api::admin::AdminService::new(Arc::clone(&self.core)))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES);
+        routes
+            .add_service(game)
+            .add_service(internal)
+            .add_service(admin)
     }
 }
 
