@@ -20,7 +20,8 @@
 //  7. my data, in the profile tab: "Export my data" downloads the player's JSON document
 //     after a dialog; "Delete my account" waits in its dialog for the typed word (cancel
 //     deletes nothing), then deletes, the page is back at sign-in and the next sign-in is
-//     a new player; the dialog and its word in Arabic.
+//     a new player; the dialog and its word in Arabic; a registered account confirms with
+//     its password (a wrong one deletes nothing).
 // No console errors anywhere. Screenshots go to the artifact directory.
 // Usage: node tests/browser.mjs PAGE_URL ARTIFACT_DIR [CHROMIUM]
 // Prints one JSON line with what it saw; exits non-zero on the first failed check.
@@ -533,7 +534,23 @@ try {
     check(!(await page.getByTestId("delete-confirm").isDisabled()), "the Arabic word confirms in Arabic");
     await page.screenshot({ path: join(artifacts, "arabic-delete-dialog.png") });
     await page.getByTestId("delete-dialog-cancel").click();
-    report.myData = { exported: first.account.user_id, deleted: true, newPlayer: fresh.account.user_id };
+    await page.getByTestId("lang").click();
+    // A registered account confirms with its password: a wrong one is refused and
+    // deletes nothing; the right one deletes.
+    const username = `gone_${Date.now() % 1e8}`;
+    await page.getByTestId("username").fill(username);
+    await page.getByTestId("password").fill("a long password");
+    await page.getByTestId("register").click();
+    await page.getByTestId("account-kind").filter({ hasText: username }).waitFor();
+    await page.getByTestId("delete-my-account").click();
+    check((await page.getByTestId("delete-proof").getAttribute("type")) === "password", "an account confirms with its password");
+    await page.getByTestId("delete-proof").fill("not the password");
+    await page.getByTestId("delete-confirm").click();
+    await page.getByTestId("delete-message").filter({ hasText: "not this account's password" }).waitFor();
+    await page.getByTestId("delete-proof").fill("a long password");
+    await page.getByTestId("delete-confirm").click();
+    await page.getByTestId("sign-in").waitFor();
+    report.myData = { exported: first.account.user_id, deleted: true, newPlayer: fresh.account.user_id, registeredDeleted: username };
     await page.context().close();
   }
   check(problems.length === 0, `no console errors: ${problems.join(" | ")}`);

@@ -24,6 +24,7 @@ on_both_stores!(
     key_rotation_is_followed_and_refetches_are_rate_limited,
     input_off_and_unreachable_providers_have_their_statuses,
     a_provider_account_deletes_itself_with_a_fresh_token,
+    banned_accounts_and_floods_are_refused,
 );
 
 /// The refetch interval of these tests' key caches.
@@ -444,4 +445,44 @@ async fn a_provider_account_deletes_itself_with_a_fresh_token<S: Store>(store: S
         .unwrap();
     assert!(again.created);
     assert_ne!(again.tokens.unwrap().user_id, tokens.user_id);
+}
+
+async fn banned_accounts_and_floods_are_refused<S: Store>(store: S) {
+    let issuer = TestIssuer::start().await;
+    // Two sign-ups per address in the window (a token bucket: a burst of two).
+    let mut settings = test_settings(&[("BASRA_SIGNUP_LIMITS__PER_ADDRESS_MAX", "2")]);
+    settings.providers.google = Some(issuer.settings());
+    let app = spawn_app_on(store, settings).await;
+    let user = sign_in(&app, google(&good("banned", "n1"), "n1"))
+        .await
+        .unwrap()
+        .tokens
+        .unwrap()
+        .user_id;
+    // A banned account gets no tokens: PERMISSION_DENIED with the reason.
+    app.service
+        .revocations()
+        .revoke(
+            user.parse().unwrap(),
+            basra_platform::revocation::Revoked::banned_for("cheating", Duration::from_secs(600)),
+        )
+        .await
+        .unwrap();
+    let (code, message) = failure(
+        app.client()
+            .await
+            .sign_in_with_provider(google(&good("banned", "n2"), "n2"))
+            .await,
+    );
+    assert_eq!(code, Code::PermissionDenied, "{message}");
+    assert!(message.contains("cheating"), "{message}");
+    // The third sign-in from this address within the window is limited, as Register's
+    // and GuestLogin's are.
+    let (code, message) = failure(
+        app.client()
+            .await
+            .sign_in_with_provider(google(&good("another", "n3"), "n3"))
+            .await,
+    );
+    assert_eq!(code, Code::ResourceExhausted, "{message}");
 }
