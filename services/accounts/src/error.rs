@@ -41,7 +41,9 @@ pub enum AccountsError {
     #[error("refresh token is invalid, expired or already used: sign in again")]
     BadRefreshToken,
     /// The device's guest account was upgraded to a registered account.
-    #[error("this device's guest account was registered: sign in with Login")]
+    #[error(
+        "this device's guest account was registered: sign in with Login, or with the provider it was linked to"
+    )]
     GuestUpgraded,
     /// Register was called with the token of an account that is not a guest.
     #[error("this account is already registered")]

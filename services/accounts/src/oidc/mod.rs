@@ -144,9 +144,13 @@ impl Providers {
         }
     }
 
-    /// How many times the key set of `provider` was fetched (metrics, tests).
-    pub fn key_fetches(&self, provider: Provider) -> u64 {
-        self.issuer(provider).map_or(0, |i| i.keys.fetches())
+    /// The providers that are on (`apple`, `google`), for the start-up log.
+    pub fn enabled(&self) -> Vec<&'static str> {
+        Provider::ALL
+            .into_iter()
+            .filter(|p| self.issuer(*p).is_some())
+            .map(Provider::as_str)
+            .collect()
     }
 
     /// Checks `id_token` of `provider` for `nonce` and answers whom it names. Errors:

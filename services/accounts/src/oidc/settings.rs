@@ -75,10 +75,35 @@ pub struct ProviderSettings {
     /// Where the provider publishes its signing keys (a JWKS document): `https://`, or
     /// `http://` for a loopback host only (a test issuer).
     pub jwks_url: String,
-    /// The accepted `iss` values.
+    /// The accepted `iss` values (a TOML array, or commas in an environment variable).
+    #[serde(deserialize_with = "list_or_commas")]
     pub issuers: Vec<String>,
-    /// The accepted `aud` values: this game's client ids at the provider.
+    /// The accepted `aud` values: this game's client ids at the provider (a TOML array,
+    /// or commas in an environment variable).
+    #[serde(deserialize_with = "list_or_commas")]
     pub client_ids: Vec<String>,
+}
+
+/// A list of strings from a TOML array, or from one comma-separated string (as an
+/// environment variable such as `BASRA_PROVIDERS__GOOGLE__CLIENT_IDS=a,b` gives it).
+fn list_or_commas<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrText {
+        List(Vec<String>),
+        Text(String),
+    }
+    Ok(match ListOrText::deserialize(deserializer)? {
+        ListOrText::List(list) => list,
+        ListOrText::Text(text) => text
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    })
 }
 
 impl ProvidersSettings {
@@ -141,6 +166,39 @@ mod tests {
             issuers: vec!["https://accounts.google.com".into()],
             client_ids: vec!["app".into()],
         }
+    }
+
+    #[test]
+    fn a_provider_is_configured_by_environment_variables() {
+        let env = [
+            (
+                "BASRA_PROVIDERS__GOOGLE__JWKS_URL",
+                "https://www.googleapis.com/oauth2/v3/certs",
+            ),
+            (
+                "BASRA_PROVIDERS__GOOGLE__ISSUERS",
+                "https://accounts.google.com,accounts.google.com",
+            ),
+            (
+                "BASRA_PROVIDERS__GOOGLE__CLIENT_IDS",
+                "a.apps.googleusercontent.com",
+            ),
+            ("BASRA_PROVIDERS__REFETCH_MIN_SECONDS", "30"),
+        ];
+        let settings =
+            crate::Settings::from_env(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())))
+                .unwrap();
+        let google = settings.providers.google.unwrap();
+        assert_eq!(
+            google.issuers,
+            ["https://accounts.google.com", "accounts.google.com"]
+        );
+        assert_eq!(google.client_ids, ["a.apps.googleusercontent.com"]);
+        assert!(settings.providers.apple.is_none());
+        assert_eq!(settings.providers.refetch_min_seconds, 30);
+        // The embedded defaults: every provider off.
+        let defaults = crate::Settings::from_env(Vec::new()).unwrap();
+        assert!(defaults.providers.google.is_none() && defaults.providers.apple.is_none());
     }
 
     #[test]

@@ -301,6 +301,10 @@ async fn a_guest_links_a_provider_and_keeps_everything<S: Store>(store: S) {
         .into_inner();
     assert!(!signed_in.created);
     assert_eq!(signed_in.tokens.unwrap().user_id, guest.user_id);
+    // The device is a registered account's now.
+    let (code, message) = failure(client.guest_login(guest_req("device-3")).await);
+    assert_eq!(code, Code::FailedPrecondition);
+    assert!(message.contains("provider"), "{message}");
 }
 
 async fn link_provider_statuses<S: Store>(store: S) {
