@@ -43,5 +43,6 @@ mod helpers;
 mod link;
 mod oidc_issuer;
 mod provider;
+mod provider_tls;
 mod social_contract;
 mod store_contract;
