@@ -118,7 +118,7 @@ impl App {
     /// is bound, when Redis is unreachable, a key unusable or credentials missing.
     pub async fn build(settings: Settings) -> Result<App> {
         let config =
-            |err: basra_platform::auth::AuthError| MatchmakingError::Config(err.to_string());
+            |err: basra_platform::auth::AuthError| MatchmakingError::bad_setting(err.to_string());
         let verifier = settings.auth.verifier().map_err(config)?;
         let identity = settings
             .identity
@@ -126,10 +126,9 @@ impl App {
             .map_err(config)?
             .map(Arc::new);
         if identity.is_none() && settings.game.service_token.is_empty() {
-            return Err(MatchmakingError::Config(
+            return Err(MatchmakingError::bad_setting(
                 "no credentials for game-session: set identity.signing_key_file (preferred) \
-                 or game.service_token"
-                    .into(),
+                 or game.service_token",
             ));
         }
         let store: Arc<dyn Store> = if settings.redis.is_memory() {
@@ -180,7 +179,7 @@ impl App {
             CancellationToken::new(),
         )
         .await
-        .map_err(|err| MatchmakingError::Config(format!("redis (revoked accounts): {err}")))?;
+        .map_err(|err| MatchmakingError::bad_setting(format!("redis (revoked accounts): {err}")))?;
         Ok(App {
             settings,
             verifier,
@@ -216,7 +215,7 @@ impl App {
         basra_platform::metrics::spawn(metrics, self.deps.metrics.registry(), shutdown.clone())
             .await
             .map_err(|err| {
-                MatchmakingError::Config(format!("metrics.listen {}: {err}", metrics.listen))
+                MatchmakingError::bad_setting(format!("metrics.listen {}: {err}", metrics.listen))
             })?;
         let config = Config {
             queue: self.settings.queue.clone(),

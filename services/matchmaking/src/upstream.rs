@@ -365,7 +365,7 @@ impl RatingSource for FixedRating {
 
 fn endpoint(url: &str, timeout: Duration) -> Result<Endpoint> {
     Ok(Endpoint::from_shared(url.to_owned())
-        .map_err(|err| MatchmakingError::Config(format!("bad upstream URL {url:?}: {err}")))?
+        .map_err(|err| MatchmakingError::bad_setting(format!("bad upstream URL {url:?}: {err}")))?
         .timeout(timeout)
         .connect_timeout(timeout))
 }
@@ -373,5 +373,5 @@ fn endpoint(url: &str, timeout: Duration) -> Result<Endpoint> {
 fn bearer(token: &str) -> Result<MetadataValue<tonic::metadata::Ascii>> {
     format!("Bearer {token}")
         .parse()
-        .map_err(|_| MatchmakingError::Config("a token is not valid ASCII metadata".into()))
+        .map_err(|_| MatchmakingError::bad_setting("a token is not valid ASCII metadata"))
 }
