@@ -9,7 +9,8 @@
 //! (`grpc-status-details-bin`, `google.rpc.Status`), which the gRPC libraries of
 //! every platform read: `google.rpc.RetryInfo` (when to retry a limit) and
 //! `google.rpc.ErrorInfo` (a machine-readable reason, such as a refusal's
-//! `RejectCode`). The custom metadata that carried them before (`retry-after-ms`,
+//! `RejectCode`) and `google.rpc.BadRequest` (the field at fault in malformed input,
+//! where the service names it). The custom metadata that carried them before (`retry-after-ms`,
 //! `basra-reject-code`) is still sent for one release, for clients built on it.
 
 use std::{error::Error, fmt, time::Duration};
@@ -31,6 +32,13 @@ pub trait ServiceError: Error {
     /// `google.rpc.RetryInfo` (and, for one more release, the [`RETRY_AFTER_MS`]
     /// metadata), besides the message.
     fn retry_after(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// For malformed input (INVALID_ARGUMENT), the field at fault and what is wrong with
+    /// it, when the service knows them: sent as a `google.rpc.BadRequest` field violation
+    /// (`field` as a path into the request, `records[2].seats`), besides the message.
+    fn bad_field(&self) -> Option<(String, String)> {
         None
     }
 }
@@ -57,6 +65,19 @@ pub fn retry_after_of(status: &Status) -> Option<Duration> {
     status.get_details_retry_info()?.retry_delay
 }
 
+/// The `google.rpc.BadRequest` field violations of `status`: (field, description) pairs.
+pub fn bad_fields_of(status: &Status) -> Vec<(String, String)> {
+    status
+        .get_details_bad_request()
+        .map(|bad| {
+            bad.field_violations
+                .into_iter()
+                .map(|violation| (violation.field, violation.description))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The `google.rpc.ErrorInfo` reason of `status`, if it has one.
 pub fn reason_of(status: &Status) -> Option<String> {
     Some(status.get_details_error_info()?.reason)
@@ -77,17 +98,24 @@ pub fn to_status<E: ServiceError + ?Sized>(error: &E) -> Status {
             Status::new(code, INTERNAL_MESSAGE)
         }
         _ => {
-            let Some(wait) = error.retry_after() else {
+            let mut details = ErrorDetails::new();
+            let retry_ms = error.retry_after().map(|wait| {
+                let wait = wait.max(Duration::from_millis(1));
+                details.set_retry_info(Some(wait));
+                u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)
+            });
+            if code == Code::InvalidArgument
+                && let Some((field, description)) = error.bad_field()
+            {
+                details.add_bad_request_violation(field, description);
+            }
+            if retry_ms.is_none() && !details.has_bad_request_violations() {
                 return Status::new(code, error.to_string());
-            };
-            let wait = wait.max(Duration::from_millis(1));
-            let mut status = Status::with_error_details(
-                code,
-                error.to_string(),
-                ErrorDetails::with_retry_info(Some(wait)),
-            );
-            let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
-            status.metadata_mut().insert(RETRY_AFTER_MS, ms.into());
+            }
+            let mut status = Status::with_error_details(code, error.to_string(), details);
+            if let Some(ms) = retry_ms {
+                status.metadata_mut().insert(RETRY_AFTER_MS, ms.into());
+            }
             status
         }
     }

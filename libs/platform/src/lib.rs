@@ -2,10 +2,10 @@
 //!
 //! | module | what it gives a service |
 //! |---|---|
-//! | [`config`] | typed settings: embedded TOML defaults, an optional file, `BASRA_…` environment variables; validated before any socket is bound |
+//! | [`config`] | typed settings: embedded TOML defaults, an optional file, `BASRA_…` environment variables; validated before any socket is bound; [`config::ConfigError`], the one error every service stops with on a setting it cannot use |
 //! | [`telemetry`] | tracing with an `EnvFilter`, JSON logs in production, OpenTelemetry OTLP export when an endpoint is set |
-//! | [`auth`] | Ed25519 JWT access tokens: issuing, verifying, and the tower [`AuthLayer`] that puts the verified [`Caller`] into each request |
-//! | [`error`] | the one mapping from service errors to gRPC status codes; internal errors are logged, never shown |
+//! | [`auth`] | Ed25519 JWT access tokens: issuing, verifying, the tower [`AuthLayer`] that puts the verified [`Caller`] into each request, and the credentials a service presents to another ([`auth::ServiceCredentials`]) |
+//! | [`error`] | the one mapping from service errors to gRPC status codes, with the standard rich details (RetryInfo, ErrorInfo, BadRequest); internal errors are logged, never shown |
 //! | [`serve`](mod@serve) | the gRPC server: auth, RED metrics, health, reflection, graceful drain |
 //! | [`shutdown`] | a [`CancellationToken`](tokio_util::sync::CancellationToken) cancelled on SIGTERM or SIGINT |
 //! | [`redis`](mod@redis) | one Redis layer: a single node or a cluster by the URL setting, key prefix and hash tags, scripts, sharded pub/sub with resubscription |

@@ -111,6 +111,16 @@ pub enum AccountsError {
     /// Anything else that is not the client's fault.
     #[error("{0}")]
     Internal(String),
+    /// A setting that cannot be used: the service does not start (never a call's answer).
+    #[error(transparent)]
+    Settings(#[from] basra_platform::config::ConfigError),
+}
+
+impl AccountsError {
+    /// A setting the service cannot use (the message names the key).
+    pub fn bad_setting(message: impl Into<String>) -> AccountsError {
+        basra_platform::config::ConfigError::invalid(message).into()
+    }
 }
 
 /// Shorthand for results of this crate.
@@ -194,7 +204,22 @@ impl ServiceError for AccountsError {
             AccountsError::Unavailable(_)
             | AccountsError::SocialUnavailable(_)
             | AccountsError::ProviderUnavailable(_) => Code::Unavailable,
-            AccountsError::Database(_) | AccountsError::Internal(_) => Code::Internal,
+            AccountsError::Database(_)
+            | AccountsError::Internal(_)
+            | AccountsError::Settings(_) => Code::Internal,
+        }
+    }
+
+    fn bad_field(&self) -> Option<(String, String)> {
+        match self {
+            AccountsError::InvalidArgument { field, reason } => {
+                Some(((*field).to_owned(), reason.clone()))
+            }
+            AccountsError::InvalidRecord { index, error } => {
+                let (field, reason) = error.bad_field()?;
+                Some((format!("records[{index}].{field}"), reason))
+            }
+            _ => None,
         }
     }
 

@@ -78,7 +78,7 @@ pub fn signing_key(settings: &Settings) -> Result<SigningKey> {
     let key = settings
         .identity
         .signing_key()
-        .map_err(|e| AccountsError::Internal(e.to_string()))?;
+        .map_err(|e| AccountsError::bad_setting(format!("identity: {e}")))?;
     match key {
         Some(key) => {
             tracing::info!(kid = key.kid(), file = %settings.identity.signing_key_file.display(), "signing key loaded");
@@ -102,12 +102,12 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
     let limits = &settings.login_limits;
     let issuer = TokenIssuer::new(key, &settings.auth.issuer, &settings.auth.audience);
     let trusted_keys = basra_platform::auth::load_trusted(&settings.auth.trusted_keys)
-        .map_err(|e| AccountsError::Internal(e.to_string()))?;
+        .map_err(|e| AccountsError::bad_setting(format!("auth.trusted_keys: {e}")))?;
     // A bad or duplicate kid fails here, before any socket is bound.
     issuer
         .verifier()
         .and_trusting(trusted_keys.clone())
-        .map_err(|e| AccountsError::Internal(e.to_string()))?;
+        .map_err(|e| AccountsError::bad_setting(format!("auth.trusted_keys: {e}")))?;
     Ok(ServiceConfig {
         trusted_keys,
         issuer,
@@ -184,7 +184,7 @@ impl App {
             social_shutdown.clone(),
         )
         .await
-        .map_err(|e| AccountsError::Internal(format!("redis (revoked accounts): {e}")))?;
+        .map_err(|e| AccountsError::bad_setting(format!("redis (revoked accounts): {e}")))?;
         let social =
             service::Social::new(social, social_shutdown.clone()).with_revocations(revocations);
         let service = match settings.database.kind() {
@@ -270,7 +270,7 @@ impl App {
         basra_platform::metrics::spawn(metrics, registry, shutdown.clone())
             .await
             .map_err(|e| {
-                AccountsError::Internal(format!("metrics.listen {}: {e}", metrics.listen))
+                AccountsError::bad_setting(format!("metrics.listen {}: {e}", metrics.listen))
             })?;
         Ok(match self.service {
             AppService::Memory(s) => mount_service(s, routes, shutdown),
@@ -311,8 +311,8 @@ async fn watch_pool<S: Store>(
 /// deployment's migration Job. Needs only `database.url` (no signing key).
 pub async fn migrate(settings: &Settings) -> Result<()> {
     if settings.database.kind() != DatabaseKind::Postgres {
-        return Err(AccountsError::Internal(
-            "database.url is \"memory\": nothing to migrate".into(),
+        return Err(AccountsError::bad_setting(
+            "database.url is \"memory\": nothing to migrate",
         ));
     }
     let store = PgStore::connect(settings.database.url.expose_secret(), 1).await?;

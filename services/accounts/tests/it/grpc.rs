@@ -792,9 +792,14 @@ mod cases {
         );
 
         for device in [String::new(), "d".repeat(129)] {
-            let (code, message) = failure(client.guest_login(guest_req(&device)).await);
-            assert_eq!(code, Code::InvalidArgument);
-            assert!(message.starts_with("device_id: "), "{message}");
+            let status = client.guest_login(guest_req(&device)).await.unwrap_err();
+            assert_eq!(status.code(), Code::InvalidArgument);
+            assert!(status.message().starts_with("device_id: "), "{status:?}");
+            // The field at fault also travels as a google.rpc.BadRequest violation.
+            let bad = basra_platform::error::bad_fields_of(&status);
+            assert_eq!(bad.len(), 1, "{status:?}");
+            assert_eq!(bad[0].0, "device_id");
+            assert_eq!(format!("device_id: {}", bad[0].1), status.message());
         }
         // A token that does not verify is not silently ignored by Register.
         let (code, _) = failure(
@@ -1124,12 +1129,21 @@ mod cases {
                 bad.match_id = "bad".into();
             }
             let batch = vec![good("g-1"), bad, good("g-2")];
-            let (code, message) = failure(client.record_matches(request(&service, batch)).await);
+            let status = client
+                .record_matches(request(&service, batch))
+                .await
+                .unwrap_err();
+            let (code, message) = (status.code(), status.message().to_owned());
             assert_eq!(code, Code::InvalidArgument, "{message}");
             let expected = format!("records[1]: {expected}");
             assert!(
                 message.starts_with(&expected),
                 "{message:?} should start with {expected:?}"
+            );
+            let bad = basra_platform::error::bad_fields_of(&status);
+            assert!(
+                bad.len() == 1 && bad[0].0.starts_with("records[1]."),
+                "the violation names the record's field: {bad:?}"
             );
         }
         assert_eq!(app.counts().await, before, "nothing written");

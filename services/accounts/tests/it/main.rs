@@ -45,4 +45,5 @@ mod oidc_issuer;
 mod provider;
 mod provider_tls;
 mod social_contract;
+mod startup;
 mod store_contract;
