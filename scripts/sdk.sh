@@ -24,7 +24,8 @@ languages=("$@")
 [ ${#languages[@]} -gt 0 ] || languages=(java kotlin csharp objc python typescript)
 
 cd "$root/proto"
-protos=$(find basra -name '*.proto' | sort)
+# The client API only: internal.proto holds the service-to-service calls, which no app makes.
+protos=$(find basra -name '*.proto' ! -name internal.proto | sort)
 # Where Debian's libprotobuf-dev keeps the well-known types (google/protobuf/*.proto).
 wkt=/usr/include
 [ -f "$wkt/google/protobuf/timestamp.proto" ] || { echo "sdk: $wkt/google/protobuf is missing: apt-get install libprotobuf-dev" >&2; exit 1; }

@@ -20,6 +20,7 @@ use basra_engine::bot::{self, Policy};
 use basra_proto::basra::accounts::v1::GuestLoginRequest;
 use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
 use basra_proto::basra::common::v1::RuleSettings;
+use basra_proto::basra::game::v1::game_internal_service_client::GameInternalServiceClient;
 use basra_proto::basra::game::v1::game_service_client::GameServiceClient;
 use basra_proto::basra::game::v1::play_request::Kind;
 use basra_proto::basra::game::v1::play_response::Event;
@@ -143,7 +144,7 @@ pub async fn create_room_with_token(
         occupant: Some(Occupant::UserId(user.user_id.clone())),
         ..Default::default()
     };
-    GameServiceClient::new(channel(url)?)
+    GameInternalServiceClient::new(channel(url)?)
         .create_room(authed(
             CreateRoomRequest {
                 room_id: room_id.clone(),
@@ -159,7 +160,7 @@ pub async fn create_room_with_token(
             &token,
         ))
         .await
-        .context("GameService.CreateRoom")?;
+        .context("GameInternalService.CreateRoom")?;
     Ok(room_id)
 }
 

@@ -1060,6 +1060,7 @@ fn lines_after(path: &std::path::Path, from: u64, needle: &str) -> usize {
 /// Returns the time from the kill to the last player served (its Ping answered on the
 /// survivor); resumes refused on the way are counted by status.
 pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<Row> {
+    use basra_proto::basra::game::v1::game_internal_service_client::GameInternalServiceClient;
     use basra_proto::basra::game::v1::game_service_client::GameServiceClient;
     use basra_proto::basra::game::v1::play_response::Event;
     use basra_proto::basra::game::v1::seat_assignment::Occupant;
@@ -1078,7 +1079,7 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
     let urls = stack.game_urls();
     let token: tonic::metadata::MetadataValue<_> =
         format!("Bearer {}", stack.room_maker.token()?).parse()?;
-    let mut game = GameServiceClient::new(bots::channel(&urls[0])?);
+    let mut game = GameInternalServiceClient::new(bots::channel(&urls[0])?);
     let mut rooms = Vec::with_capacity(streams);
     for player in &players {
         let room_id = uuid::Uuid::now_v7().to_string();
@@ -1101,7 +1102,7 @@ pub async fn resume_storm(stack: &mut Stack, streams: usize) -> anyhow::Result<R
             &token,
         ))
         .await
-        .context("GameService.CreateRoom")?;
+        .context("GameInternalService.CreateRoom")?;
         rooms.push(room_id);
     }
     let join = |room: &str, last: Option<u64>| PlayRequest {

@@ -50,7 +50,7 @@ impl TraceService for Receiver {
     }
 }
 
-const RECORD_MATCH: &str = "basra.accounts.v1.AccountsService/RecordMatch";
+const RECORD_MATCH: &str = "basra.accounts.v1.AccountsInternalService/RecordMatch";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_match_record_continues_the_trace_of_the_action_that_finished_the_match() {

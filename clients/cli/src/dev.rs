@@ -163,19 +163,18 @@ pub async fn run(
     let routes = accounts.mount(Routes::default(), shutdown.clone()).await?;
     let routes = game.mount(routes, shutdown.clone()).await?;
     let routes = matchmaker.mount(routes, shutdown.clone()).await?;
-    let names = [
-        accounts::SERVICE_NAME,
-        matchmaking::SERVICE_NAME,
-        game_session::SERVICE_NAMES[0],
-        game_session::SERVICE_NAMES[1],
-    ];
+    let names: Vec<&str> = [accounts::SERVICE_NAMES, game_session::SERVICE_NAMES]
+        .concat()
+        .into_iter()
+        .chain([matchmaking::SERVICE_NAME])
+        .collect();
     if let Some(internal) = internal {
         tokio::spawn({
             let (routes, auth, shutdown) = (routes.clone(), auth.clone(), shutdown.clone());
-            let names = names.map(str::to_owned);
+            let names: Vec<String> = names.iter().map(|name| name.to_string()).collect();
             let options = basra_platform::ServeOptions::from(&server);
             async move {
-                let names = names.each_ref().map(String::as_str);
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 basra_platform::serve(internal, routes, &names, auth, shutdown, options).await
             }
         });

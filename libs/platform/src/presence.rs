@@ -20,7 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use basra_proto::basra::accounts::v1::{
-    Activity, PresenceReport, ReportPresenceRequest, accounts_service_client::AccountsServiceClient,
+    Activity, PresenceReport, ReportPresenceRequest,
+    accounts_internal_service_client::AccountsInternalServiceClient,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -102,7 +103,7 @@ impl PresenceReporter {
         shutdown: CancellationToken,
     ) -> PresenceReporter {
         let (tx, rx) = mpsc::unbounded_channel();
-        let client = AccountsServiceClient::new(crate::telemetry::traced(channel));
+        let client = AccountsInternalServiceClient::new(crate::telemetry::traced(channel));
         tokio::spawn(run(client, token, rx, shutdown));
         PresenceReporter { tx: Some(tx) }
     }
@@ -196,7 +197,7 @@ impl Ledger {
 type Entry = ((String, Doing), bool);
 
 async fn run(
-    mut client: AccountsServiceClient<TracedChannel>,
+    mut client: AccountsInternalServiceClient<TracedChannel>,
     token: TokenSource,
     mut rx: mpsc::UnboundedReceiver<Update>,
     shutdown: CancellationToken,
@@ -230,7 +231,7 @@ async fn run(
 
 /// Sends `entries` in batches; gives back those not sent when a call fails.
 async fn send(
-    client: &mut AccountsServiceClient<TracedChannel>,
+    client: &mut AccountsInternalServiceClient<TracedChannel>,
     token: &TokenSource,
     entries: Vec<Entry>,
 ) -> Result<(), Vec<Entry>> {

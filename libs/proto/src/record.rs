@@ -1,4 +1,4 @@
-//! A match played on the engine as an `AccountsService.RecordMatch` record, built in one place:
+//! A match played on the engine as an `AccountsInternalService.RecordMatch` record, built in one place:
 //! game-session builds it when a room's match ends, `basra simulate` for every simulated
 //! match, so both record exactly the same shape and the analytics export's replay checks
 //! both the same way.

@@ -48,7 +48,9 @@ pub mod store;
 pub use basra_records::action_log;
 pub use error::AccountsError;
 pub use metrics::AccountsMetrics;
-pub use service::{AccountsApi, PUBLIC_METHODS, SERVICE_NAME, ServiceConfig, issue_service_token};
+pub use service::{
+    AccountsApi, PUBLIC_METHODS, SERVICE_NAME, SERVICE_NAMES, ServiceConfig, issue_service_token,
+};
 pub use settings::Settings;
 pub use startup::{App, migrate, serve, service_config, signing_key};
 pub use store::{LeaderboardRules, MemoryStore, PgStore, Store};

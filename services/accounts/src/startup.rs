@@ -18,7 +18,7 @@ use tonic::service::Routes;
 use crate::error::Result;
 use crate::password::PasswordHasherPool;
 use crate::service::{
-    self, AccountsApi, PUBLIC_METHODS, SERVICE_NAME, ServiceConfig, issue_service_token,
+    self, AccountsApi, PUBLIC_METHODS, SERVICE_NAMES, ServiceConfig, issue_service_token,
 };
 use crate::settings::DatabaseKind;
 use crate::store::{LeaderboardRules, MemoryStore, PgStore, Store};
@@ -55,7 +55,10 @@ fn mount_service<S: Store>(
         ));
     }
     let admin = service::AccountsAdmin::new(service.clone()).into_server();
-    routes.add_service(service.into_server()).add_service(admin)
+    routes
+        .add_service(service.clone().into_internal_server())
+        .add_service(service.into_server())
+        .add_service(admin)
 }
 
 async fn serve_routes(
@@ -65,16 +68,9 @@ async fn serve_routes(
     shutdown: CancellationToken,
     serving: impl Into<ServeOptions>,
 ) -> Result<()> {
-    basra_platform::serve(
-        listener,
-        routes,
-        &[SERVICE_NAME, service::ADMIN_SERVICE_NAME],
-        auth,
-        shutdown,
-        serving,
-    )
-    .await
-    .map_err(|e| AccountsError::Internal(format!("grpc server: {e}")))
+    basra_platform::serve(listener, routes, SERVICE_NAMES, auth, shutdown, serving)
+        .await
+        .map_err(|e| AccountsError::Internal(format!("grpc server: {e}")))
 }
 
 /// The signing key `[identity]` names, or a fresh development key.

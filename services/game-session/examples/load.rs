@@ -81,6 +81,7 @@ use basra_platform::config::ConnectionLimits;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
     self as game, CreateRoomRequest, PlayRequest, SeatAssignment,
+    game_internal_service_client::GameInternalServiceClient,
     game_service_client::GameServiceClient, play_request::Kind, play_response::Event as E,
     seat_assignment::Occupant,
 };
@@ -1147,7 +1148,7 @@ async fn create_rooms(
     let creation_slots = Arc::new(tokio::sync::Semaphore::new(16));
     for _ in 0..matches {
         let (room_id, ua, ub) = (Uuid::now_v7().to_string(), Uuid::now_v7(), Uuid::now_v7());
-        let mut client = GameServiceClient::new(control.clone());
+        let mut client = GameInternalServiceClient::new(control.clone());
         let request = authed(
             CreateRoomRequest {
                 room_id: room_id.clone(),

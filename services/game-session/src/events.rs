@@ -4,7 +4,7 @@
 use basra_engine::{Card, Event, RoundScore, Seat};
 use serde::{Deserialize, Serialize};
 
-use crate::room::SeatSnapshot;
+use crate::seats::SeatSnapshot;
 
 /// One event of a room's log. Its sequence number is its position in the log, from 1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use basra_proto::basra::accounts::v1::{
-    GetPlayersRequest, accounts_service_client::AccountsServiceClient,
+    GetPlayersRequest, accounts_internal_service_client::AccountsInternalServiceClient,
 };
 
 use crate::outbox::AccountsLink;
@@ -39,7 +39,7 @@ pub async fn display_names(
         request.metadata_mut().insert("authorization", value);
     }
     let mut client =
-        AccountsServiceClient::new(basra_platform::telemetry::traced(link.channel.clone()));
+        AccountsInternalServiceClient::new(basra_platform::telemetry::traced(link.channel.clone()));
     match tokio::time::timeout(LOOKUP_TIMEOUT, client.get_players(request)).await {
         Ok(Ok(response)) => response
             .into_inner()

@@ -1,4 +1,4 @@
-//! The outbox forwarder: hands finished matches to `AccountsService.RecordMatch` until each
+//! The outbox forwarder: hands finished matches to `AccountsInternalService.RecordMatch` until each
 //! lands. Records wait in the store's durable outbox (a Redis stream with a consumer
 //! group); an entry is removed only after accounts answered OK (RecordMatch is
 //! idempotent by match id, so a retry after a lost answer is harmless). A failed entry
@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use basra_platform::auth::{Caller, ServiceIdentity, TokenIssuer};
 use basra_platform::telemetry::{continue_trace, traced};
 use basra_proto::basra::accounts::v1::{
-    MatchRecord, RecordMatchRequest, accounts_service_client::AccountsServiceClient,
+    MatchRecord, RecordMatchRequest,
+    accounts_internal_service_client::AccountsInternalServiceClient,
 };
 use prost::Message as _;
 use tokio_util::sync::CancellationToken;
@@ -109,7 +110,7 @@ pub async fn run(
 ) {
     // When each record still held was first seen undelivered.
     let mut undelivered: HashMap<String, Instant> = HashMap::new();
-    let mut client = AccountsServiceClient::new(traced(link.channel.clone()));
+    let mut client = AccountsInternalServiceClient::new(traced(link.channel.clone()));
     let mut backoff = link.retry_min;
     loop {
         // Only the shards this replica walks (see `walks`): the others' forwarders

@@ -1,4 +1,4 @@
-//! The match record handed to accounts (`AccountsService.RecordMatch`) when a match ends, built
+//! The match record handed to accounts (`AccountsInternalService.RecordMatch`) when a match ends, built
 //! by the one record builder, [`basra_proto::record`], from the room.
 
 use basra_proto::basra::accounts::v1 as accounts;

@@ -2,7 +2,7 @@
 //! commit or the stored log, then reads the client's messages and commits their moves
 //! ([`crate::actions`]), and sends the room's events as its watch announces them (from
 //! this replica's commits, with their shared bytes, or from the stored log). It runs
-//! inside the stream's response ([`crate::response`]); [`crate::service::GameApi::open`]
+//! inside the stream's response ([`crate::response`]); [`crate::api::GameApi::open`]
 //! makes it. Its departure (the disconnect, the presence lease entry, the room's watch)
 //! is spawned when it is dropped.
 

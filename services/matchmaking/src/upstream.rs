@@ -10,11 +10,11 @@ use basra_platform::telemetry::{TracedChannel, traced};
 use basra_proto::basra::{
     accounts::v1::{
         GetPlayersRequest, PlayerSummary, SendInviteRequest, SendInviteResponse,
-        accounts_service_client::AccountsServiceClient,
+        accounts_internal_service_client::AccountsInternalServiceClient,
     },
     game::v1::{
         CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, SeatPlayerRequest,
-        SeatPlayerResponse, game_service_client::GameServiceClient,
+        SeatPlayerResponse, game_internal_service_client::GameInternalServiceClient,
     },
 };
 use tokio_util::sync::CancellationToken;
@@ -55,7 +55,7 @@ pub fn is_transient(status: &Status) -> bool {
 /// [`GameRooms`] over gRPC with a service token.
 #[derive(Debug, Clone)]
 pub struct GrpcGame {
-    client: GameServiceClient<TracedChannel>,
+    client: GameInternalServiceClient<TracedChannel>,
     credentials: ServiceCredentials,
 }
 
@@ -74,7 +74,7 @@ impl GrpcGame {
     pub fn new(url: &str, service_token: &str, timeout: Duration) -> Result<GrpcGame> {
         let channel = endpoint(url, timeout)?.connect_lazy();
         Ok(GrpcGame {
-            client: GameServiceClient::new(traced(channel)),
+            client: GameInternalServiceClient::new(traced(channel)),
             credentials: ServiceCredentials::Static(bearer(service_token)?),
         })
     }
@@ -87,7 +87,7 @@ impl GrpcGame {
     ) -> Result<GrpcGame> {
         let channel = endpoint(url, timeout)?.connect_lazy();
         Ok(GrpcGame {
-            client: GameServiceClient::new(traced(channel)),
+            client: GameInternalServiceClient::new(traced(channel)),
             credentials: ServiceCredentials::Identity(identity),
         })
     }
@@ -186,7 +186,7 @@ pub trait NameSource: Send + Sync + 'static {
 #[derive(Debug, Clone)]
 pub struct GrpcPlayers {
     channel: Channel,
-    client: AccountsServiceClient<TracedChannel>,
+    client: AccountsInternalServiceClient<TracedChannel>,
     credentials: ServiceCredentials,
 }
 
@@ -207,7 +207,7 @@ impl GrpcPlayers {
     ) -> Result<GrpcPlayers> {
         let channel = endpoint(url, timeout)?.connect_lazy();
         Ok(GrpcPlayers {
-            client: AccountsServiceClient::new(traced(channel.clone())),
+            client: AccountsInternalServiceClient::new(traced(channel.clone())),
             channel,
             credentials,
         })
@@ -324,7 +324,7 @@ impl NameSource for GrpcPlayers {
 /// puts the invite on the friend's feed.
 #[tonic::async_trait]
 pub trait Invites: Send + Sync + 'static {
-    /// `AccountsService/SendInvite`; its status is the answer.
+    /// `AccountsInternalService/SendInvite`; its status is the answer.
     async fn send_invite(&self, request: SendInviteRequest) -> Result<SendInviteResponse, Status>;
 }
 

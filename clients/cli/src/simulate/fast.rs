@@ -2,7 +2,7 @@
 //! each, so a second run reuses them), the engine plays their matches here (each player
 //! arriving on a day of the span and coming back on later days less and less:
 //! [`Corpus::with_returning_players`]), and the records
-//! go to accounts with a service token through `AccountsService.RecordMatches` — batches of up to
+//! go to accounts with a service token through `AccountsInternalService.RecordMatches` — batches of up to
 //! 100 records, each validated and recorded exactly as `RecordMatch` (the call
 //! game-session's outbox makes) would, in one transaction per batch. A record costs
 //! accounts a share of one call and one transaction instead of a whole one each, which is
@@ -11,6 +11,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use basra_proto::basra::accounts::v1::accounts_internal_service_client::AccountsInternalServiceClient;
 use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
 use basra_proto::basra::accounts::v1::{GuestLoginRequest, MatchRecord, RecordMatchesRequest};
 use chrono::{DateTime, Utc};
@@ -132,8 +133,13 @@ pub async fn simulate(options: &SimulateOptions) -> anyhow::Result<SimulateSumma
         .connect()
         .await
         .with_context(|| format!("cannot connect to {}", options.server))?;
-    let mut client = AccountsServiceClient::new(channel);
-    let players = sign_in_players(&mut client, options.seed, options.players).await?;
+    let players = sign_in_players(
+        &mut AccountsServiceClient::new(channel.clone()),
+        options.seed,
+        options.players,
+    )
+    .await?;
+    let client = AccountsInternalServiceClient::new(channel);
     let bearer: MetadataValue<_> = format!("Bearer {}", options.service_token)
         .parse()
         .context("the service token is not valid metadata")?;

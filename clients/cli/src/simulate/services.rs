@@ -2,7 +2,7 @@
 //! as guests and take seats the ways people do — the ranked queue, a private room joined
 //! by code (two or four seats), a match against the computer — and a bot policy plays
 //! each of their seats over the `Play` stream. Every finished match so takes the whole
-//! record path: game-session's outbox → `AccountsService.RecordMatch` → PostgreSQL. The run
+//! record path: game-session's outbox → `AccountsInternalService.RecordMatch` → PostgreSQL. The run
 //! then waits until each match it played is in its players' match history, so "recorded"
 //! means what it says.
 //!

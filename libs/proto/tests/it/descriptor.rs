@@ -38,9 +38,6 @@ fn descriptor_set_lists_every_service_and_rpc() {
                 "SetDisplayName",
                 "Leaderboard",
                 "MatchHistory",
-                "RecordMatch",
-                "RecordMatches",
-                "GetPlayers",
                 "AddFriend",
                 "AcceptFriend",
                 "DeclineFriend",
@@ -50,11 +47,20 @@ fn descriptor_set_lists_every_service_and_rpc() {
                 "UnblockPlayer",
                 "ListFriends",
                 "WatchFriends",
-                "ReportPresence",
-                "SendInvite",
                 "ChangePassword",
                 "DeleteAccount",
                 "ExportMyData",
+            ]),
+        ),
+        (
+            "basra.accounts.v1",
+            "AccountsInternalService",
+            set(&[
+                "RecordMatch",
+                "RecordMatches",
+                "GetPlayers",
+                "ReportPresence",
+                "SendInvite",
             ]),
         ),
         (
@@ -84,10 +90,12 @@ fn descriptor_set_lists_every_service_and_rpc() {
                 "Resign",
                 "QuickChat",
                 "AskRematch",
-                "CreateRoom",
-                "SeatPlayer",
-                "GetSeat",
             ]),
+        ),
+        (
+            "basra.game.v1",
+            "GameInternalService",
+            set(&["CreateRoom", "SeatPlayer", "GetSeat"]),
         ),
         (
             "basra.game.v1",
@@ -95,10 +103,45 @@ fn descriptor_set_lists_every_service_and_rpc() {
             set(&["ListRooms", "GetRoom", "CloseRoom", "DrainReplica"]),
         ),
     ];
+    let services: BTreeSet<String> = fds
+        .file
+        .iter()
+        .flat_map(|file| {
+            file.service
+                .iter()
+                .map(|svc| format!("{}.{}", file.package(), svc.name()))
+        })
+        .collect();
+    let listed: BTreeSet<String> = expected
+        .iter()
+        .map(|(package, service, _)| format!("{package}.{service}"))
+        .collect();
+    assert_eq!(services, listed, "every service is listed here");
     for (package, service, methods) in expected {
         let found = rpcs(&fds, package, service)
             .unwrap_or_else(|| panic!("service {package}.{service} is missing"));
         assert_eq!(found, methods, "RPCs of {package}.{service}");
+    }
+}
+
+/// The internal services live in `internal.proto` files, which the SDK and the web client
+/// leave out, and no other file declares a service that is not a client's or an
+/// operator's.
+#[test]
+fn internal_services_are_alone_in_their_internal_files() {
+    let fds = FileDescriptorSet::decode(FILE_DESCRIPTOR_SET).expect("descriptor set decodes");
+    for file in &fds.file {
+        for svc in &file.service {
+            let internal = svc.name().ends_with("InternalService");
+            let in_internal_file = file.name().ends_with("/internal.proto");
+            assert_eq!(
+                internal,
+                in_internal_file,
+                "{} in {}: internal services, and only they, go in internal.proto",
+                svc.name(),
+                file.name()
+            );
+        }
     }
 }
 

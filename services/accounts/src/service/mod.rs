@@ -22,6 +22,7 @@ use basra_platform::auth::{
     self, Caller, IssuedToken, Role, TokenIssuer, TokenVerifier, TrustedKey,
 };
 use basra_platform::ratelimit::RateLimiter;
+use basra_proto::basra::accounts::v1::accounts_internal_service_server::AccountsInternalServiceServer;
 use basra_proto::basra::accounts::v1::accounts_service_server::AccountsServiceServer;
 use tonic::{Request, Status};
 use uuid::Uuid;
@@ -38,6 +39,7 @@ mod export;
 mod feed;
 mod friends;
 mod grpc;
+mod internal;
 mod names;
 mod page_token;
 mod profile;
@@ -50,10 +52,15 @@ pub use feed::{FeedStream, LOOK_AGAIN_EVERY, MAX_FEEDS_PER_PLAYER, MAX_REPORTS_P
 pub use profile::{HISTORY_DEFAULT_PAGE, LEADERBOARD_DEFAULT_PAGE, MAX_PAGE};
 pub use records::MAX_RECORDS_PER_CALL;
 
-/// The full gRPC name of the service (health and reflection list it).
+/// The full gRPC name of the players' service.
 pub const SERVICE_NAME: &str = "basra.accounts.v1.AccountsService";
-/// The full gRPC name of the operators' service.
-pub const ADMIN_SERVICE_NAME: &str = "basra.accounts.v1.AccountsAdminService";
+/// The gRPC service names this server answers (health and reflection list them): the
+/// players', the other services' (`AccountsInternalService`) and the operators'.
+pub const SERVICE_NAMES: &[&str] = &[
+    SERVICE_NAME,
+    "basra.accounts.v1.AccountsInternalService",
+    "basra.accounts.v1.AccountsAdminService",
+];
 
 /// The methods callable without an access token. Register and Logout read a
 /// token themselves when one is sent (guest upgrade, sign out everywhere).
@@ -199,6 +206,12 @@ impl<S: Store> AccountsApi<S> {
     /// The tonic server wrapping this service.
     pub fn into_server(self) -> AccountsServiceServer<AccountsApi<S>> {
         AccountsServiceServer::new(self).max_decoding_message_size(MAX_MESSAGE_BYTES)
+    }
+
+    /// The tonic server of the internal calls (`AccountsInternalService`), on the same
+    /// state: `RecordMatches` carries the largest requests.
+    pub fn into_internal_server(self) -> AccountsInternalServiceServer<AccountsApi<S>> {
+        AccountsInternalServiceServer::new(self).max_decoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     /// The caller of a public method that may carry a token: `None` when no

@@ -9,6 +9,7 @@ use accounts::store::{Counts, Store};
 use accounts::{AccountsApi, Settings};
 use basra_platform::auth::{SigningKey, TokenIssuer};
 use basra_proto::basra::accounts::v1 as pb;
+use basra_proto::basra::accounts::v1::accounts_internal_service_client::AccountsInternalServiceClient;
 use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
 use basra_records::{BasraCounts, EndReason, MatchRecord, SeatRecord, side_of};
 use chrono::{DateTime, TimeZone, Utc};
@@ -197,9 +198,14 @@ impl<S: Store> TestApp<S> {
             .expect("connect to the service")
     }
 
-    /// A client of the Accounts service.
-    pub(crate) async fn client(&self) -> AccountsServiceClient<Channel> {
-        AccountsServiceClient::new(self.channel().await)
+    /// A client of the service: `AccountsService`'s calls, and the internal ones
+    /// (`AccountsInternalService`) on the same connection.
+    pub(crate) async fn client(&self) -> TestClient {
+        let channel = self.channel().await;
+        TestClient {
+            public: AccountsServiceClient::new(channel.clone()),
+            internal: AccountsInternalServiceClient::new(channel),
+        }
     }
 
     /// A service token (role service), as game-session would hold.
@@ -231,4 +237,59 @@ impl<S: Store> TestApp<S> {
 /// The tokens of a sign-in response.
 pub(crate) fn tokens(t: Option<pb::AuthTokens>) -> pb::AuthTokens {
     t.expect("the response carries tokens")
+}
+
+/// Both of accounts' gRPC clients on one connection, so a test calls a player's RPC and a
+/// service's RPC on the same value: `AccountsService`'s methods through `Deref`, the
+/// internal ones below.
+#[derive(Clone)]
+pub(crate) struct TestClient {
+    public: AccountsServiceClient<Channel>,
+    internal: AccountsInternalServiceClient<Channel>,
+}
+
+impl std::ops::Deref for TestClient {
+    type Target = AccountsServiceClient<Channel>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.public
+    }
+}
+
+impl std::ops::DerefMut for TestClient {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.public
+    }
+}
+
+/// One `AccountsInternalService` call on [`TestClient`].
+macro_rules! internal_call {
+    ($name:ident, $request:ty, $response:ty) => {
+        pub(crate) async fn $name(
+            &mut self,
+            request: impl tonic::IntoRequest<$request>,
+        ) -> Result<tonic::Response<$response>, tonic::Status> {
+            self.internal.$name(request).await
+        }
+    };
+}
+
+impl TestClient {
+    internal_call!(
+        record_match,
+        pb::RecordMatchRequest,
+        pb::RecordMatchResponse
+    );
+    internal_call!(
+        record_matches,
+        pb::RecordMatchesRequest,
+        pb::RecordMatchesResponse
+    );
+    internal_call!(get_players, pb::GetPlayersRequest, pb::GetPlayersResponse);
+    internal_call!(
+        report_presence,
+        pb::ReportPresenceRequest,
+        pb::ReportPresenceResponse
+    );
+    internal_call!(send_invite, pb::SendInviteRequest, pb::SendInviteResponse);
 }

@@ -14,6 +14,7 @@ use basra_engine::{Card, CardSet};
 use basra_platform::auth;
 use basra_proto::basra::game::v1::{
     self as game, CreateRoomRequest, CreateRoomResponse, PlayRequest, PlayResponse,
+    game_internal_service_server::{GameInternalService, GameInternalServiceServer},
     game_service_server::{GameService, GameServiceServer},
     play_request::Kind,
     play_response::Event as E,
@@ -115,10 +116,13 @@ pub(crate) struct Relay {
 impl Relay {
     /// The relay as a route, with the real replica's message size limit.
     pub(crate) fn routes() -> tonic::service::Routes {
-        tonic::service::Routes::default().add_service(
-            GameServiceServer::new(Relay::default())
-                .max_decoding_message_size(game_session::MAX_MESSAGE_BYTES),
-        )
+        let relay = Relay::default();
+        tonic::service::Routes::default()
+            .add_service(
+                GameServiceServer::new(relay.clone())
+                    .max_decoding_message_size(game_session::MAX_MESSAGE_BYTES),
+            )
+            .add_service(GameInternalServiceServer::new(relay))
     }
 
     /// Sends `events` (each to one seat, or to all) outside the rooms' lock.
@@ -268,7 +272,10 @@ impl GameService for Relay {
     ) -> Result<Response<game::AskRematchResponse>, Status> {
         unimplemented()
     }
+}
 
+#[tonic::async_trait]
+impl GameInternalService for Relay {
     async fn create_room(
         &self,
         request: Request<CreateRoomRequest>,

@@ -11,7 +11,8 @@ use basra_proto::basra::accounts::v1 as acc;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
     self as game, RejectCode, game_admin_service_client::GameAdminServiceClient,
-    game_service_client::GameServiceClient, play_request::Kind, play_response::Event as E,
+    game_internal_service_client::GameInternalServiceClient, play_request::Kind,
+    play_response::Event as E,
 };
 use common::*;
 use game_session::store::ALL_SHARDS;
@@ -500,16 +501,17 @@ async fn bad_joins_get_clear_statuses() {
     .unwrap();
     assert_eq!(err.code(), Code::Unauthenticated);
     // CreateRoom is for services only, and checks its input.
-    let err = game::game_service_client::GameServiceClient::new(replica.channel().await)
-        .create_room(authed(
-            game::CreateRoomRequest {
-                room_id: "x".into(),
-                ..Default::default()
-            },
-            &token,
-        ))
-        .await
-        .unwrap_err();
+    let err =
+        game::game_internal_service_client::GameInternalServiceClient::new(replica.channel().await)
+            .create_room(authed(
+                game::CreateRoomRequest {
+                    room_id: "x".into(),
+                    ..Default::default()
+                },
+                &token,
+            ))
+            .await
+            .unwrap_err();
     assert_eq!(err.code(), Code::PermissionDenied);
     let err = create_room(
         replica.channel().await,
@@ -1010,7 +1012,7 @@ async fn seats_show_the_names_accounts_gives_in_views_events_and_the_record() {
     )
     .await
     .unwrap();
-    GameServiceClient::new(replica.channel().await)
+    GameInternalServiceClient::new(replica.channel().await)
         .seat_player(authed(
             game::SeatPlayerRequest {
                 room_id: room.clone(),
@@ -1120,12 +1122,12 @@ async fn each_seat_of_the_record_says_how_it_was_filled() {
             &tokens.service(),
         )
     };
-    let refused = GameServiceClient::new(replica.channel().await)
+    let refused = GameInternalServiceClient::new(replica.channel().await)
         .seat_player(seat(42))
         .await
         .unwrap_err();
     assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{refused:?}");
-    GameServiceClient::new(replica.channel().await)
+    GameInternalServiceClient::new(replica.channel().await)
         .seat_player(seat(pb::SeatFill::Invite as i32))
         .await
         .unwrap();

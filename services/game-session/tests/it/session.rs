@@ -10,8 +10,9 @@ use basra_engine::CardSet;
 use basra_platform::auth::Role;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
-    self as game, PlayResponse, RejectCode, game_service_client::GameServiceClient,
-    play_request::Kind, play_response::Event as E,
+    self as game, PlayResponse, RejectCode,
+    game_internal_service_client::GameInternalServiceClient, play_request::Kind,
+    play_response::Event as E,
 };
 use common::*;
 use game_session::room::{Occupant, Status};
@@ -291,7 +292,7 @@ async fn get_seat(
     room_id: &str,
     user: Uuid,
 ) -> Result<(pb::RoomStatus, Option<u32>), tonic::Status> {
-    let answer = GameServiceClient::new(replica.channel().await)
+    let answer = GameInternalServiceClient::new(replica.channel().await)
         .get_seat(authed(
             game::GetSeatRequest {
                 room_id: room_id.into(),
@@ -308,7 +309,7 @@ async fn get_seat(
 async fn get_seat_is_for_services_and_checks_its_input() {
     let (tokens, replica) = single_replica(timing()).await;
     let (room, ua, _) = two_player_room(&replica, &tokens).await;
-    let mut client = GameServiceClient::new(replica.channel().await);
+    let mut client = GameInternalServiceClient::new(replica.channel().await);
     let ask = |room_id: &str, user: &str| game::GetSeatRequest {
         room_id: room_id.into(),
         user_id: user.into(),
@@ -340,6 +341,46 @@ async fn get_seat_is_for_services_and_checks_its_input() {
         (pb::RoomStatus::InProgress, None),
         "a stranger holds no seat"
     );
+    replica.stop().await;
+}
+
+/// A matchmaking replica of the previous release calls GetSeat at its old path
+/// (`GameService/GetSeat`): the replica still answers it there, as the new path does
+/// (basra_platform::moved_methods), for one release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_seat_still_answers_at_its_previous_path() {
+    let (tokens, replica) = single_replica(timing()).await;
+    let (room, ua, _) = two_player_room(&replica, &tokens).await;
+    let mut grpc = tonic::client::Grpc::new(replica.channel().await);
+    let mut call = async |token: &str| {
+        grpc.ready().await.expect("the channel is ready");
+        grpc.unary::<_, game::GetSeatResponse, _>(
+            authed(
+                game::GetSeatRequest {
+                    room_id: room.clone(),
+                    user_id: ua.to_string(),
+                },
+                token,
+            ),
+            tonic::codegen::http::uri::PathAndQuery::from_static(
+                "/basra.game.v1.GameService/GetSeat",
+            ),
+            basra_proto::codec::LeanCodec::default(),
+        )
+        .await
+        .map(tonic::Response::into_inner)
+    };
+    let answer = call(&tokens.service())
+        .await
+        .expect("served at the old path");
+    assert_eq!(
+        (answer.status(), answer.seat),
+        get_seat(&replica, &tokens, &room, ua).await.unwrap(),
+        "the same answer as at the new path"
+    );
+    assert_eq!(answer.seat, Some(0));
+    let refused = call(&tokens.token(ua, Role::Player)).await.unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused}");
     replica.stop().await;
 }
 

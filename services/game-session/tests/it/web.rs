@@ -18,7 +18,7 @@ use basra_proto::basra::game::v1::{
 use basra_proto::convert::card_to_pb;
 use common::*;
 use game_session::GameSession;
-use game_session::web::REJECT_CODE_KEY;
+use game_session::api::web::REJECT_CODE_KEY;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Bytes;
 use prost::Message as _;

@@ -1,5 +1,5 @@
 //! InviteFriend: matchmaking checks the room, accounts checks the friendship and puts the
-//! invite on the friend's feed (`AccountsService/SendInvite`).
+//! invite on the friend's feed (`AccountsInternalService/SendInvite`).
 
 use basra_platform::auth::Caller;
 use basra_proto::basra::accounts::v1::SendInviteRequest;

@@ -7,7 +7,6 @@
 use std::{
     collections::{HashMap, HashSet},
     net::SocketAddr,
-    pin::Pin,
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicU64, Ordering},
@@ -20,13 +19,12 @@ use basra_platform::{
     auth::{self, SigningKey},
 };
 use basra_proto::basra::accounts::v1::{SendInviteRequest, SendInviteResponse};
-use basra_proto::basra::game::v1 as game;
 use basra_proto::basra::{
     common::v1::RoomStatus,
     game::v1::{
-        CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, PlayRequest,
-        PlayResponse, SeatPlayerRequest, SeatPlayerResponse,
-        game_service_server::{GameService, GameServiceServer},
+        CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, SeatPlayerRequest,
+        SeatPlayerResponse,
+        game_internal_service_server::{GameInternalService, GameInternalServiceServer},
         seat_assignment::Occupant as SeatOccupant,
     },
     matchmaking::v1::matchmaking_service_client::MatchmakingServiceClient,
@@ -40,9 +38,8 @@ use matchmaking::{
     upstream::{GrpcGame, Invites, NameSource, RatingSource},
 };
 use tokio::net::TcpListener;
-use tokio_stream::Stream;
 use tokio_util::sync::CancellationToken;
-use tonic::{Request, Response, Status, Streaming, transport::Channel};
+use tonic::{Request, Response, Status, transport::Channel};
 use uuid::Uuid;
 
 pub use basra_testkit::{authed, redis_cluster_url, redis_url};
@@ -140,53 +137,7 @@ impl FakeGame {
 struct FakeGameService(Arc<FakeGame>);
 
 #[tonic::async_trait]
-impl GameService for FakeGameService {
-    type PlayStream = Pin<Box<dyn Stream<Item = Result<PlayResponse, Status>> + Send>>;
-
-    async fn play(
-        &self,
-        _request: Request<Streaming<PlayRequest>>,
-    ) -> Result<Response<Self::PlayStream>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    type WatchStream = Pin<Box<dyn Stream<Item = Result<game::WatchResponse, Status>> + Send>>;
-
-    async fn watch(
-        &self,
-        _request: Request<game::WatchRequest>,
-    ) -> Result<Response<Self::WatchStream>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    async fn play_card(
-        &self,
-        _request: Request<game::PlayCardRequest>,
-    ) -> Result<Response<game::PlayCardResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    async fn resign(
-        &self,
-        _request: Request<game::ResignRequest>,
-    ) -> Result<Response<game::ResignResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    async fn quick_chat(
-        &self,
-        _request: Request<game::QuickChatRequest>,
-    ) -> Result<Response<game::QuickChatResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    async fn ask_rematch(
-        &self,
-        _request: Request<game::AskRematchRequest>,
-    ) -> Result<Response<game::AskRematchResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
+impl GameInternalService for FakeGameService {
     async fn create_room(
         &self,
         request: Request<CreateRoomRequest>,
@@ -424,7 +375,7 @@ impl Env {
         tokio::spawn(async move {
             tonic::transport::Server::builder()
                 .layer(auth)
-                .add_service(GameServiceServer::new(service))
+                .add_service(GameInternalServiceServer::new(service))
                 .serve_with_incoming_shutdown(incoming, stop.cancelled_owned())
                 .await
                 .unwrap();

@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use basra_proto::basra::accounts::v1 as acc;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{
     self as game, CreateRoomRequest, PlayRequest, PlayResponse, SeatAssignment,
+    game_internal_service_client::GameInternalServiceClient,
     game_service_client::GameServiceClient, play_request::Kind, play_response::Event as E,
     seat_assignment::Occupant,
 };
@@ -23,7 +23,6 @@ use game_session::{AccountsLink, Credentials, RedisStore, RoomStore, ServiceConf
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tokio_stream::Stream;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use tonic::{Request, Status, Streaming};
@@ -258,7 +257,7 @@ pub async fn create_room(
     seats: Vec<SeatAssignment>,
     settings: pb::RuleSettings,
 ) -> Result<game::CreateRoomResponse, Status> {
-    GameServiceClient::new(channel)
+    GameInternalServiceClient::new(channel)
         .create_room(authed(
             CreateRoomRequest {
                 room_id: room_id.into(),
@@ -510,82 +509,7 @@ pub struct FakeAccounts {
 }
 
 #[tonic::async_trait]
-impl acc::accounts_service_server::AccountsService for FakeAccounts {
-    type ExportMyDataStream = std::pin::Pin<
-        Box<dyn tokio_stream::Stream<Item = Result<acc::ExportMyDataResponse, Status>> + Send>,
-    >;
-    async fn export_my_data(
-        &self,
-        _: Request<acc::ExportMyDataRequest>,
-    ) -> Result<tonic::Response<Self::ExportMyDataStream>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn change_password(
-        &self,
-        _: Request<acc::ChangePasswordRequest>,
-    ) -> Result<tonic::Response<acc::ChangePasswordResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn delete_account(
-        &self,
-        _: Request<acc::DeleteAccountRequest>,
-    ) -> Result<tonic::Response<acc::DeleteAccountResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn guest_login(
-        &self,
-        _: Request<acc::GuestLoginRequest>,
-    ) -> Result<tonic::Response<acc::GuestLoginResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn register(
-        &self,
-        _: Request<acc::RegisterRequest>,
-    ) -> Result<tonic::Response<acc::RegisterResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn login(
-        &self,
-        _: Request<acc::LoginRequest>,
-    ) -> Result<tonic::Response<acc::LoginResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn refresh(
-        &self,
-        _: Request<acc::RefreshRequest>,
-    ) -> Result<tonic::Response<acc::RefreshResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn logout(
-        &self,
-        _: Request<acc::LogoutRequest>,
-    ) -> Result<tonic::Response<acc::LogoutResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn get_profile(
-        &self,
-        _: Request<acc::GetProfileRequest>,
-    ) -> Result<tonic::Response<acc::GetProfileResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn set_display_name(
-        &self,
-        _: Request<acc::SetDisplayNameRequest>,
-    ) -> Result<tonic::Response<acc::SetDisplayNameResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn leaderboard(
-        &self,
-        _: Request<acc::LeaderboardRequest>,
-    ) -> Result<tonic::Response<acc::LeaderboardResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn match_history(
-        &self,
-        _: Request<acc::MatchHistoryRequest>,
-    ) -> Result<tonic::Response<acc::MatchHistoryResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
+impl acc::accounts_internal_service_server::AccountsInternalService for FakeAccounts {
     async fn get_players(
         &self,
         request: Request<acc::GetPlayersRequest>,
@@ -629,62 +553,6 @@ impl acc::accounts_service_server::AccountsService for FakeAccounts {
     ) -> Result<tonic::Response<acc::RecordMatchesResponse>, Status> {
         Err(Status::unimplemented("fake"))
     }
-    async fn add_friend(
-        &self,
-        _: Request<acc::AddFriendRequest>,
-    ) -> Result<tonic::Response<acc::AddFriendResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn accept_friend(
-        &self,
-        _: Request<acc::AcceptFriendRequest>,
-    ) -> Result<tonic::Response<acc::AcceptFriendResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn decline_friend(
-        &self,
-        _: Request<acc::DeclineFriendRequest>,
-    ) -> Result<tonic::Response<acc::DeclineFriendResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn cancel_friend(
-        &self,
-        _: Request<acc::CancelFriendRequest>,
-    ) -> Result<tonic::Response<acc::CancelFriendResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn remove_friend(
-        &self,
-        _: Request<acc::RemoveFriendRequest>,
-    ) -> Result<tonic::Response<acc::RemoveFriendResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn block_player(
-        &self,
-        _: Request<acc::BlockPlayerRequest>,
-    ) -> Result<tonic::Response<acc::BlockPlayerResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn unblock_player(
-        &self,
-        _: Request<acc::UnblockPlayerRequest>,
-    ) -> Result<tonic::Response<acc::UnblockPlayerResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    async fn list_friends(
-        &self,
-        _: Request<acc::ListFriendsRequest>,
-    ) -> Result<tonic::Response<acc::ListFriendsResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-    type WatchFriendsStream =
-        Pin<Box<dyn Stream<Item = Result<acc::WatchFriendsResponse, Status>> + Send>>;
-    async fn watch_friends(
-        &self,
-        _: Request<acc::WatchFriendsRequest>,
-    ) -> Result<tonic::Response<Self::WatchFriendsStream>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
     async fn report_presence(
         &self,
         request: Request<acc::ReportPresenceRequest>,
@@ -712,13 +580,13 @@ pub fn serve_accounts(
 ) -> JoinHandle<()> {
     let auth = basra_platform::AuthLayer::new(tokens.issuer.verifier(), &[]);
     let routes = tonic::service::Routes::new(
-        acc::accounts_service_server::AccountsServiceServer::new(fake),
+        acc::accounts_internal_service_server::AccountsInternalServiceServer::new(fake),
     );
     tokio::spawn(async move {
         basra_platform::serve(
             listener,
             routes,
-            &["basra.accounts.v1.AccountsService"],
+            &["basra.accounts.v1.AccountsInternalService"],
             auth,
             shutdown,
             Duration::from_millis(100),

@@ -16,8 +16,8 @@ use tonic::metadata::MetadataValue;
 use tonic::{Code, Request, Response, Status};
 
 use crate::actions::{self, Acted, Refusal};
+use crate::api::GameApi;
 use crate::error::GameError;
-use crate::service::GameApi;
 
 /// The metadata key naming a refused action's [`RejectCode`].
 pub const REJECT_CODE_KEY: &str = "basra-reject-code";

@@ -21,8 +21,8 @@ use tonic::server::{NamedService, StreamingService};
 use tonic::{Status, Streaming};
 
 use crate::MAX_MESSAGE_BYTES;
+use crate::api::GameApi;
 use crate::response::{Outgoing, SessionStream};
-use crate::service::GameApi;
 
 /// The path of `GameService.Play`.
 const PLAY_PATH: &str = "/basra.game.v1.GameService/Play";

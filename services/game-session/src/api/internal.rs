@@ -1,0 +1,210 @@
+//! `GameInternalService`: matchmaking's room set-up (CreateRoom, SeatPlayer, GetSeat),
+//! with a service token only.
+
+use basra_platform::auth::{self, Role};
+use basra_proto::basra::common::v1 as pb;
+use basra_proto::basra::game::v1::{
+    CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, RejectCode,
+    SeatPlayerRequest, SeatPlayerResponse, game_internal_service_server::GameInternalService,
+    seat_assignment::Occupant as PbOccupant,
+};
+use basra_proto::convert::{settings_from_pb, settings_to_pb};
+use tonic::{Request, Response, Status};
+
+use super::{GameApi, invalid};
+use crate::convert::status_to_pb;
+use crate::core::{Mutation, fresh_id, fresh_seed, now_ms};
+use crate::error::GameError;
+use crate::names::display_names;
+use crate::room::{Occupant, Reject, Room, SeatOrigin};
+
+#[tonic::async_trait]
+impl GameInternalService for GameApi {
+    #[tracing::instrument(skip_all, fields(room_id = %request.get_ref().room_id))]
+    async fn create_room(
+        &self,
+        request: Request<CreateRoomRequest>,
+    ) -> Result<Response<CreateRoomResponse>, Status> {
+        auth::require_role(&auth::caller(&request)?, Role::Service)?;
+        let request = request.into_inner();
+        if request.room_id.is_empty() || request.room_id.len() > 128 {
+            return Err(invalid("room_id must be 1..128 characters"));
+        }
+        if request.room_id.contains(['{', '}']) {
+            return Err(invalid("room_id must not contain braces"));
+        }
+        let settings = settings_from_pb(request.settings.as_ref()).map_err(|err| invalid(err.0))?;
+        if request.seats.len() != usize::from(settings.seat_count()) {
+            return Err(invalid(format!(
+                "{} seats given for a {}-seat game",
+                request.seats.len(),
+                settings.seat_count()
+            )));
+        }
+        let mut occupants = Vec::new();
+        let mut origins = Vec::new();
+        for (index, seat) in request.seats.iter().enumerate() {
+            origins.push(seat_origin(index, seat.fill, seat.queue_wait_ms)?);
+            let occupant = match &seat.occupant {
+                Some(PbOccupant::UserId(user_id)) if !user_id.is_empty() => {
+                    if occupants
+                        .iter()
+                        .any(|o| matches!(o, Occupant::Player { user_id: id, .. } if id == user_id))
+                    {
+                        return Err(invalid(format!("user {user_id} is seated twice")));
+                    }
+                    Occupant::Player {
+                        user_id: user_id.clone(),
+                        name: String::new(),
+                    }
+                }
+                Some(PbOccupant::Bot(bot)) => Occupant::Bot { level: bot.level },
+                Some(PbOccupant::Open(_)) => Occupant::Open,
+                _ => return Err(invalid(format!("seat {index} has no occupant"))),
+            };
+            occupants.push(occupant);
+        }
+        if request.ranked && occupants.iter().any(|o| matches!(o, Occupant::Bot { .. })) {
+            return Err(invalid("a room with a bot cannot be ranked"));
+        }
+        let users: Vec<String> = occupants
+            .iter()
+            .filter_map(|o| match o {
+                Occupant::Player { user_id, .. } => Some(user_id.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut names = display_names(self.core.accounts.as_ref(), &users).await;
+        for occupant in &mut occupants {
+            if let Occupant::Player { user_id, name } = occupant {
+                *name = names.remove(user_id.as_str()).unwrap_or_default();
+            }
+        }
+        let now = now_ms();
+        let mut room = Room::new(
+            request.room_id.clone(),
+            settings,
+            occupants,
+            request.ranked,
+            request.allow_spectators,
+            request.visibility,
+            self.core.config.timing,
+            now,
+        );
+        for (index, origin) in origins.into_iter().enumerate() {
+            room.set_seat_origin(index, origin);
+        }
+        room.start_if_full(fresh_seed(), fresh_id(), now);
+        let created = self.core.create(&mut room).await?;
+        let settings = if created {
+            room.settings
+        } else {
+            self.core
+                .store
+                .load(&request.room_id)
+                .await?
+                .map_or(room.settings, |loaded| loaded.room.settings)
+        };
+        tracing::info!(created, "room created");
+        Ok(Response::new(CreateRoomResponse {
+            room_id: request.room_id,
+            settings: Some(settings_to_pb(&settings)),
+            created,
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(room_id = %request.get_ref().room_id))]
+    async fn seat_player(
+        &self,
+        request: Request<SeatPlayerRequest>,
+    ) -> Result<Response<SeatPlayerResponse>, Status> {
+        auth::require_role(&auth::caller(&request)?, Role::Service)?;
+        let request = request.into_inner();
+        if request.user_id.is_empty() {
+            return Err(invalid("user_id is required"));
+        }
+        let origin = seat_origin(0, request.fill, 0)?;
+        let name = display_names(
+            self.core.accounts.as_ref(),
+            std::slice::from_ref(&request.user_id),
+        )
+        .await
+        .remove(&request.user_id)
+        .unwrap_or_default();
+        let outcome = self
+            .core
+            .mutate(&request.room_id, None, |room, now| {
+                let fresh = room.seat_of(&request.user_id).is_none();
+                // The origin goes in before the seat is taken: a full room starts its
+                // match at once, and the match's record reads it from there.
+                let open = match request.preferred_seat {
+                    Some(seat) => usize::try_from(seat).ok(),
+                    None => room.seats.iter().position(|s| s.occupant == Occupant::Open),
+                };
+                let before = open.map(|seat| (seat, room.seat_origin(seat)));
+                if let (true, Some((seat, _))) = (fresh, before) {
+                    room.set_seat_origin(seat, origin);
+                }
+                room.seat_player(
+                    &request.user_id,
+                    &name,
+                    request.preferred_seat,
+                    fresh_seed(),
+                    fresh_id(),
+                    now,
+                )
+                .map_err(|message| {
+                    if let (true, Some((seat, previous))) = (fresh, before) {
+                        room.set_seat_origin(seat, previous);
+                    }
+                    Reject::new(RejectCode::NotInProgress, message)
+                })
+            })
+            .await?;
+        match outcome {
+            Mutation::Done { value, room, .. } => Ok(Response::new(SeatPlayerResponse {
+                seat: u32::from(value),
+                settings: Some(settings_to_pb(&room.settings)),
+                ranked: room.ranked,
+            })),
+            Mutation::Rejected(reject) => Err(GameError::Precondition(reject.message).into()),
+            Mutation::AlreadyApplied(_) => {
+                Err(GameError::Internal("unexpected answer".into()).into())
+            }
+        }
+    }
+
+    #[tracing::instrument(skip_all, fields(room_id = %request.get_ref().room_id))]
+    async fn get_seat(
+        &self,
+        request: Request<GetSeatRequest>,
+    ) -> Result<Response<GetSeatResponse>, Status> {
+        auth::require_role(&auth::caller(&request)?, Role::Service)?;
+        let request = request.into_inner();
+        if request.room_id.is_empty() || request.user_id.is_empty() {
+            return Err(invalid("room_id and user_id are required"));
+        }
+        let loaded = self
+            .core
+            .store
+            .load(&request.room_id)
+            .await?
+            .ok_or_else(|| GameError::RoomNotFound(request.room_id.clone()))?;
+        let room = &loaded.room;
+        Ok(Response::new(GetSeatResponse {
+            status: status_to_pb(room.status) as i32,
+            seat: room.seat_of(&request.user_id).map(u32::from),
+        }))
+    }
+}
+
+/// A seat's origin as CreateRoom or SeatPlayer gives it: a known `SeatFill`, the queue
+/// wait kept for a queue seat only.
+fn seat_origin(index: usize, fill: i32, queue_wait_ms: u32) -> Result<SeatOrigin, Status> {
+    let fill = pb::SeatFill::try_from(fill)
+        .map_err(|_| invalid(format!("seat {index}: fill {fill} is not a known SeatFill")))?;
+    Ok(SeatOrigin {
+        fill: fill as i32,
+        queue_wait_ms: (fill == pb::SeatFill::Queue).then_some(queue_wait_ms),
+    })
+}

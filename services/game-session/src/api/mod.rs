@@ -1,0 +1,62 @@
+//! The replica's gRPC services, side by side, over one [`GameApi`] handle on the
+//! [`Core`]:
+//!
+//! - [`game`]: `GameService`, what players call. Its Play stream goes through
+//!   [`play_route`] (shared bytes); [`stream`] opens Play and Watch streams; [`web`]
+//!   holds the browser shape (`Watch` and one unary call per action).
+//! - [`internal`]: `GameInternalService`, matchmaking's room set-up (service token).
+//! - [`admin`]: `GameAdminService`, the operators' calls.
+//!
+//! Each file turns requests into [`Core`] calls and answers into responses; no game rule
+//! lives here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use basra_platform::ratelimit::RateLimiter;
+use tonic::Status;
+
+use crate::core::Core;
+use crate::error::GameError;
+
+pub mod admin;
+mod game;
+mod internal;
+pub mod play_route;
+mod stream;
+pub mod web;
+
+/// The services' handle on a [`Core`], with the chat limiter the Play stream and the
+/// unary chat call share.
+#[derive(Debug, Clone)]
+pub struct GameApi {
+    core: Arc<Core>,
+    chat: Arc<RateLimiter>,
+}
+
+impl GameApi {
+    /// The service.
+    pub fn new(core: Arc<Core>) -> GameApi {
+        GameApi {
+            core,
+            chat: Arc::new(RateLimiter::new(5, Duration::from_secs(10))),
+        }
+    }
+}
+
+impl GameApi {
+    /// The `GameService` calls' shared handle on the chat limiter (the action calls use it).
+    pub(crate) fn chat(&self) -> &RateLimiter {
+        &self.chat
+    }
+
+    /// The replica's core.
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.core
+    }
+}
+
+/// An INVALID_ARGUMENT status with `message`.
+fn invalid(message: impl Into<String>) -> Status {
+    GameError::Invalid(message.into()).into()
+}

@@ -1,0 +1,152 @@
+//! A room's seats: who sits in each ([`Occupant`], with its stored forms), how the seat
+//! was filled ([`SeatOrigin`]), its connection ([`SeatState`]) and the public facts the
+//! log's events carry ([`SeatSnapshot`]). Both the room ([`crate::room`]) and its event
+//! log ([`crate::events`]) hold these; neither imports the other for them.
+
+use serde::{Deserialize, Serialize};
+
+/// Who sits in a seat. JSON (the event log, and room states stored before the binary
+/// form) writes it internally tagged (`{"type":"player","user_id":…}`, no `name` when it
+/// is empty); the binary room state, which cannot read an internal tag, externally
+/// tagged with every field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Occupant {
+    /// Nobody yet.
+    Open,
+    /// A player.
+    Player {
+        /// The user id.
+        user_id: String,
+        /// The display name accounts gave when the player was seated (empty: unknown).
+        name: String,
+    },
+    /// A bot.
+    Bot {
+        /// `BotLevel` as a number.
+        level: i32,
+    },
+}
+
+/// [`Occupant`]'s JSON form, written.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum OccupantText<'a> {
+    Open,
+    Player {
+        user_id: &'a str,
+        #[serde(skip_serializing_if = "str::is_empty")]
+        name: &'a str,
+    },
+    Bot {
+        level: i32,
+    },
+}
+
+/// [`Occupant`]'s JSON form, read.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum OccupantTextOwned {
+    Open,
+    Player {
+        user_id: String,
+        #[serde(default)]
+        name: String,
+    },
+    Bot {
+        level: i32,
+    },
+}
+
+/// [`Occupant`]'s binary form, written.
+#[derive(Serialize)]
+enum OccupantBinary<'a> {
+    Open,
+    Player { user_id: &'a str, name: &'a str },
+    Bot { level: i32 },
+}
+
+/// [`Occupant`]'s binary form, read.
+#[derive(Deserialize)]
+enum OccupantBinaryOwned {
+    Open,
+    Player { user_id: String, name: String },
+    Bot { level: i32 },
+}
+
+impl Serialize for Occupant {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            match self {
+                Occupant::Open => OccupantText::Open,
+                Occupant::Player { user_id, name } => OccupantText::Player { user_id, name },
+                Occupant::Bot { level } => OccupantText::Bot { level: *level },
+            }
+            .serialize(serializer)
+        } else {
+            match self {
+                Occupant::Open => OccupantBinary::Open,
+                Occupant::Player { user_id, name } => OccupantBinary::Player { user_id, name },
+                Occupant::Bot { level } => OccupantBinary::Bot { level: *level },
+            }
+            .serialize(serializer)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Occupant {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Occupant, D::Error> {
+        Ok(if deserializer.is_human_readable() {
+            match OccupantTextOwned::deserialize(deserializer)? {
+                OccupantTextOwned::Open => Occupant::Open,
+                OccupantTextOwned::Player { user_id, name } => Occupant::Player { user_id, name },
+                OccupantTextOwned::Bot { level } => Occupant::Bot { level },
+            }
+        } else {
+            match OccupantBinaryOwned::deserialize(deserializer)? {
+                OccupantBinaryOwned::Open => Occupant::Open,
+                OccupantBinaryOwned::Player { user_id, name } => Occupant::Player { user_id, name },
+                OccupantBinaryOwned::Bot { level } => Occupant::Bot { level },
+            }
+        })
+    }
+}
+
+/// How a seat was filled, for the match record: the API's `SeatFill` as a number (0: not
+/// known) and, for a queue seat, how long the player waited. Kept beside the seats
+/// ([`Room::seat_origins`]) rather than in them, so the room's format-1 bytes stay as they
+/// were (the codec writes these after the room: format 2).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatOrigin {
+    /// `SeatFill` as a number.
+    pub fill: i32,
+    /// Milliseconds in the queue (queue seats only).
+    pub queue_wait_ms: Option<u32>,
+}
+
+/// A seat and its connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatState {
+    /// Who sits here.
+    pub occupant: Occupant,
+    /// Whether the player has a live stream (bots: always).
+    pub connected: bool,
+    /// The live stream's id, if any.
+    pub conn_id: Option<String>,
+    /// The replica serving it.
+    pub replica: Option<String>,
+    /// When it connected (Unix milliseconds).
+    pub connected_at_ms: i64,
+    /// When a disconnected player loses the match.
+    pub grace_deadline_ms: Option<i64>,
+}
+
+/// The public facts of a seat, as events carry them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatSnapshot {
+    /// The seat.
+    pub seat: u8,
+    /// Who sits there.
+    pub occupant: Occupant,
+    /// Whether they are connected.
+    pub connected: bool,
+}

@@ -1,0 +1,373 @@
+//! A replica's assembly: [`GameSession`] (the core and its background tasks, and the
+//! routes of its services), [`App`] (a replica as its settings describe it: store, keys,
+//! the link to accounts) and [`serve`] (tests and tools that bring their own store).
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+use std::time::Duration;
+
+use basra_platform::ServeOptions;
+use basra_platform::auth::{AuthLayer, TokenVerifier};
+use basra_proto::basra::game::v1::game_admin_service_server::GameAdminServiceServer;
+use basra_proto::basra::game::v1::game_internal_service_server::GameInternalServiceServer;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::core::{Core, ServiceConfig};
+use crate::{
+    AccountsLink, Credentials, GameError, MAX_MESSAGE_BYTES, MemoryStore, RedisStore, RoomStore,
+    SERVICE_NAMES, Settings, api, outbox, pod_cost,
+};
+
+/// A replica: its core and background tasks, ready to be served (alone by [`serve`], or
+/// mounted with other services in one process by the dev mode).
+#[derive(Debug)]
+pub struct GameSession {
+    core: Arc<Core>,
+}
+
+impl GameSession {
+    /// Builds the replica and starts its background tasks (fan-out, timers, the outbox
+    /// forwarder when `accounts` is given); they stop when `shutdown` is cancelled.
+    pub fn start(
+        store: Arc<dyn RoomStore>,
+        config: ServiceConfig,
+        accounts: Option<AccountsLink>,
+        shutdown: CancellationToken,
+    ) -> GameSession {
+        let walks = Arc::new(config.walks());
+        let core = Arc::new(Core {
+            store: Arc::clone(&store),
+            hub: Arc::default(),
+            stream_slots: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
+            join_slots: Arc::new(tokio::sync::Semaphore::new(config.join_concurrency.max(1))),
+            config,
+            shutdown: shutdown.clone(),
+            // Stopping drains too: a stream then waits on one token, not two.
+            drain: shutdown.child_token(),
+            drain_deadline_ms: AtomicI64::new(0),
+            lease: Default::default(),
+            walks,
+            presence: match &accounts {
+                Some(link) => basra_platform::presence::PresenceReporter::spawn(
+                    link.channel.clone(),
+                    {
+                        let credentials = link.credentials.clone();
+                        Arc::new(move || credentials.token())
+                    },
+                    shutdown.clone(),
+                ),
+                None => basra_platform::presence::PresenceReporter::disabled(),
+            },
+            accounts: accounts.clone(),
+            metrics: Arc::default(),
+        });
+        core.metrics
+            .max_streams
+            .set(i64::try_from(core.config.max_streams).unwrap_or(i64::MAX));
+        tokio::spawn({
+            // Draining: by DrainReplica, or because the replica stops.
+            let (metrics, drain) = (Arc::clone(&core.metrics), core.drain.clone());
+            let shutdown = shutdown.clone();
+            async move {
+                tokio::select! {
+                    () = drain.cancelled() => {}
+                    () = shutdown.cancelled() => {}
+                }
+                metrics.draining.set(1);
+            }
+        });
+        tokio::spawn({
+            // The rooms this replica serves, for the dashboards' "matches running".
+            let (metrics, hub) = (Arc::clone(&core.metrics), Arc::clone(&core.hub));
+            let shutdown = shutdown.clone();
+            async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(1));
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {
+                            metrics
+                                .rooms_watched
+                                .set(i64::try_from(hub.rooms()).unwrap_or(i64::MAX));
+                        }
+                        () = shutdown.cancelled() => return,
+                    }
+                }
+            }
+        });
+        tokio::spawn(Arc::clone(&core.hub).run(store.notices(), shutdown.clone()));
+        tokio::spawn(Arc::clone(&core.hub).run_resync(
+            Arc::clone(&store),
+            core.config.resync,
+            shutdown.clone(),
+        ));
+        tokio::spawn(Arc::clone(&core).run_walks(shutdown.clone()));
+        tokio::spawn(Arc::clone(&core).run_timers(shutdown.clone()));
+        if let Some(link) = accounts {
+            tokio::spawn(outbox::run(
+                store,
+                Arc::clone(&core.walks),
+                link,
+                core.config.replica.clone(),
+                Arc::clone(&core.metrics),
+                shutdown,
+            ));
+        }
+        GameSession { core }
+    }
+
+    /// The replica's core (tests and the dev mode look inside).
+    pub fn core(&self) -> &Arc<Core> {
+        &self.core
+    }
+
+    /// The gRPC routes: `GameService`, `GameInternalService` and `GameAdminService`.
+    pub fn routes(&self) -> tonic::service::Routes {
+        self.add_to(tonic::service::Routes::default())
+    }
+
+    /// Adds the `GameService`, `GameInternalService` and `GameAdminService` services to `routes` (the one-process dev mode
+    /// serves them beside the other services).
+    pub fn add_to(&self, routes: tonic::service::Routes) -> tonic::service::Routes {
+        let api = api::GameApi::new(Arc::clone(&self.core));
+        let internal = GameInternalServiceServer::new(api.clone())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES);
+        let game = api::play_route::GameRoutes::new(api);
+        let admin =
+            GameAdminServiceServer::new(api::admin::AdminService::new(Arc::clone(&self.core)))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES);
+        routes
+            .add_service(game)
+            .add_service(internal)
+            .add_service(admin)
+    }
+}
+
+/// A replica as its settings describe it: its store connected, its keys loaded, its link
+/// to accounts made; nothing started yet.
+pub struct App {
+    settings: Settings,
+    store: Arc<dyn RoomStore>,
+    verifier: TokenVerifier,
+    accounts: Option<AccountsLink>,
+    pod_cost: Option<pod_cost::PodPatcher>,
+    /// The banned and deleted accounts, shared through `[redis]` with accounts.
+    revocations: basra_platform::revocation::Revocations,
+    /// Stops the store's subscription when the app is dropped unstarted, or when the
+    /// background work it was mounted with stops.
+    store_guard: tokio_util::sync::DropGuard,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("replica", &self.settings.game.replica)
+            .finish_non_exhaustive()
+    }
+}
+
+impl App {
+    /// Connects the store (Redis, or memory when `redis.url = "memory"`), reads the
+    /// trusted keys and the identity. Fails, before any socket is bound, when Redis is
+    /// unreachable or a key unusable.
+    pub async fn build(settings: Settings) -> Result<App, GameError> {
+        let invalid = |err: basra_platform::auth::AuthError| GameError::Invalid(err.to_string());
+        let verifier = settings.auth.verifier().map_err(invalid)?;
+        let accounts = accounts_link(&settings)?;
+        let pod_cost = if settings.kubernetes.pod_deletion_cost {
+            let pod = match settings.kubernetes.pod_name.as_str() {
+                "" => settings.game.replica.as_str(),
+                name => name,
+            };
+            if pod.is_empty() {
+                return Err(GameError::Invalid(
+                    "kubernetes.pod_deletion_cost needs kubernetes.pod_name or game.replica".into(),
+                ));
+            }
+            Some(pod_cost::PodPatcher::new(&settings.kubernetes, pod).map_err(GameError::Invalid)?)
+        } else {
+            None
+        };
+        let store_stop = CancellationToken::new();
+        let store: Arc<dyn RoomStore> = if settings.redis.is_memory() {
+            tracing::warn!("redis.url is \"memory\": rooms live in this process only");
+            Arc::new(MemoryStore::new())
+        } else {
+            Arc::new(
+                RedisStore::connect(
+                    &settings.redis.url,
+                    &settings.redis.prefix,
+                    settings.game.closed_room_ttl_seconds,
+                    store_stop.clone(),
+                )
+                .await?
+                .with_replica_wait(settings.redis.wait_replicas, settings.redis.wait_timeout_ms)
+                .with_room_format(settings.game.room_state_format),
+            )
+        };
+        let revocations = basra_platform::revocation::Revocations::connect(
+            &settings.redis.url,
+            &settings.redis.prefix,
+            store_stop.clone(),
+        )
+        .await
+        .map_err(|err| GameError::Internal(format!("redis (revoked accounts): {err}")))?;
+        Ok(App {
+            settings,
+            store,
+            verifier,
+            accounts,
+            pod_cost,
+            revocations,
+            store_guard: store_stop.drop_guard(),
+        })
+    }
+
+    /// The settings it was built from.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The banned and deleted accounts it refuses (shared through `[redis]`).
+    pub fn revocations(&self) -> &basra_platform::revocation::Revocations {
+        &self.revocations
+    }
+
+    /// The verifier of the calls it accepts (`auth.trusted_keys`).
+    pub fn verifier(&self) -> &TokenVerifier {
+        &self.verifier
+    }
+
+    /// Everything but the gRPC listener: starts the replica's background work (fan-out,
+    /// timers, the outbox forwarder, the metrics on `metrics.listen` when set), which
+    /// stops when `shutdown` is cancelled, and adds `GameService` and `GameAdminService` to `routes`.
+    /// [`run`](Self::run) serves the result alone; `basra dev` mounts the three services
+    /// on one server.
+    pub async fn mount(
+        self,
+        routes: tonic::service::Routes,
+        shutdown: CancellationToken,
+    ) -> Result<tonic::service::Routes, GameError> {
+        let App {
+            settings,
+            store,
+            accounts,
+            pod_cost,
+            store_guard,
+            revocations,
+            ..
+        } = self;
+        tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move {
+                shutdown.cancelled().await;
+                drop(store_guard);
+            }
+        });
+        let config = crate::ServiceConfig {
+            revocations,
+            ..settings.service_config()
+        };
+        let session = GameSession::start(store, config, accounts, shutdown.clone());
+        if let Some(patcher) = pod_cost {
+            tokio::spawn(pod_cost::run(
+                patcher,
+                Arc::clone(&session.core().metrics),
+                Duration::from_millis(settings.kubernetes.min_interval_ms),
+                shutdown.clone(),
+            ));
+        }
+        basra_platform::metrics::spawn(
+            &settings.metrics,
+            session.core().metrics.registry(),
+            shutdown,
+        )
+        .await
+        .map_err(|err| {
+            GameError::Invalid(format!("metrics.listen {}: {err}", settings.metrics.listen))
+        })?;
+        Ok(session.add_to(routes))
+    }
+
+    /// Serves on `listener` until `shutdown` is cancelled, with the `[server]` settings
+    /// (drain, connection limits). The background work (the outbox among it) goes on
+    /// through the drain and stops when the server has.
+    pub async fn run(
+        self,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> Result<(), GameError> {
+        let server = self.settings.server.clone();
+        let auth =
+            AuthLayer::new(self.verifier.clone(), &[]).with_revocations(self.revocations.clone());
+        let background = CancellationToken::new();
+        let result = match self
+            .mount(tonic::service::Routes::default(), background.clone())
+            .await
+        {
+            Ok(routes) => serve_routes(listener, routes, auth, shutdown, &server).await,
+            Err(err) => Err(err),
+        };
+        background.cancel();
+        result
+    }
+}
+
+/// The link to accounts the settings describe: none when `accounts.url` is empty;
+/// credentials from `[identity]` (preferred) or the static `accounts.service_token`.
+fn accounts_link(settings: &Settings) -> Result<Option<AccountsLink>, GameError> {
+    if settings.accounts.url.is_empty() {
+        return Ok(None);
+    }
+    let identity = settings
+        .identity
+        .load(&settings.auth.issuer, &settings.auth.audience)
+        .map_err(|err| GameError::Invalid(err.to_string()))?;
+    let credentials = match identity {
+        Some(identity) => Credentials::Identity(Arc::new(identity)),
+        None if !settings.accounts.service_token.is_empty() => {
+            Credentials::Static(settings.accounts.service_token.clone())
+        }
+        None => {
+            return Err(GameError::Invalid(
+                "no credentials for accounts: set identity.signing_key_file (preferred) \
+                 or accounts.service_token"
+                    .into(),
+            ));
+        }
+    };
+    let mut link =
+        AccountsLink::new(&settings.accounts.url, credentials).map_err(GameError::Invalid)?;
+    link.retry_min = Duration::from_millis(settings.accounts.retry_min_ms);
+    link.retry_max = Duration::from_millis(settings.accounts.retry_max_ms);
+    Ok(Some(link))
+}
+
+/// Serves a started replica's routes (with auth, health and reflection) on `listener`
+/// until `shutdown`; `serving` says how it drains and limits connections. The replica's
+/// background tasks run until the `shutdown` given to [`GameSession::start`]. Tests and
+/// tools that bring their own store or keys serve this way; the binary goes through
+/// [`App`].
+pub async fn serve(
+    listener: TcpListener,
+    session: &GameSession,
+    verifier: TokenVerifier,
+    shutdown: CancellationToken,
+    serving: impl Into<ServeOptions>,
+) -> Result<(), GameError> {
+    let auth =
+        AuthLayer::new(verifier, &[]).with_revocations(session.core().config.revocations.clone());
+    serve_routes(listener, session.routes(), auth, shutdown, serving).await
+}
+
+async fn serve_routes(
+    listener: TcpListener,
+    routes: tonic::service::Routes,
+    auth: AuthLayer,
+    shutdown: CancellationToken,
+    serving: impl Into<ServeOptions>,
+) -> Result<(), GameError> {
+    basra_platform::serve(listener, routes, SERVICE_NAMES, auth, shutdown, serving)
+        .await
+        .map_err(|err| GameError::Internal(format!("grpc server: {err}")))
+}
