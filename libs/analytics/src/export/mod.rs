@@ -256,7 +256,8 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
     };
     bar.finish_and_clear();
     if let Some(err) = read_error {
-        // Files already in place stay until the run is made again, which replaces them.
+        // A directory loses the run's files; objects already uploaded stay until the run
+        // is made again, which replaces them (the watermark has not moved).
         if let (Ok((_, _, _, files)), Output::Dir(_)) = (&written, output) {
             for file in files {
                 let _ = std::fs::remove_file(file);

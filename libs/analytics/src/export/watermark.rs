@@ -108,10 +108,7 @@ pub type SliceBounds = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
 /// The name of a run's files (`part-<run>.parquet`), a function of what it exports so
 /// that running it again writes the same names: an incremental run is named by the
 /// watermark it starts from (`from-start` for the first), a slice by its bounds.
-pub fn run_name(
-    incremental_from: Option<DateTime<Utc>>,
-    slice: Option<SliceBounds>,
-) -> String {
+pub fn run_name(incremental_from: Option<DateTime<Utc>>, slice: Option<SliceBounds>) -> String {
     let stamp = |t: DateTime<Utc>| t.format("%Y%m%dT%H%M%S%6fZ").to_string();
     match slice {
         Some((since, until)) => format!(

@@ -488,12 +488,20 @@ fn retention(f: &Figures) -> anyhow::Result<Section> {
         .keys()
         .map(|d| d.format("%m-%d").to_string())
         .collect();
-    let columns: Vec<String> = (0..=RETENTION_DAYS).map(|k| format!("D{k}")).collect();
+    // D0 to the furthest day a cohort reaches (at most RETENTION_DAYS).
+    let reach = f
+        .cohorts
+        .values()
+        .map(|c| c.returned.len())
+        .max()
+        .unwrap_or(1)
+        .min(RETENTION_DAYS + 1);
+    let columns: Vec<String> = (0..reach).map(|k| format!("D{k}")).collect();
     let cells: Vec<Vec<Option<f64>>> = f
         .cohorts
         .values()
         .map(|c| {
-            (0..=RETENTION_DAYS)
+            (0..reach)
                 .map(|k| {
                     c.returned
                         .get(k)
