@@ -15,8 +15,9 @@ use std::time::Duration;
 use accounts::{AccountsApi, PgStore};
 use anyhow::Context as _;
 use basra::session::Endpoints;
+use basra_platform::auth::ServiceCredentials;
 use basra_platform::auth::{Role, ServiceIdentity, SigningKey, TokenVerifier, TrustedKey};
-use game_session::{AccountsLink, Credentials};
+use game_session::AccountsLink;
 use matchmaking::clock::SystemClock;
 use matchmaking::metrics::Metrics;
 use matchmaking::upstream::{GrpcGame, GrpcPlayers};
@@ -230,7 +231,7 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
         .with_context(|| format!("Redis is needed at REDIS_URL={redis_url}"))?;
     let mut game_settings = game_session::Settings::load()?;
     game_settings.game.bot_delay_ms = 0;
-    let link = AccountsLink::new(&accounts_url, Credentials::Identity(game_identity))
+    let link = AccountsLink::new(&accounts_url, ServiceCredentials::Identity(game_identity))
         .map_err(anyhow::Error::msg)?;
     let (listener, game_url) = bind().await?;
     let token = shutdown.clone();
@@ -264,16 +265,16 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
     // matchmaking: the queue in Redis, rooms made in game-session, ratings from accounts.
     let queue_settings = matchmaking::settings::Settings::load()?;
     let queue = matchmaking::store::RedisStore::connect(&redis_url, &prefix).await?;
-    let players = GrpcPlayers::with_identity(
+    let players = GrpcPlayers::new(
         &accounts_url,
-        Arc::clone(&matchmaking_identity),
+        ServiceCredentials::Identity(Arc::clone(&matchmaking_identity)),
         Duration::from_secs(5),
     )?;
     let deps = matchmaking::Deps {
         store: Arc::new(queue),
-        game: Arc::new(GrpcGame::with_identity(
+        game: Arc::new(GrpcGame::new(
             &game_url,
-            Arc::clone(&matchmaking_identity),
+            ServiceCredentials::Identity(Arc::clone(&matchmaking_identity)),
             Duration::from_secs(5),
         )?),
         ratings: Arc::new(players.clone()),

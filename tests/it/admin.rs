@@ -91,7 +91,8 @@ async fn an_operator_lists_inspects_closes_and_drains() {
 
 /// `basra admin player`: an operator bans a player through accounts; the player's open
 /// FindMatch stream (matchmaking) ends with PERMISSION_DENIED within 5 s, their calls to
-/// every service are refused, an unban restores them.
+/// every service are refused, an unban restores them; then the operator renames, finds,
+/// shows and exports the player, and deletes the account.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_bans_and_unbans_a_player_in_every_service() {
     use basra::admin_player::PlayerAdmin;
@@ -185,6 +186,36 @@ async fn an_operator_bans_and_unbans_a_player_in_every_service() {
         .await
         .unwrap();
     let refused = player.unban(&tokens.user_id, "self").await.unwrap_err();
+    assert!(refused.to_string().contains("operator"), "{refused}");
+    // Find, show and export (`basra admin player find|show|export`), each but the
+    // search audited.
+    let found = admin.find(&tokens.user_id, 0).await.unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].matched_by, "user_id");
+    let by_name = admin.find("renamed pl", 0).await.unwrap();
+    assert!(
+        by_name
+            .iter()
+            .any(|p| p.user_id == tokens.user_id && p.matched_by == "display_name"),
+        "{by_name:?}"
+    );
+    let shown = admin.show(&tokens.user_id, "ticket 7").await.unwrap();
+    let text = basra::admin_player::describe(&shown);
+    assert!(text.contains("\"Renamed Player\""), "{text}");
+    assert!(text.contains("not banned"), "{text}");
+    let actions: Vec<&str> = shown.audit.iter().map(|a| a.action.as_str()).collect();
+    assert_eq!(actions, ["ban", "unban", "rename", "show"]);
+    let mut document = Vec::new();
+    let written = admin
+        .export(&tokens.user_id, "the player asked support", &mut document)
+        .await
+        .unwrap();
+    assert_eq!(written as usize, document.len());
+    let document: serde_json::Value = serde_json::from_slice(&document).unwrap();
+    assert_eq!(document["format"], "basra-account-export/1");
+    assert_eq!(document["account"]["user_id"], tokens.user_id.as_str());
+    assert_eq!(document["account"]["display_name"], "Renamed Player");
+    let refused = player.find("x", 0).await.unwrap_err();
     assert!(refused.to_string().contains("operator"), "{refused}");
     let deleted = admin
         .delete(&tokens.user_id, "the player asked by mail")

@@ -4,6 +4,7 @@
 
 mod admin;
 mod backup;
+mod deletion;
 mod deploy_config;
 mod e2e;
 mod identity;

@@ -7,7 +7,9 @@
 //! refresh throughout; three players who become friends, an invite
 //! from the live feed, a spectator who sees no hidden card, a rematch; a ranked match
 //! that moves both ratings into the history and the leaderboard; quick match (FindMatch
-//! over gRPC-Web), one resigning; the Arabic page right to left; no console errors.
+//! over gRPC-Web), one resigning; the Arabic page right to left; "Export my data" (a
+//! download) and "Delete my account" (a dialog waiting for the typed word) in the
+//! profile tab; no console errors.
 //! Screenshots are kept in `$CARGO_TARGET_TMPDIR/web-client` (the path is printed).
 //!
 //! Needs Node.js, Debian's `chromium`, the built page and `npm ci` in `clients/web`
@@ -104,6 +106,13 @@ async fn a_browser_plays_through_the_web_client() {
     );
     assert_eq!(report["arabic"]["dir"], "rtl");
     assert!(report["quickMatch"]["resigned"].is_string(), "{report}");
+    // "Export my data" and "Delete my account" in the profile tab: the export was the
+    // player's, the deletion went through, the next sign-in was a new player.
+    assert_eq!(report["myData"]["deleted"], true, "{report}");
+    assert_ne!(
+        report["myData"]["exported"], report["myData"]["newPlayer"],
+        "{report}"
+    );
     shutdown.cancel();
     dev.await.unwrap().unwrap();
 }

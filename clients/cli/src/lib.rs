@@ -1,5 +1,6 @@
 //! `basra`: the terminal client and tools of Basra online.
 //!
+//! - [`account`]: `basra account export|delete`, the player's own account.
 //! - [`admin`]: the operator's tool over `GameAdminService`, and operator tokens.
 //! - [`analytics`]: `basra analytics export` and `basra simulate` (the `basra-analytics` crate).
 //! - [`dev`]: the whole backend in one process (`basra dev`).
@@ -15,6 +16,7 @@
 //! - [`tls`]: `http://` and `https://` servers, the `--ca-file` trusted.
 //! - [`render`]: the terminal picture and announcements.
 
+pub mod account;
 pub mod admin;
 pub mod admin_player;
 pub mod analytics;

@@ -149,6 +149,13 @@ enum Command {
         #[arg(value_name = "NEW_NAME")]
         new_name: String,
     },
+    /// Your account: export your data (one JSON document) or delete the account for good.
+    Account {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: AccountCommand,
+    },
     /// Answer rule questions: JSON lines on stdin (see docs/rules.md, "The rules tool").
     Rules,
     /// Analytics over match records (see libs/analytics/README.md).
@@ -239,7 +246,8 @@ enum AdminCommand {
         #[arg(long, default_value_t = 30)]
         deadline_seconds: u64,
     },
-    /// Moderate a player through accounts (ban, unban, rename, delete), each audited.
+    /// Moderate a player through accounts (find, show, export, ban, unban, rename,
+    /// delete), each but find audited.
     Player {
         #[command(flatten)]
         connection: PlayerConnection,
@@ -263,7 +271,46 @@ struct PlayerConnection {
 }
 
 #[derive(Subcommand)]
+enum AccountCommand {
+    /// Export everything the server holds about you, as one JSON document.
+    Export {
+        /// Where to write it (`-`: standard output).
+        #[arg(long, default_value = "-")]
+        out: String,
+    },
+    /// Delete your account for good, after you type DELETE to confirm.
+    Delete,
+}
+
+#[derive(Subcommand)]
 enum PlayerCommand {
+    /// Find players by user id, username, friend code or part of a display name.
+    Find {
+        /// What to look for.
+        query: String,
+        /// The most players to list (0: the server's default, 20).
+        #[arg(long, default_value_t = 0)]
+        limit: u32,
+    },
+    /// Show a player: profile, ban, friends, recent matches, sign-ins, audit.
+    Show {
+        /// The player's user id.
+        user_id: String,
+        /// Why (kept in the audit).
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Export a player's data on their behalf (the document ExportMyData gives them).
+    Export {
+        /// The player's user id.
+        user_id: String,
+        /// Why (kept in the audit), e.g. the support ticket.
+        #[arg(long)]
+        reason: String,
+        /// Where to write the JSON document (`-`: standard output).
+        #[arg(long, default_value = "-")]
+        out: String,
+    },
     /// Ban a player: their calls are refused and their streams end, in every service.
     Ban {
         /// The player's user id.
@@ -376,6 +423,45 @@ async fn main() -> anyhow::Result<()> {
                 .map_err(|status| anyhow::anyhow!("{}", status.message()))?
                 .into_inner();
             println!("{}", basra::render::name_change(&answer));
+            Ok(())
+        }
+        Command::Account {
+            connection,
+            command,
+        } => {
+            let device = match &connection.device_id {
+                Some(id) => id.clone(),
+                None => device_id()?,
+            };
+            let session = sign_in(&connection).await?;
+            match command {
+                AccountCommand::Export { out } => {
+                    if out == "-" {
+                        basra::account::export(&session, &mut std::io::stdout().lock()).await?;
+                    } else {
+                        let mut file = std::fs::File::create(&out)
+                            .with_context(|| format!("cannot create {out}"))?;
+                        let written = basra::account::export(&session, &mut file).await?;
+                        println!("exported your data: {written} bytes to {out}");
+                    }
+                }
+                AccountCommand::Delete => {
+                    let confirmed = basra::account::ask_confirmation(
+                        &mut std::io::stdin().lock(),
+                        &mut std::io::stdout(),
+                    )?;
+                    if !confirmed {
+                        anyhow::bail!("not confirmed: nothing was deleted");
+                    }
+                    let kept = basra::account::delete_guest(&session, &device)
+                        .await
+                        .map_err(|e| anyhow::anyhow!("the account was not deleted: {e}"))?;
+                    println!(
+                        "deleted account {}; {kept} finished matches stay, your seat named \"Deleted player\"",
+                        session.user_id
+                    );
+                }
+            }
             Ok(())
         }
         Command::Dev {
@@ -595,6 +681,40 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
                 basra::admin_player::PlayerAdmin::connect(&connection.server, &connection.token)
                     .await?;
             match command {
+                PlayerCommand::Find { query, limit } => {
+                    let players = admin.find(&query, limit).await?;
+                    if players.is_empty() {
+                        println!("no player matches {query:?}");
+                    }
+                    for p in players {
+                        println!(
+                            "{} {:?} username {:?} guest {} (by {})",
+                            p.user_id, p.display_name, p.username, p.is_guest, p.matched_by
+                        );
+                    }
+                }
+                PlayerCommand::Show { user_id, reason } => {
+                    let player = admin.show(&user_id, &reason).await?;
+                    print!("{}", basra::admin_player::describe(&player));
+                }
+                PlayerCommand::Export {
+                    user_id,
+                    reason,
+                    out,
+                } => {
+                    let written = if out == "-" {
+                        admin
+                            .export(&user_id, &reason, &mut std::io::stdout().lock())
+                            .await?
+                    } else {
+                        let mut file = std::fs::File::create(&out)
+                            .with_context(|| format!("cannot create {out}"))?;
+                        admin.export(&user_id, &reason, &mut file).await?
+                    };
+                    if out != "-" {
+                        println!("exported {user_id}: {written} bytes to {out}");
+                    }
+                }
                 PlayerCommand::Ban {
                     user_id,
                     reason,

@@ -3,7 +3,7 @@
 // change, the leaderboard, the match history). Names are checked here as accounts checks
 // them (services/accounts/src/domain.rs), and the server's refusals are put in words.
 
-import { authed, currentUser, logIn, register, setRememberedName } from "./api";
+import { authed, currentUser, deleteMyAccount, exportMyData, logIn, register, setRememberedName } from "./api";
 import { el, errorText, screens, shared, Code, ConnectError } from "./shell";
 import { bdi, t, tx } from "./i18n";
 import type { RatingChange } from "./gen/basra/common/v1/common_pb";
@@ -118,6 +118,7 @@ export function profilePanel(): HTMLElement {
       loginMessage,
     ),
   );
+  panel.append(myDataSection());
   void authed(api, () => api.accounts.getProfile({})).then(({ profile }) => {
     if (!profile) return;
     stats.replaceChildren(
@@ -128,6 +129,99 @@ export function profilePanel(): HTMLElement {
     if (!profile.isGuest) panel.querySelector("[data-testid=account-kind]")!.textContent = t("accountNote", { username: profile.username });
   }).catch(() => {});
   return panel;
+}
+
+/** A modal dialog with `body`, a confirm button (`confirmId`) and a cancel button. */
+function confirmDialog(testId: string, title: string, body: Node[], confirm: HTMLButtonElement): HTMLDialogElement {
+  const dialog: HTMLDialogElement = el(
+    "dialog",
+    { "data-testid": testId, "aria-labelledby": `${testId}-title` },
+    el("h3", { id: `${testId}-title` }, title),
+    ...body,
+    el(
+      "p",
+      { class: "dialog-buttons" },
+      confirm,
+      el("button", { type: "button", "data-testid": `${testId}-cancel`, onclick: () => dialog.close() }, t("cancel")),
+    ),
+  );
+  dialog.addEventListener("close", () => dialog.remove());
+  return dialog;
+}
+
+/** "Export my data" and "Delete my account", each behind a confirmation dialog. */
+function myDataSection(): HTMLElement {
+  const api = shared.api;
+  const status = el("p", { role: "status", "data-testid": "my-data-status" });
+  const openExport = () => {
+    const download = el("button", { type: "button", "data-testid": "export-confirm" }, t("exportDownload"));
+    const dialog = confirmDialog("export-dialog", t("exportTitle"), [el("p", {}, t("exportExplain"))], download);
+    download.addEventListener("click", async () => {
+      download.disabled = true;
+      try {
+        const json = await authed(api, () => exportMyData(api));
+        const url = URL.createObjectURL(new Blob([json], { type: "application/json" }));
+        const link = el("a", { href: url, download: "basra-my-data.json" });
+        document.body.append(link);
+        link.click();
+        link.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 10_000);
+        status.textContent = t("exportDone", { kb: Math.max(1, Math.round(json.length / 1024)) });
+        dialog.close();
+      } catch (err) {
+        status.textContent = errorText(err);
+        dialog.close();
+      }
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+  };
+  const openDelete = () => {
+    const guest = currentUser()?.isGuest ?? true;
+    const word = t("deleteWord");
+    const input = guest
+      ? el("input", { id: "delete-proof", "data-testid": "delete-proof", autocomplete: "off", dir: "auto" })
+      : el("input", { id: "delete-proof", "data-testid": "delete-proof", type: "password", autocomplete: "current-password", maxlength: 128 });
+    const message = el("p", { role: "alert", class: "problem", "data-testid": "delete-message" });
+    const confirm = el("button", { type: "button", class: "danger", "data-testid": "delete-confirm", disabled: true }, t("deleteForGood"));
+    const ready = () => (confirm.disabled = guest ? input.value.trim().toLowerCase() !== word.toLowerCase() : input.value.length === 0);
+    input.addEventListener("input", ready);
+    const dialog = confirmDialog(
+      "delete-dialog",
+      t("deleteTitle"),
+      [
+        el("p", {}, t("deleteExplain")),
+        el("label", { for: "delete-proof" }, guest ? t("deleteTypeWord", { word }) : t("deleteTypePassword")),
+        input,
+        message,
+      ],
+      confirm,
+    );
+    confirm.addEventListener("click", async () => {
+      confirm.disabled = true;
+      try {
+        await authed(api, () => deleteMyAccount(api, guest ? null : input.value));
+        dialog.close();
+        screens.signedOut();
+      } catch (err) {
+        const e = ConnectError.from(err);
+        message.textContent = e.code === Code.PermissionDenied ? t("deleteWrongPassword") : e.code === Code.ResourceExhausted ? t("tooManyTries") : errorText(err);
+        ready();
+      }
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+    input.focus();
+  };
+  return el(
+    "section",
+    { "data-testid": "my-data", "aria-labelledby": "my-data-title" },
+    el("h3", { id: "my-data-title" }, t("myDataTitle")),
+    el("button", { type: "button", "data-testid": "export-my-data", onclick: openExport }, t("exportMyData")),
+    " ",
+    el("button", { type: "button", class: "danger", "data-testid": "delete-my-account", onclick: openDelete }, t("deleteMyAccount")),
+    status,
+  );
 }
 
 /** The ranked tab: my rating, the leaderboard, my match history. */

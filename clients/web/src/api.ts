@@ -199,6 +199,38 @@ export async function signOut(api: Api): Promise<void> {
   me = null;
 }
 
+/** Everything the server holds about me (ExportMyData), as the text of its JSON document. */
+export async function exportMyData(api: Api): Promise<string> {
+  const pieces: Uint8Array[] = [];
+  for await (const piece of api.accounts.exportMyData({})) pieces.push(piece.data);
+  const whole = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of pieces) {
+    whole.set(p, at);
+    at += p.length;
+  }
+  return new TextDecoder().decode(whole);
+}
+
+/**
+ * Deletes my account for good (DeleteAccount): an account proves it is mine with its
+ * password, a guest with this browser's device id. Then the page forgets everything it
+ * kept (the next guest sign-in is a new player). Answers the matches kept, anonymous.
+ */
+export async function deleteMyAccount(api: Api, password: string | null): Promise<number> {
+  const answer = await api.accounts.deleteAccount({
+    proof: password === null ? { case: "deviceId", value: deviceId() } : { case: "password", value: password },
+  });
+  localStorage.removeItem(REFRESH_KEY);
+  localStorage.removeItem(NAME_KEY);
+  localStorage.removeItem(DEVICE_KEY);
+  token = "";
+  refreshToken = "";
+  clearTimeout(refreshTimer);
+  me = null;
+  return answer.matchesKept;
+}
+
 /** Runs `call`; on UNAUTHENTICATED refreshes once (or, failing that, signs in again) and retries. */
 export async function authed<T>(api: Api, call: () => Promise<T>): Promise<T> {
   try {

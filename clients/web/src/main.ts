@@ -292,6 +292,11 @@ function showSearch(ranked: boolean): void {
 
 screens.lobby = showLobby;
 screens.signIn = showSignIn;
+screens.signedOut = () => {
+  stopFeed();
+  tab = "play";
+  showSignIn();
+};
 screens.table = showTable;
 
 async function start(): Promise<void> {

@@ -28,6 +28,8 @@ export function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs =
 export const screens = {
   lobby: (_notice?: string): void => {},
   signIn: (): void => {},
+  /** After the account is gone (deleted): the feed stops, the sign-in screen shows. */
+  signedOut: (): void => {},
   table: (_roomId: string, _options?: { code?: string; spectate?: boolean }): void => {},
 };
 

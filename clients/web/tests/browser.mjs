@@ -16,13 +16,18 @@
 //  5. quick match (FindMatch over gRPC-Web), one resigning;
 //  6. Arabic on a phone: right to left, names isolated, the computer's name, the target's
 //     label, announcements in Arabic card names that follow a language switch, the name
-//     limit explained in Arabic, the tabs in Arabic.
+//     limit explained in Arabic, the tabs in Arabic;
+//  7. my data, in the profile tab: "Export my data" downloads the player's JSON document
+//     after a dialog; "Delete my account" waits in its dialog for the typed word (cancel
+//     deletes nothing), then deletes, the page is back at sign-in and the next sign-in is
+//     a new player; the dialog and its word in Arabic; a registered account confirms with
+//     its password (a wrong one deletes nothing).
 // No console errors anywhere. Screenshots go to the artifact directory.
 // Usage: node tests/browser.mjs PAGE_URL ARTIFACT_DIR [CHROMIUM]
 // Prints one JSON line with what it saw; exits non-zero on the first failed check.
 import { chromium } from "playwright-core";
 import { createHash } from "node:crypto";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 const [pageUrl, artifacts, executable = "/usr/bin/chromium"] = process.argv.slice(2);
@@ -33,7 +38,7 @@ if (!pageUrl || !artifacts) {
 mkdirSync(artifacts, { recursive: true });
 
 const problems = [];
-const report = { computer: {}, names: {}, friends: {}, ranked: {}, quickMatch: {}, arabic: {} };
+const report = { computer: {}, names: {}, friends: {}, ranked: {}, quickMatch: {}, arabic: {}, myData: {} };
 
 function check(condition, message) {
   if (!condition) throw new Error(`check failed: ${message}`);
@@ -483,6 +488,69 @@ try {
       if (tab === "friends") await page.screenshot({ path: join(artifacts, "arabic-friends.png"), fullPage: true });
     }
     await page.screenshot({ path: join(artifacts, "arabic-profile.png"), fullPage: true });
+    await page.context().close();
+  }
+  // 7. My data: export and delete, each behind a dialog.
+  {
+    const page = await open(browser);
+    await signIn(page, "Leaving Soon");
+    await page.getByTestId("tab-profile").click();
+    const exported = async () => {
+      await page.getByTestId("export-my-data").click();
+      await page.getByTestId("export-dialog").waitFor();
+      const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("export-confirm").click()]);
+      check(download.suggestedFilename() === "basra-my-data.json", `the file's name: ${download.suggestedFilename()}`);
+      return JSON.parse(readFileSync(await download.path(), "utf8"));
+    };
+    const first = await exported();
+    check(first.format === "basra-account-export/1", `the export's format: ${first.format}`);
+    check(first.account.display_name === "Leaving Soon" && first.account.is_guest === true, `the export is this player's: ${JSON.stringify(first.account)}`);
+    await page.getByTestId("my-data-status").filter({ hasText: "downloaded" }).waitFor();
+    check((await page.getByTestId("export-dialog").count()) === 0, "the export dialog closes");
+    // The delete button waits for the word; another word or cancel deletes nothing.
+    await page.getByTestId("delete-my-account").click();
+    await page.getByTestId("delete-dialog").waitFor();
+    check(await page.getByTestId("delete-confirm").isDisabled(), "nothing typed: the delete button is off");
+    await page.getByTestId("delete-proof").fill("yes");
+    check(await page.getByTestId("delete-confirm").isDisabled(), "another word: the delete button is off");
+    await page.getByTestId("delete-dialog-cancel").click();
+    check((await page.getByTestId("delete-dialog").count()) === 0, "cancel closes the dialog");
+    const still = await exported();
+    check(still.account.user_id === first.account.user_id, "cancelled: the account is still there");
+    await page.getByTestId("delete-my-account").click();
+    await page.getByTestId("delete-proof").fill("delete");
+    await page.screenshot({ path: join(artifacts, "delete-dialog.png") });
+    await page.getByTestId("delete-confirm").click();
+    await page.getByTestId("sign-in").waitFor();
+    // The next sign-in is a new player; the dialog in Arabic takes the Arabic word.
+    await signIn(page, "Back Again");
+    await page.getByTestId("tab-profile").click();
+    const fresh = await exported();
+    check(fresh.account.user_id !== first.account.user_id, "after the deletion the browser signs in as a new player");
+    await page.getByTestId("lang").click();
+    await page.getByTestId("delete-my-account").click();
+    await page.getByText("حذف حسابي نهائيًا").waitFor();
+    await page.getByTestId("delete-proof").fill("احذف");
+    check(!(await page.getByTestId("delete-confirm").isDisabled()), "the Arabic word confirms in Arabic");
+    await page.screenshot({ path: join(artifacts, "arabic-delete-dialog.png") });
+    await page.getByTestId("delete-dialog-cancel").click();
+    await page.getByTestId("lang").click();
+    // A registered account confirms with its password: a wrong one is refused and
+    // deletes nothing; the right one deletes.
+    const username = `gone_${Date.now() % 1e8}`;
+    await page.getByTestId("username").fill(username);
+    await page.getByTestId("password").fill("a long password");
+    await page.getByTestId("register").click();
+    await page.getByTestId("account-kind").filter({ hasText: username }).waitFor();
+    await page.getByTestId("delete-my-account").click();
+    check((await page.getByTestId("delete-proof").getAttribute("type")) === "password", "an account confirms with its password");
+    await page.getByTestId("delete-proof").fill("not the password");
+    await page.getByTestId("delete-confirm").click();
+    await page.getByTestId("delete-message").filter({ hasText: "not this account's password" }).waitFor();
+    await page.getByTestId("delete-proof").fill("a long password");
+    await page.getByTestId("delete-confirm").click();
+    await page.getByTestId("sign-in").waitFor();
+    report.myData = { exported: first.account.user_id, deleted: true, newPlayer: fresh.account.user_id, registeredDeleted: username };
     await page.context().close();
   }
   check(problems.length === 0, `no console errors: ${problems.join(" | ")}`);

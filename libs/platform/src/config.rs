@@ -47,6 +47,14 @@ pub enum ConfigError {
     Invalid(String),
 }
 
+impl ConfigError {
+    /// A setting that cannot be used, `message` naming the key (what a service's
+    /// `App::build` answers for a key file it cannot read, an address it cannot bind, …).
+    pub fn invalid(message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid(message.into())
+    }
+}
+
 /// Loads `T` from `defaults_toml`, `BASRA_CONFIG_FILE` and the `BASRA_…`
 /// environment variables of this process, and validates it.
 pub fn load<T: DeserializeOwned + Validate>(defaults_toml: &str) -> Result<T, ConfigError> {

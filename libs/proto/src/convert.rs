@@ -2,6 +2,7 @@
 //! service and client: cards, rule settings, Basra kinds.
 
 use basra_engine::{BasraKind, Card, KomiBasra, MajorityTie, Rank, Seats, Settings, Suit};
+use prost_types::Timestamp;
 
 use crate::basra::common::v1 as pb;
 
@@ -235,6 +236,14 @@ pub fn basra_from_pb(kind: pb::BasraKind) -> Option<BasraKind> {
         pb::BasraKind::Basra => Some(BasraKind::Basra),
         pb::BasraKind::Jack => Some(BasraKind::Jack),
         pb::BasraKind::Komi => Some(BasraKind::Komi),
+    }
+}
+
+/// A Unix-milliseconds instant as a protobuf timestamp.
+pub fn timestamp(ms: i64) -> Timestamp {
+    Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
     }
 }
 

@@ -64,7 +64,6 @@ pub mod basra {
 
 pub mod codec;
 pub mod convert;
-pub mod record;
 
 /// The encoded `google.protobuf.FileDescriptorSet` of every Basra proto file
 /// (and the well-known types they import), for gRPC server reflection.

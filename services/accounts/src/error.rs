@@ -31,6 +31,9 @@ pub enum AccountsError {
     /// The username belongs to another account.
     #[error("username is already taken")]
     UsernameTaken,
+    /// The provider account (provider, subject) signs in to another account already.
+    #[error("this {0} account is already linked to another Basra account")]
+    ProviderTaken(&'static str),
     /// Unknown username or wrong password (deliberately not told apart).
     #[error("invalid username or password")]
     BadCredentials,
@@ -38,7 +41,9 @@ pub enum AccountsError {
     #[error("refresh token is invalid, expired or already used: sign in again")]
     BadRefreshToken,
     /// The device's guest account was upgraded to a registered account.
-    #[error("this device's guest account was registered: sign in with Login")]
+    #[error(
+        "this device's guest account was registered: sign in with Login, or with the provider it was linked to"
+    )]
     GuestUpgraded,
     /// Register was called with the token of an account that is not a guest.
     #[error("this account is already registered")]
@@ -94,6 +99,9 @@ pub enum AccountsError {
     /// The request needs a valid access token.
     #[error("{0}")]
     Unauthenticated(String),
+    /// An identity provider's keys could not be fetched; the call may be retried.
+    #[error("{0}")]
+    ProviderUnavailable(String),
     /// The database could not be reached; the call may be retried.
     #[error("the database is unavailable: retry later")]
     Unavailable(#[source] sqlx::Error),
@@ -169,7 +177,7 @@ impl ServiceError for AccountsError {
             AccountsError::InvalidArgument { .. } | AccountsError::InvalidRecord { .. } => {
                 Code::InvalidArgument
             }
-            AccountsError::UsernameTaken => Code::AlreadyExists,
+            AccountsError::UsernameTaken | AccountsError::ProviderTaken(_) => Code::AlreadyExists,
             AccountsError::BadCredentials
             | AccountsError::BadRefreshToken
             | AccountsError::Unauthenticated(_) => Code::Unauthenticated,
@@ -183,9 +191,9 @@ impl ServiceError for AccountsError {
             AccountsError::UserNotFound => Code::NotFound,
             AccountsError::Friend(refusal) => refusal.code(),
             AccountsError::PermissionDenied(_) | AccountsError::Banned(_) => Code::PermissionDenied,
-            AccountsError::Unavailable(_) | AccountsError::SocialUnavailable(_) => {
-                Code::Unavailable
-            }
+            AccountsError::Unavailable(_)
+            | AccountsError::SocialUnavailable(_)
+            | AccountsError::ProviderUnavailable(_) => Code::Unavailable,
             AccountsError::Database(_) | AccountsError::Internal(_) => Code::Internal,
         }
     }

@@ -10,6 +10,8 @@
 //!   [`social`]: presence and the friends' feed (WatchFriends), in Redis.
 //! - [`deletion`]: what deleting an account leaves behind (anonymous keys, placeholders).
 //! - [`names`]: the rate limit of display name changes.
+//! - [`oidc`]: sign-in with Apple and Google (OpenID Connect ID tokens, the providers'
+//!   keys cached).
 //! - [`rating`]: Glicko-2 changes of a match; match records are `basra-records`'s
 //!   (checked there, stored here with the action log in [`action_log`]'s binary form);
 //!   [`refresh`]: refresh tokens; [`password`]: argon2id.
@@ -34,6 +36,7 @@ pub mod error;
 pub mod friends;
 pub mod metrics;
 pub mod names;
+pub mod oidc;
 pub mod password;
 pub mod rating;
 pub mod refresh;

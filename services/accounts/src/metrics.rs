@@ -100,7 +100,7 @@ impl AccountsMetrics {
         );
         // Every series the alert rules read exists from the start (a rate over a series
         // that appears later misses its first increase).
-        for kind in ["guest", "register", "login", "refresh"] {
+        for kind in ["guest", "register", "login", "refresh", "provider"] {
             for result in ["ok", "internal", "unavailable"] {
                 let _ = sign_ins.get_or_create(&SignInLabels {
                     kind,

@@ -51,6 +51,9 @@ pub struct Settings {
     /// Where Prometheus metrics are served.
     #[serde(default)]
     pub metrics: MetricsSettings,
+    /// `[providers]`: sign-in with Apple and Google (each off unless configured).
+    #[serde(default)]
+    pub providers: crate::oidc::ProvidersSettings,
 }
 
 /// `[database]`.
@@ -234,6 +237,7 @@ impl Validate for Settings {
 
         self.auth.validate()?;
         self.identity.validate()?;
+        self.providers.validate()?;
         let tokens = &self.tokens;
         if !(1..=MAX_ACCESS_TTL_SECONDS).contains(&tokens.access_ttl_seconds) {
             return Err(format!(

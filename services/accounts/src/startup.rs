@@ -147,6 +147,11 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
             max_changes: settings.display_names.max_changes,
             window: Duration::from_secs(settings.display_names.window_seconds),
         },
+        providers: {
+            let providers = crate::oidc::Providers::new(&settings.providers)?;
+            tracing::info!(enabled = ?providers.enabled(), "sign-in with identity providers");
+            providers
+        },
     })
 }
 

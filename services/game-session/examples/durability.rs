@@ -89,7 +89,7 @@ fn room(id: &str) -> Room {
         ],
         false,
         false,
-        2,
+        game_session::room::Visibility::Private,
         Timing {
             turn_ms: 600_000,
             grace_ms: 600_000,

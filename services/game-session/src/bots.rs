@@ -201,9 +201,9 @@ pub(crate) async fn on_timer(core: &Arc<Core>, room_id: &str) -> Result<Mutation
 
 #[cfg(test)]
 mod tests {
+    use crate::room::{BotLevel, Visibility};
     use basra_engine::bot::{self, Policy};
     use basra_engine::{Action, Card, Event, Seed};
-    use basra_proto::basra::common::v1::BotLevel;
 
     use super::*;
     use crate::events::LogEvent;
@@ -219,9 +219,7 @@ mod tests {
                 user_id: "a".into(),
                 name: "A".into(),
             },
-            Occupant::Bot {
-                level: level as i32,
-            },
+            Occupant::Bot { level },
         ];
         let mut room = Room::new(
             "r".into(),
@@ -229,7 +227,7 @@ mod tests {
             occupants,
             false,
             true,
-            0,
+            Visibility::Private,
             Timing::for_tests(),
             1,
         );

@@ -7,10 +7,11 @@
 use basra_engine::{CardSet, Event};
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1 as game;
+pub use basra_proto::convert::timestamp;
 use basra_proto::convert::{
     basra_to_pb, bot_display_name, card_to_pb, cards_to_pb, player_display_name, settings_to_pb,
 };
-pub use basra_proto::record::{side_scores, timestamp};
+pub use basra_records::build::side_scores;
 
 use crate::events::{LogEvent, StoredEvent};
 use crate::room::{Occupant, Room, SeatSnapshot, Status};
@@ -44,8 +45,8 @@ pub fn seat_to_pb(seat: &SeatSnapshot, seats: usize) -> pb::SeatInfo {
         }
         Occupant::Bot { level } => {
             info.occupant = pb::SeatOccupant::Bot as i32;
-            info.display_name = bot_display_name(*level);
-            info.bot_level = *level;
+            info.bot_level = level.to_proto() as i32;
+            info.display_name = bot_display_name(info.bot_level);
             info.connected = true;
         }
     }
@@ -297,7 +298,16 @@ mod tests {
                 name: format!("P{i}"),
             })
             .collect();
-        let mut room = Room::new("r".into(), settings, occupants, false, true, 0, timing, 1);
+        let mut room = Room::new(
+            "r".into(),
+            settings,
+            occupants,
+            false,
+            true,
+            crate::room::Visibility::Private,
+            timing,
+            1,
+        );
         room.connect(0, "c0", "replica", 1);
         room.start_if_full(Seed([seed; 32]), "match".into(), 2);
         room.chat(1, 3, 3);

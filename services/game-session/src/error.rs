@@ -39,6 +39,9 @@ pub enum GameError {
     /// A bug (INTERNAL).
     #[error("{0}")]
     Internal(String),
+    /// A setting that cannot be used: the replica does not start (never a call's answer).
+    #[error(transparent)]
+    Settings(#[from] basra_platform::config::ConfigError),
 }
 
 impl ServiceError for GameError {
@@ -52,7 +55,9 @@ impl ServiceError for GameError {
             GameError::Unavailable(_) | GameError::Redis(_) | GameError::Contention(_) => {
                 Code::Unavailable
             }
-            GameError::Corrupt(_) | GameError::Internal(_) => Code::Internal,
+            GameError::Corrupt(_) | GameError::Internal(_) | GameError::Settings(_) => {
+                Code::Internal
+            }
         }
     }
 }

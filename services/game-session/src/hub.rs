@@ -579,7 +579,7 @@ mod tests {
             Vec::new(),
             false,
             false,
-            0,
+            crate::room::Visibility::Private,
             timing,
             0,
         );

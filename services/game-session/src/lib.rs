@@ -64,7 +64,7 @@ pub mod walks;
 
 pub use crate::core::{Core, ServiceConfig};
 pub use error::GameError;
-pub use outbox::{AccountsLink, Credentials};
+pub use outbox::AccountsLink;
 pub use settings::Settings;
 pub use startup::{App, GameSession, serve};
 pub use store::{MemoryStore, RedisStore, RoomStore};

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use basra_platform::auth::{Caller, ServiceIdentity, TokenIssuer};
+use basra_platform::auth::ServiceCredentials;
 use basra_platform::telemetry::{continue_trace, traced};
 use basra_proto::basra::accounts::v1::{
     MatchRecord, RecordMatchRequest,
@@ -34,7 +34,7 @@ pub struct AccountsLink {
     /// The accounts channel (connects lazily).
     pub channel: Channel,
     /// The service token for each call.
-    pub credentials: Credentials,
+    pub credentials: ServiceCredentials,
     /// First retry delay.
     pub retry_min: Duration,
     /// Longest retry delay.
@@ -52,38 +52,9 @@ impl std::fmt::Debug for AccountsLink {
     }
 }
 
-/// The service token game-session presents to accounts.
-#[derive(Clone)]
-pub enum Credentials {
-    /// A fixed token (from the settings).
-    Static(String),
-    /// Fresh tokens from an issuer (one-process dev mode, tests).
-    Issuer(Arc<TokenIssuer>, Caller),
-    /// Tokens minted by game-session's own key, fresh before they expire.
-    Identity(Arc<ServiceIdentity>),
-}
-
-impl Credentials {
-    /// A service token to present now, if one can be had.
-    pub(crate) fn token(&self) -> Option<String> {
-        match self {
-            Credentials::Static(token) => Some(token.clone()),
-            Credentials::Issuer(issuer, caller) => issuer
-                .issue(caller, Duration::from_secs(300))
-                .map(|issued| issued.token)
-                .map_err(|err| tracing::error!(error = %err, "cannot issue a service token"))
-                .ok(),
-            Credentials::Identity(identity) => identity
-                .token()
-                .map_err(|err| tracing::error!(error = %err, "cannot mint a service token"))
-                .ok(),
-        }
-    }
-}
-
 impl AccountsLink {
     /// A link to `url` (connected lazily, so accounts may be down at start).
-    pub fn new(url: &str, credentials: Credentials) -> Result<AccountsLink, String> {
+    pub fn new(url: &str, credentials: ServiceCredentials) -> Result<AccountsLink, String> {
         let channel = Endpoint::from_shared(url.to_owned())
             .map_err(|err| format!("accounts.url {url:?}: {err}"))?
             .connect_timeout(Duration::from_secs(2))

@@ -1,10 +1,11 @@
 //! The match record handed to accounts (`AccountsInternalService.RecordMatch`) when a match ends, built
-//! by the one record builder, [`basra_proto::record`], from the room.
+//! by the one record builder, [`basra_records::build`], from the room.
 
 use basra_proto::basra::accounts::v1 as accounts;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::convert::{bot_display_name, player_display_name};
-use basra_proto::record::{LoggedAction, MatchFacts};
+use basra_records::SeatFill;
+use basra_records::build::{LoggedAction, MatchFacts};
 use prost::Message as _;
 
 use crate::room::{ActionRecord, Occupant, Room};
@@ -21,12 +22,16 @@ pub fn match_record(room: &Room, actions: &[ActionRecord]) -> accounts::MatchRec
                 Occupant::Player { user_id, name } => {
                     (user_id.clone(), false, player_display_name(name, index))
                 }
-                Occupant::Bot { level } => (String::new(), true, bot_display_name(*level)),
+                Occupant::Bot { level } => (
+                    String::new(),
+                    true,
+                    bot_display_name(level.to_proto() as i32),
+                ),
                 Occupant::Open => (String::new(), false, String::new()),
             };
             let origin = room.seat_origin(index);
             let fill = match &seat.occupant {
-                Occupant::Bot { .. } => pb::SeatFill::Bot as i32,
+                Occupant::Bot { .. } => Some(SeatFill::Bot),
                 _ => origin.fill,
             };
             accounts::RecordedSeat {
@@ -34,8 +39,8 @@ pub fn match_record(room: &Room, actions: &[ActionRecord]) -> accounts::MatchRec
                 user_id,
                 is_bot,
                 display_name: name,
-                fill,
-                queue_wait_ms: if fill == pb::SeatFill::Queue as i32 {
+                fill: fill.map_or(pb::SeatFill::Unspecified, SeatFill::to_proto) as i32,
+                queue_wait_ms: if fill == Some(SeatFill::Queue) {
                     origin.queue_wait_ms
                 } else {
                     None
@@ -45,9 +50,8 @@ pub fn match_record(room: &Room, actions: &[ActionRecord]) -> accounts::MatchRec
         .collect();
     let end_reason = room
         .end_reason
-        .and_then(|reason| pb::MatchEndReason::try_from(reason).ok())
-        .unwrap_or(pb::MatchEndReason::Unspecified);
-    basra_proto::record::match_record(
+        .map_or(pb::MatchEndReason::Unspecified, |reason| reason.to_proto());
+    basra_records::build::match_record(
         MatchFacts {
             match_id: room.match_id.clone(),
             room_id: room.id.clone(),

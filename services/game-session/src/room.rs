@@ -8,13 +8,95 @@ use basra_engine::{
     Action, Card, CardSet, EndReason, Event, Game, MajorityTie, RoundScore, Seat, Seed, Settings,
     View, bot,
 };
-use basra_proto::basra::common::v1::{BotLevel, MatchEndReason, SeatFill};
+use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::RejectCode;
+use basra_records::{EndReason as MatchEndReason, SeatFill};
 use serde::{Deserialize, Serialize};
 
 use crate::events::{LogEvent, StoredEvent};
-pub use crate::seats::{Occupant, SeatOrigin, SeatSnapshot, SeatState};
+pub use crate::seats::{BotLevel, Occupant, SeatOrigin, SeatSnapshot, SeatState};
 use crate::timing::Timing;
+
+/// Whether the lobby lists a room. Stored as the API's `RoomVisibility` number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visibility {
+    /// Listed by the lobby; anyone may join.
+    Public,
+    /// Joinable only with its code.
+    Private,
+}
+
+impl Visibility {
+    /// The visibility of the API's `RoomVisibility` number: unspecified is private (as
+    /// the API says), a number that names none is `None`.
+    pub fn from_proto(visibility: i32) -> Option<Visibility> {
+        Some(match pb::RoomVisibility::try_from(visibility).ok()? {
+            pb::RoomVisibility::Public => Visibility::Public,
+            pb::RoomVisibility::Unspecified | pb::RoomVisibility::Private => Visibility::Private,
+        })
+    }
+
+    /// The API's `RoomVisibility`.
+    pub fn to_proto(self) -> pb::RoomVisibility {
+        match self {
+            Visibility::Public => pb::RoomVisibility::Public,
+            Visibility::Private => pb::RoomVisibility::Private,
+        }
+    }
+}
+
+/// [`Room::visibility`] as its stored number (any number but public reads as private).
+mod stored_visibility {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::Visibility;
+
+    pub(super) fn serialize<S: Serializer>(
+        visibility: &Visibility,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.serialize_i32(visibility.to_proto() as i32)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Visibility, D::Error> {
+        Ok(Visibility::from_proto(i32::deserialize(deserializer)?).unwrap_or(Visibility::Private))
+    }
+}
+
+/// [`Room::end_reason`] as the API's `MatchEndReason` number (a number that names no
+/// reason reads as none).
+mod stored_end_reason {
+    use basra_proto::basra::common::v1 as pb;
+    use basra_records::EndReason;
+    use serde::{Deserialize, Deserializer, Serialize as _, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        reason: &Option<EndReason>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        reason
+            .map(|reason| reason.to_proto() as i32)
+            .serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<EndReason>, D::Error> {
+        Ok(
+            Option::<i32>::deserialize(deserializer)?.and_then(|number| {
+                Some(match pb::MatchEndReason::try_from(number).ok()? {
+                    pb::MatchEndReason::Unspecified => return None,
+                    pb::MatchEndReason::TargetReached => EndReason::TargetReached,
+                    pb::MatchEndReason::Resigned => EndReason::Resigned,
+                    pb::MatchEndReason::Abandoned => EndReason::Abandoned,
+                    pb::MatchEndReason::Closed => EndReason::Closed,
+                })
+            }),
+        )
+    }
+}
 
 /// Where a room is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,8 +185,9 @@ pub struct Room {
     pub ranked: bool,
     /// Spectators allowed.
     pub allow_spectators: bool,
-    /// `RoomVisibility` as a number.
-    pub visibility: i32,
+    /// Listed in the lobby or not.
+    #[serde(with = "stored_visibility")]
+    pub visibility: Visibility,
     /// The seats.
     pub seats: Vec<SeatState>,
     /// Where the room is.
@@ -125,7 +208,8 @@ pub struct Room {
     /// Majority points carried over.
     pub carried: u32,
     /// The match ended by this reason (set at the end).
-    pub end_reason: Option<i32>,
+    #[serde(with = "stored_end_reason")]
+    pub end_reason: Option<MatchEndReason>,
     /// The seat that resigned or abandoned.
     pub forfeit_seat: Option<u8>,
     /// When the match started and ended.
@@ -181,7 +265,7 @@ impl Room {
         occupants: Vec<Occupant>,
         ranked: bool,
         allow_spectators: bool,
-        visibility: i32,
+        visibility: Visibility,
         timing: Timing,
         now: i64,
     ) -> Room {
@@ -492,7 +576,7 @@ impl Room {
         now: i64,
     ) {
         self.status = Status::Finished;
-        self.end_reason = Some(reason as i32);
+        self.end_reason = Some(reason);
         self.forfeit_seat = forfeit_seat;
         self.ended_at_ms = now;
         self.turn_deadline_ms = None;
@@ -505,7 +589,7 @@ impl Room {
             LogEvent::MatchEnded {
                 match_id: self.match_id.clone(),
                 winner_side,
-                reason: reason as i32,
+                reason: reason.to_proto() as i32,
                 forfeit_seat,
                 totals,
                 seed,
@@ -677,7 +761,7 @@ impl Room {
         if self.rematch.len() == self.seats.len() {
             // Every player of the new match stayed for it.
             let rematch = SeatOrigin {
-                fill: SeatFill::Rematch as i32,
+                fill: Some(SeatFill::Rematch),
                 queue_wait_ms: None,
             };
             for index in 0..self.seats.len() {
@@ -768,7 +852,9 @@ impl Room {
         let due = self.status == Status::InProgress && self.bot_due_ms.is_some_and(|at| at <= now);
         let hard = matches!(
             self.seats[seat.index()].occupant,
-            Occupant::Bot { level } if level == BotLevel::Hard as i32
+            Occupant::Bot {
+                level: BotLevel::Hard
+            }
         );
         (due && hard).then(|| BotTurn {
             seq: self.seq,
@@ -802,7 +888,9 @@ impl Room {
                     return false;
                 };
                 let policy = match &self.seats[seat.index()].occupant {
-                    Occupant::Bot { level } if *level == BotLevel::Easy as i32 => bot::Policy::Easy,
+                    Occupant::Bot {
+                        level: BotLevel::Easy,
+                    } => bot::Policy::Easy,
                     _ => bot::Policy::Greedy,
                 };
                 let chosen = choice
@@ -865,7 +953,12 @@ mod tests {
     fn occupants_keep_their_json_form() {
         let cases = [
             (Occupant::Open, r#"{"type":"open"}"#),
-            (Occupant::Bot { level: 2 }, r#"{"type":"bot","level":2}"#),
+            (
+                Occupant::Bot {
+                    level: BotLevel::Medium,
+                },
+                r#"{"type":"bot","level":2}"#,
+            ),
             (
                 Occupant::Player {
                     user_id: "u".into(),
@@ -915,7 +1008,7 @@ mod tests {
                 occupants,
                 false,
                 true,
-                0,
+                Visibility::Private,
                 timing,
                 1,
             );
@@ -944,6 +1037,45 @@ mod tests {
     }
 
     /// Every deal says how many cards the deck holds once it is done, the starting table
+    /// The room keeps how a match ended as a domain value and stores, logs and sends it
+    /// as the API's `MatchEndReason` number (what older replicas wrote and read).
+    #[test]
+    fn an_end_reason_is_the_apis_number_in_the_log_and_the_stored_room() {
+        let occupants = ["a", "b"]
+            .map(|id| Occupant::Player {
+                user_id: id.into(),
+                name: String::new(),
+            })
+            .to_vec();
+        let mut room = Room::new(
+            "room".into(),
+            Settings::default(),
+            occupants,
+            false,
+            true,
+            Visibility::Public,
+            Timing::for_tests(),
+            1,
+        );
+        room.start_if_full(Seed([9; 32]), "match".into(), 2);
+        room.resign(1, false, 3).unwrap();
+        assert_eq!(room.end_reason, Some(MatchEndReason::Resigned));
+        let logged = room
+            .take_pending()
+            .into_iter()
+            .find_map(|stored| match stored.event {
+                LogEvent::MatchEnded { reason, .. } => Some(reason),
+                _ => None,
+            });
+        assert_eq!(logged, Some(pb::MatchEndReason::Resigned as i32));
+        let stored: serde_json::Value = serde_json::to_value(&room).unwrap();
+        assert_eq!(stored["end_reason"], pb::MatchEndReason::Resigned as i32);
+        assert_eq!(stored["visibility"], pb::RoomVisibility::Public as i32);
+        let read: Room = serde_json::from_value(stored).unwrap();
+        assert_eq!(read.end_reason, Some(MatchEndReason::Resigned));
+        assert_eq!(read.visibility, Visibility::Public);
+    }
+
     /// of a round included: 40 at the start of every round with two seats (44 was the
     /// count before the table, which no client subtracted), as a snapshot says.
     #[test]
@@ -960,7 +1092,7 @@ mod tests {
             occupants,
             false,
             true,
-            0,
+            Visibility::Private,
             Timing::for_tests(),
             1,
         );

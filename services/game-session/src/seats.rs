@@ -3,7 +3,48 @@
 //! log's events carry ([`SeatSnapshot`]). Both the room ([`crate::room`]) and its event
 //! log ([`crate::events`]) hold these; neither imports the other for them.
 
+use basra_proto::basra::common::v1 as pb;
+use basra_records::SeatFill;
 use serde::{Deserialize, Serialize};
+
+/// How strong a bot plays. Stored as the API's `BotLevel` number, so rooms stored before
+/// this type read the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BotLevel {
+    /// The engine's easy policy.
+    Easy,
+    /// The greedy policy.
+    Medium,
+    /// The search bot.
+    Hard,
+}
+
+impl BotLevel {
+    /// The level of the API's `BotLevel`; `None` for a number that names none.
+    /// Unspecified is medium (what a bot plays when nobody says).
+    pub fn from_proto(level: i32) -> Option<BotLevel> {
+        Some(match pb::BotLevel::try_from(level).ok()? {
+            pb::BotLevel::Easy => BotLevel::Easy,
+            pb::BotLevel::Unspecified | pb::BotLevel::Medium => BotLevel::Medium,
+            pb::BotLevel::Hard => BotLevel::Hard,
+        })
+    }
+
+    /// The API's `BotLevel`.
+    pub fn to_proto(self) -> pb::BotLevel {
+        match self {
+            BotLevel::Easy => pb::BotLevel::Easy,
+            BotLevel::Medium => pb::BotLevel::Medium,
+            BotLevel::Hard => pb::BotLevel::Hard,
+        }
+    }
+
+    /// The stored number; a stored number that names no level reads as medium, as such
+    /// a bot played before.
+    fn stored(level: i32) -> BotLevel {
+        BotLevel::from_proto(level).unwrap_or(BotLevel::Medium)
+    }
+}
 
 /// Who sits in a seat. JSON (the event log, and room states stored before the binary
 /// form) writes it internally tagged (`{"type":"player","user_id":…}`, no `name` when it
@@ -22,8 +63,8 @@ pub enum Occupant {
     },
     /// A bot.
     Bot {
-        /// `BotLevel` as a number.
-        level: i32,
+        /// How strong it plays.
+        level: BotLevel,
     },
 }
 
@@ -79,14 +120,18 @@ impl Serialize for Occupant {
             match self {
                 Occupant::Open => OccupantText::Open,
                 Occupant::Player { user_id, name } => OccupantText::Player { user_id, name },
-                Occupant::Bot { level } => OccupantText::Bot { level: *level },
+                Occupant::Bot { level } => OccupantText::Bot {
+                    level: level.to_proto() as i32,
+                },
             }
             .serialize(serializer)
         } else {
             match self {
                 Occupant::Open => OccupantBinary::Open,
                 Occupant::Player { user_id, name } => OccupantBinary::Player { user_id, name },
-                Occupant::Bot { level } => OccupantBinary::Bot { level: *level },
+                Occupant::Bot { level } => OccupantBinary::Bot {
+                    level: level.to_proto() as i32,
+                },
             }
             .serialize(serializer)
         }
@@ -99,26 +144,32 @@ impl<'de> Deserialize<'de> for Occupant {
             match OccupantTextOwned::deserialize(deserializer)? {
                 OccupantTextOwned::Open => Occupant::Open,
                 OccupantTextOwned::Player { user_id, name } => Occupant::Player { user_id, name },
-                OccupantTextOwned::Bot { level } => Occupant::Bot { level },
+                OccupantTextOwned::Bot { level } => Occupant::Bot {
+                    level: BotLevel::stored(level),
+                },
             }
         } else {
             match OccupantBinaryOwned::deserialize(deserializer)? {
                 OccupantBinaryOwned::Open => Occupant::Open,
                 OccupantBinaryOwned::Player { user_id, name } => Occupant::Player { user_id, name },
-                OccupantBinaryOwned::Bot { level } => Occupant::Bot { level },
+                OccupantBinaryOwned::Bot { level } => Occupant::Bot {
+                    level: BotLevel::stored(level),
+                },
             }
         })
     }
 }
 
-/// How a seat was filled, for the match record: the API's `SeatFill` as a number (0: not
-/// known) and, for a queue seat, how long the player waited. Kept beside the seats
-/// ([`Room::seat_origins`]) rather than in them, so the room's format-1 bytes stay as they
-/// were (the codec writes these after the room: format 2).
+/// How a seat was filled, for the match record, and for a queue seat how long the player
+/// waited. Kept beside the seats ([`Room::seat_origins`](crate::room::Room::seat_origins))
+/// rather than in them, so the room's format-1 bytes stay as they were (the codec writes
+/// these after the room: format 2).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeatOrigin {
-    /// `SeatFill` as a number.
-    pub fill: i32,
+    /// How the seat was filled (`None`: not known). Stored as the API's `SeatFill` number
+    /// (0: not known).
+    #[serde(with = "stored_fill")]
+    pub fill: Option<SeatFill>,
     /// Milliseconds in the queue (queue seats only).
     pub queue_wait_ms: Option<u32>,
 }
@@ -149,4 +200,29 @@ pub struct SeatSnapshot {
     pub occupant: Occupant,
     /// Whether they are connected.
     pub connected: bool,
+}
+
+/// [`SeatOrigin::fill`] stored as the API's `SeatFill` number (0: not known; a number that
+/// names no fill reads as not known).
+mod stored_fill {
+    use basra_proto::basra::common::v1 as pb;
+    use basra_records::SeatFill;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        fill: &Option<SeatFill>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let number = fill.map_or(pb::SeatFill::Unspecified, SeatFill::to_proto) as i32;
+        serializer.serialize_i32(number)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<SeatFill>, D::Error> {
+        let number = i32::deserialize(deserializer)?;
+        Ok(pb::SeatFill::try_from(number)
+            .ok()
+            .and_then(SeatFill::from_proto))
+    }
 }

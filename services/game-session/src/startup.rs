@@ -7,7 +7,9 @@ use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use basra_platform::ServeOptions;
+use basra_platform::auth::ServiceCredentials;
 use basra_platform::auth::{AuthLayer, TokenVerifier};
+use basra_platform::config::ConfigError;
 use basra_proto::basra::game::v1::game_admin_service_server::GameAdminServiceServer;
 use basra_proto::basra::game::v1::game_internal_service_server::GameInternalServiceServer;
 use tokio::net::TcpListener;
@@ -15,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::core::{Core, ServiceConfig};
 use crate::{
-    AccountsLink, Credentials, GameError, MAX_MESSAGE_BYTES, MemoryStore, RedisStore, RoomStore,
-    SERVICE_NAMES, Settings, api, outbox, pod_cost,
+    AccountsLink, GameError, MAX_MESSAGE_BYTES, MemoryStore, RedisStore, RoomStore, SERVICE_NAMES,
+    Settings, api, outbox, pod_cost,
 };
 
 /// A replica: its core and background tasks, ready to be served (alone by [`serve`], or
@@ -171,7 +173,8 @@ impl App {
     /// trusted keys and the identity. Fails, before any socket is bound, when Redis is
     /// unreachable or a key unusable.
     pub async fn build(settings: Settings) -> Result<App, GameError> {
-        let invalid = |err: basra_platform::auth::AuthError| GameError::Invalid(err.to_string());
+        let invalid =
+            |err: basra_platform::auth::AuthError| bad_setting(format!("auth.trusted_keys: {err}"));
         let verifier = settings.auth.verifier().map_err(invalid)?;
         let accounts = accounts_link(&settings)?;
         let pod_cost = if settings.kubernetes.pod_deletion_cost {
@@ -180,11 +183,11 @@ impl App {
                 name => name,
             };
             if pod.is_empty() {
-                return Err(GameError::Invalid(
-                    "kubernetes.pod_deletion_cost needs kubernetes.pod_name or game.replica".into(),
+                return Err(bad_setting(
+                    "kubernetes.pod_deletion_cost needs kubernetes.pod_name or game.replica",
                 ));
             }
-            Some(pod_cost::PodPatcher::new(&settings.kubernetes, pod).map_err(GameError::Invalid)?)
+            Some(pod_cost::PodPatcher::new(&settings.kubernetes, pod).map_err(bad_setting)?)
         } else {
             None
         };
@@ -283,9 +286,7 @@ impl App {
             shutdown,
         )
         .await
-        .map_err(|err| {
-            GameError::Invalid(format!("metrics.listen {}: {err}", settings.metrics.listen))
-        })?;
+        .map_err(|err| bad_setting(format!("metrics.listen {}: {err}", settings.metrics.listen)))?;
         Ok(session.add_to(routes))
     }
 
@@ -322,22 +323,15 @@ fn accounts_link(settings: &Settings) -> Result<Option<AccountsLink>, GameError>
     let identity = settings
         .identity
         .load(&settings.auth.issuer, &settings.auth.audience)
-        .map_err(|err| GameError::Invalid(err.to_string()))?;
-    let credentials = match identity {
-        Some(identity) => Credentials::Identity(Arc::new(identity)),
-        None if !settings.accounts.service_token.is_empty() => {
-            Credentials::Static(settings.accounts.service_token.clone())
-        }
-        None => {
-            return Err(GameError::Invalid(
-                "no credentials for accounts: set identity.signing_key_file (preferred) \
-                 or accounts.service_token"
-                    .into(),
-            ));
-        }
-    };
-    let mut link =
-        AccountsLink::new(&settings.accounts.url, credentials).map_err(GameError::Invalid)?;
+        .map_err(|err| bad_setting(format!("identity: {err}")))?
+        .map(Arc::new);
+    let credentials = ServiceCredentials::choose(
+        identity.as_ref(),
+        &settings.accounts.service_token,
+        "accounts.service_token",
+        "accounts",
+    )?;
+    let mut link = AccountsLink::new(&settings.accounts.url, credentials).map_err(bad_setting)?;
     link.retry_min = Duration::from_millis(settings.accounts.retry_min_ms);
     link.retry_max = Duration::from_millis(settings.accounts.retry_max_ms);
     Ok(Some(link))
@@ -370,4 +364,9 @@ async fn serve_routes(
     basra_platform::serve(listener, routes, SERVICE_NAMES, auth, shutdown, serving)
         .await
         .map_err(|err| GameError::Internal(format!("grpc server: {err}")))
+}
+
+/// A setting the replica cannot use (the message names the key).
+fn bad_setting(message: impl Into<String>) -> GameError {
+    ConfigError::invalid(message).into()
 }

@@ -42,9 +42,9 @@ pub enum MatchmakingError {
     /// The server could not start or failed.
     #[error("server: {0}")]
     Serve(#[from] basra_platform::serve::ServeError),
-    /// A bad configuration.
-    #[error("configuration: {0}")]
-    Config(String),
+    /// A setting that cannot be used: the service does not start (never a call's answer).
+    #[error(transparent)]
+    Settings(#[from] basra_platform::config::ConfigError),
 }
 
 impl ServiceError for MatchmakingError {
@@ -66,8 +66,15 @@ impl ServiceError for MatchmakingError {
             | MatchmakingError::Corrupt(_)
             | MatchmakingError::Upstream { .. }
             | MatchmakingError::Serve(_)
-            | MatchmakingError::Config(_) => Code::Internal,
+            | MatchmakingError::Settings(_) => Code::Internal,
         }
+    }
+}
+
+impl MatchmakingError {
+    /// A setting the service cannot use (the message names the key).
+    pub fn bad_setting(message: impl Into<String>) -> MatchmakingError {
+        basra_platform::config::ConfigError::invalid(message).into()
     }
 }
 

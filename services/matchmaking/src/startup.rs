@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use basra_platform::auth::ServiceCredentials;
 use basra_platform::{AuthLayer, TokenVerifier};
 use basra_proto::basra::matchmaking::v1::matchmaking_service_server::MatchmakingServiceServer;
 use tokio::{net::TcpListener, task::JoinHandle};
@@ -117,53 +118,43 @@ impl App {
     /// trusted keys and the identity and sets up the upstreams. Fails, before any socket
     /// is bound, when Redis is unreachable, a key unusable or credentials missing.
     pub async fn build(settings: Settings) -> Result<App> {
-        let config =
-            |err: basra_platform::auth::AuthError| MatchmakingError::Config(err.to_string());
-        let verifier = settings.auth.verifier().map_err(config)?;
+        let verifier = settings
+            .auth
+            .verifier()
+            .map_err(|err| MatchmakingError::bad_setting(format!("auth.trusted_keys: {err}")))?;
         let identity = settings
             .identity
             .load(&settings.auth.issuer, &settings.auth.audience)
-            .map_err(config)?
+            .map_err(|err| MatchmakingError::bad_setting(format!("identity: {err}")))?
             .map(Arc::new);
-        if identity.is_none() && settings.game.service_token.is_empty() {
-            return Err(MatchmakingError::Config(
-                "no credentials for game-session: set identity.signing_key_file (preferred) \
-                 or game.service_token"
-                    .into(),
-            ));
-        }
+        let game_credentials = ServiceCredentials::choose(
+            identity.as_ref(),
+            &settings.game.service_token,
+            "game.service_token",
+            "game-session",
+        )?;
+        let accounts_credentials = ServiceCredentials::choose(
+            identity.as_ref(),
+            &settings.accounts.service_token,
+            "accounts.service_token",
+            "accounts",
+        )?;
         let store: Arc<dyn Store> = if settings.redis.is_memory() {
             tracing::warn!("redis.url is \"memory\": the queue lives in this process only");
             Arc::new(MemoryStore::new())
         } else {
             Arc::new(RedisStore::connect(&settings.redis.url, &settings.redis.prefix).await?)
         };
-        let (game, players) = match &identity {
-            Some(identity) => (
-                GrpcGame::with_identity(
-                    &settings.game.url,
-                    Arc::clone(identity),
-                    settings.game.timeout(),
-                )?,
-                GrpcPlayers::with_identity(
-                    &settings.accounts.url,
-                    Arc::clone(identity),
-                    settings.accounts.timeout(),
-                )?,
-            ),
-            None => (
-                GrpcGame::new(
-                    &settings.game.url,
-                    &settings.game.service_token,
-                    settings.game.timeout(),
-                )?,
-                GrpcPlayers::new(
-                    &settings.accounts.url,
-                    &settings.accounts.service_token,
-                    settings.accounts.timeout(),
-                )?,
-            ),
-        };
+        let game = GrpcGame::new(
+            &settings.game.url,
+            game_credentials,
+            settings.game.timeout(),
+        )?;
+        let players = GrpcPlayers::new(
+            &settings.accounts.url,
+            accounts_credentials,
+            settings.accounts.timeout(),
+        )?;
         let deps = Deps {
             store,
             game: Arc::new(game),
@@ -180,7 +171,7 @@ impl App {
             CancellationToken::new(),
         )
         .await
-        .map_err(|err| MatchmakingError::Config(format!("redis (revoked accounts): {err}")))?;
+        .map_err(|err| MatchmakingError::bad_setting(format!("redis (revoked accounts): {err}")))?;
         Ok(App {
             settings,
             verifier,
@@ -216,7 +207,7 @@ impl App {
         basra_platform::metrics::spawn(metrics, self.deps.metrics.registry(), shutdown.clone())
             .await
             .map_err(|err| {
-                MatchmakingError::Config(format!("metrics.listen {}: {err}", metrics.listen))
+                MatchmakingError::bad_setting(format!("metrics.listen {}: {err}", metrics.listen))
             })?;
         let config = Config {
             queue: self.settings.queue.clone(),

@@ -4,7 +4,7 @@
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use basra_platform::auth::ServiceIdentity;
+use basra_platform::auth::ServiceCredentials;
 use basra_platform::presence::PresenceReporter;
 use basra_platform::telemetry::{TracedChannel, traced};
 use basra_proto::basra::{
@@ -59,36 +59,14 @@ pub struct GrpcGame {
     credentials: ServiceCredentials,
 }
 
-/// The service token matchmaking sends to game-session and accounts.
-#[derive(Debug, Clone)]
-enum ServiceCredentials {
-    /// A fixed token from the settings (the older way: it expires).
-    Static(MetadataValue<tonic::metadata::Ascii>),
-    /// Tokens minted by matchmaking's own key, fresh before they expire.
-    Identity(Arc<ServiceIdentity>),
-}
-
 impl GrpcGame {
-    /// A client of game-session at `url` (connects lazily, reconnects by
-    /// itself), sending `service_token`, each call bounded by `timeout`.
-    pub fn new(url: &str, service_token: &str, timeout: Duration) -> Result<GrpcGame> {
+    /// A client of game-session at `url` (connects lazily, reconnects by itself),
+    /// presenting `credentials`, each call bounded by `timeout`.
+    pub fn new(url: &str, credentials: ServiceCredentials, timeout: Duration) -> Result<GrpcGame> {
         let channel = endpoint(url, timeout)?.connect_lazy();
         Ok(GrpcGame {
             client: GameInternalServiceClient::new(traced(channel)),
-            credentials: ServiceCredentials::Static(bearer(service_token)?),
-        })
-    }
-
-    /// Like [`GrpcGame::new`], with tokens minted by `identity` (matchmaking's own key).
-    pub fn with_identity(
-        url: &str,
-        identity: Arc<ServiceIdentity>,
-        timeout: Duration,
-    ) -> Result<GrpcGame> {
-        let channel = endpoint(url, timeout)?.connect_lazy();
-        Ok(GrpcGame {
-            client: GameInternalServiceClient::new(traced(channel)),
-            credentials: ServiceCredentials::Identity(identity),
+            credentials,
         })
     }
 
@@ -96,25 +74,21 @@ impl GrpcGame {
         let mut request = Request::new(message);
         request
             .metadata_mut()
-            .insert("authorization", self.credentials.authorization()?);
+            .insert("authorization", authorization(&self.credentials)?);
         Ok(request)
     }
 }
 
-impl ServiceCredentials {
-    /// The `authorization` value for the next call.
-    fn authorization(&self) -> Result<MetadataValue<tonic::metadata::Ascii>, Status> {
-        match self {
-            ServiceCredentials::Static(value) => Ok(value.clone()),
-            ServiceCredentials::Identity(identity) => {
-                let token = identity.token().map_err(|err| {
-                    tracing::error!(error = %err, "cannot mint a service token");
-                    Status::internal("cannot mint a service token")
-                })?;
-                bearer(&token).map_err(|err| Status::internal(err.to_string()))
-            }
-        }
-    }
+/// The `authorization` value for the next call with `credentials`.
+fn authorization(
+    credentials: &ServiceCredentials,
+) -> Result<MetadataValue<tonic::metadata::Ascii>, Status> {
+    let token = credentials
+        .token()
+        .ok_or_else(|| Status::internal("cannot mint a service token"))?;
+    format!("Bearer {token}")
+        .parse()
+        .map_err(|_| Status::internal("the service token is not valid ASCII metadata"))
 }
 
 #[tonic::async_trait]
@@ -191,16 +165,9 @@ pub struct GrpcPlayers {
 }
 
 impl GrpcPlayers {
-    /// A client of accounts at `url`, sending `service_token`.
-    pub fn new(url: &str, service_token: &str, timeout: Duration) -> Result<GrpcPlayers> {
-        GrpcPlayers::with_credentials(
-            url,
-            ServiceCredentials::Static(bearer(service_token)?),
-            timeout,
-        )
-    }
-
-    fn with_credentials(
+    /// A client of accounts at `url` (connects lazily), presenting `credentials`, each
+    /// call bounded by `timeout`.
+    pub fn new(
         url: &str,
         credentials: ServiceCredentials,
         timeout: Duration,
@@ -218,22 +185,9 @@ impl GrpcPlayers {
         let credentials = self.credentials.clone();
         PresenceReporter::spawn(
             self.channel.clone(),
-            Arc::new(move || {
-                let value = credentials.authorization().ok()?;
-                let value = value.to_str().ok()?;
-                Some(value.strip_prefix("Bearer ")?.to_owned())
-            }),
+            Arc::new(move || credentials.token()),
             shutdown,
         )
-    }
-
-    /// Like [`GrpcPlayers::new`], with tokens minted by `identity` (matchmaking's own key).
-    pub fn with_identity(
-        url: &str,
-        identity: Arc<ServiceIdentity>,
-        timeout: Duration,
-    ) -> Result<GrpcPlayers> {
-        GrpcPlayers::with_credentials(url, ServiceCredentials::Identity(identity), timeout)
     }
 
     /// Those of `user_ids` that exist (with whom each blocks, when `include_blocks`).
@@ -261,7 +215,7 @@ impl GrpcPlayers {
         });
         request.metadata_mut().insert(
             "authorization",
-            self.credentials.authorization().map_err(upstream)?,
+            authorization(&self.credentials).map_err(upstream)?,
         );
         Ok(self
             .client
@@ -334,7 +288,7 @@ impl Invites for GrpcPlayers {
         let mut request = Request::new(request);
         request
             .metadata_mut()
-            .insert("authorization", self.credentials.authorization()?);
+            .insert("authorization", authorization(&self.credentials)?);
         Ok(self.client.clone().send_invite(request).await?.into_inner())
     }
 }
@@ -365,13 +319,7 @@ impl RatingSource for FixedRating {
 
 fn endpoint(url: &str, timeout: Duration) -> Result<Endpoint> {
     Ok(Endpoint::from_shared(url.to_owned())
-        .map_err(|err| MatchmakingError::Config(format!("bad upstream URL {url:?}: {err}")))?
+        .map_err(|err| MatchmakingError::bad_setting(format!("bad upstream URL {url:?}: {err}")))?
         .timeout(timeout)
         .connect_timeout(timeout))
-}
-
-fn bearer(token: &str) -> Result<MetadataValue<tonic::metadata::Ascii>> {
-    format!("Bearer {token}")
-        .parse()
-        .map_err(|_| MatchmakingError::Config("a token is not valid ASCII metadata".into()))
 }

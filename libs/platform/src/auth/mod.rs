@@ -11,6 +11,7 @@
 //! key ([`ServiceIdentity`]); receivers trust each key by `kid` for one role
 //! ([`TrustedKey`], [`TokenVerifier::trusting`]).
 
+mod credentials;
 mod identity;
 mod layer;
 mod token;
@@ -21,6 +22,7 @@ use uuid::Uuid;
 
 use crate::error::ServiceError;
 
+pub use credentials::ServiceCredentials;
 pub use identity::{
     AuthSettings, IdentitySettings, ServiceIdentity, TrustedKeySettings, load_trusted,
 };

@@ -50,6 +50,9 @@ fn descriptor_set_lists_every_service_and_rpc() {
                 "ChangePassword",
                 "DeleteAccount",
                 "ExportMyData",
+                "SignInWithProvider",
+                "LinkPassword",
+                "LinkProvider",
             ]),
         ),
         (
@@ -66,7 +69,15 @@ fn descriptor_set_lists_every_service_and_rpc() {
         (
             "basra.accounts.v1",
             "AccountsAdminService",
-            set(&["BanPlayer", "UnbanPlayer", "RenamePlayer", "DeletePlayer"]),
+            set(&[
+                "BanPlayer",
+                "UnbanPlayer",
+                "RenamePlayer",
+                "DeletePlayer",
+                "FindPlayers",
+                "GetPlayer",
+                "ExportPlayerData",
+            ]),
         ),
         (
             "basra.matchmaking.v1",

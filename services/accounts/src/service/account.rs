@@ -112,7 +112,30 @@ impl<S: Store> AccountsApi<S> {
             }
             (Some(Proof::Password(password)), false) => {
                 let password = Password::presented(&password)?;
+                if self.inner.store.password_hash(user.id).await?.is_none() {
+                    return Err(AccountsError::invalid(
+                        "password",
+                        "this account has no password: prove it is you with a fresh \
+                         sign-in of its provider (`provider`)",
+                    ));
+                }
                 self.check_password(client, user.id, &password).await?;
+            }
+            (Some(Proof::Provider(proof)), false) => {
+                if self.inner.store.password_hash(user.id).await?.is_some() {
+                    return Err(AccountsError::invalid(
+                        "provider",
+                        "this account has a password: prove it is you with it",
+                    ));
+                }
+                self.check_login_rate(&user.id.to_string(), client)?;
+                self.check_provider_proof(user.id, &proof).await?;
+            }
+            (Some(Proof::Provider(_)), true) => {
+                return Err(AccountsError::invalid(
+                    "provider",
+                    "a guest signs in with its device: send the device_id",
+                ));
             }
             (Some(Proof::DeviceId(device)), true) => {
                 let device = DeviceId::parse(&device)?;

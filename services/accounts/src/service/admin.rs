@@ -48,6 +48,11 @@ impl<S: Store> AccountsAdmin<S> {
         AccountsAdminServiceServer::new(self)
     }
 
+    /// The accounts service it moderates.
+    pub(super) fn api(&self) -> &AccountsApi<S> {
+        &self.api
+    }
+
     fn operator<T>(request: &Request<T>) -> Result<Caller, Status> {
         let caller = auth::caller(request)?;
         auth::require_role(&caller, Role::Operator)?;
@@ -55,7 +60,7 @@ impl<S: Store> AccountsAdmin<S> {
     }
 
     /// The player named by `raw`, who must exist.
-    async fn target(&self, raw: &str) -> Result<Uuid> {
+    pub(super) async fn target(&self, raw: &str) -> Result<Uuid> {
         let id = Uuid::parse_str(raw)
             .map_err(|_| AccountsError::invalid("user_id", "is not a user id"))?;
         self.api
@@ -67,7 +72,7 @@ impl<S: Store> AccountsAdmin<S> {
         Ok(id)
     }
 
-    async fn record(
+    pub(super) async fn record(
         &self,
         operator: &Caller,
         action: &str,
@@ -198,7 +203,7 @@ impl<S: Store> AccountsAdmin<S> {
     }
 }
 
-fn check_reason(raw: &str) -> Result<&str> {
+pub(super) fn check_reason(raw: &str) -> Result<&str> {
     let reason = raw.trim();
     if reason.is_empty() || reason.chars().count() > MAX_REASON_CHARS {
         return Err(AccountsError::invalid(
@@ -252,6 +257,39 @@ impl<S: Store> AccountsAdminService for AccountsAdmin<S> {
         let operator = Self::operator(&request)?;
         Ok(Response::new(
             self.delete(operator, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn find_players(
+        &self,
+        request: Request<pb::FindPlayersRequest>,
+    ) -> Result<Response<pb::FindPlayersResponse>, Status> {
+        Self::operator(&request)?;
+        Ok(Response::new(self.find(request.into_inner()).await?))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn get_player(
+        &self,
+        request: Request<pb::GetPlayerRequest>,
+    ) -> Result<Response<pb::GetPlayerResponse>, Status> {
+        let operator = Self::operator(&request)?;
+        Ok(Response::new(
+            self.show(operator, request.into_inner()).await?,
+        ))
+    }
+
+    type ExportPlayerDataStream = super::admin_lookup::AdminExportStream;
+
+    #[tracing::instrument(skip_all)]
+    async fn export_player_data(
+        &self,
+        request: Request<pb::ExportPlayerDataRequest>,
+    ) -> Result<Response<Self::ExportPlayerDataStream>, Status> {
+        let operator = Self::operator(&request)?;
+        Ok(Response::new(
+            self.export(operator, request.into_inner()).await?,
         ))
     }
 }

@@ -113,7 +113,13 @@ impl<S: Store> AccountsApi<S> {
                 "only a player may export their own data",
             ));
         }
-        let head = self.export_head(caller.user_id).await?;
+        self.export_stream(caller.user_id).await
+    }
+
+    /// The export of `user_id`'s data (the player's own, or an operator's on their
+    /// behalf): the account part read now, the matches streamed.
+    pub(super) async fn export_stream(&self, user_id: Uuid) -> Result<ExportStream> {
+        let head = self.export_head(user_id).await?;
         let (tx, rx) = mpsc::channel(4);
         let api = self.clone();
         tokio::spawn(async move {
@@ -121,7 +127,7 @@ impl<S: Store> AccountsApi<S> {
                 tx: tx.clone(),
                 buffer: Vec::new(),
             };
-            if let Err(err) = api.export_body(caller.user_id, head, &mut out).await {
+            if let Err(err) = api.export_body(user_id, head, &mut out).await {
                 let _ = tx.send(Err(Status::from(err))).await;
                 return;
             }
@@ -140,6 +146,7 @@ impl<S: Store> AccountsApi<S> {
         let code = store.friend_code(user_id).await?;
         let records = store.account_records(user_id).await?;
         let list = store.friend_list(user_id).await?;
+        let providers = store.linked_providers(user_id).await?;
         let user = &profile.user;
         let account = json!({
             "user_id": user.id,
@@ -173,6 +180,11 @@ impl<S: Store> AccountsApi<S> {
                 "revoked_at": t.revoked_at.map(time),
             })).collect::<Vec<_>>(),
             "display_name_changes": records.name_changes.iter().map(|t| time(*t)).collect::<Vec<_>>(),
+            "sign_in_providers": providers.iter().map(|p| json!({
+                "provider": p.identity.provider.as_str(),
+                "subject": p.identity.subject,
+                "linked_at": time(p.linked_at),
+            })).collect::<Vec<_>>(),
         });
         let friends = json!({
             "friends": list.friends.iter().map(friend).collect::<Vec<_>>(),

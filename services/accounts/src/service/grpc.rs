@@ -285,4 +285,47 @@ impl<S: Store> AccountsService for AccountsApi<S> {
             self.do_export_my_data(caller, request.into_inner()).await?,
         ))
     }
+
+    #[tracing::instrument(skip_all)]
+    async fn sign_in_with_provider(
+        &self,
+        request: Request<pb::SignInWithProviderRequest>,
+    ) -> Result<Response<pb::SignInWithProviderResponse>, Status> {
+        let client = self.client_key(&request);
+        let app = ClientInfo::from_metadata(request.metadata());
+        let outcome = match self.check_signup_rate(&client) {
+            Ok(()) => self.do_sign_in_with_provider(request.into_inner()).await,
+            Err(limited) => Err(limited),
+        }
+        .map_err(Status::from);
+        if let Ok(response) = &outcome {
+            self.note_client(app, response.tokens.as_ref()).await;
+        }
+        self.inner.metrics.sign_in("provider", &outcome);
+        Ok(Response::new(outcome?))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn link_password(
+        &self,
+        request: Request<pb::LinkPasswordRequest>,
+    ) -> Result<Response<pb::LinkPasswordResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_link_password(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn link_provider(
+        &self,
+        request: Request<pb::LinkProviderRequest>,
+    ) -> Result<Response<pb::LinkProviderResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_link_provider(caller, request.into_inner()).await?,
+        ))
+    }
 }

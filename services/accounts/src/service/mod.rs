@@ -2,8 +2,10 @@
 //! concern, each adding its `do_…` methods to [`AccountsApi`]:
 //!
 //! - `account`, ChangePassword and DeleteAccount; `export`, ExportMyData; `admin`, the
-//!   operators' AccountsAdminService (bans, renames, deletions, with the audit);
+//!   operators' AccountsAdminService (bans, renames, deletions, with the audit), and
+//!   `admin_lookup`, its FindPlayers, GetPlayer and ExportPlayerData;
 //! - `sign_in`, GuestLogin, Register, Login, Refresh and Logout, with their rate limits;
+//!   `provider`, SignInWithProvider, LinkPassword and LinkProvider;
 //! - `profile`, GetProfile, Leaderboard, MatchHistory and GetPlayers, continued by the
 //!   page tokens of `page_token`;
 //! - `records`, RecordMatch and RecordMatches;
@@ -35,6 +37,7 @@ use crate::store::{LeaderboardRules, Store};
 
 mod account;
 mod admin;
+mod admin_lookup;
 mod export;
 mod feed;
 mod friends;
@@ -43,10 +46,12 @@ mod internal;
 mod names;
 mod page_token;
 mod profile;
+mod provider;
 mod records;
 mod sign_in;
 
 pub use admin::{AccountsAdmin, MAX_REASON_CHARS};
+pub use admin_lookup::MAX_QUERY_CHARS;
 pub use export::{EXPORT_CHUNK_BYTES, EXPORT_FORMAT};
 pub use feed::{FeedStream, LOOK_AGAIN_EVERY, MAX_FEEDS_PER_PLAYER, MAX_REPORTS_PER_CALL, Social};
 pub use profile::{HISTORY_DEFAULT_PAGE, LEADERBOARD_DEFAULT_PAGE, MAX_PAGE};
@@ -70,6 +75,7 @@ pub const PUBLIC_METHODS: &[&str] = &[
     "/basra.accounts.v1.AccountsService/Login",
     "/basra.accounts.v1.AccountsService/Refresh",
     "/basra.accounts.v1.AccountsService/Logout",
+    "/basra.accounts.v1.AccountsService/SignInWithProvider",
 ];
 
 /// The largest request accepted, in bytes (RecordMatch, with a long match's action
@@ -106,6 +112,8 @@ pub struct ServiceConfig {
     pub friends: FriendLimits,
     /// How often a player may change their display name.
     pub name_changes: crate::names::NameChangeLimit,
+    /// The identity providers whose ID tokens sign in (SignInWithProvider).
+    pub providers: crate::oidc::Providers,
 }
 
 /// The accounts service: cheap to clone, shared by every connection.

@@ -221,7 +221,7 @@ pub(super) fn rating_change_to_proto(c: &RatingChange) -> common::RatingChange {
     }
 }
 
-fn match_summary(e: HistoryEntry) -> pb::MatchSummary {
+pub(super) fn match_summary(e: HistoryEntry) -> pb::MatchSummary {
     pb::MatchSummary {
         match_id: e.match_id,
         room_id: e.room_id,

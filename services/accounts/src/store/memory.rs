@@ -24,6 +24,7 @@ use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
 
 mod account;
 mod friends;
+mod provider;
 
 /// A [`Store`] in process memory.
 #[derive(Debug, Clone, Default)]
@@ -53,6 +54,8 @@ struct Inner {
     deleted: HashMap<[u8; 32], DateTime<Utc>>,
     /// Each user's sign-in clients, oldest first.
     clients: HashMap<Uuid, Vec<(ClientInfo, DateTime<Utc>)>>,
+    /// The provider accounts, each with its user and when it was bound.
+    providers: HashMap<crate::oidc::ProviderIdentity, (Uuid, DateTime<Utc>)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -734,5 +737,30 @@ impl Store for MemoryStore {
 
     async fn friend_list(&self, user_id: Uuid) -> Result<FriendList> {
         Ok(self.lock().friend_list(user_id))
+    }
+
+    async fn provider_sign_in(
+        &self,
+        identity: &crate::oidc::ProviderIdentity,
+        new: super::NewProviderAccount,
+    ) -> Result<(User, bool)> {
+        self.lock().provider_sign_in(identity, new)
+    }
+
+    async fn link_provider(
+        &self,
+        user_id: Uuid,
+        identity: &crate::oidc::ProviderIdentity,
+        now: DateTime<Utc>,
+    ) -> Result<User> {
+        self.lock().link_provider(user_id, identity, now)
+    }
+
+    async fn linked_providers(&self, user_id: Uuid) -> Result<Vec<super::LinkedProvider>> {
+        Ok(self.lock().linked_providers(user_id))
+    }
+
+    async fn find_by_display_name(&self, fragment: &str, limit: u32) -> Result<Vec<User>> {
+        Ok(self.lock().find_by_display_name(fragment, limit))
     }
 }

@@ -18,6 +18,7 @@ use crate::domain::{DeviceId, DisplayName, Username};
 use crate::error::{AccountsError, Result};
 use crate::friends::{Action, FriendCode, FriendLimits, FriendList, Outcome};
 use crate::names::{NameChange, NameChangeLimit};
+use crate::oidc::ProviderIdentity;
 use crate::rating::{Rating, RatingUpdate};
 use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
 
@@ -353,6 +354,27 @@ pub struct AuditEntry {
     pub detail: String,
 }
 
+/// An account to create at its first provider sign-in: registered (not a guest),
+/// without username or password.
+#[derive(Debug, Clone)]
+pub struct NewProviderAccount {
+    /// The new user's id.
+    pub id: Uuid,
+    /// The name shown to others.
+    pub display_name: DisplayName,
+    /// The time of the sign-in.
+    pub now: DateTime<Utc>,
+}
+
+/// A provider account bound to a Basra account, as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkedProvider {
+    /// The provider and the subject.
+    pub identity: ProviderIdentity,
+    /// When it was bound.
+    pub linked_at: DateTime<Utc>,
+}
+
 /// A connection pool's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolStats {
@@ -628,4 +650,39 @@ pub trait Store: Clone + Send + Sync + 'static {
         anonymous_key: Uuid,
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<DeletedAccount>> + Send;
+
+    /// The account `identity` signs in to, creating `new` (registered, without username
+    /// or password, with a default rating, bound to `identity`) when the identity is new,
+    /// in one atomic step; concurrent first sign-ins of one identity get the same account.
+    /// Answers the account and whether it was created now.
+    fn provider_sign_in(
+        &self,
+        identity: &ProviderIdentity,
+        new: NewProviderAccount,
+    ) -> impl Future<Output = Result<(User, bool)>> + Send;
+
+    /// Binds `identity` to the guest `user_id` and makes it a registered account in place
+    /// (same id, rating, history, friends), revoking its refresh tokens, in one step.
+    /// Errors: `ProviderTaken` (the identity is bound to any account),
+    /// `AlreadyRegistered` (not a guest), `UserNotFound`.
+    fn link_provider(
+        &self,
+        user_id: Uuid,
+        identity: &ProviderIdentity,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<User>> + Send;
+
+    /// The provider accounts bound to `user_id`, oldest first.
+    fn linked_providers(
+        &self,
+        user_id: Uuid,
+    ) -> impl Future<Output = Result<Vec<LinkedProvider>>> + Send;
+
+    /// Up to `limit` accounts whose display name contains `fragment` (case-insensitive),
+    /// by display name then id (AccountsAdminService.FindPlayers).
+    fn find_by_display_name(
+        &self,
+        fragment: &str,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<User>>> + Send;
 }

@@ -28,6 +28,7 @@ use crate::refresh::{RefreshTokenRecord, TokenHash, TokenState};
 mod account;
 mod friends;
 mod names;
+mod provider;
 
 /// How long a call waits for a pooled connection before it is answered UNAVAILABLE:
 /// well under a client's usual 3 s deadline, so a client hears "unavailable, retry"
@@ -840,6 +841,31 @@ impl Store for PgStore {
 
     async fn friend_list(&self, user_id: Uuid) -> Result<FriendList> {
         friends::friend_list(&self.pool, user_id).await
+    }
+
+    async fn provider_sign_in(
+        &self,
+        identity: &crate::oidc::ProviderIdentity,
+        new: super::NewProviderAccount,
+    ) -> Result<(User, bool)> {
+        provider::provider_sign_in(&self.pool, identity, new).await
+    }
+
+    async fn link_provider(
+        &self,
+        user_id: Uuid,
+        identity: &crate::oidc::ProviderIdentity,
+        now: DateTime<Utc>,
+    ) -> Result<User> {
+        provider::link_provider(&self.pool, user_id, identity, now).await
+    }
+
+    async fn linked_providers(&self, user_id: Uuid) -> Result<Vec<super::LinkedProvider>> {
+        provider::linked_providers(&self.pool, user_id).await
+    }
+
+    async fn find_by_display_name(&self, fragment: &str, limit: u32) -> Result<Vec<User>> {
+        provider::find_by_display_name(&self.pool, fragment, limit).await
     }
 }
 

@@ -22,7 +22,7 @@ on_both_stores!(
     only_operators_may_moderate_and_inputs_are_checked,
 );
 
-fn operator_token<S: Store>(app: &TestApp<S>, operator: Uuid) -> String {
+pub(crate) fn operator_token<S: Store>(app: &TestApp<S>, operator: Uuid) -> String {
     app.service
         .issuer()
         .issue(
@@ -37,7 +37,7 @@ fn operator_token<S: Store>(app: &TestApp<S>, operator: Uuid) -> String {
         .token
 }
 
-async fn admin<S: Store>(
+pub(crate) async fn admin<S: Store>(
     app: &TestApp<S>,
 ) -> AccountsAdminServiceClient<tonic::transport::Channel> {
     AccountsAdminServiceClient::new(app.channel().await)

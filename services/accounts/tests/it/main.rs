@@ -35,9 +35,14 @@ macro_rules! on_both_stores {
 
 mod account;
 mod admin;
+mod admin_lookup;
 mod export;
 mod feed;
 mod grpc;
 mod helpers;
+mod link;
+mod oidc_issuer;
+mod provider;
+mod provider_tls;
 mod social_contract;
 mod store_contract;

@@ -44,7 +44,7 @@ impl Room {
         self.seq += 1;
         PlayResponse {
             seq: self.seq,
-            server_time: Some(basra_proto::record::timestamp(now_ms())),
+            server_time: Some(basra_proto::convert::timestamp(now_ms())),
             event: Some(event),
         }
     }

@@ -41,7 +41,7 @@ fn summary(room: &Room) -> RoomSummary {
         room_id: room.id.clone(),
         match_id: room.match_id.clone(),
         status: status_to_pb(room.status) as i32,
-        visibility: room.visibility,
+        visibility: room.visibility.to_proto() as i32,
         ranked: room.ranked,
         settings: Some(settings_to_pb(&room.settings)),
         seats: seats.iter().map(|s| seat_to_pb(s, seats.len())).collect(),

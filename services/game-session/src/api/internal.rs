@@ -9,6 +9,7 @@ use basra_proto::basra::game::v1::{
     seat_assignment::Occupant as PbOccupant,
 };
 use basra_proto::convert::{settings_from_pb, settings_to_pb};
+use basra_records::SeatFill;
 use tonic::{Request, Response, Status};
 
 use super::{GameApi, invalid};
@@ -16,7 +17,7 @@ use crate::convert::status_to_pb;
 use crate::core::{Mutation, fresh_id, fresh_seed, now_ms};
 use crate::error::GameError;
 use crate::names::display_names;
-use crate::room::{Occupant, Reject, Room, SeatOrigin};
+use crate::room::{BotLevel, Occupant, Reject, Room, SeatOrigin, Visibility};
 
 #[tonic::async_trait]
 impl GameInternalService for GameApi {
@@ -58,7 +59,14 @@ impl GameInternalService for GameApi {
                         name: String::new(),
                     }
                 }
-                Some(PbOccupant::Bot(bot)) => Occupant::Bot { level: bot.level },
+                Some(PbOccupant::Bot(bot)) => Occupant::Bot {
+                    level: BotLevel::from_proto(bot.level).ok_or_else(|| {
+                        invalid(format!(
+                            "seat {index}: bot level {} is not a known BotLevel",
+                            bot.level
+                        ))
+                    })?,
+                },
                 Some(PbOccupant::Open(_)) => Occupant::Open,
                 _ => return Err(invalid(format!("seat {index} has no occupant"))),
             };
@@ -87,7 +95,12 @@ impl GameInternalService for GameApi {
             occupants,
             request.ranked,
             request.allow_spectators,
-            request.visibility,
+            Visibility::from_proto(request.visibility).ok_or_else(|| {
+                invalid(format!(
+                    "visibility {} is not a known RoomVisibility",
+                    request.visibility
+                ))
+            })?,
             self.core.config.timing,
             now,
         );
@@ -203,8 +216,9 @@ impl GameInternalService for GameApi {
 fn seat_origin(index: usize, fill: i32, queue_wait_ms: u32) -> Result<SeatOrigin, Status> {
     let fill = pb::SeatFill::try_from(fill)
         .map_err(|_| invalid(format!("seat {index}: fill {fill} is not a known SeatFill")))?;
+    let fill = SeatFill::from_proto(fill);
     Ok(SeatOrigin {
-        fill: fill as i32,
-        queue_wait_ms: (fill == pb::SeatFill::Queue).then_some(queue_wait_ms),
+        fill,
+        queue_wait_ms: (fill == Some(SeatFill::Queue)).then_some(queue_wait_ms),
     })
 }

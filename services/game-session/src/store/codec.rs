@@ -146,7 +146,9 @@ mod tests {
     use basra_engine::{Seed, Settings};
 
     use super::*;
-    use crate::room::{Occupant, SeatOrigin, Status};
+    use basra_records::SeatFill;
+
+    use crate::room::{BotLevel, Occupant, SeatOrigin, Status, Visibility};
     use crate::timing::Timing;
 
     /// The room the fixtures hold: a match ten plays in, one player with a display
@@ -175,7 +177,7 @@ mod tests {
             occupants,
             true,
             true,
-            1,
+            Visibility::Public,
             timing,
             1_795_000_000_000,
         );
@@ -215,14 +217,14 @@ mod tests {
         room.set_seat_origin(
             0,
             SeatOrigin {
-                fill: 1,
+                fill: Some(SeatFill::Queue),
                 queue_wait_ms: Some(4_200),
             },
         );
         room.set_seat_origin(
             1,
             SeatOrigin {
-                fill: 1,
+                fill: Some(SeatFill::Queue),
                 queue_wait_ms: Some(61_000),
             },
         );
@@ -315,7 +317,9 @@ mod tests {
             settings,
             vec![
                 Occupant::Open,
-                Occupant::Bot { level: 2 },
+                Occupant::Bot {
+                    level: BotLevel::Medium,
+                },
                 Occupant::Open,
                 Occupant::Player {
                     user_id: "u".into(),
@@ -324,7 +328,7 @@ mod tests {
             ],
             false,
             false,
-            0,
+            Visibility::Private,
             sample_room().timing,
             5,
         );
@@ -334,7 +338,9 @@ mod tests {
             user_id: "x".into(),
             name: String::new(),
         };
-        waiting.seats[2].occupant = Occupant::Bot { level: 1 };
+        waiting.seats[2].occupant = Occupant::Bot {
+            level: BotLevel::Easy,
+        };
         waiting.start_if_full(Seed([3; 32]), "m".into(), 6);
         rooms.push(waiting.clone());
         waiting.resign(3, false, 7).unwrap();

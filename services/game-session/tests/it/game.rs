@@ -523,6 +523,39 @@ async fn bad_joins_get_clear_statuses() {
     .await
     .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
+    // A bot level or a visibility that names none is refused, not stored.
+    let bot = |level: i32| game::SeatAssignment {
+        occupant: Some(game::seat_assignment::Occupant::Bot(game::BotSeat {
+            level,
+        })),
+        ..Default::default()
+    };
+    let mut internal =
+        game::game_internal_service_client::GameInternalServiceClient::new(replica.channel().await);
+    for (seats, visibility, names) in [
+        (vec![player_seat(ua), bot(42)], 0, "BotLevel"),
+        (
+            vec![player_seat(ua), bot(pb::BotLevel::Hard as i32)],
+            9,
+            "RoomVisibility",
+        ),
+    ] {
+        let err = internal
+            .create_room(authed(
+                game::CreateRoomRequest {
+                    room_id: format!("refused-{names}"),
+                    seats,
+                    settings: Some(low_target()),
+                    visibility,
+                    ..Default::default()
+                },
+                &tokens.service(),
+            ))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{err}");
+        assert!(err.message().contains(names), "{err}");
+    }
     // Ping answers with the last seq.
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, None).await;
     let snap = a.next().await.unwrap();

@@ -81,7 +81,7 @@ async fn stale_state_is_detected(store_a: Arc<dyn RoomStore>, store_b: Arc<dyn R
         ],
         false,
         false,
-        0,
+        game_session::room::Visibility::Private,
         common::timing(),
         now_ms(),
     );
@@ -233,7 +233,7 @@ async fn a_room_stored_as_json_by_an_older_replica_is_played_on_redis() {
         ],
         false,
         true,
-        0,
+        game_session::room::Visibility::Private,
         common::timing(),
         now_ms(),
     );
@@ -333,7 +333,7 @@ async fn replicas_writing_json_and_binary_play_one_room_in_turns() {
         ],
         false,
         false,
-        0,
+        game_session::room::Visibility::Private,
         common::timing(),
         now_ms(),
     );

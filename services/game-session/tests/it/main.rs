@@ -11,5 +11,6 @@ mod hostile;
 mod lease;
 mod pod_cost;
 mod session;
+mod startup;
 mod store_contract;
 mod web;

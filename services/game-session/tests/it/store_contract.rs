@@ -33,7 +33,7 @@ fn room(id: &str, now: i64) -> Room {
         ],
         false,
         false,
-        2,
+        game_session::room::Visibility::Private,
         common::timing(),
         now,
     );

@@ -67,7 +67,7 @@ impl MatchmakingApi {
                 "your friend is already seated in this room".into(),
             ));
         }
-        let expires_at = basra_proto::record::timestamp(lapses_at(&room));
+        let expires_at = basra_proto::convert::timestamp(lapses_at(&room));
         // Noted before the invite leaves, so a friend who joins at once is seen as
         // invited; a refused invite leaves a note nobody reads.
         let ttl_ms = (lapses_at(&room) - inner.now()).max(60_000);

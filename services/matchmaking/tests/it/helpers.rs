@@ -14,6 +14,7 @@ use std::{
     time::Duration,
 };
 
+use basra_platform::auth::ServiceCredentials;
 use basra_platform::{
     AuthLayer, Caller, Role, TokenIssuer,
     auth::{self, SigningKey},
@@ -441,7 +442,12 @@ impl Env {
         let deps = Deps {
             store: store.clone(),
             game: Arc::new(
-                GrpcGame::new(game_url, &self.service_token(), Duration::from_secs(5)).unwrap(),
+                GrpcGame::new(
+                    game_url,
+                    ServiceCredentials::Static(self.service_token()),
+                    Duration::from_secs(5),
+                )
+                .unwrap(),
             ),
             ratings: self.ratings.clone(),
             names: Arc::new(NamesFromIds),

@@ -51,6 +51,7 @@ impl Inner {
             self.username_keys.remove(&username.to_ascii_lowercase());
         }
         self.devices.retain(|_, owner| *owner != user_id);
+        self.providers.retain(|_, (owner, _)| *owner != user_id);
         self.passwords.remove(&user_id);
         self.password_dates.remove(&user_id);
         self.refresh.retain(|_, token| token.user_id != user_id);

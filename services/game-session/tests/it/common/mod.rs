@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use basra_engine::{Card, CardSet};
+use basra_platform::auth::ServiceCredentials;
 use basra_platform::auth::{Caller, Role, SigningKey, TokenIssuer};
 use basra_proto::basra::accounts::v1 as acc;
 use basra_proto::basra::common::v1 as pb;
@@ -19,7 +20,7 @@ use basra_proto::basra::game::v1::{
 };
 use game_session::GameSession;
 use game_session::timing::Timing;
-use game_session::{AccountsLink, Credentials, RedisStore, RoomStore, ServiceConfig};
+use game_session::{AccountsLink, RedisStore, RoomStore, ServiceConfig};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -129,8 +130,8 @@ impl Tokens {
         self.token(Uuid::now_v7(), Role::Service)
     }
 
-    pub fn service_credentials(&self) -> Credentials {
-        Credentials::Issuer(
+    pub fn service_credentials(&self) -> ServiceCredentials {
+        ServiceCredentials::Issuer(
             Arc::clone(&self.issuer),
             Caller {
                 user_id: Uuid::now_v7(),

@@ -98,7 +98,7 @@ impl RedisStore {
     /// store's business).
     pub async fn connect(url: &str, prefix: &str) -> Result<RedisStore> {
         let keys = Keys::new(prefix)
-            .map_err(|msg| MatchmakingError::Config(format!("redis.prefix: {msg}")))?;
+            .map_err(|msg| MatchmakingError::bad_setting(format!("redis.prefix: {msg}")))?;
         let redis = Redis::connect(url).await?;
         let lobby = Lobby::new(redis.conn(), keys.clone());
         let (events, _) = broadcast::channel(16 * 1024);
