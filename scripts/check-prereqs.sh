@@ -62,6 +62,10 @@ have prometheus || need "prometheus (tests/it/prometheus.rs runs it)" "apt-get i
 have openssl || need "openssl (game-session's pod-cost test)" "apt-get install openssl"
 jvm_missing=$("$(dirname "$0")/../clients/jvm/build.sh" --check 2>&1) ||
   need "the JVM client's JDK, protoc and jars (clients/jvm)" "apt-get install $jvm_missing"
+python3 -c "import moto.server, flask" >/dev/null 2>&1 ||
+  need "python3 moto[server] (the S3 server of the analytics export tests)" "python3 -m pip install 'moto[server]'"
+python3 -c "import duckdb" >/dev/null 2>&1 ||
+  need "python3 duckdb (the analytics docs' queries test)" "python3 -m pip install duckdb"
 have pg_dump && have pg_restore || need "pg_dump and pg_restore (tests/it/backup.rs)" "apt-get install postgresql-client"
 
 if [ "$scope" = ci ]; then

@@ -73,6 +73,18 @@ if ! python3 -c "import kubernetes_validate" >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate
 fi
 
+# The analytics tests' Python packages (PyPI): moto's standalone S3 server, which the
+# object-storage export tests start on a loopback port (libs/testkit/src/moto.rs), and
+# DuckDB, which runs every documented query over a fresh export (tests/it/queries.rs).
+if ! python3 -c "import moto.server, flask" >/dev/null 2>&1; then
+  echo "deps: installing moto[server]"
+  python3 -m pip install --quiet --disable-pip-version-check 'moto[server]'
+fi
+if ! python3 -c "import duckdb" >/dev/null 2>&1; then
+  echo "deps: installing duckdb"
+  python3 -m pip install --quiet --disable-pip-version-check duckdb
+fi
+
 # The npm packages, from the committed lock files: playwright-core for the analytics
 # report's browser test; buf, esbuild and playwright-core for the web client.
 if [ ! -d libs/analytics/tests/browser/node_modules/playwright-core ]; then

@@ -19,6 +19,9 @@
   the target stays below game.max_streams, the memory limit covers max_streams streams,
   and deploy/README.md's copy of the cost sheet equals docs/performance.md's.
 - The Dockerfile builds with the script `make release` runs.
+- Every CronJob forbids concurrent runs, runs as non-root on a read-only root filesystem
+  with requests and limits; the analytics export's flags and environment are ones
+  `basra analytics export` defines (clients/cli/src/analytics.rs).
 
 Exit status 1 with one line per problem; 0 and a summary line when all is well.
 """
@@ -191,14 +194,50 @@ def check_routes(docs: list[dict], overlay: str) -> None:
         problem(f"{overlay}: HTTPRoute", "no rule for the page (/)")
     config_maps = {d["metadata"]["name"] for d in docs if d.get("kind") == "ConfigMap"}
     for doc in docs:
-        if doc.get("kind") != "Deployment":
+        if doc.get("kind") not in ("Deployment", "CronJob"):
             continue
-        for container in doc["spec"]["template"]["spec"]["containers"]:
+        for container in pod_spec(doc)["containers"]:
             for env in container.get("env", []):
                 ref = env.get("valueFrom", {}).get("configMapKeyRef")
                 if ref and ref["name"] not in config_maps:
-                    problem(f"{overlay}: Deployment/{doc['metadata']['name']}",
+                    problem(f"{overlay}: {doc['kind']}/{doc['metadata']['name']}",
                             f"env {env['name']} reads ConfigMap {ref['name']}, not in the overlay")
+
+
+def pod_spec(doc: dict) -> dict:
+    if doc["kind"] == "CronJob":
+        return doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    return doc["spec"]["template"]["spec"]
+
+
+# The CronJobs running `basra` subcommands, and the file defining their flags.
+CLI_COMMANDS = {"analytics-export": "clients/cli/src/analytics.rs"}
+
+
+def check_cronjob(doc: dict, where: str) -> None:
+    if doc["spec"].get("concurrencyPolicy") != "Forbid":
+        problem(where, "concurrencyPolicy is not Forbid (two runs would race)")
+    pod = pod_spec(doc)
+    if not pod.get("securityContext", {}).get("runAsNonRoot"):
+        problem(where, "runAsNonRoot is not set")
+    for container in pod["containers"]:
+        if not container.get("securityContext", {}).get("readOnlyRootFilesystem"):
+            problem(where, f"container {container['name']}: the root filesystem is not read-only")
+        resources = container.get("resources", {})
+        if not resources.get("limits") or not resources.get("requests"):
+            problem(where, f"container {container['name']}: resource requests and limits are not both set")
+    source = CLI_COMMANDS.get(doc["metadata"]["name"])
+    if source is None:
+        return
+    text = (ROOT / source).read_text()
+    for container in pod["containers"]:
+        for arg in container.get("args", []):
+            if arg.startswith("--") and f"    {arg[2:].replace('-', '_')}: " not in text:
+                problem(where, f"{arg} is not a flag of {source}")
+        for env in container.get("env", []):
+            name = env["name"]
+            if name != "TMPDIR" and f'env = "{name}"' not in text:
+                problem(where, f"env {name} is not read by {source}")
 
 
 # The cost sheet's players, and the measured memory of one stream with its connection
@@ -290,6 +329,8 @@ def main() -> int:
             validate_object(doc, where, crds)
             if doc.get("kind") == "Deployment":
                 check_deployment(doc, where)
+            if doc.get("kind") == "CronJob":
+                check_cronjob(doc, where)
             counted += 1
     check_release_build()
     check_cost_sheet()

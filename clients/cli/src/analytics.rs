@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use basra_analytics::export::{ExportOptions, export};
+use basra_analytics::export::{ExportOptions, Output, export};
 use basra_analytics::report::report;
 use basra_platform::auth::TokenIssuer;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -40,9 +40,13 @@ pub struct ExportArgs {
     /// PostgreSQL holding the accounts database (a role in `basra_analyst` is enough).
     #[arg(long, env = "DATABASE_URL")]
     database_url: String,
-    /// The export directory: `<table>/date=YYYY-MM-DD/part-….parquet` and `_watermark.json`.
-    #[arg(long)]
-    out: PathBuf,
+    /// Where to export: a directory, or object storage as `s3://bucket/prefix`
+    /// (credentials, region and endpoint from the AWS_* variables: AWS_ACCESS_KEY_ID,
+    /// AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL for an S3-compatible server,
+    /// AWS_ALLOW_HTTP). Either holds `<table>/date=YYYY-MM-DD/part-….parquet` and
+    /// `_watermark.json`.
+    #[arg(long, env = "BASRA_ANALYTICS_OUT")]
+    out: String,
     /// Only matches that ended at or after this (RFC 3339 or YYYY-MM-DD, UTC). With
     /// --since or --until the run is a slice: the watermark is neither read nor moved.
     #[arg(long, value_parser = parse_time)]
@@ -126,7 +130,7 @@ pub async fn run(command: AnalyticsCommand) -> anyhow::Result<()> {
             let summary = export(
                 &pool,
                 &ExportOptions {
-                    out: args.out,
+                    out: Output::parse(&args.out, std::env::vars())?,
                     since: args.since,
                     until: args.until,
                     settle: Duration::from_secs(args.settle_seconds),

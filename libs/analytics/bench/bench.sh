@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The analytics benchmark: `basra simulate --fast` (RecordMatches batches) into a scratch
-# database through a `basra dev` backend, then `basra analytics export` and
+# database through a `basra dev` backend, then `basra analytics export` (to a directory,
+# and to object storage: moto's S3 server from PyPI on a loopback port, unless S3=0) and
 # `basra analytics report`, each under /usr/bin/time -v (wall time and peak memory), with
 # the load average before each step (the machine may be shared).
 #
@@ -36,6 +37,19 @@ trap 'kill $DEV 2>/dev/null || true' EXIT
 for _ in $(seq 1 60); do grep -q "basra dev:" "$WORK/dev.log" && break; sleep 0.5; done
 grep -q "basra dev:" "$WORK/dev.log" || { cat "$WORK/dev.log"; exit 1; }
 
+# The S3-compatible server: moto's (in memory), with a bucket per run.
+S3=${S3:-1}
+S3_PORT=${S3_PORT:-$((PORT + 1))}
+if [ "$S3" = 1 ]; then
+  python3 -m moto.server -H 127.0.0.1 -p "$S3_PORT" >"$WORK/moto.log" 2>&1 &
+  MOTO=$!
+  trap 'kill $DEV $MOTO 2>/dev/null || true' EXIT
+  for _ in $(seq 1 120); do curl -s -o /dev/null "http://127.0.0.1:$S3_PORT/" && break; sleep 0.5; done
+  curl -s -f -X PUT "http://127.0.0.1:$S3_PORT/bench" >/dev/null
+  export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench AWS_REGION=us-east-1 \
+    AWS_ENDPOINT_URL=http://127.0.0.1:$S3_PORT
+fi
+
 measure() { # label, command...
   local label=$1; shift
   echo "  $label: load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -53,5 +67,9 @@ for size in "${SIZES[@]}"; do
   measure export "$BASRA" analytics export --database-url "$PG/$DB?$PGPARAMS" --out "$WORK/export-$size" \
     --settle-seconds 0
   du -sh "$WORK/export-$size" | awk '{print "  export size: " $1}'
+  if [ "$S3" = 1 ]; then
+    measure export-s3 "$BASRA" analytics export --database-url "$PG/$DB?$PGPARAMS" \
+      --out "s3://bench/export-$size" --settle-seconds 0
+  fi
   measure report "$BASRA" analytics report --from "$WORK/export-$size" --out "$WORK/report-$size.html"
 done

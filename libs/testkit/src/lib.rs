@@ -5,7 +5,8 @@
 //!   the Makefile's `REDIS_URL` and `REDIS_CLUSTER_URL`, else the local defaults);
 //! - a key prefix no other test uses ([`unique_prefix`]), so tests share one Redis;
 //! - a request carrying an access token ([`authed`]);
-//! - a throwaway Ed25519 signing key in PKCS#8 PEM ([`private_pem`]).
+//! - a throwaway Ed25519 signing key in PKCS#8 PEM ([`private_pem`]);
+//! - an S3-compatible server on a loopback port ([`moto::Moto`]: moto's, from PyPI).
 //!
 //! A crate's own setup (its store on Redis or PostgreSQL, its service on 127.0.0.1:0)
 //! stays in its `tests/it/helpers.rs`: it needs that crate's types.
@@ -15,6 +16,8 @@
 //! assert_eq!(request.metadata().get("authorization").unwrap(), "Bearer a.jwt.token");
 //! assert!(basra_testkit::unique_prefix("test:mm:").starts_with("test:mm:"));
 //! ```
+
+pub mod moto;
 
 use ed25519_dalek::pkcs8::EncodePrivateKey;
 use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;

@@ -1,5 +1,7 @@
 //! The fast mode of `basra simulate`: the simulated players sign in as guests (one device
-//! each, so a second run reuses them), the engine plays their matches here, and the records
+//! each, so a second run reuses them), the engine plays their matches here (each player
+//! arriving on a day of the span and coming back on later days less and less:
+//! [`Corpus::with_returning_players`]), and the records
 //! go to accounts with a service token through `AccountsInternalService.RecordMatches` — batches of up to
 //! 100 records, each validated and recorded exactly as `RecordMatch` (the call
 //! game-session's outbox makes) would, in one transaction per batch. A record costs
@@ -154,7 +156,8 @@ pub async fn simulate(options: &SimulateOptions) -> anyhow::Result<SimulateSumma
     let total = options.matches;
     let batch_max = options.batch;
     let generator = tokio::task::spawn_blocking(move || {
-        let mut corpus = Corpus::new(players, corpus_options);
+        // People who come and go: retention by sign-up cohort has something to show.
+        let mut corpus = Corpus::new(players, corpus_options).with_returning_players();
         let mut batch = Vec::with_capacity(batch_max);
         let mut bytes = 0;
         for _ in 0..total {

@@ -2,6 +2,7 @@
 //! each suite is a module (as separate binaries, each re-linked the whole dependency tree).
 
 mod account;
+mod analytics_export;
 mod dev;
 mod dev_process;
 mod jvm_client;

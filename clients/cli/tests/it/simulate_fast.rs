@@ -16,13 +16,13 @@ fn until() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 20, 0, 0, 0).unwrap()
 }
 
-struct Running {
-    url: String,
-    token: String,
-    shutdown: CancellationToken,
+pub(crate) struct Running {
+    pub(crate) url: String,
+    pub(crate) token: String,
+    pub(crate) shutdown: CancellationToken,
 }
 
-async fn accounts_service(pool: PgPool) -> Running {
+pub(crate) async fn accounts_service(pool: PgPool) -> Running {
     let settings = accounts::Settings::from_env(
         [
             ("BASRA_PASSWORDS__MEMORY_KIB", "1024"),
@@ -57,7 +57,7 @@ async fn accounts_service(pool: PgPool) -> Running {
     }
 }
 
-fn options(running: &Running, matches: u64) -> SimulateOptions {
+pub(crate) fn options(running: &Running, matches: u64) -> SimulateOptions {
     SimulateOptions {
         server: running.url.clone(),
         matches,

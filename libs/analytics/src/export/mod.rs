@@ -5,13 +5,20 @@
 //! - [`replay`]: plays from seed + action log, checked against the record.
 //! - [`tables`]: the Arrow schemas (the public contract) and row builders.
 //! - [`sink`]: day-partitioned Parquet files, renamed into place when complete.
-//! - [`watermark`]: where the last incremental run stopped.
+//! - [`players`]: the `players` table, a snapshot rewritten whole by every run.
+//! - [`output`]: a directory or object storage ([`bucket`]: `s3://bucket/prefix`, the
+//!   files staged locally and uploaded day by day).
+//! - [`watermark`]: where the last incremental run stopped, and how an interrupted run is
+//!   resumed without duplicate rows.
 //!
 //! Three stages run at once, joined by bounded channels: a task reads and decodes the
 //! records, a thread replays them, another writes Parquet. At most [`CHANNEL_RECORDS`]
 //! records wait in each channel, so memory does not grow with the number of matches, and
 //! records keep their order (the day partitions rely on it).
 
+pub mod bucket;
+pub mod output;
+pub mod players;
 pub mod replay;
 pub mod sink;
 pub mod source;
@@ -27,19 +34,25 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use tokio_stream::StreamExt as _;
 
+use self::bucket::Bucket;
+pub use self::output::Output;
 use self::sink::PartitionedSink;
 use self::source::{Selection, StoredMatch};
 use self::tables::TABLES;
-use self::watermark::Watermark;
+use self::watermark::{Pending, Watermark};
 
 /// Records waiting for the next stage, in each of the two channels.
 pub const CHANNEL_RECORDS: usize = 256;
 
+/// Finished files waiting for their upload to object storage (a day has four): what the
+/// local staging directory holds at most, besides the day being written.
+pub const UPLOAD_BACKLOG: usize = 8;
+
 /// What to export and where.
 #[derive(Debug, Clone)]
 pub struct ExportOptions {
-    /// The output directory.
-    pub out: PathBuf,
+    /// Where the files go: a directory or object storage.
+    pub out: Output,
     /// Only matches that ended at or after this. With `since` or `until` the run is a
     /// slice: it neither reads nor moves the watermark.
     pub since: Option<DateTime<Utc>>,
@@ -68,10 +81,12 @@ pub struct ExportSummary {
     pub matches: u64,
     /// Rows written per table, in [`TABLES`] order.
     pub rows: [u64; 4],
+    /// Rows of the `players` snapshot.
+    pub players: u64,
     /// Records that failed to decode or replay (skipped, listed in `_failures/`).
     pub failures: Vec<Failure>,
-    /// The files written.
-    pub files: Vec<PathBuf>,
+    /// The files written (paths, or URLs in object storage).
+    pub files: Vec<String>,
     /// The records covered: recorded in `[from, before)`.
     pub recorded_from: Option<DateTime<Utc>>,
     /// See `recorded_from`.
@@ -90,11 +105,12 @@ impl ExportSummary {
             .collect();
         let rate = self.matches as f64 / self.elapsed.as_secs_f64().max(1e-9);
         format!(
-            "exported {} matches in {:.1}s ({rate:.0}/s): rows {}; {} files; {} skipped",
+            "exported {} matches in {:.1}s ({rate:.0}/s): rows {}; {} files; {} players; {} skipped",
             self.matches,
             self.elapsed.as_secs_f64(),
             rows.join(", "),
             self.files.len(),
+            self.players,
             self.failures.len()
         )
     }
@@ -112,18 +128,25 @@ enum Replayed {
 }
 
 /// Runs one export into `options.out`.
+///
+/// An incremental run writes `_pending.json` first, its Parquet files next (each
+/// complete, under names that depend only on the watermark it starts from), the
+/// `players` snapshot, the failures list, and the watermark last. Interrupted anywhere, it is simply run again:
+/// the rerun exports a superset of the same records under the same names, replacing
+/// what the interrupted run left ([`watermark`] says why), so no row is ever there twice.
 pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<ExportSummary> {
     let started = Instant::now();
-    std::fs::create_dir_all(&options.out)
-        .with_context(|| format!("cannot create {}", options.out.display()))?;
+    let output = &options.out;
+    output.prepare()?;
     let slice = options.since.is_some() || options.until.is_some();
     let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()").fetch_one(pool).await?;
-    let recorded_before =
-        now - chrono::Duration::from_std(options.settle).context("settle is too long")?;
-    let recorded_from = if slice {
-        None
+    let settled = now - chrono::Duration::from_std(options.settle).context("settle is too long")?;
+    let (recorded_from, recorded_before) = if slice {
+        (None, settled)
     } else {
-        Watermark::read(&options.out)?.map(|w| w.recorded_before)
+        let from = Watermark::read(output).await?.map(|w| w.recorded_before);
+        let pending = Pending::read(output).await?;
+        (from, watermark::resumed_bound(from, settled, pending))
     };
     let selection = Selection {
         recorded_from,
@@ -131,11 +154,19 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
         since: options.since,
         until: options.until,
     };
-    let run = format!(
-        "{}-{}",
-        recorded_before.format("%Y%m%dT%H%M%S%6fZ"),
-        &uuid::Uuid::now_v7().simple().to_string()[24..]
+    let run = watermark::run_name(
+        recorded_from,
+        slice.then_some((options.since, options.until)),
     );
+    if !slice {
+        Pending {
+            recorded_from,
+            recorded_before,
+        }
+        .write(output)
+        .await?;
+    }
+    let staging = Staging::for_output(output)?;
 
     let total = source::count(pool, &selection).await?;
     let bar = crate::progress::matches_bar(options.progress, total);
@@ -161,11 +192,22 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
             }
         }
     });
-    let out = options.out.clone();
-    let writer_run = run.clone();
+    let mut sink = PartitionedSink::new(staging.root(), &run);
+    // Into object storage, each finished file is uploaded while the next day is written.
+    let uploader = match output {
+        Output::Bucket(bucket) => {
+            let (closed_tx, closed_rx) = tokio::sync::mpsc::channel(UPLOAD_BACKLOG);
+            sink = sink.hand_on(closed_tx);
+            Some(tokio::spawn(upload_all(
+                bucket.clone(),
+                staging.root().to_owned(),
+                closed_rx,
+            )))
+        }
+        Output::Dir(_) => None,
+    };
     let writer_bar = bar.clone();
     let writer = tokio::task::spawn_blocking(move || {
-        let mut sink = PartitionedSink::new(&out, &writer_run);
         let mut failures = Vec::new();
         let mut matches = 0u64;
         while let Ok(replayed) = replayed_rx.recv() {
@@ -208,24 +250,45 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
     drop(tx);
     let written = writer.await.context("the export writer panicked")?;
     replayer.await.context("the export replayer panicked")?;
+    let uploaded = match uploader {
+        Some(uploader) => Some(uploader.await.context("the export uploader panicked")?),
+        None => None,
+    };
     bar.finish_and_clear();
     if let Some(err) = read_error {
-        if let Ok((_, _, _, files)) = &written {
+        // A directory loses the run's files; objects already uploaded stay until the run
+        // is made again, which replaces them (the watermark has not moved).
+        if let (Ok((_, _, _, files)), Output::Dir(_)) = (&written, output) {
             for file in files {
                 let _ = std::fs::remove_file(file);
             }
         }
         return Err(anyhow::Error::new(err).context("reading match records"));
     }
-    let (matches, rows, failures, files) = written?;
+    // An upload that failed stopped the writer: its error is the one to report.
+    let uploaded = uploaded.transpose()?;
+    let (matches, rows, failures, written) = written?;
+    let files = uploaded.unwrap_or_else(|| {
+        written
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect()
+    });
+    let (players_file, players) = players::write(pool, staging.root()).await?;
+    if let Output::Bucket(bucket) = output {
+        bucket.upload(&players_file, players::FILE).await?;
+    }
+    drop(staging);
 
-    write_failures(&options.out, &run, &failures)?;
+    write_failures(output, &run, &failures).await?;
     if !slice {
-        Watermark { recorded_before }.write(&options.out)?;
+        Watermark { recorded_before }.write(output).await?;
+        Pending::clear(output).await?;
     }
     Ok(ExportSummary {
         matches,
         rows,
+        players,
         failures,
         files,
         recorded_from,
@@ -234,18 +297,75 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
     })
 }
 
-fn write_failures(out: &Path, run: &str, failures: &[Failure]) -> anyhow::Result<()> {
+/// Where the Parquet files are written before they are in place: the output directory
+/// itself, or (for object storage) a directory of its own under the system's temporary
+/// directory (`TMPDIR`), removed when the run ends.
+struct Staging {
+    root: PathBuf,
+    owned: bool,
+}
+
+impl Staging {
+    fn for_output(output: &Output) -> anyhow::Result<Staging> {
+        match output {
+            Output::Dir(dir) => Ok(Staging {
+                root: dir.clone(),
+                owned: false,
+            }),
+            Output::Bucket(_) => {
+                let root = std::env::temp_dir()
+                    .join(format!("basra-export-{}", uuid::Uuid::now_v7().simple()));
+                std::fs::create_dir_all(&root)
+                    .with_context(|| format!("cannot create {}", root.display()))?;
+                Ok(Staging { root, owned: true })
+            }
+        }
+    }
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if self.owned {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+}
+
+/// Uploads each finished file under its path relative to `root`, in the order they come,
+/// and removes it locally; answers the objects' URLs.
+async fn upload_all(
+    bucket: Bucket,
+    root: PathBuf,
+    mut closed: tokio::sync::mpsc::Receiver<PathBuf>,
+) -> anyhow::Result<Vec<String>> {
+    let mut uploaded = Vec::new();
+    while let Some(path) = closed.recv().await {
+        let relative = path
+            .strip_prefix(&root)
+            .context("a finished file outside the staging directory")?
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        bucket.upload(&path, &relative).await?;
+        let _ = tokio::fs::remove_file(&path).await;
+        uploaded.push(bucket.location(&relative));
+    }
+    Ok(uploaded)
+}
+
+async fn write_failures(output: &Output, run: &str, failures: &[Failure]) -> anyhow::Result<()> {
     if failures.is_empty() {
         return Ok(());
     }
-    let dir = out.join("_failures");
-    std::fs::create_dir_all(&dir)?;
-    let mut file =
-        std::io::BufWriter::new(std::fs::File::create(dir.join(format!("{run}.jsonl")))?);
+    let mut lines = Vec::new();
     for f in failures {
         let line = serde_json::json!({ "match_id": f.match_id, "error": f.error });
-        writeln!(file, "{line}")?;
+        writeln!(lines, "{line}")?;
     }
-    file.flush()?;
-    Ok(())
+    output.write(&format!("_failures/{run}.jsonl"), lines).await
 }

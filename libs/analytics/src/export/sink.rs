@@ -1,8 +1,10 @@
-//! Parquet files partitioned by day: `DIR/<table>/date=YYYY-MM-DD/part-<run>-<n>.parquet`.
+//! Parquet files partitioned by day: `DIR/<table>/date=YYYY-MM-DD/part-<run>.parquet`.
 //!
 //! Records arrive in day order, so one day is open at a time: its four files are written
 //! under a temporary name and renamed into place when the day is done, so a reader never
-//! sees half a file. Rows are handed to the Parquet writer in batches and written in row
+//! sees half a file (and a file of the same name, left by an interrupted run, is replaced
+//! whole). Each finished file can be handed on as it is renamed ([`PartitionedSink::hand_on`]:
+//! the upload to object storage). Rows are handed to the Parquet writer in batches and written in row
 //! groups of bounded size: memory stays flat however many records go through.
 //!
 //! Parquet encoding (dictionaries, levels, compression) was most of the export's own CPU
@@ -112,6 +114,7 @@ pub struct PartitionedSink {
     plays: PlaysBuilder,
     written: Vec<PathBuf>,
     rows: [u64; 4],
+    closed: Option<tokio::sync::mpsc::Sender<PathBuf>>,
 }
 
 impl std::fmt::Debug for PartitionedSink {
@@ -138,7 +141,16 @@ impl PartitionedSink {
             plays: PlaysBuilder::default(),
             written: Vec::new(),
             rows: [0; 4],
+            closed: None,
         }
+    }
+
+    /// Sends each file, once finished and renamed into place, to `closed` (waiting while
+    /// the channel is full: the receiver bounds how many finished files wait). A closed
+    /// channel fails the sink.
+    pub fn hand_on(mut self, closed: tokio::sync::mpsc::Sender<PathBuf>) -> PartitionedSink {
+        self.closed = Some(closed);
+        self
     }
 
     /// Adds a record and its plays. Records must come in day order.
@@ -228,6 +240,11 @@ impl PartitionedSink {
                 file.encoder.finish()?;
                 fs::rename(&file.temp, &file.path)?;
                 debug_assert!(file.rows > 0);
+                if let Some(closed) = &self.closed {
+                    closed
+                        .blocking_send(file.path.clone())
+                        .map_err(|_| SinkError::from("the upload of the finished files stopped"))?;
+                }
                 self.written.push(file.path);
             }
         }

@@ -1,7 +1,8 @@
 //! The figures of the report, computed from an export one day partition at a time: each
 //! day's four tables are read, joined by match id within the day, and folded into
 //! running totals, so memory depends on the busiest day and the number of players, not
-//! on the number of matches.
+//! on the number of matches. The `players` snapshot, when the export has one, gives each
+//! player's cohort (the day it was first seen) for the retention heat map.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -20,6 +21,26 @@ pub const MODES: [&str; 3] = ["ranked", "casual", "with_bots"];
 
 /// Most points kept for the rating-change scatter plot.
 pub const SCATTER_POINTS: usize = 3_000;
+
+/// Days after the first that retention is followed for (D0 … D`RETENTION_DAYS`).
+pub const RETENTION_DAYS: usize = 30;
+
+/// The players first seen on one day, and how many of them played on each later day.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cohort {
+    /// Players first seen that day.
+    pub players: u64,
+    /// `returned[k]`: of those, how many played a match `k` days later; only the days
+    /// the export reaches.
+    pub returned: Vec<u64>,
+}
+
+/// One player's first day and the days after it that it played on (bit k: day k).
+#[derive(Debug, Clone, Copy)]
+struct PlayerDays {
+    cohort: NaiveDate,
+    played: u64,
+}
 
 /// Wins of one group out of its decided matches.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -76,6 +97,11 @@ pub struct Figures {
     pub people_vs_bots: [WinRate; 2],
     /// Matches by number of automatic plays.
     pub automatic: BTreeMap<i32, u64>,
+    /// Queued seats' waits, by mode ([`MODES`] order) and UTC hour of the match's start:
+    /// whole seconds → seats.
+    pub queue_waits: [[BTreeMap<u32, u64>; 24]; 3],
+    /// Retention by cohort day, for the cohorts within the export's days.
+    pub cohorts: BTreeMap<NaiveDate, Cohort>,
     /// Matches read.
     pub matches: u64,
     /// Plays read.
@@ -86,7 +112,9 @@ pub struct Figures {
 pub fn figures(root: &Path) -> anyhow::Result<Figures> {
     let mut figures = Figures::default();
     let mut sampler = Sampler::new(SCATTER_POINTS);
+    let mut first_seen = cohorts_of_players(root)?;
     for day in days(root)? {
+        let today = day_of(&day)?;
         let matches = read_day(root, Table::Matches, &day)?;
         let rounds = read_day(root, Table::Rounds, &day)?;
         let players = read_day(root, Table::MatchPlayers, &day)?;
@@ -117,6 +145,8 @@ pub fn figures(root: &Path) -> anyhow::Result<Figures> {
             figures.scored_rounds += b.num_rows() as u64 / 2;
         }
 
+        // Each match's mode and the UTC hour it started, for the seats' queue waits.
+        let mut start_hour: HashMap<&str, (usize, usize)> = HashMap::new();
         for b in &matches {
             let ids = b
                 .column_by_name("match_id")
@@ -140,9 +170,15 @@ pub fn figures(root: &Path) -> anyhow::Result<Figures> {
                 .context("matches.end_reason")?
                 .as_string::<i32>();
             let totals = [int32(b, "side0_total")?, int32(b, "side1_total")?];
+            let started = b
+                .column_by_name("started_at")
+                .context("matches.started_at")?
+                .as_primitive::<TimestampMicrosecondType>();
             for i in 0..b.num_rows() {
                 figures.matches += 1;
                 let slot = MODES.iter().position(|m| *m == mode.value(i)).unwrap_or(1);
+                let hour = (started.value(i).div_euclid(3_600_000_000)).rem_euclid(24) as usize;
+                start_hour.insert(ids.value(i), (slot, hour));
                 figures.per_day.entry(day_of(&day)?).or_default()[slot] += 1;
                 *figures.rounds.entry(rounds.value(i)).or_default() += 1;
                 *figures
@@ -225,8 +261,27 @@ pub fn figures(root: &Path) -> anyhow::Result<Figures> {
                 .column_by_name("ended_at")
                 .context("match_players.ended_at")?
                 .as_primitive::<TimestampMicrosecondType>();
+            let fill = b
+                .column_by_name("seat_fill")
+                .map(|c| c.as_string::<i32>().clone());
+            let wait = b
+                .column_by_name("queue_wait_seconds")
+                .map(|c| c.as_primitive::<Float64Type>().clone());
             for i in 0..b.num_rows() {
                 let id = ids.value(i);
+                if let (Some(fill), Some(wait)) = (&fill, &wait)
+                    && fill.is_valid(i)
+                    && fill.value(i) == "queue"
+                    && wait.is_valid(i)
+                    && let Some(&(slot, hour)) = start_hour.get(id)
+                {
+                    *figures.queue_waits[slot][hour]
+                        .entry(wait.value(i).max(0.0).round() as u32)
+                        .or_default() += 1;
+                }
+                if !bot.value(i) && user.is_valid(i) {
+                    note_played(&mut first_seen, user.value(i), today);
+                }
                 if mixed.get(id).copied().unwrap_or(false)
                     && has_person.get(id).copied().unwrap_or(false)
                     && (won.value(i) || lost.value(i))
@@ -259,7 +314,102 @@ pub fn figures(root: &Path) -> anyhow::Result<Figures> {
             }
         }
     }
+    if let (Some(&first), Some(&last)) =
+        (figures.per_day.keys().next(), figures.per_day.keys().last())
+    {
+        figures.cohorts = cohorts(&first_seen, first, last);
+    }
     Ok(figures)
+}
+
+/// Each player of the `players` snapshot with its cohort: the day it was first seen
+/// (its sign-up, or its first match when that is older). Empty for an export without it.
+fn cohorts_of_players(root: &Path) -> anyhow::Result<HashMap<u128, PlayerDays>> {
+    let mut players = HashMap::new();
+    let path = root.join(crate::export::players::FILE);
+    if !path.exists() {
+        return Ok(players);
+    }
+    let file = std::fs::File::open(&path)?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .with_context(|| format!("{} is not Parquet", path.display()))?
+        .build()?;
+    for batch in reader {
+        let b = batch?;
+        let ids = b
+            .column_by_name("user_id")
+            .context("players.user_id")?
+            .as_string::<i32>();
+        let signed_up = b
+            .column_by_name("signed_up_at")
+            .context("players.signed_up_at")?
+            .as_primitive::<TimestampMicrosecondType>();
+        let first_match = b
+            .column_by_name("first_match_at")
+            .context("players.first_match_at")?
+            .as_primitive::<TimestampMicrosecondType>();
+        for i in 0..b.num_rows() {
+            let first_seen = [signed_up, first_match]
+                .iter()
+                .filter(|c| c.is_valid(i))
+                .map(|c| c.value(i))
+                .min();
+            let (Some(micros), Ok(id)) = (first_seen, uuid::Uuid::parse_str(ids.value(i))) else {
+                continue;
+            };
+            let Some(at) = chrono::DateTime::from_timestamp_micros(micros) else {
+                continue;
+            };
+            players.insert(
+                id.as_u128(),
+                PlayerDays {
+                    cohort: at.date_naive(),
+                    played: 0,
+                },
+            );
+        }
+    }
+    Ok(players)
+}
+
+/// Notes that `user` played on `day` (its first day, when the snapshot did not know it).
+fn note_played(players: &mut HashMap<u128, PlayerDays>, user: &str, day: NaiveDate) {
+    let Ok(id) = uuid::Uuid::parse_str(user) else {
+        return;
+    };
+    let entry = players.entry(id.as_u128()).or_insert(PlayerDays {
+        cohort: day,
+        played: 0,
+    });
+    let k = (day - entry.cohort).num_days();
+    if (0..64).contains(&k) {
+        entry.played |= 1 << k;
+    }
+}
+
+/// The cohorts of the days `first..=last` and their returns, D0 to [`RETENTION_DAYS`]
+/// (only the days up to `last`).
+fn cohorts(
+    players: &HashMap<u128, PlayerDays>,
+    first: NaiveDate,
+    last: NaiveDate,
+) -> BTreeMap<NaiveDate, Cohort> {
+    let mut cohorts: BTreeMap<NaiveDate, Cohort> = BTreeMap::new();
+    for p in players.values() {
+        if p.cohort < first || p.cohort > last {
+            continue;
+        }
+        let reach = ((last - p.cohort).num_days() as usize).min(RETENTION_DAYS);
+        let cohort = cohorts.entry(p.cohort).or_insert_with(|| Cohort {
+            players: 0,
+            returned: vec![0; reach + 1],
+        });
+        cohort.players += 1;
+        for (k, returned) in cohort.returned.iter_mut().enumerate() {
+            *returned += (p.played >> k) & 1;
+        }
+    }
+    cohorts
 }
 
 fn int16<'a>(b: &'a RecordBatch, name: &str) -> anyhow::Result<&'a arrow_array::Int16Array> {
@@ -377,6 +527,55 @@ mod tests {
         assert_eq!(WinRate::default().with_interval(), None);
         let (_, low, high) = WinRate { n: 10, wins: 10 }.with_interval().unwrap();
         assert!(low > 0.7 && high > 0.999_999 && high <= 1.0, "{low} {high}");
+    }
+
+    #[test]
+    fn cohorts_count_who_came_back_on_each_day_the_export_reaches() {
+        let day = |d: u32| NaiveDate::from_ymd_opt(2026, 11, d).unwrap();
+        let mut players = HashMap::new();
+        let ids: Vec<String> = (1..=4u128)
+            .map(|i| uuid::Uuid::from_u128(i).to_string())
+            .collect();
+        // Signed up on the 1st (from the snapshot), played the 1st, 2nd and 8th.
+        players.insert(
+            1,
+            PlayerDays {
+                cohort: day(1),
+                played: 0,
+            },
+        );
+        for d in [1, 2, 8] {
+            note_played(&mut players, &ids[0], day(d));
+        }
+        // First seen playing on the 1st, again the 3rd.
+        note_played(&mut players, &ids[1], day(1));
+        note_played(&mut players, &ids[1], day(3));
+        // Signed up on the 1st, never played.
+        players.insert(
+            3,
+            PlayerDays {
+                cohort: day(1),
+                played: 0,
+            },
+        );
+        // First seen on the 9th, the last day.
+        note_played(&mut players, &ids[3], day(9));
+        // Before the export's days: not a cohort of it.
+        players.insert(
+            99,
+            PlayerDays {
+                cohort: day(1) - chrono::Days::new(5),
+                played: 0,
+            },
+        );
+
+        let cohorts = cohorts(&players, day(1), day(9));
+        assert_eq!(cohorts.len(), 2);
+        let first = &cohorts[&day(1)];
+        assert_eq!(first.players, 3);
+        assert_eq!(first.returned, vec![2, 1, 1, 0, 0, 0, 0, 1, 0]);
+        let last = &cohorts[&day(9)];
+        assert_eq!((last.players, last.returned.clone()), (1, vec![1]));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! SVG charts drawn with `plotters` (SVG backend only, no fonts: text is left to the
-//! browser): bars over categories, bars with interval whiskers, and a scatter with a
-//! line of bucket means.
+//! browser): bars over categories, bars with interval whiskers, a scatter with a line of
+//! bucket means, and a heat map of shares.
 
 use plotters::prelude::*;
 
@@ -222,6 +222,57 @@ pub fn scatter_with_means(
                 means.to_vec(),
                 PALETTE[1].stroke_width(3),
             )))
+            .map_err(draw_error)?;
+        root.present().map_err(draw_error)?;
+    }
+    Ok(svg)
+}
+
+/// A heat map: one row per `rows` label, one column per `columns` label, each cell's
+/// share (0 to 1) as the opacity of the first palette colour; `None` cells are not drawn.
+pub fn heatmap(
+    rows: &[String],
+    columns: &[String],
+    cells: &[Vec<Option<f64>>],
+    x_label: &str,
+) -> anyhow::Result<String> {
+    let (n_rows, n_columns) = (rows.len().max(1), columns.len().max(1));
+    let height = (n_rows as u32 * 16 + 80).clamp(200, 900);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(64)
+            .build_cartesian_2d(
+                -0.5f64..n_columns as f64 - 0.5,
+                n_rows as f64 - 0.5..-0.5f64,
+            )
+            .map_err(draw_error)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_labels(n_columns.min(31))
+            .x_label_formatter(&|x| label(columns, *x, (n_columns / 16).max(1)))
+            .y_labels(n_rows.min(40))
+            .y_label_formatter(&|y| label(rows, *y, (n_rows / 30).max(1)))
+            .x_desc(x_label)
+            .draw()
+            .map_err(draw_error)?;
+        let colour = PALETTE[0];
+        chart
+            .draw_series(cells.iter().enumerate().flat_map(|(r, row)| {
+                row.iter().enumerate().filter_map(move |(c, share)| {
+                    let share = (*share)?;
+                    let (x, y) = (c as f64, r as f64);
+                    Some(Rectangle::new(
+                        [(x - 0.48, y - 0.48), (x + 0.48, y + 0.48)],
+                        colour.mix(0.08 + 0.92 * share.clamp(0.0, 1.0)).filled(),
+                    ))
+                })
+            }))
             .map_err(draw_error)?;
         root.present().map_err(draw_error)?;
     }

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use self::aggregate::{Figures, MODES, WinRate};
+use self::aggregate::{Figures, MODES, RETENTION_DAYS, WinRate};
 use self::charts::Series;
 
 /// What a report run did.
@@ -76,6 +76,8 @@ pub fn report(from: &Path, out: &Path) -> anyhow::Result<ReportSummary> {
         rating_gap(&figures)?,
         people_vs_bots(&figures)?,
         automatic(&figures)?,
+        retention(&figures)?,
+        time_to_match(&figures)?,
     ];
     let html = page(&figures, &sections);
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -476,6 +478,132 @@ fn automatic(f: &Figures) -> anyhow::Result<Section> {
         note: "Plays the server made when a turn timer ran out.".into(),
         svg: charts::bars(&categories, &series, false, "matches")?,
         points: f.automatic.len(),
+        table,
+    })
+}
+
+fn retention(f: &Figures) -> anyhow::Result<Section> {
+    let rows: Vec<String> = f
+        .cohorts
+        .keys()
+        .map(|d| d.format("%m-%d").to_string())
+        .collect();
+    // D0 to the furthest day a cohort reaches (at most RETENTION_DAYS).
+    let reach = f
+        .cohorts
+        .values()
+        .map(|c| c.returned.len())
+        .max()
+        .unwrap_or(1)
+        .min(RETENTION_DAYS + 1);
+    let columns: Vec<String> = (0..reach).map(|k| format!("D{k}")).collect();
+    let cells: Vec<Vec<Option<f64>>> = f
+        .cohorts
+        .values()
+        .map(|c| {
+            (0..reach)
+                .map(|k| {
+                    c.returned
+                        .get(k)
+                        .map(|&n| n as f64 / c.players.max(1) as f64)
+                })
+                .collect()
+        })
+        .collect();
+    let mut table = Table::new(&[
+        "day after the first",
+        "cohorts reaching it",
+        "players",
+        "played that day",
+    ]);
+    for k in [1, 7, 30] {
+        let reaching: Vec<_> = f
+            .cohorts
+            .values()
+            .filter(|c| c.returned.len() > k)
+            .collect();
+        let players: u64 = reaching.iter().map(|c| c.players).sum();
+        let back: u64 = reaching.iter().map(|c| c.returned[k]).sum();
+        table.row(vec![
+            format!("D{k}"),
+            reaching.len().to_string(),
+            players.to_string(),
+            if players > 0 {
+                pct(back as f64 / players as f64)
+            } else {
+                "–".into()
+            },
+        ]);
+    }
+    let players: u64 = f.cohorts.values().map(|c| c.players).sum();
+    Ok(Section {
+        id: "retention",
+        title: "Retention by cohort",
+        note: format!(
+            "{players} players by the UTC day they were first seen (sign-up, or first match when older; one row a day); a cell is the share of the row's players who played a match k days later (darker: more). Days the export does not reach yet are blank."
+        ),
+        svg: charts::heatmap(&rows, &columns, &cells, "days after the first")?,
+        points: cells.iter().flatten().filter(|c| c.is_some()).count(),
+        table,
+    })
+}
+
+/// The median of a histogram (value → count), if it holds any.
+fn median(h: &std::collections::BTreeMap<u32, u64>) -> Option<u32> {
+    let n: u64 = h.values().sum();
+    let mut seen = 0;
+    for (value, count) in h {
+        seen += count;
+        if seen * 2 >= n && n > 0 {
+            return Some(*value);
+        }
+    }
+    None
+}
+
+fn time_to_match(f: &Figures) -> anyhow::Result<Section> {
+    let hours: Vec<String> = (0..24).map(|h| format!("{h:02}")).collect();
+    let queued = |k: usize| -> u64 { f.queue_waits[k].iter().flat_map(|h| h.values()).sum() };
+    let modes: Vec<usize> = (0..MODES.len()).filter(|&k| queued(k) > 0).collect();
+    let series: Vec<Series> = modes
+        .iter()
+        .map(|&k| Series {
+            name: MODES[k].to_owned(),
+            values: f.queue_waits[k]
+                .iter()
+                .map(|h| median(h).map_or(0.0, f64::from))
+                .collect(),
+        })
+        .collect();
+    let mut table = Table::new(&[
+        "mode",
+        "queued seats",
+        "median wait",
+        "90th percentile",
+        "longest",
+    ]);
+    for &k in &modes {
+        let mut all = std::collections::BTreeMap::new();
+        for h in &f.queue_waits[k] {
+            for (wait, n) in h {
+                *all.entry(i64::from(*wait)).or_insert(0) += n;
+            }
+        }
+        let (_, median, p90, max) = quantiles(&all);
+        table.row(vec![
+            MODES[k].to_owned(),
+            queued(k).to_string(),
+            format!("{median} s"),
+            format!("{p90} s"),
+            format!("{max} s"),
+        ]);
+    }
+    Ok(Section {
+        id: "time-to-match",
+        title: "Time to match by hour",
+        note: "Median seconds a queued player searched before the queue matched them, by UTC hour of the match's start and mode (queue seats only).".into(),
+        svg: charts::bars(&hours, &series, false, "median wait (s)")?,
+        points: series.iter().flat_map(|s| &s.values).filter(|v| **v > 0.0).count(),
         table,
     })
 }

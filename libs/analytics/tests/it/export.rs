@@ -21,7 +21,7 @@ use crate::helpers::{players, record_matches};
 
 fn options(out: &Path) -> ExportOptions {
     ExportOptions {
-        out: out.to_owned(),
+        out: out.into(),
         since: None,
         until: None,
         settle: Duration::ZERO,

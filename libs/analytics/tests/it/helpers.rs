@@ -48,7 +48,7 @@ pub(crate) async fn record_matches(
     days: u32,
     seed: u64,
 ) -> Vec<(MatchRecord, Recorded)> {
-    let mut corpus = Corpus::new(
+    let corpus = Corpus::new(
         players.to_vec(),
         CorpusOptions {
             seed,
@@ -56,6 +56,44 @@ pub(crate) async fn record_matches(
             until: until(),
         },
     );
+    record(store, corpus, n).await
+}
+
+/// As [`record_matches`], with players who come and go (`simulate --fast`'s corpus:
+/// [`Corpus::with_returning_players`]).
+pub(crate) async fn record_returning_matches(
+    store: &PgStore,
+    players: &[Player],
+    n: usize,
+    days: u32,
+    seed: u64,
+) -> Vec<(MatchRecord, Recorded)> {
+    let corpus = Corpus::new(
+        players.to_vec(),
+        CorpusOptions {
+            seed,
+            days,
+            until: until(),
+        },
+    )
+    .with_returning_players();
+    record(store, corpus, n).await
+}
+
+/// Moves each account's sign-up to an hour before its first recorded match, as if the
+/// players had signed up on the day they first played (the corpus backdates matches).
+pub(crate) async fn sign_up_before_first_match(pool: &sqlx::PgPool) {
+    sqlx::query(
+        "UPDATE users u SET created_at = f.first - INTERVAL '1 hour'
+         FROM (SELECT user_id, min(ended_at) AS first FROM match_players GROUP BY user_id) f
+         WHERE f.user_id = u.id",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+async fn record(store: &PgStore, mut corpus: Corpus, n: usize) -> Vec<(MatchRecord, Recorded)> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let record = MatchRecord::from_proto(corpus.next_record()).expect("a valid record");

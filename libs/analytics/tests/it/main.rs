@@ -4,5 +4,7 @@
 
 mod export;
 mod helpers;
+mod queries;
 mod report;
+mod s3;
 mod views;

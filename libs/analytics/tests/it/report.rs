@@ -13,7 +13,7 @@ use basra_analytics::export::{ExportOptions, export};
 use basra_analytics::report::report;
 use sqlx::PgPool;
 
-use crate::helpers::{players, record_matches};
+use crate::helpers::{players, record_returning_matches, sign_up_before_first_match};
 
 fn browser_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser")
@@ -22,14 +22,15 @@ fn browser_dir() -> PathBuf {
 async fn report_of(pool: &PgPool, name: &str) -> (PathBuf, PathBuf) {
     let store = PgStore::new(pool.clone());
     let people = players(&store, 16).await;
-    record_matches(&store, &people, 150, 6, 7).await;
+    record_returning_matches(&store, &people, 150, 6, 7).await;
+    sign_up_before_first_match(pool).await;
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("report-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     let export_dir = dir.join("export");
     let summary = export(
         pool,
         &ExportOptions {
-            out: export_dir.clone(),
+            out: export_dir.clone().into(),
             since: None,
             until: None,
             settle: Duration::ZERO,
@@ -42,7 +43,7 @@ async fn report_of(pool: &PgPool, name: &str) -> (PathBuf, PathBuf) {
     let html = dir.join("report.html");
     let done = report(&export_dir, &html).unwrap();
     assert_eq!(done.matches, 150);
-    assert_eq!(done.plots, 10);
+    assert_eq!(done.plots, 12);
     (dir, html)
 }
 
@@ -61,15 +62,17 @@ async fn the_report_is_one_self_contained_page_with_every_section(pool: PgPool) 
         "rating-gap",
         "bots",
         "automatic",
+        "retention",
+        "time-to-match",
     ] {
         assert!(
             page.contains(&format!("<section id=\"{id}\">")),
             "section {id}"
         );
     }
-    assert_eq!(page.matches("<figure class=\"plot\"").count(), 10);
-    assert_eq!(page.matches("<svg").count(), 10);
-    assert_eq!(page.matches("<table>").count(), 10);
+    assert_eq!(page.matches("<figure class=\"plot\"").count(), 12);
+    assert_eq!(page.matches("<svg").count(), 12);
+    assert_eq!(page.matches("<table>").count(), 12);
     // Self-contained: nothing is fetched, nothing runs.
     for outside in ["http://", "https://", "<script", "<link", "src="] {
         let hits: Vec<_> = page.match_indices(outside).collect();
@@ -114,7 +117,7 @@ async fn the_report_renders_in_a_headless_browser_with_data_in_every_plot(pool: 
     assert_eq!(result["pageErrors"], serde_json::json!([]), "{result}");
     assert_eq!(result["failedRequests"], serde_json::json!([]), "{result}");
     let plots = result["plots"].as_array().unwrap();
-    assert_eq!(plots.len(), 10, "{result}");
+    assert_eq!(plots.len(), 12, "{result}");
     for plot in plots {
         assert!(plot["width"].as_f64().unwrap() > 300.0, "{plot}");
         assert!(plot["height"].as_f64().unwrap() > 100.0, "{plot}");

@@ -444,8 +444,9 @@ fn assert_permission_denied(err: &sqlx::Error, what: &str) {
 }
 
 /// One row per account: sign-up, kind, first and last match and the count from the
-/// match records, the current rating, the first and last sign-in's client app; and
-/// nothing personal (no username, display name, friend code or device).
+/// match records, the current rating, the first and last sign-in's client app; a deleted
+/// account as its anonymous key with its matches; and nothing personal (no username,
+/// display name, friend code or device).
 #[sqlx::test(migrator = "accounts::store::MIGRATOR")]
 async fn the_players_view_has_each_account_without_personal_data(pool: PgPool) {
     use basra_platform::client_info::ClientInfo;
@@ -462,6 +463,11 @@ async fn the_players_view_has_each_account_without_personal_data(pool: PgPool) {
     .await
     .unwrap();
     let first = people[0].user_id;
+    let anonymous = Uuid::now_v7();
+    store
+        .delete_account(people[1].user_id, anonymous, chrono::Utc::now())
+        .await
+        .unwrap();
     let at = crate::helpers::until();
     for (client, minutes) in [("web/1.2.0", 1), ("android/2.0.3", 2)] {
         store
@@ -501,6 +507,7 @@ async fn the_players_view_has_each_account_without_personal_data(pool: PgPool) {
             "signup_app_version",
             "last_platform",
             "last_app_version",
+            "deleted",
         ]
     );
 
@@ -509,9 +516,16 @@ async fn the_players_view_has_each_account_without_personal_data(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(rows.len(), people.len() + 1, "one row per account");
+    assert!(
+        !rows
+            .iter()
+            .any(|r| r.get::<Uuid, _>("user_id") == people[1].user_id)
+    );
     for row in &rows {
         let id: Uuid = row.get("user_id");
-        let kind: String = row.get("kind");
+        let deleted: bool = row.get("deleted");
+        assert_eq!(deleted, id == anonymous, "{id}");
+        let kind: Option<String> = row.get("kind");
         let played: i32 = row.get("matches_played");
         let (matches, first_at, last_at): (
             i64,
@@ -541,15 +555,22 @@ async fn the_players_view_has_each_account_without_personal_data(pool: PgPool) {
                 .await
                 .unwrap();
         assert_eq!(row.get::<Option<f64>, _>("rating"), rating);
-        if id == guest {
-            assert_eq!(kind, "guest");
+        if id == anonymous {
+            assert_eq!(kind, None);
+            assert!(played > 0, "its matches stay");
+            assert_eq!(
+                row.get::<Option<chrono::DateTime<chrono::Utc>>, _>("signed_up_at"),
+                None
+            );
+        } else if id == guest {
+            assert_eq!(kind.as_deref(), Some("guest"));
             assert_eq!(played, 0);
             assert_eq!(
                 row.get::<NaiveDate, _>("signup_day"),
                 NaiveDate::from_ymd_opt(2026, 11, 19).unwrap()
             );
         } else {
-            assert_eq!(kind, "username");
+            assert_eq!(kind.as_deref(), Some("username"));
             assert!(played > 0, "every simulated player played");
         }
         let platforms: (
