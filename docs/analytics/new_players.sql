@@ -8,7 +8,7 @@ SET TimeZone = 'UTC';
 SELECT CAST(least(signed_up_at, first_match_at) AS DATE) AS day,
        count(*) AS new_players,
        count(*) FILTER (WHERE kind = 'guest') AS guests,
-       count(*) FILTER (WHERE kind = 'username') AS registered,
+       count(*) FILTER (WHERE kind IN ('username', 'provider')) AS registered,
        count(*) FILTER (WHERE deleted) AS deleted_since,
        count(*) FILTER (WHERE matches_played = 0) AS never_played
 FROM read_parquet('/tmp/basra-export/players/*.parquet')

@@ -7,7 +7,7 @@
 SELECT LEAST(signup_day, first_match_day) AS day,
        count(*) AS new_players,
        count(*) FILTER (WHERE kind = 'guest') AS guests,
-       count(*) FILTER (WHERE kind = 'username') AS registered,
+       count(*) FILTER (WHERE kind IN ('username', 'provider')) AS registered,
        count(*) FILTER (WHERE deleted) AS deleted_since
 FROM analyst.players
 GROUP BY 1

@@ -462,6 +462,24 @@ async fn the_players_view_has_each_account_without_personal_data(pool: PgPool) {
     .execute(&pool)
     .await
     .unwrap();
+    // An account made by Sign in with Apple: registered, no username.
+    let provider = Uuid::now_v7();
+    sqlx::query(
+        "INSERT INTO users (id, display_name, is_guest, created_at)
+         VALUES ($1, 'an apple player', FALSE, '2026-11-20T10:00:00Z')",
+    )
+    .bind(provider)
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO provider_identities (provider, subject, user_id, created_at)
+         VALUES ('apple', '001234.abcd', $1, '2026-11-20T10:00:00Z')",
+    )
+    .bind(provider)
+    .execute(&pool)
+    .await
+    .unwrap();
     let first = people[0].user_id;
     let anonymous = Uuid::now_v7();
     store
@@ -515,7 +533,7 @@ async fn the_players_view_has_each_account_without_personal_data(pool: PgPool) {
         .fetch_all(&pool)
         .await
         .unwrap();
-    assert_eq!(rows.len(), people.len() + 1, "one row per account");
+    assert_eq!(rows.len(), people.len() + 2, "one row per account");
     assert!(
         !rows
             .iter()
@@ -562,6 +580,9 @@ async fn the_players_view_has_each_account_without_personal_data(pool: PgPool) {
                 row.get::<Option<chrono::DateTime<chrono::Utc>>, _>("signed_up_at"),
                 None
             );
+        } else if id == provider {
+            assert_eq!(kind.as_deref(), Some("provider"));
+            assert_eq!(played, 0);
         } else if id == guest {
             assert_eq!(kind.as_deref(), Some("guest"));
             assert_eq!(played, 0);
