@@ -25,10 +25,11 @@ fn the_jvm_client_plays_resumes_and_refreshes_against_basra_dev() {
     );
     let classpath = std::fs::read_to_string(out.join("classpath")).unwrap();
 
-    // Access tokens of 2 s and a computer that thinks 15 ms a play: the match (about 70
-    // plays each) outlives the first token, so the client must refresh to finish it.
+    // Access tokens of 2 s and a computer that thinks 40 ms a play: the match (about 70
+    // plays each) lasts at least 2.8 s however fast the machine is (the think delay is a
+    // floor), so it outlives the first token and the client must refresh to finish it.
     let dev = DevProcess::start(
-        &["--bot-delay-ms", "15"],
+        &["--bot-delay-ms", "40"],
         &[("BASRA_ACCOUNTS_TOKENS__ACCESS_TTL_SECONDS", "2")],
     );
     let started = Instant::now();
