@@ -40,6 +40,16 @@ mkdirSync(artifacts, { recursive: true });
 const problems = [];
 const report = { computer: {}, names: {}, friends: {}, ranked: {}, quickMatch: {}, arabic: {}, myData: {} };
 
+/** Whether `probe()` comes true within `ms` (the page renders after an event, not in it). */
+async function eventually(probe, ms = 5000) {
+  const until = Date.now() + ms;
+  for (;;) {
+    if (await probe()) return true;
+    if (Date.now() > until) return false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 function check(condition, message) {
   if (!condition) throw new Error(`check failed: ${message}`);
 }
@@ -506,7 +516,8 @@ try {
     check(first.format === "basra-account-export/1", `the export's format: ${first.format}`);
     check(first.account.display_name === "Leaving Soon" && first.account.is_guest === true, `the export is this player's: ${JSON.stringify(first.account)}`);
     await page.getByTestId("my-data-status").filter({ hasText: "downloaded" }).waitFor();
-    check((await page.getByTestId("export-dialog").count()) === 0, "the export dialog closes");
+    // A dialog leaves the page on its `close` event, a task after close(): wait for it.
+    check(await eventually(async () => (await page.getByTestId("export-dialog").count()) === 0), "the export dialog closes");
     // The delete button waits for the word; another word or cancel deletes nothing.
     await page.getByTestId("delete-my-account").click();
     await page.getByTestId("delete-dialog").waitFor();
@@ -514,7 +525,7 @@ try {
     await page.getByTestId("delete-proof").fill("yes");
     check(await page.getByTestId("delete-confirm").isDisabled(), "another word: the delete button is off");
     await page.getByTestId("delete-dialog-cancel").click();
-    check((await page.getByTestId("delete-dialog").count()) === 0, "cancel closes the dialog");
+    check(await eventually(async () => (await page.getByTestId("delete-dialog").count()) === 0), "cancel closes the dialog");
     const still = await exported();
     check(still.account.user_id === first.account.user_id, "cancelled: the account is still there");
     await page.getByTestId("delete-my-account").click();
@@ -531,7 +542,7 @@ try {
     await page.getByTestId("delete-my-account").click();
     await page.getByText("حذف حسابي نهائيًا").waitFor();
     await page.getByTestId("delete-proof").fill("احذف");
-    check(!(await page.getByTestId("delete-confirm").isDisabled()), "the Arabic word confirms in Arabic");
+    check(await eventually(async () => !(await page.getByTestId("delete-confirm").isDisabled())), "the Arabic word confirms in Arabic");
     await page.screenshot({ path: join(artifacts, "arabic-delete-dialog.png") });
     await page.getByTestId("delete-dialog-cancel").click();
     await page.getByTestId("lang").click();
