@@ -1,8 +1,8 @@
 //! Which client app makes a call: the `basra-client` metadata every client sends
-//! (`web/1.2.0`, `cli/0.4.1`, `android/2.0.3`): a platform and the app's version. Kept
-//! with the player's session (accounts) and with their seat of each match (game-session),
-//! so the analyst views and the export can count players and matches by platform and
-//! version.
+//! (`web/1.2.0`, `cli/0.4.1`, `android/2.0.3`): a platform and the app's version.
+//! accounts keeps it with each sign-in (a session) and, when it records a match, with
+//! each human seat (the player's latest sign-in at or before the match's end), so the
+//! analyst views and the export can count players and matches by platform and version.
 //!
 //! It is informational: a call without it, or with a value that is not
 //! `<platform>/<version>` as below, is served the same and recorded as from an unknown

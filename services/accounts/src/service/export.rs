@@ -6,6 +6,7 @@
 use std::pin::Pin;
 
 use basra_platform::auth::{Caller, Role};
+use basra_platform::client_info::ClientInfo;
 use basra_proto::basra::accounts::v1 as pb;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -64,7 +65,12 @@ fn played(m: &PlayedMatch) -> Value {
             "rating_after": c.rating_after,
             "deviation_after": c.deviation_after,
         })),
+        "your_client": m.your_client.as_ref().map(client),
     })
+}
+
+fn client(c: &ClientInfo) -> Value {
+    json!({ "platform": c.platform, "version": c.version })
 }
 
 /// Cuts the document into messages of at most [`EXPORT_CHUNK_BYTES`].
@@ -147,6 +153,7 @@ impl<S: Store> AccountsApi<S> {
         let records = store.account_records(user_id).await?;
         let list = store.friend_list(user_id).await?;
         let providers = store.linked_providers(user_id).await?;
+        let clients = store.sign_in_clients(user_id).await?;
         let user = &profile.user;
         let account = json!({
             "user_id": user.id,
@@ -185,6 +192,11 @@ impl<S: Store> AccountsApi<S> {
                 "subject": p.identity.subject,
                 "linked_at": time(p.linked_at),
             })).collect::<Vec<_>>(),
+            "sign_in_clients": clients.iter().map(|(c, at)| {
+                let mut entry = client(c);
+                entry["signed_in_at"] = json!(time(*at));
+                entry
+            }).collect::<Vec<_>>(),
         });
         let friends = json!({
             "friends": list.friends.iter().map(friend).collect::<Vec<_>>(),

@@ -73,9 +73,23 @@ struct PlayerRow {
     lost: bool,
     basras: BasraCounts,
     change: Option<RatingChange>,
+    /// The player's client app at the match's end ([`Inner::client_at`]).
+    client: Option<ClientInfo>,
 }
 
 impl Inner {
+    /// The client app of `user_id`'s latest sign-in at or before `at`; of two at the
+    /// same time, the one noted last (the list is kept sorted by a stable sort), as
+    /// PostgreSQL's `ORDER BY signed_in_at DESC, id DESC`.
+    fn client_at(&self, user_id: Uuid, at: DateTime<Utc>) -> Option<ClientInfo> {
+        self.clients
+            .get(&user_id)?
+            .iter()
+            .rev()
+            .find(|(_, signed_in_at)| *signed_in_at <= at)
+            .map(|(client, _)| client.clone())
+    }
+
     /// Records one match whose players all exist (checked by the caller).
     fn record_one(&mut self, record: &MatchRecord) -> Recorded {
         if self.matches.contains_key(&record.match_id) {
@@ -110,6 +124,7 @@ impl Inner {
                 lost: record.winner_side.is_some_and(|w| w != seat.side),
                 basras: record.basra_counts.get(side).copied().unwrap_or_default(),
                 change: changes.iter().find(|c| c.user_id == user_id).copied(),
+                client: self.client_at(user_id, record.ended_at),
             };
             self.players.entry(user_id).or_default().push(row);
         }
@@ -613,6 +628,7 @@ impl Store for MemoryStore {
                     record: inner.matches.get(&r.match_id)?.clone(),
                     your_seat: r.seat,
                     rating_change: r.change,
+                    your_client: r.client.clone(),
                 })
             })
             .collect())

@@ -325,6 +325,10 @@ pub struct PlayedMatch {
     pub your_seat: u8,
     /// The player's rating change, if the match changed it.
     pub rating_change: Option<RatingChange>,
+    /// The client app kept with the player's seat: that of their latest sign-in at or
+    /// before the match's end that named one (`None`: none did, or the match was
+    /// recorded before seats kept it).
+    pub your_client: Option<ClientInfo>,
 }
 
 impl PlayedMatch {
@@ -449,7 +453,8 @@ pub trait Store: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<NameChange>> + Send;
 
     /// Remembers that `user_id` signed in at `at` from `client` (the call's
-    /// `basra-client` metadata), for the analyst view `analyst.players`.
+    /// `basra-client` metadata), for the analyst view `analyst.players` and the seats
+    /// of the matches the user plays ([`Store::record_match`]).
     fn note_sign_in_client(
         &self,
         user_id: Uuid,
@@ -524,10 +529,14 @@ pub trait Store: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<(u32, LeaderboardRow)>>> + Send;
 
     /// Records a finished match and, if it is rated, applies its Glicko-2
-    /// changes ([`crate::rating::rate`]) in the same transaction. Idempotent by
-    /// match id: a second call changes nothing and answers the first changes
-    /// with `already_recorded`. Errors: `InvalidArgument` when a seat names an
-    /// unknown user. A batch of one ([`Store::record_matches`]).
+    /// changes ([`crate::rating::rate`]) in the same transaction. Each human seat
+    /// keeps its player's client app: that of the latest sign-in noted
+    /// ([`Store::note_sign_in_client`]) at or before the match's end, of two at the
+    /// same time the one noted last; none when there is none (bots and deleted
+    /// players' placeholder seats keep none). Idempotent by match id: a second call
+    /// changes nothing and answers the first changes with `already_recorded`.
+    /// Errors: `InvalidArgument` when a seat names an unknown user. A batch of one
+    /// ([`Store::record_matches`]).
     fn record_match(
         &self,
         record: &MatchRecord,

@@ -1108,14 +1108,27 @@ impl PgStore {
 
         let players = PlayerRows::of(new.iter().map(|(_, r)| *r).zip(&changes));
         if !players.match_id.is_empty() {
+            // Each seat's client app: its player's latest sign-in at or before the
+            // match's end that named one (`sign_in_clients_user` finds it; the same
+            // pick as the memory store's `client_at`).
             sqlx::query(
                 "INSERT INTO match_players (match_id, seat, side, user_id, won, lost, basras,
                                             jack_basras, komi_basras, rating_before, rating_after,
-                                            deviation_after, ended_at)
-                 SELECT * FROM UNNEST($1::TEXT[], $2::SMALLINT[], $3::SMALLINT[], $4::UUID[],
-                                      $5::BOOLEAN[], $6::BOOLEAN[], $7::INT[], $8::INT[], $9::INT[],
-                                      $10::DOUBLE PRECISION[], $11::DOUBLE PRECISION[],
-                                      $12::DOUBLE PRECISION[], $13::TIMESTAMPTZ[])",
+                                            deviation_after, ended_at, client_platform,
+                                            client_app_version)
+                 SELECT p.*, c.platform, c.app_version
+                 FROM UNNEST($1::TEXT[], $2::SMALLINT[], $3::SMALLINT[], $4::UUID[],
+                             $5::BOOLEAN[], $6::BOOLEAN[], $7::INT[], $8::INT[], $9::INT[],
+                             $10::DOUBLE PRECISION[], $11::DOUBLE PRECISION[],
+                             $12::DOUBLE PRECISION[], $13::TIMESTAMPTZ[])
+                      AS p(match_id, seat, side, user_id, won, lost, basras, jack_basras,
+                           komi_basras, rating_before, rating_after, deviation_after, ended_at)
+                 LEFT JOIN LATERAL (
+                     SELECT s.platform, s.app_version FROM sign_in_clients s
+                     WHERE s.user_id = p.user_id AND s.signed_in_at <= p.ended_at
+                     ORDER BY s.signed_in_at DESC, s.id DESC
+                     LIMIT 1
+                 ) c ON TRUE",
             )
             .bind(&players.match_id)
             .bind(&players.seat)

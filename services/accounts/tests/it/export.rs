@@ -7,7 +7,7 @@ use basra_proto::basra::accounts::v1 as pb;
 use tokio_stream::StreamExt as _;
 use tonic::Code;
 
-use crate::grpc::{failure, guest_req, match_record, register, register_req};
+use crate::grpc::{failure, guest_req, login_req, match_record, register, register_req};
 use crate::helpers::{TestApp, authed, spawn_app, tokens};
 
 on_both_stores!(
@@ -62,10 +62,14 @@ async fn friend_code<S: Store>(app: &TestApp<S>, token: &str) -> String {
 async fn the_export_holds_the_callers_data_and_no_one_elses_private_data<S: Store>(store: S) {
     let app = spawn_app(store).await;
     let mut client = app.client().await;
-    // The caller began as a guest on a device and registered.
+    // The caller began as a guest on a device, in the web client, and registered.
+    let mut guest_login = tonic::Request::new(guest_req("device-export"));
+    guest_login
+        .metadata_mut()
+        .insert("basra-client", "web/1.2.3".parse().unwrap());
     let guest = tokens(
         client
-            .guest_login(guest_req("device-export"))
+            .guest_login(guest_login)
             .await
             .unwrap()
             .into_inner()
@@ -137,6 +141,12 @@ async fn the_export_holds_the_callers_data_and_no_one_elses_private_data<S: Stor
         ))
         .await
         .unwrap();
+    // The friend signs in again from Android: their app is theirs, not in the export.
+    let mut login = tonic::Request::new(login_req("tarek", "correct horse battery"));
+    login
+        .metadata_mut()
+        .insert("basra-client", "android/9.8.7".parse().unwrap());
+    client.login(login).await.unwrap();
     let service = app.service_token();
     for (id, a, b) in [
         ("mine-1", &me.user_id, &friend.user_id),
@@ -169,6 +179,13 @@ async fn the_export_holds_the_callers_data_and_no_one_elses_private_data<S: Stor
     let sessions = account["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 2, "{sessions:#?}");
     assert!(sessions.iter().any(|s| s["revoked_at"].is_string()));
+    let clients = account["sign_in_clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 1, "{clients:#?}");
+    assert_eq!(
+        (&clients[0]["platform"], &clients[0]["version"]),
+        (&"web".into(), &"1.2.3".into())
+    );
+    assert!(clients[0]["signed_in_at"].is_string());
     assert_eq!(account["statistics"]["matches_played"], 2);
     assert_eq!(account["rating"]["ranked_matches"], 2);
 
@@ -198,6 +215,12 @@ async fn the_export_holds_the_callers_data_and_no_one_elses_private_data<S: Stor
         let seat = m["your_seat"].as_u64().unwrap() as usize;
         assert_eq!(m["seats"][seat]["user_id"], me.user_id.as_str());
         assert!(m["your_rating_change"]["rating_after"].is_number());
+        // The seat kept the app of the caller's sign-in before the match ended.
+        assert_eq!(
+            m["your_client"],
+            serde_json::json!({"platform": "web", "version": "1.2.3"}),
+            "{m}"
+        );
     }
     assert_eq!(doc["rating_history"].as_array().unwrap().len(), 2);
 
@@ -215,6 +238,7 @@ async fn the_export_holds_the_callers_data_and_no_one_elses_private_data<S: Stor
         );
     }
     assert!(!text.contains("theirs"), "a match the caller did not play");
+    assert!(!text.contains("9.8.7"), "another player's client app");
     // The stranger appears only as the caller's opponent in mine-2 (their id), never
     // as the friend's outgoing request.
     assert_eq!(text.matches(&stranger.user_id).count(), 1, "{text}");

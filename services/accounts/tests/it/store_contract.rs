@@ -41,6 +41,7 @@ on_both_stores!(in contract:
     friend_codes_are_given_once_and_find_their_owner,
     display_name_changes_are_limited_per_rolling_window,
     sign_in_clients_are_kept_oldest_first,
+    each_seat_keeps_its_players_client_app_at_the_matchs_end,
     concurrent_display_name_changes_count_each_other,
 );
 
@@ -128,6 +129,114 @@ mod contract {
         assert_eq!(noted, [&web, &cli]);
         let other = new_guest(&store, "device-other").await;
         assert!(store.sign_in_clients(other.id).await.unwrap().is_empty());
+    }
+
+    /// Each human seat keeps the client app of its player's latest sign-in at or before
+    /// the match's end (of two at the same time, the one noted last), through
+    /// RecordMatch and RecordMatches alike; a player who named none, or only later, has
+    /// none; a retry changes nothing; a deletion keeps the seats' apps under the key.
+    pub(super) async fn each_seat_keeps_its_players_client_app_at_the_matchs_end<S: Store>(
+        store: S,
+    ) {
+        use basra_platform::client_info::ClientInfo;
+        use std::collections::HashMap;
+        let client = |s: &str| ClientInfo::parse(s).unwrap();
+        let a = new_account(&store, "alice").await;
+        let b = new_account(&store, "bob").await;
+        let c = new_guest(&store, "device-late").await;
+        // alice: the web at minute 5, Android at 20, then at 40 the terminal and the
+        // web again at the same instant (noted in that order); bob: never; the guest:
+        // only at 50.
+        for (user, app, minute) in [
+            (a.id, "web/1.2.0", 5),
+            (a.id, "android/2.0.3", 20),
+            (a.id, "cli/0.1.0", 40),
+            (a.id, "web/1.3.0", 40),
+            (c.id, "cli/0.1.0", 50),
+        ] {
+            store
+                .note_sign_in_client(user, &client(app), at(minute))
+                .await
+                .unwrap();
+        }
+        // One at a time: before any sign-in, after the first, at the second's instant
+        // (against a bot).
+        store
+            .record_match(&duel("m-0", a.id, b.id, 0, false, 1), at(2))
+            .await
+            .unwrap();
+        store
+            .record_match(&duel("m-1", a.id, b.id, 0, true, 10), at(11))
+            .await
+            .unwrap();
+        store
+            .record_match(
+                &record("m-2", &[Some(a.id), None], Some(0), false, 20),
+                at(21),
+            )
+            .await
+            .unwrap();
+        // A batch: between the second and the tie, at the tie, and the guest's match
+        // ending before its sign-in.
+        store
+            .record_matches(
+                &[
+                    duel("m-3", b.id, a.id, 1, true, 30),
+                    duel("m-4", a.id, c.id, 0, false, 40),
+                    duel("m-5", c.id, b.id, 0, false, 45),
+                ],
+                at(46),
+            )
+            .await
+            .unwrap();
+        // A retry after a newer sign-in changes nothing.
+        store
+            .note_sign_in_client(b.id, &client("ios/3.0.0"), at(60))
+            .await
+            .unwrap();
+        let again = store
+            .record_match(&duel("m-1", a.id, b.id, 0, true, 10), at(61))
+            .await
+            .unwrap();
+        assert!(again.already_recorded);
+
+        async fn clients<S: Store>(store: &S, user: Uuid) -> HashMap<String, (u8, Option<String>)> {
+            store
+                .played_matches(user, None, 100)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|m| {
+                    (
+                        m.record.match_id,
+                        (m.your_seat, m.your_client.map(|c| c.to_string())),
+                    )
+                })
+                .collect()
+        }
+        let web = |v: &str| Some(format!("web/{v}"));
+        let alice = HashMap::from([
+            ("m-0".to_owned(), (0, None)),
+            ("m-1".to_owned(), (0, web("1.2.0"))),
+            ("m-2".to_owned(), (0, Some("android/2.0.3".to_owned()))),
+            ("m-3".to_owned(), (1, Some("android/2.0.3".to_owned()))),
+            ("m-4".to_owned(), (0, web("1.3.0"))),
+        ]);
+        assert_eq!(clients(&store, a.id).await, alice);
+        let bob = clients(&store, b.id).await;
+        assert_eq!(bob.len(), 4, "m-0, m-1, m-3, m-5");
+        assert!(bob.values().all(|(_, app)| app.is_none()), "{bob:?}");
+        assert_eq!(
+            clients(&store, c.id).await,
+            HashMap::from([("m-4".to_owned(), (1, None)), ("m-5".to_owned(), (0, None)),])
+        );
+
+        // A deletion re-keys the seats and keeps their apps (no one's personal data);
+        // the sign-ins themselves go with the account.
+        let key = Uuid::now_v7();
+        store.delete_account(a.id, key, at(70)).await.unwrap();
+        assert_eq!(clients(&store, key).await, alice);
+        assert!(store.sign_in_clients(a.id).await.unwrap().is_empty());
     }
 
     pub(super) async fn guest_login_gives_one_user_per_device<S: Store>(store: S) {

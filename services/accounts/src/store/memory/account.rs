@@ -57,6 +57,8 @@ impl Inner {
         self.refresh.retain(|_, token| token.user_id != user_id);
         self.ratings.remove(&user_id);
         self.name_changes.remove(&user_id);
+        // As PostgreSQL's ON DELETE CASCADE; the seats keep their client apps.
+        self.clients.remove(&user_id);
         let linked = self.friends.forget(user_id);
         let rows = self.players.remove(&user_id).unwrap_or_default();
         for row in &rows {

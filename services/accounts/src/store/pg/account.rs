@@ -1,6 +1,7 @@
 //! The account itself on PostgreSQL: its password (ChangePassword) and its deletion
 //! (DeleteAccount), each one transaction.
 
+use basra_platform::client_info::ClientInfo;
 use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Row};
 use uuid::Uuid;
@@ -205,7 +206,8 @@ pub(super) async fn played_matches(
         "SELECT m.match_id, m.room_id, m.ranked, m.settings, m.seats, m.seed, m.action_log,
                 m.actions, m.rounds, m.final_totals, m.basra_counts, m.winner_side,
                 m.end_reason, m.started_at, m.ended_at,
-                p.seat, p.rating_before, p.rating_after, p.deviation_after
+                p.seat, p.rating_before, p.rating_after, p.deviation_after,
+                p.client_platform, p.client_app_version
          FROM match_players p JOIN matches m ON m.match_id = p.match_id
          WHERE p.user_id = $1
            AND ($2::TIMESTAMPTZ IS NULL OR (p.ended_at, p.match_id) < ($2, $3))
@@ -247,6 +249,14 @@ pub(super) async fn played_matches(
                 }),
                 None => None,
             };
+            // Written together (both or neither).
+            let your_client = match (
+                row.try_get::<Option<String>, _>("client_platform")?,
+                row.try_get::<Option<String>, _>("client_app_version")?,
+            ) {
+                (Some(platform), Some(version)) => Some(ClientInfo { platform, version }),
+                _ => None,
+            };
             Ok(PlayedMatch {
                 record: MatchRecord {
                     match_id: row.try_get("match_id")?,
@@ -274,6 +284,7 @@ pub(super) async fn played_matches(
                 },
                 your_seat: seat,
                 rating_change,
+                your_client,
             })
         })
         .collect()
