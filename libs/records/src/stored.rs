@@ -47,6 +47,18 @@ pub struct SeatRating {
     pub deviation_after: f64,
 }
 
+/// The client app kept with one seat (accounts' `match_players.client_platform`,
+/// `client_app_version`): the player's latest sign-in at or before the match's end.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct SeatClient {
+    /// The seat.
+    pub seat: u8,
+    /// `web`, `android`, `cli`, …
+    pub platform: String,
+    /// The app's version.
+    pub app_version: String,
+}
+
 /// A stored match record, decoded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredMatch {
@@ -83,6 +95,8 @@ pub struct StoredMatch {
     pub recorded_at: DateTime<Utc>,
     /// The rating changes of rated seats.
     pub ratings: Vec<SeatRating>,
+    /// The client apps of the seats whose client is known (none for bots).
+    pub clients: Vec<SeatClient>,
 }
 
 /// The action log of a stored row, in whichever form it was written.

@@ -13,7 +13,7 @@ use sqlx::types::Json;
 use sqlx::{PgPool, Row};
 use tokio_stream::{Stream, StreamExt};
 
-pub use basra_records::stored::{SeatInfo, SeatRating, StoredMatch};
+pub use basra_records::stored::{SeatClient, SeatInfo, SeatRating, StoredMatch};
 
 /// A row that could not be decoded: its match id and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +63,7 @@ pub fn stream<'a>(
     let query = format!(
         "SELECT match_id, room_id, ranked, settings, seats, seed, actions, rounds, final_totals,
                 basra_counts, winner_side, end_reason, started_at, ended_at, recorded_at,
-                rating_changes, action_log
+                rating_changes, action_log, seat_clients
          FROM analyst.match_records {FILTER}
          ORDER BY ended_at, match_id"
     );
@@ -120,6 +120,10 @@ fn decode_fields(row: &PgRow) -> Result<StoredMatch, sqlx::Error> {
         ratings: row
             .try_get::<Option<Json<Vec<SeatRating>>>, _>("rating_changes")?
             .map(|r| r.0)
+            .unwrap_or_default(),
+        clients: row
+            .try_get::<Option<Json<Vec<SeatClient>>>, _>("seat_clients")?
+            .map(|c| c.0)
             .unwrap_or_default(),
     })
 }

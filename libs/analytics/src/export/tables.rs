@@ -115,6 +115,8 @@ static MATCH_PLAYERS: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("ended_at", time(), false),
         Field::new("seat_fill", DataType::Utf8, true),
         Field::new("queue_wait_seconds", DataType::Float64, true),
+        Field::new("client_platform", DataType::Utf8, true),
+        Field::new("client_app_version", DataType::Utf8, true),
     ])
 });
 
@@ -344,6 +346,8 @@ pub struct MatchPlayersBuilder {
     ended_at: TimestampMicrosecondBuilder,
     seat_fill: StringBuilder,
     queue_wait: Float64Builder,
+    client_platform: StringBuilder,
+    client_version: StringBuilder,
     rows: usize,
 }
 
@@ -395,6 +399,11 @@ impl MatchPlayersBuilder {
                 .append_option(seat.fill.map(|fill| fill.as_str()));
             self.queue_wait
                 .append_option(seat.queue_wait_ms.map(|ms| f64::from(ms) / 1000.0));
+            let client = record.clients.iter().find(|c| c.seat == seat.seat);
+            self.client_platform
+                .append_option(client.map(|c| c.platform.as_str()));
+            self.client_version
+                .append_option(client.map(|c| c.app_version.as_str()));
             self.rows += 1;
         }
     }
@@ -432,6 +441,8 @@ impl MatchPlayersBuilder {
             Arc::new(tz(std::mem::take(&mut self.ended_at)).finish()),
             Arc::new(self.seat_fill.finish()),
             Arc::new(self.queue_wait.finish()),
+            Arc::new(self.client_platform.finish()),
+            Arc::new(self.client_version.finish()),
         ];
         self.rows = 0;
         RecordBatch::try_new(MATCH_PLAYERS.clone(), columns).expect("columns match the schema")

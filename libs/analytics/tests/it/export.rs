@@ -7,12 +7,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use accounts::PgStore;
+use accounts::store::Store as _;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int16Type, Int32Type, TimestampMicrosecondType};
 use arrow_array::{Array, RecordBatch};
 use basra_analytics::dataset;
 use basra_analytics::export::tables::{TABLES, Table};
 use basra_analytics::export::{ExportOptions, ExportSummary, export};
+use basra_platform::client_info::ClientInfo;
 use basra_records::{ActionKind, ActionRecord, MatchRecord};
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use sqlx::PgPool;
@@ -84,6 +86,15 @@ async fn scalar(pool: &PgPool, sql: &'static str) -> i64 {
 async fn the_export_reads_back_equal_to_sql_over_the_views(pool: PgPool) {
     let store = PgStore::new(pool.clone());
     let people = players(&store, 10).await;
+    // people[0] signed in from the web client before playing; the others named none.
+    store
+        .note_sign_in_client(
+            people[0].user_id,
+            &ClientInfo::parse("web/1.2.3").unwrap(),
+            crate::helpers::until() - chrono::Duration::days(30),
+        )
+        .await
+        .unwrap();
     record_matches(&store, &people, 60, 4, 11).await;
     let out = temp_dir("readback");
 
@@ -224,6 +235,59 @@ async fn the_export_reads_back_equal_to_sql_over_the_views(pool: PgPool) {
         assert!(sql > 0, "{fill}");
         assert_eq!(exported, sql, "{fill}");
     }
+    // Each seat's client app as the view has it: web/1.2.3 on people[0]'s seats, null
+    // on every other seat (bots, players who named no client).
+    let mut exported: HashMap<(String, i16), (Option<String>, Option<String>)> = HashMap::new();
+    for b in batches(&out, Table::MatchPlayers) {
+        let ids = b.column_by_name("match_id").unwrap().as_string::<i32>();
+        let seats = b
+            .column_by_name("seat")
+            .unwrap()
+            .as_primitive::<Int16Type>();
+        let platform = b
+            .column_by_name("client_platform")
+            .unwrap()
+            .as_string::<i32>();
+        let version = b
+            .column_by_name("client_app_version")
+            .unwrap()
+            .as_string::<i32>();
+        for i in 0..b.num_rows() {
+            let value = |c: &arrow_array::StringArray| c.is_valid(i).then(|| c.value(i).to_owned());
+            exported.insert(
+                (ids.value(i).to_owned(), seats.value(i)),
+                (value(platform), value(version)),
+            );
+        }
+    }
+    let viewed: Vec<(
+        String,
+        i16,
+        Option<uuid::Uuid>,
+        Option<String>,
+        Option<String>,
+    )> = sqlx::query_as(
+        "SELECT match_id, seat, user_id, client_platform, client_app_version
+             FROM analyst.match_players",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(exported.len(), viewed.len());
+    let mut web = 0;
+    for (match_id, seat, user, platform, version) in viewed {
+        if user == Some(people[0].user_id) {
+            assert_eq!(
+                (platform.as_deref(), version.as_deref()),
+                (Some("web"), Some("1.2.3"))
+            );
+            web += 1;
+        } else {
+            assert_eq!((&platform, &version), (&None, &None), "{user:?}");
+        }
+        assert_eq!(exported[&(match_id, seat)], (platform, version));
+    }
+    assert!(web > 0, "people[0] played");
     let rated = batches(&out, Table::MatchPlayers)
         .iter()
         .map(|b| (b.num_rows() - b.column_by_name("rating_after").unwrap().null_count()) as i64)

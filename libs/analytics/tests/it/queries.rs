@@ -5,7 +5,7 @@
 //! as the `basra_analyst` role over the views — so a renamed column fails `make test`,
 //! not an analyst's morning. A few totals are checked against SQL over the views.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -207,6 +207,7 @@ fn the_documents_hold_the_queries_this_test_runs() {
         "docs/analytics/matches_per_player.sql",
         "docs/analytics/time_to_match.sql",
         "docs/analytics/bot_seats.sql",
+        "docs/analytics/matches_by_client.sql",
         "docs/analytics/views_retention.sql",
     ] {
         assert!(names.contains(&file), "{file} in {names:?}");
@@ -227,6 +228,23 @@ fn the_documents_hold_the_queries_this_test_runs() {
 async fn every_documented_query_runs_against_a_fresh_export_and_the_views(pool: PgPool) {
     let store = PgStore::new(pool.clone());
     let people = players(&store, 24).await;
+    // Client apps from before the corpus's first day: a third on the web, a third on
+    // Android, a third naming none.
+    for (i, person) in people.iter().enumerate() {
+        let client = match i % 3 {
+            0 => "web/1.2.3",
+            1 => "android/2.0.3",
+            _ => continue,
+        };
+        store
+            .note_sign_in_client(
+                person.user_id,
+                &basra_platform::client_info::ClientInfo::parse(client).unwrap(),
+                crate::helpers::until() - chrono::Duration::days(30),
+            )
+            .await
+            .unwrap();
+    }
     // 20 days up to 2026-11-20: the README's week of 2026-11-01 is in it.
     record_returning_matches(&store, &people, 160, 20, 81).await;
     sign_up_before_first_match(&pool).await;
@@ -324,6 +342,22 @@ async fn every_documented_query_runs_against_a_fresh_export_and_the_views(pool: 
         answer("bot_seats.sql").sum("seats"),
         scalar(&pool, "SELECT count(*) FROM analyst.match_players").await
     );
+    let by_client = answer("matches_by_client.sql");
+    assert_eq!(
+        by_client.sum("seats"),
+        scalar(
+            &pool,
+            "SELECT count(*) FROM analyst.match_players WHERE NOT is_bot"
+        )
+        .await
+    );
+    let platforms: HashSet<Option<String>> = by_client.column("platform").into_iter().collect();
+    for platform in [Some("web".to_owned()), Some("android".to_owned()), None] {
+        assert!(
+            platforms.contains(&platform),
+            "{platform:?} in {platforms:?}"
+        );
+    }
     let retention = answer("retention.sql");
     assert_eq!(
         retention.sum("players"),

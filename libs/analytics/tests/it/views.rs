@@ -620,3 +620,87 @@ async fn the_players_view_has_each_account_without_personal_data(pool: PgPool) {
         }
     }
 }
+
+/// Each human seat carries its player's client app as of the match's end (the latest
+/// sign-in at or before it that named one), appended as the view's last two columns;
+/// bot seats and players who never named a client have NULL.
+#[sqlx::test(migrator = "accounts::store::MIGRATOR")]
+async fn the_match_players_view_has_each_seats_client_app(pool: PgPool) {
+    use basra_platform::client_info::ClientInfo;
+    let store = PgStore::new(pool.clone());
+    let people = players(&store, 6).await;
+    // Before every match of the corpus (it ends at `until`, over 4 days): people[0] on
+    // the web, people[1] on Android; the others never named a client.
+    let before = crate::helpers::until() - chrono::Duration::days(30);
+    for (person, client) in [(0, "web/1.2.3"), (1, "android/2.0.3")] {
+        store
+            .note_sign_in_client(
+                people[person].user_id,
+                &ClientInfo::parse(client).unwrap(),
+                before,
+            )
+            .await
+            .unwrap();
+    }
+    // A later sign-in from the terminal, after every match: no seat takes it.
+    store
+        .note_sign_in_client(
+            people[0].user_id,
+            &ClientInfo::parse("cli/0.1.0").unwrap(),
+            crate::helpers::until() + chrono::Duration::days(1),
+        )
+        .await
+        .unwrap();
+    let recorded = record_matches(&store, &people, 30, 4, 7).await;
+
+    let columns: Vec<String> = sqlx::query_scalar(
+        "SELECT column_name::TEXT FROM information_schema.columns
+         WHERE table_schema = 'analyst' AND table_name = 'match_players'
+         ORDER BY ordinal_position",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        columns[columns.len() - 4..],
+        [
+            "seat_fill",
+            "queue_wait_seconds",
+            "client_platform",
+            "client_app_version"
+        ]
+    );
+
+    let expected = |user: Option<Uuid>| -> (Option<String>, Option<String>) {
+        match user {
+            Some(id) if id == people[0].user_id => (Some("web".into()), Some("1.2.3".into())),
+            Some(id) if id == people[1].user_id => (Some("android".into()), Some("2.0.3".into())),
+            _ => (None, None),
+        }
+    };
+    let rows = sqlx::query("SELECT * FROM analyst.match_players")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    let seats: usize = recorded.iter().map(|(r, _)| r.seats.len()).sum();
+    assert_eq!(rows.len(), seats);
+    let mut seen: HashMap<(Option<String>, bool), usize> = HashMap::new();
+    for row in &rows {
+        let user: Option<Uuid> = row.get("user_id");
+        let client: (Option<String>, Option<String>) =
+            (row.get("client_platform"), row.get("client_app_version"));
+        assert_eq!(client, expected(user), "{user:?}");
+        *seen
+            .entry((client.0, row.get::<bool, _>("is_bot")))
+            .or_default() += 1;
+    }
+    // The corpus has each case: web, Android, a person without a client, a bot.
+    for case in [
+        (Some("web".to_owned()), false),
+        (Some("android".to_owned()), false),
+        (None, false),
+        (None, true),
+    ] {
+        assert!(seen.contains_key(&case), "{case:?} in {seen:?}");
+    }
+}
