@@ -260,13 +260,15 @@ async fn the_export_reads_back_equal_to_sql_over_the_views(pool: PgPool) {
             );
         }
     }
-    let viewed: Vec<(
+    // match_id, seat, user_id, client_platform, client_app_version.
+    type Seat = (
         String,
         i16,
         Option<uuid::Uuid>,
         Option<String>,
         Option<String>,
-    )> = sqlx::query_as(
+    );
+    let viewed: Vec<Seat> = sqlx::query_as(
         "SELECT match_id, seat, user_id, client_platform, client_app_version
              FROM analyst.match_players",
     )

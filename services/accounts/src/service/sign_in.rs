@@ -74,8 +74,8 @@ impl<S: Store> AccountsApi<S> {
 
     /// Notes the client app a sign-in came from (`basra-client`), for the analyst view
     /// `analyst.players` and the seats of the matches the player then plays.
-    /// Informational: a call without it notes nothing, and a failure
-    /// to note is logged while the sign-in stands.
+    /// Informational: a call without it notes nothing, and a failure to note is logged
+    /// while the sign-in stands.
     pub(super) async fn note_client(
         &self,
         app: Option<basra_platform::client_info::ClientInfo>,
