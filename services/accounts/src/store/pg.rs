@@ -83,7 +83,8 @@ impl PgStore {
     /// policy (expand, then contract; deploy/README.md) makes the newer schema one this
     /// release runs on, so a rolled-back pod started with `database.migrate` still serves.
     pub async fn migrate(&self) -> Result<()> {
-        let mut migrator = sqlx::migrate::Migrator::with_migrations(MIGRATOR.iter().cloned().collect());
+        let mut migrator =
+            sqlx::migrate::Migrator::with_migrations(MIGRATOR.iter().cloned().collect());
         migrator.set_ignore_missing(true);
         migrator
             .run(&self.pool)

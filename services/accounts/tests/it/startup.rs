@@ -36,7 +36,10 @@ async fn a_newer_releases_migration_does_not_stop_an_older_release(pool: sqlx::P
     .unwrap();
     let refused = accounts::store::MIGRATOR.run(&pool).await.unwrap_err();
     assert!(
-        matches!(refused, sqlx::migrate::MigrateError::VersionMissing(99991231000001)),
+        matches!(
+            refused,
+            sqlx::migrate::MigrateError::VersionMissing(99991231000001)
+        ),
         "{refused:?}"
     );
     accounts::PgStore::new(pool.clone())
