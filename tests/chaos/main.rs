@@ -153,7 +153,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
             'r' => scenarios::restore_redis(&mut stack, &db, &args.size).await,
             'u' => match &args.old_bin_dir {
                 Some(old) => upgrade::rolling_upgrade(&mut stack, &db, &args.size, old).await,
-                None => bail!("scenario u needs --old-bin-dir (tests/chaos/previous-release.sh builds it)"),
+                None => bail!(
+                    "scenario u needs --old-bin-dir (tests/chaos/previous-release.sh builds it)"
+                ),
             },
             other => bail!("no scenario {other}; scenarios: abcdefghr, and u (with --old-bin-dir)"),
         };

@@ -117,11 +117,13 @@ fn same_answers(row: &mut Row, step: &str, before: &str, now: &str) {
             .lines()
             .zip(now.lines())
             .find(|(a, b)| a != b)
-            .map_or_else(|| "a different number of lines".to_owned(), |(a, b)| {
-                format!("before: {a}\nnow: {b}")
-            });
-        row.failures
-            .push(format!("{step}: accounts answers differently; first difference:\n{first}"));
+            .map_or_else(
+                || "a different number of lines".to_owned(),
+                |(a, b)| format!("before: {a}\nnow: {b}"),
+            );
+        row.failures.push(format!(
+            "{step}: accounts answers differently; first difference:\n{first}"
+        ));
     }
 }
 
@@ -151,7 +153,12 @@ pub async fn rolling_upgrade(
     let read_by_old = answers(&accounts_url, &pair)
         .await
         .context("the previous release's accounts answers on this code's schema")?;
-    same_answers(&mut row, "previous accounts on this schema", &written_by_this, &read_by_old);
+    same_answers(
+        &mut row,
+        "previous accounts on this schema",
+        &written_by_this,
+        &read_by_old,
+    );
 
     // 2. The stack's own replicas make way for the mixed pair.
     let redis_url = format!("redis://{}", stack.redis_proxy.addr);
@@ -219,7 +226,12 @@ pub async fn rolling_upgrade(
         let written_by_old = answers(&accounts_url, &players).await?;
         replace_accounts(&mut stack.accounts, &bin_dir).await?;
         let read_by_this = answers(&accounts_url, &players).await?;
-        same_answers(&mut row, "this accounts after the old one", &written_by_old, &read_by_this);
+        same_answers(
+            &mut row,
+            "this accounts after the old one",
+            &written_by_old,
+            &read_by_this,
+        );
         row.notes.push(
             "previous accounts served this schema; this accounts served the matches it recorded"
                 .into(),
