@@ -196,16 +196,17 @@ pub struct ConnectionLimits {
     pub max_connection_age_seconds: u64,
     /// HTTP/2 flow control: how many bytes a client may send on one stream before the
     /// server has read them (`SETTINGS_INITIAL_WINDOW_SIZE`). The server reads every
-    /// message as it comes, so this is no throughput limit for messages of tens of bytes;
-    /// it bounds what one stream may leave unread in the server's memory. 64 KiB (HTTP/2's
-    /// own default; hyper's is 1 MiB) is four of the largest game-session messages
-    /// (`docs/performance.md`, "40,000 streams behind a multiplexing proxy").
+    /// message as it comes, so this is no throughput limit for messages of tens of bytes.
+    /// Unread bytes hold the connection's window too: on a proxy's connection carrying a
+    /// hundred players, one stream whose handler stopped reading could take the whole
+    /// connection window and stall the other streams. 64 KiB (HTTP/2's own default; hyper's
+    /// is 1 MiB, the whole connection window) is four of the largest game-session messages
+    /// and a sixteenth of the connection window (`docs/performance.md`, "40,000 streams
+    /// behind a multiplexing proxy").
     pub initial_stream_window_bytes: u32,
     /// HTTP/2 flow control for the whole connection: the bytes all its streams together
-    /// may leave unread (the connection's window). 1 MiB (hyper's default): a proxy's
-    /// connection carrying hundreds of players' streams is not held up by one slow stream
-    /// before its own window stops it, and a hostile client can buffer at most this much
-    /// a connection.
+    /// may leave unread, so also what a client that sends and never reads can make a
+    /// replica buffer per connection. 1 MiB (hyper's default).
     pub initial_connection_window_bytes: u32,
 }
 
