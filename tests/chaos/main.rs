@@ -15,6 +15,7 @@
 //! target/debug/examples/chaos --bin-dir target/debug [--short] [--matches N]
 //!     [--saturation N] [--pg-down S] [--blackhole S] [--target-score N] [--storm N] [--only abcdefghr]
 //! target/debug/examples/chaos --bin-dir target/debug --soak MINUTES
+//! target/debug/examples/chaos --bin-dir target/debug --only abcdefghru --old-bin-dir DIR   # make chaos(-short)
 //! target/debug/examples/chaos --bin-dir target/debug --only u --old-bin-dir DIR   # make chaos-upgrade
 //! ```
 //!
@@ -152,9 +153,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
             'r' => scenarios::restore_redis(&mut stack, &db, &args.size).await,
             'u' => match &args.old_bin_dir {
                 Some(old) => upgrade::rolling_upgrade(&mut stack, &db, &args.size, old).await,
-                None => bail!("scenario u needs --old-bin-dir (make chaos-upgrade builds it)"),
+                None => bail!(
+                    "scenario u needs --old-bin-dir (tests/chaos/previous-release.sh builds it)"
+                ),
             },
-            other => bail!("no scenario {other}; scenarios: abcdefghr, and u (make chaos-upgrade)"),
+            other => bail!("no scenario {other}; scenarios: abcdefghr, and u (with --old-bin-dir)"),
         };
         let mut row = row.unwrap_or_else(|err| {
             let mut row = report::Row::new(&format!("{letter}. (did not run)"), 0);

@@ -1,14 +1,24 @@
-//! (u) The rolling upgrade, rehearsed: the previous release's game-session and this
-//! code's serve the same rooms at once (one seat of every room on each) while matches are
-//! played, as during a Kubernetes rollout; then the old replica is stopped as a pod is
-//! (SIGTERM: it drains) and this code starts on its port, and the other replica is
-//! restarted the same way, so every player moves twice. Every match must end with no event
-//! lost or duplicated and be recorded exactly once. During the mixed phase this code
-//! writes room states as JSON (`room_state_format`), the form a release before the binary
-//! form reads: the upgrade procedure of deploy/README.md, "Upgrade and roll back".
+//! (u) The rolling upgrade, rehearsed in the order of deploy/README.md, "Upgrade and roll
+//! back":
 //!
-//! Run by `make chaos-upgrade`, which builds the previous release's binaries first
-//! (tests/chaos/previous-release.sh); not part of `make chaos`.
+//! 1. **The schema first, the old accounts on it.** This code's accounts migrated the
+//!    database when the stack started (the `accounts-migrate` Job). The previous release's
+//!    accounts replaces it, with `database.migrate = false` as the pods run: the migration
+//!    policy says the expanded schema is one the previous release runs on unchanged. It
+//!    must answer the same profiles, friends and histories as this code did.
+//! 2. **Mixed game-session replicas.** The previous release's game-session and this
+//!    code's serve the same rooms at once (one seat of every room on each) while matches
+//!    are played and the old accounts records them; then the old replica is stopped as a
+//!    pod is (SIGTERM: it drains) and this code starts on its port, and the other replica
+//!    is restarted the same way, so every player moves twice. Every match must end with no
+//!    event lost or duplicated and be recorded exactly once. During the mixed phase this
+//!    code writes room states as JSON (`room_state_format`), the form a release before
+//!    the binary form reads.
+//! 3. **accounts upgraded.** This code's accounts replaces the old one and answers the
+//!    same profiles, friends and histories (the matches the old one recorded) as it did.
+//!
+//! Run by `make chaos-short` and `make chaos-upgrade`, which build the previous release's
+//! binaries first (tests/chaos/previous-release.sh, cached).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -16,9 +26,16 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use sqlx::PgPool;
 
+use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
+use basra_proto::basra::accounts::v1::{
+    AcceptFriendRequest, AddFriendRequest, GetProfileRequest, ListFriendsRequest,
+    MatchHistoryRequest, add_friend_request,
+};
+
+use crate::bots::{self, Player};
 use crate::report::Row;
 use crate::scenarios::{Size, check_records, finish, rooms_of, script, setup_and_start_on, tally};
-use crate::stack::Stack;
+use crate::stack::{Service, Stack};
 
 /// How long a stopped replica gets to drain before SIGKILL (its `drain_seconds` is 1).
 const DRAIN: Duration = Duration::from_secs(10);
@@ -26,6 +43,88 @@ const DRAIN: Duration = Duration::from_secs(10);
 /// Settings of this code while an older release runs beside it.
 fn mixed(config: String) -> String {
     config.replace("[game]\n", "[game]\nroom_state_format = \"json\"\n")
+}
+
+/// accounts' settings as the pods run them: the migration Job migrates, not the pods.
+fn no_migration(config: String) -> String {
+    config.replace("migrate = true", "migrate = false")
+}
+
+/// Replaces the running accounts by the `accounts` binary of `bin_dir`, as a rollout
+/// replaces a pod (SIGTERM, drain, the new one on the same port and settings).
+async fn replace_accounts(accounts: &mut Service, bin_dir: &Path) -> anyhow::Result<()> {
+    accounts.terminate(DRAIN).await;
+    accounts.set_binary(bin_dir, "accounts");
+    accounts.edit_config(no_migration)?;
+    accounts.start().await
+}
+
+/// Two guests who become friends (a request and its acceptance).
+async fn friends(accounts_url: &str) -> anyhow::Result<Vec<Player>> {
+    let pair = bots::guests(accounts_url, "u-friends", 2).await?;
+    let mut client = AccountsServiceClient::new(bots::channel(accounts_url)?);
+    let request = AddFriendRequest {
+        target: Some(add_friend_request::Target::UserId(pair[1].user_id.clone())),
+    };
+    client
+        .add_friend(bots::authed(request, &pair[0].bearer))
+        .await
+        .context("AddFriend")?;
+    let accept = AcceptFriendRequest {
+        user_id: pair[0].user_id.clone(),
+    };
+    client
+        .accept_friend(bots::authed(accept, &pair[1].bearer))
+        .await
+        .context("AcceptFriend")?;
+    Ok(pair)
+}
+
+/// What accounts at `url` answers each player about themselves: profile, friends and
+/// match history, as text to compare between two servers.
+async fn answers(url: &str, players: &[Player]) -> anyhow::Result<String> {
+    let mut client = AccountsServiceClient::new(bots::channel(url)?);
+    let mut text = String::new();
+    for player in players {
+        let profile = client
+            .get_profile(bots::authed(GetProfileRequest::default(), &player.bearer))
+            .await
+            .context("GetProfile")?
+            .into_inner();
+        let friends = client
+            .list_friends(bots::authed(ListFriendsRequest::default(), &player.bearer))
+            .await
+            .context("ListFriends")?
+            .into_inner();
+        let history = MatchHistoryRequest {
+            page_size: 50,
+            page_token: String::new(),
+        };
+        let history = client
+            .match_history(bots::authed(history, &player.bearer))
+            .await
+            .context("MatchHistory")?
+            .into_inner();
+        text.push_str(&format!("{profile:?}\n{friends:?}\n{history:?}\n"));
+    }
+    Ok(text)
+}
+
+/// Checks that `now` (what the replacing server answers) equals `before`.
+fn same_answers(row: &mut Row, step: &str, before: &str, now: &str) {
+    if before != now {
+        let first = before
+            .lines()
+            .zip(now.lines())
+            .find(|(a, b)| a != b)
+            .map_or_else(
+                || "a different number of lines".to_owned(),
+                |(a, b)| format!("before: {a}\nnow: {b}"),
+            );
+        row.failures.push(format!(
+            "{step}: accounts answers differently; first difference:\n{first}"
+        ));
+    }
 }
 
 pub async fn rolling_upgrade(
@@ -42,8 +141,26 @@ pub async fn rolling_upgrade(
         std::fs::read_to_string(old_bin_dir.join("RELEASE")).unwrap_or_else(|_| "unknown".into());
     row.notes
         .push(format!("previous release {}", release.trim()));
+    let bin_dir = stack.bin_dir().to_owned();
 
-    // The stack's own replicas make way for the mixed pair.
+    // 1. The previous release's accounts on this code's schema.
+    let accounts_url = stack.accounts.url();
+    let pair = friends(&accounts_url).await?;
+    let written_by_this = answers(&accounts_url, &pair).await?;
+    replace_accounts(&mut stack.accounts, old_bin_dir)
+        .await
+        .context("the previous release's accounts starts on this code's schema")?;
+    let read_by_old = answers(&accounts_url, &pair)
+        .await
+        .context("the previous release's accounts answers on this code's schema")?;
+    same_answers(
+        &mut row,
+        "previous accounts on this schema",
+        &written_by_this,
+        &read_by_old,
+    );
+
+    // 2. The stack's own replicas make way for the mixed pair.
     let redis_url = format!("redis://{}", stack.redis_proxy.addr);
     for game in &mut stack.games {
         game.kill();
@@ -55,7 +172,6 @@ pub async fn rolling_upgrade(
     old.start()
         .await
         .context("the previous release's game-session starts on this code's settings")?;
-    let bin_dir = stack.bin_dir().to_owned();
     let mut new = stack.game_replica_from(&bin_dir, "game-new", &redis_url, 1)?;
     new.edit_config(mixed)?;
     new.start().await?;
@@ -100,15 +216,37 @@ pub async fn rolling_upgrade(
             Duration::from_secs(30),
         )
         .await?;
+
+        // 3. This code's accounts replaces the old one: the same answers, including the
+        // matches the old one recorded.
+        let mut players = pair.clone();
+        for (_, a, b, _) in rooms.iter().take(4) {
+            players.extend([a.clone(), b.clone()]);
+        }
+        let written_by_old = answers(&accounts_url, &players).await?;
+        replace_accounts(&mut stack.accounts, &bin_dir).await?;
+        let read_by_this = answers(&accounts_url, &players).await?;
+        same_answers(
+            &mut row,
+            "this accounts after the old one",
+            &written_by_old,
+            &read_by_this,
+        );
+        row.notes.push(
+            "previous accounts served this schema; this accounts served the matches it recorded"
+                .into(),
+        );
         anyhow::Ok(())
     }
     .await;
 
-    // The stack's own replicas again, for whatever runs next.
+    // The stack's own replicas and accounts again, for whatever runs next.
     for game in &mut stack.games {
         game.kill();
     }
     stack.games = own;
+    stack.accounts.kill();
+    stack.accounts.set_binary(&bin_dir, "accounts");
     result?;
     Ok(row)
 }

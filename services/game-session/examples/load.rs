@@ -349,7 +349,14 @@ fn serve() -> anyhow::Result<()> {
             timer_poll: Duration::from_millis(100),
             resync: Duration::from_millis(2000),
             lease: Duration::from_millis(15_000),
-            bots: Default::default(),
+            // `LOAD_SEARCH_PRIORITY=normal`: the hard bot's searches at the runtime's priority.
+            bots: game_session::bots::Bots::new(&game_session::bots::BotSettings {
+                search_priority: match std::env::var("LOAD_SEARCH_PRIORITY").as_deref() {
+                    Ok("normal") => game_session::search_threads::SearchPriority::Normal,
+                    _ => game_session::search_threads::SearchPriority::Low,
+                },
+                ..Default::default()
+            }),
             revocations: Default::default(),
         };
         let session = game_session::GameSession::start(store, config, None, shutdown.child_token());

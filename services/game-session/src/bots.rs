@@ -9,8 +9,9 @@
 //!
 //! 1. the room's change runs as usual, except that when a hard bot's turn is due it stores
 //!    nothing and hands out the turn as the seat sees it ([`Room::hard_bot_turn`]);
-//! 2. the search runs on tokio's blocking pool, at most [`Bots`]' `concurrent` at a time
-//!    (others wait for a permit, up to `queue`), within `[bots]`' worlds and time;
+//! 2. the search runs on threads of its own ([`SearchThreads`], at the lowest CPU priority
+//!    unless `[bots] search_priority` says otherwise), at most [`Bots`]' `concurrent` at a
+//!    time (others wait for a permit, up to `queue`), within `[bots]`' worlds and time;
 //! 3. the change runs again with the card chosen. If the room moved on meanwhile (a
 //!    resignation, another replica), or no permit came in time, the bot plays the greedy
 //!    card instead of thinking again.
@@ -25,12 +26,13 @@ use std::time::{Duration, Instant};
 use basra_engine::search::{self, Budget};
 use basra_proto::basra::game::v1::RejectCode;
 use serde::Deserialize;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, oneshot};
 
 use crate::core::{Core, Mutation};
 use crate::error::Result;
 use crate::metrics::GameMetrics;
 use crate::room::{BotChoice, BotTurn, Reject, Room};
+use crate::search_threads::{SearchPriority, SearchThreads};
 
 /// The `[bots]` section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -46,6 +48,9 @@ pub struct BotSettings {
     /// The most milliseconds a decision waits for its turn to compute; then the bot plays
     /// the greedy card.
     pub queue_ms: u64,
+    /// The search threads' CPU priority: `low` (nice 19, the players' plays first) or
+    /// `normal`.
+    pub search_priority: SearchPriority,
 }
 
 impl Default for BotSettings {
@@ -56,6 +61,7 @@ impl Default for BotSettings {
             hard_max_ms: 25,
             concurrent: 0,
             queue_ms: 1000,
+            search_priority: SearchPriority::Low,
         }
     }
 }
@@ -82,13 +88,15 @@ impl BotSettings {
     }
 }
 
-/// The hard bot's budget and its thinking slots (clones share the slots).
+/// The hard bot's budget, its thinking slots and the threads they compute on (clones share
+/// the slots and the threads).
 #[derive(Debug, Clone)]
 pub struct Bots {
     budget: Budget,
     max_think: Duration,
     queue: Duration,
     slots: Arc<Semaphore>,
+    threads: SearchThreads,
 }
 
 impl Default for Bots {
@@ -98,7 +106,7 @@ impl Default for Bots {
 }
 
 impl Bots {
-    /// Slots and budget as `settings` say.
+    /// Slots, budget and threads (one a slot) as `settings` say.
     pub fn new(settings: &BotSettings) -> Bots {
         let concurrent = match settings.concurrent {
             0 => std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)),
@@ -111,11 +119,12 @@ impl Bots {
             max_think: Duration::from_millis(settings.hard_max_ms),
             queue: Duration::from_millis(settings.queue_ms),
             slots: Arc::new(Semaphore::new(concurrent)),
+            threads: SearchThreads::start(concurrent, settings.search_priority),
         }
     }
 
-    /// The search's card for `turn`, computed on the blocking pool; `None` when no slot
-    /// came within the queue time (or the search task failed). `metrics` count the
+    /// The search's card for `turn`, computed on the search threads; `None` when no slot
+    /// came within the queue time (or the search failed). `metrics` count the
     /// decisions, the fallbacks, and the searches' wall and CPU time.
     pub async fn think(&self, turn: BotTurn, metrics: &Arc<GameMetrics>) -> Option<BotChoice> {
         let slot = tokio::time::timeout(self.queue, Arc::clone(&self.slots).acquire_owned()).await;
@@ -125,7 +134,8 @@ impl Bots {
         };
         let (budget, max_think) = (self.budget, self.max_think);
         let metrics = Arc::clone(metrics);
-        let task = tokio::task::spawn_blocking(move || {
+        let (answer, answered) = oneshot::channel();
+        self.threads.run(move || {
             let _permit = permit;
             let (started, cpu_started) = (Instant::now(), thread_cpu_ns());
             let mut rng = rand::rng();
@@ -145,13 +155,14 @@ impl Bots {
                 think_us = think.as_micros() as u64,
                 "hard bot decided"
             );
-            Some(BotChoice {
+            let choice = card.map(|card| BotChoice {
                 seq: turn.seq,
                 seat: turn.seat,
-                card: card?,
-            })
+                card,
+            });
+            let _ = answer.send(choice);
         });
-        task.await.ok().flatten()
+        answered.await.ok().flatten()
     }
 }
 
@@ -263,6 +274,9 @@ mod tests {
         assert_eq!(tuned.bots.hard_worlds, 40);
         assert!(Settings::from_env(env("HARD_WORLDS", "0")).is_err());
         assert!(Settings::from_env(env("HARD_MAX_MS", "0")).is_err());
+        let normal = Settings::from_env(env("SEARCH_PRIORITY", "normal")).unwrap();
+        assert_eq!(normal.bots.search_priority, SearchPriority::Normal);
+        assert!(Settings::from_env(env("SEARCH_PRIORITY", "high")).is_err());
     }
 
     #[test]

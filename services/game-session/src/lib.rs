@@ -53,6 +53,7 @@ pub mod pod_cost;
 pub mod record;
 pub mod response;
 pub mod room;
+pub mod search_threads;
 pub mod seats;
 mod session;
 pub mod settings;

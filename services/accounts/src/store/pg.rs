@@ -78,9 +78,15 @@ impl PgStore {
         Ok(PgStore { pool })
     }
 
-    /// Applies the pending migrations.
+    /// Applies the pending migrations. Migrations recorded in the database that this
+    /// build does not know (a newer release's) are left alone, not refused: the migration
+    /// policy (expand, then contract; deploy/README.md) makes the newer schema one this
+    /// release runs on, so a rolled-back pod started with `database.migrate` still serves.
     pub async fn migrate(&self) -> Result<()> {
-        MIGRATOR
+        let mut migrator =
+            sqlx::migrate::Migrator::with_migrations(MIGRATOR.iter().cloned().collect());
+        migrator.set_ignore_missing(true);
+        migrator
             .run(&self.pool)
             .await
             .map_err(|e| AccountsError::Internal(format!("database migration failed: {e}")))
