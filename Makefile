@@ -77,14 +77,17 @@ bench: ## Run the benchmarks (figures in docs/performance.md)
 	services/game-session/bench/fixed_comparison.sh
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10 --replica relay
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10 --rate 5000
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 5000 --connections 100 --think-ms 2000-5000 --seconds 10 --warmup 2
 	REDIS_URL=memory $(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 250 --seconds 10 --spectators 4
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --join-storm 2000
 
-bench-streams: ## One replica holding 20,000 paced streams (19,900 connections: the fd limit here is 20,000), then a storm of 19,800 joins (docs/performance.md)
+bench-streams: ## One replica holding 20,000 paced streams (19,900 connections: the fd limit here is 20,000), then a storm of 19,800 joins, then 40,000 streams on 400 connections as behind a proxy (docs/performance.md)
 	$(CARGO) build --quiet --release -p game-session --example load
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 10000 --connections 19900 --think-ms 3500 --seconds 30 --warmup 5 --idle-seconds 10
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --join-storm 19800
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 20000 --connections 400 --think-ms 2000-5000 --seconds 30 --warmup 5 --idle-seconds 10
 
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := engine_actions rules_tool client_messages tokens

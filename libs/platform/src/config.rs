@@ -194,6 +194,20 @@ pub struct ConnectionLimits {
     /// drain time to finish its calls; 0 keeps connections as long as they live.
     /// Bounds idle connections; game streams resume on their new connection.
     pub max_connection_age_seconds: u64,
+    /// HTTP/2 flow control: how many bytes a client may send on one stream before the
+    /// server has read them (`SETTINGS_INITIAL_WINDOW_SIZE`). The server reads every
+    /// message as it comes, so this is no throughput limit for messages of tens of bytes.
+    /// Unread bytes hold the connection's window too: on a proxy's connection carrying a
+    /// hundred players, one stream whose handler stopped reading could take the whole
+    /// connection window and stall the other streams. 64 KiB (HTTP/2's own default; hyper's
+    /// is 1 MiB, the whole connection window) is four of the largest game-session messages
+    /// and a sixteenth of the connection window (`docs/performance.md`, "40,000 streams
+    /// behind a multiplexing proxy").
+    pub initial_stream_window_bytes: u32,
+    /// HTTP/2 flow control for the whole connection: the bytes all its streams together
+    /// may leave unread, so also what a client that sends and never reads can make a
+    /// replica buffer per connection. 1 MiB (hyper's default).
+    pub initial_connection_window_bytes: u32,
 }
 
 impl Default for ConnectionLimits {
@@ -203,6 +217,8 @@ impl Default for ConnectionLimits {
             max_streams_per_connection: 1_000,
             max_connections: 50_000,
             max_connection_age_seconds: 0,
+            initial_stream_window_bytes: 64 * 1024,
+            initial_connection_window_bytes: 1024 * 1024,
         }
     }
 }
@@ -226,9 +242,38 @@ impl Validate for ConnectionLimits {
                     .into(),
             );
         }
+        // HTTP/2 allows windows up to 2^31 - 1; below one frame (16 KiB) a message would
+        // wait for a window update mid-way.
+        for (name, bytes) in [
+            (
+                "initial_stream_window_bytes",
+                self.initial_stream_window_bytes,
+            ),
+            (
+                "initial_connection_window_bytes",
+                self.initial_connection_window_bytes,
+            ),
+        ] {
+            if !(MIN_WINDOW_BYTES..=MAX_WINDOW_BYTES).contains(&bytes) {
+                return Err(format!(
+                    "server.limits.{name} must be between {MIN_WINDOW_BYTES} and {MAX_WINDOW_BYTES}, not {bytes}"
+                ));
+            }
+        }
+        if self.initial_connection_window_bytes < self.initial_stream_window_bytes {
+            return Err(
+                "server.limits.initial_connection_window_bytes must be at least initial_stream_window_bytes"
+                    .into(),
+            );
+        }
         Ok(())
     }
 }
+
+/// The smallest HTTP/2 window [`ConnectionLimits`] accepts: one frame of the default size.
+const MIN_WINDOW_BYTES: u32 = 16 * 1024;
+/// The largest window HTTP/2 allows (2^31 - 1).
+const MAX_WINDOW_BYTES: u32 = i32::MAX as u32;
 
 impl ServerSettings {
     /// The longest drain we accept: Kubernetes' grace period must cover it.

@@ -130,7 +130,8 @@ pub enum ServeError {
 /// listing `service_names`, health and reflection).
 ///
 /// `options.limits` apply to every connection: metadata size, calls per connection,
-/// open connections (one over the cap is closed at once), connection age. The
+/// open connections (one over the cap is closed at once), connection age, the HTTP/2
+/// stream and connection windows. The
 /// largest message is each service's own (`max_decoding_message_size` on its
 /// generated server, where its routes are built).
 ///
@@ -191,7 +192,9 @@ pub async fn serve(
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .http2_keepalive_timeout(Some(Duration::from_secs(10)))
         .http2_max_header_list_size(limits.max_header_list_bytes)
-        .max_concurrent_streams(limits.max_streams_per_connection);
+        .max_concurrent_streams(limits.max_streams_per_connection)
+        .initial_stream_window_size(limits.initial_stream_window_bytes)
+        .initial_connection_window_size(limits.initial_connection_window_bytes);
     if let Some(tls) = tls {
         builder = builder.tls_config(
             ServerTlsConfig::new().identity(Identity::from_pem(tls.cert_pem, tls.key_pem)),

@@ -170,6 +170,62 @@ fn validation_failures_name_the_key() {
 }
 
 #[test]
+fn http2_windows_are_settings_within_what_http2_allows() {
+    let settings = load(&[]).unwrap();
+    assert_eq!(
+        settings.server.limits.initial_stream_window_bytes,
+        64 * 1024
+    );
+    assert_eq!(
+        settings.server.limits.initial_connection_window_bytes,
+        1024 * 1024
+    );
+    let settings = load(&[
+        ("BASRA_SERVER__LIMITS__INITIAL_STREAM_WINDOW_BYTES", "32768"),
+        (
+            "BASRA_SERVER__LIMITS__INITIAL_CONNECTION_WINDOW_BYTES",
+            "4194304",
+        ),
+    ])
+    .unwrap();
+    assert_eq!(settings.server.limits.initial_stream_window_bytes, 32_768);
+    assert_eq!(
+        settings.server.limits.initial_connection_window_bytes,
+        4_194_304
+    );
+
+    let message = error_message(&[("BASRA_SERVER__LIMITS__INITIAL_STREAM_WINDOW_BYTES", "1000")]);
+    assert!(
+        message.contains("server.limits.initial_stream_window_bytes must be between 16384"),
+        "{message}"
+    );
+    let message = error_message(&[(
+        "BASRA_SERVER__LIMITS__INITIAL_CONNECTION_WINDOW_BYTES",
+        "4294967295",
+    )]);
+    assert!(
+        message.contains("server.limits.initial_connection_window_bytes must be between"),
+        "{message}"
+    );
+    let message = error_message(&[
+        (
+            "BASRA_SERVER__LIMITS__INITIAL_STREAM_WINDOW_BYTES",
+            "2097152",
+        ),
+        (
+            "BASRA_SERVER__LIMITS__INITIAL_CONNECTION_WINDOW_BYTES",
+            "1048576",
+        ),
+    ]);
+    assert!(
+        message.contains(
+            "initial_connection_window_bytes must be at least initial_stream_window_bytes"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
 fn type_errors_name_the_key() {
     let message = error_message(&[("BASRA_SERVER__DRAIN_SECONDS", "soon")]);
     assert!(message.contains("server.drain_seconds"), "{message}");
