@@ -472,7 +472,7 @@ impl Core {
                 }
             };
             // The rooms fire side by side, each in a task of its own: one that waits (a
-            // store round trip, a hard bot's search on the blocking pool) holds up no
+            // store round trip, a hard bot's search on its thread) holds up no
             // other, nor the next tick. At most `TIMERS_IN_FLIGHT` fire at once; a room
             // left out is due still and fires on a later tick (its claim keeps a room
             // fired twice from acting twice).

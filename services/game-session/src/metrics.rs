@@ -67,7 +67,7 @@ pub struct GameMetrics {
     pub draining: Gauge,
     /// The most streams this replica admits.
     pub max_streams: Gauge,
-    /// Hard bot decisions searched on the blocking pool (`crate::bots`).
+    /// Hard bot decisions searched on the search threads (`crate::bots`).
     pub hard_bot_decisions: Counter,
     /// Hard bot turns that got no thinking slot within `bots.queue_ms` and played greedy.
     pub hard_bot_fallbacks: Counter,
@@ -201,7 +201,7 @@ impl GameMetrics {
         );
         registry.register(
             "hard_bot_decisions",
-            "Hard bot decisions searched on the blocking pool",
+            "Hard bot decisions searched on the search threads",
             m.hard_bot_decisions.clone(),
         );
         registry.register(

@@ -6,7 +6,10 @@
 //! priority instead (`[bots] search_priority = "low"`, nice 19): the kernel then gives the
 //! workers the CPU whenever they want it, and the searches the rest. A search that cannot
 //! start in time makes the bot play greedy ([`Bots`](crate::bots::Bots)' queue), so a busy
-//! replica trades the computer's strength for its players' latency, not the reverse.
+//! replica trades the computer's strength for its players' latency, not the reverse. A
+//! nice-19 thread yields to every thread of its CPU group: on Kubernetes its own pod's; on
+//! a host shared with busy processes, theirs too, and the bots then mostly play greedy
+//! (`docs/performance.md`, "Hard bots in game-session"; `search_priority = "normal"`).
 //!
 //! Lowering a thread's priority needs no privilege; raising it back does (`RLIMIT_NICE`),
 //! which is why the searches get threads of their own rather than borrowing pool threads.
