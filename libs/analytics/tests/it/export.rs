@@ -19,16 +19,10 @@ use basra_records::{ActionKind, ActionRecord, MatchRecord};
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use sqlx::PgPool;
 
-use crate::helpers::{players, record_matches};
+use crate::helpers::{export_options, players, record_matches, scalar};
 
 fn options(out: &Path) -> ExportOptions {
-    ExportOptions {
-        out: out.into(),
-        since: None,
-        until: None,
-        settle: Duration::ZERO,
-        progress: false,
-    }
+    export_options(out)
 }
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
@@ -72,14 +66,6 @@ fn count_true(root: &Path, table: Table, column: &str) -> i64 {
         .iter()
         .map(|b| b.column_by_name(column).unwrap().as_boolean().true_count() as i64)
         .sum()
-}
-
-async fn scalar(pool: &PgPool, sql: &'static str) -> i64 {
-    sqlx::query_scalar::<_, Option<i64>>(sql)
-        .fetch_one(pool)
-        .await
-        .unwrap()
-        .unwrap_or(0)
 }
 
 #[sqlx::test(migrator = "accounts::store::MIGRATOR")]

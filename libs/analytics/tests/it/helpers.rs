@@ -6,9 +6,11 @@
 use accounts::PgStore;
 use accounts::domain::{DisplayName, Username};
 use accounts::store::{NewAccount, Recorded, Store};
+use basra_analytics::export::{ExportOptions, Output};
 use basra_records::MatchRecord;
 use basra_records::corpus::{Corpus, CorpusOptions, Player, policy_of};
 use chrono::{DateTime, TimeZone, Utc};
+use sqlx::PgPool;
 use uuid::Uuid;
 
 /// The end of the simulated span.
@@ -48,15 +50,7 @@ pub(crate) async fn record_matches(
     days: u32,
     seed: u64,
 ) -> Vec<(MatchRecord, Recorded)> {
-    let corpus = Corpus::new(
-        players.to_vec(),
-        CorpusOptions {
-            seed,
-            days,
-            until: until(),
-        },
-    );
-    record(store, corpus, n).await
+    record(store, corpus(players, days, seed), n).await
 }
 
 /// As [`record_matches`], with players who come and go (`simulate --fast`'s corpus:
@@ -68,7 +62,12 @@ pub(crate) async fn record_returning_matches(
     days: u32,
     seed: u64,
 ) -> Vec<(MatchRecord, Recorded)> {
-    let corpus = Corpus::new(
+    let corpus = corpus(players, days, seed).with_returning_players();
+    record(store, corpus, n).await
+}
+
+fn corpus(players: &[Player], days: u32, seed: u64) -> Corpus {
+    Corpus::new(
         players.to_vec(),
         CorpusOptions {
             seed,
@@ -76,8 +75,26 @@ pub(crate) async fn record_returning_matches(
             until: until(),
         },
     )
-    .with_returning_players();
-    record(store, corpus, n).await
+}
+
+/// Export options for everything recorded so far, into `out`.
+pub(crate) fn export_options(out: impl Into<Output>) -> ExportOptions {
+    ExportOptions {
+        out: out.into(),
+        since: None,
+        until: None,
+        settle: std::time::Duration::ZERO,
+        progress: false,
+    }
+}
+
+/// A query's one number (NULL is 0).
+pub(crate) async fn scalar(pool: &PgPool, sql: &'static str) -> i64 {
+    sqlx::query_scalar::<_, Option<i64>>(sql)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+        .unwrap_or(0)
 }
 
 /// Moves each account's sign-up to an hour before its first recorded match, as if the

@@ -8,14 +8,15 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use accounts::PgStore;
 use accounts::store::Store as _;
-use basra_analytics::export::{ExportOptions, export};
+use basra_analytics::export::export;
 use sqlx::{Executor as _, PgPool, Row as _};
 
-use crate::helpers::{players, record_returning_matches, sign_up_before_first_match};
+use crate::helpers::{
+    export_options, players, record_returning_matches, scalar, sign_up_before_first_match,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Engine {
@@ -188,14 +189,6 @@ fn run_duckdb(dir: &Path, queries: &[Documented]) -> HashMap<String, Ran> {
     ran.into_iter().map(|r| (r.name.clone(), r)).collect()
 }
 
-async fn scalar(pool: &PgPool, sql: &'static str) -> i64 {
-    sqlx::query_scalar::<_, Option<i64>>(sql)
-        .fetch_one(pool)
-        .await
-        .unwrap()
-        .unwrap_or(0)
-}
-
 #[test]
 fn the_documents_hold_the_queries_this_test_runs() {
     let all = documented();
@@ -254,18 +247,7 @@ async fn every_documented_query_runs_against_a_fresh_export_and_the_views(pool: 
         .await
         .unwrap();
     let dir = std::env::temp_dir().join(format!("basra-queries-{}", uuid::Uuid::now_v7()));
-    let summary = export(
-        &pool,
-        &ExportOptions {
-            out: dir.clone().into(),
-            since: None,
-            until: None,
-            settle: Duration::ZERO,
-            progress: false,
-        },
-    )
-    .await
-    .unwrap();
+    let summary = export(&pool, &export_options(dir.clone())).await.unwrap();
     assert_eq!((summary.matches, summary.failures.len()), (160, 0));
     assert_eq!(summary.players, 24);
 

@@ -6,14 +6,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use accounts::PgStore;
-use basra_analytics::export::{ExportOptions, export};
+use basra_analytics::export::export;
 use basra_analytics::report::report;
 use sqlx::PgPool;
 
-use crate::helpers::{players, record_returning_matches, sign_up_before_first_match};
+use crate::helpers::{
+    export_options, players, record_returning_matches, sign_up_before_first_match,
+};
 
 fn browser_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser")
@@ -27,18 +28,9 @@ async fn report_of(pool: &PgPool, name: &str) -> (PathBuf, PathBuf) {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("report-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     let export_dir = dir.join("export");
-    let summary = export(
-        pool,
-        &ExportOptions {
-            out: export_dir.clone().into(),
-            since: None,
-            until: None,
-            settle: Duration::ZERO,
-            progress: false,
-        },
-    )
-    .await
-    .unwrap();
+    let summary = export(pool, &export_options(export_dir.clone()))
+        .await
+        .unwrap();
     assert_eq!(summary.matches, 150);
     let html = dir.join("report.html");
     let done = report(&export_dir, &html).unwrap();

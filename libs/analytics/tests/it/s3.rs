@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::Duration;
 
 use accounts::PgStore;
 use arrow_array::RecordBatch;
@@ -28,18 +27,12 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use sqlx::PgPool;
 use tokio_stream::StreamExt as _;
 
-use crate::helpers::{players, record_matches};
+use crate::helpers::{export_options, players, record_matches, scalar};
 
 const BUCKET: &str = "basra-analytics";
 
 fn options(out: Output) -> ExportOptions {
-    ExportOptions {
-        out,
-        since: None,
-        until: None,
-        settle: Duration::ZERO,
-        progress: false,
-    }
+    export_options(out)
 }
 
 /// The bucket `s3://basra-analytics/<prefix>` on `moto`, configured as the CLI
@@ -123,14 +116,6 @@ fn exported_match_ids(objects: &BTreeMap<String, Bytes>) -> Vec<String> {
                 .collect::<Vec<_>>()
         })
         .collect()
-}
-
-async fn scalar(pool: &PgPool, sql: &'static str) -> i64 {
-    sqlx::query_scalar::<_, Option<i64>>(sql)
-        .fetch_one(pool)
-        .await
-        .unwrap()
-        .unwrap_or(0)
 }
 
 /// The objects hold exactly the records: every match once, every seat, round and play.
