@@ -12,8 +12,8 @@
 //!    pod is (SIGTERM: it drains) and this code starts on its port, and the other replica
 //!    is restarted the same way, so every player moves twice. Every match must end with no
 //!    event lost or duplicated and be recorded exactly once. During the mixed phase this
-//!    code writes room states as JSON (`room_state_format`), the form a release before
-//!    the binary form reads.
+//!    code writes the whole room every commit (`room_state_format = "binary_2"`), the form
+//!    a release before the plain plays' tail reads.
 //! 3. **accounts upgraded.** This code's accounts replaces the old one and answers the
 //!    same profiles, friends and histories (the matches the old one recorded) as it did.
 //!
@@ -42,7 +42,7 @@ const DRAIN: Duration = Duration::from_secs(10);
 
 /// Settings of this code while an older release runs beside it.
 fn mixed(config: String) -> String {
-    config.replace("[game]\n", "[game]\nroom_state_format = \"json\"\n")
+    config.replace("[game]\n", "[game]\nroom_state_format = \"binary_2\"\n")
 }
 
 /// accounts' settings as the pods run them: the migration Job migrates, not the pods.

@@ -144,6 +144,7 @@ async fn writer(
                 actions: &Default::default(),
                 applied_move: None,
                 outbox: None,
+                plain_play: false,
             })
             .await;
         match result {
@@ -284,6 +285,7 @@ async fn main() -> anyhow::Result<()> {
                 actions: &Default::default(),
                 applied_move: None,
                 outbox: None,
+                plain_play: false,
             })
             .await?;
         ids.push(id);

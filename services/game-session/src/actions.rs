@@ -130,7 +130,7 @@ pub(crate) async fn act(
             };
             let based_on = play.based_on_seq;
             let id = move_id.clone();
-            core.mutate(room_id, Some((seat, &move_id)), move |room, now| {
+            core.mutate_play(room_id, Some((seat, &move_id)), move |room, now| {
                 if let Some(based) = based_on
                     && based < room.game_seq
                 {

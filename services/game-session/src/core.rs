@@ -28,7 +28,9 @@ use crate::outbox::AccountsLink;
 use crate::record::encoded_record;
 use crate::room::{Reject, Room};
 use crate::shared_bytes::SharedBytes;
-use crate::store::{Commit, CommitOutcome, LeasedSeat, Loaded, OutboxRecord, RoomStore, move_key};
+use crate::store::{
+    Commit, CommitOutcome, LeasedSeat, Loaded, OutboxRecord, RoomStore, move_key, plain_play,
+};
 use crate::timing::Timing;
 use crate::walks::Walks;
 
@@ -204,7 +206,21 @@ impl Core {
         client_move: Option<(u8, &str)>,
         change: impl FnMut(&mut Room, i64) -> Result<T, Reject>,
     ) -> Result<Mutation<T>> {
-        self.mutate_from(room_id, None, client_move, change).await
+        self.mutate_from(room_id, None, client_move, false, change)
+            .await
+    }
+
+    /// [`Core::mutate`] for a change that is `Room::play` alone: when it is a plain play
+    /// (`store::plain_play`), the store may keep the play instead of the whole room, and
+    /// replay it on load. `change` must do nothing else to the room, or a load would miss it.
+    pub async fn mutate_play(
+        self: &Arc<Self>,
+        room_id: &str,
+        client_move: Option<(u8, &str)>,
+        change: impl FnMut(&mut Room, i64) -> Result<(), Reject>,
+    ) -> Result<Mutation<()>> {
+        self.mutate_from(room_id, None, client_move, true, change)
+            .await
     }
 
     /// [`Core::mutate`] starting from `loaded`, a state of the room just read (a join
@@ -215,6 +231,7 @@ impl Core {
         room_id: &str,
         loaded: Option<Loaded>,
         client_move: Option<(u8, &str)>,
+        replayable: bool,
         mut change: impl FnMut(&mut Room, i64) -> Result<T, Reject>,
     ) -> Result<Mutation<T>> {
         let key = client_move
@@ -268,6 +285,10 @@ impl Core {
             } else {
                 None
             };
+            let plain_play = replayable
+                && outbox.is_none()
+                && loaded.tail < self.store.tail_limit()
+                && plain_play::is_plain_play(&events, &actions);
             let in_flight = self.hub.commit_started(room_id);
             let started = Instant::now();
             let outcome = self
@@ -278,6 +299,7 @@ impl Core {
                     events: &events,
                     actions: &actions,
                     applied_move: key.clone().map(|key| (key, first_seq)),
+                    plain_play,
                     outbox,
                 })
                 .await;
@@ -299,6 +321,7 @@ impl Core {
                         Held {
                             room: Arc::clone(&room),
                             version,
+                            tail: if plain_play { loaded.tail + 1 } else { 0 },
                         },
                         &shared,
                     );
@@ -368,6 +391,7 @@ impl Core {
                 actions: &actions,
                 applied_move: None,
                 outbox: None,
+                plain_play: false,
             })
             .await;
         self.metrics

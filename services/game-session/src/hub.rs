@@ -103,6 +103,8 @@ pub struct Held {
     pub room: Arc<Room>,
     /// Its version.
     pub version: u64,
+    /// Plain plays stored after its last snapshot ([`Loaded::tail`]).
+    pub tail: usize,
 }
 
 /// A commit of this replica to a room, in progress (see [`Hub::commit_started`]).
@@ -252,6 +254,7 @@ impl Hub {
         Some(Loaded {
             room: Arc::try_unwrap(held.room).unwrap_or_else(|shared| Room::clone(&shared)),
             version: held.version,
+            tail: held.tail,
         })
     }
 
@@ -587,6 +590,7 @@ mod tests {
         Held {
             room: Arc::new(room),
             version,
+            tail: 0,
         }
     }
 

@@ -652,6 +652,29 @@ impl Room {
         Ok(())
     }
 
+    /// Plays `record` again on the room it was played on (a room loaded from its snapshot
+    /// and the plain plays after it, `store::plain_play`): the room becomes what the play
+    /// made it; the events and action it makes again are dropped (they are stored).
+    pub fn replay(&mut self, record: &ActionRecord) -> Result<(), Reject> {
+        let Action::Play { seat, card, take } = record.action else {
+            return Err(Reject::new(
+                RejectCode::Malformed,
+                "only a play is replayed".to_owned(),
+            ));
+        };
+        self.play(
+            seat.0,
+            card,
+            take,
+            record.automatic,
+            String::new(),
+            record.at_ms,
+        )?;
+        self.pending.clear();
+        self.pending_actions = PendingActions::default();
+        Ok(())
+    }
+
     fn is_bot(&self, seat: u8) -> bool {
         matches!(
             self.seats.get(usize::from(seat)).map(|s| &s.occupant),

@@ -69,10 +69,16 @@ impl GameApi {
             // From the state just read: no second load.
             let connected = self
                 .core
-                .mutate_from(&join.room_id, Some(loaded.clone()), None, |room, now| {
-                    room.connect(seat, &conn_id, &replica, now);
-                    Ok(())
-                })
+                .mutate_from(
+                    &join.room_id,
+                    Some(loaded.clone()),
+                    None,
+                    false,
+                    |room, now| {
+                        room.connect(seat, &conn_id, &replica, now);
+                        Ok(())
+                    },
+                )
                 .await;
             match connected {
                 Ok(Mutation::Done {

@@ -16,7 +16,14 @@
 //! with stored samples (`tests/fixtures/`), so such a change cannot go unnoticed. Which
 //! form a replica writes is [`RoomFormat`] (`game.room_state_format`): JSON while
 //! replicas that read only JSON still run, `binary_1` while replicas that read only
-//! format 1 do.
+//! format 1 do, `binary_2` while replicas that read no tail do.
+//!
+//! With `binary` (the default) the state is a snapshot: the Redis store keeps a plain
+//! play as the play alone, on the room's tail, and a load replays the tail on the
+//! snapshot (`plain_play.rs`). A replica of a release before the tail would read the
+//! snapshot without it, so while one runs (an upgrade, a rollback) the others write
+//! `binary_2`: the whole room every commit, as before, their first commit to a room
+//! folding its tail into the snapshot.
 
 use crate::error::{GameError, Result};
 use crate::room::{Room, SeatOrigin};
@@ -39,9 +46,14 @@ const ORIGINS_KEY: &str = "seat_origins";
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RoomFormat {
-    /// [`ROOM_FORMAT`]: postcard, with the seats' origins.
+    /// [`ROOM_FORMAT`]: postcard, with the seats' origins, as a snapshot that a plain
+    /// play's commit does not rewrite (the play goes on the room's tail).
     #[default]
     Binary,
+    /// [`ROOM_FORMAT`], written whole by every commit (no tail): what releases before
+    /// the tail write and read.
+    #[serde(rename = "binary_2")]
+    Binary2,
     /// Format 1: postcard without the seats' origins (a match record made from such a
     /// room does not say how its seats were filled).
     #[serde(rename = "binary_1")]
@@ -53,7 +65,7 @@ pub enum RoomFormat {
 /// A room in its stored form, in `format`.
 pub fn encode_room_as(room: &Room, format: RoomFormat) -> Result<Vec<u8>> {
     match format {
-        RoomFormat::Binary => encode_room(room),
+        RoomFormat::Binary | RoomFormat::Binary2 => encode_room(room),
         RoomFormat::Binary1 => encode_room_format_1(room),
         RoomFormat::Json => {
             let mut value = serde_json::to_value(room)?;

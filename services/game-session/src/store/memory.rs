@@ -98,6 +98,7 @@ impl RoomStore for MemoryStore {
         Ok(Some(Loaded {
             room: super::decode_room(&state)?,
             version,
+            tail: 0,
         }))
     }
 

@@ -4,6 +4,7 @@
 
 mod codec;
 mod memory;
+pub mod plain_play;
 mod redis_store;
 
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use crate::room::{ActionRecord, PendingActions, Room};
 
 pub use codec::{ROOM_FORMAT, RoomFormat, decode_room, encode_room, encode_room_as};
 pub use memory::MemoryStore;
-pub use redis_store::{COMMIT_LUA, RedisStore};
+pub use redis_store::{COMMIT_LUA, PLAY_LUA, RedisStore};
 
 /// How many shards the rooms (and presence leases) are spread over: enough to spread over
 /// the primaries of a cluster. Part of the key layout: changing it strands stored rooms.
@@ -56,6 +57,9 @@ pub struct Loaded {
     pub room: Room,
     /// Its version (bumped by every commit).
     pub version: u64,
+    /// How many plain plays were stored after its last snapshot (see
+    /// [`RoomStore::tail_limit`]).
+    pub tail: usize,
 }
 
 /// One atomic change to a room.
@@ -75,6 +79,10 @@ pub struct Commit<'a> {
     pub applied_move: Option<(String, u64)>,
     /// A finished match's record for the outbox.
     pub outbox: Option<OutboxRecord>,
+    /// The change is a plain play ([`plain_play::is_plain_play`]) that the store may
+    /// keep as the play alone, on the room's tail, instead of the whole room (only when
+    /// the room's tail is shorter than [`RoomStore::tail_limit`]).
+    pub plain_play: bool,
 }
 
 /// What a commit did.
@@ -196,6 +204,12 @@ pub struct OutboxEntry {
 pub trait RoomStore: Send + Sync + 'static {
     /// The room, if it exists.
     async fn load(&self, room_id: &str) -> Result<Option<Loaded>>;
+
+    /// How many plain plays a room may keep after its snapshot (on its tail) before a
+    /// commit writes the whole room again; 0: every commit writes the whole room.
+    fn tail_limit(&self) -> usize {
+        0
+    }
 
     /// Writes a change atomically: checks the version and the idempotency key, stores
     /// the state, appends the events and actions, records the key, sets the room's next deadline,

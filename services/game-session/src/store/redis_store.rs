@@ -2,7 +2,10 @@
 //!
 //! Rooms are spread over [`SHARDS`] shards by their id ([`shard_of`]); every key of a
 //! room and every index a room's commit writes carries its shard's hash tag `{gs:S}`,
-//! so each script touches one hash slot and declares every key it touches. The timer
+//! so each script touches one hash slot. Each declares every key it touches, except the
+//! plain play's (`lua/play.lua`), which names the room's state key alone and builds the
+//! others from it: they share its slot, which is all a cluster node checks, and a play's
+//! command stays under 300 bytes. The timer
 //! loop, the outbox forwarder and the lease sweep walk the shards a replica holds
 //! (divided between the live replicas by [`RoomStore::walk_shards`], in the slot of
 //! `{gs:walk}`); the admin listing walks them all. Presence leases are sharded by
@@ -10,10 +13,10 @@
 //!
 //! | key (`P` the prefix, `S` the shard) | type | holds |
 //! |---|---|---|
-//! | `P:{gs:S}:room:ID:state` | hash | `v` version, `data` the room (binary, a format byte first; JSON before: see `codec.rs`), `st` "closed" or "", `q` last seq |
-//! | `P:{gs:S}:room:ID:log` | list | the events, JSON; index `seq - 1` |
+//! | `P:{gs:S}:room:ID:state` | hash | `v` version, `data` the room's snapshot (binary, a format byte first; JSON before: see `codec.rs`), `st` "closed", "", or the snapshot's seq when plain plays followed it (the room is the snapshot with the plays of the log after that seq replayed: `plain_play.rs`), `q` last seq |
+//! | `P:{gs:S}:room:ID:log` | list | the events, JSON, a plain play's compact; index `seq - 1` |
 //! | `P:{gs:S}:room:ID:moves` | hash | `seat:client_move_id` → seq of the card played |
-//! | `P:{gs:S}:room:ID:actions` | list | the running match's actions, JSON (read at its end) |
+//! | `P:{gs:S}:room:ID:actions` | list | the running match's actions but the plain plays after the snapshot, JSON or compact (read at its end) |
 //! | `P:{gs:S}:deadlines` | sorted set | the shard's room ids by next deadline (Unix ms) |
 //! | `P:{gs:S}:rooms` | sorted set | the shard's room ids by creation time |
 //! | `P:{gs:S}:outbox` | stream, group `forwarder` | `record`: an encoded `MatchRecord`; `trace`: the trace context of the action that finished it |
@@ -40,10 +43,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     Commit, CommitOutcome, EventsAfter, ExpiredLease, LeasedSeat, Loaded, Notice, OutboxEntry,
-    OutboxRecord, RoomHead, RoomStore, SHARDS, WalkLease, shard_of,
+    OutboxRecord, RoomHead, RoomStore, SHARDS, WalkLease, plain_play, shard_of,
 };
 use crate::error::{GameError, Result};
-use crate::events::StoredEvent;
 use crate::room::{ActionRecord, Status};
 
 /// The consumer group of the outbox.
@@ -53,6 +55,9 @@ const OUTBOX_GROUP: &str = "forwarder";
 #[derive(Debug)]
 struct Scripts {
     commit: Script,
+    play: Script,
+    load: Script,
+    actions: Script,
     claim: Script,
     sync: Script,
     outbox_fetch: Script,
@@ -66,6 +71,9 @@ impl Scripts {
     fn new() -> Scripts {
         Scripts {
             commit: Script::new(COMMIT_LUA),
+            play: Script::new(PLAY_LUA),
+            load: Script::new(include_str!("lua/load.lua")),
+            actions: Script::new(include_str!("lua/actions.lua")),
             claim: Script::new(include_str!("lua/claim_due.lua")),
             sync: Script::new(include_str!("lua/sync_deadline.lua")),
             outbox_fetch: Script::new(include_str!("lua/outbox_fetch.lua")),
@@ -86,6 +94,14 @@ fn shard_tag(shard: u32) -> &'static str {
 
 /// The commit script (public so that the benchmark runs the real one).
 pub const COMMIT_LUA: &str = include_str!("lua/commit.lua");
+
+/// The plain play's script (public so that the benchmark runs the real one).
+pub const PLAY_LUA: &str = include_str!("lua/play.lua");
+
+/// The most plain plays a room's tail holds: the next commit writes a snapshot. A deal
+/// is eight plays (two players) or sixteen (four) and its last deals or scores, which
+/// writes one anyway: this only bounds what a load replays.
+const TAIL_LIMIT: usize = 16;
 
 /// Connections to a single Redis node that the store's calls take in turn (see
 /// `basra_platform::redis::Redis::connect_pool`: one connection carries only about 16 KiB
@@ -272,36 +288,9 @@ impl RedisStore {
     }
 }
 
-/// An outbox entry id: the shard, then the stream entry id.
-fn outbox_id(shard: u32, entry: &str) -> String {
-    format!("{shard}/{entry}")
-}
-
-fn parse_outbox_id(id: &str) -> Result<(u32, &str)> {
-    id.split_once('/')
-        .and_then(|(shard, entry)| Some((shard.parse().ok().filter(|s| *s < SHARDS)?, entry)))
-        .ok_or_else(|| GameError::Corrupt(format!("outbox id {id:?}")))
-}
-
-#[tonic::async_trait]
-impl RoomStore for RedisStore {
-    async fn load(&self, room_id: &str) -> Result<Option<Loaded>> {
-        let (version, data): (Option<u64>, Option<Vec<u8>>) = redis::cmd("HMGET")
-            .arg(self.room_key(room_id, "state"))
-            .arg("v")
-            .arg("data")
-            .query_async(&mut self.conn())
-            .await?;
-        match (version, data) {
-            (Some(version), Some(data)) => Ok(Some(Loaded {
-                room: super::decode_room(&data)?,
-                version,
-            })),
-            _ => Ok(None),
-        }
-    }
-
-    async fn commit(&self, commit: Commit<'_>) -> Result<CommitOutcome> {
+impl RedisStore {
+    /// A commit that writes the room's snapshot (`lua/commit.lua`).
+    fn snapshot_call(&self, commit: &Commit<'_>) -> Result<redis::Cmd> {
         let room = commit.room;
         let shard = Self::room_shard(&room.id);
         let closed = room.status == Status::Closed;
@@ -310,8 +299,14 @@ impl RoomStore for RedisStore {
             .filter(|_| !closed)
             .map(|at| at.to_string())
             .unwrap_or_default();
-        let (move_key, move_seq) = commit.applied_move.unwrap_or_default();
-        let outbox = commit.outbox.unwrap_or_default();
+        let (move_key, move_seq) = match &commit.applied_move {
+            Some((key, seq)) => (key.as_str(), *seq),
+            None => ("", 0),
+        };
+        let (payload, trace_context) = match &commit.outbox {
+            Some(outbox) => (outbox.payload.as_slice(), outbox.trace_context.as_str()),
+            None => (&[][..], ""),
+        };
         let state = super::encode_room_as(room, self.room_format)?;
         // Keys and arguments go straight into the command's one buffer (the events and
         // actions serialized in place), sized for them up front: a play's commit is the
@@ -321,7 +316,7 @@ impl RoomStore for RedisStore {
         let bytes = 512
             + 8 * (room.id.len() + 48)
             + state.len()
-            + outbox.payload.len()
+            + payload.len()
             + 256 * commit.events.len()
             + 128 * commit.actions.actions.len();
         let mut call = script_call(&self.scripts.commit, 8, args, bytes);
@@ -341,8 +336,8 @@ impl RoomStore for RedisStore {
             .arg(deadline)
             .arg(&room.id)
             .arg(room.created_at_ms)
-            .arg(outbox.payload)
-            .arg(outbox.trace_context)
+            .arg(payload)
+            .arg(trace_context)
             .arg(format!(
                 "{} {}",
                 super::notice_seq(room, commit.events),
@@ -364,13 +359,114 @@ impl RoomStore for RedisStore {
             serde_json::to_writer(call.writer_for_next_arg(), action)?;
         }
         call.arg(if self.wait_replicas > 0 { "1" } else { "" });
+        Ok(call)
+    }
+
+    /// A plain play's commit (`lua/play.lua`): its events, compact; about 270 bytes with
+    /// a 36-character room id and client move id. `None`: not a plain play.
+    fn play_call(&self, commit: &Commit<'_>) -> Option<redis::Cmd> {
+        let room = commit.room;
+        let [played, turn] = plain_play::encode(commit.events, commit.actions.actions.first()?)?;
+        // The move key is `seat:client_move_id` (`store::move_key`): the script joins them.
+        let (seat, move_id) = match &commit.applied_move {
+            Some((key, _)) => key.split_once(':')?,
+            None => ("", ""),
+        };
+        let mut call = script_call(
+            &self.scripts.play,
+            1,
+            7,
+            160 + room.id.len() + move_id.len(),
+        );
+        call.arg(self.room_key(&room.id, "state"))
+            .arg(commit.expected_version)
+            .arg(seat)
+            .arg(move_id)
+            .arg(room.next_deadline()?)
+            .arg(if self.wait_replicas > 0 { "1" } else { "" })
+            .arg(played)
+            .arg(turn);
+        Some(call)
+    }
+}
+
+/// An outbox entry id: the shard, then the stream entry id.
+fn outbox_id(shard: u32, entry: &str) -> String {
+    format!("{shard}/{entry}")
+}
+
+fn parse_outbox_id(id: &str) -> Result<(u32, &str)> {
+    id.split_once('/')
+        .and_then(|(shard, entry)| Some((shard.parse().ok().filter(|s| *s < SHARDS)?, entry)))
+        .ok_or_else(|| GameError::Corrupt(format!("outbox id {id:?}")))
+}
+
+#[tonic::async_trait]
+impl RoomStore for RedisStore {
+    async fn load(&self, room_id: &str) -> Result<Option<Loaded>> {
+        let mut call = script_call(&self.scripts.load, 2, 2, 2 * (room_id.len() + 48));
+        call.arg(self.room_key(room_id, "state"))
+            .arg(self.room_key(room_id, "log"));
+        let stored: Option<(u64, Vec<u8>, Option<u64>, Vec<Vec<u8>>)> =
+            run_script(&self.scripts.load, &call, &mut self.conn()).await?;
+        let Some((version, data, from, tail)) = stored else {
+            return Ok(None);
+        };
+        let mut room = super::decode_room(&data)?;
+        let corrupt = |what: String| GameError::Corrupt(format!("room {room_id}: {what}"));
+        if from.is_some_and(|from| from != room.seq) {
+            return Err(corrupt(format!(
+                "its plain plays follow seq {from:?}, its snapshot is at {}",
+                room.seq
+            )));
+        }
+        let mut plays = 0;
+        for entry in &tail {
+            if entry.first() == Some(&plain_play::TURN_STARTED) {
+                continue; // made again by the play before it
+            }
+            let action = plain_play::decode_action(entry)?;
+            room.replay(&action).map_err(|reject| {
+                corrupt(format!("a plain play does not replay: {}", reject.message))
+            })?;
+            plays += 1;
+        }
+        if room.seq != from.unwrap_or(room.seq) + tail.len() as u64 {
+            return Err(corrupt(format!(
+                "its plain plays replayed to seq {}, its log holds {} events after {from:?}",
+                room.seq,
+                tail.len()
+            )));
+        }
+        Ok(Some(Loaded {
+            room,
+            version,
+            tail: plays,
+        }))
+    }
+
+    fn tail_limit(&self) -> usize {
+        if self.room_format == super::RoomFormat::Binary {
+            TAIL_LIMIT
+        } else {
+            0
+        }
+    }
+
+    async fn commit(&self, commit: Commit<'_>) -> Result<CommitOutcome> {
+        let plain = commit.plain_play.then(|| self.play_call(&commit)).flatten();
+        let (script, call) = match plain {
+            Some(call) => (&self.scripts.play, call),
+            None => (&self.scripts.commit, self.snapshot_call(&commit)?),
+        };
         let mut conn = self.conn();
-        let out: Vec<u64> = run_script(&self.scripts.commit, &call, &mut conn).await?;
+        let out: Vec<u64> = run_script(script, &call, &mut conn).await?;
         let (status, value) = match out.as_slice() {
             [status, value, ..] => (*status, *value),
             _ => return Err(GameError::Corrupt("commit: a malformed answer".into())),
         };
         if status == 1 && self.wait_replicas > 0 {
+            let room = commit.room;
             // WAIT blocks the connection, which every call to that primary shares, so
             // it is sent only when the primary has enough replicas to answer it (after a
             // failover, the promoted primary has none until its old peer comes back:
@@ -398,7 +494,7 @@ impl RoomStore for RedisStore {
     }
 
     async fn events_after(&self, room_id: &str, after: u64) -> Result<EventsAfter> {
-        let ((version, status), raw): ((Option<u64>, Option<String>), Vec<String>) = redis::pipe()
+        let ((version, status), raw): ((Option<u64>, Option<String>), Vec<Vec<u8>>) = redis::pipe()
             .cmd("HMGET")
             .arg(self.room_key(room_id, "state"))
             .arg("v")
@@ -409,8 +505,8 @@ impl RoomStore for RedisStore {
         let exists = version.is_some();
         let events = raw
             .iter()
-            .map(|text| serde_json::from_str::<StoredEvent>(text))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|bytes| plain_play::decode_event(bytes))
+            .collect::<Result<Vec<_>>>()?;
         Ok(EventsAfter {
             events,
             closed: status.as_deref() == Some("closed"),
@@ -455,14 +551,16 @@ impl RoomStore for RedisStore {
     }
 
     async fn match_actions(&self, room_id: &str) -> Result<Vec<ActionRecord>> {
-        let raw: Vec<String> = self
-            .conn()
-            .lrange(self.room_key(room_id, "actions"), 0, -1)
-            .await?;
-        Ok(raw
+        let mut call = script_call(&self.scripts.actions, 3, 3, 3 * (room_id.len() + 48));
+        call.arg(self.room_key(room_id, "state"))
+            .arg(self.room_key(room_id, "log"))
+            .arg(self.room_key(room_id, "actions"));
+        let stored: Vec<Vec<u8>> =
+            run_script(&self.scripts.actions, &call, &mut self.conn()).await?;
+        stored
             .iter()
-            .map(|text| serde_json::from_str(text))
-            .collect::<Result<_, _>>()?)
+            .map(|bytes| plain_play::decode_action(bytes))
+            .collect()
     }
 
     async fn applied_move(&self, room_id: &str, key: &str) -> Result<Option<u64>> {

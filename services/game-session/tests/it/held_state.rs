@@ -354,3 +354,184 @@ async fn replicas_writing_json_and_binary_play_one_room_in_turns() {
     assert_eq!(stored.room.action_count, 6);
     assert_eq!(stored.version, 7);
 }
+
+/// A started two-player room, not yet stored.
+fn started_room(id: &str, seed: u8) -> Room {
+    let players = ["p0", "p1"].map(|user| Occupant::Player {
+        user_id: user.into(),
+        name: String::new(),
+    });
+    let mut room = Room::new(
+        id.into(),
+        basra_engine::Settings::default(),
+        players.to_vec(),
+        false,
+        false,
+        game_session::room::Visibility::Private,
+        common::timing(),
+        now_ms(),
+    );
+    room.start_if_full(Seed([seed; 32]), "m".into(), now_ms());
+    room
+}
+
+/// A whole match played through `writer` as the Play stream plays (`Core::mutate_play`,
+/// now the default capture, now one named): after every play, another replica's store
+/// (`reader`, no state held) loads the room the writer holds, byte for byte, with the
+/// plain plays on its tail; reads every event the writer made, in order; finds each move
+/// answered; and the match's action log has every action.
+async fn plain_plays_replay(writer: Arc<dyn RoomStore>, reader: Arc<dyn RoomStore>) {
+    let core = replica("writer", writer);
+    let id = uuid::Uuid::now_v7().to_string();
+    let mut room = started_room(&id, 11);
+    assert!(core.create(&mut room).await.unwrap());
+    let mut made = reader.events_after(&id, 0).await.unwrap().events;
+    let (mut plays, mut on_tail) = (0, 0);
+    loop {
+        let stored = reader.load(&id).await.unwrap().unwrap().room;
+        let Some(seat) = stored.game.as_ref().unwrap().turn() else {
+            break;
+        };
+        let options = stored.game.as_ref().unwrap().legal_plays();
+        let choice = options[plays % options.len()];
+        let take = (plays % 2 == 0).then_some(choice.capture.taken);
+        let move_id = format!("{plays}-{}", uuid::Uuid::now_v7());
+        let outcome = core
+            .mutate_play(&id, Some((seat.0, &move_id)), |room, now| {
+                room.play(seat.0, choice.card, take, false, move_id.clone(), now)
+            })
+            .await
+            .unwrap();
+        let Mutation::Done {
+            room,
+            version,
+            events,
+            ..
+        } = outcome
+        else {
+            panic!("play {plays} not applied: {outcome:?}");
+        };
+        plays += 1;
+        made.extend(events.iter().cloned());
+        let loaded = reader.load(&id).await.unwrap().unwrap();
+        assert_eq!(loaded.version, version);
+        assert_eq!(
+            game_session::store::encode_room(&loaded.room).unwrap(),
+            game_session::store::encode_room(&room).unwrap(),
+            "play {plays}: the room loaded is the room held"
+        );
+        on_tail += usize::from(loaded.tail > 0);
+        assert!(loaded.tail <= 8, "a deal's plays at most");
+        let first = room.seq + 1 - events.len() as u64;
+        assert_eq!(
+            reader
+                .applied_move(&id, &move_key(seat.0, &move_id))
+                .await
+                .unwrap(),
+            Some(first)
+        );
+        if room.game.as_ref().unwrap().turn().is_some() {
+            assert_eq!(
+                reader.match_actions(&id).await.unwrap().len(),
+                room.action_count as usize
+            );
+        }
+    }
+    assert!(plays > 40, "a whole match: {plays} plays");
+    assert!(
+        on_tail * 8 >= plays * 6,
+        "{on_tail} of {plays} plays on the tail"
+    );
+    let logged = reader.events_after(&id, 0).await.unwrap().events;
+    assert_eq!(logged, made, "every event, in order, as made");
+}
+
+#[tokio::test]
+async fn plain_plays_are_stored_on_the_tail_and_replayed_on_redis() {
+    let prefix = common::prefix();
+    plain_plays_replay(
+        common::redis_store(&prefix).await,
+        common::redis_store(&prefix).await,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn plain_plays_are_stored_on_the_tail_and_replayed_on_a_cluster() {
+    let prefix = common::prefix();
+    plain_plays_replay(
+        common::cluster_store(&prefix).await,
+        common::cluster_store(&prefix).await,
+    )
+    .await;
+}
+
+/// A play as the Play stream makes it, by `core`, on the room as `store` has it.
+async fn stream_play(core: &Arc<Core>, store: &dyn RoomStore, id: &str) -> Mutation<()> {
+    let (seat, card) = next_play(store, id).await;
+    let move_id = uuid::Uuid::now_v7().to_string();
+    core.mutate_play(id, Some((seat, &move_id)), |room, now| {
+        room.play(seat, card, None, false, move_id.clone(), now)
+    })
+    .await
+    .unwrap()
+}
+
+/// An upgrade's first step and a rollback's: a replica writing `binary_2` (the whole
+/// room every commit, what releases before the tail read) among replicas writing
+/// `binary`. Its first commit to a room folds the room's tail into the snapshot (a
+/// release that reads no tail then reads the whole room), and the tail's plays stay in
+/// the match's action log, once.
+#[tokio::test]
+async fn a_replica_writing_binary_2_folds_the_tail_into_the_snapshot() {
+    let prefix = common::prefix();
+    let whole = game_session::RedisStore::connect(
+        &common::redis_url(),
+        &prefix,
+        600,
+        CancellationToken::new(),
+    )
+    .await
+    .expect("Redis at REDIS_URL")
+    .with_room_format(game_session::store::RoomFormat::Binary2);
+    let whole: Arc<dyn RoomStore> = Arc::new(whole);
+    assert_eq!(whole.tail_limit(), 0);
+    let tail_writer = replica("binary", common::redis_store(&prefix).await);
+    let whole_writer = replica("binary_2", Arc::clone(&whole));
+    let store = common::redis_store(&prefix).await;
+    let id = uuid::Uuid::now_v7().to_string();
+    let mut room = started_room(&id, 21);
+    assert!(tail_writer.create(&mut room).await.unwrap());
+
+    for _ in 0..3 {
+        done_version(&stream_play(&tail_writer, &*store, &id).await);
+    }
+    assert_eq!(store.load(&id).await.unwrap().unwrap().tail, 3);
+    let Mutation::Done { room: held, .. } = stream_play(&whole_writer, &*store, &id).await else {
+        panic!("not applied");
+    };
+    let folded = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(
+        folded.tail, 0,
+        "the whole room, as a release before the tail reads it"
+    );
+    assert_eq!(
+        game_session::store::encode_room(&folded.room).unwrap(),
+        game_session::store::encode_room(&held).unwrap()
+    );
+    assert_eq!(
+        stored_bytes(&prefix, &id).await,
+        game_session::store::encode_room(&held).unwrap()
+    );
+    let actions = store.match_actions(&id).await.unwrap();
+    assert_eq!(actions.len(), 4);
+    assert_eq!(actions.len(), held.action_count as usize);
+
+    // The binary writers go on with the tail.
+    done_version(&stream_play(&tail_writer, &*store, &id).await);
+    let loaded = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(loaded.tail, 1);
+    assert_eq!(store.match_actions(&id).await.unwrap().len(), 5);
+    let events = store.events_after(&id, 0).await.unwrap().events;
+    assert_eq!(events.len() as u64, loaded.room.seq);
+}

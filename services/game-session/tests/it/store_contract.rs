@@ -59,6 +59,7 @@ async fn contract(store: Arc<dyn RoomStore>) {
         actions: &Default::default(),
         applied_move: None,
         outbox: None,
+        plain_play: false,
     };
     assert_eq!(
         store.commit(create).await.unwrap(),
@@ -71,6 +72,7 @@ async fn contract(store: Arc<dyn RoomStore>) {
         actions: &Default::default(),
         applied_move: None,
         outbox: None,
+        plain_play: false,
     };
     assert_eq!(
         store.commit(again).await.unwrap(),
@@ -124,6 +126,7 @@ async fn contract(store: Arc<dyn RoomStore>) {
         actions: &played_actions,
         applied_move: Some((key.clone(), first_seq)),
         outbox: None,
+        plain_play: false,
     };
     assert_eq!(
         store.commit(commit).await.unwrap(),
@@ -149,6 +152,7 @@ async fn contract(store: Arc<dyn RoomStore>) {
         actions: &played_actions,
         applied_move: None,
         outbox: None,
+        plain_play: false,
     };
     assert_eq!(
         store.commit(stale).await.unwrap(),
@@ -162,6 +166,7 @@ async fn contract(store: Arc<dyn RoomStore>) {
         actions: &played_actions,
         applied_move: Some((key.clone(), 99)),
         outbox: None,
+        plain_play: false,
     };
     assert_eq!(
         store.commit(dup).await.unwrap(),
@@ -245,6 +250,7 @@ async fn contract(store: Arc<dyn RoomStore>) {
             trace_context: "traceparent=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
                 .into(),
         }),
+        plain_play: false,
     };
     assert_eq!(
         store.commit(commit).await.unwrap(),
@@ -320,6 +326,7 @@ async fn contract(store: Arc<dyn RoomStore>) {
         actions: &pending,
         applied_move: None,
         outbox: None,
+        plain_play: false,
     };
     assert_eq!(
         store.commit(commit).await.unwrap(),

@@ -1,5 +1,8 @@
 -- One room's atomic step: version check, idempotency check, state, log append, move
--- answer, the room's deadline and listing in its shard, outbox, notification.
+-- answer, the room's deadline and listing in its shard, outbox, notification. The state
+-- written is a snapshot: the plain plays after the previous one (play.lua: from seq `st`
+-- on the log) are in it, so their card_played (first byte 1) go to the action log,
+-- before this step's actions, and `st` no longer names a seq.
 -- Every key is in the room's shard slot ({gs:S}); the notification is a shard channel
 -- of that slot (SPUBLISH), declared as KEYS[8].
 -- KEYS: 1 state, 2 log, 3 moves, 4 deadlines, 5 rooms, 6 outbox, 7 actions, 8 channel
@@ -15,6 +18,12 @@ if cur ~= tonumber(ARGV[1]) then return {0, 0} end
 if ARGV[3] ~= '' then
   local done = redis.call('HGET', KEYS[3], ARGV[3])
   if done then return {2, tonumber(done)} end
+end
+local from = tonumber(redis.call('HGET', KEYS[1], 'st') or '')
+if from then
+  for _, e in ipairs(redis.call('LRANGE', KEYS[2], from, -1)) do
+    if string.byte(e, 1) == 1 then redis.call('RPUSH', KEYS[7], e) end
+  end
 end
 local n = tonumber(ARGV[13])
 local m = tonumber(ARGV[14])
