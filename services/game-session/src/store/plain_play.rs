@@ -1,5 +1,6 @@
-//! The stored form of a plain play: a card played that deals nothing and ends nothing
-//! (the hot path, seven plays of every eight). Such a play is stored as its events alone,
+//! The stored form of a plain play: a card played that scores and ends nothing (it may
+//! deal the next hands: 47 plays of a two-player round's 48). Such a play is stored as
+//! its events alone,
 //! in a compact binary form, not as the whole room: the room's snapshot stays as the last
 //! other commit wrote it, and the plain plays on the log after it (from seq `st`, see
 //! `redis_store.rs`) are the room's tail, replayed on load. The next other commit writes a
@@ -10,6 +11,7 @@
 //! | log event, action | `{` | JSON (`StoredEvent`, `ActionRecord`), what every other commit writes |
 //! | log event, action | [`CARD_PLAYED`] | postcard of `card_played`'s fields with the play's own (see `CardPlayedForm`), then the client move id's UTF-8 bytes to the end (the commit script appends it, so the id is sent once) |
 //! | log event | [`TURN_STARTED`] | postcard of `turn_started`'s fields |
+//! | log event | [`HAND_DEALT`] | postcard of `hand_dealt`'s fields, each hand as its card set |
 //!
 //! Postcard is not self-describing: a change of these fields is a new first byte, with a
 //! decoder of the previous one kept (see `codec.rs` for the room's own formats).
@@ -25,6 +27,8 @@ use crate::room::{ActionRecord, PendingActions};
 pub const CARD_PLAYED: u8 = 1;
 /// The first byte of a compact `turn_started`.
 pub const TURN_STARTED: u8 = 2;
+/// The first byte of a compact `hand_dealt`.
+pub const HAND_DEALT: u8 = 3;
 
 /// The first byte of the JSON forms.
 const JSON_FIRST: u8 = b'{';
@@ -48,6 +52,15 @@ struct CardPlayedForm {
 }
 
 #[derive(Serialize, Deserialize)]
+struct HandDealtForm {
+    at_ms: i64,
+    /// Each seat dealt to and its cards.
+    hands: Vec<(Seat, Option<CardSet>)>,
+    hand_counts: Vec<u32>,
+    deck_remaining: u32,
+}
+
+#[derive(Serialize, Deserialize)]
 struct TurnStartedForm {
     at_ms: i64,
     seat: Seat,
@@ -55,9 +68,10 @@ struct TurnStartedForm {
 }
 
 /// Whether a change is a plain play: one play action, on the running match's log, whose
-/// events are its `card_played` and the next `turn_started` (nothing dealt, scored or
-/// ended, no seat changed).
+/// events are its `card_played`, the next hands if it ended a deal, and the next
+/// `turn_started` (nothing scored or ended, no seat changed).
 pub fn is_plain_play(events: &[StoredEvent], actions: &PendingActions) -> bool {
+    let kinds: Vec<_> = events.iter().map(|e| &e.event).collect();
     matches!(
         actions.actions.as_slice(),
         [ActionRecord {
@@ -66,70 +80,94 @@ pub fn is_plain_play(events: &[StoredEvent], actions: &PendingActions) -> bool {
         }]
     ) && !actions.reset
         && matches!(
-            events,
-            [
-                StoredEvent {
-                    event: LogEvent::CardPlayed { .. },
-                    ..
-                },
-                StoredEvent {
-                    event: LogEvent::TurnStarted { .. },
-                    ..
-                },
-            ]
+            kinds.as_slice(),
+            [LogEvent::CardPlayed { .. }, LogEvent::TurnStarted { .. }]
+                | [
+                    LogEvent::CardPlayed { .. },
+                    LogEvent::HandDealt { .. },
+                    LogEvent::TurnStarted { .. }
+                ]
         )
 }
 
-/// A plain play's events in their compact form, `card_played` without its client move
-/// id (the reader takes the bytes after the fields as the id). `None`: not a plain play
-/// (see [`is_plain_play`]) or its capture named is not what it took.
-pub fn encode(events: &[StoredEvent], action: &ActionRecord) -> Option<[Vec<u8>; 2]> {
-    let [played, turn] = events else { return None };
-    let (
-        LogEvent::CardPlayed {
-            played:
-                Event::CardPlayed {
-                    seat,
-                    card,
-                    taken,
-                    basra,
+/// A plain play's events in their compact form, `card_played` (first) without its client
+/// move id (the reader takes the bytes after the fields as the id). `None`: not a plain
+/// play (see [`is_plain_play`]) or its capture named is not what it took.
+pub fn encode(events: &[StoredEvent], action: &ActionRecord) -> Option<Vec<Vec<u8>>> {
+    let Action::Play { take, .. } = action.action else {
+        return None;
+    };
+    let mut out = Vec::with_capacity(events.len());
+    for (i, stored) in events.iter().enumerate() {
+        let at_ms = stored.at_ms;
+        let encoded = match (&stored.event, i) {
+            (
+                LogEvent::CardPlayed {
+                    played:
+                        Event::CardPlayed {
+                            seat,
+                            card,
+                            taken,
+                            basra,
+                        },
+                    basra_points,
+                    automatic,
+                    ..
                 },
-            basra_points,
-            automatic,
-            ..
-        },
-        LogEvent::TurnStarted {
-            seat: next,
-            deadline_ms,
-        },
-        Action::Play { take, .. },
-    ) = (&played.event, &turn.event, &action.action)
-    else {
-        return None;
-    };
-    if take.is_some_and(|take| take != taken.iter().collect::<CardSet>()) {
-        return None;
+                0,
+            ) => {
+                if take.is_some_and(|take| take != taken.iter().collect::<CardSet>()) {
+                    return None;
+                }
+                let form = CardPlayedForm {
+                    at_ms,
+                    seat: *seat,
+                    card: *card,
+                    taken: *taken,
+                    basra: *basra,
+                    basra_points: *basra_points,
+                    automatic: *automatic,
+                    server_played: action.automatic,
+                    named: take.is_some(),
+                };
+                postcard::to_extend(&form, vec![CARD_PLAYED])
+            }
+            (
+                LogEvent::HandDealt {
+                    deals,
+                    hand_counts,
+                    deck_remaining,
+                },
+                1..,
+            ) => {
+                let hands = deals
+                    .iter()
+                    .map(|deal| match deal {
+                        Event::HandDealt { seat, cards } => Some((*seat, *cards)),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                let form = HandDealtForm {
+                    at_ms,
+                    hands,
+                    hand_counts: hand_counts.clone(),
+                    deck_remaining: *deck_remaining,
+                };
+                postcard::to_extend(&form, vec![HAND_DEALT])
+            }
+            (LogEvent::TurnStarted { seat, deadline_ms }, 1..) => {
+                let form = TurnStartedForm {
+                    at_ms,
+                    seat: *seat,
+                    deadline_ms: *deadline_ms,
+                };
+                postcard::to_extend(&form, vec![TURN_STARTED])
+            }
+            _ => return None,
+        };
+        out.push(encoded.ok()?);
     }
-    let played = CardPlayedForm {
-        at_ms: played.at_ms,
-        seat: *seat,
-        card: *card,
-        taken: *taken,
-        basra: *basra,
-        basra_points: *basra_points,
-        automatic: *automatic,
-        server_played: action.automatic,
-        named: take.is_some(),
-    };
-    let turn = TurnStartedForm {
-        at_ms: turn.at_ms,
-        seat: *next,
-        deadline_ms: *deadline_ms,
-    };
-    Some([
-        postcard::to_extend(&played, vec![CARD_PLAYED]).ok()?,
-        postcard::to_extend(&turn, vec![TURN_STARTED]).ok()?,
-    ])
+    Some(out)
 }
 
 /// A compact `card_played`'s fields and its client move id.
@@ -163,11 +201,7 @@ pub fn decode_event(bytes: &[u8]) -> Result<StoredEvent> {
             })
         }
         Some(&TURN_STARTED) => {
-            let (form, rest) = postcard::take_from_bytes::<TurnStartedForm>(&bytes[1..])
-                .map_err(|err| corrupt("turn_started", err))?;
-            if !rest.is_empty() {
-                return Err(corrupt("turn_started", "bytes after the fields"));
-            }
+            let form: TurnStartedForm = whole(bytes, "turn_started")?;
             Ok(StoredEvent {
                 at_ms: form.at_ms,
                 event: LogEvent::TurnStarted {
@@ -176,9 +210,35 @@ pub fn decode_event(bytes: &[u8]) -> Result<StoredEvent> {
                 },
             })
         }
+        Some(&HAND_DEALT) => {
+            let form: HandDealtForm = whole(bytes, "hand_dealt")?;
+            Ok(StoredEvent {
+                at_ms: form.at_ms,
+                event: LogEvent::HandDealt {
+                    deals: form
+                        .hands
+                        .into_iter()
+                        .map(|(seat, cards)| Event::HandDealt { seat, cards })
+                        .collect(),
+                    hand_counts: form.hand_counts,
+                    deck_remaining: form.deck_remaining,
+                },
+            })
+        }
         _ => Err(GameError::Corrupt(
             "a log event in no known form (first byte)".into(),
         )),
+    }
+}
+
+/// The fields of a compact form that holds nothing after them.
+fn whole<T: for<'de> Deserialize<'de>>(bytes: &[u8], what: &str) -> Result<T> {
+    let (form, rest) =
+        postcard::take_from_bytes::<T>(&bytes[1..]).map_err(|err| corrupt(what, err))?;
+    if rest.is_empty() {
+        Ok(form)
+    } else {
+        Err(corrupt(what, "bytes after the fields"))
     }
 }
 
@@ -219,12 +279,12 @@ mod tests {
     use crate::timing::Timing;
 
     /// Whole matches played as players play them (now the default capture, now one
-    /// named): at every plain play, its events and action read back from their compact
-    /// forms are the ones made, and the room stored before it with the play replayed is
-    /// the room after it, byte for byte. Any other change is not a plain play.
+    /// named): at every plain play (dealing or not), its events and action read back from
+    /// their compact forms are the ones made, and the room stored before it with the play
+    /// replayed is the room after it, byte for byte.
     #[test]
     fn a_plain_play_replayed_on_the_stored_room_is_the_room_after_it() {
-        let (mut plain, mut other) = (0, 0);
+        let (mut plain, mut dealt, mut other) = (0, 0, 0);
         for (n, seed) in [[3u8; 32], [77u8; 32], [250u8; 32]].into_iter().enumerate() {
             let occupants = ["a", "b"].map(|id| Occupant::Player {
                 user_id: id.into(),
@@ -259,19 +319,22 @@ mod tests {
                     continue;
                 }
                 plain += 1;
-                let [mut played, turn] = encode(&events, &actions.actions[0]).unwrap();
-                assert_eq!(decode_action(&played).unwrap(), actions.actions[0]);
-                played.extend_from_slice(move_id.as_bytes());
-                assert_eq!(decode_action(&played).unwrap(), actions.actions[0]);
-                assert_eq!(decode_event(&played).unwrap(), events[0]);
-                assert_eq!(decode_event(&turn).unwrap(), events[1]);
+                dealt += usize::from(events.len() == 3);
+                let mut compact = encode(&events, &actions.actions[0]).unwrap();
+                assert_eq!(decode_action(&compact[0]).unwrap(), actions.actions[0]);
+                compact[0].extend_from_slice(move_id.as_bytes());
+                assert_eq!(decode_action(&compact[0]).unwrap(), actions.actions[0]);
+                for (bytes, event) in compact.iter().zip(&events) {
+                    assert_eq!(&decode_event(bytes).unwrap(), event);
+                }
                 let mut replayed = decode_room(&before).unwrap();
                 replayed.replay(&actions.actions[0]).unwrap();
                 assert_eq!(encode_room(&replayed).unwrap(), encode_room(&room).unwrap());
             }
         }
-        // Seven plays of a deal's eight are plain; the eighth deals or scores.
-        assert!(plain > 6 * other, "{plain} plain plays, {other} others");
+        // A round's last play scores; every other is plain, some of them dealing.
+        assert!(plain > 30 * other, "{plain} plain plays, {other} others");
+        assert!(dealt * 10 > plain, "{dealt} of {plain} plain plays dealt");
     }
 
     #[test]

@@ -98,10 +98,10 @@ pub const COMMIT_LUA: &str = include_str!("lua/commit.lua");
 /// The plain play's script (public so that the benchmark runs the real one).
 pub const PLAY_LUA: &str = include_str!("lua/play.lua");
 
-/// The most plain plays a room's tail holds: the next commit writes a snapshot. A deal
-/// is eight plays (two players) or sixteen (four) and its last deals or scores, which
-/// writes one anyway: this only bounds what a load replays.
-const TAIL_LIMIT: usize = 16;
+/// The most plain plays a room's tail holds: the next commit writes a snapshot. A round
+/// is 48 plays and its last scores, which writes one anyway; this bounds what a load
+/// replays in four-player rooms (96 plays a round).
+const TAIL_LIMIT: usize = 48;
 
 /// Connections to a single Redis node that the store's calls take in turn (see
 /// `basra_platform::redis::Redis::connect_pool`: one connection carries only about 16 KiB
@@ -363,10 +363,11 @@ impl RedisStore {
     }
 
     /// A plain play's commit (`lua/play.lua`): its events, compact; about 270 bytes with
-    /// a 36-character room id and client move id. `None`: not a plain play.
+    /// a 36-character room id and client move id (300 when it deals). `None`: not a
+    /// plain play.
     fn play_call(&self, commit: &Commit<'_>) -> Option<redis::Cmd> {
         let room = commit.room;
-        let [played, turn] = plain_play::encode(commit.events, commit.actions.actions.first()?)?;
+        let events = plain_play::encode(commit.events, commit.actions.actions.first()?)?;
         // The move key is `seat:client_move_id` (`store::move_key`): the script joins them.
         let (seat, move_id) = match &commit.applied_move {
             Some((key, _)) => key.split_once(':')?,
@@ -375,17 +376,18 @@ impl RedisStore {
         let mut call = script_call(
             &self.scripts.play,
             1,
-            7,
-            160 + room.id.len() + move_id.len(),
+            8,
+            192 + room.id.len() + move_id.len(),
         );
         call.arg(self.room_key(&room.id, "state"))
             .arg(commit.expected_version)
             .arg(seat)
             .arg(move_id)
             .arg(room.next_deadline()?)
-            .arg(if self.wait_replicas > 0 { "1" } else { "" })
-            .arg(played)
-            .arg(turn);
+            .arg(if self.wait_replicas > 0 { "1" } else { "" });
+        for event in events {
+            call.arg(event);
+        }
         Some(call)
     }
 }
@@ -422,8 +424,8 @@ impl RoomStore for RedisStore {
         }
         let mut plays = 0;
         for entry in &tail {
-            if entry.first() == Some(&plain_play::TURN_STARTED) {
-                continue; // made again by the play before it
+            if entry.first() != Some(&plain_play::CARD_PLAYED) {
+                continue; // a deal or a turn: made again by the play before it
             }
             let action = plain_play::decode_action(entry)?;
             room.replay(&action).map_err(|reject| {
