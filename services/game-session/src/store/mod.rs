@@ -5,6 +5,7 @@
 mod codec;
 mod memory;
 pub mod plain_play;
+mod play_batch;
 mod redis_store;
 
 use std::sync::Arc;

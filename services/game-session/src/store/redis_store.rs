@@ -20,7 +20,7 @@
 //! | `P:{gs:S}:deadlines` | sorted set | the shard's room ids by next deadline (Unix ms) |
 //! | `P:{gs:S}:rooms` | sorted set | the shard's room ids by creation time |
 //! | `P:{gs:S}:outbox` | stream, group `forwarder` | `record`: an encoded `MatchRecord`; `trace`: the trace context of the action that finished it |
-//! | `P:{gs:S}:notify` | shard channel (`SPUBLISH`) | `seq room_id` after each commit (see [`Notice`]) |
+//! | `P:{gs:S}:notify` | shard channel (`SPUBLISH`) | `seq room_id` after each commit, a line a room after a call of plain plays (see [`Notice`]) |
 //! | `P:{gs:S}:leases` | sorted set | replica instances of the shard by the end of their presence lease (Unix ms) |
 //! | `P:{gs:S}:lease:INSTANCE` | set | the seats connected through that instance ([`LeasedSeat`]) |
 //! | `P:{gs:S}:leases-swept` | sorted set | instances whose lease expired, by when (kept a day) |
@@ -41,6 +41,7 @@ use redis::{AsyncCommands, RedisWrite as _};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use super::play_batch::{PlayBatches, QueuedPlay};
 use super::{
     Commit, CommitOutcome, EventsAfter, ExpiredLease, LeasedSeat, Loaded, Notice, OutboxEntry,
     OutboxRecord, RoomHead, RoomStore, SHARDS, WalkLease, plain_play, shard_of,
@@ -117,14 +118,58 @@ pub struct RedisStore {
     closed_ttl_seconds: u64,
     scripts: Arc<Scripts>,
     /// After each commit, wait for this many replicas to have it (0: do not wait).
-    wait_replicas: u32,
-    /// For at most this long.
-    wait_timeout_ms: u64,
-    /// Commits not on enough replicas, logged at most once a second.
-    unreplicated: Arc<Unreplicated>,
+    /// Waiting for replicas after each commit.
+    wait: ReplicaWait,
+    /// The plain plays' calls, started by the first plain play (with the settings made
+    /// by then).
+    batches: Arc<std::sync::OnceLock<PlayBatches>>,
     /// The form rooms are written in (both are read).
     room_format: super::RoomFormat,
     notices: broadcast::Sender<Notice>,
+}
+
+/// Waiting for replicas after a commit (`redis.wait_replicas`).
+#[derive(Debug, Clone, Default)]
+pub(super) struct ReplicaWait {
+    /// Wait for this many replicas to have each commit (0: do not wait).
+    pub replicas: u32,
+    /// For at most this long.
+    pub timeout_ms: u64,
+    /// Commits not on enough replicas, logged at most once a second.
+    unreplicated: Arc<Unreplicated>,
+}
+
+impl ReplicaWait {
+    /// After a commit of the room `room_id` through `conn`, whose primary has `connected`
+    /// replicas: waits for `replicas` of them, when there are enough to answer.
+    pub(super) async fn after_commit(
+        &self,
+        conn: &mut Connection,
+        key: &str,
+        room_id: &str,
+        connected: u64,
+    ) -> Result<()> {
+        if self.replicas == 0 {
+            return Ok(());
+        }
+        // WAIT blocks the connection, which every call to that primary shares, so it is
+        // sent only when the primary has enough replicas to answer it (after a failover,
+        // the promoted primary has none until its old peer comes back: waiting for the
+        // timeout on every commit would stall all of its rooms).
+        let acked = if connected >= u64::from(self.replicas) {
+            conn.wait_for_replicas(key, self.replicas, self.timeout_ms)
+                .await?
+        } else {
+            0
+        };
+        if acked < self.replicas {
+            // Committed on the primary all the same: the play stands; only its survival
+            // of a primary crash in the next instants is not assured.
+            self.unreplicated
+                .report(room_id, acked, self.replicas, connected);
+        }
+        Ok(())
+    }
 }
 
 /// Commits that did not reach `wait_replicas` replicas: counted, and logged at most
@@ -181,9 +226,8 @@ impl RedisStore {
             keys,
             closed_ttl_seconds,
             scripts: Arc::new(Scripts::new()),
-            wait_replicas: 0,
-            wait_timeout_ms: 0,
-            unreplicated: Arc::default(),
+            wait: ReplicaWait::default(),
+            batches: Arc::default(),
             room_format: super::RoomFormat::default(),
             notices: broadcast::channel(4096).0,
         };
@@ -194,15 +238,18 @@ impl RedisStore {
         let channels = (0..SHARDS).map(|shard| store.channel(shard)).collect();
         redis
             .subscribe(channels, shutdown, move |event| match event {
+                // `seq room_id`, a line a room (a call of plain plays notifies once).
                 PubSubEvent::Message { payload, .. } => {
                     let payload = String::from_utf8_lossy(&payload);
-                    if let Some((seq, room_id)) = payload.split_once(' ')
-                        && let Ok(seq) = seq.parse()
-                    {
-                        let _ = notices.send(Notice {
-                            room_id: room_id.into(),
-                            seq,
-                        });
+                    for line in payload.split('\n') {
+                        if let Some((seq, room_id)) = line.split_once(' ')
+                            && let Ok(seq) = seq.parse()
+                        {
+                            let _ = notices.send(Notice {
+                                room_id: room_id.into(),
+                                seq,
+                            });
+                        }
                     }
                 }
                 // Streams may have missed notices meanwhile: a wildcard notice makes
@@ -223,8 +270,8 @@ impl RedisStore {
     /// no acknowledged play, unless the wait timed out. 0 replicas: no wait (the default;
     /// see the README's durability figures).
     pub fn with_replica_wait(mut self, replicas: u32, timeout_ms: u64) -> RedisStore {
-        self.wait_replicas = replicas;
-        self.wait_timeout_ms = timeout_ms;
+        self.wait.replicas = replicas;
+        self.wait.timeout_ms = timeout_ms;
         self
     }
 
@@ -358,14 +405,14 @@ impl RedisStore {
         for action in &commit.actions.actions {
             serde_json::to_writer(call.writer_for_next_arg(), action)?;
         }
-        call.arg(if self.wait_replicas > 0 { "1" } else { "" });
+        call.arg(if self.wait.replicas > 0 { "1" } else { "" });
         Ok(call)
     }
 
-    /// A plain play's commit (`lua/play.lua`): its events, compact; about 270 bytes with
-    /// a 36-character room id and client move id (300 when it deals). `None`: not a
-    /// plain play.
-    fn play_call(&self, commit: &Commit<'_>) -> Option<redis::Cmd> {
+    /// A plain play as its shard's next call carries it (`play_batch.rs`, `lua/play.lua`):
+    /// its events, compact; about 200 bytes with a 36-character room id and client move
+    /// id, the call's own header aside. `None`: not a plain play.
+    fn queued_play(&self, commit: &Commit<'_>) -> Option<QueuedPlay> {
         let room = commit.room;
         let events = plain_play::encode(commit.events, commit.actions.actions.first()?)?;
         // The move key is `seat:client_move_id` (`store::move_key`): the script joins them.
@@ -373,22 +420,18 @@ impl RedisStore {
             Some((key, _)) => key.split_once(':')?,
             None => ("", ""),
         };
-        let mut call = script_call(
-            &self.scripts.play,
-            1,
-            8,
-            192 + room.id.len() + move_id.len(),
-        );
-        call.arg(self.room_key(&room.id, "state"))
-            .arg(commit.expected_version)
-            .arg(seat)
-            .arg(move_id)
-            .arg(room.next_deadline()?)
-            .arg(if self.wait_replicas > 0 { "1" } else { "" });
-        for event in events {
-            call.arg(event);
-        }
-        Some(call)
+        let mut args = Vec::with_capacity(5 + events.len());
+        args.push(commit.expected_version.to_string().into_bytes());
+        args.push(seat.as_bytes().to_vec());
+        args.push(move_id.as_bytes().to_vec());
+        args.push(room.next_deadline()?.to_string().into_bytes());
+        args.push(events.len().to_string().into_bytes());
+        args.extend(events);
+        Some(QueuedPlay {
+            key: self.room_key(&room.id, "state"),
+            room_id: room.id.clone(),
+            args,
+        })
     }
 }
 
@@ -456,38 +499,42 @@ impl RoomStore for RedisStore {
     }
 
     async fn commit(&self, commit: Commit<'_>) -> Result<CommitOutcome> {
-        let plain = commit.plain_play.then(|| self.play_call(&commit)).flatten();
-        let (script, call) = match plain {
-            Some(call) => (&self.scripts.play, call),
-            None => (&self.scripts.commit, self.snapshot_call(&commit)?),
-        };
-        let mut conn = self.conn();
-        let out: Vec<u64> = run_script(script, &call, &mut conn).await?;
-        let (status, value) = match out.as_slice() {
-            [status, value, ..] => (*status, *value),
-            _ => return Err(GameError::Corrupt("commit: a malformed answer".into())),
-        };
-        if status == 1 && self.wait_replicas > 0 {
-            let room = commit.room;
-            // WAIT blocks the connection, which every call to that primary shares, so
-            // it is sent only when the primary has enough replicas to answer it (after a
-            // failover, the promoted primary has none until its old peer comes back:
-            // waiting for the timeout on every commit would stall all of its rooms).
-            let connected = out.get(2).copied().unwrap_or(0);
-            let acked = if connected >= u64::from(self.wait_replicas) {
-                let state = self.room_key(&room.id, "state");
-                conn.wait_for_replicas(&state, self.wait_replicas, self.wait_timeout_ms)
+        let plain = commit
+            .plain_play
+            .then(|| self.queued_play(&commit))
+            .flatten();
+        let (status, value) = match plain {
+            Some(play) => {
+                let batches = self.batches.get_or_init(|| {
+                    PlayBatches::start(
+                        self.redis.clone(),
+                        self.scripts.play.clone(),
+                        self.wait.clone(),
+                    )
+                });
+                batches
+                    .commit(Self::room_shard(&commit.room.id), play)
                     .await?
-            } else {
-                0
-            };
-            if acked < self.wait_replicas {
-                // Committed on the primary all the same: the play stands; only its
-                // survival of a primary crash in the next instants is not assured.
-                self.unreplicated
-                    .report(&room.id, acked, self.wait_replicas, connected);
             }
-        }
+            None => {
+                let call = self.snapshot_call(&commit)?;
+                let mut conn = self.conn();
+                let out: Vec<u64> = run_script(&self.scripts.commit, &call, &mut conn).await?;
+                let (status, value) = match out.as_slice() {
+                    [status, value, ..] => (*status, *value),
+                    _ => return Err(GameError::Corrupt("commit: a malformed answer".into())),
+                };
+                if status == 1 {
+                    let room = commit.room;
+                    let connected = out.get(2).copied().unwrap_or(0);
+                    let state = self.room_key(&room.id, "state");
+                    self.wait
+                        .after_commit(&mut conn, &state, &room.id, connected)
+                        .await?;
+                }
+                (status, value)
+            }
+        };
         Ok(match status {
             1 => CommitOutcome::Committed { version: value },
             2 => CommitOutcome::AlreadyApplied { seq: value },

@@ -535,3 +535,92 @@ async fn a_replica_writing_binary_2_folds_the_tail_into_the_snapshot() {
     let events = store.events_after(&id, 0).await.unwrap().events;
     assert_eq!(events.len() as u64, loaded.room.seq);
 }
+
+/// Plain plays of many rooms of one shard at once, which go to Redis in shared calls
+/// (`store/play_batch.rs`): each is still its room's own step, answered on its own (of
+/// two plays computed from the same state of one room, one is written and the other
+/// refused as a conflict), and another replica hears every room's new seq.
+async fn plain_plays_at_once(store: Arc<dyn RoomStore>, other: Arc<dyn RoomStore>) {
+    use game_session::store::{Commit, CommitOutcome, shard_of};
+    let core = replica("writer", Arc::clone(&store));
+    let mut ids = Vec::new();
+    while ids.len() < 24 {
+        let id = uuid::Uuid::now_v7().to_string();
+        if shard_of(&id) == 5 {
+            ids.push(id);
+        }
+    }
+    for id in &ids {
+        assert!(core.create(&mut started_room(id, 31)).await.unwrap());
+    }
+    let mut heard = other.notices();
+    let mut calls = tokio::task::JoinSet::new();
+    for (i, id) in ids.iter().enumerate() {
+        let loaded = store.load(id).await.unwrap().unwrap();
+        for option in 0..if i == 0 { 2 } else { 1 } {
+            let (store, mut room, id) = (Arc::clone(&store), loaded.room.clone(), id.clone());
+            calls.spawn(async move {
+                let game = room.game.as_ref().unwrap();
+                let (seat, card) = (game.turn().unwrap().0, game.legal_plays()[option].card);
+                let move_id = format!("m{option}");
+                room.play(seat, card, None, false, move_id.clone(), now_ms())
+                    .unwrap();
+                let (events, actions) = (room.take_pending(), room.take_pending_actions());
+                let first = room.seq + 1 - events.len() as u64;
+                let commit = Commit {
+                    room: &room,
+                    expected_version: loaded.version,
+                    events: &events,
+                    actions: &actions,
+                    applied_move: Some((move_key(seat, &move_id), first)),
+                    outbox: None,
+                    plain_play: true,
+                };
+                (id, room.seq, store.commit(commit).await.unwrap())
+            });
+        }
+    }
+    let outcomes = calls.join_all().await;
+    let mut written: std::collections::HashMap<String, u64> = outcomes
+        .iter()
+        .filter(|(_, _, outcome)| matches!(outcome, CommitOutcome::Committed { .. }))
+        .map(|(id, seq, _)| (id.clone(), *seq))
+        .collect();
+    assert_eq!(written.len(), ids.len(), "{outcomes:?}");
+    let conflicts = outcomes.iter().filter(|o| o.2 == CommitOutcome::Conflict);
+    assert_eq!(conflicts.count(), 1, "{outcomes:?}");
+    for id in &ids {
+        let loaded = other.load(id).await.unwrap().unwrap();
+        assert_eq!((loaded.tail, loaded.room.seq), (1, written[id]));
+    }
+    tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        while !written.is_empty() {
+            let notice = heard.recv().await.unwrap();
+            if written.get(&*notice.room_id) == Some(&notice.seq) {
+                written.remove(&*notice.room_id);
+            }
+        }
+    })
+    .await
+    .expect("a notice of every room's new seq");
+}
+
+#[tokio::test]
+async fn plain_plays_at_once_are_each_their_rooms_step_on_redis() {
+    let prefix = common::prefix();
+    plain_plays_at_once(
+        common::redis_store(&prefix).await,
+        common::redis_store(&prefix).await,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn plain_plays_at_once_are_each_their_rooms_step_on_a_cluster() {
+    let prefix = common::prefix();
+    plain_plays_at_once(
+        common::cluster_store(&prefix).await,
+        common::cluster_store(&prefix).await,
+    )
+    .await;
+}
