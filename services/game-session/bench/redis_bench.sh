@@ -3,23 +3,25 @@
 # redis-benchmark runs the real scripts with their two early returns taken out (version
 # mismatch, move already applied) so that every call writes, over 1000 rooms of one shard:
 #
-# - `play`: the plain play (src/store/lua/play.lua), seven plays of every eight: version
-#   read, move answer (HSETNX), the two compact events appended, version, deadline,
-#   SPUBLISH; a 36-character client move id and the compact forms' sizes (card_played 15
+# - `play`: plain plays (src/store/lua/play.lua), 47 plays of a round's 48, BATCH rooms'
+#   (8) a call as the replica sends them flat out: for each, version and move read, the
+#   two compact events appended, version and move answer written; then the deadlines and one
+#   SPUBLISH; a 36-character client move id and the compact forms' sizes (card_played 16
 #   bytes, turn_started 14);
 # - `snapshot`: the commit that writes the whole room (src/store/lua/commit.lua), the
-#   eighth play and every other change: the room state (DATA bytes, ~2.4 KB of JSON on
+#   round's last play and every other change: the room state (DATA bytes, ~2.4 KB of JSON on
 #   average over a match; ~340 in binary), a card_played and a turn_started event (223
 #   and 92 bytes of JSON) and one action (89 bytes).
 #
 # Prints calls per second and Redis's CPU per call of each. Deletes its keys afterwards. Single Redis only.
 #
-#   REDIS_URL=redis://127.0.0.1:6379 services/game-session/bench/redis_bench.sh [requests] [clients]
+#   REDIS_URL=redis://127.0.0.1:6379 [BATCH=8] services/game-session/bench/redis_bench.sh [requests] [clients]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 url=${REDIS_URL:-redis://127.0.0.1:6379}
 requests=${1:-100000}
 clients=${2:-50}
+batch=${BATCH:-8}
 data_bytes=${DATA:-2450}
 pad() { head -c "$1" /dev/zero | tr '\0' "$2"; }
 # The script $1 with each line $2 replaced by $3, $4 by $5, ... (its early returns made
@@ -48,11 +50,14 @@ bench() {
 p="rb-$$"
 t="$p:{gs:1}"
 sha=$(loaded play.lua \
-  "if not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[1]) then return {0, 0} end" "" \
-  "  if redis.call('HSETNX', room .. 'moves', move, first) == 0 then" \
-  "  if redis.call('HSETNX', room .. 'moves', move, first) == 2 then")
-echo "play: $(bench evalsha "$sha" 1 "$t:room:__rand_int__:state" \
-  0 1 "$(pad 24 m)-__rand_int__" 1795951866515 '' "$(pad 15 c)" "$(pad 14 t)")"
+  "  if not cur[1] or tonumber(cur[1]) ~= tonumber(version) then" "  if false then" \
+  "  elseif move ~= '' and cur[4] then" "  elseif false then")
+plays=() rooms=()
+for _ in $(seq "$batch"); do
+  rooms+=("$t:room:__rand_int__:")
+  plays+=(0 1 "$(pad 24 m)-__rand_int__" 1795951866515 2 "$(pad 16 c)" "$(pad 14 t)")
+done
+echo "play ($batch plays a call): $(bench evalsha "$sha" "$batch" "${rooms[@]}" '' "${plays[@]}")"
 sha=$(loaded commit.lua "if cur ~= tonumber(ARGV[1]) then return {0, 0} end" "" \
   "  if done then return {2, tonumber(done)} end" "")
 echo "snapshot: $(bench evalsha "$sha" 8 \

@@ -20,7 +20,7 @@ const MAX_BATCH: usize = 64;
 /// A plain play waiting for its shard's call.
 #[derive(Debug)]
 pub(super) struct QueuedPlay {
-    /// Its room's state key.
+    /// Its room's key prefix (`P:{gs:S}:room:ID:`: its keys but for the last word).
     pub key: String,
     /// Its room's id (for the replica-wait log).
     pub room_id: String,

@@ -13,9 +13,9 @@
 //!
 //! | key (`P` the prefix, `S` the shard) | type | holds |
 //! |---|---|---|
-//! | `P:{gs:S}:room:ID:state` | hash | `v` version, `data` the room's snapshot (binary, a format byte first; JSON before: see `codec.rs`), `st` "closed", "", or the snapshot's seq when plain plays followed it (the room is the snapshot with the plays of the log after that seq replayed: `plain_play.rs`), `q` last seq |
+//! | `P:{gs:S}:room:ID:state` | hash | `v` version, `data` the room's snapshot (binary, a format byte first; JSON before: see `codec.rs`), `st` "closed", "", or the snapshot's seq when plain plays followed it (the room is the snapshot with the plays of the log after that seq replayed: `plain_play.rs`), `q` last seq, `m:seat:client_move_id` the seq of that move's card played |
 //! | `P:{gs:S}:room:ID:log` | list | the events, JSON, a plain play's compact; index `seq - 1` |
-//! | `P:{gs:S}:room:ID:moves` | hash | `seat:client_move_id` → seq of the card played |
+//! | `P:{gs:S}:room:ID:moves` | hash | `seat:client_move_id` → seq of the card played, as the state's `m:` fields, written by every commit but a plain play's (what releases before those fields read) |
 //! | `P:{gs:S}:room:ID:actions` | list | the running match's actions but the plain plays after the snapshot, JSON or compact (read at its end) |
 //! | `P:{gs:S}:deadlines` | sorted set | the shard's room ids by next deadline (Unix ms) |
 //! | `P:{gs:S}:rooms` | sorted set | the shard's room ids by creation time |
@@ -428,7 +428,7 @@ impl RedisStore {
         args.push(events.len().to_string().into_bytes());
         args.extend(events);
         Some(QueuedPlay {
-            key: self.room_key(&room.id, "state"),
+            key: self.room_key(&room.id, ""),
             room_id: room.id.clone(),
             args,
         })
@@ -613,10 +613,13 @@ impl RoomStore for RedisStore {
     }
 
     async fn applied_move(&self, room_id: &str, key: &str) -> Result<Option<u64>> {
-        Ok(self
-            .conn()
+        // The state's field; the moves hash holds what releases before the field wrote.
+        let (answered, before): (Option<u64>, Option<u64>) = redis::pipe()
+            .hget(self.room_key(room_id, "state"), format!("m:{key}"))
             .hget(self.room_key(room_id, "moves"), key)
-            .await?)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(answered.or(before))
     }
 
     async fn due_rooms(&self, shards: &[u32], now_ms: i64, limit: usize) -> Result<Vec<String>> {

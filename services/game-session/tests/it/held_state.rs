@@ -355,6 +355,11 @@ async fn replicas_writing_json_and_binary_play_one_room_in_turns() {
     assert_eq!(stored.version, 7);
 }
 
+/// Whose turn it is in the room as stored.
+async fn turn_of(store: &dyn RoomStore, id: &str) -> u8 {
+    next_play(store, id).await.0
+}
+
 /// A started two-player room, not yet stored.
 fn started_room(id: &str, seed: u8) -> Room {
     let players = ["p0", "p1"].map(|user| Occupant::Player {
@@ -593,6 +598,41 @@ async fn plain_plays_at_once(store: Arc<dyn RoomStore>, other: Arc<dyn RoomStore
         let loaded = other.load(id).await.unwrap().unwrap();
         assert_eq!((loaded.tail, loaded.room.seq), (1, written[id]));
     }
+    // A move played again (its seat and id, on the room as it is now) is answered with
+    // the seq of the first one, and nothing is written.
+    let (id, first_seat) = (&ids[1], 1 - turn_of(&*other, &ids[1]).await);
+    let loaded = other.load(id).await.unwrap().unwrap();
+    let mut room = loaded.room.clone();
+    let game = room.game.as_ref().unwrap();
+    let (seat, card) = (game.turn().unwrap().0, game.legal_plays()[0].card);
+    room.play(seat, card, None, false, "m0".into(), now_ms())
+        .unwrap();
+    let (events, actions) = (room.take_pending(), room.take_pending_actions());
+    let again = other
+        .commit(Commit {
+            room: &room,
+            expected_version: loaded.version,
+            events: &events,
+            actions: &actions,
+            applied_move: Some((move_key(first_seat, "m0"), room.seq)),
+            outbox: None,
+            plain_play: true,
+        })
+        .await
+        .unwrap();
+    let played = written[id] - 1;
+    assert_eq!(again, CommitOutcome::AlreadyApplied { seq: played });
+    assert_eq!(
+        other.load(id).await.unwrap().unwrap().version,
+        loaded.version
+    );
+    assert_eq!(
+        other
+            .applied_move(id, &move_key(first_seat, "m0"))
+            .await
+            .unwrap(),
+        Some(played)
+    );
     tokio::time::timeout(std::time::Duration::from_secs(5), async {
         while !written.is_empty() {
             let notice = heard.recv().await.unwrap();

@@ -16,7 +16,7 @@
 local cur = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if cur ~= tonumber(ARGV[1]) then return {0, 0} end
 if ARGV[3] ~= '' then
-  local done = redis.call('HGET', KEYS[3], ARGV[3])
+  local done = redis.call('HGET', KEYS[1], 'm:' .. ARGV[3]) or redis.call('HGET', KEYS[3], ARGV[3])
   if done then return {2, tonumber(done)} end
 end
 local from = tonumber(redis.call('HGET', KEYS[1], 'st') or '')
@@ -36,7 +36,10 @@ for i = 1, m, 500 do
 end
 local v = cur + 1
 redis.call('HSET', KEYS[1], 'v', v, 'data', ARGV[2], 'st', ARGV[5], 'q', ARGV[16])
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) end
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[1], 'm:' .. ARGV[3], ARGV[4])
+  redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+end
 if ARGV[6] == '' then
   redis.call('ZREM', KEYS[4], ARGV[7])
 else
