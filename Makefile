@@ -77,7 +77,9 @@ bench: ## Run the benchmarks (figures in docs/performance.md)
 	services/game-session/bench/fixed_comparison.sh
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10 --replica relay
-	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10 --rate 5000
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10 --connections 100
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10 --connections 100 --replica relay
+	services/game-session/bench/open_loop.sh $(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 5000 --connections 100 --think-ms 2000-5000 --seconds 10 --warmup 2
 	REDIS_URL=memory $(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 250 --seconds 10 --spectators 4

@@ -19,8 +19,8 @@
 //! format 1 do, `binary_2` while replicas that read no tail do.
 //!
 //! With `binary` (the default) the state is a snapshot: the Redis store keeps a plain
-//! play as the play alone, on the room's tail, and a load replays the tail on the
-//! snapshot (`plain_play.rs`). A replica of a release before the tail would read the
+//! play as its events alone, and a load replays the plain plays logged after the
+//! snapshot, the room's tail (`plain_play.rs`). A replica of a release before the tail would read the
 //! snapshot without it, so while one runs (an upgrade, a rollback) the others write
 //! `binary_2`: the whole room every commit, as before, their first commit to a room
 //! folding its tail into the snapshot.
@@ -47,7 +47,7 @@ const ORIGINS_KEY: &str = "seat_origins";
 #[serde(rename_all = "snake_case")]
 pub enum RoomFormat {
     /// [`ROOM_FORMAT`]: postcard, with the seats' origins, as a snapshot that a plain
-    /// play's commit does not rewrite (the play goes on the room's tail).
+    /// play's commit does not rewrite (its events are logged, replayed on load).
     #[default]
     Binary,
     /// [`ROOM_FORMAT`], written whole by every commit (no tail): what releases before

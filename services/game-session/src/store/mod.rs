@@ -18,7 +18,7 @@ use crate::room::{ActionRecord, PendingActions, Room};
 
 pub use codec::{ROOM_FORMAT, RoomFormat, decode_room, encode_room, encode_room_as};
 pub use memory::MemoryStore;
-pub use redis_store::{COMMIT_LUA, PLAY_LUA, RedisStore};
+pub use redis_store::{COMMIT_LUA, RedisStore};
 
 /// How many shards the rooms (and presence leases) are spread over: enough to spread over
 /// the primaries of a cluster. Part of the key layout: changing it strands stored rooms.
@@ -80,9 +80,10 @@ pub struct Commit<'a> {
     pub applied_move: Option<(String, u64)>,
     /// A finished match's record for the outbox.
     pub outbox: Option<OutboxRecord>,
-    /// The change is a plain play ([`plain_play::is_plain_play`]) that the store may
-    /// keep as the play alone, on the room's tail, instead of the whole room (only when
-    /// the room's tail is shorter than [`RoomStore::tail_limit`]).
+    /// The change is a plain play ([`plain_play::is_plain_play`]), which the store may
+    /// keep as its events alone, replayed on the room's snapshot at load, instead of the
+    /// whole room (set only while fewer than [`RoomStore::tail_limit`] plain plays follow
+    /// the room's snapshot).
     pub plain_play: bool,
 }
 

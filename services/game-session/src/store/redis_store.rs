@@ -72,7 +72,7 @@ impl Scripts {
     fn new() -> Scripts {
         Scripts {
             commit: Script::new(COMMIT_LUA),
-            play: Script::new(PLAY_LUA),
+            play: Script::new(include_str!("lua/play.lua")),
             load: Script::new(include_str!("lua/load.lua")),
             actions: Script::new(include_str!("lua/actions.lua")),
             claim: Script::new(include_str!("lua/claim_due.lua")),
@@ -96,8 +96,6 @@ fn shard_tag(shard: u32) -> &'static str {
 /// The commit script (public so that the benchmark runs the real one).
 pub const COMMIT_LUA: &str = include_str!("lua/commit.lua");
 
-/// The plain play's script (public so that the benchmark runs the real one).
-pub const PLAY_LUA: &str = include_str!("lua/play.lua");
 
 /// The most plain plays a room's tail holds: the next commit writes a snapshot. A round
 /// is 48 plays and its last scores, which writes one anyway; this bounds what a load

@@ -14,7 +14,7 @@ use basra_engine::{Card, Seed};
 use game_session::core::{Core, Mutation, now_ms};
 use game_session::events::LogEvent;
 use game_session::room::{Occupant, Room};
-use game_session::store::move_key;
+use game_session::store::{RoomFormat, move_key};
 use game_session::{MemoryStore, RoomStore};
 use tokio_util::sync::CancellationToken;
 
@@ -280,6 +280,19 @@ async fn a_room_stored_as_json_by_an_older_replica_is_played_on_redis() {
     assert!(stored.room.game.as_ref().unwrap().turn().unwrap().0 != seat);
 }
 
+/// A store on one Redis writing rooms in `format`.
+async fn writing(prefix: &str, format: RoomFormat) -> Arc<dyn RoomStore> {
+    let store = game_session::RedisStore::connect(
+        &common::redis_url(),
+        prefix,
+        600,
+        CancellationToken::new(),
+    )
+    .await
+    .expect("Redis at REDIS_URL");
+    Arc::new(store.with_room_format(format))
+}
+
 /// The raw stored state of a room (one Redis).
 async fn stored_bytes(prefix: &str, id: &str) -> Vec<u8> {
     let shard = game_session::store::shard_of(id);
@@ -305,16 +318,7 @@ async fn stored_bytes(prefix: &str, id: &str) -> Vec<u8> {
 #[tokio::test]
 async fn replicas_writing_json_and_binary_play_one_room_in_turns() {
     let prefix = common::prefix();
-    let json_store = game_session::RedisStore::connect(
-        &common::redis_url(),
-        &prefix,
-        600,
-        CancellationToken::new(),
-    )
-    .await
-    .expect("Redis at REDIS_URL")
-    .with_room_format(game_session::store::RoomFormat::Json);
-    let json_writer = replica("json", Arc::new(json_store));
+    let json_writer = replica("json", writing(&prefix, RoomFormat::Json).await);
     let store = common::redis_store(&prefix).await;
     let binary_writer = replica("binary", Arc::clone(&store));
     let id = uuid::Uuid::now_v7().to_string();
@@ -490,16 +494,7 @@ async fn stream_play(core: &Arc<Core>, store: &dyn RoomStore, id: &str) -> Mutat
 #[tokio::test]
 async fn a_replica_writing_binary_2_folds_the_tail_into_the_snapshot() {
     let prefix = common::prefix();
-    let whole = game_session::RedisStore::connect(
-        &common::redis_url(),
-        &prefix,
-        600,
-        CancellationToken::new(),
-    )
-    .await
-    .expect("Redis at REDIS_URL")
-    .with_room_format(game_session::store::RoomFormat::Binary2);
-    let whole: Arc<dyn RoomStore> = Arc::new(whole);
+    let whole = writing(&prefix, RoomFormat::Binary2).await;
     assert_eq!(whole.tail_limit(), 0);
     let tail_writer = replica("binary", common::redis_store(&prefix).await);
     let whole_writer = replica("binary_2", Arc::clone(&whole));
