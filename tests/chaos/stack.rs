@@ -160,23 +160,29 @@ impl Redis {
             .context("redis-server must be installed (apt-get install redis-server)")?;
         self.child = Some(child);
         wait_port(self.port, "redis-server", Duration::from_secs(20)).await?;
-        let out = Command::new("redis-cli")
-            .args([
-                "-p",
-                &self.port.to_string(),
-                "CONFIG",
-                "SET",
-                "appendonly",
-                "yes",
-            ])
-            .output()?;
-        if !String::from_utf8_lossy(&out.stdout).contains("OK") {
-            bail!(
-                "CONFIG SET appendonly yes: {}",
-                String::from_utf8_lossy(&out.stdout)
-            );
+        // Redis answers LOADING until the RDB is in memory (a long form's backup takes a
+        // moment): the operator waits, and so does this.
+        let loaded_by = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let out = Command::new("redis-cli")
+                .args([
+                    "-p",
+                    &self.port.to_string(),
+                    "CONFIG",
+                    "SET",
+                    "appendonly",
+                    "yes",
+                ])
+                .output()?;
+            let answer = String::from_utf8_lossy(&out.stdout);
+            if answer.contains("OK") {
+                return Ok(());
+            }
+            if !answer.contains("LOADING") || std::time::Instant::now() > loaded_by {
+                bail!("CONFIG SET appendonly yes: {answer}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Ok(())
     }
 }
 

@@ -1,9 +1,11 @@
 //! Plain plays sent to Redis together (group commit): one call of `lua/play.lua` carries
 //! the plain plays of a shard's rooms that wait while that shard's previous call is out.
-//! At a few plays a second a call carries one play, sent at once; flat out, tens: Redis
-//! parses, looks up and starts one script and sends one notification for them all, the
-//! replica makes one request, and the script's hash and header are sent once. Each play
-//! is still its room's own atomic step, answered on its own.
+//! At a few plays a second a call carries one play, sent at once; flat out at 1,000
+//! matches, about eight: Redis parses, looks up and starts one script and sends one
+//! notification for them all, the replica makes one request, and the script's hash and
+//! header are sent once. Each play is still its room's own atomic step, answered on its
+//! own. The queues are unbounded: a play waits in them only while its stream (or unary
+//! call) waits for it, so they hold no more plays than there are such callers.
 
 use std::sync::Arc;
 
