@@ -96,7 +96,6 @@ fn shard_tag(shard: u32) -> &'static str {
 /// The commit script (public so that the benchmark runs the real one).
 pub const COMMIT_LUA: &str = include_str!("lua/commit.lua");
 
-
 /// The most plain plays a room's tail holds: the next commit writes a snapshot. A round
 /// is 48 plays and its last scores, which writes one anyway; this bounds what a load
 /// replays in four-player rooms (96 plays a round).
