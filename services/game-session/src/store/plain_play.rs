@@ -71,23 +71,26 @@ struct TurnStartedForm {
 /// events are its `card_played`, the next hands if it ended a deal, and the next
 /// `turn_started` (nothing scored or ended, no seat changed).
 pub fn is_plain_play(events: &[StoredEvent], actions: &PendingActions) -> bool {
-    let kinds: Vec<_> = events.iter().map(|e| &e.event).collect();
-    matches!(
+    let one_play = matches!(
         actions.actions.as_slice(),
         [ActionRecord {
             action: Action::Play { .. },
             ..
         }]
-    ) && !actions.reset
-        && matches!(
-            kinds.as_slice(),
-            [LogEvent::CardPlayed { .. }, LogEvent::TurnStarted { .. }]
-                | [
-                    LogEvent::CardPlayed { .. },
-                    LogEvent::HandDealt { .. },
-                    LogEvent::TurnStarted { .. }
-                ]
-        )
+    );
+    let plain_events = match events {
+        [played, dealt @ .., turn] => {
+            matches!(played.event, LogEvent::CardPlayed { .. })
+                && matches!(turn.event, LogEvent::TurnStarted { .. })
+                && match dealt {
+                    [] => true,
+                    [deal] => matches!(deal.event, LogEvent::HandDealt { .. }),
+                    _ => false,
+                }
+        }
+        _ => false,
+    };
+    one_play && !actions.reset && plain_events
 }
 
 /// A plain play's events in their compact form, `card_played` (first) without its client

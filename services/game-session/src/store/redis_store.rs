@@ -521,7 +521,7 @@ impl RoomStore for RedisStore {
                     [status, value, ..] => (*status, *value),
                     _ => return Err(GameError::Corrupt("commit: a malformed answer".into())),
                 };
-                if status == 1 {
+                if status == 1 && self.wait.replicas > 0 {
                     let room = commit.room;
                     let connected = out.get(2).copied().unwrap_or(0);
                     let state = self.room_key(&room.id, "state");

@@ -39,6 +39,22 @@ fn replica(name: &str, store: Arc<dyn RoomStore>) -> Arc<Core> {
     })
 }
 
+/// Two replicas' stores over one key prefix, on one Redis or on the cluster.
+async fn two_replicas_stores(cluster: bool) -> (Arc<dyn RoomStore>, Arc<dyn RoomStore>) {
+    let prefix = common::prefix();
+    if cluster {
+        (
+            common::cluster_store(&prefix).await,
+            common::cluster_store(&prefix).await,
+        )
+    } else {
+        (
+            common::redis_store(&prefix).await,
+            common::redis_store(&prefix).await,
+        )
+    }
+}
+
 /// The seat to play and its first legal card, as stored.
 async fn next_play(store: &dyn RoomStore, id: &str) -> (u8, Card) {
     let room = store.load(id).await.unwrap().unwrap().room;
@@ -191,22 +207,14 @@ async fn a_stale_held_state_is_detected_on_the_memory_store() {
 
 #[tokio::test]
 async fn a_stale_held_state_is_detected_on_redis() {
-    let prefix = common::prefix();
-    stale_state_is_detected(
-        common::redis_store(&prefix).await,
-        common::redis_store(&prefix).await,
-    )
-    .await;
+    let (a, b) = two_replicas_stores(false).await;
+    stale_state_is_detected(a, b).await;
 }
 
 #[tokio::test]
 async fn a_stale_held_state_is_detected_on_a_cluster() {
-    let prefix = common::prefix();
-    stale_state_is_detected(
-        common::cluster_store(&prefix).await,
-        common::cluster_store(&prefix).await,
-    )
-    .await;
+    let (a, b) = two_replicas_stores(true).await;
+    stale_state_is_detected(a, b).await;
 }
 
 /// A rolling upgrade: a room whose state a replica before the binary form stored as JSON
@@ -457,22 +465,14 @@ async fn plain_plays_replay(writer: Arc<dyn RoomStore>, reader: Arc<dyn RoomStor
 
 #[tokio::test]
 async fn plain_plays_are_stored_on_the_tail_and_replayed_on_redis() {
-    let prefix = common::prefix();
-    plain_plays_replay(
-        common::redis_store(&prefix).await,
-        common::redis_store(&prefix).await,
-    )
-    .await;
+    let (a, b) = two_replicas_stores(false).await;
+    plain_plays_replay(a, b).await;
 }
 
 #[tokio::test]
 async fn plain_plays_are_stored_on_the_tail_and_replayed_on_a_cluster() {
-    let prefix = common::prefix();
-    plain_plays_replay(
-        common::cluster_store(&prefix).await,
-        common::cluster_store(&prefix).await,
-    )
-    .await;
+    let (a, b) = two_replicas_stores(true).await;
+    plain_plays_replay(a, b).await;
 }
 
 /// A play as the Play stream makes it, by `core`, on the room as `store` has it.
@@ -642,20 +642,12 @@ async fn plain_plays_at_once(store: Arc<dyn RoomStore>, other: Arc<dyn RoomStore
 
 #[tokio::test]
 async fn plain_plays_at_once_are_each_their_rooms_step_on_redis() {
-    let prefix = common::prefix();
-    plain_plays_at_once(
-        common::redis_store(&prefix).await,
-        common::redis_store(&prefix).await,
-    )
-    .await;
+    let (a, b) = two_replicas_stores(false).await;
+    plain_plays_at_once(a, b).await;
 }
 
 #[tokio::test]
 async fn plain_plays_at_once_are_each_their_rooms_step_on_a_cluster() {
-    let prefix = common::prefix();
-    plain_plays_at_once(
-        common::cluster_store(&prefix).await,
-        common::cluster_store(&prefix).await,
-    )
-    .await;
+    let (a, b) = two_replicas_stores(true).await;
+    plain_plays_at_once(a, b).await;
 }
