@@ -17,6 +17,13 @@ use crate::events::{LogEvent, StoredEvent};
 pub use crate::seats::{BotLevel, Occupant, SeatOrigin, SeatSnapshot, SeatState};
 use crate::timing::Timing;
 
+/// How late (milliseconds past a turn's deadline and slack) a turn's timer may fire and
+/// still play for the player. Later than this, the server was not keeping time (its store
+/// unreachable, a replica gone before another took over its timers) and the player, whose
+/// plays could not land either, gets the turn again, whole, instead of losing it to the
+/// outage. The renewed turn's timer fires on time unless the server is out again.
+pub const LATE_TIMER_MS: i64 = 2_000;
+
 /// Whether the lobby lists a room. Stored as the API's `RoomVisibility` number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Visibility {
@@ -839,6 +846,24 @@ impl Room {
         (ended, true)
     }
 
+    /// Gives `seat` its turn again, whole, from `now`: the server could not keep the
+    /// turn's time (see [`LATE_TIMER_MS`]). A `turn_started` for the same seat with the
+    /// new deadline; the game is unchanged, so `game_seq` stays (a play sent for the turn
+    /// as it was, `based_on_seq` included, is still good).
+    fn renew_turn(&mut self, seat: Seat, now: i64) {
+        let deadline = now + self.timing.turn_ms as i64;
+        self.turn_deadline_ms = Some(deadline);
+        let game_seq = self.game_seq;
+        self.push(
+            LogEvent::TurnStarted {
+                seat,
+                deadline_ms: deadline,
+            },
+            now,
+        );
+        self.game_seq = game_seq;
+    }
+
     /// When the server plays for the player whose turn it is: the turn's deadline (as
     /// the clients are told it) plus the slack that lets plays in flight land first.
     fn turn_timer_ms(&self) -> Option<i64> {
@@ -910,6 +935,13 @@ impl Room {
                 let Some(seat) = game.turn() else {
                     return false;
                 };
+                let late = self
+                    .turn_timer_ms()
+                    .is_some_and(|at| now.saturating_sub(at) > LATE_TIMER_MS);
+                if !bot_due && late {
+                    self.renew_turn(seat, now);
+                    return true;
+                }
                 let policy = match &self.seats[seat.index()].occupant {
                     Occupant::Bot {
                         level: BotLevel::Easy,
@@ -1156,5 +1188,70 @@ mod tests {
         // Six deals a round: 40, 32, …, 0.
         let counts: Vec<u32> = deals.iter().take(6).map(|(deck, _)| *deck).collect();
         assert_eq!(counts, [40, 32, 24, 16, 8, 0]);
+    }
+
+    /// A turn's timer that fires on time plays for the player; one that fires later than
+    /// [`LATE_TIMER_MS`] (the server could not keep time: a store outage) gives the
+    /// turn again, whole, without touching the game, and the renewed turn's timer, on
+    /// time, plays for the player.
+    #[test]
+    fn a_late_turn_timer_gives_the_turn_again() {
+        let timing = Timing {
+            turn_ms: 5_000,
+            turn_slack_ms: 1_000,
+            ..Timing::for_tests()
+        };
+        let occupants = ["a", "b"]
+            .map(|id| Occupant::Player {
+                user_id: id.into(),
+                name: String::new(),
+            })
+            .to_vec();
+        let mut room = Room::new(
+            "room".into(),
+            Settings::default(),
+            occupants,
+            false,
+            true,
+            Visibility::Private,
+            timing,
+            1,
+        );
+        room.start_if_full(Seed([3; 32]), "match".into(), 2);
+        let _ = room.take_pending();
+        let seat = room.game.as_ref().and_then(Game::turn).unwrap();
+        let due = room.next_deadline().unwrap();
+        assert_eq!(due, room.turn_deadline_ms.unwrap() + 1_000);
+
+        // Late: the turn starts again, nothing is played.
+        let (seq, game_seq) = (room.seq, room.game_seq);
+        let hand = room.game.as_ref().unwrap().round().hand(seat);
+        let now = due + LATE_TIMER_MS + 1;
+        assert!(room.on_timer(now));
+        let events: Vec<LogEvent> = room.take_pending().into_iter().map(|e| e.event).collect();
+        assert_eq!(
+            events,
+            [LogEvent::TurnStarted {
+                seat,
+                deadline_ms: now + 5_000
+            }]
+        );
+        assert_eq!((room.seq, room.game_seq), (seq + 1, game_seq));
+        assert_eq!(room.game.as_ref().unwrap().round().hand(seat), hand);
+        assert_eq!(room.next_deadline(), Some(now + 6_000));
+
+        // On time (within the lateness allowed): played for the player.
+        let now = now + 6_000 + LATE_TIMER_MS;
+        assert!(room.on_timer(now));
+        let played = room.take_pending().into_iter().find_map(|e| match e.event {
+            LogEvent::CardPlayed {
+                played: Event::CardPlayed { seat: by, .. },
+                automatic,
+                ..
+            } => Some((by, automatic)),
+            _ => None,
+        });
+        assert_eq!(played, Some((seat, true)));
+        assert_ne!(room.game_seq, game_seq);
     }
 }
