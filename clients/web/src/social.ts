@@ -191,13 +191,15 @@ function friendError(err: unknown): string {
 export function friendsPanel(): HTMLElement {
   const panel = el("section", { class: "card-panel", "data-testid": "friends-panel", "aria-labelledby": "friends-title" });
   const message = el("p", { role: "status", "data-testid": "friends-message" });
+  // Made once, as the message is: the lists redraw the panel whenever they or a friend's
+  // presence change, and a field made again on each draw would lose what is being typed.
+  const input = el("input", { id: "friend-target", "data-testid": "friend-target", autocomplete: "off", maxlength: 24 });
   const draw = () => {
     if (!panel.isConnected && panel.childElementCount) {
       onChange = () => {};
       return;
     }
     const lists = social.lists;
-    const input = el("input", { id: "friend-target", "data-testid": "friend-target", autocomplete: "off", maxlength: 24 });
     const act = (call: () => Promise<unknown>) => async () => {
       try {
         await authed(shared.api, call);
@@ -239,6 +241,7 @@ export function friendsPanel(): HTMLElement {
               const added = await authed(api, () => api.accounts.addFriend({ target }));
               const name = added.friend?.displayName ?? raw;
               message.textContent = added.becameFriends ? t("nowFriends", { name }) : t("requestSent", { name });
+              input.value = "";
             } catch (err) {
               message.textContent = friendError(err);
             }

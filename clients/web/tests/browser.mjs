@@ -281,13 +281,18 @@ try {
     await guest.getByTestId("friend-target").fill(code.toLowerCase());
     await guest.getByTestId("add-friend").click();
     await guest.getByTestId("friends-message").filter({ hasText: "Host" }).waitFor();
+    check((await guest.getByTestId("friend-target").inputValue()) === "", "a request sent clears the field");
     await host.getByTestId("friend-request").filter({ hasText: "Guest" }).waitFor({ timeout: 10000 });
     await host.getByTestId("accept").click();
-    // The watcher asks too; the host accepts from the list.
+    // The watcher asks too; the host accepts from the list. The request redraws the host's
+    // lists while the host is typing: what is typed stays.
+    await host.getByTestId("friend-target").fill("half-typed");
     await friendCode(watcher);
     await watcher.getByTestId("friend-target").fill(code);
     await watcher.getByTestId("add-friend").click();
     await host.getByTestId("incoming").filter({ hasText: "Watcher" }).waitFor({ timeout: 10000 });
+    check((await host.getByTestId("friend-target").inputValue()) === "half-typed", "a redraw keeps what is being typed");
+    await host.getByTestId("friend-target").fill("");
     await host.getByTestId("accept-friend").click();
     await host.getByTestId("friend").filter({ hasText: "Watcher" }).waitFor();
     // Presence: the guest sees the host online.
