@@ -19,6 +19,7 @@
 //! the room's last local stream.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::events::StoredEvent;
 use crate::room::Room;
 use crate::shared_bytes::SharedBytes;
-use crate::store::{Loaded, Notice, RoomStore};
+use crate::store::{Loaded, Notice, RoomStore, SHARDS, shard_of};
 
 /// How many of a room's latest local commits its watch keeps.
 const RECENT_COMMITS: usize = 8;
@@ -191,10 +192,16 @@ struct Watched {
     state: Option<Held>,
 }
 
+/// Every how many resync periods the resync reads every room's head, also the rooms of
+/// shards whose notices were heard (see [`Hub::run_resync`]).
+const FULL_RESYNC_EVERY: u64 = 15;
+
 /// The rooms this replica has streams on.
 #[derive(Debug, Default)]
 pub struct Hub {
     rooms: Mutex<HashMap<Arc<str>, Watched>>,
+    /// The notices heard from each shard's channel so far (see [`Hub::run_resync`]).
+    heard: [AtomicU64; SHARDS as usize],
 }
 
 impl Hub {
@@ -430,10 +437,41 @@ impl Hub {
         self.lock().len()
     }
 
+    /// The rooms watched here on the `shards` marked, each with its announced seq.
+    fn rooms_of(&self, shards: &[bool; SHARDS as usize]) -> Vec<(Arc<str>, u64)> {
+        self.lock()
+            .iter()
+            .filter(|(id, _)| shards[shard_of(id) as usize])
+            .map(|(id, watched)| (Arc::clone(id), watched.sender.borrow().seq))
+            .collect()
+    }
+
+    /// A notice from the store: counted for its shard, then the room's streams woken.
+    fn hear(&self, notice: &Notice) {
+        if &*notice.room_id != "*" {
+            self.heard[shard_of(&notice.room_id) as usize].fetch_add(1, Ordering::Relaxed);
+        }
+        self.notify(&notice.room_id, notice.seq);
+    }
+
+    /// How many notices each shard's channel has brought so far.
+    fn heard(&self) -> [u64; SHARDS as usize] {
+        std::array::from_fn(|shard| self.heard[shard].load(Ordering::Relaxed))
+    }
+
     /// The safety net under lost notices (pub/sub delivers at most once): every
-    /// `period`, reads the last seq and status of every room watched here, in one round
-    /// trip per thousand rooms, and wakes the streams of rooms that moved on unannounced
-    /// or closed. Idle streams cost nothing else.
+    /// `period`, reads the last seq and status of the rooms watched here whose shard's
+    /// channel was silent during the period, in one round trip per thousand rooms, and
+    /// wakes the streams of rooms that moved on unannounced or closed; every
+    /// [`FULL_RESYNC_EVERY`]th period it reads every room's.
+    ///
+    /// A channel that brought a notice cannot have lost an earlier one unheard: notices
+    /// come in order on one connection, and a connection that breaks (or a slot that
+    /// moves) resubscribes and wakes every stream (`PubSubEvent::Resubscribed`). What the
+    /// resync is for is the subscription that dies without a word — every channel then
+    /// falls silent and every room is read, as before. A busy replica thus reads nothing
+    /// between full periods (at a human pace the resync was most of Redis's work per
+    /// play), and idle streams cost nothing else.
     pub async fn run_resync(
         self: Arc<Self>,
         store: Arc<dyn RoomStore>,
@@ -443,16 +481,16 @@ impl Hub {
         let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.reset();
-        loop {
+        let mut before = self.heard();
+        for period in 1u64.. {
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 _ = tick.tick() => {}
             }
-            let rooms: Vec<(Arc<str>, u64)> = self
-                .lock()
-                .iter()
-                .map(|(id, watched)| (Arc::clone(id), watched.sender.borrow().seq))
-                .collect();
+            let heard = self.heard();
+            let silent = silent_shards(&before, &heard, period % FULL_RESYNC_EVERY == 0);
+            before = heard;
+            let rooms = self.rooms_of(&silent);
             for chunk in rooms.chunks(1000) {
                 let ids: Vec<Arc<str>> = chunk.iter().map(|(id, _)| Arc::clone(id)).collect();
                 let heads = match store.room_heads(&ids).await {
@@ -487,7 +525,7 @@ impl Hub {
                 notice = notices.recv() => notice,
             };
             match notice {
-                Ok(notice) => self.notify(&notice.room_id, notice.seq),
+                Ok(notice) => self.hear(&notice),
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     tracing::warn!(missed, "notices lagged; waking every stream");
                     self.notify_all();
@@ -496,6 +534,16 @@ impl Hub {
             }
         }
     }
+}
+
+/// The shards whose rooms the resync reads: those whose channel brought nothing between
+/// the counts `before` and `now`, or all of them (`all`).
+fn silent_shards(
+    before: &[u64; SHARDS as usize],
+    now: &[u64; SHARDS as usize],
+    all: bool,
+) -> [bool; SHARDS as usize] {
+    std::array::from_fn(|shard| all || before[shard] == now[shard])
 }
 
 #[cfg(test)]
@@ -720,5 +768,49 @@ mod tests {
         assert_eq!((third.kept(), fourth.kept()), (0, 1));
         let firsts: Vec<u64> = watch.borrow().recent.iter().map(|b| b.first_seq).collect();
         assert_eq!(firsts, [1, 2, 3, 4]);
+    }
+
+    /// The resync reads the rooms of the shards whose channel was silent since its last
+    /// period, and every room on a full period; the wildcard notice of a resubscription
+    /// counts for no shard.
+    #[test]
+    fn the_resync_reads_the_rooms_of_silent_shards() {
+        let hub = Hub::default();
+        let id = |shard: u32| {
+            (0..)
+                .map(|n| format!("room-{n}"))
+                .find(|id| shard_of(id) == shard)
+                .unwrap()
+        };
+        let (busy, quiet) = (id(3), id(11));
+        let _watches = (hub.watch(&busy), hub.watch(&quiet));
+        let before = hub.heard();
+        hub.hear(&Notice {
+            room_id: busy.as_str().into(),
+            seq: 4,
+        });
+        hub.hear(&Notice {
+            room_id: "*".into(),
+            seq: 0,
+        });
+        let now = hub.heard();
+        let read = |all| {
+            let mut rooms: Vec<String> = hub
+                .rooms_of(&silent_shards(&before, &now, all))
+                .into_iter()
+                .map(|(id, _)| id.to_string())
+                .collect();
+            rooms.sort();
+            rooms
+        };
+        assert_eq!(read(false), vec![quiet.clone()]);
+        let mut both = vec![busy.clone(), quiet.clone()];
+        both.sort();
+        assert_eq!(read(true), both);
+        // The heard room's announced seq is what the resync compares with.
+        assert!(
+            hub.rooms_of(&[true; SHARDS as usize])
+                .contains(&(Arc::from(busy.as_str()), 4))
+        );
     }
 }
