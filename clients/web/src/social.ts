@@ -187,79 +187,102 @@ function friendError(err: unknown): string {
   }
 }
 
+/**
+ * Asks `raw` to be a friend: a username or a friend code. Usernames have no dash or space,
+ * so with one it is a code; a code typed without its dash looks like a username, so a
+ * username not found that has a code's shape is tried as a code (a code may have no digit).
+ */
+async function addFriendBy(raw: string) {
+  const api = shared.api;
+  const ask = (target: { case: "friendCode" | "username"; value: string }) =>
+    authed(api, () => api.accounts.addFriend({ target }));
+  if (/[- ]/.test(raw)) return ask({ case: "friendCode", value: raw });
+  try {
+    return await ask({ case: "username", value: raw });
+  } catch (err) {
+    if (ConnectError.from(err).code !== Code.NotFound || !/^[A-Za-z0-9]{8}$/.test(raw)) throw err;
+    return ask({ case: "friendCode", value: raw });
+  }
+}
+
 /** The friends tab. */
 export function friendsPanel(): HTMLElement {
-  const panel = el("section", { class: "card-panel", "data-testid": "friends-panel", "aria-labelledby": "friends-title" });
+  const api = shared.api;
   const message = el("p", { role: "status", "data-testid": "friends-message" });
-  // Made once, as the message is: the lists redraw the panel whenever they or a friend's
-  // presence change, and a field made again on each draw would lose what is being typed.
+  const code = el("p", { "data-testid": "friend-code" });
+  // The lists redraw whenever they or a friend's presence change; the field is never
+  // redrawn, so what is being typed (and the focus) stays.
+  const lists = el("div", {});
   const input = el("input", { id: "friend-target", "data-testid": "friend-target", autocomplete: "off", maxlength: 24 });
+  const form = el(
+    "form",
+    {
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        const raw = input.value.trim();
+        if (!raw) return;
+        try {
+          const added = await addFriendBy(raw);
+          const name = added.friend?.displayName ?? raw;
+          message.textContent = added.becameFriends ? t("nowFriends", { name }) : t("requestSent", { name });
+          input.value = "";
+        } catch (err) {
+          message.textContent = friendError(err);
+        }
+        await refreshLists();
+        draw();
+      },
+    },
+    el("label", { for: "friend-target" }, t("addFriend"), " (", t("friendTarget"), ")"),
+    input,
+    el("button", { type: "submit", "data-testid": "add-friend" }, t("add")),
+  );
+  const panel = el(
+    "section",
+    { class: "card-panel", "data-testid": "friends-panel", "aria-labelledby": "friends-title" },
+    el("h2", { id: "friends-title" }, t("tabFriends")),
+    code,
+    form,
+    message,
+    lists,
+  );
+  const act = (call: () => Promise<unknown>) => async () => {
+    try {
+      await authed(shared.api, call);
+    } catch (err) {
+      message.textContent = friendError(err);
+    }
+    await refreshLists();
+    draw();
+  };
+  const friendRow = (f: Friend) => {
+    const p = social.presence.get(f.userId);
+    const room = p?.presence?.roomId;
+    return el(
+      "li",
+      { "data-testid": "friend", "data-presence": p?.presence?.activity ?? Activity.OFFLINE },
+      el("span", { class: `dot ${p && p.presence?.activity !== Activity.OFFLINE ? "on" : "off"}`, "aria-hidden": "true" }),
+      bdi(f.displayName),
+      ` — ${presenceText(p)} `,
+      room ? el("button", { "data-testid": "watch", onclick: () => screens.table(room, { spectate: true }) }, t("watch")) : null,
+      el("button", { class: "quiet", "aria-label": `${t("remove")}: ${f.displayName}`, onclick: act(() => api.accounts.removeFriend({ userId: f.userId })) }, t("remove")),
+      el("button", { class: "quiet", "data-testid": "block", "aria-label": `${t("block")}: ${f.displayName}`, onclick: act(() => api.accounts.blockPlayer({ userId: f.userId })) }, t("block")),
+    );
+  };
   const draw = () => {
-    if (!panel.isConnected && panel.childElementCount) {
+    if (!panel.isConnected && lists.childElementCount) {
       onChange = () => {};
       return;
     }
-    const lists = social.lists;
-    const act = (call: () => Promise<unknown>) => async () => {
-      try {
-        await authed(shared.api, call);
-      } catch (err) {
-        message.textContent = friendError(err);
-      }
-      await refreshLists();
-      draw();
-    };
-    const api = shared.api;
-    const friendRow = (f: Friend) => {
-      const p = social.presence.get(f.userId);
-      const room = p?.presence?.roomId;
-      return el(
-        "li",
-        { "data-testid": "friend", "data-presence": p?.presence?.activity ?? Activity.OFFLINE },
-        el("span", { class: `dot ${p && p.presence?.activity !== Activity.OFFLINE ? "on" : "off"}`, "aria-hidden": "true" }),
-        bdi(f.displayName),
-        ` — ${presenceText(p)} `,
-        room ? el("button", { "data-testid": "watch", onclick: () => screens.table(room, { spectate: true }) }, t("watch")) : null,
-        el("button", { class: "quiet", "aria-label": `${t("remove")}: ${f.displayName}`, onclick: act(() => api.accounts.removeFriend({ userId: f.userId })) }, t("remove")),
-        el("button", { class: "quiet", "data-testid": "block", "aria-label": `${t("block")}: ${f.displayName}`, onclick: act(() => api.accounts.blockPlayer({ userId: f.userId })) }, t("block")),
-      );
-    };
-    panel.replaceChildren(...([
-      el("h2", { id: "friends-title" }, t("tabFriends")),
-      el("p", { "data-testid": "friend-code" }, t("yourFriendCode", { code: lists?.friendCode ?? "…" })),
-      el(
-        "form",
-        {
-          onsubmit: async (e: Event) => {
-            e.preventDefault();
-            const raw = input.value.trim();
-            if (!raw) return;
-            const target = /^[A-Za-z0-9]{4}[- ]?[A-Za-z0-9]{4}$/.test(raw) && /\d/.test(raw)
-              ? ({ case: "friendCode", value: raw } as const)
-              : ({ case: "username", value: raw } as const);
-            try {
-              const added = await authed(api, () => api.accounts.addFriend({ target }));
-              const name = added.friend?.displayName ?? raw;
-              message.textContent = added.becameFriends ? t("nowFriends", { name }) : t("requestSent", { name });
-              input.value = "";
-            } catch (err) {
-              message.textContent = friendError(err);
-            }
-            await refreshLists();
-            draw();
-          },
-        },
-        el("label", { for: "friend-target" }, t("addFriend"), " (", t("friendTarget"), ")"),
-        input,
-        el("button", { type: "submit", "data-testid": "add-friend" }, t("add")),
-      ),
-      message,
-      lists?.incoming.length
+    const now = social.lists;
+    code.textContent = t("yourFriendCode", { code: now?.friendCode ?? "…" });
+    lists.replaceChildren(...([
+      now?.incoming.length
         ? el(
             "div",
             {},
             el("h3", {}, t("incoming")),
-            el("ul", {}, ...lists.incoming.map((f) =>
+            el("ul", {}, ...now.incoming.map((f) =>
               el("li", { "data-testid": "incoming" }, bdi(f.displayName), " ",
                 el("button", { "data-testid": "accept-friend", onclick: () => answer(f, true).then(draw) }, t("accept")),
                 el("button", { onclick: () => answer(f, false).then(draw) }, t("decline")),
@@ -268,14 +291,14 @@ export function friendsPanel(): HTMLElement {
           )
         : null,
       el("h3", {}, t("friendsList")),
-      lists?.friends.length ? el("ul", { class: "friends", "data-testid": "friends" }, ...lists.friends.map(friendRow)) : el("p", {}, t("noFriends")),
-      lists?.outgoing.length
-        ? el("div", {}, el("h3", {}, t("outgoing")), el("ul", {}, ...lists.outgoing.map((f) =>
+      now?.friends.length ? el("ul", { class: "friends", "data-testid": "friends" }, ...now.friends.map(friendRow)) : el("p", {}, t("noFriends")),
+      now?.outgoing.length
+        ? el("div", {}, el("h3", {}, t("outgoing")), el("ul", {}, ...now.outgoing.map((f) =>
             el("li", { "data-testid": "outgoing" }, bdi(f.displayName), " ",
               el("button", { class: "quiet", onclick: act(() => api.accounts.cancelFriend({ userId: f.userId })) }, t("cancelRequest"))))))
         : null,
-      lists?.blocked.length
-        ? el("div", {}, el("h3", {}, t("blocked")), el("ul", {}, ...lists.blocked.map((f) =>
+      now?.blocked.length
+        ? el("div", {}, el("h3", {}, t("blocked")), el("ul", {}, ...now.blocked.map((f) =>
             el("li", { "data-testid": "blocked" }, bdi(f.displayName), " ",
               el("button", { class: "quiet", onclick: act(() => api.accounts.unblockPlayer({ userId: f.userId })) }, t("unblock"))))))
         : null,
