@@ -455,7 +455,7 @@ impl Hub {
     }
 
     /// How many notices each shard's channel has brought so far.
-    fn heard(&self) -> [u64; SHARDS as usize] {
+    fn heard_counts(&self) -> [u64; SHARDS as usize] {
         std::array::from_fn(|shard| self.heard[shard].load(Ordering::Relaxed))
     }
 
@@ -482,13 +482,13 @@ impl Hub {
         let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.reset();
-        let mut before = self.heard();
+        let mut before = self.heard_counts();
         for period in 1u64.. {
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 _ = tick.tick() => {}
             }
-            let heard = self.heard();
+            let heard = self.heard_counts();
             let silent = silent_shards(&before, &heard, period % FULL_RESYNC_EVERY == 0);
             before = heard;
             let rooms = self.rooms_of(&silent);
@@ -785,7 +785,7 @@ mod tests {
         };
         let (busy, quiet) = (id(3), id(11));
         let _watches = (hub.watch(&busy), hub.watch(&quiet));
-        let before = hub.heard();
+        let before = hub.heard_counts();
         hub.hear(&Notice {
             room_id: busy.as_str().into(),
             seq: 4,
@@ -794,7 +794,7 @@ mod tests {
             room_id: "*".into(),
             seq: 0,
         });
-        let now = hub.heard();
+        let now = hub.heard_counts();
         let read = |all| {
             let mut rooms: Vec<String> = hub
                 .rooms_of(&silent_shards(&before, &now, all))

@@ -927,7 +927,8 @@ impl Room {
                     return self.resign(seat as u8, true, now).is_ok();
                 }
                 let bot_due = self.bot_due_ms.is_some_and(|at| at <= now);
-                let timed_out = self.turn_timer_ms().is_some_and(|at| at <= now);
+                let turn_timer = self.turn_timer_ms();
+                let timed_out = turn_timer.is_some_and(|at| at <= now);
                 if !(bot_due || timed_out) {
                     return false;
                 }
@@ -935,9 +936,7 @@ impl Room {
                 let Some(seat) = game.turn() else {
                     return false;
                 };
-                let late = self
-                    .turn_timer_ms()
-                    .is_some_and(|at| now.saturating_sub(at) > LATE_TIMER_MS);
+                let late = turn_timer.is_some_and(|at| now.saturating_sub(at) > LATE_TIMER_MS);
                 if !bot_due && late {
                     self.renew_turn(seat, now);
                     return true;
@@ -1035,6 +1034,28 @@ mod tests {
         }
     }
 
+    /// A room of two players ("a", "b") whose match has started from `seed`.
+    fn started_room(visibility: Visibility, timing: Timing, seed: u8) -> Room {
+        let occupants = ["a", "b"]
+            .map(|id| Occupant::Player {
+                user_id: id.into(),
+                name: String::new(),
+            })
+            .to_vec();
+        let mut room = Room::new(
+            "room".into(),
+            Settings::default(),
+            occupants,
+            false,
+            true,
+            visibility,
+            timing,
+            1,
+        );
+        room.start_if_full(Seed([seed; 32]), "match".into(), 2);
+        room
+    }
+
     fn stored_again(room: &Room) -> Room {
         serde_json::from_str(&serde_json::to_string(room).unwrap()).unwrap()
     }
@@ -1091,28 +1112,11 @@ mod tests {
         }
     }
 
-    /// Every deal says how many cards the deck holds once it is done, the starting table
     /// The room keeps how a match ended as a domain value and stores, logs and sends it
     /// as the API's `MatchEndReason` number (what older replicas wrote and read).
     #[test]
     fn an_end_reason_is_the_apis_number_in_the_log_and_the_stored_room() {
-        let occupants = ["a", "b"]
-            .map(|id| Occupant::Player {
-                user_id: id.into(),
-                name: String::new(),
-            })
-            .to_vec();
-        let mut room = Room::new(
-            "room".into(),
-            Settings::default(),
-            occupants,
-            false,
-            true,
-            Visibility::Public,
-            Timing::for_tests(),
-            1,
-        );
-        room.start_if_full(Seed([9; 32]), "match".into(), 2);
+        let mut room = started_room(Visibility::Public, Timing::for_tests(), 9);
         room.resign(1, false, 3).unwrap();
         assert_eq!(room.end_reason, Some(MatchEndReason::Resigned));
         let logged = room
@@ -1131,27 +1135,12 @@ mod tests {
         assert_eq!(read.visibility, Visibility::Public);
     }
 
+    /// Every deal says how many cards the deck holds once it is done, the starting table
     /// of a round included: 40 at the start of every round with two seats (44 was the
     /// count before the table, which no client subtracted), as a snapshot says.
     #[test]
     fn a_deal_counts_the_deck_after_the_starting_table() {
-        let occupants = ["a", "b"]
-            .map(|id| Occupant::Player {
-                user_id: id.into(),
-                name: id.to_uppercase(),
-            })
-            .to_vec();
-        let mut room = Room::new(
-            "room".into(),
-            Settings::default(),
-            occupants,
-            false,
-            true,
-            Visibility::Private,
-            Timing::for_tests(),
-            1,
-        );
-        room.start_if_full(Seed([9; 32]), "match".into(), 2);
+        let mut room = started_room(Visibility::Private, Timing::for_tests(), 9);
         let mut deals = Vec::new();
         let mut now = 3;
         loop {
@@ -1201,23 +1190,7 @@ mod tests {
             turn_slack_ms: 1_000,
             ..Timing::for_tests()
         };
-        let occupants = ["a", "b"]
-            .map(|id| Occupant::Player {
-                user_id: id.into(),
-                name: String::new(),
-            })
-            .to_vec();
-        let mut room = Room::new(
-            "room".into(),
-            Settings::default(),
-            occupants,
-            false,
-            true,
-            Visibility::Private,
-            timing,
-            1,
-        );
-        room.start_if_full(Seed([3; 32]), "match".into(), 2);
+        let mut room = started_room(Visibility::Private, timing, 3);
         let _ = room.take_pending();
         let seat = room.game.as_ref().and_then(Game::turn).unwrap();
         let due = room.next_deadline().unwrap();
