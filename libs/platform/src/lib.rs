@@ -15,6 +15,7 @@
 //! | [`client_info`] | the client app behind a call (`basra-client: web/1.2.0`): platform and version, for analytics |
 //! | [`presence`] | telling accounts which players are in a match or in the queue (their friends see it) |
 //! | [`revocation`] | the banned and deleted accounts every service refuses, shared through Redis |
+//! | [`stream_limit`] | per-account limits on open streams (RESOURCE_EXHAUSTED with a retry hint beyond them) |
 //! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts, sign-ups), on `governor` |
 //!
 //! A service's `main` is, in order: its `Settings::load()` ([`config::load`]),
@@ -38,6 +39,7 @@ pub mod redis;
 pub mod revocation;
 pub mod serve;
 pub mod shutdown;
+pub mod stream_limit;
 pub mod telemetry;
 
 pub use auth::{AuthLayer, Caller, Role, TokenIssuer, TokenVerifier};

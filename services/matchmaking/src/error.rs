@@ -22,6 +22,9 @@ pub enum MatchmakingError {
     /// A rate or capacity limit: back off.
     #[error("{0}")]
     ResourceExhausted(String),
+    /// An account holds its most FindMatch streams here (RESOURCE_EXHAUSTED, retry hint).
+    #[error(transparent)]
+    TooManyStreams(#[from] basra_platform::stream_limit::TooManyStreams),
     /// A dependency (game-session, accounts, Redis) is unreachable: retry.
     #[error("{0}")]
     Unavailable(String),
@@ -54,7 +57,9 @@ impl ServiceError for MatchmakingError {
             MatchmakingError::NotFound(_) => Code::NotFound,
             MatchmakingError::FailedPrecondition(_) => Code::FailedPrecondition,
             MatchmakingError::PermissionDenied(_) => Code::PermissionDenied,
-            MatchmakingError::ResourceExhausted(_) => Code::ResourceExhausted,
+            MatchmakingError::ResourceExhausted(_) | MatchmakingError::TooManyStreams(_) => {
+                Code::ResourceExhausted
+            }
             MatchmakingError::Unavailable(_) => Code::Unavailable,
             // A lost Redis connection is transient: clients retry elsewhere.
             MatchmakingError::Store(err)
@@ -67,6 +72,13 @@ impl ServiceError for MatchmakingError {
             | MatchmakingError::Upstream { .. }
             | MatchmakingError::Serve(_)
             | MatchmakingError::Settings(_) => Code::Internal,
+        }
+    }
+
+    fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            MatchmakingError::TooManyStreams(refused) => refused.retry_after(),
+            _ => None,
         }
     }
 }

@@ -106,6 +106,8 @@ pub struct QueueSettings {
     pub max_groups_per_round: usize,
     /// Anchors per format per round.
     pub scan_limit: usize,
+    /// Most FindMatch streams one account holds open at once on this replica.
+    pub max_streams_per_account: usize,
 }
 
 impl QueueSettings {
@@ -230,6 +232,9 @@ impl Validate for Settings {
                  must be at least 1"
                     .into(),
             );
+        }
+        if q.max_streams_per_account == 0 {
+            return Err("queue.max_streams_per_account must be at least 1".into());
         }
         if q.ticket_ttl_seconds * 1000 <= q.heartbeat_millis * 2 {
             return Err("queue.ticket_ttl_seconds must exceed two heartbeats".into());

@@ -34,6 +34,10 @@ pub fn start(
     shutdown: CancellationToken,
 ) -> (MatchmakingApi, JoinHandle<()>) {
     let inner = Arc::new(Shared {
+        searches: basra_platform::stream_limit::StreamsPerAccount::new(
+            "FindMatch",
+            config.queue.max_streams_per_account,
+        ),
         config,
         deps,
         hub: Hub::default(),

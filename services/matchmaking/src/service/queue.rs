@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use basra_platform::Caller;
 use basra_platform::presence::{Doing, PresenceGuard};
+use basra_platform::stream_limit::AccountStream;
 use basra_proto::basra::matchmaking::v1::{
     self as mm, CancelFindRequest, CancelFindResponse, FindMatchRequest, FindMatchResponse,
     find_match_response::Update,
@@ -21,7 +22,7 @@ use super::{FindMatchStream, MatchmakingApi, check_client_id, names_of};
 use crate::convert::{matched_proto, proto_duration};
 use crate::domain::Format;
 use crate::error::{MatchmakingError, Result};
-use crate::state::Shared;
+use crate::state::{Registration, Shared, Wake};
 use crate::store::{CancelCause, CancelOutcome, NewTicket, TicketState, TicketView};
 
 pub(super) fn update(ticket_id: &str, update: Update) -> FindMatchResponse {
@@ -70,6 +71,7 @@ impl MatchmakingApi {
         if format.ranked {
             self.check_ranked_allowed(&caller)?;
         }
+        let account_slot = inner.searches.open(caller.user_id)?;
         let ticket_id = if request.ticket_id.is_empty() {
             Uuid::now_v7().to_string()
         } else {
@@ -120,7 +122,7 @@ impl MatchmakingApi {
                 q.grace_ms(),
             )
             .await
-            .inspect_err(|_| inner.hub.remove(&ticket_id))?;
+            .inspect_err(|_| inner.hub.remove(&ticket_id, &wake))?;
         if !enqueued.resumed {
             inner.deps.metrics.ticket();
         }
@@ -137,7 +139,7 @@ impl MatchmakingApi {
             enqueued.view,
             wake,
             tx,
-            presence,
+            (presence, account_slot),
         ));
         Ok(Box::pin(ReceiverStream::new(rx)))
     }
@@ -198,9 +200,11 @@ async fn run_stream(
     inner: Arc<Shared>,
     id: String,
     first: TicketView,
-    mut wake: mpsc::Receiver<()>,
+    mut wake: Registration,
     tx: mpsc::Sender<Result<FindMatchResponse, Status>>,
-    _presence: PresenceGuard,
+    // Friends see the player searching, and the account's stream slot is held, until
+    // the stream ends.
+    _held: (PresenceGuard, AccountStream),
 ) {
     let q = &inner.config.queue;
     let window = q.window();
@@ -378,7 +382,15 @@ async fn run_stream(
                     break;
                 }
             }
-            _ = wake.recv() => {}
+            woke = wake.wait() => if woke == Wake::Taken {
+                // A resume of this ticket opened a newer stream here: that one
+                // follows the ticket now (it stays attached), and this one ends.
+                let _ = tx.send(Err(Status::aborted(
+                    "this search was resumed by a newer FindMatch stream with the same \
+                     ticket_id, which follows it now",
+                ))).await;
+                break;
+            },
             () = tokio::time::sleep(heartbeat) => {}
         }
         view = match inner.deps.store.poll(&id, inner.now(), q.ttl_ms()).await {
@@ -390,5 +402,5 @@ async fn run_stream(
             }
         };
     }
-    inner.hub.remove(&id);
+    inner.hub.remove(&id, &wake);
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::helpers::{Env, authed, eventually, name_of};
+use crate::helpers::{Env, authed, eventually, name_of, redis_commands_mentioning, test_settings};
 use basra_proto::basra::{
     common::v1::{RoomVisibility, RuleSettings, SeatOccupant},
     game::v1::seat_assignment,
@@ -462,6 +462,119 @@ async fn a_dropped_stream_takes_the_ticket_out_and_a_resume_keeps_the_place() {
         })
         .await,
         "expired after the grace period"
+    );
+}
+
+#[tokio::test]
+async fn a_resumed_search_ends_the_older_stream_instead_of_spinning_on_it() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let a = Uuid::now_v7();
+    let ticket = Uuid::now_v7().to_string();
+    let mut old = replica
+        .client()
+        .await
+        .find_match(authed(find(&ticket, false), &env.token(a, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(next(&mut old).await.unwrap(), Update::Queued(_)));
+    // The phone switches networks: the same search again on a new connection,
+    // while the server still holds the old one open.
+    let mut client = replica.client().await;
+    let mut new = client
+        .find_match(authed(find(&ticket, false), &env.token(a, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(next(&mut new).await.unwrap(), Update::Queued(_)));
+    // One stream reading the ticket at its heartbeat (100 ms here): about ten reads
+    // a second, not a loop re-reading it as fast as Redis answers.
+    let reads = redis_commands_mentioning(&ticket, Duration::from_secs(1)).await;
+    assert!(
+        reads <= 30,
+        "{reads} commands on the held ticket in one second"
+    );
+    let ended = next(&mut old).await.unwrap_err();
+    assert_eq!(ended.code(), Code::Aborted, "{ended:?}");
+    assert!(ended.message().contains("resumed"), "{ended:?}");
+    // The newer stream follows the search: it is still queued and ends as told.
+    assert!(
+        client
+            .cancel_find(authed(
+                CancelFindRequest {
+                    ticket_id: ticket.clone(),
+                },
+                &env.token(a, false),
+            ))
+            .await
+            .unwrap()
+            .into_inner()
+            .cancelled
+    );
+    match next_change(&mut new).await.unwrap() {
+        Update::Cancelled(c) => assert_eq!(c.reason, CancelReason::ByClient as i32),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_account_holds_at_most_its_share_of_find_match_streams() {
+    let mut settings = test_settings();
+    settings.queue.max_streams_per_account = 1;
+    let env = Env::with_settings(settings).await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let mut first = client
+        .find_match(authed(find("share-a1", false), &env.token(a, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(next(&mut first).await.unwrap(), Update::Queued(_)));
+    let refused = client
+        .find_match(authed(find("share-a2", false), &env.token(a, false)))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(refused.message().contains("FindMatch"), "{refused:?}");
+    assert_eq!(
+        basra_platform::error::retry_after_of(&refused),
+        Some(basra_platform::stream_limit::RETRY_AFTER)
+    );
+    // The refused search changed nothing: the first one goes on.
+    assert!(
+        replica
+            .store
+            .poll("share-a2", 0, 0)
+            .await
+            .unwrap()
+            .is_none(),
+        "a refused stream queues nothing"
+    );
+    // Another account is not affected.
+    let mut other = client
+        .find_match(authed(find("share-b", true), &env.token(b, false)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(next(&mut other).await.unwrap(), Update::Queued(_)));
+    // A stream that ends frees its slot.
+    drop(first);
+    let token = env.token(a, false);
+    assert!(
+        eventually(WAIT, || {
+            let mut client = client.clone();
+            let token = token.clone();
+            async move {
+                client
+                    .find_match(authed(find("share-a1", false), &token))
+                    .await
+                    .is_ok()
+            }
+        })
+        .await,
+        "the slot was freed"
     );
 }
 

@@ -571,3 +571,35 @@ where
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// How many commands clients send Redis that mention `needle` (a key or an argument)
+/// within `window`, as Redis's `MONITOR` reports them (a script's own commands, `[0 lua]`,
+/// are not counted: a script call is one read).
+pub async fn redis_commands_mentioning(needle: &str, window: Duration) -> usize {
+    let needle = needle.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let client = redis::Client::open(redis_url()).expect("REDIS_URL");
+        let mut conn = client.get_connection().expect("Redis must be running");
+        conn.set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        conn.send_packed_command(&redis::cmd("MONITOR").get_packed_command())
+            .unwrap();
+        let deadline = std::time::Instant::now() + window;
+        let mut seen = 0;
+        while std::time::Instant::now() < deadline {
+            match conn.recv_response() {
+                Ok(redis::Value::SimpleString(line))
+                    if line.contains(&needle) && !line.contains(" lua]") =>
+                {
+                    seen += 1
+                }
+                Ok(_) => {}
+                Err(err) if err.is_timeout() => {}
+                Err(err) => panic!("MONITOR: {err}"),
+            }
+        }
+        seen
+    })
+    .await
+    .unwrap()
+}
