@@ -78,6 +78,25 @@ impl Moto {
         .collect()
     }
 
+    /// Stops the server (SIGSTOP) until [`Moto::resume`]: every request hangs, as on a
+    /// network that went quiet (a test kills a client at that moment).
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = std::process::Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} moto");
+    }
+
     /// Creates the bucket `name` (a plain `PUT /<name>`: moto checks no signature).
     pub fn create_bucket(&self, name: &str) {
         let mut stream = TcpStream::connect(self.addr).expect("moto answers");

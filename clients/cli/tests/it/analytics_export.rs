@@ -77,3 +77,87 @@ async fn the_export_command_writes_to_s3_with_its_settings_from_the_environment(
     let second = export(&pool, &moto, out);
     assert!(second.contains("exported 0 matches"), "{second}");
 }
+
+/// The directories under `dir`.
+fn directories(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect()
+}
+
+/// Whether a Parquet file is staged anywhere under `dir`.
+fn holds_parquet(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                holds_parquet(&path)
+            } else {
+                path.extension().is_some_and(|x| x == "parquet")
+            }
+        })
+    })
+}
+
+#[sqlx::test(migrator = "accounts::store::MIGRATOR")]
+async fn an_export_killed_mid_upload_leaves_nothing_staged_after_the_next_run(pool: PgPool) {
+    let running = accounts_service(pool.clone()).await;
+    simulate(&options(&running, 40)).await.unwrap();
+    running.shutdown.cancel();
+    let moto = Moto::start();
+    moto.create_bucket("killed");
+    let out = "s3://killed/basra";
+    // The export's temporary directory, the test's own.
+    let tmp = std::env::temp_dir().join(format!("basra-killed-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let command = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_basra"));
+        command
+            .args(["analytics", "export", "--settle-seconds", "0"])
+            .env("DATABASE_URL", database_url(&pool))
+            .env("BASRA_ANALYTICS_OUT", out)
+            .env("TMPDIR", &tmp)
+            .envs(moto.env());
+        command
+    };
+
+    // Killed mid-upload: as soon as a Parquet file is staged, moto stops answering (the
+    // export cannot finish nor clean up), and the process is killed.
+    let mut child = command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !holds_parquet(&tmp) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the export ended first"
+        );
+        assert!(started.elapsed().as_secs() < 60, "nothing staged");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    moto.pause();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    moto.resume();
+    assert_eq!(directories(&tmp).len(), 1, "what the killed run left");
+
+    // The next run clears it, exports everything, and leaves nothing behind.
+    let output = command().output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("exported 40 matches"), "{stdout}");
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "nothing left in TMPDIR"
+    );
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

@@ -22,6 +22,7 @@ use object_store::buffered::BufWriter;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt as _, PutPayload};
 use tokio::io::AsyncWriteExt as _;
+use tokio_stream::StreamExt as _;
 
 /// Bytes buffered before an upload becomes a multipart upload, and the size of its parts.
 pub const PART_BYTES: usize = 8 * 1024 * 1024;
@@ -34,6 +35,8 @@ pub struct Bucket {
     store: Arc<dyn ObjectStore>,
     prefix: Path,
     url: String,
+    /// `AWS_ENDPOINT_URL`, when set: with the URL, what tells two outputs apart.
+    endpoint: Option<String>,
 }
 
 impl std::fmt::Display for Bucket {
@@ -83,16 +86,16 @@ impl Bucket {
                 builder = builder.with_config(config, value);
             }
         }
-        if builder
-            .get_config_value(&AmazonS3ConfigKey::Endpoint)
-            .is_some_and(|endpoint| is_loopback(&endpoint))
-        {
+        let endpoint = builder.get_config_value(&AmazonS3ConfigKey::Endpoint);
+        if endpoint.as_deref().is_some_and(is_loopback) {
             builder = builder.with_allow_http(true);
         }
         let store = builder
             .build()
             .with_context(|| format!("cannot use {url} (the AWS_* settings)"))?;
-        Ok(Bucket::new(Arc::new(store), parsed.path(), url))
+        let mut bucket = Bucket::new(Arc::new(store), parsed.path(), url);
+        bucket.endpoint = endpoint;
+        Ok(bucket)
     }
 
     /// A bucket over any object store (tests wrap one); `prefix` is the key prefix.
@@ -101,6 +104,23 @@ impl Bucket {
             store,
             prefix: Path::from(prefix.trim_matches('/')),
             url: url.trim_end_matches('/').to_owned(),
+            endpoint: None,
+        }
+    }
+
+    /// The same bucket through another store (tests wrap one to inject failures).
+    pub fn with_store(&self, store: Arc<dyn ObjectStore>) -> Bucket {
+        Bucket {
+            store,
+            ..self.clone()
+        }
+    }
+
+    /// What names this output among others: the endpoint, if set, and the URL.
+    pub fn identity(&self) -> String {
+        match &self.endpoint {
+            Some(endpoint) => format!("{endpoint} {}", self.url),
+            None => self.url.clone(),
         }
     }
 
@@ -149,6 +169,41 @@ impl Bucket {
                 Err(err).with_context(|| format!("cannot remove {}", self.location(relative)))
             }
         }
+    }
+
+    /// The names of the objects directly under the directory `relative` (not deeper).
+    pub async fn list(&self, relative: &str) -> anyhow::Result<Vec<String>> {
+        let listed = self
+            .store
+            .list_with_delimiter(Some(&self.key(relative)))
+            .await
+            .with_context(|| format!("cannot list {}", self.location(relative)))?;
+        let mut names: Vec<String> = listed
+            .objects
+            .iter()
+            .filter_map(|meta| meta.location.filename().map(str::to_owned))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// Downloads the object `relative` into the local `file`.
+    pub async fn download(&self, relative: &str, file: &FsPath) -> anyhow::Result<()> {
+        let failed = || format!("cannot download {}", self.location(relative));
+        let mut chunks = self
+            .store
+            .get(&self.key(relative))
+            .await
+            .with_context(failed)?
+            .into_stream();
+        let mut target = tokio::fs::File::create(file)
+            .await
+            .with_context(|| format!("cannot create {}", file.display()))?;
+        while let Some(chunk) = chunks.next().await {
+            target.write_all(&chunk.with_context(failed)?).await?;
+        }
+        target.flush().await?;
+        Ok(())
     }
 
     /// Uploads the local `file` as the object `relative`: one PUT up to [`PART_BYTES`],

@@ -10,6 +10,9 @@
 //!   files staged locally and uploaded day by day).
 //! - [`watermark`]: where the last incremental run stopped, and how an interrupted run is
 //!   resumed without duplicate rows.
+//! - [`erasure`]: a deleted player's old id gone from the files earlier runs wrote.
+//! - [`staging`]: where files wait before they are in place (for object storage, a
+//!   local directory cleared of what an earlier, killed run left).
 //!
 //! Three stages run at once, joined by bounded channels: a task reads and decodes the
 //! records, a thread replays them, another writes Parquet. At most [`CHANNEL_RECORDS`]
@@ -17,16 +20,18 @@
 //! records keep their order (the day partitions rely on it).
 
 pub mod bucket;
+pub mod erasure;
 pub mod output;
 pub mod players;
 pub mod replay;
 pub mod sink;
 pub mod source;
+pub mod staging;
 pub mod tables;
 pub mod watermark;
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -35,9 +40,11 @@ use sqlx::PgPool;
 use tokio_stream::StreamExt as _;
 
 use self::bucket::Bucket;
+use self::erasure::{ErasureSummary, Plan};
 pub use self::output::Output;
 use self::sink::PartitionedSink;
 use self::source::{Selection, StoredMatch};
+use self::staging::Staging;
 use self::tables::TABLES;
 use self::watermark::{Pending, Watermark};
 
@@ -87,6 +94,8 @@ pub struct ExportSummary {
     pub failures: Vec<Failure>,
     /// The files written (paths, or URLs in object storage).
     pub files: Vec<String>,
+    /// The deletions erased from files earlier runs wrote, and the files rewritten.
+    pub erasure: ErasureSummary,
     /// The records covered: recorded in `[from, before)`.
     pub recorded_from: Option<DateTime<Utc>>,
     /// See `recorded_from`.
@@ -105,13 +114,16 @@ impl ExportSummary {
             .collect();
         let rate = self.matches as f64 / self.elapsed.as_secs_f64().max(1e-9);
         format!(
-            "exported {} matches in {:.1}s ({rate:.0}/s): rows {}; {} files; {} players; {} skipped",
+            "exported {} matches in {:.1}s ({rate:.0}/s): rows {}; {} files; {} players; {} skipped; \
+             erasure: {} files rewritten for {} deleted players",
             self.matches,
             self.elapsed.as_secs_f64(),
             rows.join(", "),
             self.files.len(),
             self.players,
-            self.failures.len()
+            self.failures.len(),
+            self.erasure.files.len(),
+            self.erasure.deletions,
         )
     }
 }
@@ -130,14 +142,17 @@ enum Replayed {
 /// Runs one export into `options.out`.
 ///
 /// An incremental run writes `_pending.json` first, its Parquet files next (each
-/// complete, under names that depend only on the watermark it starts from), the
-/// `players` snapshot, the failures list, and the watermark last. Interrupted anywhere, it is simply run again:
-/// the rerun exports a superset of the same records under the same names, replacing
-/// what the interrupted run left ([`watermark`] says why), so no row is ever there twice.
+/// complete, under names that depend only on the watermark it starts from), then
+/// rewrites the earlier files that still name a player deleted since ([`erasure`]),
+/// then the `players` snapshot, the failures list, and the watermark last. Interrupted
+/// anywhere, it is simply run again: the rerun exports a superset of the same records
+/// under the same names, replacing what the interrupted run left ([`watermark`] says
+/// why), so no row is ever there twice, and finishes the erasure.
 pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<ExportSummary> {
     let started = Instant::now();
     let output = &options.out;
     output.prepare()?;
+    let staging = Staging::for_output(output)?;
     let slice = options.since.is_some() || options.until.is_some();
     let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()").fetch_one(pool).await?;
     let settled = now - chrono::Duration::from_std(options.settle).context("settle is too long")?;
@@ -166,7 +181,12 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
         .write(output)
         .await?;
     }
-    let staging = Staging::for_output(output)?;
+    // Before any record is read: the files of this run show every key deleted by now.
+    let erasure = if slice {
+        None
+    } else {
+        Some(Plan::take(pool, output).await?)
+    };
 
     let total = source::count(pool, &selection).await?;
     let bar = crate::progress::matches_bar(options.progress, total);
@@ -274,6 +294,10 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
             .map(|path| path.display().to_string())
             .collect()
     });
+    let erasure = match erasure {
+        Some(plan) => erasure::erase(pool, output, plan, &run, staging.root()).await?,
+        None => ErasureSummary::default(),
+    };
     let (players_file, players) = players::write(pool, staging.root()).await?;
     if let Output::Bucket(bucket) = output {
         bucket.upload(&players_file, players::FILE).await?;
@@ -291,48 +315,11 @@ pub async fn export(pool: &PgPool, options: &ExportOptions) -> anyhow::Result<Ex
         players,
         failures,
         files,
+        erasure,
         recorded_from,
         recorded_before,
         elapsed: started.elapsed(),
     })
-}
-
-/// Where the Parquet files are written before they are in place: the output directory
-/// itself, or (for object storage) a directory of its own under the system's temporary
-/// directory (`TMPDIR`), removed when the run ends.
-struct Staging {
-    root: PathBuf,
-    owned: bool,
-}
-
-impl Staging {
-    fn for_output(output: &Output) -> anyhow::Result<Staging> {
-        match output {
-            Output::Dir(dir) => Ok(Staging {
-                root: dir.clone(),
-                owned: false,
-            }),
-            Output::Bucket(_) => {
-                let root = std::env::temp_dir()
-                    .join(format!("basra-export-{}", uuid::Uuid::now_v7().simple()));
-                std::fs::create_dir_all(&root)
-                    .with_context(|| format!("cannot create {}", root.display()))?;
-                Ok(Staging { root, owned: true })
-            }
-        }
-    }
-
-    fn root(&self) -> &Path {
-        &self.root
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        if self.owned {
-            let _ = std::fs::remove_dir_all(&self.root);
-        }
-    }
 }
 
 /// Uploads each finished file under its path relative to `root`, in the order they come,

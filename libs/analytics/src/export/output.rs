@@ -107,6 +107,33 @@ impl Output {
         }
     }
 
+    /// The names of the files directly under the directory `relative`, sorted (none when
+    /// it does not exist).
+    pub async fn list(&self, relative: &str) -> anyhow::Result<Vec<String>> {
+        match self {
+            Output::Dir(dir) => {
+                let path = dir.join(relative);
+                let entries = match std::fs::read_dir(&path) {
+                    Ok(entries) => entries,
+                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(err) => {
+                        return Err(err).with_context(|| format!("cannot list {}", path.display()));
+                    }
+                };
+                let mut names = Vec::new();
+                for entry in entries {
+                    let entry = entry?;
+                    if entry.file_type()?.is_file() {
+                        names.push(entry.file_name().to_string_lossy().into_owned());
+                    }
+                }
+                names.sort();
+                Ok(names)
+            }
+            Output::Bucket(bucket) => bucket.list(relative).await,
+        }
+    }
+
     /// Removes the small file `relative` (no error when it is not there).
     pub async fn remove(&self, relative: &str) -> anyhow::Result<()> {
         match self {

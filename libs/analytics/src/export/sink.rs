@@ -41,6 +41,23 @@ pub const ENCODER_BACKLOG: usize = 2;
 /// dictionary only costs there, deltas are small.
 const DELTA_COLUMNS: [(&str, &[&str]); 1] = [("plays", &["turn", "action_index", "at"])];
 
+/// How every file of `table` is encoded (also when erasure rewrites one).
+pub fn writer_properties(table: Table) -> WriterProperties {
+    let mut props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_size(ROW_GROUP_ROWS)
+        .set_created_by("basra analytics export".to_owned());
+    for (_, columns) in DELTA_COLUMNS.iter().filter(|(t, _)| *t == table.name()) {
+        for column in *columns {
+            let path = ColumnPath::from(*column);
+            props = props
+                .set_column_dictionary_enabled(path.clone(), false)
+                .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+        }
+    }
+    props.build()
+}
+
 /// An error writing the export.
 pub type SinkError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -211,20 +228,11 @@ impl PartitionedSink {
         let name = format!("part-{}.parquet", self.run);
         let path = dir.join(&name);
         let temp = dir.join(format!(".{name}.tmp"));
-        let mut props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_max_row_group_size(ROW_GROUP_ROWS)
-            .set_created_by("basra analytics export".to_owned());
-        for (_, columns) in DELTA_COLUMNS.iter().filter(|(t, _)| *t == table.name()) {
-            for column in *columns {
-                let path = ColumnPath::from(*column);
-                props = props
-                    .set_column_dictionary_enabled(path.clone(), false)
-                    .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
-            }
-        }
-        let writer =
-            ArrowWriter::try_new(File::create(&temp)?, table.schema(), Some(props.build()))?;
+        let writer = ArrowWriter::try_new(
+            File::create(&temp)?,
+            table.schema(),
+            Some(writer_properties(table)),
+        )?;
         Ok(OpenFile {
             encoder: Encoder::start(writer)?,
             temp,

@@ -2,6 +2,7 @@
 //! each suite is a module (as separate binaries, each re-linked the whole dependency tree),
 //! with the shared setup in `helpers`.
 
+mod erasure;
 mod export;
 mod helpers;
 mod queries;

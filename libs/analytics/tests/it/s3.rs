@@ -1,7 +1,8 @@
 //! Export into object storage, against a real S3-compatible server (moto's, started on a
 //! free loopback port by each test and stopped after it): the objects hold what a
 //! directory export holds, and an export interrupted (an upload that fails after a few
-//! objects, or before the watermark) is resumed without a duplicate row.
+//! objects, or before the watermark) is resumed without a duplicate row; what a killed
+//! run left in its local staging directory is cleared by the next.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use arrow_array::cast::AsArray;
 use async_trait::async_trait;
 use basra_analytics::dataset;
 use basra_analytics::export::bucket::Bucket;
+use basra_analytics::export::staging::{self, Staging};
 use basra_analytics::export::tables::{TABLES, Table};
 use basra_analytics::export::{ExportOptions, ExportSummary, Output, export};
 use basra_testkit::moto::Moto;
@@ -29,7 +31,7 @@ use tokio_stream::StreamExt as _;
 
 use crate::helpers::{export_options, players, record_matches, scalar};
 
-const BUCKET: &str = "basra-analytics";
+pub(crate) const BUCKET: &str = "basra-analytics";
 
 fn options(out: Output) -> ExportOptions {
     export_options(out)
@@ -37,12 +39,12 @@ fn options(out: Output) -> ExportOptions {
 
 /// The bucket `s3://basra-analytics/<prefix>` on `moto`, configured as the CLI
 /// configures it: from `AWS_*` variables.
-fn bucket(moto: &Moto, prefix: &str) -> Bucket {
+pub(crate) fn bucket(moto: &Moto, prefix: &str) -> Bucket {
     Bucket::open(&format!("s3://{BUCKET}/{prefix}"), moto.env()).unwrap()
 }
 
 /// Every object under the bucket's prefix: key (relative to the prefix) → bytes.
-async fn objects(bucket: &Bucket) -> BTreeMap<String, Bytes> {
+pub(crate) async fn objects(bucket: &Bucket) -> BTreeMap<String, Bytes> {
     let (store, prefix) = bucket.store();
     let metas: Vec<ObjectMeta> = store
         .list(Some(prefix))
@@ -73,7 +75,7 @@ async fn objects(bucket: &Bucket) -> BTreeMap<String, Bytes> {
 }
 
 /// The Parquet objects of `table`, decoded, by key.
-fn table_batches(
+pub(crate) fn table_batches(
     objects: &BTreeMap<String, Bytes>,
     table: Table,
 ) -> BTreeMap<String, Vec<RecordBatch>> {
@@ -119,7 +121,7 @@ fn exported_match_ids(objects: &BTreeMap<String, Bytes>) -> Vec<String> {
 }
 
 /// The objects hold exactly the records: every match once, every seat, round and play.
-async fn assert_exactly_the_records(pool: &PgPool, objects: &BTreeMap<String, Bytes>) {
+pub(crate) async fn assert_exactly_the_records(pool: &PgPool, objects: &BTreeMap<String, Bytes>) {
     let ids = exported_match_ids(objects);
     let unique: HashSet<&String> = ids.iter().collect();
     assert_eq!(unique.len(), ids.len(), "a match exported twice");
@@ -318,21 +320,17 @@ impl ObjectStore for FailAfter {
     }
 }
 
-fn failing(bucket: &Bucket, allowed: i64, fails: fn(&Path) -> bool) -> Output {
-    let (store, prefix) = bucket.store();
-    Output::Bucket(Bucket::new(
-        Arc::new(FailAfter {
-            inner: store.clone(),
-            allowed: AtomicI64::new(allowed),
-            fails,
-        }),
-        prefix.as_ref(),
-        &bucket.to_string(),
-    ))
+pub(crate) fn failing(bucket: &Bucket, allowed: i64, fails: fn(&Path) -> bool) -> Output {
+    let (store, _) = bucket.store();
+    Output::Bucket(bucket.with_store(Arc::new(FailAfter {
+        inner: store.clone(),
+        allowed: AtomicI64::new(allowed),
+        fails,
+    })))
 }
 
 /// The keys of the day-partitioned Parquet objects.
-fn parquet_keys(objects: &BTreeMap<String, Bytes>) -> HashSet<String> {
+pub(crate) fn parquet_keys(objects: &BTreeMap<String, Bytes>) -> HashSet<String> {
     objects
         .keys()
         .filter(|k| k.contains("/date=") && k.ends_with(".parquet"))
@@ -412,4 +410,39 @@ async fn an_interrupted_export_to_s3_is_resumed_without_duplicates(pool: PgPool)
         .unwrap();
     assert_eq!((quiet.matches, quiet.files.len()), (0, 0));
     assert_eq!(objects(&bucket).await.len(), last.len());
+}
+
+#[sqlx::test(migrator = "accounts::store::MIGRATOR")]
+async fn an_export_to_s3_clears_its_staging_directory_and_refuses_a_second_run_into_it(
+    pool: PgPool,
+) {
+    let moto = Moto::start();
+    moto.create_bucket(BUCKET);
+    let store = PgStore::new(pool.clone());
+    let people = players(&store, 4).await;
+    record_matches(&store, &people, 10, 2, 101).await;
+    let output = Output::Bucket(bucket(&moto, "staged"));
+    let staged = staging::dir_for(&output, &std::env::temp_dir());
+
+    // What a run killed mid-upload leaves: a finished day file not yet uploaded, and one
+    // half written.
+    let day = staged.join("matches/date=2026-11-19");
+    std::fs::create_dir_all(&day).unwrap();
+    std::fs::write(day.join("part-from-start.parquet"), b"finished").unwrap();
+    std::fs::write(day.join(".part-from-start.parquet.tmp"), b"half").unwrap();
+    let summary = export(&pool, &options(output.clone())).await.unwrap();
+    assert_eq!(summary.matches, 10);
+    assert!(!staged.exists(), "{} is still there", staged.display());
+
+    // While a run holds the staging directory, another run into the same output is
+    // refused and leaves the first one's files alone.
+    let held = Staging::for_output(&output).unwrap();
+    let file = held.root().join("in-progress");
+    std::fs::write(&file, b"uploading").unwrap();
+    let err = export(&pool, &options(output.clone())).await.unwrap_err();
+    assert!(format!("{err:#}").contains("another export"), "{err:#}");
+    assert!(file.exists());
+    drop(held);
+    assert!(!staged.exists());
+    assert!(!staged.with_extension("lock").exists());
 }
