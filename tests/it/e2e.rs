@@ -21,6 +21,7 @@ use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 use basra_proto::basra::game::v1::play_request::Kind;
 use basra_proto::basra::game::v1::{AskRematchRequest, Join, PlayRequest};
 use basra_proto::basra::matchmaking::v1::join_room_request::Target;
+use basra_proto::basra::matchmaking::v1::{InviteFriendRequest, JoinRoomRequest};
 use basra_records::{ActionKind, ActionRecord};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -485,6 +486,24 @@ async fn on_feed<T>(
     .unwrap_or_else(|_| panic!("no {what} on the feed"))
 }
 
+/// `asker` and `other` (username `username`) become friends.
+async fn befriend(asker: &Session, other: &Session, username: &str) {
+    asker
+        .accounts()
+        .add_friend(AddFriendRequest {
+            target: Some(add_friend_request::Target::Username(username.into())),
+        })
+        .await
+        .unwrap();
+    other
+        .accounts()
+        .accept_friend(AcceptFriendRequest {
+            user_id: asker.user_id.clone(),
+        })
+        .await
+        .unwrap();
+}
+
 /// What a presence change says `user_id` is doing.
 fn activity_of(user_id: &str) -> impl Fn(&WatchFriendsResponse) -> Option<Activity> {
     let user_id = user_id.to_owned();
@@ -549,7 +568,7 @@ async fn friends_meet_by_invite_and_play_a_rematch(backend: Backend) {
     .await;
     assert_eq!(invite.room_id, created.room_id);
     assert_eq!(invite.from.unwrap().user_id, ana.user_id);
-    let joined = lobby::join(&ben, Target::JoinCode(invite.join_code))
+    let joined = lobby::join(&ben, Target::JoinCode(invite.join_code.clone()))
         .await
         .unwrap();
     assert_eq!(joined.room_id, created.room_id);
@@ -571,6 +590,33 @@ async fn friends_meet_by_invite_and_play_a_rematch(backend: Backend) {
     assert_eq!(a.totals, b.totals);
     let () = seen;
     let first = a.ended.expect("the first match ended").match_id;
+
+    // The match has ended: its room seats nobody, not even ben with the invite's code
+    // (a page that offers the old invite again), and takes no new invite.
+    let cyd = register(&backend, "e2e_cyd").await;
+    befriend(&ana, &cyd, "e2e_cyd").await;
+    let join = ben
+        .matchmaking()
+        .join_room(JoinRoomRequest {
+            target: Some(Target::JoinCode(invite.join_code.clone())),
+            preferred_seat: None,
+        })
+        .await
+        .expect_err("a join to a room whose match has ended is refused");
+    assert_eq!(join.code(), tonic::Code::FailedPrecondition, "{join:?}");
+    let invited = ana
+        .matchmaking()
+        .invite_friend(InviteFriendRequest {
+            room_id: created.room_id.clone(),
+            user_id: cyd.user_id.clone(),
+        })
+        .await
+        .expect_err("an invite to a room whose match has ended is refused");
+    assert_eq!(
+        invited.code(),
+        tonic::Code::FailedPrecondition,
+        "{invited:?}"
+    );
 
     // A rematch: one call each, then the same room plays a new match.
     for player in [&ana, &ben] {

@@ -5,7 +5,9 @@
 //! target, captures as the server made them, the seed against its commitment, named
 //! scores); names within the server's limit; access tokens of 8 s that the page must
 //! refresh throughout; three players who become friends, an invite
-//! from the live feed, a spectator who sees no hidden card, a rematch; a ranked match
+//! from the live feed, a spectator who sees no hidden card, a rematch; reloads after
+//! answered requests, mid-match and on the result screen (nothing answered or ended is
+//! offered again, the result comes back, a closed room leads to the lobby); a ranked match
 //! that moves both ratings into the history and the leaderboard; quick match (FindMatch
 //! over gRPC-Web), one resigning; the Arabic page right to left; "Export my data" (a
 //! download) and "Delete my account" (a dialog waiting for the typed word) in the
@@ -45,10 +47,17 @@ async fn a_browser_plays_through_the_web_client() {
         bot_delay: Some(Duration::from_millis(30)),
         // Tokens of 8 s, refused the moment they expire: the page must keep its own
         // fresh (ahead of expiry, and once on UNAUTHENTICATED) through every scenario.
-        settings: basra::dev_settings::DevSettings::from_env([(
-            "BASRA_ACCOUNTS_TOKENS__ACCESS_TTL_SECONDS".to_owned(),
-            "8".to_owned(),
-        )])
+        // A rematch window of 10 s: a room closes while its result is on a page.
+        settings: basra::dev_settings::DevSettings::from_env([
+            (
+                "BASRA_ACCOUNTS_TOKENS__ACCESS_TTL_SECONDS".to_owned(),
+                "8".to_owned(),
+            ),
+            (
+                "BASRA_GAME_SESSION_GAME__REMATCH_SECONDS".to_owned(),
+                "10".to_owned(),
+            ),
+        ])
         .unwrap(),
         web: Some(WebOptions {
             listen: "127.0.0.1:0".parse().unwrap(),

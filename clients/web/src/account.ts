@@ -28,6 +28,22 @@ export function nameProblem(raw: string): string | null {
   return null;
 }
 
+/**
+ * A name pasted longer than the field takes (`maxlength` would cut it silently) is not
+ * pasted: `say` explains why, as for the other refusals.
+ */
+export function refuseLongPaste(input: HTMLInputElement, say: (text: string) => void): void {
+  input.addEventListener("paste", (e) => {
+    const pasted = e.clipboardData?.getData("text") ?? "";
+    const start = input.selectionStart ?? input.value.length;
+    const end = input.selectionEnd ?? start;
+    const name = input.value.slice(0, start) + pasted + input.value.slice(end);
+    if (name.length <= NAME_MAX) return;
+    e.preventDefault();
+    say(t("nameTooLong", { len: [...name].length }));
+  });
+}
+
 /** The server's refusal of a name, in the reader's words. */
 export function nameError(err: unknown): string {
   const e = ConnectError.from(err);
@@ -62,6 +78,7 @@ export function profilePanel(): HTMLElement {
   const stats = el("p", { "data-testid": "profile-stats" });
   const nameInput = el("input", { id: "display-name", "data-testid": "display-name", maxlength: NAME_MAX, value: me?.name ?? "", autocomplete: "nickname", "aria-describedby": "name-rules" });
   const nameMessage = el("p", { role: "status", "data-testid": "name-message" });
+  refuseLongPaste(nameInput, (text) => (nameMessage.textContent = text));
   const user = el("input", { id: "username", "data-testid": "username", autocomplete: "username", maxlength: 20, "aria-describedby": "login-rules" });
   const pass = el("input", { id: "password", "data-testid": "password", type: "password", autocomplete: "current-password", maxlength: 128 });
   const loginMessage = el("p", { role: "status", "data-testid": "login-message" });

@@ -6,7 +6,7 @@ import { authed, connect, currentUser, logIn, resume, signIn, signOut } from "./
 import { app, el, errorText, header, screens, shared, view } from "./shell";
 import { applyDirection, t } from "./i18n";
 import { friendsPanel, startFeed, stopFeed } from "./social";
-import { NAME_MAX, nameError, nameProblem, profilePanel, rankedPanel, signInError } from "./account";
+import { NAME_MAX, nameError, nameProblem, profilePanel, rankedPanel, refuseLongPaste, signInError } from "./account";
 import { ROOM_KEY, showTable } from "./table";
 import type { RuleSettings } from "./gen/basra/common/v1/common_pb";
 import { BotLevel, RoomVisibility, SeatOccupant } from "./gen/basra/common/v1/common_pb";
@@ -21,6 +21,7 @@ function showSignIn(): void {
   view.redraw = showSignIn;
   const input = el("input", { id: "name", "data-testid": "name", maxlength: NAME_MAX, autocomplete: "nickname", required: true, "aria-describedby": "name-rules" });
   const problem = el("p", { class: "problem", role: "alert", "data-testid": "sign-in-problem" });
+  refuseLongPaste(input, (text) => (problem.textContent = text));
   const form = el(
     "form",
     {

@@ -24,6 +24,20 @@ export function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs =
   return node;
 }
 
+/**
+ * Makes `children` the children of `parent`, leaving where they are those already there
+ * (in the same order): a node taken out of the page, even for a moment, loses the press
+ * on it, and its click with it.
+ */
+export function patch(parent: Element, children: Node[]): void {
+  const keep = new Set(children);
+  for (const old of [...parent.childNodes]) if (!keep.has(old)) old.remove();
+  children.forEach((child, i) => {
+    const at = parent.childNodes[i] ?? null;
+    if (at !== child) parent.insertBefore(child, at);
+  });
+}
+
 /** The screens, as main.ts registers them. */
 export const screens = {
   lobby: (_notice?: string): void => {},

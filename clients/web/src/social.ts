@@ -2,11 +2,13 @@
 // friends tab (code, add, accept/decline, block, the list with presence, watch a match),
 // invites received on any screen with one-tap join, and inviting friends to my room.
 
-import { authed, renew } from "./api";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { authed, currentUser, renew } from "./api";
 import { el, errorText, notices, screens, shared, Code, ConnectError } from "./shell";
-import { redrawTable } from "./table";
+import { redrawTable, sitsOrSat } from "./table";
+import { inviteStands, requestVerdict, type Opening } from "./feed";
 import { bdi, t, tx } from "./i18n";
-import type { Friend, FriendPresence, Invite, ListFriendsResponse } from "./gen/basra/accounts/v1/accounts_pb";
+import type { Friend, FriendPresence, Invite, ListFriendsResponse, WatchFriendsResponse } from "./gen/basra/accounts/v1/accounts_pb";
 import { Activity } from "./gen/basra/accounts/v1/accounts_pb";
 
 interface Social {
@@ -14,7 +16,10 @@ interface Social {
   lists?: ListFriendsResponse;
   invites: Invite[];
   requests: Friend[];
+  /** The last kept note seen, kept in local storage: a reload resumes after it. */
   lastSeq: bigint;
+  /** What the stream's snapshot said: notes from before it are judged by it. */
+  opening?: Opening;
   abort?: AbortController;
 }
 
@@ -22,9 +27,21 @@ const social: Social = { presence: new Map(), invites: [], requests: [], lastSeq
 /** Called when the friends' state changed (the friends tab redraws itself through it). */
 let onChange: () => void = () => {};
 
-/** Opens the feed for the signed-in player (again after a sign-in). */
+const SEQ_KEY = "basra.feed.";
+
+function savedSeq(userId: string): bigint {
+  try {
+    return BigInt(localStorage.getItem(SEQ_KEY + userId) ?? "0");
+  } catch {
+    return 0n;
+  }
+}
+
+/** Opens the feed for the signed-in player (again after a sign-in), after the last note seen. */
 export function startFeed(): void {
   stopFeed();
+  const me = currentUser()?.userId ?? "";
+  social.lastSeq = savedSeq(me);
   const abort = new AbortController();
   social.abort = abort;
   void (async () => {
@@ -34,26 +51,14 @@ export function startFeed(): void {
         const stream = shared.api.accounts.watchFriends({ lastSeenSeq: social.lastSeq }, { signal: abort.signal });
         for await (const message of stream) {
           backoff = 500;
-          if (message.seq > social.lastSeq) social.lastSeq = message.seq;
-          const e = message.event;
-          switch (e.case) {
-            case "snapshot":
-              social.presence = new Map(e.value.friends.map((f) => [f.friend?.userId ?? "", f]));
-              social.requests = e.value.incoming;
-              break;
-            case "presenceChanged":
-              social.presence.set(e.value.friend?.userId ?? "", e.value);
-              break;
-            case "friendRequest":
-              social.requests = [...social.requests.filter((f) => f.userId !== e.value.userId), e.value];
-              break;
-            case "friendAdded":
-              social.requests = social.requests.filter((f) => f.userId !== e.value.userId);
-              break;
-            case "invite":
-              social.invites = [...social.invites.filter((i) => i.roomId !== e.value.roomId), e.value];
-              break;
+          await take(message);
+          if (abort.signal.aborted) return;
+          if (message.seq > social.lastSeq) {
+            social.lastSeq = message.seq;
+            localStorage.setItem(SEQ_KEY + me, String(message.seq));
           }
+          // What the page has taken from the feed (the browser test waits on it).
+          document.documentElement.dataset.feedSeq = String(social.lastSeq);
           changed();
         }
       } catch (err) {
@@ -66,6 +71,44 @@ export function startFeed(): void {
   })();
 }
 
+/** One message of the feed into the friends' state. */
+async function take(message: WatchFriendsResponse): Promise<void> {
+  const at = message.at ? timestampMs(message.at) : Date.now();
+  const e = message.event;
+  switch (e.case) {
+    case "snapshot":
+      social.presence = new Map(e.value.friends.map((f) => [f.friend?.userId ?? "", f]));
+      social.requests = e.value.incoming;
+      social.opening = { at, presence: new Map(social.presence), incoming: e.value.incoming };
+      social.invites = social.invites.filter((i) => inviteStands(i, 0, social.opening, Date.now(), sitsOrSat));
+      document.documentElement.dataset.feed = "open";
+      break;
+    case "presenceChanged":
+      social.presence.set(e.value.friend?.userId ?? "", e.value);
+      break;
+    case "friendRequest": {
+      const verdict = requestVerdict(e.value, at, social.opening);
+      const waiting =
+        verdict === "show" ||
+        (verdict === "ask" &&
+          (await authed(shared.api, () => shared.api.accounts.listFriends({})).then(
+            (lists) => lists.incoming.some((f) => f.userId === e.value.userId),
+            () => true,
+          )));
+      if (waiting) social.requests = [...social.requests.filter((f) => f.userId !== e.value.userId), e.value];
+      break;
+    }
+    case "friendAdded":
+      social.requests = social.requests.filter((f) => f.userId !== e.value.userId);
+      break;
+    case "invite":
+      if (inviteStands(e.value, at, social.opening, Date.now(), sitsOrSat)) {
+        social.invites = [...social.invites.filter((i) => i.roomId !== e.value.roomId), e.value];
+      }
+      break;
+  }
+}
+
 export function stopFeed(): void {
   social.abort?.abort();
   social.presence = new Map();
@@ -73,6 +116,9 @@ export function stopFeed(): void {
   social.requests = [];
   social.lists = undefined;
   social.lastSeq = 0n;
+  social.opening = undefined;
+  delete document.documentElement.dataset.feed;
+  delete document.documentElement.dataset.feedSeq;
 }
 
 /** The feed moved: the friends tab, the notices under the header and a waiting table redraw. */
@@ -91,11 +137,12 @@ function drawNotices(): void {
 }
 
 function renderNotices(): HTMLElement | null {
-  if (!social.invites.length && !social.requests.length) return null;
+  const invites = social.invites.filter((i) => inviteStands(i, Infinity, undefined, Date.now(), sitsOrSat));
+  if (!invites.length && !social.requests.length) return null;
   return el(
     "div",
     { class: "notices", "data-testid": "notices", role: "status", "aria-live": "polite" },
-    ...social.invites.map((invite) =>
+    ...invites.map((invite) =>
       el(
         "p",
         { class: "notice", "data-testid": "invite" },
@@ -112,7 +159,7 @@ function renderNotices(): HTMLElement | null {
         ...tx("friendRequestFrom", { name: bdi(friend.displayName) }),
         " ",
         el("button", { "data-testid": "accept", onclick: () => answer(friend, true) }, t("accept")),
-        el("button", { onclick: () => answer(friend, false) }, t("decline")),
+        el("button", { "data-testid": "decline", onclick: () => answer(friend, false) }, t("decline")),
       ),
     ),
   );

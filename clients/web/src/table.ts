@@ -3,19 +3,66 @@
 // Everything a player typed (names) is isolated in <bdi>; announcements are kept as what
 // happened and worded when drawn, so they follow a language switch.
 
+import { create, fromJsonString, toJsonString } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { authed, currentUser, rejectCode, renew } from "./api";
-import { app, el, errorText, header, screens, shared, view, Code, ConnectError } from "./shell";
+import { app, el, errorText, header, patch, screens, shared, view, Code, ConnectError } from "./shell";
 import { bdi, cardName, lang, phrase, phraseCodes, t, tx } from "./i18n";
 import { cardBack, cardFace, captureOptions, sameCard, type CardLike } from "./cards";
 import { sha256, hex } from "./sha256";
 import { inviteList } from "./social";
 import { ratingFor, ratingText, watchRating } from "./account";
 import type { PlayResponse, MatchEnded } from "./gen/basra/game/v1/game_pb";
-import type { SeatInfo } from "./gen/basra/common/v1/common_pb";
-import { BasraKind, BotLevel, MatchEndReason, SeatOccupant } from "./gen/basra/common/v1/common_pb";
+import { MatchEndedSchema } from "./gen/basra/game/v1/game_pb";
+import type { GameView, SeatInfo } from "./gen/basra/common/v1/common_pb";
+import { BasraKind, BotLevel, MatchEndReason, RoomStatus, SeatOccupant } from "./gen/basra/common/v1/common_pb";
 
+/** The room this browser's player sits at: a reload goes back to it. */
 export const ROOM_KEY = "basra.room";
+/** The last match's end there, as it came (a reload on the result shows it again). */
+const ENDED_KEY = "basra.room.ended";
+/** Rooms this page left (their invites are no longer offered). */
+const roomsLeft = new Set<string>();
+
+/** Whether this browser's player sits at `roomId`, or left it since the page loaded. */
+export function sitsOrSat(roomId: string): boolean {
+  return roomsLeft.has(roomId) || localStorage.getItem(ROOM_KEY) === roomId;
+}
+
+function keepEnded(roomId: string, ended: MatchEnded): void {
+  localStorage.setItem(ENDED_KEY, JSON.stringify({ roomId, ended: toJsonString(MatchEndedSchema, ended) }));
+}
+
+function keptEnded(roomId: string, matchId: string): MatchEnded | undefined {
+  try {
+    const kept = JSON.parse(localStorage.getItem(ENDED_KEY) ?? "null");
+    if (kept?.roomId !== roomId) return undefined;
+    const ended = fromJsonString(MatchEndedSchema, kept.ended);
+    return ended.matchId === matchId ? ended : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A finished room's result as its snapshot shows it: the end this page kept when it saw
+ * it, else the totals, and the winner when the totals tell (a side past the target,
+ * alone at the top); a resignation's winner, and the seed, are then in the history.
+ */
+function endedFromView(v: GameView): MatchEnded {
+  const kept = keptEnded(v.roomId, v.matchId);
+  if (kept) return kept;
+  const totals = [...v.totals];
+  const top = Math.max(0, ...totals);
+  const alone = totals.filter((n) => n === top).length === 1;
+  const reached = alone && top >= (v.settings?.targetScore ?? Infinity);
+  return create(MatchEndedSchema, {
+    matchId: v.matchId,
+    totals,
+    winnerSide: reached ? totals.indexOf(top) : undefined,
+    reason: reached ? MatchEndReason.TARGET_REACHED : MatchEndReason.UNSPECIFIED,
+  });
+}
 
 interface TableState {
   roomId: string;
@@ -40,6 +87,10 @@ interface TableState {
   lastSeq: bigint;
   synced: boolean;
   ended?: MatchEnded;
+  /** The room closed while this page showed it (no rematch any more). */
+  closed: boolean;
+  /** The room was seen open (not only as closed) by this page. */
+  live: boolean;
   rematchAsked: boolean;
   /** Announcements, worded when drawn (in the language of the moment). */
   announcements: (() => Node[])[];
@@ -51,6 +102,9 @@ interface TableState {
   named?: { card: CardLike; taken: CardLike[]; table: CardLike[] };
   connection: "ok" | "reconnecting";
   busy: boolean;
+  /** The screen, kept across redraws with its result panel (a press on its button holds). */
+  screen: HTMLElement;
+  result?: HTMLElement;
 }
 
 let stopTable: () => void = () => {};
@@ -108,11 +162,14 @@ export function showTable(roomId: string, options: { code?: string; spectate?: b
     offsetMs: 0,
     lastSeq: 0n,
     synced: false,
+    closed: false,
+    live: false,
     rematchAsked: false,
     announcements: [],
     gone: new Set(),
     connection: "ok",
     busy: false,
+    screen: el("main", { class: "table-screen", "data-testid": "table" }),
   };
   const timer = setInterval(() => drawCountdown(state), 250);
   const onKey = (e: KeyboardEvent) => {
@@ -135,9 +192,32 @@ export function showTable(roomId: string, options: { code?: string; spectate?: b
 }
 
 export function leaveTable(notice = ""): void {
+  if (currentTable && !currentTable.spectate) forget(currentTable.roomId);
   stopTable();
-  localStorage.removeItem(ROOM_KEY);
   screens.lobby(notice);
+}
+
+/** The player is done with `roomId`: a reload goes to the lobby. */
+function forget(roomId: string): void {
+  roomsLeft.add(roomId);
+  if (localStorage.getItem(ROOM_KEY) === roomId) localStorage.removeItem(ROOM_KEY);
+  localStorage.removeItem(ENDED_KEY);
+}
+
+/**
+ * The room closed (its stream ended OK). Seen open, its result stays on the screen
+ * without a rematch; found closed (a reload after the rematch window), the player is
+ * taken to the lobby.
+ */
+function roomClosed(state: TableState): void {
+  if (!state.spectate) forget(state.roomId);
+  if (state.live && state.ended) {
+    state.closed = true;
+    drawTable(state);
+    return;
+  }
+  stopTable();
+  screens.lobby(t("roomClosed"));
 }
 
 async function watch(state: TableState, signal: AbortSignal): Promise<void> {
@@ -155,7 +235,7 @@ async function watch(state: TableState, signal: AbortSignal): Promise<void> {
         if (message.event) apply(state, message.event);
         drawTable(state);
       }
-      return; // the room closed
+      return roomClosed(state);
     } catch (err) {
       if (signal.aborted) return;
       const e = ConnectError.from(err);
@@ -181,6 +261,7 @@ function apply(state: TableState, event: PlayResponse): void {
     state.lastSeq = event.seq;
     state.synced = true;
   }
+  if (!(e.case === "snapshot" && e.value.view?.status === RoomStatus.CLOSED)) state.live = true;
   switch (e.case) {
     case "snapshot": {
       const v = e.value.view!;
@@ -201,6 +282,10 @@ function apply(state: TableState, event: PlayResponse): void {
       state.deadlineMs = v.turnDeadline ? timestampMs(v.turnDeadline) : undefined;
       state.choosing = undefined;
       for (const s of v.seats) if (s.connected) state.gone.delete(s.seat);
+      // A room whose match is over shows its result, whenever the page arrives.
+      const over = v.status === RoomStatus.FINISHED || v.status === RoomStatus.CLOSED;
+      state.ended = over && v.matchId ? endedFromView(v) : undefined;
+      if (state.ended && state.ranked && !state.spectate) watchRating(state.matchId, () => drawTable(state));
       break;
     }
     case "seatChanged":
@@ -283,6 +368,7 @@ function apply(state: TableState, event: PlayResponse): void {
         const key = e.value.reason === MatchEndReason.RESIGNED ? "reasonResigned" : "reasonAbandoned";
         announce(state, () => tx(key, { name: nameNode(state, forfeit) }));
       }
+      if (!state.spectate) keepEnded(state.roomId, e.value);
       if (state.ranked && !state.spectate) watchRating(state.matchId, () => drawTable(state));
       break;
     }
@@ -520,17 +606,17 @@ function drawTable(state: TableState): void {
   const commitment = state.commitment
     ? el("p", { class: "seed", "data-testid": "commitment" }, t("commitment", { hash: hex(state.commitment) }))
     : null;
-  app.replaceChildren(
-    header(),
-    el(
-      "main",
-      { class: "table-screen", "data-testid": "table" },
+  // The screen and an unchanged result panel stay in place: a button pressed while an
+  // event redraws the table is still there when it is released.
+  const fresh = state.ended ? resultPanel(state, state.ended) : undefined;
+  if (!fresh || !state.result?.isEqualNode(fresh)) state.result = fresh;
+  const parts: (HTMLElement | null)[] = [
       state.connection === "reconnecting" ? el("p", { class: "banner", role: "status" }, t("reconnecting")) : null,
       state.spectate ? el("p", { class: "banner", "data-testid": "spectating" }, t("spectating")) : null,
       state.code && waiting ? el("p", { class: "banner code", "data-testid": "room-code" }, t("shareCode", { code: state.code })) : null,
       waiting ? el("p", { class: "banner" }, t("waitingFor")) : null,
       waiting && state.code ? inviteList(state.roomId) : null,
-      state.ended ? resultPanel(state, state.ended) : null,
+      state.result ?? null,
       el("section", { class: "opponents" }, ...others),
       el(
         "section",
@@ -576,18 +662,23 @@ function drawTable(state: TableState): void {
             : null,
       ),
       commitment,
-    ),
-  );
+  ];
+  patch(state.screen, parts.filter((part): part is HTMLElement => part !== null));
+  patch(app, [header(), state.screen]);
   drawCountdown(state);
 }
 
 function resultPanel(state: TableState, ended: MatchEnded): HTMLElement {
   const mySide = state.seat === undefined ? undefined : sideOf(state, state.seat);
   const title =
-    ended.winnerSide === undefined ? t("noWinner") : ended.winnerSide === mySide ? t("youWon") : mySide === undefined ? "" : t("youLost");
+    ended.winnerSide !== undefined
+      ? ended.winnerSide === mySide ? t("youWon") : mySide === undefined ? "" : t("youLost")
+      : ended.reason === MatchEndReason.CLOSED ? t("noWinner") : t("matchOver");
   const seed = hex(ended.seed);
   // The page checks the revealed seed against the commitment it showed from the start.
-  const check = !state.commitment
+  const check = !ended.seed.length
+    ? el("p", { "data-testid": "seed-check", "data-ok": "unknown" }, t("seedInHistory"))
+    : !state.commitment
     ? el("p", { "data-testid": "seed-check", "data-ok": "unknown" }, t("seedUnchecked"))
     : hex(sha256(ended.seed)) === hex(state.commitment)
       ? el("p", { "data-testid": "seed-check", "data-ok": "true", class: "verified" }, t("seedVerified"))
@@ -606,9 +697,10 @@ function resultPanel(state: TableState, ended: MatchEnded): HTMLElement {
     el("h2", {}, ...(title ? [title] : winnerName ? tx("sideWon", { name: winnerName }) : [])),
     el("p", { "data-testid": "final-score" }, ...tx("finalScore", { scores: scoreLine(state, ended.totals) })),
     rating,
-    el("p", { class: "seed", "data-testid": "seed" }, t("seedShown", { seed })),
+    ended.seed.length ? el("p", { class: "seed", "data-testid": "seed" }, t("seedShown", { seed })) : null,
     check,
-    state.spectate
+    state.closed ? el("p", { "data-testid": "room-closed" }, t("roomClosed")) : null,
+    state.spectate || state.closed
       ? null
       : el(
           "button",

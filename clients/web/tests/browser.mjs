@@ -5,14 +5,22 @@
 //     and shown, the preview of every play is what the server took, the commitment is
 //     shown from the first deal and the page verifies the seed, the result names the sides
 //     and leaves the scoreboard in sight; the capture rule (dist/capture.js) on tables
-//     with several largest captures;
-//  2. names: the server's limit (24) checked and explained on the page;
+//     with several largest captures; a reload on the result shows it again and leads
+//     back to the lobby;
+//  2. names: the server's limit (24) checked and explained on the page, a longer paste
+//     refused aloud, not cut;
 //  3. friends: three browsers become friends by code (a live request, accepted from the
-//     notice and from the list); the host invites a friend from the live list to a public
-//     room, the friend joins with one tap; the third watches from the friends list (no
-//     hidden card), leaves and comes back; no "is back" at the start; they rematch;
+//     notice and from the list; a fourth's declined); the host reloads and is not offered
+//     the answered requests again, nor with its feed's seq forgotten; the host invites a
+//     friend from the live list to a public room, the friend joins with one tap; the
+//     friend reloads mid-match and is not offered the invite again; the third watches
+//     from the friends list (no hidden card), leaves and comes back; no "is back" at the
+//     start; they rematch; a press on "Back to the lobby" holds while an event redraws
+//     the table; the ended room's invite is not offered again;
 //  4. ranked: two players meet in the ranked queue, one resigns, both see their rating
-//     change, the history and the leaderboard show it;
+//     change (also after a reload on the result), the history and the leaderboard show
+//     it; once the rematch window lapses the result says the room closed and a reload
+//     is in the lobby;
 //  5. quick match (FindMatch over gRPC-Web), one resigning;
 //  6. Arabic on a phone: right to left, names isolated, the computer's name, the target's
 //     label, announcements in Arabic card names that follow a language switch, the name
@@ -144,6 +152,46 @@ async function commitmentOf(page) {
   return hash;
 }
 
+/**
+ * Reloads `page` and waits until its friends' feed has taken its snapshot and every note
+ * up to the one seen before the reload (`document.documentElement.dataset.feedSeq`),
+ * replayed or not: what the header offers then is what the page made of them. With
+ * `forget`, the page first loses the seq it keeps (another browser of the same player):
+ * every kept note comes again and only the snapshot can tell which still stand.
+ */
+async function reloadFeed(page, { forget = false } = {}) {
+  const seen = Number(await page.evaluate(() => document.documentElement.dataset.feedSeq ?? "0"));
+  check(seen > 0, "the feed has numbered notes before the reload");
+  if (forget) {
+    await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("basra.feed.")).forEach((k) => localStorage.removeItem(k)));
+  }
+  await page.reload({ waitUntil: "load" });
+  await page.waitForFunction(
+    (seq) => document.documentElement.dataset.feed === "open" && Number(document.documentElement.dataset.feedSeq ?? "0") >= seq,
+    seen,
+  );
+}
+
+/** Reloads a page showing a match's result: the same result comes back, with its way out. */
+async function reloadResult(page) {
+  const before = await resultOf(page);
+  await page.reload({ waitUntil: "load" });
+  const after = await resultOf(page);
+  check(after.title === before.title && after.score === before.score && after.seed === before.seed, `the result survives a reload: ${JSON.stringify(before)} / ${JSON.stringify(after)}`);
+  check((await page.getByTestId("resign").count()) === 0, "a finished match offers no resignation after a reload");
+  await page.getByTestId("back").waitFor();
+  return after;
+}
+
+/** Pastes `text` into the field `testId` (through the clipboard, as a player would). */
+async function paste(page, testId, text) {
+  await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
+  await page.getByTestId(testId).fill("");
+  await page.getByTestId(testId).focus();
+  await page.evaluate((t) => navigator.clipboard.writeText(t), text);
+  await page.keyboard.press("Control+V");
+}
+
 async function friendCode(page) {
   await page.getByTestId("tab-friends").click();
   const text = page.getByTestId("friend-code");
@@ -242,8 +290,15 @@ try {
     check(JSON.stringify(options.komiOnTable) === "[[0]]", `a 7 takes the Komi lying on the table: ${JSON.stringify(options.komiOnTable)}`);
     check(JSON.stringify(options.nothing) === "[]", "a Q takes no K");
     await page.screenshot({ path: join(artifacts, "computer-result.png"), fullPage: true });
+    // A reload on the result screen shows the result again (the seed still verified),
+    // and leads back to the lobby, where a reload stays.
+    await reloadResult(page);
+    check((await page.getByTestId("seed-check").getAttribute("data-ok")) === "true", "the page verifies the seed after a reload");
     await page.getByTestId("back").click();
     await page.getByTestId("play-computer").waitFor();
+    await page.reload({ waitUntil: "load" });
+    await page.getByTestId("play-computer").waitFor();
+    check((await page.getByTestId("table").count()) === 0, "back in the lobby, a reload stays there");
     await page.context().close();
   }
 
@@ -254,6 +309,12 @@ try {
     await page.getByTestId("name").fill("A".repeat(30));
     check((await page.getByTestId("name").inputValue()).length === 24, "typing stops at 24");
     check(/24/.test(await page.locator("#name-rules").innerText()), "the limit is explained beside the field");
+    // A longer name pasted is not cut silently: the page says why it was not taken.
+    await paste(page, "name", "P".repeat(31));
+    await page.getByTestId("sign-in-problem").filter({ hasText: "31" }).waitFor({ timeout: 5000 });
+    const pasted = await page.getByTestId("sign-in-problem").innerText();
+    check(/24/.test(pasted), `a long pasted name is explained: ${pasted}`);
+    check((await page.getByTestId("name").inputValue()) === "", "nor is it pasted cut");
     // A longer name that arrives anyway (autofill, script) is explained, not sent raw.
     await page.getByTestId("name").evaluate((input) => (input.value = "A".repeat(30)));
     await page.getByTestId("sign-in").click();
@@ -299,9 +360,30 @@ try {
     await host.getByTestId("friend-target").fill("");
     await host.getByTestId("accept-friend").click();
     await host.getByTestId("friend").filter({ hasText: "Watcher" }).waitFor();
+    // A stranger asks too; the host declines from the notice.
+    const stranger = await open(browser);
+    await signIn(stranger, "Stranger");
+    await friendCode(stranger);
+    await stranger.getByTestId("friend-target").fill(code);
+    await stranger.getByTestId("add-friend").click();
+    const asked = host.getByTestId("friend-request").filter({ hasText: "Stranger" });
+    await asked.waitFor({ timeout: 10000 });
+    await asked.getByTestId("decline").click();
+    await asked.waitFor({ state: "detached" });
+    await stranger.context().close();
     // Presence: the guest sees the host online.
     await guest.getByTestId("friend").filter({ hasText: "Host" }).filter({ hasText: "online" }).waitFor({ timeout: 10000 });
     await host.screenshot({ path: join(artifacts, "friends-list.png") });
+    // Answered requests are not offered again after a reload, nor from another browser
+    // of the host's (the page's seq forgotten: the kept notes come again, the snapshot
+    // says they were answered).
+    for (const forget of [false, true]) {
+      await reloadFeed(host, { forget });
+      const offered = await host.getByTestId("friend-request").allInnerTexts();
+      check(offered.length === 0, `answered requests are not offered again after a reload${forget ? " (seq forgotten)" : ""}: ${offered.join(" | ")}`);
+    }
+    await host.getByTestId("tab-friends").click();
+    await host.getByTestId("friend").filter({ hasText: "Watcher" }).waitFor();
     // The host makes a public room (spectators allowed) and invites the guest from the list.
     await host.getByTestId("tab-play").click();
     await host.getByLabel("Target score").selectOption("11");
@@ -342,7 +424,23 @@ try {
     await watcher.getByTestId("tab-friends").click();
     await watcher.getByTestId("watch").click();
     await watcher.getByTestId("spectating").waitFor();
-    const plays = await playToTheEnd([host, guest], { onPlay: async (_, n) => { if (n % 5 === 0) await watch(); } });
+    // The guest's page reloads mid-match: the invite it took is not offered again, nor
+    // when every kept note comes again (the page sits in the invite's room).
+    let guestReloaded = false;
+    const plays = await playToTheEnd([host, guest], {
+      onPlay: async (page, n) => {
+        if (n % 5 === 0) await watch();
+        if (page !== guest || n < 6 || guestReloaded) return;
+        guestReloaded = true;
+        for (const forget of [false, true]) {
+          await reloadFeed(guest, { forget });
+          await guest.locator("[data-testid=hand-card], [data-testid=result]").first().waitFor();
+          const offered = await guest.getByTestId("invite").allInnerTexts();
+          check(offered.length === 0, `the invite taken is not offered again mid-match${forget ? " (seq forgotten)" : ""}: ${offered.join(" | ")}`);
+        }
+      },
+    });
+    check(guestReloaded, "the guest's page reloaded mid-match");
     const a = await resultOf(host);
     const b = await resultOf(guest);
     check(a.seed === b.seed, "both see the same seed");
@@ -361,8 +459,29 @@ try {
     host.once("dialog", (dialog) => dialog.accept());
     await host.getByTestId("resign").click();
     const again = await resultOf(guest);
-    report.friends = { code, plays, host: a.title, guest: b.title, rematch: again.title, watcherLooks: seenByWatcher.length };
+    await resultOf(host);
     await guest.screenshot({ path: join(artifacts, "friends-guest-phone.png"), fullPage: true });
+    // A press on "Back to the lobby" holds while the table redraws under it (the host's
+    // rematch offer arrives between press and release).
+    const back = guest.getByTestId("back");
+    await back.scrollIntoViewIfNeeded();
+    const box = await back.boundingBox();
+    await guest.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await guest.mouse.down();
+    await host.getByTestId("rematch").click();
+    await guest.getByTestId("announce").filter({ hasText: "wants a rematch" }).waitFor();
+    await guest.mouse.up();
+    await guest.getByTestId("play-computer").waitFor({ timeout: 5000 });
+    // Once the host is back in the lobby, the invite to that room is not offered to the
+    // guest again, even with every kept note replayed: the snapshot shows the host at no
+    // table.
+    await host.getByTestId("back").click();
+    await guest.getByTestId("tab-friends").click();
+    await guest.locator("[data-testid=friend][data-presence='2']", { hasText: "Host" }).waitFor({ timeout: 10000 });
+    await reloadFeed(guest, { forget: true });
+    const stale = await guest.getByTestId("invite").allInnerTexts();
+    check(stale.length === 0, `an invite to a room that has ended is not offered: ${stale.join(" | ")}`);
+    report.friends = { code, plays, host: a.title, guest: b.title, rematch: again.title, watcherLooks: seenByWatcher.length };
     await watcher.getByTestId("leave").click();
     for (const p of [host, guest, watcher]) await p.context().close();
   }
@@ -397,6 +516,12 @@ try {
     }
     check(/1500 → 1[0-4]\d\d \(-\d+\)/.test(ratings[0]), `the resigning player's rating fell: ${ratings[0]}`);
     check(/1500 → 1[5-9]\d\d \(\+\d+\)/.test(ratings[1]), `the winner's rating rose: ${ratings[1]}`);
+    // The resigning player reloads on the result: the result and the rating change are
+    // still there.
+    await reloadResult(a);
+    await a.locator("[data-testid=rating-change]:not([data-pending])").waitFor({ timeout: 15000 });
+    const reloaded = await a.getByTestId("rating-change").innerText();
+    check(reloaded === ratings[0], `the rating change survives a reload: ${reloaded} / ${ratings[0]}`);
     await b.screenshot({ path: join(artifacts, "ranked-result.png") });
     await b.getByTestId("back").click();
     await b.getByTestId("tab-ranked").click();
@@ -415,7 +540,14 @@ try {
     await b.getByTestId("tab-ranked").click();
     await b.locator("[data-testid=history-row][data-ranked=true]").first().waitFor();
     check((await b.locator("[data-testid=who] bdi").innerText()) === "Rank B", "signed in again as Rank B");
-    report.ranked = { ratings, history };
+    // Meanwhile the rematch window lapsed and the room closed: the result says so, and a
+    // reload goes to the lobby.
+    await a.getByTestId("room-closed").waitFor({ timeout: 20000 });
+    check((await a.getByTestId("rematch").count()) === 0, "a closed room offers no rematch");
+    await a.reload({ waitUntil: "load" });
+    await a.getByTestId("play-computer").waitFor();
+    check((await a.getByTestId("table").count()) === 0, "a reload after the room closed is in the lobby");
+    report.ranked = { ratings, history, reloaded };
     await a.context().close();
     await b.context().close();
   }
@@ -514,6 +646,10 @@ try {
     const page = await open(browser);
     await signIn(page, "Leaving Soon");
     await page.getByTestId("tab-profile").click();
+    // The profile's name field refuses a long paste aloud too.
+    await paste(page, "display-name", "Q".repeat(25));
+    await page.getByTestId("name-message").filter({ hasText: "25" }).waitFor({ timeout: 5000 });
+    check((await page.getByTestId("display-name").inputValue()) === "", "a long name is not pasted cut into the profile");
     const exported = async () => {
       await page.getByTestId("export-my-data").click();
       await page.getByTestId("export-dialog").waitFor();

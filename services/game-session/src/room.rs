@@ -419,7 +419,8 @@ impl Room {
     }
 
     /// Puts `user_id` (shown as `name`) in a seat of a waiting room (idempotent for a seated
-    /// player).
+    /// player until the match ends: a room whose match has ended seats nobody, not even
+    /// its own players, who would find a table with nothing left to play).
     pub fn seat_player(
         &mut self,
         user_id: &str,
@@ -430,6 +431,9 @@ impl Room {
         now: i64,
     ) -> Result<u8, String> {
         if let Some(seat) = self.seat_of(user_id) {
+            if matches!(self.status, Status::Finished | Status::Closed) {
+                return Err("the room's match has ended".into());
+            }
             return Ok(seat);
         }
         if self.status != Status::Waiting {
