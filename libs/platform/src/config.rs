@@ -175,8 +175,13 @@ fn check_origin(origin: &str) -> Result<(), String> {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ConnectionLimits {
-    /// The largest metadata (all headers of a call) a client may send, in bytes; a
-    /// call with more is refused by HTTP/2 before it reaches a service.
+    /// The largest metadata (all headers of a call, counted as HTTP/2 does: each name
+    /// and value plus 32 bytes) a client may send; a call with more is answered
+    /// RESOURCE_EXHAUSTED before it reaches a service, and the connection's other calls
+    /// go on. HTTP/2 itself takes up to [`HTTP2_HEADER_LIST_FACTOR`] times this (what the
+    /// server advertises in `SETTINGS_MAX_HEADER_LIST_SIZE`); a client that sends more
+    /// than it was told has its call reset with HTTP 431, and the connection is closed
+    /// (GOAWAY `ENHANCE_YOUR_CALM`) past four times that (h2's abuse limit).
     pub max_header_list_bytes: u32,
     /// Concurrent calls (streams) on one connection (HTTP/2's
     /// `SETTINGS_MAX_CONCURRENT_STREAMS`). A client past it does not get an error: its
@@ -194,6 +199,14 @@ pub struct ConnectionLimits {
     /// drain time to finish its calls; 0 keeps connections as long as they live.
     /// Bounds idle connections; game streams resume on their new connection.
     pub max_connection_age_seconds: u64,
+    /// A new connection that has not begun its first call this long after it was
+    /// accepted (TLS handshake, HTTP/1 or HTTP/2 preface, the call's headers) is closed:
+    /// silent or half-open sockets do not hold connection slots and file descriptors.
+    pub handshake_timeout_seconds: u64,
+    /// A connection with no call open for this long is closed (gRPC's
+    /// `max_connection_idle`); a client's next call opens a new one. Keepalive pings do
+    /// not count as calls.
+    pub idle_timeout_seconds: u64,
     /// HTTP/2 flow control: how many bytes a client may send on one stream before the
     /// server has read them (`SETTINGS_INITIAL_WINDOW_SIZE`). The server reads every
     /// message as it comes, so this is no throughput limit for messages of tens of bytes.
@@ -217,6 +230,8 @@ impl Default for ConnectionLimits {
             max_streams_per_connection: 1_000,
             max_connections: 50_000,
             max_connection_age_seconds: 0,
+            handshake_timeout_seconds: 10,
+            idle_timeout_seconds: 300,
             initial_stream_window_bytes: 64 * 1024,
             initial_connection_window_bytes: 1024 * 1024,
         }
@@ -229,12 +244,52 @@ impl ConnectionLimits {
         (self.max_connection_age_seconds > 0)
             .then(|| Duration::from_secs(self.max_connection_age_seconds))
     }
+
+    /// [`handshake_timeout_seconds`](Self::handshake_timeout_seconds) as a duration.
+    pub fn handshake_timeout(&self) -> Duration {
+        Duration::from_secs(self.handshake_timeout_seconds)
+    }
+
+    /// [`idle_timeout_seconds`](Self::idle_timeout_seconds) as a duration.
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.idle_timeout_seconds)
+    }
+
+    /// What HTTP/2 itself takes as metadata: [`HTTP2_HEADER_LIST_FACTOR`] times
+    /// [`max_header_list_bytes`](Self::max_header_list_bytes).
+    pub fn http2_header_list_bytes(&self) -> u32 {
+        self.max_header_list_bytes
+            .saturating_mul(HTTP2_HEADER_LIST_FACTOR)
+    }
 }
+
+/// How many times [`ConnectionLimits::max_header_list_bytes`] HTTP/2 accepts, so that
+/// metadata over the limit reaches the server's own check (RESOURCE_EXHAUSTED, the
+/// connection kept) rather than HTTP/2's (HTTP 431, which clients see as UNKNOWN, and
+/// GOAWAY at four times HTTP/2's limit).
+pub const HTTP2_HEADER_LIST_FACTOR: u32 = 16;
 
 impl Validate for ConnectionLimits {
     fn validate(&self) -> Result<(), String> {
         if self.max_header_list_bytes < 1024 {
             return Err("server.limits.max_header_list_bytes must be at least 1024".into());
+        }
+        if self.max_header_list_bytes > MAX_HEADER_LIST_BYTES {
+            return Err(format!(
+                "server.limits.max_header_list_bytes must be at most {MAX_HEADER_LIST_BYTES}"
+            ));
+        }
+        if !(1..=MAX_HANDSHAKE_SECONDS).contains(&self.handshake_timeout_seconds) {
+            return Err(format!(
+                "server.limits.handshake_timeout_seconds must be between 1 and {MAX_HANDSHAKE_SECONDS}, not {}",
+                self.handshake_timeout_seconds
+            ));
+        }
+        if !(1..=MAX_IDLE_SECONDS).contains(&self.idle_timeout_seconds) {
+            return Err(format!(
+                "server.limits.idle_timeout_seconds must be between 1 and {MAX_IDLE_SECONDS}, not {}",
+                self.idle_timeout_seconds
+            ));
         }
         if self.max_streams_per_connection == 0 || self.max_connections == 0 {
             return Err(
@@ -269,6 +324,15 @@ impl Validate for ConnectionLimits {
         Ok(())
     }
 }
+
+/// The largest metadata limit [`ConnectionLimits`] accepts (64 KiB): HTTP/2 decodes up to
+/// [`HTTP2_HEADER_LIST_FACTOR`] times it (1 MiB) for a call.
+const MAX_HEADER_LIST_BYTES: u32 = 64 * 1024;
+/// The longest handshake time [`ConnectionLimits`] accepts: a silent socket holds a slot
+/// this long.
+const MAX_HANDSHAKE_SECONDS: u64 = 300;
+/// The longest idle time [`ConnectionLimits`] accepts (a day).
+const MAX_IDLE_SECONDS: u64 = 24 * 3600;
 
 /// The smallest HTTP/2 window [`ConnectionLimits`] accepts: one frame of the default size.
 const MIN_WINDOW_BYTES: u32 = 16 * 1024;

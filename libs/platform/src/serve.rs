@@ -6,7 +6,9 @@
 //! the same routes through gRPC-Web (HTTP/1.1 or HTTP/2, `tonic-web`), from the web
 //! origins the settings allow (CORS, `tower-http`).
 
-mod severable;
+mod calls;
+mod connection;
+mod refusals;
 
 use std::{pin::pin, sync::Arc, time::Duration};
 
@@ -23,7 +25,9 @@ use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use crate::auth::AuthLayer;
 use crate::config::ConnectionLimits;
-use severable::Severable;
+use calls::{CallsLayer, Timeouts};
+use connection::Connection;
+use refusals::RefusalsLayer;
 
 /// The health service's name, as listed by reflection.
 const HEALTH_SERVICE: &str = "grpc.health.v1.Health";
@@ -129,9 +133,10 @@ pub enum ServeError {
 /// reflection v1 and v1alpha (from [`basra_proto::FILE_DESCRIPTOR_SET`],
 /// listing `service_names`, health and reflection).
 ///
-/// `options.limits` apply to every connection: metadata size, calls per connection,
-/// open connections (one over the cap is closed at once), connection age, the HTTP/2
-/// stream and connection windows. The
+/// `options.limits` apply to every connection: metadata size (RESOURCE_EXHAUSTED over
+/// it), calls per connection, open connections (one over the cap is closed at once),
+/// the time to the first call and without one (the connection is closed), connection
+/// age, the HTTP/2 stream and connection windows. The
 /// largest message is each service's own (`max_decoding_message_size` on its
 /// generated server, where its routes are built).
 ///
@@ -169,6 +174,10 @@ pub async fn serve(
     let stop = CancellationToken::new();
     let cut = CancellationToken::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let timeouts = Timeouts {
+        handshake: limits.handshake_timeout(),
+        idle: limits.idle_timeout(),
+    };
     let incoming = TcpIncoming::from(listener)
         // Game events are small and latency-sensitive: no Nagle delay.
         .with_nodelay(Some(true))
@@ -176,7 +185,7 @@ pub async fn serve(
             let cut = cut.clone();
             move |conn| match conn {
                 Ok(stream) => match Arc::clone(&slots).try_acquire_owned() {
-                    Ok(slot) => Some(Ok(Severable::new(stream, cut.clone(), slot))),
+                    Ok(slot) => Some(Ok(Connection::new(stream, cut.clone(), timeouts, slot))),
                     Err(_) => {
                         // Dropping the stream closes it: the client retries.
                         tracing::warn!(peer = ?stream.peer_addr().ok(), "connection refused: at server.max_connections");
@@ -191,7 +200,8 @@ pub async fn serve(
         // streams open, so their seats can time out.
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .http2_keepalive_timeout(Some(Duration::from_secs(10)))
-        .http2_max_header_list_size(limits.max_header_list_bytes)
+        // Room above the documented limit, so that RefusalsLayer answers it.
+        .http2_max_header_list_size(limits.http2_header_list_bytes())
         .max_concurrent_streams(limits.max_streams_per_connection)
         .initial_stream_window_size(limits.initial_stream_window_bytes)
         .initial_connection_window_size(limits.initial_connection_window_bytes);
@@ -209,10 +219,12 @@ pub async fn serve(
         .trace_fn(crate::telemetry::grpc_span)
         // gRPC-Web arrives over HTTP/1.1 as well; HTTP/2 clients are unaffected.
         .accept_http1(true)
-        // Outermost first: CORS answers a browser's preflight before auth, and adds
+        // Outermost first: every request counts as a call of its connection (which is
+        // closed after the handshake or idle timeout without one); CORS answers a browser's preflight before auth, and adds
         // its headers to every answer (auth's refusals too, so a page can read them);
         // gRPC-Web is translated to gRPC before the RED metrics and auth, and the
         // services see it.
+        .layer(CallsLayer)
         .layer(cors(&allowed_origins))
         .layer(tonic_web::GrpcWebLayer::new())
         // The previous release's service-to-service paths, rewritten before anything
@@ -221,6 +233,8 @@ pub async fn serve(
         // Inside gRPC-Web (it sees plain gRPC: the status in trailers), outside auth
         // (refusals count).
         .layer(crate::metrics::RpcLayer::new(rpc_metrics.clone()))
+        // Clients' faults answered with the documented codes, as the metrics count them.
+        .layer(RefusalsLayer::new(limits.max_header_list_bytes))
         .layer(auth)
         .add_routes(routes)
         .serve_with_incoming_shutdown(incoming, stop.clone().cancelled_owned());

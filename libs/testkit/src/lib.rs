@@ -6,7 +6,8 @@
 //! - a key prefix no other test uses ([`unique_prefix`]), so tests share one Redis;
 //! - a request carrying an access token ([`authed`]);
 //! - a throwaway Ed25519 signing key in PKCS#8 PEM ([`private_pem`]);
-//! - an S3-compatible server on a loopback port ([`moto::Moto`]: moto's, from PyPI).
+//! - an S3-compatible server on a loopback port ([`moto::Moto`]: moto's, from PyPI);
+//! - hostile clients: silent sockets, hand-built HTTP/2 gRPC calls ([`hostile`]).
 //!
 //! A crate's own setup (its store on Redis or PostgreSQL, its service on 127.0.0.1:0)
 //! stays in its `tests/it/helpers.rs`: it needs that crate's types.
@@ -17,6 +18,7 @@
 //! assert!(basra_testkit::unique_prefix("test:mm:").starts_with("test:mm:"));
 //! ```
 
+pub mod hostile;
 pub mod moto;
 
 use ed25519_dalek::pkcs8::EncodePrivateKey;

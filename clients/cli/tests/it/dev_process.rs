@@ -13,11 +13,13 @@ pub(crate) struct DevProcess {
     child: Child,
     /// Where it serves the API.
     pub(crate) addr: SocketAddr,
+    /// What it printed when it started, up to `stop:`.
+    pub(crate) banner: Vec<String>,
 }
 
 impl DevProcess {
     /// Starts `basra dev --listen 127.0.0.1:0 ARGS` (no web page) with the variables `env`
-    /// and waits until it prints where it listens.
+    /// and waits until it has printed its banner.
     pub(crate) fn start(args: &[&str], env: &[(&str, &str)]) -> DevProcess {
         let no_page = std::env::temp_dir().join("basra-no-web-page");
         let mut child = Command::new(env!("CARGO_BIN_EXE_basra"))
@@ -38,6 +40,7 @@ impl DevProcess {
         let mut dev = DevProcess {
             child,
             addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            banner: Vec::new(),
         };
         let (lines, printed) = mpsc::channel();
         // Reads to the end, also once nobody listens: basra dev goes on printing, and a
@@ -51,9 +54,13 @@ impl DevProcess {
         loop {
             let line = printed
                 .recv_timeout(Duration::from_secs(60))
-                .expect("basra dev prints where it listens within a minute");
+                .expect("basra dev prints its banner within a minute");
             if let Some(rest) = line.strip_prefix("basra dev: ") {
                 dev.addr = rest.rsplit(' ').next().unwrap().parse().unwrap();
+            }
+            let last = line.starts_with("stop:");
+            dev.banner.push(line);
+            if last {
                 return dev;
             }
         }
@@ -64,5 +71,12 @@ impl Drop for DevProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl DevProcess {
+    /// Its process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 }

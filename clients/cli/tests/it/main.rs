@@ -5,6 +5,7 @@ mod account;
 mod analytics_export;
 mod dev;
 mod dev_process;
+mod hostile;
 mod jvm_client;
 mod refresh;
 mod simulate_fast;

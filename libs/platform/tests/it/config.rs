@@ -226,6 +226,54 @@ fn http2_windows_are_settings_within_what_http2_allows() {
 }
 
 #[test]
+fn connection_timeouts_are_settings_with_bounds() {
+    let limits = load(&[]).unwrap().server.limits;
+    assert_eq!(
+        (
+            limits.handshake_timeout_seconds,
+            limits.idle_timeout_seconds
+        ),
+        (10, 300)
+    );
+    let limits = load(&[
+        ("BASRA_SERVER__LIMITS__HANDSHAKE_TIMEOUT_SECONDS", "3"),
+        ("BASRA_SERVER__LIMITS__IDLE_TIMEOUT_SECONDS", "60"),
+    ])
+    .unwrap()
+    .server
+    .limits;
+    assert_eq!(
+        (limits.handshake_timeout(), limits.idle_timeout()),
+        (Duration::from_secs(3), Duration::from_secs(60))
+    );
+    for (var, value, expected) in [
+        (
+            "BASRA_SERVER__LIMITS__HANDSHAKE_TIMEOUT_SECONDS",
+            "0",
+            "server.limits.handshake_timeout_seconds must be between 1 and 300, not 0",
+        ),
+        (
+            "BASRA_SERVER__LIMITS__HANDSHAKE_TIMEOUT_SECONDS",
+            "301",
+            "server.limits.handshake_timeout_seconds must be between 1 and 300",
+        ),
+        (
+            "BASRA_SERVER__LIMITS__IDLE_TIMEOUT_SECONDS",
+            "0",
+            "server.limits.idle_timeout_seconds must be between 1 and 86400, not 0",
+        ),
+        (
+            "BASRA_SERVER__LIMITS__MAX_HEADER_LIST_BYTES",
+            "1048576",
+            "server.limits.max_header_list_bytes must be at most 65536",
+        ),
+    ] {
+        let message = error_message(&[(var, value)]);
+        assert!(message.contains(expected), "{message}");
+    }
+}
+
+#[test]
 fn type_errors_name_the_key() {
     let message = error_message(&[("BASRA_SERVER__DRAIN_SECONDS", "soon")]);
     assert!(message.contains("server.drain_seconds"), "{message}");

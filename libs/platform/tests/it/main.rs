@@ -4,6 +4,7 @@
 mod any_token;
 mod config;
 mod error;
+mod hostile;
 mod identity;
 mod revocation;
 mod rpc_metrics;
