@@ -29,7 +29,7 @@ fn overlay_environment(overlay: &str, key: &str) -> String {
 /// The environment a service's pod gets: the settings file, and every `BASRA_…` variable
 /// its Deployment names (values from Secrets and the pod stood in for here; those of the
 /// `basra-environment` ConfigMap as the dev overlay generates them).
-fn pod_env(service: &str) -> Vec<(String, String)> {
+pub(crate) fn pod_env(service: &str) -> Vec<(String, String)> {
     let deployment = std::fs::read_to_string(deploy(&format!("{service}/deployment.yaml")))
         .expect("deployment.yaml");
     let mut env = vec![(

@@ -7,6 +7,7 @@ mod backup;
 mod deletion;
 mod deploy_config;
 mod e2e;
+mod hostile;
 mod identity;
 mod metrics;
 mod prometheus;

@@ -48,6 +48,8 @@ pub struct Started {
     pub public_pem: String,
     /// Where the web page is served, when it is.
     pub web_addr: Option<SocketAddr>,
+    /// The web origins whose pages may call it (CORS; `"*"`: any).
+    pub allowed_origins: Vec<String>,
 }
 
 /// Binds, builds the three services through their own `App::build` (as each binary does)
@@ -99,6 +101,11 @@ pub async fn run(
         )),
         None => None,
     };
+    // The page calls from its own origin: unless the settings name the origins, any page
+    // may call this development backend (its tokens are bearer tokens, never cookies).
+    if accounts_settings.server.allowed_origins.is_empty() {
+        accounts_settings.server.allowed_origins = vec!["*".into()];
+    }
     let started = Started {
         addr,
         kid: keys.kid.clone(),
@@ -107,12 +114,8 @@ pub async fn run(
             Some((listener, _)) => Some(listener.local_addr()?),
             None => None,
         },
+        allowed_origins: accounts_settings.server.allowed_origins.clone(),
     };
-    // The page calls from its own origin: unless the settings name the origins, any page
-    // may call this development backend (its tokens are bearer tokens, never cookies).
-    if accounts_settings.server.allowed_origins.is_empty() {
-        accounts_settings.server.allowed_origins = vec!["*".into()];
-    }
     if let Some((listener, dir)) = web {
         tokio::spawn(crate::web_page::serve(
             listener,
@@ -188,6 +191,20 @@ pub async fn run(
     basra_platform::serve(listener, routes, &names, auth, shutdown, options).await?;
     drop(keys);
     Ok(())
+}
+
+/// The banner's line saying which web pages may call the backend (CORS).
+pub fn cors_line(allowed_origins: &[String]) -> String {
+    if allowed_origins.iter().any(|origin| origin == "*") {
+        "cors:   ANY web origin may call this backend from a browser (development only; \
+         name yours with BASRA_ACCOUNTS_SERVER__ALLOWED_ORIGINS=https://…)"
+            .into()
+    } else {
+        format!(
+            "cors:   web pages from {} may call this backend",
+            allowed_origins.join(", ")
+        )
+    }
 }
 
 /// The address a client on this machine reaches `addr` by: a wildcard address

@@ -547,6 +547,7 @@ async fn main() -> anyhow::Result<()> {
                         web_dir.display()
                     ),
                 }
+                println!("{}", basra::dev::cors_line(&started.allowed_origins));
                 println!("stop:   Ctrl-C");
             })
             .await

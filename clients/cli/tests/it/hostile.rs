@@ -198,3 +198,27 @@ async fn basra_dev_answers_oversized_and_malformed_calls_with_the_documented_cod
         .await;
     assert!(matches!(answer, Answer::Grpc { code: 3, .. }), "{answer:?}");
 }
+
+#[tokio::test]
+async fn basra_dev_says_in_its_banner_which_web_origins_may_call_it() {
+    let cors = |dev: &DevProcess| {
+        dev.banner
+            .iter()
+            .find(|line| line.starts_with("cors:"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no cors line in {:#?}", dev.banner))
+    };
+    let open = DevProcess::start(&[], &[]);
+    assert!(cors(&open).contains("ANY web origin"), "{}", cors(&open));
+    let named = DevProcess::start(
+        &[],
+        &[(
+            "BASRA_ACCOUNTS_SERVER__ALLOWED_ORIGINS",
+            "https://play.example.com",
+        )],
+    );
+    assert_eq!(
+        cors(&named),
+        "cors:   web pages from https://play.example.com may call this backend"
+    );
+}
