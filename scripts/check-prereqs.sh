@@ -62,6 +62,9 @@ have prometheus || need "prometheus (tests/it/prometheus.rs runs it)" "apt-get i
 have openssl || need "openssl (game-session's pod-cost test)" "apt-get install openssl"
 jvm_missing=$("$(dirname "$0")/../clients/jvm/build.sh" --check 2>&1) ||
   need "the JVM client's JDK, protoc and jars (clients/jvm)" "apt-get install $jvm_missing"
+have grpc_python_plugin || need "grpc_python_plugin (make sdk, its test)" "apt-get install protobuf-compiler-grpc"
+python3 -c "import google.protobuf, grpc" >/dev/null 2>&1 ||
+  need "python3 protobuf and grpcio (make sdk's test)" "python3 -m pip install protobuf grpcio"
 python3 -c "import moto.server, flask" >/dev/null 2>&1 ||
   need "python3 moto[server] (the S3 server of the analytics export tests)" "python3 -m pip install 'moto[server]'"
 python3 -c "import duckdb" >/dev/null 2>&1 ||

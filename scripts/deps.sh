@@ -45,6 +45,8 @@ if ! jvm_missing=$(clients/jvm/build.sh --check 2>&1); then
   read -r -a jvm_packages <<<"$jvm_missing"
   missing+=("${jvm_packages[@]}")
 fi
+# make sdk's Python services (grpc_python_plugin).
+command -v grpc_python_plugin >/dev/null 2>&1 || missing+=(protobuf-compiler-grpc)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   apt_install "${missing[@]}"
@@ -79,6 +81,12 @@ fi
 if ! python3 -c "import moto.server, flask" >/dev/null 2>&1; then
   echo "deps: installing moto[server]"
   python3 -m pip install --quiet --disable-pip-version-check 'moto[server]'
+fi
+# The modules make sdk's Python code imports (protobuf, grpcio), for the python3 on PATH
+# (PyPI: Debian's python3-grpcio reaches only Debian's own python3).
+if ! python3 -c "import google.protobuf, grpc" >/dev/null 2>&1; then
+  echo "deps: installing protobuf and grpcio"
+  python3 -m pip install --quiet --disable-pip-version-check protobuf grpcio
 fi
 if ! python3 -c "import duckdb" >/dev/null 2>&1; then
   echo "deps: installing duckdb"

@@ -6,12 +6,16 @@
 #   java        protobuf-lite messages (with the lite well-known types) and grpc-java stubs,
 #               as an Android app uses them: clients/jvm compiles exactly this
 #   kotlin      protoc's Kotlin DSL over the java output (lite)
-#   csharp      protoc's C# messages; the gRPC services too where grpc_csharp_plugin is on
-#               PATH (Debian has none: the Grpc.Tools NuGet package brings it)
+#   csharp      protoc's C# messages, one folder per namespace below Basra (Game/V1/Admin.cs);
+#               the gRPC services too where grpc_csharp_plugin is on PATH (Debian has none:
+#               the Grpc.Tools NuGet package brings it)
 #   objc        protoc's Objective-C messages; the services where grpc_objective_c_plugin is
 #   python      messages, type stubs (.pyi) and the services (grpc_python_plugin, Debian's
 #               protobuf-compiler-grpc)
 #   typescript  what the web client uses: protoc-gen-es (clients/web's npm packages, by buf)
+#
+# Each language keeps the .proto folders or the packages apart; CI runs this for every
+# language and checks each output (clients/cli/tests/it/sdk.rs, in make test).
 #
 # Swift and Dart have no generator installable here: docs/clients.md gives the buf template.
 set -euo pipefail
@@ -26,6 +30,7 @@ languages=("$@")
 cd "$root/proto"
 # The client API only: internal.proto holds the service-to-service calls, which no app makes.
 protos=$(find basra -name '*.proto' ! -name internal.proto | sort)
+internal=$(find basra -name internal.proto | sort)
 # Where Debian's libprotobuf-dev keeps the well-known types (google/protobuf/*.proto).
 wkt=/usr/include
 [ -f "$wkt/google/protobuf/timestamp.proto" ] || { echo "sdk: $wkt/google/protobuf is missing: apt-get install libprotobuf-dev" >&2; exit 1; }
@@ -48,8 +53,11 @@ kotlin() {
   protoc -I . -I "$wkt" --kotlin_out=lite:"$out/kotlin" $protos
 }
 csharp() {
+  # One folder per namespace below `Basra` (Accounts/V1/Admin.cs, Game/V1/Admin.cs): C#
+  # names a file after its .proto alone, so two admin.proto files would write one Admin.cs.
   # shellcheck disable=SC2046 # the plugin's flags are words
-  protoc -I . -I "$wkt" --csharp_out="$out/csharp" $(grpc_plugin grpc_csharp_plugin csharp) $protos
+  protoc -I . -I "$wkt" --csharp_out="$out/csharp" --csharp_opt=base_namespace=Basra \
+    $(grpc_plugin grpc_csharp_plugin csharp) $protos
 }
 objc() {
   # shellcheck disable=SC2046
@@ -63,7 +71,8 @@ python() {
 typescript() {
   local web=$root/clients/web
   [ -x "$web/node_modules/.bin/protoc-gen-es" ] || npm ci --prefix "$web" --no-audit --no-fund --silent
-  "$web/node_modules/.bin/buf" generate "$root/proto" --template \
+  # shellcheck disable=SC2046 # one flag per internal.proto
+  "$web/node_modules/.bin/buf" generate "$root/proto" $(printf -- '--exclude-path %s ' $internal) --template \
     '{"version":"v2","plugins":[{"local":"'"$web"'/node_modules/.bin/protoc-gen-es","out":"'"$out"'/typescript","opt":"target=ts"}]}'
 }
 

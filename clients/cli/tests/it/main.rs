@@ -8,6 +8,7 @@ mod dev_process;
 mod hostile;
 mod jvm_client;
 mod refresh;
+mod sdk;
 mod simulate_fast;
 mod table;
 mod tls;
