@@ -4,7 +4,8 @@
 //! then the game-session HPA's query — prometheus-adapter's `metricsQuery` from
 //! adapter-config.yaml, filled in as the adapter does for the pods — answers one value per
 //! pod, every alert rule of alerts.yaml evaluates without error, and every panel's query
-//! of every Grafana dashboard in deploy/grafana answers with data. Needs Debian's
+//! of every Grafana dashboard in deploy/grafana answers with data: those of open streams
+//! and queue lengths already before any traffic (as 0), all of them after. Needs Debian's
 //! `prometheus` binary (`.ci/run` installs it); fails when it is missing.
 
 use std::net::TcpListener;
@@ -73,6 +74,26 @@ async fn prometheus_scrapes_the_services_and_answers_the_hpa_query() {
             "matchmaking/matchmaking-0 up=1",
         ]
     );
+
+    // A fresh deployment: nobody has queued, watched friends or played yet. What is open
+    // or waiting now shows 0, not "No data": every streaming method's open streams and
+    // every offered queue's length are served from the start.
+    let queries = dashboard_queries();
+    let idle: Vec<&(String, String)> = queries
+        .iter()
+        .filter(|(_, query)| {
+            query.contains("basra_grpc_server_streams_open")
+                || query.contains("basra_matchmaking_queue_length")
+        })
+        .collect();
+    assert!(idle.len() >= 5, "{idle:?}");
+    for (panel, query) in idle {
+        let result = prometheus.query_until(query, has_a_value).await;
+        assert!(
+            has_a_value(&result) && result.iter().all(|sample| sample["value"][1] == "0"),
+            "{panel}: {query} before any traffic -> {result:?}"
+        );
+    }
 
     // A match against the computer on the first replica, then streams held open by
     // players of their own (one unfinished room each).
@@ -143,7 +164,6 @@ async fn prometheus_scrapes_the_services_and_answers_the_hpa_query() {
 
     // Every panel of every dashboard answers with data.
     let mut empty = Vec::new();
-    let queries = dashboard_queries();
     assert!(queries.len() > 50, "{} queries", queries.len());
     for (panel, query) in &queries {
         let result = prometheus.query_until(query, has_a_value).await;

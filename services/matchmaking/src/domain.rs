@@ -30,6 +30,20 @@ impl Format {
         )
     }
 
+    /// Every queue a search may enter: ranked or not, 2 or 4 seats, each offered
+    /// target score (`queue.target_scores`).
+    pub fn offered(target_scores: &[u32]) -> impl Iterator<Item = Format> + '_ {
+        [false, true].into_iter().flat_map(move |ranked| {
+            [2, 4].into_iter().flat_map(move |seats| {
+                target_scores.iter().map(move |&target_score| Format {
+                    ranked,
+                    seats,
+                    target_score,
+                })
+            })
+        })
+    }
+
     /// The inverse of [`key`](Self::key).
     pub fn parse(key: &str) -> Option<Format> {
         let mut parts = key.split('.');
@@ -229,6 +243,17 @@ mod tests {
         };
         assert_eq!(Format::parse(&f.key()), Some(f));
         assert_eq!(Format::parse("x.2.1"), None);
+    }
+
+    #[test]
+    fn every_queue_is_offered_once() {
+        let keys: Vec<String> = Format::offered(&[51, 101]).map(|f| f.key()).collect();
+        assert_eq!(
+            keys,
+            [
+                "u.2.51", "u.2.101", "u.4.51", "u.4.101", "r.2.51", "r.2.101", "r.4.51", "r.4.101"
+            ]
+        );
     }
 
     #[test]

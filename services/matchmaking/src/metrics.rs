@@ -41,8 +41,8 @@ struct FormatLabel {
 pub struct Metrics {
     registry: Arc<Registry>,
     queue: Family<FormatLabel, Gauge>,
-    /// Tickets waiting in every format: served from the start (a format's series only
-    /// once a ticket of it waited).
+    /// Tickets waiting in every format: served from the start, as is each offered
+    /// format's series ([`Metrics::offer_formats`]).
     waiting: Gauge,
     /// The formats last reported, to zero the ones that emptied.
     queue_formats: Mutex<Vec<String>>,
@@ -129,6 +129,14 @@ impl Metrics {
     /// The registry holding these metrics, to serve.
     pub fn registry(&self) -> Arc<Registry> {
         Arc::clone(&self.registry)
+    }
+
+    /// Serves each of `formats` (queue keys) at zero until a ticket of it waits: a
+    /// dashboard then shows an empty queue as 0, not "No data".
+    pub fn offer_formats(&self, formats: impl IntoIterator<Item = String>) {
+        for format in formats {
+            let _ = self.queue.get_or_create(&label(&format));
+        }
     }
 
     /// The queue lengths per format, as last measured.

@@ -16,6 +16,7 @@ use tonic::service::Routes;
 use crate::{
     Config, Deps, MAX_MESSAGE_BYTES, MatchmakingApi, MatchmakingError, Result, SERVICE_NAME,
     clock::SystemClock,
+    domain::Format,
     matcher,
     metrics::Metrics,
     settings::Settings,
@@ -33,6 +34,8 @@ pub fn start(
     deps: Deps,
     shutdown: CancellationToken,
 ) -> (MatchmakingApi, JoinHandle<()>) {
+    deps.metrics
+        .offer_formats(Format::offered(&config.queue.target_scores).map(|f| f.key()));
     let inner = Arc::new(Shared {
         searches: basra_platform::stream_limit::StreamsPerAccount::new(
             "FindMatch",

@@ -18,9 +18,10 @@
 //! `bidi_stream`) and `grpc_code` (the canonical name: `OK`, `NOT_FOUND`…). They are
 //! bounded: a method is labelled only when the API's descriptors (Basra's, health's and
 //! reflection's) name it; any other path counts as `unknown`. No caller appears in them.
-//! A method's series are made at zero (its histogram, OK and the server-error codes) when
-//! a server of its service starts ([`RpcMetrics::prepare`]) or at its first call, so that
-//! `rate()` sees their first increase.
+//! A method's series are made at zero (its histogram, a streaming method's open streams, OK
+//! and the server-error codes) when a server of its service starts
+//! ([`RpcMetrics::prepare`]) or at its first call, so that `rate()` sees their first
+//! increase and a dashboard shows 0, not "No data", while nobody has called it.
 //!
 //! Where the status is read: a gRPC status travels in the response's trailers, or in its
 //! headers when the answer has no body (a "trailers-only" answer: most refusals). A call
@@ -207,8 +208,9 @@ struct Families {
 }
 
 impl Families {
-    /// Makes a method's series at its first call, each at zero: its histogram, and its
-    /// count of each of [`FIRST_CODES`]. A series born at its first increase would have
+    /// Makes a method's series at its first call, each at zero: its histogram (and a
+    /// streaming method's open streams and messages), and its count of each of
+    /// [`FIRST_CODES`]. A series born at its first increase would have
     /// that increase missed by `rate()` (no earlier sample to compare with).
     fn make(&self, method: &'static Method) {
         use std::sync::atomic::Ordering;
@@ -221,6 +223,7 @@ impl Families {
         let labels = labels(method);
         if method.kind.streams() {
             let _ = self.stream_seconds.get_or_create(&labels);
+            let _ = self.streams_open.get_or_create(&labels);
             let _ = self.msg_received.get_or_create(&labels);
             let _ = self.msg_sent.get_or_create(&labels);
         } else {

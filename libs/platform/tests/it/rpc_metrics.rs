@@ -104,6 +104,11 @@ async fn unary_calls_count_by_method_and_status_code() {
     assert!(prepared.contains(&format!(
         "basra_grpc_server_stream_seconds_count{{{watch}}} 0"
     )));
+    // A streaming method's open streams: 0, not absent, before its first call.
+    assert!(
+        prepared.contains(&format!("basra_grpc_server_streams_open{{{watch}}} 0")),
+        "{prepared}"
+    );
     assert!(!prepared.contains(REFLECTION), "{prepared}");
 
     let (channel, stop) = measured_server(&metrics).await;

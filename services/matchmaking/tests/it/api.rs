@@ -2148,3 +2148,40 @@ async fn game_session_is_told_how_each_seat_was_filled() {
         (coder.to_string(), SeatFill::Code as i32)
     );
 }
+
+/// Before anyone searches, every queue a search may enter is measured at zero (a
+/// dashboard shows 0, not "No data"): ranked or not, 2 or 4 seats, each offered target.
+#[tokio::test]
+async fn every_offered_queue_is_measured_at_zero_before_any_search() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let scores = &env.settings.queue.target_scores;
+    assert_eq!(scores.len(), 3, "{scores:?}");
+    let mut want = Vec::new();
+    for ranked in ["u", "r"] {
+        for seats in [2, 4] {
+            for score in scores {
+                want.push(format!(
+                    "basra_matchmaking_queue_length{{format=\"{ranked}.{seats}.{score}\"}} 0"
+                ));
+            }
+        }
+    }
+    let served = || {
+        let text = replica.metrics.render();
+        want.iter().all(|series| text.contains(series.as_str()))
+    };
+    assert!(
+        eventually(WAIT, || async { served() }).await,
+        "{want:?} in:\n{}",
+        replica.metrics.render()
+    );
+    assert_eq!(
+        replica
+            .metrics
+            .render()
+            .matches("basra_matchmaking_queue_length{")
+            .count(),
+        12
+    );
+}
