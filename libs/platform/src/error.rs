@@ -13,7 +13,7 @@
 //! where the service names it). The custom metadata that carried them before (`retry-after-ms`,
 //! `basra-reject-code`) is still sent for one release, for clients built on it.
 
-use std::{error::Error, fmt, time::Duration};
+use std::{collections::HashMap, error::Error, fmt, time::Duration};
 
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt as _};
@@ -41,6 +41,13 @@ pub trait ServiceError: Error {
     fn bad_field(&self) -> Option<(String, String)> {
         None
     }
+
+    /// A machine-readable reason and its facts (for FAILED_PRECONDITION, the room a
+    /// refusal is about), when the service gives them: sent as `google.rpc.ErrorInfo
+    /// { reason, domain: ERROR_DOMAIN, metadata }`, besides the message.
+    fn error_info(&self) -> Option<(&'static str, HashMap<String, String>)> {
+        None
+    }
 }
 
 /// The status metadata telling a client how many milliseconds to wait before retrying.
@@ -56,7 +63,7 @@ pub fn status_with_reason(code: Code, message: impl Into<String>, reason: &str) 
     Status::with_error_details(
         code,
         message,
-        ErrorDetails::with_error_info(reason, ERROR_DOMAIN, std::collections::HashMap::new()),
+        ErrorDetails::with_error_info(reason, ERROR_DOMAIN, HashMap::new()),
     )
 }
 
@@ -81,6 +88,11 @@ pub fn bad_fields_of(status: &Status) -> Vec<(String, String)> {
 /// The `google.rpc.ErrorInfo` reason of `status`, if it has one.
 pub fn reason_of(status: &Status) -> Option<String> {
     Some(status.get_details_error_info()?.reason)
+}
+
+/// The value of `key` in the `google.rpc.ErrorInfo` metadata of `status`, if it has one.
+pub fn error_metadata_of(status: &Status, key: &str) -> Option<String> {
+    status.get_details_error_info()?.metadata.remove(key)
 }
 
 /// The message clients get for internal errors.
@@ -109,7 +121,11 @@ pub fn to_status<E: ServiceError + ?Sized>(error: &E) -> Status {
             {
                 details.add_bad_request_violation(field, description);
             }
-            if retry_ms.is_none() && !details.has_bad_request_violations() {
+            let info = error.error_info();
+            if let Some((reason, metadata)) = info.clone() {
+                details.set_error_info(reason, ERROR_DOMAIN, metadata);
+            }
+            if retry_ms.is_none() && !details.has_bad_request_violations() && info.is_none() {
                 return Status::new(code, error.to_string());
             }
             let mut status = Status::with_error_details(code, error.to_string(), details);

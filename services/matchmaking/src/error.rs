@@ -16,6 +16,16 @@ pub enum MatchmakingError {
     /// Illegal in the current state (room full, seat taken, …).
     #[error("{0}")]
     FailedPrecondition(String),
+    /// The caller holds a seat in a match that is not finished, so may not take another
+    /// (FAILED_PRECONDITION, with the room in the `google.rpc.ErrorInfo`).
+    #[error(
+        "you are seated in room {room_id}, whose match is not finished: \
+         play it out or resign (or leave it, before it starts) first"
+    )]
+    Seated {
+        /// The room the caller sits in.
+        room_id: String,
+    },
     /// The caller may not do this (e.g. ranked for guests).
     #[error("{0}")]
     PermissionDenied(String),
@@ -55,7 +65,9 @@ impl ServiceError for MatchmakingError {
         match self {
             MatchmakingError::InvalidArgument(_) => Code::InvalidArgument,
             MatchmakingError::NotFound(_) => Code::NotFound,
-            MatchmakingError::FailedPrecondition(_) => Code::FailedPrecondition,
+            MatchmakingError::FailedPrecondition(_) | MatchmakingError::Seated { .. } => {
+                Code::FailedPrecondition
+            }
             MatchmakingError::PermissionDenied(_) => Code::PermissionDenied,
             MatchmakingError::ResourceExhausted(_) | MatchmakingError::TooManyStreams(_) => {
                 Code::ResourceExhausted
@@ -81,7 +93,22 @@ impl ServiceError for MatchmakingError {
             _ => None,
         }
     }
+
+    fn error_info(&self) -> Option<(&'static str, std::collections::HashMap<String, String>)> {
+        match self {
+            MatchmakingError::Seated { room_id } => Some((
+                SEATED_REASON,
+                [(ROOM_ID_KEY.to_owned(), room_id.clone())].into(),
+            )),
+            _ => None,
+        }
+    }
 }
+
+/// The `google.rpc.ErrorInfo` reason of [`MatchmakingError::Seated`].
+pub const SEATED_REASON: &str = "SEATED_IN_UNFINISHED_MATCH";
+/// The `google.rpc.ErrorInfo` metadata key holding the room of [`SEATED_REASON`].
+pub const ROOM_ID_KEY: &str = "room_id";
 
 impl MatchmakingError {
     /// A setting the service cannot use (the message names the key).

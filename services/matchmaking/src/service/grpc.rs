@@ -5,13 +5,14 @@
 use basra_platform::auth;
 use basra_proto::basra::matchmaking::v1::{
     CancelFindRequest, CancelFindResponse, CreateRoomRequest, CreateRoomResponse, FindMatchRequest,
-    InviteFriendRequest, InviteFriendResponse, JoinRoomRequest, JoinRoomResponse,
-    ListPublicRoomsRequest, ListPublicRoomsResponse,
+    GetCurrentSeatRequest, GetCurrentSeatResponse, InviteFriendRequest, InviteFriendResponse,
+    JoinRoomRequest, JoinRoomResponse, ListPublicRoomsRequest, ListPublicRoomsResponse,
     matchmaking_service_server::MatchmakingService,
 };
 use tonic::{Request, Response, Status};
 
 use super::{FindMatchStream, MatchmakingApi};
+use crate::error::MatchmakingError;
 
 #[tonic::async_trait]
 impl MatchmakingService for MatchmakingApi {
@@ -88,5 +89,22 @@ impl MatchmakingService for MatchmakingApi {
             self.invite_friend_inner(caller, request.into_inner())
                 .await?,
         ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user))]
+    async fn get_current_seat(
+        &self,
+        request: Request<GetCurrentSeatRequest>,
+    ) -> Result<Response<GetCurrentSeatResponse>, Status> {
+        let caller = auth::caller(&request)?;
+        let caller = Self::player(caller)?;
+        tracing::Span::current().record("user", tracing::field::display(caller.user_id));
+        match self.current_seat(&caller.user_id.to_string()).await? {
+            Some(seat) => Ok(Response::new(seat)),
+            None => Err(MatchmakingError::NotFound(
+                "you hold no seat in an unfinished match".into(),
+            )
+            .into()),
+        }
     }
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use basra_platform::Caller;
 use basra_proto::basra::common::v1 as common;
 use basra_proto::basra::game::v1 as game;
-use basra_proto::basra::matchmaking::v1::FindMatchResponse;
+use basra_proto::basra::matchmaking::v1::{FindMatchResponse, GetCurrentSeatResponse};
 use tokio_stream::Stream;
 use tonic::Status;
 
@@ -100,17 +100,24 @@ impl MatchmakingApi {
     }
 
     /// Refuses a player who is still seated in an unfinished match (a room
-    /// waiting for players or being played), other than `except`. Which room
-    /// a player sits in is remembered here; whether its match is finished,
-    /// game-session says.
+    /// waiting for players or being played), other than `except`.
     pub(super) async fn ensure_not_seated(&self, user: &str, except: Option<&str>) -> Result<()> {
+        match self.current_seat(user).await? {
+            Some(seat) if except != Some(seat.room_id.as_str()) => Err(MatchmakingError::Seated {
+                room_id: seat.room_id,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The seat `user` holds in an unfinished match (a room waiting for players or
+    /// being played), if any. Which room a player sits in is remembered here; whether
+    /// they still hold a seat there and whether its match is finished, game-session says.
+    pub(super) async fn current_seat(&self, user: &str) -> Result<Option<GetCurrentSeatResponse>> {
         let inner = &self.inner;
         let Some(room_id) = inner.deps.store.player_room(user).await? else {
-            return Ok(());
+            return Ok(None);
         };
-        if except == Some(room_id.as_str()) {
-            return Ok(());
-        }
         let answer = inner
             .deps
             .game
@@ -121,20 +128,21 @@ impl MatchmakingApi {
             .await;
         let seat = match answer {
             Ok(seat) => seat,
-            Err(status) if status.code() == tonic::Code::NotFound => return Ok(()),
+            Err(status) if status.code() == tonic::Code::NotFound => return Ok(None),
             Err(status) => return Err(game_error(status, "game-session GetSeat")),
         };
-        let unfinished = matches!(
-            common::RoomStatus::try_from(seat.status),
-            Ok(common::RoomStatus::Waiting | common::RoomStatus::InProgress)
-        );
-        if unfinished && seat.seat.is_some() {
-            return Err(MatchmakingError::FailedPrecondition(format!(
-                "you are seated in room {room_id}, whose match is not finished: \
-                 play it out or resign (or leave it, before it starts) first"
-            )));
-        }
-        Ok(())
+        let status = common::RoomStatus::try_from(seat.status);
+        let started = match status {
+            Ok(common::RoomStatus::Waiting) => false,
+            Ok(common::RoomStatus::InProgress) => true,
+            _ => return Ok(None),
+        };
+        Ok(seat.seat.map(|number| GetCurrentSeatResponse {
+            room_id,
+            seat: number,
+            status: seat.status,
+            started,
+        }))
     }
 
     /// Remembers where a player sits, for [`ensure_not_seated`](Self::ensure_not_seated).

@@ -5,16 +5,17 @@ use std::time::Duration;
 
 use crate::helpers::{Env, authed, eventually, name_of, redis_commands_mentioning, test_settings};
 use basra_proto::basra::{
-    common::v1::{RoomVisibility, RuleSettings, SeatOccupant},
+    common::v1::{RoomStatus, RoomVisibility, RuleSettings, SeatOccupant},
     game::v1::seat_assignment,
     matchmaking::v1::{
         CancelFindRequest, CancelReason, CreateRoomRequest, FindMatchRequest, FindMatchResponse,
-        InviteFriendRequest, InviteFriendResponse, JoinRoomRequest, ListPublicRoomsRequest,
-        MatchPreset, find_match_response::Update, join_room_request::Target,
+        GetCurrentSeatRequest, InviteFriendRequest, InviteFriendResponse, JoinRoomRequest,
+        ListPublicRoomsRequest, MatchPreset, find_match_response::Update,
+        join_room_request::Target, matchmaking_service_client::MatchmakingServiceClient,
     },
 };
 use matchmaking::clock::Clock as _;
-use tonic::{Code, Request, Streaming};
+use tonic::{Code, Request, Streaming, transport::Channel};
 use uuid::Uuid;
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -1262,10 +1263,21 @@ async fn a_player_seated_in_an_unfinished_match_may_not_search_or_make_rooms() {
         .await
         .unwrap()
         .into_inner();
-    // Waiting for an opponent counts: the owner sits in the room.
+    // Waiting for an opponent counts: the owner sits in the room, and the refusal names
+    // it in its details.
     let refused = |err: tonic::Status| {
         assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
         assert!(err.message().contains(&room.room_id), "{err}");
+        assert_eq!(
+            basra_platform::error::reason_of(&err).as_deref(),
+            Some("SEATED_IN_UNFINISHED_MATCH"),
+            "{err:?}"
+        );
+        assert_eq!(
+            basra_platform::error::error_metadata_of(&err, "room_id").as_deref(),
+            Some(room.room_id.as_str()),
+            "{err:?}"
+        );
     };
     refused(
         client
@@ -1326,6 +1338,64 @@ async fn a_player_seated_in_an_unfinished_match_may_not_search_or_make_rooms() {
         next(&mut search).await.unwrap(),
         Update::Queued(_)
     ));
+}
+
+#[tokio::test]
+async fn get_current_seat_finds_the_callers_room_until_its_match_ends() {
+    let env = Env::new().await;
+    let replica = env.replica().await;
+    let mut client = replica.client().await;
+    let (owner, guest) = (
+        env.token(Uuid::now_v7(), false),
+        env.token(Uuid::now_v7(), true),
+    );
+    let current = |client: &mut MatchmakingServiceClient<Channel>, token: &str| {
+        let mut client = client.clone();
+        let request = authed(GetCurrentSeatRequest::default(), token);
+        async move { client.get_current_seat(request).await }
+    };
+    // Seated nowhere: NOT_FOUND.
+    let err = current(&mut client, &owner).await.unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err}");
+    let room = client
+        .create_room(authed(CreateRoomRequest::default(), &owner))
+        .await
+        .unwrap()
+        .into_inner();
+    let seat = current(&mut client, &owner).await.unwrap().into_inner();
+    assert_eq!(
+        (seat.room_id.as_str(), seat.seat, seat.status, seat.started),
+        (room.room_id.as_str(), 0, RoomStatus::Waiting as i32, false)
+    );
+    client
+        .join_room(authed(join_code(&room.join_code), &guest))
+        .await
+        .unwrap();
+    let seat = current(&mut client, &guest).await.unwrap().into_inner();
+    assert_eq!(seat.room_id, room.room_id);
+    assert_eq!(seat.seat, 1);
+    assert_eq!(seat.status, RoomStatus::InProgress as i32);
+    assert!(seat.started);
+    // The match ends: nobody is seated any more.
+    env.game.finish(&room.room_id);
+    for token in [&owner, &guest] {
+        let err = current(&mut client, token).await.unwrap_err();
+        assert_eq!(err.code(), Code::NotFound, "{err}");
+    }
+    // A service token is not a player's.
+    let err = current(&mut client, &env.service_token())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied, "{err}");
+    // game-session unreachable: UNAVAILABLE, retry.
+    let other = env.token(Uuid::now_v7(), false);
+    client
+        .create_room(authed(CreateRoomRequest::default(), &other))
+        .await
+        .unwrap();
+    env.game.set_unavailable(true);
+    let err = current(&mut client, &other).await.unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err}");
 }
 
 #[tokio::test]

@@ -409,7 +409,7 @@ impl Env {
             .token
     }
 
-    fn service_token(&self) -> String {
+    pub fn service_token(&self) -> String {
         self.issuer
             .issue(
                 &Caller {
