@@ -37,7 +37,7 @@ pub struct Backend {
     pub operator_key: Option<(String, String)>,
     /// Where each service serves its Prometheus metrics (`spawn_backend` only).
     pub metrics: Option<MetricsEndpoints>,
-    database: Option<(String, String)>,
+    database: Option<TestDatabase>,
     /// Redis URL and the test's key prefix, to clean up after.
     redis: Option<(String, String)>,
     shutdown: CancellationToken,
@@ -134,24 +134,10 @@ pub async fn spawn_backend() -> anyhow::Result<Backend> {
 /// trusts game-session's key and game-session trusts matchmaking's, for the `service`
 /// role only, as in production (deploy/README.md, "Service identity").
 pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<Backend> {
-    let admin_url = env(
-        "DATABASE_URL",
-        "postgres://postgres@127.0.0.1:5432/postgres",
-    );
     let redis_url = env("REDIS_URL", "redis://127.0.0.1:6379");
     let unique = uuid::Uuid::now_v7().simple().to_string();
-    let db_name = format!("e2e_{unique}");
-    let admin = PgPool::connect(&admin_url)
-        .await
-        .with_context(|| format!("PostgreSQL is needed at DATABASE_URL={admin_url}"))?;
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db_name}")))
-        .execute(&admin)
-        .await?;
-    admin.close().await;
-    let (base, _) = admin_url
-        .rsplit_once('/')
-        .context("DATABASE_URL ends with /<database>")?;
-    let db_url = format!("{base}/{db_name}");
+    let database = TestDatabase::create(&unique).await?;
+    let db_url = database.url.clone();
     let shutdown = CancellationToken::new();
     let drain = Duration::from_secs(1);
     let mut tasks = Vec::new();
@@ -317,7 +303,7 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
             game: game_metrics,
             matchmaking: matchmaking_metrics,
         }),
-        database: Some((admin_url, db_name)),
+        database: Some(database),
         redis: Some((redis_url, prefix)),
         shutdown,
         tasks,
@@ -349,13 +335,8 @@ impl Backend {
         if let Some(db) = self.db {
             db.close().await;
         }
-        if let Some((admin_url, db_name)) = self.database {
-            let admin = PgPool::connect(&admin_url).await?;
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "DROP DATABASE IF EXISTS {db_name} WITH (FORCE)"
-            )))
-            .execute(&admin)
-            .await?;
+        if let Some(database) = self.database {
+            database.drop().await?;
         }
         if let Some((url, prefix)) = self.redis {
             let mut redis = redis::Client::open(url)?
@@ -363,6 +344,52 @@ impl Backend {
                 .await?;
             delete_keys(&mut redis, &format!("{prefix}*")).await?;
         }
+        Ok(())
+    }
+}
+
+/// A fresh PostgreSQL database for one test, on the server at `DATABASE_URL`.
+pub struct TestDatabase {
+    /// Its URL.
+    pub url: String,
+    admin_url: String,
+    name: String,
+}
+
+impl TestDatabase {
+    /// Creates `e2e_<unique>`; fails when PostgreSQL is not reachable.
+    pub async fn create(unique: &str) -> anyhow::Result<TestDatabase> {
+        let admin_url = env(
+            "DATABASE_URL",
+            "postgres://postgres@127.0.0.1:5432/postgres",
+        );
+        let name = format!("e2e_{unique}");
+        let admin = PgPool::connect(&admin_url)
+            .await
+            .with_context(|| format!("PostgreSQL is needed at DATABASE_URL={admin_url}"))?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&admin)
+            .await?;
+        admin.close().await;
+        let (base, _) = admin_url
+            .rsplit_once('/')
+            .context("DATABASE_URL ends with /<database>")?;
+        Ok(TestDatabase {
+            url: format!("{base}/{name}"),
+            admin_url,
+            name,
+        })
+    }
+
+    /// Drops it (closing whatever still holds it).
+    pub async fn drop(self) -> anyhow::Result<()> {
+        let admin = PgPool::connect(&self.admin_url).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            self.name
+        )))
+        .execute(&admin)
+        .await?;
         Ok(())
     }
 }

@@ -132,4 +132,13 @@ fn auth_identity_and_redis_are_one_shape_in_every_service() {
     assert_eq!(accounts.auth.issuer, game.auth.issuer);
     assert_eq!(game.auth.issuer, matchmaking.auth.issuer);
     assert_eq!(game.redis.url, matchmaking.redis.url, "one Redis Secret");
+    // What the services share (the banned and deleted accounts) lives under one prefix,
+    // whatever each one's own; accounts kept it under its own prefix before the setting,
+    // so a running deployment's list keeps counting.
+    assert_eq!(accounts.redis.shared_prefix, game.redis.shared_prefix);
+    assert_eq!(
+        accounts.redis.shared_prefix,
+        matchmaking.redis.shared_prefix
+    );
+    assert_eq!(accounts.redis.shared_prefix, accounts.redis.prefix);
 }

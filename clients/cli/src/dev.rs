@@ -162,7 +162,10 @@ pub async fn run(
         Some(leeway) => accounts.verifier().with_leeway(leeway),
         None => accounts.verifier(),
     };
-    let auth = AuthLayer::new(verifier, accounts::PUBLIC_METHODS);
+    // The banned and deleted accounts, refused on the one port as each service refuses
+    // them alone (accounts' own list: it writes it, so a ban holds from its answer on).
+    let auth =
+        AuthLayer::new(verifier, accounts::PUBLIC_METHODS).with_revocations(accounts.revocations());
     let routes = accounts.mount(Routes::default(), shutdown.clone()).await?;
     let routes = game.mount(routes, shutdown.clone()).await?;
     let routes = matchmaker.mount(routes, shutdown.clone()).await?;

@@ -36,6 +36,21 @@ pub enum DevSettingsError {
          is for, e.g. BASRA_GAME_SESSION_{1} (or BASRA_ACCOUNTS_…, BASRA_MATCHMAKING_…)"
     )]
     Unprefixed(String, String),
+    /// The services name different keys for what they share (`redis.shared_prefix`).
+    #[error(
+        "redis.shared_prefix must be one value for the three services (accounts {accounts:?}, \
+         matchmaking {matchmaking:?}, game-session {game_session:?}): set \
+         BASRA_ACCOUNTS_REDIS__SHARED_PREFIX, BASRA_MATCHMAKING_REDIS__SHARED_PREFIX and \
+         BASRA_GAME_SESSION_REDIS__SHARED_PREFIX alike, or none of them"
+    )]
+    SharedPrefix {
+        /// accounts' value.
+        accounts: String,
+        /// matchmaking's value.
+        matchmaking: String,
+        /// game-session's value.
+        game_session: String,
+    },
     /// One service refused its settings.
     #[error("{service}: {source}")]
     Service {
@@ -65,7 +80,7 @@ impl DevSettings {
             "1".to_owned(),
         )];
         accounts_env.extend(service_env(&vars, PREFIXES[0].0));
-        Ok(DevSettings {
+        let settings = DevSettings {
             accounts: accounts::Settings::from_env(accounts_env).map_err(failed("accounts"))?,
             matchmaking: matchmaking::settings::Settings::from_env(service_env(
                 &vars,
@@ -74,7 +89,22 @@ impl DevSettings {
             .map_err(failed("matchmaking"))?,
             game_session: game_session::Settings::from_env(service_env(&vars, PREFIXES[2].0))
                 .map_err(failed("game-session"))?,
-        })
+        };
+        // What accounts writes for all (the banned and deleted accounts) every service
+        // must read under the same key.
+        let shared = [
+            &settings.accounts.redis.shared_prefix,
+            &settings.matchmaking.redis.shared_prefix,
+            &settings.game_session.redis.shared_prefix,
+        ];
+        if shared.iter().any(|prefix| *prefix != shared[0]) {
+            return Err(DevSettingsError::SharedPrefix {
+                accounts: shared[0].clone(),
+                matchmaking: shared[1].clone(),
+                game_session: shared[2].clone(),
+            });
+        }
+        Ok(settings)
     }
 }
 
@@ -138,6 +168,27 @@ mod tests {
             message.contains("BASRA_GAME_SESSION_REDIS__PREFIX"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn the_shared_prefix_is_one_value_for_the_three_services() {
+        let settings = DevSettings::from_env(env(&[])).unwrap();
+        assert_eq!(settings.matchmaking.redis.shared_prefix, "basra");
+        assert_eq!(settings.game_session.redis.shared_prefix, "basra");
+        let err = DevSettings::from_env(env(&[("BASRA_ACCOUNTS_REDIS__SHARED_PREFIX", "mine")]))
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("BASRA_MATCHMAKING_REDIS__SHARED_PREFIX"),
+            "{err}"
+        );
+        let settings = DevSettings::from_env(env(&[
+            ("BASRA_ACCOUNTS_REDIS__SHARED_PREFIX", "mine"),
+            ("BASRA_MATCHMAKING_REDIS__SHARED_PREFIX", "mine"),
+            ("BASRA_GAME_SESSION_REDIS__SHARED_PREFIX", "mine"),
+        ]))
+        .unwrap();
+        assert_eq!(settings.accounts.redis.shared_prefix, "mine");
     }
 
     #[test]

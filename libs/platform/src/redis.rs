@@ -124,6 +124,12 @@ pub struct RedisSettings {
     /// The prefix of every key the service writes (several deployments, or tests, can
     /// share one Redis). No braces: they would change the hash slot.
     pub prefix: String,
+    /// The prefix of the keys every service of one deployment shares, whatever its own
+    /// `prefix`: the banned and deleted accounts ([`crate::revocation`]), which accounts
+    /// writes and every service reads. One value for the whole deployment (the default,
+    /// `basra`, unless several deployments share one Redis); no braces.
+    #[serde(default = "default_shared_prefix")]
+    pub shared_prefix: String,
     /// After each write that must survive a failover, wait until this many replicas of
     /// the primary have it (`WAIT`); 0: do not. game-session waits on its commits;
     /// matchmaking refuses a value other than 0 (its tickets are re-created by a
@@ -137,6 +143,14 @@ pub struct RedisSettings {
 
 fn default_wait_timeout_ms() -> u64 {
     50
+}
+
+/// The default [`RedisSettings::shared_prefix`]: accounts' own default prefix, under which
+/// it kept the shared keys before they had a setting of their own.
+const DEFAULT_SHARED_PREFIX: &str = "basra";
+
+fn default_shared_prefix() -> String {
+    DEFAULT_SHARED_PREFIX.to_owned()
 }
 
 impl RedisSettings {
@@ -155,6 +169,9 @@ impl crate::config::Validate for RedisSettings {
         }
         if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
             return Err("redis.prefix must be non-empty and hold no braces".into());
+        }
+        if self.shared_prefix.is_empty() || self.shared_prefix.contains(['{', '}']) {
+            return Err("redis.shared_prefix must be non-empty and hold no braces".into());
         }
         if self.wait_replicas > 0 && self.wait_timeout_ms == 0 {
             return Err(

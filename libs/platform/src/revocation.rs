@@ -5,10 +5,15 @@
 //! therefore writes every such account into one shared list, and every service refuses
 //! the tokens of the accounts in it and ends their open streams:
 //!
-//! | key (`P` the prefix) | type | holds |
+//! | key (`S` the shared prefix) | type | holds |
 //! |---|---|---|
-//! | `P:{rv}:users` | hash | user id → `until_ms kind reason` (kind `ban` or `deleted`) |
-//! | `P:{rv}:version` | counter | raised by every change of the hash |
+//! | `S:{rv}:users` | hash | user id → `until_ms kind reason` (kind `ban` or `deleted`) |
+//! | `S:{rv}:version` | counter | raised by every change of the hash |
+//!
+//! `S` is `[redis] shared_prefix` ([`crate::redis::RedisSettings::shared_prefix`]), one
+//! value for every service of a deployment, not each service's own `prefix`: were it the
+//! service's own, a service with a prefix of its own (matchmaking's `basra:mm`) would read
+//! a list nobody writes, and keep serving the players accounts refuses.
 //!
 //! Each service keeps the list in memory ([`Revocations`]) and re-reads it when the
 //! version moves, which it looks at every [`POLL_EVERY`]: a ban reaches every replica
@@ -151,15 +156,16 @@ impl Revocations {
         }
     }
 
-    /// The list kept in Redis at `redis` under `prefix`, read now and again whenever it
-    /// changes (looked at every [`POLL_EVERY`]) until `shutdown`. Fails when Redis
-    /// cannot be reached or the prefix is not valid.
+    /// The list kept in Redis at `redis` under `shared_prefix` (the deployment's
+    /// `[redis] shared_prefix`), read now and again whenever it changes (looked at every
+    /// [`POLL_EVERY`]) until `shutdown`. Fails when Redis cannot be reached or the prefix
+    /// is not valid.
     pub async fn shared(
         redis: Redis,
-        prefix: &str,
+        shared_prefix: &str,
         shutdown: CancellationToken,
     ) -> Result<Revocations, String> {
-        let keys = Keys::new(prefix)?;
+        let keys = Keys::new(shared_prefix)?;
         let list = Revocations::with(Some((redis, keys)));
         let version = list.reload().await.map_err(|e| e.to_string())?;
         let poller = list.clone();
@@ -172,7 +178,7 @@ impl Revocations {
     /// stores shares it, as they would share Redis).
     pub async fn connect(
         url: &str,
-        prefix: &str,
+        shared_prefix: &str,
         shutdown: CancellationToken,
     ) -> Result<Revocations, String> {
         if url == "memory" {
@@ -180,7 +186,7 @@ impl Revocations {
             return Ok(PROCESS.get_or_init(Revocations::in_memory).clone());
         }
         let redis = Redis::connect(url).await.map_err(|e| e.to_string())?;
-        Revocations::shared(redis, prefix, shutdown).await
+        Revocations::shared(redis, shared_prefix, shutdown).await
     }
 
     /// Why `user` may not call, if they may not.

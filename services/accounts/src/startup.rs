@@ -180,7 +180,7 @@ impl App {
         let social = social::SocialStore::connect(&settings.redis, social_shutdown.clone()).await?;
         let revocations = basra_platform::revocation::Revocations::connect(
             &settings.redis.url,
-            &settings.redis.prefix,
+            &settings.redis.shared_prefix,
             social_shutdown.clone(),
         )
         .await

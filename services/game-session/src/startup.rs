@@ -210,7 +210,7 @@ impl App {
         };
         let revocations = basra_platform::revocation::Revocations::connect(
             &settings.redis.url,
-            &settings.redis.prefix,
+            &settings.redis.shared_prefix,
             store_stop.clone(),
         )
         .await

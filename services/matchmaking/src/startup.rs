@@ -174,7 +174,7 @@ impl App {
         };
         let revocations = basra_platform::revocation::Revocations::connect(
             &settings.redis.url,
-            &settings.redis.prefix,
+            &settings.redis.shared_prefix,
             CancellationToken::new(),
         )
         .await

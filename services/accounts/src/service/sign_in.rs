@@ -45,9 +45,7 @@ impl<S: Store> AccountsApi<S> {
         refresh_expires_at: chrono::DateTime<chrono::Utc>,
     ) -> Result<pb::AuthTokens> {
         // A banned account gets no tokens (every sign-in path ends here).
-        if let Some(revoked) = self.inner.social.revocations().check(user.id) {
-            return Err(AccountsError::Banned(revoked.status().message().to_owned()));
-        }
+        self.refuse_revoked(user.id)?;
         let access = self
             .inner
             .config
@@ -70,6 +68,14 @@ impl<S: Store> AccountsApi<S> {
             is_guest: user.is_guest,
             display_name: user.display_name.clone(),
         })
+    }
+
+    /// Refuses `user` while they are banned (or deleted), with the reason.
+    fn refuse_revoked(&self, user: Uuid) -> Result<()> {
+        match self.inner.social.revocations().check(user) {
+            Some(revoked) => Err(AccountsError::Banned(revoked.status().message().to_owned())),
+            None => Ok(()),
+        }
     }
 
     /// Notes the client app a sign-in came from (`basra-client`), for the analyst view
@@ -276,6 +282,14 @@ impl<S: Store> AccountsApi<S> {
     pub(super) async fn do_refresh(&self, req: pb::RefreshRequest) -> Result<pb::RefreshResponse> {
         let presented = hash_presented(&req.refresh_token).ok_or(AccountsError::BadRefreshToken)?;
         let now = domain::now();
+        // A ban refuses the refresh before the token is used up, so that it works again
+        // after an unban. Only a token that could be exchanged: a replayed one still
+        // revokes its family below, ban or not.
+        if let Some(stored) = self.inner.store.refresh_token(presented).await?
+            && stored.state(now) == TokenState::Valid
+        {
+            self.refuse_revoked(stored.user_id)?;
+        }
         let next = NewRefreshToken::generate();
         let expires_at = now + self.inner.config.refresh_ttl;
         match self

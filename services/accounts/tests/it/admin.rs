@@ -129,6 +129,13 @@ async fn a_ban_ends_streams_refuses_calls_and_an_unban_restores<S: Store>(store:
         ))
         .await
         .expect("unbanned: the token works again");
+    // The refresh refused during the ban did not use the token up.
+    client
+        .refresh(pb::RefreshRequest {
+            refresh_token: player.refresh_token.clone(),
+        })
+        .await
+        .expect("unbanned: the refresh token refused during the ban works again");
     client
         .login(login_req("mallory", "correct horse battery"))
         .await
