@@ -314,6 +314,44 @@ def check_release_build() -> None:
             problem("deploy/docker/Dockerfile", f"no image copies the {bin} binary")
 
 
+def heading_anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives a Markdown file's headings (lowercase, punctuation dropped,
+    spaces as hyphens), outside code blocks."""
+    anchors = set()
+    in_code = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+            continue
+        match = re.match(r"#{1,6}\s+(.*)", line)
+        if match and not in_code:
+            text = re.sub(r"[^\w\- ]", "", match.group(1).strip().lower())
+            anchors.add(text.replace(" ", "-"))
+    return anchors
+
+
+def check_runbooks() -> None:
+    """Every alert links (annotation `runbook`, `path#anchor` from the repository root) to
+    a heading that exists: the on-call person lands on what to do."""
+    rules = yaml.safe_load((ROOT / "deploy/prometheus/alerts.yaml").read_text())
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            name = rule.get("alert")
+            if not name:
+                continue
+            link = rule.get("annotations", {}).get("runbook", "")
+            where = f"deploy/prometheus/alerts.yaml: {name}"
+            path, _, anchor = link.partition("#")
+            if not path or not anchor:
+                problem(where, f"no runbook link (path#heading): {link!r}")
+                continue
+            target = ROOT / path
+            if not target.is_file():
+                problem(where, f"runbook {path} does not exist")
+            elif anchor not in heading_anchors(target.read_text()):
+                problem(where, f"runbook {link} names no heading of {path}")
+
+
 def main() -> int:
     crds = crd_schemas()
     if not crds:
@@ -334,6 +372,7 @@ def main() -> int:
             counted += 1
     check_release_build()
     check_cost_sheet()
+    check_runbooks()
     for line in problems:
         print(f"k8s-check: {line}", file=sys.stderr)
     if problems:

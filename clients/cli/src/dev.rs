@@ -46,6 +46,8 @@ pub struct Started {
     pub kid: String,
     /// Its public key (PEM), for anyone verifying tokens.
     pub public_pem: String,
+    /// Its private key's file (PKCS#8 PEM), for `basra admin token --key-file`.
+    pub key_file: std::path::PathBuf,
     /// Where the web page is served, when it is.
     pub web_addr: Option<SocketAddr>,
     /// The web origins whose pages may call it (CORS; `"*"`: any).
@@ -110,6 +112,7 @@ pub async fn run(
         addr,
         kid: keys.kid.clone(),
         public_pem: keys.public_pem.clone(),
+        key_file: keys.private_file.clone(),
         web_addr: match &web {
             Some((listener, _)) => Some(listener.local_addr()?),
             None => None,

@@ -2,9 +2,11 @@
 //!
 //! - [`account`]: `basra account export|delete`, the player's own account.
 //! - [`admin`]: the operator's tool over `GameAdminService`, and operator tokens.
+//! - [`admin_output`]: what `basra admin` prints (ISO 8601 times, tables, `--json`).
 //! - [`analytics`]: `basra analytics export` and `basra simulate` (the `basra-analytics` crate).
 //! - [`dev`]: the whole backend in one process (`basra dev`).
 //! - [`friends`]: `basra friends …` (requests, friends, blocks).
+//! - [`input`]: the player's typed lines, one reader for the whole process.
 //! - [`session`]: sign-in and the connection to the one client endpoint.
 //! - [`lobby`]: getting a seat (queue, computer, private code, public lobby).
 //! - [`player`]: playing a room over the `Play` stream, for a person or a bot, resuming
@@ -18,11 +20,13 @@
 
 pub mod account;
 pub mod admin;
+pub mod admin_output;
 pub mod admin_player;
 pub mod analytics;
 pub mod dev;
 pub mod dev_settings;
 pub mod friends;
+pub mod input;
 pub mod lobby;
 pub mod player;
 pub mod render;

@@ -20,6 +20,10 @@ pub struct Seated {
     pub join_code: Option<String>,
 }
 
+/// How long the queue waits before the computer takes an empty seat (matchmaking's
+/// default `queue.bot_fill_after_seconds`; the stream does not say).
+pub const BOT_FILL_SECONDS: u64 = 20;
+
 /// Queues for a match; `bots` lets a bot take the empty seat after a wait. The queue's
 /// updates are told on stderr.
 pub async fn quick_match(
@@ -55,10 +59,19 @@ pub async fn find_match(
         })
         .await?
         .into_inner();
+    let mut told_bots = false;
     while let Some(update) = updates.message().await? {
         match update.update {
             Some(Update::Queued(queued)) if announce => {
-                eprintln!("queued: {} waiting", queued.players_waiting);
+                let mut line = format!("queued: {} waiting", queued.players_waiting);
+                if bots && !told_bots {
+                    told_bots = true;
+                    line.push_str(&format!(
+                        "; if nobody comes, the computer takes the empty seat after about \
+                         {BOT_FILL_SECONDS} s (--no-bots waits for a person)"
+                    ));
+                }
+                eprintln!("{line}");
             }
             Some(Update::WindowWidened(window)) if announce => {
                 eprintln!(
@@ -150,4 +163,20 @@ pub async fn public_rooms(session: &Session) -> anyhow::Result<Vec<PublicRoom>> 
         .await?
         .into_inner()
         .rooms)
+}
+
+/// The room the caller is still seated in, when `error` is the refusal that says so
+/// (FAILED_PRECONDITION "you are seated in room …"). The one place that reads it, to be
+/// switched to the refusal's details once the API carries them.
+pub fn seated_room(error: &anyhow::Error) -> Option<String> {
+    let status = error.downcast_ref::<tonic::Status>()?;
+    if status.code() != tonic::Code::FailedPrecondition {
+        return None;
+    }
+    let rest = status.message().split("you are seated in room ").nth(1)?;
+    let id: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_hexdigit() || *c == '-')
+        .collect();
+    uuid::Uuid::parse_str(&id).ok().map(|_| id)
 }

@@ -1,9 +1,11 @@
 //! `basra`: play Basra in the terminal, run a bot, or answer rule questions.
 
 use std::io::{BufRead, Write};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use basra::input::ask;
 use basra::lobby::{self, Seated};
 use basra::player::{Driver, play_room};
 use basra::session::{Session, device_id};
@@ -30,13 +32,18 @@ struct Cli {
 #[derive(clap::Args)]
 struct Connection {
     /// The backend's client endpoint (`basra dev` listens here by default).
-    #[arg(long, env = "BASRA_SERVER", default_value = "http://127.0.0.1:50051")]
+    #[arg(
+        long,
+        global = true,
+        env = "BASRA_SERVER",
+        default_value = "http://127.0.0.1:50051"
+    )]
     server: String,
     /// The name other players see.
-    #[arg(long, default_value = "")]
+    #[arg(long, global = true, default_value = "")]
     name: String,
     /// Sign in as this device's guest instead of this machine's (kept in ~/.config/basra).
-    #[arg(long)]
+    #[arg(long, global = true)]
     device_id: Option<String>,
 }
 
@@ -67,9 +74,9 @@ enum Seat {
         #[arg(long)]
         target: Option<u32>,
     },
-    /// Join a private room by its code.
+    /// Join a private room by its code (or a room by its id).
     Join {
-        /// The code a friend gave you.
+        /// The code a friend gave you, or a room id.
         code: String,
     },
     /// Browse the public rooms and join one.
@@ -168,6 +175,9 @@ enum Command {
     Simulate(basra::analytics::SimulateArgs),
     /// Operate game-session: rooms, drains, operator tokens (deploy/README.md).
     Admin {
+        /// Print one JSON document (for scripts) instead of text.
+        #[arg(long, global = true)]
+        json: bool,
         #[command(subcommand)]
         command: AdminCommand,
     },
@@ -391,9 +401,29 @@ enum BotPolicy {
     Hard,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("Error: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run(cli));
+    // Says the last word at once: nothing pending (a read of the terminal) holds the exit.
+    runtime.shutdown_background();
+    let _ = std::io::stdout().flush();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("Error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(ca) = &cli.ca_file {
         basra::tls::trust_ca_file(ca)?;
     }
@@ -401,7 +431,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Rules => rules(),
         Command::Analytics { command } => basra::analytics::run(command).await,
         Command::Simulate(args) => basra::analytics::run_simulate(args).await,
-        Command::Admin { command } => admin(command).await,
+        Command::Admin { json, command } => admin(command, json).await,
         Command::Friends {
             connection,
             command,
@@ -548,18 +578,44 @@ async fn main() -> anyhow::Result<()> {
                     ),
                 }
                 println!("{}", basra::dev::cors_line(&started.allowed_origins));
+                println!(
+                    "admin:  basra admin token --key-file {} --kid {}   (then: basra admin rooms --server {scheme}://{} --token TOKEN)",
+                    started.key_file.display(),
+                    started.kid,
+                    basra::dev::client_addr(started.addr)
+                );
                 println!("stop:   Ctrl-C");
             })
             .await
         }
         Command::Play { connection, seat } => {
             let session = sign_in(&connection).await?;
-            println!("signed in as {}", session.display_name);
+            println!(
+                "signed in as {}",
+                basra::render::isolate(&session.display_name)
+            );
             let seat = match seat {
                 Some(seat) => seat,
-                None => menu()?,
+                None => menu().await?,
             };
-            let seated = take_seat(&session, &seat).await?;
+            let seated = match take_seat(&session, &seat).await {
+                Ok(seated) => seated,
+                Err(err) => match lobby::seated_room(&err) {
+                    Some(room_id) => {
+                        println!(
+                            "you are still seated in room {room_id}, whose match is not finished."
+                        );
+                        let answer = ask("go back to it? [Y/n] ").await?;
+                        if answer.trim().eq_ignore_ascii_case("n") {
+                            return Err(err);
+                        }
+                        println!("{}", basra::render::HELP);
+                        play_room(&session, &room_id, Driver::Human).await?;
+                        return Ok(());
+                    }
+                    None => return Err(err),
+                },
+            };
             if let (Seat::Create { .. }, Some(code)) = (&seat, &seated.join_code) {
                 println!("room code: {code}  (friends join with: basra play join {code})");
                 println!(
@@ -594,12 +650,22 @@ async fn main() -> anyhow::Result<()> {
                 policy,
                 delay: Duration::from_millis(delay_ms),
             };
+            println!(
+                "bot signed in as {} on {}",
+                basra::render::isolate(&session.display_name),
+                connection.server
+            );
             let mut played = 0;
             while matches == 0 || played < matches {
+                println!("taking a seat ({})…", seat_name(&seat));
                 let seated = take_seat(&session, &seat).await?;
                 if let (Seat::Create { .. }, Some(code)) = (&seat, &seated.join_code) {
                     println!("room code: {code}");
                 }
+                println!(
+                    "playing in room {} (a play every {delay_ms} ms at most)…",
+                    seated.room_id
+                );
                 let table = play_room(&session, &seated.room_id, driver).await?;
                 played += 1;
                 println!(
@@ -612,7 +678,7 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-async fn admin(command: AdminCommand) -> anyhow::Result<()> {
+async fn admin(command: AdminCommand, json: bool) -> anyhow::Result<()> {
     use basra::admin::{Admin, operator_token, parse_status, rooms_table};
     match command {
         AdminCommand::Token {
@@ -646,21 +712,8 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
         } => {
             let admin = Admin::connect(&connection.server, &connection.token).await?;
             let room = admin.room(&room_id).await?;
-            if let Some(summary) = &room.summary {
-                print!("{}", rooms_table(std::slice::from_ref(summary)));
-            }
-            for stream in &room.streams {
-                println!(
-                    "stream: seat {} user {} on {} (delivered seq {})",
-                    stream.seat.map_or("spectator".into(), |s| s.to_string()),
-                    stream.user_id,
-                    stream.replica,
-                    stream.delivered_seq
-                );
-            }
-            if let Some(view) = &room.public_view {
-                println!("view: {view:?}");
-            }
+            let text = basra::admin_output::room(&room, json);
+            println!("{}", text.trim_end());
         }
         AdminCommand::Close {
             connection,
@@ -722,8 +775,15 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
                     hours,
                 } => {
                     let banned = admin.ban(&user_id, &reason, hours).await?;
-                    let until = banned.until.map(|t| t.seconds).unwrap_or_default();
-                    println!("banned {user_id} until {until} (Unix seconds)");
+                    println!(
+                        "{}",
+                        basra::admin_output::ban(
+                            &user_id,
+                            banned.until.as_ref(),
+                            hours.is_none(),
+                            json
+                        )
+                    );
                 }
                 PlayerCommand::Unban { user_id, reason } => {
                     admin.unban(&user_id, &reason).await?;
@@ -754,13 +814,21 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
             let drained = admin
                 .drain("", Duration::from_secs(deadline_seconds))
                 .await?;
-            println!(
-                "draining {}: {} open streams, deadline {:?}",
-                drained.replica, drained.streams, drained.drain_deadline
-            );
+            println!("{}", basra::admin_output::drain(&drained, json));
         }
     }
     Ok(())
+}
+
+/// How a seat is taken, in a few words.
+fn seat_name(seat: &Seat) -> &'static str {
+    match seat {
+        Seat::Computer { .. } => "a match against the computer",
+        Seat::Quick { .. } => "the quick-match queue",
+        Seat::Create { .. } => "a new private room",
+        Seat::Join { .. } => "a private room by its code",
+        Seat::Lobby => "a public room",
+    }
 }
 
 async fn sign_in(connection: &Connection) -> anyhow::Result<Session> {
@@ -802,7 +870,11 @@ async fn take_seat(session: &Session, seat: &Seat) -> anyhow::Result<Seated> {
             )
             .await
         }
-        Seat::Join { code } => lobby::join(session, Target::JoinCode(code.clone())).await,
+        // A room id works too: the room one is seated in has no code when the queue made it.
+        Seat::Join { code } => match uuid::Uuid::parse_str(code) {
+            Ok(_) => lobby::join(session, Target::RoomId(code.clone())).await,
+            Err(_) => lobby::join(session, Target::JoinCode(code.clone())).await,
+        },
         Seat::Lobby => {
             let rooms = lobby::public_rooms(session).await?;
             if rooms.is_empty() {
@@ -821,7 +893,7 @@ async fn take_seat(session: &Session, seat: &Seat) -> anyhow::Result<Seated> {
                     room.seats.iter().filter(|s| s.occupant != 1).count()
                 );
             }
-            let pick = ask("join which room? ")?;
+            let pick = ask("join which room? ").await?;
             let room = pick
                 .trim()
                 .parse::<usize>()
@@ -834,15 +906,15 @@ async fn take_seat(session: &Session, seat: &Seat) -> anyhow::Result<Seated> {
     }
 }
 
-fn menu() -> anyhow::Result<Seat> {
+async fn menu() -> anyhow::Result<Seat> {
     println!(
         "1. play the computer\n2. quick match\n3. create a private room\n4. join by code\n5. public rooms"
     );
     loop {
-        let choice = ask("> ")?;
+        let choice = ask("> ").await?;
         return Ok(match choice.trim() {
             "1" => Seat::Computer {
-                level: ask_level()?,
+                level: ask_level().await?,
             },
             "2" => Seat::Quick {
                 ranked: false,
@@ -851,7 +923,7 @@ fn menu() -> anyhow::Result<Seat> {
             },
             "3" => Seat::Create { target: None },
             "4" => Seat::Join {
-                code: ask("code: ")?.trim().to_uppercase(),
+                code: ask("code: ").await?.trim().to_uppercase(),
             },
             "5" => Seat::Lobby,
             _ => continue,
@@ -860,14 +932,14 @@ fn menu() -> anyhow::Result<Seat> {
 }
 
 /// Asks for the computer's level by number or name; Enter takes medium.
-fn ask_level() -> anyhow::Result<Level> {
+async fn ask_level() -> anyhow::Result<Level> {
     let names: Vec<String> = Level::ALL
         .iter()
         .enumerate()
         .map(|(i, (_, name))| format!("{}. {name}", i + 1))
         .collect();
     loop {
-        let answer = ask(&format!("level ({}) [medium]: ", names.join(", ")))?;
+        let answer = ask(&format!("level ({}) [medium]: ", names.join(", "))).await?;
         let answer = answer.trim().to_lowercase();
         if answer.is_empty() {
             return Ok(Level::Medium);
@@ -880,14 +952,6 @@ fn ask_level() -> anyhow::Result<Level> {
             return Ok(*level);
         }
     }
-}
-
-fn ask(prompt: &str) -> anyhow::Result<String> {
-    print!("{prompt}");
-    std::io::stdout().flush()?;
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    Ok(line)
 }
 
 fn rules() -> anyhow::Result<()> {

@@ -6,18 +6,20 @@ use std::time::Duration;
 use basra_engine::bot::{self, Policy};
 use basra_engine::search::Budget;
 use basra_engine::{Action, Card, CardSet};
+use basra_proto::basra::common::v1::MatchEndReason;
 use basra_proto::basra::game::v1::play_request::Kind;
 use basra_proto::basra::game::v1::play_response::Event;
 use basra_proto::basra::game::v1::{
-    CaptureChoice, Join, PlayCard, PlayRequest, PlayResponse, QuickChat, QuickChatPhrase, Resign,
+    CaptureChoice, Join, Leave, PlayCard, PlayRequest, PlayResponse, QuickChat, QuickChatPhrase,
+    RematchRequest, Resign,
 };
 use basra_proto::convert::{card_to_pb, cards_to_pb};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
+use crate::input;
 use crate::render;
 use crate::session::Session;
 use crate::table::Table;
@@ -39,6 +41,10 @@ pub enum Driver {
 /// How often a dropped stream is retried before giving up.
 const RESUME_ATTEMPTS: u32 = 8;
 
+/// How long before the turn's deadline a person is warned that a card will be played
+/// for them.
+pub const TURN_WARNING_SECONDS: i64 = 10;
+
 /// Plays `room_id` until the match ends; returns the final model of the table.
 pub async fn play_room(session: &Session, room_id: &str, driver: Driver) -> anyhow::Result<Table> {
     resume_room(session, room_id, driver, Table::default()).await
@@ -52,7 +58,6 @@ pub async fn resume_room(
     driver: Driver,
     mut table: Table,
 ) -> anyhow::Result<Table> {
-    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     let mut rng = ChaCha8Rng::seed_from_u64(uuid::Uuid::now_v7().as_u128() as u64);
     let mut failures = 0;
     // Whether the token was refreshed for an UNAUTHENTICATED since the last event.
@@ -82,7 +87,10 @@ pub async fn resume_room(
         };
         // The turn (by its event sequence) a bot has already answered.
         let mut answered: Option<u64> = None;
+        // Whether a person typed `quit` once during the match (the second one leaves).
+        let mut quit_asked = false;
         loop {
+            let warning = turn_warning(&table, driver);
             tokio::select! {
                 next = stream.message() => match next {
                     Ok(Some(event)) => {
@@ -93,7 +101,17 @@ pub async fn resume_room(
                             render::announce(&table, &event);
                         }
                         if table.ended.is_some() {
-                            return Ok(table);
+                            match driver {
+                                Driver::Bot { .. } => return Ok(table),
+                                Driver::Human => {
+                                    if let Some(Event::MatchEnded(ended)) = &event.event
+                                        && ended.reason() != MatchEndReason::Closed
+                                    {
+                                        println!("{}", render::AFTER_MATCH);
+                                    }
+                                    continue;
+                                }
+                            }
                         }
                         if matches!(event.event, Some(Event::Rejected(_))) {
                             // Think again: the state moved on under the play.
@@ -110,6 +128,8 @@ pub async fn resume_room(
                             }
                         }
                     }
+                    // The room closed after the match (or the rematch was declined).
+                    Ok(None) if table.ended.is_some() => return Ok(table),
                     Ok(None) => break,
                     Err(status) if retryable(&status) => break,
                     Err(status) if status.code() == tonic::Code::Unauthenticated && !refreshed => {
@@ -119,12 +139,28 @@ pub async fn resume_room(
                     }
                     Err(status) => return Err(status.into()),
                 },
-                line = stdin.next_line(), if matches!(driver, Driver::Human) => {
-                    let Some(line) = line? else { return Ok(table) };
+                () = sleep_until(warning), if warning.is_some() => {
+                    println!(
+                        "{TURN_WARNING_SECONDS} s left: then a card is played for you"
+                    );
+                    // Once per turn: the deadline is now past the warning time.
+                    table.turn_deadline = None;
+                }
+                line = input::next_line(), if matches!(driver, Driver::Human) => {
+                    let Some(line) = line else { return Ok(table) };
                     match command(&table, &line) {
                         Command::Send(msg) => tx.send(msg).await?,
                         Command::Show(text) => println!("{text}"),
-                        Command::Quit => return Ok(table),
+                        Command::Quit if in_match(&table) && !quit_asked => {
+                            quit_asked = true;
+                            println!("{}", render::QUIT_WARNING);
+                        }
+                        Command::Quit => {
+                            // Before the match it frees the seat, after it declines the
+                            // rematch; during it the server refuses it (the seat stays).
+                            let _ = tx.send(message(Kind::Leave(Leave {}))).await;
+                            return Ok(table);
+                        }
                     }
                 }
             }
@@ -134,10 +170,33 @@ pub async fn resume_room(
             anyhow::bail!("the game stream keeps dropping; giving up");
         }
         if let Driver::Human = driver {
-            println!("connection lost; resuming from event {:?}…", table.last_seq);
+            println!("connection lost; reconnecting…");
         }
         backoff(failures).await;
     }
+}
+
+/// When to warn a person that their turn will be played for them: [`TURN_WARNING_SECONDS`]
+/// before the deadline of their own turn (at once if that is already past).
+/// Whether a match is being played (dealt, not yet over).
+fn in_match(table: &Table) -> bool {
+    table.ended.is_none() && table.turn.is_some()
+}
+
+fn turn_warning(table: &Table, driver: Driver) -> Option<std::time::SystemTime> {
+    if !matches!(driver, Driver::Human) || !table.my_turn() {
+        return None;
+    }
+    let deadline = table.turn_deadline?;
+    let at = (deadline - TURN_WARNING_SECONDS).max(0) as u64;
+    Some(std::time::UNIX_EPOCH + Duration::from_secs(at))
+}
+
+async fn sleep_until(at: Option<std::time::SystemTime>) {
+    let wait = at
+        .and_then(|at| at.duration_since(std::time::SystemTime::now()).ok())
+        .unwrap_or_default();
+    tokio::time::sleep(wait).await;
 }
 
 fn retryable(status: &tonic::Status) -> bool {
@@ -189,7 +248,8 @@ pub enum Command {
 }
 
 /// Parses a line: a card (`7D`) or its number in the hand (`2`), optionally followed by
-/// `take` and the table cards to capture; `resign`; `chat <phrase>`; `help`; `quit`.
+/// `take` and the table cards to capture; `resign`; `chat <phrase>`; `rematch` (after the
+/// match); `help`; `quit`.
 pub fn command(table: &Table, line: &str) -> Command {
     let words: Vec<&str> = line.split_whitespace().collect();
     match words.as_slice() {
@@ -197,6 +257,10 @@ pub fn command(table: &Table, line: &str) -> Command {
         ["help" | "?"] => Command::Show(render::HELP.to_owned()),
         ["quit" | "exit"] => Command::Quit,
         ["resign"] => Command::Send(message(Kind::Resign(Resign {}))),
+        ["rematch"] if table.ended.is_some() => {
+            Command::Send(message(Kind::Rematch(RematchRequest {})))
+        }
+        ["rematch"] => Command::Show("rematch is for after the match".into()),
         ["chat", phrase @ ..] => match chat_phrase(&phrase.join(" ")) {
             Some(phrase) => Command::Send(message(Kind::QuickChat(QuickChat {
                 phrase: phrase as i32,

@@ -32,7 +32,17 @@ resign:           resign
 quick chat:       chat nice basra   (hello, good luck, nice play, nice basra, oops,
                                      thanks, hurry up, well played, good game)
 show the table:   (an empty line)
+play again:       rematch   (after the match)
 leave:            quit";
+
+/// What a person can do once the match is over.
+pub const AFTER_MATCH: &str =
+    "type `rematch` to play again in this room, or `quit` (or an empty line) to leave";
+
+/// Said on the first `quit` during a match.
+pub const QUIT_WARNING: &str = "the match is not over: if you leave, your seat stays yours \
+and your turns are played for you until you lose by absence (to come back: basra play, \
+then go back to your room). Type `resign` to end the match, or `quit` again to leave.";
 
 fn cards(cards: impl IntoIterator<Item = Card>) -> String {
     let text: Vec<String> = cards.into_iter().map(|c| c.to_string()).collect();
@@ -45,8 +55,24 @@ fn cards(cards: impl IntoIterator<Item = Card>) -> String {
 
 fn name(table: &Table, seat: u32) -> String {
     match table.names.get(seat as usize) {
-        Some(name) if !name.is_empty() => name.clone(),
+        Some(name) if !name.is_empty() => isolate(name),
         _ => format!("seat {seat}"),
+    }
+}
+
+/// `text` between FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE, so that a name in a
+/// right-to-left script does not reorder the words around it on a bidi terminal.
+pub fn isolate(text: &str) -> String {
+    format!("\u{2068}{text}\u{2069}")
+}
+
+/// "you" for this client's side, "them" for the other.
+fn side_name(table: &Table, side: u32) -> &'static str {
+    match table.seat {
+        Some(seat) if seat % 2 == side => "you",
+        Some(_) => "them",
+        None if side == 0 => "seats 0 and 2",
+        None => "seats 1 and 3",
     }
 }
 
@@ -136,6 +162,9 @@ pub fn announce(table: &Table, event: &PlayResponse) {
 
 fn describe(table: &Table, event: &PlayResponse) -> Option<String> {
     Some(match event.event.as_ref()? {
+        Event::Snapshot(_) if table.round == 0 && table.turn.is_none() && table.ended.is_none() => {
+            "joined; waiting for an opponent (the match starts when every seat is taken)".into()
+        }
         Event::Snapshot(_) => format!("joined.\n{}", board(table)),
         Event::MatchStarted(started) => format!(
             "match started ({} seats, to {}); seed commitment {}",
@@ -170,15 +199,22 @@ fn describe(table: &Table, event: &PlayResponse) -> Option<String> {
         }
         Event::TurnStarted(_) => board(table),
         Event::RoundEnded(ended) => {
-            let mut line = format!("round {} over:", ended.round);
-            for side in &ended.sides {
-                let _ = write!(
-                    line,
-                    " side {}: {} cards, {} points (total {});",
-                    side.side, side.pile_size, side.round_points, side.total
-                );
-            }
-            line
+            let mut sides: Vec<_> = ended.sides.iter().collect();
+            // Your side first.
+            sides.sort_by_key(|side| side_name(table, side.side) != "you");
+            let sides: Vec<String> = sides
+                .iter()
+                .map(|side| {
+                    format!(
+                        "{} {} cards, {} points (total {})",
+                        side_name(table, side.side),
+                        side.pile_size,
+                        side.round_points,
+                        side.total
+                    )
+                })
+                .collect();
+            format!("round {} over: {}", ended.round, sides.join("; "))
         }
         Event::MatchEnded(ended) => {
             let my_side = table.seat.map(|s| s % 2);
@@ -188,18 +224,24 @@ fn describe(table: &Table, event: &PlayResponse) -> Option<String> {
                 (Some(_), None) => "the match is decided",
                 (None, _) => "no winner",
             };
+            let total = |side: u32| ended.totals.get(side as usize).copied().unwrap_or(0);
+            let score = match my_side {
+                Some(mine) => format!("you {} – {} them", total(mine), total(1 - mine)),
+                None => format!("{} – {}", total(0), total(1)),
+            };
             format!(
-                "match over: {verdict}, {} – {}. Seed {} (replay it to check every deal).",
-                ended.totals.first().copied().unwrap_or(0),
-                ended.totals.get(1).copied().unwrap_or(0),
+                "match over: {verdict}, {score}{}. Seed {} (replay it to check every deal).",
+                end_reason(table, ended),
                 basra_engine::deck::hex(&ended.seed)
             )
         }
         Event::ConnectionChanged(changed) => {
             let state = if changed.state == 2 {
-                "left"
-            } else {
+                "left (their turns are played for them until they are back)"
+            } else if table.left_seats.contains(&changed.seat) {
                 "is back"
+            } else {
+                "joined"
             };
             format!("{} {state}", who(table, changed.seat))
         }
@@ -212,6 +254,25 @@ fn describe(table: &Table, event: &PlayResponse) -> Option<String> {
         Event::Rejected(rejected) => format!("not played: {}", rejected.message),
         _ => return None,
     })
+}
+
+/// Why the match ended, as a clause after the score ("" when it was played out).
+fn end_reason(table: &Table, ended: &basra_proto::basra::game::v1::MatchEnded) -> String {
+    let by = ended.forfeit_seat.map(|seat| who(table, seat));
+    match common::MatchEndReason::try_from(ended.reason) {
+        Ok(common::MatchEndReason::Resigned) => match by {
+            Some(who) if who == "you" => " (you resigned)".into(),
+            Some(who) => format!(" ({who} resigned)"),
+            None => " (a resignation)".into(),
+        },
+        Ok(common::MatchEndReason::Abandoned) => match by {
+            Some(who) if who == "you" => " (you left and did not come back in time)".into(),
+            Some(who) => format!(" ({who} left and did not come back in time)"),
+            None => " (a player left)".into(),
+        },
+        Ok(common::MatchEndReason::Closed) => " (the room was closed by an operator)".into(),
+        _ => String::new(),
+    }
 }
 
 /// The answer to `basra name`, in one line: the name now, and how many changes are left.

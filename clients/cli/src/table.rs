@@ -40,6 +40,8 @@ pub struct Table {
     pub names: Vec<String>,
     /// The end of the match, once it came.
     pub ended: Option<game::MatchEnded>,
+    /// The seats whose player has been seen leaving (a later connection is a return).
+    pub left_seats: Vec<u32>,
     /// What this round showed everyone (the cards each side took, who took last), for the
     /// search bot; only since the last snapshot, which does not say.
     pub memory: Memory,
@@ -63,6 +65,9 @@ impl Table {
                 }
             }
             Some(Event::MatchStarted(started)) => {
+                // A rematch starts from nothing.
+                self.ended = None;
+                self.totals = [0, 0];
                 self.settings = settings_from_pb(started.settings.as_ref())?;
                 self.names = names(&started.seats);
             }
@@ -110,6 +115,12 @@ impl Table {
                     }
                 }
                 self.table.clear();
+            }
+            Some(Event::ConnectionChanged(changed))
+                if changed.state == game::ConnectionState::Disconnected as i32
+                    && !self.left_seats.contains(&changed.seat) =>
+            {
+                self.left_seats.push(changed.seat);
             }
             Some(Event::MatchEnded(ended)) => {
                 self.turn = None;

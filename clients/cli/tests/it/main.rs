@@ -11,4 +11,5 @@ mod refresh;
 mod sdk;
 mod simulate_fast;
 mod table;
+mod terminal;
 mod tls;
