@@ -166,17 +166,14 @@ pub async fn public_rooms(session: &Session) -> anyhow::Result<Vec<PublicRoom>> 
 }
 
 /// The room the caller is still seated in, when `error` is the refusal that says so
-/// (FAILED_PRECONDITION "you are seated in room …"). The one place that reads it, to be
-/// switched to the refusal's details once the API carries them.
+/// (FAILED_PRECONDITION with `google.rpc.ErrorInfo` reason `SEATED_IN_UNFINISHED_MATCH`,
+/// metadata `room_id`).
 pub fn seated_room(error: &anyhow::Error) -> Option<String> {
     let status = error.downcast_ref::<tonic::Status>()?;
-    if status.code() != tonic::Code::FailedPrecondition {
+    if status.code() != tonic::Code::FailedPrecondition
+        || basra_platform::error::reason_of(status).as_deref() != Some("SEATED_IN_UNFINISHED_MATCH")
+    {
         return None;
     }
-    let rest = status.message().split("you are seated in room ").nth(1)?;
-    let id: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_hexdigit() || *c == '-')
-        .collect();
-    uuid::Uuid::parse_str(&id).ok().map(|_| id)
+    basra_platform::error::error_metadata_of(status, "room_id")
 }
