@@ -27,6 +27,12 @@ impl GameInternalService for GameApi {
         request: Request<CreateRoomRequest>,
     ) -> Result<Response<CreateRoomResponse>, Status> {
         auth::require_role(&auth::caller(&request)?, Role::Service)?;
+        if self.core.drain.is_cancelled() {
+            // A room made here would have nobody to serve its streams.
+            return Err(Status::unavailable(
+                "this replica is draining: create the room on another replica",
+            ));
+        }
         let request = request.into_inner();
         if request.room_id.is_empty() || request.room_id.len() > 128 {
             return Err(invalid("room_id must be 1..128 characters"));

@@ -985,6 +985,53 @@ async fn admin_needs_the_operator_role_and_closes_rooms() {
     replica.stop().await;
 }
 
+/// A draining replica makes no new rooms: nobody would serve their streams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draining_replica_refuses_new_rooms() {
+    let tokens = Tokens::new();
+    let replica = Replica::spawn(
+        redis_store(&prefix()).await,
+        &tokens,
+        config("r1", timing()),
+        None,
+    )
+    .await;
+    let seats = || vec![player_seat(Uuid::now_v7()), bot_seat(pb::BotLevel::Easy)];
+    let room = Uuid::now_v7().to_string();
+    create_room(
+        replica.channel().await,
+        &tokens,
+        &room,
+        seats(),
+        low_target(),
+    )
+    .await
+    .unwrap();
+    let operator = tokens.token(Uuid::now_v7(), Role::Operator);
+    GameAdminServiceClient::new(replica.channel().await)
+        .drain_replica(authed(
+            game::DrainReplicaRequest {
+                replica: String::new(),
+                deadline: None,
+            },
+            &operator,
+        ))
+        .await
+        .unwrap();
+    let room = Uuid::now_v7().to_string();
+    let err = create_room(
+        replica.channel().await,
+        &tokens,
+        &room,
+        seats(),
+        low_target(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err}");
+    replica.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_embedded_memory_store_serves_a_whole_match_too() {
     let tokens = Tokens::new();
