@@ -198,7 +198,8 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
     let service = AccountsApi::with_social(
         store,
         accounts::service::Social::new(social, shutdown.clone())
-            .with_revocations(revocations.clone()),
+            .with_revocations(revocations.clone())
+            .with_max_feeds(settings.friends.max_feeds_per_account),
         config,
     );
     let accounts_metrics = serve_metrics(service.metrics().registry(), shutdown.clone()).await?;

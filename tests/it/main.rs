@@ -14,5 +14,6 @@ mod metrics;
 mod prometheus;
 mod revocation;
 mod simulate;
+mod stream_limits;
 mod traces;
 mod web_client;

@@ -401,6 +401,11 @@ enum BotPolicy {
     Hard,
 }
 
+/// mimalloc, as accounts and game-session run alone: `basra dev` hashes passwords as
+/// accounts does (docs/performance.md, "Password hashing").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {

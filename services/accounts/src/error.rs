@@ -68,6 +68,9 @@ pub enum AccountsError {
         /// When a retry is likely to succeed.
         retry_after: Duration,
     },
+    /// An account holds its most WatchFriends streams here (RESOURCE_EXHAUSTED, retry hint).
+    #[error(transparent)]
+    TooManyStreams(#[from] basra_platform::stream_limit::TooManyStreams),
     /// Too many display name changes within the rolling window.
     #[error(
         "too many display name changes: the next one is allowed at {}",
@@ -197,6 +200,7 @@ impl ServiceError for AccountsError {
             AccountsError::RateLimited { .. }
             | AccountsError::SignupLimited { .. }
             | AccountsError::Overloaded { .. }
+            | AccountsError::TooManyStreams(_)
             | AccountsError::NameChangesLimited { .. } => Code::ResourceExhausted,
             AccountsError::UserNotFound => Code::NotFound,
             AccountsError::Friend(refusal) => refusal.code(),
@@ -228,6 +232,7 @@ impl ServiceError for AccountsError {
             AccountsError::RateLimited { retry_after }
             | AccountsError::SignupLimited { retry_after }
             | AccountsError::Overloaded { retry_after, .. } => Some(*retry_after),
+            AccountsError::TooManyStreams(refused) => refused.retry_after(),
             AccountsError::NameChangesLimited { next_change_at } => Some(
                 (*next_change_at - chrono::Utc::now())
                     .to_std()

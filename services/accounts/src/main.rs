@@ -4,6 +4,12 @@
 use anyhow::Context as _;
 use basra_platform::{shutdown, telemetry};
 
+/// mimalloc instead of glibc malloc: glibc kept the freed 19 MiB buffers of password
+/// hashes in per-thread arenas, so a flood of wrong passwords left the process hundreds
+/// of MiB larger for good (docs/performance.md, "Password hashing").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let settings = accounts::Settings::load().context("accounts settings")?;

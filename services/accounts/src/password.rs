@@ -1,9 +1,12 @@
 //! Password hashing with argon2id, off the async threads, a bounded number at a time.
 //!
-//! Each hash holds `memory_kib` of memory (19 MiB by default) and a blocking thread
-//! for tens of milliseconds, so a flood of Register or Login calls could exhaust
-//! memory and the blocking pool. At most `max_concurrent` run at once; a call that
-//! cannot get a slot within `queue_wait` is answered RESOURCE_EXHAUSTED with a retry hint.
+//! Each hash holds `memory_kib` of memory (19 MiB by default) and a thread for tens of
+//! milliseconds, so a flood of Register or Login calls could exhaust memory. At most
+//! `max_concurrent` run at once, on as many threads of their own ([`workers`]); a call
+//! that cannot get a slot within `queue_wait` is answered RESOURCE_EXHAUSTED with a
+//! retry hint.
+
+mod workers;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -15,6 +18,7 @@ use argon2::{Algorithm, Argon2, Params, Version};
 
 use crate::domain::Password;
 use crate::error::{AccountsError, Result};
+use workers::Workers;
 
 /// Hashes and checks passwords as argon2id PHC strings
 /// (`$argon2id$v=19$m=…,t=…,p=…$salt$hash`). The parameters of a stored hash
@@ -23,6 +27,7 @@ use crate::error::{AccountsError, Result};
 pub struct PasswordHasherPool {
     argon2: Arc<Argon2<'static>>,
     slots: Arc<Semaphore>,
+    workers: Workers,
     queue_wait: Duration,
     // A hash of a random password, checked when the username is unknown so that
     // a failed login takes as long whether or not the account exists.
@@ -34,6 +39,7 @@ impl std::fmt::Debug for PasswordHasherPool {
         f.debug_struct("PasswordHasherPool")
             .field("params", self.argon2.params())
             .field("free_slots", &self.slots.available_permits())
+            .field("threads", &self.workers.threads())
             .field("queue_wait", &self.queue_wait)
             .finish()
     }
@@ -42,7 +48,8 @@ impl std::fmt::Debug for PasswordHasherPool {
 impl PasswordHasherPool {
     /// argon2id with `memory_kib` KiB, `iterations` passes and one lane (the OWASP
     /// minimum is 19 MiB and 2 passes), at most `max_concurrent` hashes at once (at
-    /// least 1), a caller waiting at most `queue_wait` for its turn.
+    /// least 1, each on a thread of its own), a caller waiting at most `queue_wait` for
+    /// its turn.
     pub fn new(
         memory_kib: u32,
         iterations: u32,
@@ -51,9 +58,11 @@ impl PasswordHasherPool {
     ) -> Result<PasswordHasherPool> {
         let params = Params::new(memory_kib, iterations, 1, None)
             .map_err(|e| AccountsError::Internal(format!("bad argon2 parameters: {e}")))?;
+        let max_concurrent = max_concurrent.max(1);
         Ok(PasswordHasherPool {
             argon2: Arc::new(Argon2::new(Algorithm::Argon2id, Version::V0x13, params)),
-            slots: Arc::new(Semaphore::new(max_concurrent.max(1))),
+            slots: Arc::new(Semaphore::new(max_concurrent)),
+            workers: Workers::start("password-hash", max_concurrent)?,
             queue_wait,
             dummy: Arc::new(OnceLock::new()),
         })
@@ -82,12 +91,12 @@ impl PasswordHasherPool {
         let slot = self.slot().await?;
         let argon2 = Arc::clone(&self.argon2);
         let password = password.clone();
-        tokio::task::spawn_blocking(move || {
-            let _slot = slot;
-            hash_with(&argon2, password.expose())
-        })
-        .await
-        .map_err(|e| AccountsError::Internal(format!("password hashing task: {e}")))?
+        self.workers
+            .run(move || {
+                let _slot = slot;
+                hash_with(&argon2, password.expose())
+            })
+            .await?
     }
 
     /// Whether `password` matches the PHC string `hash`; `None` checks against a
@@ -97,30 +106,30 @@ impl PasswordHasherPool {
         let argon2 = Arc::clone(&self.argon2);
         let dummy = Arc::clone(&self.dummy);
         let password = password.clone();
-        tokio::task::spawn_blocking(move || {
-            let _slot = slot;
-            let (hash, real) = match hash {
-                Some(hash) => (hash, true),
-                None => {
-                    let dummy = match dummy.get() {
-                        Some(d) => d.clone(),
-                        None => {
-                            let d = hash_with(&argon2, &random_string())?;
-                            dummy.get_or_init(|| d).clone()
-                        }
-                    };
-                    (dummy, false)
-                }
-            };
-            let parsed = PasswordHash::new(&hash)
-                .map_err(|e| AccountsError::Internal(format!("stored password hash: {e}")))?;
-            let matches = argon2
-                .verify_password(password.expose().as_bytes(), &parsed)
-                .is_ok();
-            Ok(matches && real)
-        })
-        .await
-        .map_err(|e| AccountsError::Internal(format!("password check task: {e}")))?
+        self.workers
+            .run(move || {
+                let _slot = slot;
+                let (hash, real) = match hash {
+                    Some(hash) => (hash, true),
+                    None => {
+                        let dummy = match dummy.get() {
+                            Some(d) => d.clone(),
+                            None => {
+                                let d = hash_with(&argon2, &random_string())?;
+                                dummy.get_or_init(|| d).clone()
+                            }
+                        };
+                        (dummy, false)
+                    }
+                };
+                let parsed = PasswordHash::new(&hash)
+                    .map_err(|e| AccountsError::Internal(format!("stored password hash: {e}")))?;
+                let matches = argon2
+                    .verify_password(password.expose().as_bytes(), &parsed)
+                    .is_ok();
+                Ok(matches && real)
+            })
+            .await?
     }
 }
 

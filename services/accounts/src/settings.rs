@@ -183,6 +183,8 @@ pub struct FriendSettings {
     pub max_friends: u32,
     /// Most friend requests a player may send per UTC day.
     pub requests_per_day: u32,
+    /// Most WatchFriends streams one account holds open at once on this replica.
+    pub max_feeds_per_account: usize,
 }
 
 /// `[display_names]`.
@@ -254,9 +256,14 @@ impl Validate for Settings {
             ));
         }
 
-        if self.friends.max_friends == 0 || self.friends.requests_per_day == 0 {
+        if self.friends.max_friends == 0
+            || self.friends.requests_per_day == 0
+            || self.friends.max_feeds_per_account == 0
+        {
             return Err(
-                "friends.max_friends and friends.requests_per_day must be at least 1".into(),
+                "friends.max_friends, requests_per_day and max_feeds_per_account must be at \
+                 least 1"
+                    .into(),
             );
         }
 

@@ -185,8 +185,9 @@ impl App {
         )
         .await
         .map_err(|e| AccountsError::bad_setting(format!("redis (revoked accounts): {e}")))?;
-        let social =
-            service::Social::new(social, social_shutdown.clone()).with_revocations(revocations);
+        let social = service::Social::new(social, social_shutdown.clone())
+            .with_revocations(revocations)
+            .with_max_feeds(settings.friends.max_feeds_per_account);
         let service = match settings.database.kind() {
             DatabaseKind::Memory => {
                 tracing::warn!("database.url is \"memory\": accounts live in this process only");

@@ -341,6 +341,8 @@ fn serve() -> anyhow::Result<()> {
                 turn_slack_ms: 1_000,
             },
             max_streams: 1_000_000,
+            // The load's spectators are one account with a stream per room watched.
+            streams_per_account: game_session::StreamsPerAccount::new(usize::MAX, usize::MAX),
             join_concurrency: std::env::var("LOAD_JOIN_CONCURRENCY")
                 .ok()
                 .and_then(|n| n.parse().ok())

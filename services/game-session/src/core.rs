@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use basra_engine::Seed;
+use basra_platform::stream_limit::{self, AccountStream};
 use rand::RngCore as _;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
@@ -64,6 +65,8 @@ pub struct ServiceConfig {
     pub timing: Timing,
     /// Most open Play streams on this replica.
     pub max_streams: usize,
+    /// The open Play and Watch streams of each account here, and their limits.
+    pub streams_per_account: StreamsPerAccount,
     /// Most joins doing their Redis work at once on this replica; the others wait for a
     /// turn (see [`Core::join_turn`]).
     pub join_concurrency: usize,
@@ -99,6 +102,40 @@ impl ServiceConfig {
             self.walk_lease(),
         )
     }
+}
+
+/// The Play and Watch streams each account holds open on this replica (clones share the
+/// counts), each kind refused past its limit.
+#[derive(Debug, Clone)]
+pub struct StreamsPerAccount {
+    play: stream_limit::StreamsPerAccount,
+    watch: stream_limit::StreamsPerAccount,
+}
+
+impl StreamsPerAccount {
+    /// At most `play` Play and `watch` Watch streams per account.
+    pub fn new(play: usize, watch: usize) -> StreamsPerAccount {
+        StreamsPerAccount {
+            play: stream_limit::StreamsPerAccount::new("Play", play),
+            watch: stream_limit::StreamsPerAccount::new("Watch", watch),
+        }
+    }
+}
+
+impl Default for StreamsPerAccount {
+    /// The limits of `config/default.toml`.
+    fn default() -> StreamsPerAccount {
+        StreamsPerAccount::new(4, 8)
+    }
+}
+
+/// The kind of a stream, for its account's limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// `GameService.Play`.
+    Play,
+    /// `GameService.Watch`.
+    Watch,
 }
 
 /// The outcome of [`Core::mutate`].
@@ -662,13 +699,19 @@ impl Core {
             .map_err(|_| GameError::Unavailable("this replica is stopping".into()))
     }
 
-    /// Takes a stream slot, or refuses the stream at capacity or while draining.
-    pub fn admit(self: &Arc<Self>) -> Result<StreamPermit> {
+    /// Takes a stream slot of the replica and one of `user`'s for `kind`, or refuses the
+    /// stream at either limit or while draining.
+    pub fn admit(self: &Arc<Self>, user: uuid::Uuid, kind: StreamKind) -> Result<StreamPermit> {
         if self.drain.is_cancelled() || self.shutdown.is_cancelled() {
             return Err(GameError::Unavailable(
                 "this replica is draining; reconnect elsewhere".into(),
             ));
         }
+        let limits = &self.config.streams_per_account;
+        let account = match kind {
+            StreamKind::Play => limits.play.open(user),
+            StreamKind::Watch => limits.watch.open(user),
+        }?;
         let Ok(slot) = Arc::clone(&self.stream_slots).try_acquire_owned() else {
             self.metrics.streams_refused.inc();
             return Err(GameError::Exhausted(format!(
@@ -679,6 +722,7 @@ impl Core {
         self.metrics.open_streams.inc();
         Ok(StreamPermit {
             _slot: slot,
+            _account: account,
             metrics: Arc::clone(&self.metrics),
         })
     }
@@ -693,6 +737,7 @@ impl Core {
 #[derive(Debug)]
 pub struct StreamPermit {
     _slot: OwnedSemaphorePermit,
+    _account: AccountStream,
     metrics: Arc<GameMetrics>,
 }
 

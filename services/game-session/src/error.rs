@@ -24,6 +24,9 @@ pub enum GameError {
     /// A capacity limit (RESOURCE_EXHAUSTED).
     #[error("{0}")]
     Exhausted(String),
+    /// An account holds its most streams of a kind here (RESOURCE_EXHAUSTED, retry hint).
+    #[error(transparent)]
+    TooManyStreams(#[from] basra_platform::stream_limit::TooManyStreams),
     /// This replica is draining or stopping (UNAVAILABLE).
     #[error("{0}")]
     Unavailable(String),
@@ -51,13 +54,20 @@ impl ServiceError for GameError {
             GameError::RoomNotFound(_) | GameError::NotFound(_) => Code::NotFound,
             GameError::Denied(_) => Code::PermissionDenied,
             GameError::Precondition(_) => Code::FailedPrecondition,
-            GameError::Exhausted(_) => Code::ResourceExhausted,
+            GameError::Exhausted(_) | GameError::TooManyStreams(_) => Code::ResourceExhausted,
             GameError::Unavailable(_) | GameError::Redis(_) | GameError::Contention(_) => {
                 Code::Unavailable
             }
             GameError::Corrupt(_) | GameError::Internal(_) | GameError::Settings(_) => {
                 Code::Internal
             }
+        }
+    }
+
+    fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            GameError::TooManyStreams(refused) => refused.retry_after(),
+            _ => None,
         }
     }
 }

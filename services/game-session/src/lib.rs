@@ -63,7 +63,7 @@ pub mod store;
 pub mod timing;
 pub mod walks;
 
-pub use crate::core::{Core, ServiceConfig};
+pub use crate::core::{Core, ServiceConfig, StreamsPerAccount};
 pub use error::GameError;
 pub use outbox::AccountsLink;
 pub use settings::Settings;

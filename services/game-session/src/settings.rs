@@ -63,6 +63,10 @@ pub struct GameSettings {
     pub turn_slack_ms: u64,
     /// Most Play streams open at once on this replica.
     pub max_streams: usize,
+    /// Most Play streams one account holds open at once on this replica.
+    pub max_play_streams_per_account: usize,
+    /// Most Watch streams one account holds open at once on this replica.
+    pub max_watch_streams_per_account: usize,
     /// Most joins doing their Redis work at once on this replica; more wait their turn.
     pub join_concurrency: usize,
     /// Seconds a new stream may take to send its Join.
@@ -156,6 +160,13 @@ impl Validate for GameSettings {
         if self.max_streams == 0 {
             return Err("game.max_streams must be at least 1".into());
         }
+        if self.max_play_streams_per_account == 0 || self.max_watch_streams_per_account == 0 {
+            return Err(
+                "game.max_play_streams_per_account and max_watch_streams_per_account must be \
+                 at least 1"
+                    .into(),
+            );
+        }
         if !(1..=10_000).contains(&self.join_concurrency) {
             return Err(format!(
                 "game.join_concurrency must be 1..=10000, not {}",
@@ -200,6 +211,10 @@ impl GameSettings {
             replica,
             timing: self.timing(),
             max_streams: self.max_streams,
+            streams_per_account: crate::StreamsPerAccount::new(
+                self.max_play_streams_per_account,
+                self.max_watch_streams_per_account,
+            ),
             join_concurrency: self.join_concurrency,
             join_timeout: self.join_timeout(),
             timer_poll: Duration::from_millis(self.timer_poll_ms),

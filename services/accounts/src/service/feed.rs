@@ -13,11 +13,11 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use basra_platform::auth::{Caller, Role};
 use basra_platform::revocation::Revocations;
+use basra_platform::stream_limit::{AccountStream, StreamsPerAccount};
 use basra_proto::basra::accounts::v1 as pb;
 use basra_records::wire::timestamp_to_proto;
 use prost::Message as _;
@@ -38,7 +38,8 @@ pub const LOOK_AGAIN_EVERY: Duration = Duration::from_secs(30);
 const LAPSE_MARGIN: Duration = Duration::from_millis(50);
 /// How often an open feed repeats its player's "online" report.
 const ONLINE_EVERY: Duration = Duration::from_secs(20);
-/// The most feeds one player may have open on one replica.
+/// The most feeds one player may have open on one replica unless set otherwise
+/// (`friends.max_feeds_per_account`).
 pub const MAX_FEEDS_PER_PLAYER: usize = 4;
 /// The most reports in one ReportPresence call.
 pub const MAX_REPORTS_PER_CALL: usize = 1000;
@@ -57,7 +58,7 @@ pub struct Social {
     /// The banned and deleted accounts (refused by every service).
     revocations: Revocations,
     /// Open feeds per player on this replica (the "online" report ends with the last).
-    feeds: Arc<Mutex<HashMap<Uuid, usize>>>,
+    feeds: StreamsPerAccount,
     /// How often a feed looks at its friends' presence again.
     look_again: Duration,
 }
@@ -70,9 +71,15 @@ impl Social {
             store,
             hub,
             revocations: Revocations::in_memory(),
-            feeds: Arc::default(),
+            feeds: StreamsPerAccount::new("WatchFriends", MAX_FEEDS_PER_PLAYER),
             look_again: LOOK_AGAIN_EVERY,
         }
+    }
+
+    /// At most `max` feeds per player on this replica instead of [`MAX_FEEDS_PER_PLAYER`].
+    pub fn with_max_feeds(mut self, max: usize) -> Social {
+        self.feeds = StreamsPerAccount::new("WatchFriends", max);
+        self
     }
 
     /// Feeds look again every `every` instead of [`LOOK_AGAIN_EVERY`] (tests).
@@ -98,25 +105,18 @@ impl Social {
         &self.revocations
     }
 
-    /// Counts a new feed of `user`; refused past [`MAX_FEEDS_PER_PLAYER`].
+    /// Counts a new feed of `user`; refused past the most feeds per player.
     fn open_feed(
         &self,
         user: Uuid,
         gauge: prometheus_client::metrics::gauge::Gauge,
     ) -> Result<OpenFeed> {
-        let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
-        let count = feeds.entry(user).or_default();
-        if *count >= MAX_FEEDS_PER_PLAYER {
-            return Err(AccountsError::Overloaded {
-                what: "your open WatchFriends streams (at most 4)",
-                retry_after: Duration::from_secs(5),
-            });
-        }
-        *count += 1;
+        let slot = self.feeds.open(user)?;
         gauge.inc();
         Ok(OpenFeed {
             social: self.clone(),
             user,
+            slot: Some(slot),
             gauge,
         })
     }
@@ -126,6 +126,7 @@ impl Social {
 struct OpenFeed {
     social: Social,
     user: Uuid,
+    slot: Option<AccountStream>,
     /// `basra_accounts_feeds_open`.
     gauge: prometheus_client::metrics::gauge::Gauge,
 }
@@ -133,19 +134,7 @@ struct OpenFeed {
 impl Drop for OpenFeed {
     fn drop(&mut self) {
         self.gauge.dec();
-        let last = {
-            let mut feeds = self.social.feeds.lock().unwrap_or_else(|e| e.into_inner());
-            match feeds.get_mut(&self.user) {
-                Some(count) if *count > 1 => {
-                    *count -= 1;
-                    false
-                }
-                _ => {
-                    feeds.remove(&self.user);
-                    true
-                }
-            }
-        };
+        let last = self.slot.take().is_some_and(|slot| slot.close() == 0);
         if last {
             let store = self.social.store.clone();
             let user = self.user;

@@ -10,7 +10,7 @@ use tonic::{Request, Status, Streaming};
 use tracing::Instrument as _;
 
 use super::{GameApi, invalid};
-use crate::core::{Mutation, StreamPermit};
+use crate::core::{Mutation, StreamKind, StreamPermit};
 use crate::error::GameError;
 use crate::response::{SendQueue, SessionStream};
 use crate::session::{Connected, Session, Start, inbound_status};
@@ -160,7 +160,7 @@ impl GameApi {
         let caller = auth::caller(&request)?;
         let user_id = caller.user_id.to_string();
         tracing::Span::current().record("user_id", user_id.as_str());
-        let permit = self.core.admit()?;
+        let permit = self.core.admit(caller.user_id, StreamKind::Play)?;
         let mut inbound = request.into_inner();
         let first = tokio::time::timeout(self.core.config.join_timeout, inbound.message())
             .await

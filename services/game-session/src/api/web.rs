@@ -17,6 +17,7 @@ use tonic::{Code, Request, Response, Status};
 
 use crate::actions::{self, Acted, Refusal};
 use crate::api::GameApi;
+use crate::core::StreamKind;
 use crate::error::GameError;
 
 /// The metadata key naming a refused action's [`RejectCode`].
@@ -34,7 +35,7 @@ pub(crate) async fn watch(
     let caller = auth::caller(&request)?;
     let user_id = caller.user_id.to_string();
     tracing::Span::current().record("user_id", user_id.as_str());
-    let permit = service.core().admit()?;
+    let permit = service.core().admit(caller.user_id, StreamKind::Watch)?;
     let request = request.into_inner();
     let join = game::Join {
         room_id: request.room_id,

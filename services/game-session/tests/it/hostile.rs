@@ -261,3 +261,86 @@ async fn a_watcher_that_never_reads_holds_up_nobody() {
     assert_eq!(ea.expect("a saw the end"), eb.expect("b saw the end"));
     replica.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_account_cannot_take_the_replicas_streams_from_the_players() {
+    let tokens = Tokens::new();
+    let mut cfg = config("r1", timing());
+    // Room for the players' two streams besides the most one account may hold.
+    cfg.max_streams = 7;
+    cfg.streams_per_account = game_session::StreamsPerAccount::new(2, 3);
+    let replica = Replica::spawn(redis_store(&prefix()).await, &tokens, cfg, None).await;
+    let (room, ua, ub) = two_player_room(&replica, &tokens).await;
+    let guest = tokens.token(Uuid::now_v7(), Role::Player);
+    let mut client = GameServiceClient::new(replica.channel().await);
+    let watch = || {
+        authed(
+            game::WatchRequest {
+                room_id: room.clone(),
+                last_seen_seq: None,
+                spectate: true,
+            },
+            &guest,
+        )
+    };
+
+    // One guest spectates with as many streams as it can: Watch, then Play.
+    let mut watches = Vec::new();
+    let mut refusals = Vec::new();
+    for _ in 0..10 {
+        match client.watch(watch()).await {
+            Ok(stream) => watches.push(stream.into_inner()),
+            Err(status) => refusals.push(status),
+        }
+    }
+    let mut plays = Vec::new();
+    for _ in 0..10 {
+        match open(replica.channel().await, &guest, spectate_message(&room)).await {
+            Ok(stream) => plays.push(stream),
+            Err(status) => refusals.push(status),
+        }
+    }
+    assert_eq!((watches.len(), plays.len()), (3, 2));
+    assert_eq!(refusals.len(), 15);
+    for refused in &refusals {
+        assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+        assert_eq!(
+            basra_platform::error::retry_after_of(refused),
+            Some(basra_platform::stream_limit::RETRY_AFTER),
+            "{refused:?}"
+        );
+    }
+    assert!(refusals[0].message().contains("Watch"), "{:?}", refusals[0]);
+    assert!(
+        refusals[14].message().contains("Play"),
+        "{:?}",
+        refusals[14]
+    );
+
+    // The players still get in and play.
+    let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, None).await;
+    let mut b = Player::join(replica.channel().await, &tokens, ub, 1, &room, None).await;
+    assert!(matches!(
+        a.next().await.unwrap().event,
+        Some(E::Snapshot(_))
+    ));
+    assert!(matches!(
+        b.next().await.unwrap().event,
+        Some(E::Snapshot(_))
+    ));
+
+    // A closed stream frees its account's slot (and the replica's).
+    drop(watches.pop());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match client.watch(watch()).await {
+            Ok(stream) => break watches.push(stream.into_inner()),
+            Err(status) if tokio::time::Instant::now() < deadline => {
+                assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(status) => panic!("the slot was not freed: {status:?}"),
+        }
+    }
+    replica.stop().await;
+}

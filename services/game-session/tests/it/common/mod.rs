@@ -83,6 +83,7 @@ pub fn config(replica: &str, timing: Timing) -> ServiceConfig {
         replica: replica.into(),
         timing,
         max_streams: 100,
+        streams_per_account: Default::default(),
         join_concurrency: 16,
         join_timeout: Duration::from_secs(5),
         timer_poll: Duration::from_millis(20),
