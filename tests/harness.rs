@@ -35,6 +35,9 @@ pub struct Backend {
     /// The operator signing key game-session and accounts trust for `operator` tokens: (kid, PKCS#8
     /// PEM) (`spawn_backend` only).
     pub operator_key: Option<(String, String)>,
+    /// Every signing key of the deployment, by whose it is (`accounts`, `game-session`,
+    /// `matchmaking`, `operator`): (kid, PKCS#8 PEM) (`spawn_backend` only).
+    pub signing_keys: Vec<(&'static str, String, String)>,
     /// Where each service serves its Prometheus metrics (`spawn_backend` only).
     pub metrics: Option<MetricsEndpoints>,
     database: Option<TestDatabase>,
@@ -107,6 +110,7 @@ pub async fn spawn_dev_with(
         db: None,
         metrics: None,
         operator_key: None,
+        signing_keys: Vec::new(),
         database: None,
         redis: None,
         shutdown,
@@ -147,21 +151,34 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
     settings.passwords.memory_kib = 1024;
     settings.passwords.iterations = 1;
     settings.leaderboard.min_ranked_matches = 1;
-    let game_identity = Arc::new(ServiceIdentity::new(
+    let (game_key, matchmaking_key, accounts_key, operator) = (
         SigningKey::generate(),
+        SigningKey::generate(),
+        SigningKey::generate(),
+        SigningKey::generate(),
+    );
+    let signing_keys = [
+        ("accounts", &accounts_key),
+        ("game-session", &game_key),
+        ("matchmaking", &matchmaking_key),
+        ("operator", &operator),
+    ]
+    .map(|(whose, key)| (whose, key.kid().to_owned(), key.private_pem()))
+    .to_vec();
+    let game_identity = Arc::new(ServiceIdentity::new(
+        game_key,
         &settings.auth.issuer,
         &settings.auth.audience,
         service_token_ttl,
     ));
     let matchmaking_identity = Arc::new(ServiceIdentity::new(
-        SigningKey::generate(),
+        matchmaking_key,
         &settings.auth.issuer,
         &settings.auth.audience,
         service_token_ttl,
     ));
-    let mut config = accounts::service_config(&settings, SigningKey::generate())?;
+    let mut config = accounts::service_config(&settings, accounts_key)?;
     // The operators' key: game-session's and accounts' admin services trust it.
-    let operator = SigningKey::generate();
     let operator_trusted = TrustedKey {
         kid: operator.kid().to_owned(),
         public_pem: operator.public_pem(),
@@ -299,6 +316,7 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
         },
         db: Some(db),
         operator_key: Some((operator.kid().to_owned(), operator.private_pem())),
+        signing_keys,
         metrics: Some(MetricsEndpoints {
             accounts: accounts_metrics,
             game: game_metrics,

@@ -11,6 +11,10 @@
 - The manifests agree with the services: each Deployment's gRPC probes and ports match
   its settings file's listen port and the service's health name in the source, and the
   termination grace period covers the preStop pause plus the drain.
+- Only client services are routed: every GRPCRoute match names a service of proto/ that
+  is neither internal (`internal.proto`: service-to-service) nor admin (`admin.proto`),
+  by its exact name, and every HTTPRoute path is `/` (the page, to the web backend) or
+  `/<such a service>/`; no route reaches an internal or admin method by any path.
 - Browsers reach what native clients reach: the HTTPRoute of the web listener sends each
   gRPC service the GRPCRoute routes (its path prefix `/<service>/`, gRPC-Web) to the same
   backend, and every ConfigMap a Deployment reads a setting from is in the overlay.
@@ -176,22 +180,51 @@ def check_deployment(doc: dict, where: str) -> None:
         problem(where, "resource requests and limits are not both set")
 
 
+def proto_services() -> dict[str, str]:
+    """Every gRPC service of proto/ by its full name: "client", "internal" or "admin"."""
+    services = {}
+    for path in sorted((ROOT / "proto").rglob("*.proto")):
+        text = path.read_text()
+        package = re.search(r"^package\s+([\w.]+)\s*;", text, re.M)
+        kind = {"internal.proto": "internal", "admin.proto": "admin"}.get(path.name, "client")
+        for name in re.findall(r"^service\s+(\w+)", text, re.M):
+            services[f"{package.group(1)}.{name}" if package else name] = kind
+    return services
+
+
 def check_routes(docs: list[dict], overlay: str) -> None:
-    """gRPC-Web paths route as the GRPCRoute does; env settings' ConfigMaps exist."""
+    """Only client services are routed; gRPC-Web paths route as the GRPCRoute does; env
+    settings' ConfigMaps exist."""
+    services = proto_services()
+    clients = {name for name, kind in services.items() if kind == "client"}
     grpc, web = {}, {}
     for doc in docs:
         for rule in doc.get("spec", {}).get("rules", []) if doc.get("kind") in ("GRPCRoute", "HTTPRoute") else []:
             backends = [(b["name"], b.get("port")) for b in rule.get("backendRefs", [])]
-            for match in rule.get("matches", []):
-                if doc["kind"] == "GRPCRoute" and "service" in match.get("method", {}):
-                    grpc[match["method"]["service"]] = backends
-                elif doc["kind"] == "HTTPRoute" and "path" in match:
-                    web[match["path"]["value"]] = backends
+            where = f"{overlay}: {doc['kind']}/{doc['metadata']['name']}"
+            for match in rule.get("matches", []) or [{}]:
+                if doc["kind"] == "GRPCRoute":
+                    method = match.get("method", {})
+                    if method.get("type", "Exact") != "Exact" or method.get("service") not in clients:
+                        problem(where, f"a match {method or 'of everything'} routes more than a client "
+                                f"service by its exact name (client services: {sorted(clients)}; "
+                                f"internal and admin services are never routed)")
+                    else:
+                        grpc[method["service"]] = backends
+                elif doc["kind"] == "HTTPRoute":
+                    path = match.get("path", {"value": "/"})["value"]
+                    service = path.strip("/")
+                    if path != "/" and (not path.startswith("/") or not path.endswith("/") or service not in clients):
+                        problem(where, f"path {path!r} is neither / nor /<client service>/ "
+                                f"(internal and admin services are never routed)")
+                    web[path] = backends
     for service, backends in grpc.items():
         if web.get(f"/{service}/") != backends:
             problem(f"{overlay}: HTTPRoute", f"gRPC-Web path /{service}/ does not go to {backends} as the GRPCRoute does")
     if grpc and "/" not in web:
         problem(f"{overlay}: HTTPRoute", "no rule for the page (/)")
+    elif grpc and any(web["/"] == backends for backends in grpc.values()):
+        problem(f"{overlay}: HTTPRoute", "the page's rule (/) goes to a gRPC service's backend")
     config_maps = {d["metadata"]["name"] for d in docs if d.get("kind") == "ConfigMap"}
     for doc in docs:
         if doc.get("kind") not in ("Deployment", "CronJob"):

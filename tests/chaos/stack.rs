@@ -836,8 +836,6 @@ lease_ms = 6000
 
 [accounts]
 url = "{accounts}"
-retry_min_ms = 200
-retry_max_ms = 2000
 
 [auth]
 [[auth.trusted_keys]]

@@ -10,6 +10,7 @@ mod deployed;
 mod e2e;
 mod hostile;
 mod identity;
+mod key_roles;
 mod metrics;
 mod prometheus;
 mod revocation;

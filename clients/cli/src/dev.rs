@@ -58,10 +58,12 @@ pub struct Started {
 /// and serves them on one port until `shutdown` is cancelled. `ready` hears where it
 /// listens once it is accepting connections.
 ///
-/// One signing key signs everything here: accounts' access tokens, and the service tokens
-/// game-session and matchmaking mint with it as their `[identity]`. accounts trusts its
-/// own key for every role, and its verifier guards the one port; the other two trust it
-/// for players, as they trust accounts' key in production.
+/// One development signing key signs everything here: accounts' access tokens, the
+/// service tokens game-session and matchmaking mint with it as their `[identity]`, and
+/// operator tokens (`basra admin token`). accounts trusts it for players as its own key
+/// and, listed again in its `trusted_keys`, for services and operators (in production
+/// each role has its own key); accounts' verifier guards the one port; the other two
+/// trust it for players, as they trust accounts' key in production.
 pub async fn run(
     options: DevOptions,
     shutdown: CancellationToken,
@@ -131,6 +133,10 @@ pub async fn run(
     let redis = options.redis_url.clone().unwrap_or_else(|| "memory".into());
 
     accounts_settings.identity = keys.identity(&accounts_settings.identity);
+    accounts_settings
+        .auth
+        .trusted_keys
+        .extend([keys.trusted(Role::Service), keys.trusted(Role::Operator)]);
     // Presence and the friends' feed beside the rooms and the queue.
     accounts_settings.redis.url = redis.clone();
     if let Some(database) = &options.database_url {

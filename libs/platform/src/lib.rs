@@ -9,7 +9,6 @@
 //! | [`serve`](mod@serve) | the gRPC server: auth, RED metrics, health, reflection, graceful drain |
 //! | [`shutdown`] | a [`CancellationToken`](tokio_util::sync::CancellationToken) cancelled on SIGTERM or SIGINT |
 //! | [`redis`](mod@redis) | one Redis layer: a single node or a cluster by the URL setting, key prefix and hash tags, scripts, sharded pub/sub with resubscription |
-//! | [`moved_methods`] | the previous release's paths of the service-to-service calls, served for one release (rolling upgrades) |
 //! | [`metrics`] | Prometheus metrics (`prometheus-client`) served on `GET /metrics`, with the RED metrics of every call (by method and status code) and the process's figures |
 //! | [`client_addr`] | the client's address behind trusted proxies (`forwarded`, `x-forwarded-for`), for per-address limits |
 //! | [`client_info`] | the client app behind a call (`basra-client: web/1.2.0`): platform and version, for analytics |
@@ -32,7 +31,6 @@ pub mod client_info;
 pub mod config;
 pub mod error;
 pub mod metrics;
-pub mod moved_methods;
 pub mod presence;
 pub mod ratelimit;
 pub mod redis;

@@ -227,9 +227,6 @@ pub async fn serve(
         .layer(CallsLayer)
         .layer(cors(&allowed_origins))
         .layer(tonic_web::GrpcWebLayer::new())
-        // The previous release's service-to-service paths, rewritten before anything
-        // reads the path (crate::moved_methods; for one release).
-        .layer(crate::moved_methods::MovedMethodsLayer)
         // Inside gRPC-Web (it sees plain gRPC: the status in trailers), outside auth
         // (refusals count).
         .layer(crate::metrics::RpcLayer::new(rpc_metrics.clone()))

@@ -17,9 +17,7 @@ use tonic::service::Routes;
 
 use crate::error::Result;
 use crate::password::PasswordHasherPool;
-use crate::service::{
-    self, AccountsApi, PUBLIC_METHODS, SERVICE_NAMES, ServiceConfig, issue_service_token,
-};
+use crate::service::{self, AccountsApi, PUBLIC_METHODS, SERVICE_NAMES, ServiceConfig};
 use crate::settings::DatabaseKind;
 use crate::store::{LeaderboardRules, MemoryStore, PgStore, Store};
 use crate::{AccountsError, AccountsMetrics, Settings, friends, names, social};
@@ -103,12 +101,7 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
     let issuer = TokenIssuer::new(key, &settings.auth.issuer, &settings.auth.audience);
     let trusted_keys = basra_platform::auth::load_trusted(&settings.auth.trusted_keys)
         .map_err(|e| AccountsError::bad_setting(format!("auth.trusted_keys: {e}")))?;
-    // A bad or duplicate kid fails here, before any socket is bound.
-    issuer
-        .verifier()
-        .and_trusting(trusted_keys.clone())
-        .map_err(|e| AccountsError::bad_setting(format!("auth.trusted_keys: {e}")))?;
-    Ok(ServiceConfig {
+    let config = ServiceConfig {
         trusted_keys,
         issuer,
         access_ttl: settings.tokens.access_ttl(),
@@ -152,7 +145,12 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
             tracing::info!(enabled = ?providers.enabled(), "sign-in with identity providers");
             providers
         },
-    })
+    };
+    // A bad or duplicate kid fails here, before any socket is bound.
+    config
+        .verifier()
+        .map_err(|e| AccountsError::bad_setting(format!("auth.trusted_keys: {e}")))?;
+    Ok(config)
 }
 
 /// A service ready to serve: its store connected (and migrated) and its
@@ -241,15 +239,6 @@ impl App {
             AppService::Memory(s) => s.revocations(),
             AppService::Postgres(s) => s.revocations(),
         }
-    }
-
-    /// Mints a service token signed by this app's key.
-    pub fn issue_service_token(
-        &self,
-        service_id: uuid::Uuid,
-        ttl: Duration,
-    ) -> Result<basra_platform::auth::IssuedToken> {
-        issue_service_token(self.issuer(), service_id, ttl)
     }
 
     /// Everything but the gRPC listener: serves the metrics on `metrics.listen` when it

@@ -32,10 +32,21 @@ pub(crate) async fn accounts_service(pool: PgPool) -> Running {
         .map(|(k, v)| (k.to_owned(), v.to_owned())),
     )
     .unwrap();
-    let config = accounts::service_config(&settings, SigningKey::generate()).unwrap();
+    let mut config = accounts::service_config(&settings, SigningKey::generate()).unwrap();
+    // The simulation's service key, trusted for that role alone (as in production).
+    let service_issuer = basra_platform::auth::TokenIssuer::new(
+        SigningKey::generate(),
+        &settings.auth.issuer,
+        &settings.auth.audience,
+    );
+    config.trusted_keys.push(basra_platform::auth::TrustedKey {
+        kid: service_issuer.kid().to_owned(),
+        public_pem: service_issuer.public_pem().to_owned(),
+        roles: vec![basra_platform::auth::Role::Service],
+    });
     let service = AccountsApi::new(PgStore::new(pool), config);
     let token = accounts::issue_service_token(
-        service.issuer(),
+        &service_issuer,
         uuid::Uuid::now_v7(),
         Duration::from_secs(300),
     )

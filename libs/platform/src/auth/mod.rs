@@ -119,6 +119,15 @@ pub fn caller<T>(request: &tonic::Request<T>) -> Result<Caller, Status> {
         .ok_or_else(|| Status::unauthenticated(AuthError::Missing.to_string()))
 }
 
+/// The verified caller of a player's call: [`caller`], and `PERMISSION_DENIED` when the
+/// token's role is not `player` (a service or an operator acts through its own methods,
+/// never as a player).
+pub fn player<T>(request: &tonic::Request<T>) -> Result<Caller, Status> {
+    let caller = caller(request)?;
+    require_role(&caller, Role::Player)?;
+    Ok(caller)
+}
+
 /// `Ok` if the caller has `role`, else `PERMISSION_DENIED` naming the role
 /// the call needs.
 pub fn require_role(caller: &Caller, role: Role) -> Result<(), Status> {

@@ -132,6 +132,7 @@ struct VerifiedClaims {
 pub struct TokenIssuer {
     kid: String,
     public_pem: String,
+    public_bytes: [u8; 32],
     encoding: EncodingKey,
     decoding: DecodingKey,
     issuer: String,
@@ -150,6 +151,7 @@ impl TokenIssuer {
             encoding: EncodingKey::from_ed_der(der.as_bytes()),
             decoding: DecodingKey::from_ed_der(key.key.verifying_key().as_bytes()),
             public_pem: key.public_pem(),
+            public_bytes: key.key.verifying_key().to_bytes(),
             kid: key.kid,
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),
@@ -193,15 +195,28 @@ impl TokenIssuer {
         &self.public_pem
     }
 
-    /// A verifier accepting exactly this issuer's tokens (same key, issuer
-    /// and audience): what accounts itself, or a one-process dev setup, uses.
+    /// A verifier accepting this issuer's tokens (same key, issuer and audience) of any
+    /// role: for tests and one-key tools. A service binds its key to roles with
+    /// [`TokenIssuer::verifier_for`].
     pub fn verifier(&self) -> TokenVerifier {
+        self.verifier_with(None)
+    }
+
+    /// A verifier accepting this issuer's tokens of `roles` only: accounts trusts its own
+    /// key for `player` tokens, and any other role only where it lists the same key in
+    /// [`TokenVerifier::and_trusting`] (as `basra dev`'s one development key does).
+    pub fn verifier_for(&self, roles: &[Role]) -> TokenVerifier {
+        self.verifier_with(Some(roles.to_vec()))
+    }
+
+    fn verifier_with(&self, roles: Option<Vec<Role>>) -> TokenVerifier {
         TokenVerifier::from_keys(
             HashMap::from([(
                 self.kid.clone(),
                 VerificationKey {
                     key: self.decoding.clone(),
-                    roles: None,
+                    public: self.public_bytes,
+                    roles,
                 },
             )]),
             &self.issuer,
@@ -221,8 +236,9 @@ impl fmt::Debug for TokenIssuer {
 }
 
 /// Verifies access tokens: only EdDSA, the `kid` must name a known key, `iss`
-/// and `aud` must match, `exp` must not be past (30 s leeway). Cheap to
-/// clone (the keys are shared).
+/// and `aud` must match, `exp` must not be past and `nbf`, when present, not ahead
+/// (30 s leeway both), and the role must be one the key may sign. Cheap to clone (the
+/// keys are shared).
 #[derive(Clone)]
 pub struct TokenVerifier {
     inner: Arc<VerifierInner>,
@@ -237,6 +253,8 @@ struct VerifierInner {
 #[derive(Clone)]
 struct VerificationKey {
     key: DecodingKey,
+    /// The Ed25519 public key, to tell the same key listed again from another.
+    public: [u8; 32],
     roles: Option<Vec<Role>>,
 }
 
@@ -291,7 +309,9 @@ impl TokenVerifier {
         Ok(verifier)
     }
 
-    /// This verifier, also accepting tokens signed by `keys` (each for its roles).
+    /// This verifier, also accepting tokens signed by `keys` (each for its roles). A kid
+    /// already trusted may be listed again with the same public key, for more roles; with
+    /// another key it is refused.
     pub fn and_trusting(&self, keys: Vec<TrustedKey>) -> Result<TokenVerifier, AuthError> {
         let mut all = self.inner.keys.clone();
         for key in keys {
@@ -327,6 +347,8 @@ impl TokenVerifier {
     fn from_keys(keys: HashMap<String, VerificationKey>, issuer: &str, audience: &str) -> Self {
         let mut validation = Validation::new(Algorithm::EdDSA);
         validation.leeway = LEEWAY_SECONDS;
+        // A token not valid yet (`nbf` ahead, past the same leeway as `exp`) is refused.
+        validation.validate_nbf = true;
         validation.set_issuer(&[issuer]);
         validation.set_audience(&[audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
@@ -391,6 +413,9 @@ impl fmt::Debug for TokenVerifier {
 fn verify_error(kind: ErrorKind) -> AuthError {
     match kind {
         ErrorKind::ExpiredSignature => AuthError::Expired,
+        ErrorKind::ImmatureSignature => {
+            AuthError::Invalid("the token is not valid yet (nbf is in the future)".into())
+        }
         ErrorKind::InvalidToken | ErrorKind::Base64(_) | ErrorKind::Utf8(_) => AuthError::Malformed,
         ErrorKind::InvalidSignature => AuthError::Invalid("bad signature".into()),
         ErrorKind::InvalidAlgorithm => {
@@ -411,7 +436,8 @@ fn verify_error(kind: ErrorKind) -> AuthError {
     }
 }
 
-/// Adds `(kid, pem)` to `keys`, refusing a bad key or a kid listed twice.
+/// Adds `(kid, pem)` to `keys`, refusing a bad key or a kid listed twice, except the same
+/// key listed again for more roles (it then signs the roles of both listings).
 fn add_key(
     keys: &mut HashMap<String, VerificationKey>,
     kid: String,
@@ -425,16 +451,35 @@ fn add_key(
              (`-----BEGIN PUBLIC KEY-----`): {err}"
         ))
     })?;
-    let key = VerificationKey {
-        key: DecodingKey::from_ed_der(public.as_bytes()),
-        roles,
-    };
-    if keys.insert(kid.clone(), key).is_some() {
-        return Err(AuthError::Key(format!(
-            "verification key id {kid:?} is listed twice"
-        )));
+    match keys.get_mut(&kid) {
+        Some(VerificationKey {
+            public: known_public,
+            roles: Some(known_roles),
+            ..
+        }) if *known_public == public.to_bytes() && roles.is_some() => {
+            for role in roles.into_iter().flatten() {
+                if !known_roles.contains(&role) {
+                    known_roles.push(role);
+                }
+            }
+            Ok(())
+        }
+        Some(_) => Err(AuthError::Key(format!(
+            "verification key id {kid:?} is listed twice (the same key may be listed \
+             again only for more roles)"
+        ))),
+        None => {
+            keys.insert(
+                kid,
+                VerificationKey {
+                    key: DecodingKey::from_ed_der(public.as_bytes()),
+                    public: public.to_bytes(),
+                    roles,
+                },
+            );
+            Ok(())
+        }
     }
-    Ok(())
 }
 
 fn check_kid(kid: &str) -> Result<(), AuthError> {

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use basra_platform::auth::{AuthError, Caller, Role, SigningKey, TokenIssuer, TokenVerifier};
+use basra_platform::auth::{
+    AuthError, Caller, Role, SigningKey, TokenIssuer, TokenVerifier, TrustedKey,
+};
 use basra_testkit::private_pem;
 use jsonwebtoken::{Algorithm, EncodingKey, Header, get_current_timestamp};
 use serde_json::{Value, json};
@@ -313,6 +315,53 @@ fn bad_key_material_is_a_key_error() {
             ISS,
             AUD
         ),
+        Err(AuthError::Key(_))
+    ));
+}
+
+#[test]
+fn a_token_whose_nbf_is_ahead_is_rejected_past_the_leeway() {
+    let (_, verifier, pem) = setup();
+    let now = get_current_timestamp();
+    let with_nbf = |nbf: u64| {
+        let mut claims = claims(&player(), now + 7200);
+        claims["nbf"] = json!(nbf);
+        sign_eddsa(&pem, "k1", &claims)
+    };
+    assert_invalid(verifier.verify(&with_nbf(now + 3600)), "not valid yet");
+    // Within the leeway (30 s), as for exp: clocks differ a little.
+    assert!(verifier.verify(&with_nbf(now + 10)).is_ok());
+    assert!(verifier.verify(&with_nbf(now - 60)).is_ok());
+}
+
+#[test]
+fn a_key_signs_only_the_roles_it_is_trusted_for() {
+    let pem = private_pem();
+    let issuer = TokenIssuer::new(SigningKey::from_pem("k1", &pem).unwrap(), ISS, AUD);
+    let as_role = |role| Caller { role, ..player() };
+    let token = |role| issuer.issue(&as_role(role), TTL).unwrap().token;
+    let players_only = issuer.verifier_for(&[Role::Player]);
+    assert!(players_only.verify(&token(Role::Player)).is_ok());
+    for role in [Role::Service, Role::Operator] {
+        assert_invalid(players_only.verify(&token(role)), "may not sign");
+    }
+    // The same key listed again for another role signs that role too; not a third.
+    let same_key = TrustedKey {
+        kid: "k1".into(),
+        public_pem: issuer.public_pem().to_owned(),
+        roles: vec![Role::Service],
+    };
+    let wider = players_only.and_trusting(vec![same_key.clone()]).unwrap();
+    assert!(wider.verify(&token(Role::Player)).is_ok());
+    assert!(wider.verify(&token(Role::Service)).is_ok());
+    assert_invalid(wider.verify(&token(Role::Operator)), "may not sign");
+    // Another key under the same kid is refused.
+    let other = TrustedKey {
+        public_pem: SigningKey::generate().public_pem(),
+        ..same_key
+    };
+    assert!(matches!(
+        players_only.and_trusting(vec![other]),
         Err(AuthError::Key(_))
     ));
 }

@@ -3,11 +3,12 @@
 //! the caller the auth layer put in the request and calls the concern's `do_…` method;
 //! the concern refuses a caller that is not a service. No rule lives here.
 
+use basra_platform::auth;
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::accounts::v1::accounts_internal_service_server::AccountsInternalService;
 use tonic::{Request, Response, Status};
 
-use super::{AccountsApi, required_caller};
+use super::AccountsApi;
 use crate::metrics::{ResultLabel, code_label};
 use crate::store::Store;
 
@@ -18,7 +19,7 @@ impl<S: Store> AccountsInternalService for AccountsApi<S> {
         &self,
         request: Request<pb::ReportPresenceRequest>,
     ) -> Result<Response<pb::ReportPresenceResponse>, Status> {
-        let caller = required_caller(&request)?;
+        let caller = auth::caller(&request)?;
         tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
         Ok(Response::new(
             self.do_report_presence(caller, request.into_inner())
@@ -31,7 +32,7 @@ impl<S: Store> AccountsInternalService for AccountsApi<S> {
         &self,
         request: Request<pb::SendInviteRequest>,
     ) -> Result<Response<pb::SendInviteResponse>, Status> {
-        let caller = required_caller(&request)?;
+        let caller = auth::caller(&request)?;
         tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
         Ok(Response::new(
             self.do_send_invite(caller, request.into_inner()).await?,
@@ -43,7 +44,7 @@ impl<S: Store> AccountsInternalService for AccountsApi<S> {
         &self,
         request: Request<pb::GetPlayersRequest>,
     ) -> Result<Response<pb::GetPlayersResponse>, Status> {
-        let caller = required_caller(&request)?;
+        let caller = auth::caller(&request)?;
         tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
         Ok(Response::new(
             self.do_get_players(caller, request.into_inner()).await?,
@@ -55,7 +56,7 @@ impl<S: Store> AccountsInternalService for AccountsApi<S> {
         &self,
         request: Request<pb::RecordMatchRequest>,
     ) -> Result<Response<pb::RecordMatchResponse>, Status> {
-        let caller = required_caller(&request)?;
+        let caller = auth::caller(&request)?;
         tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
         let started = std::time::Instant::now();
         let outcome = self
@@ -83,7 +84,7 @@ impl<S: Store> AccountsInternalService for AccountsApi<S> {
         &self,
         request: Request<pb::RecordMatchesRequest>,
     ) -> Result<Response<pb::RecordMatchesResponse>, Status> {
-        let caller = required_caller(&request)?;
+        let caller = auth::caller(&request)?;
         tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
         let outcome = self
             .do_record_matches(caller, request.into_inner())

@@ -116,6 +116,18 @@ pub struct ServiceConfig {
     pub providers: crate::oidc::Providers,
 }
 
+impl ServiceConfig {
+    /// The verifier of the calls: the signing key for `player` tokens only, each trusted
+    /// key for its own roles. An operator or service token signed with the player key is
+    /// refused; to let one key sign more roles (`basra dev`'s development key), list it
+    /// in `trusted_keys` with those roles.
+    pub fn verifier(&self) -> Result<TokenVerifier, auth::AuthError> {
+        self.issuer
+            .verifier_for(&[Role::Player])
+            .and_trusting(self.trusted_keys.clone())
+    }
+}
+
 /// The accounts service: cheap to clone, shared by every connection.
 #[derive(Debug)]
 pub struct AccountsApi<S> {
@@ -176,9 +188,7 @@ impl<S: Store> AccountsApi<S> {
                 store,
                 social,
                 verifier: config
-                    .issuer
                     .verifier()
-                    .and_trusting(config.trusted_keys.clone())
                     .expect("trusted keys are checked by service_config"),
                 config,
                 metrics: Arc::default(),
@@ -259,7 +269,8 @@ impl<S: Store> AccountsApi<S> {
     }
 }
 
-/// The caller put into the request by the auth layer.
+/// The player calling: the caller put into the request by the auth layer, with a
+/// player's token.
 fn required_caller<T>(request: &Request<T>) -> Result<Caller, Status> {
-    auth::caller(request)
+    auth::player(request)
 }

@@ -20,21 +20,11 @@ on_both_stores!(
     a_ban_ends_streams_refuses_calls_and_an_unban_restores,
     rename_and_delete_on_a_players_behalf,
     only_operators_may_moderate_and_inputs_are_checked,
+    the_player_key_signs_neither_operators_nor_services,
 );
 
 pub(crate) fn operator_token<S: Store>(app: &TestApp<S>, operator: Uuid) -> String {
-    app.service
-        .issuer()
-        .issue(
-            &Caller {
-                user_id: operator,
-                role: Role::Operator,
-                guest: false,
-            },
-            Duration::from_secs(300),
-        )
-        .unwrap()
-        .token
+    app.token(operator, Role::Operator, false)
 }
 
 pub(crate) async fn admin<S: Store>(
@@ -339,4 +329,72 @@ async fn only_operators_may_moderate_and_inputs_are_checked<S: Store>(store: S) 
         ))
         .await
         .expect("the ban lapsed");
+}
+
+/// accounts' own key signs player tokens only: an operator or a service token signed with
+/// it is refused (UNAUTHENTICATED) on the admin and the internal service, while the same
+/// roles signed with the keys trusted for them pass.
+async fn the_player_key_signs_neither_operators_nor_services<S: Store>(store: S) {
+    let app = spawn_app(store).await;
+    let mut admin = admin(&app).await;
+    let mut client = app.client().await;
+    let player = register(&app, "karim").await;
+    let with_player_key = |role| {
+        let caller = Caller {
+            user_id: Uuid::now_v7(),
+            role,
+            guest: false,
+        };
+        app.service
+            .issuer()
+            .issue(&caller, Duration::from_secs(300))
+            .unwrap()
+            .token
+    };
+    let find = |token: &str| {
+        authed(
+            pb::FindPlayersRequest {
+                query: "karim".into(),
+                limit: 0,
+            },
+            token,
+        )
+    };
+    let players = |token: &str| {
+        authed(
+            pb::GetPlayersRequest {
+                user_ids: vec![player.user_id.clone()],
+                include_blocks: false,
+            },
+            token,
+        )
+    };
+    let (code, text) = failure(
+        admin
+            .find_players(find(&with_player_key(Role::Operator)))
+            .await,
+    );
+    assert_eq!(code, Code::Unauthenticated, "{text}");
+    assert!(text.contains("may not sign operator"), "{text}");
+    let (code, text) = failure(
+        client
+            .get_players(players(&with_player_key(Role::Service)))
+            .await,
+    );
+    assert_eq!(code, Code::Unauthenticated, "{text}");
+    assert!(text.contains("may not sign service"), "{text}");
+    let found = admin
+        .find_players(find(&operator_token(&app, Uuid::now_v7())))
+        .await
+        .unwrap()
+        .into_inner()
+        .players;
+    assert_eq!(found.len(), 1);
+    let named = client
+        .get_players(players(&app.service_token()))
+        .await
+        .unwrap()
+        .into_inner()
+        .players;
+    assert_eq!(named.len(), 1);
 }

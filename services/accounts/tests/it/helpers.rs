@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use accounts::store::{Counts, Store};
 use accounts::{AccountsApi, Settings};
-use basra_platform::auth::{SigningKey, TokenIssuer};
+use basra_platform::auth::{Caller, Role, SigningKey, TokenIssuer};
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::accounts::v1::accounts_internal_service_client::AccountsInternalServiceClient;
 use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
@@ -116,6 +116,11 @@ pub(crate) struct TestApp<S> {
     pub key_pem: String,
     /// Issuer and audience.
     pub settings: Settings,
+    /// Signs `service` tokens with a key of their own, trusted for that role only (as
+    /// game-session's and matchmaking's keys are in production).
+    pub service_issuer: TokenIssuer,
+    /// Signs `operator` tokens with a key trusted for that role only.
+    pub operator_issuer: TokenIssuer,
     shutdown: CancellationToken,
 }
 
@@ -157,7 +162,23 @@ pub(crate) async fn spawn_app_social<S: Store>(
 ) -> TestApp<S> {
     let key_pem = private_pem();
     let key = SigningKey::from_pem(KID, &key_pem).unwrap();
-    let config = accounts::service_config(&settings, key).unwrap();
+    let mut config = accounts::service_config(&settings, key).unwrap();
+    // A service key and an operator key, each trusted for its role alone.
+    let mut role_issuer = |role: Role| {
+        let issuer = TokenIssuer::new(
+            SigningKey::generate(),
+            &settings.auth.issuer,
+            &settings.auth.audience,
+        );
+        config.trusted_keys.push(basra_platform::auth::TrustedKey {
+            kid: issuer.kid().to_owned(),
+            public_pem: issuer.public_pem().to_owned(),
+            roles: vec![role],
+        });
+        issuer
+    };
+    let service_issuer = role_issuer(Role::Service);
+    let operator_issuer = role_issuer(Role::Operator);
     let service = match social {
         Some(social) => AccountsApi::with_social(store, social, config),
         None => AccountsApi::new(store, config),
@@ -179,6 +200,8 @@ pub(crate) async fn spawn_app_social<S: Store>(
         service,
         key_pem,
         settings,
+        service_issuer,
+        operator_issuer,
         shutdown,
     }
 }
@@ -211,12 +234,31 @@ impl<S: Store> TestApp<S> {
     /// A service token (role service), as game-session would hold.
     pub(crate) fn service_token(&self) -> String {
         accounts::issue_service_token(
-            self.service.issuer(),
+            &self.service_issuer,
             Uuid::now_v7(),
             Duration::from_secs(300),
         )
         .unwrap()
         .token
+    }
+
+    /// A token of `role` for `user_id`, signed with the key trusted for that role:
+    /// accounts' own for players, the service or the operator key otherwise.
+    pub(crate) fn token(&self, user_id: Uuid, role: Role, guest: bool) -> String {
+        let issuer = match role {
+            Role::Player => self.service.issuer(),
+            Role::Service => &self.service_issuer,
+            Role::Operator => &self.operator_issuer,
+        };
+        let caller = Caller {
+            user_id,
+            role,
+            guest,
+        };
+        issuer
+            .issue(&caller, Duration::from_secs(300))
+            .unwrap()
+            .token
     }
 
     /// An issuer with another key but the same kid, issuer and audience.

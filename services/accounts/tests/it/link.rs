@@ -3,10 +3,8 @@
 //! provider account and keeps its id, rating, history and friends; its old refresh
 //! tokens stop working; every documented status is pinned.
 
-use std::time::Duration;
-
 use accounts::store::Store;
-use basra_platform::auth::{Caller, Role};
+use basra_platform::auth::Role;
 use basra_proto::basra::accounts::v1 as pb;
 use tonic::Code;
 use uuid::Uuid;
@@ -184,18 +182,7 @@ async fn a_guest_links_a_password_and_keeps_everything<S: Store>(store: S) {
 }
 
 fn token_of<S: Store>(app: &TestApp<S>, user_id: Uuid, role: Role, guest: bool) -> String {
-    app.service
-        .issuer()
-        .issue(
-            &Caller {
-                user_id,
-                role,
-                guest,
-            },
-            Duration::from_secs(300),
-        )
-        .unwrap()
-        .token
+    app.token(user_id, role, guest)
 }
 
 async fn link_password_statuses<S: Store>(store: S) {

@@ -157,7 +157,7 @@ impl GameApi {
         &self,
         request: Request<Streaming<PlayRequest>>,
     ) -> Result<SessionStream, Status> {
-        let caller = auth::caller(&request)?;
+        let caller = auth::player(&request)?;
         let user_id = caller.user_id.to_string();
         tracing::Span::current().record("user_id", user_id.as_str());
         let permit = self.core.admit(caller.user_id, StreamKind::Play)?;

@@ -32,7 +32,7 @@ pub(crate) async fn watch(
     service: &GameApi,
     request: Request<game::WatchRequest>,
 ) -> Result<Response<WatchStream>, Status> {
-    let caller = auth::caller(&request)?;
+    let caller = auth::player(&request)?;
     let user_id = caller.user_id.to_string();
     tracing::Span::current().record("user_id", user_id.as_str());
     let permit = service.core().admit(caller.user_id, StreamKind::Watch)?;
@@ -126,7 +126,7 @@ pub(crate) async fn ask_rematch(
 
 /// The caller's user id, recorded on the span, and the request.
 fn caller_and<T>(request: Request<T>) -> Result<(String, T), Status> {
-    let user_id = auth::caller(&request)?.user_id.to_string();
+    let user_id = auth::player(&request)?.user_id.to_string();
     tracing::Span::current().record("user_id", user_id.as_str());
     Ok((user_id, request.into_inner()))
 }

@@ -670,15 +670,18 @@ async fn bot_plays_a_whole_match(level: pb::BotLevel, name: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_outbox_records_a_finished_match_once_even_when_accounts_is_down_at_first() {
-    outbox_records_once(&redis_url()).await;
+    // Down long enough for a backoff without the 2 s cap to reach 6.4 s.
+    outbox_records_once(&redis_url(), Duration::from_millis(6500)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_outbox_records_a_finished_match_once_on_a_redis_cluster() {
-    outbox_records_once(&redis_cluster_url()).await;
+    outbox_records_once(&redis_cluster_url(), Duration::from_millis(800)).await;
 }
 
-async fn outbox_records_once(url: &str) {
+/// A finished match is recorded exactly once although accounts is down for `down`, and
+/// lands within the forwarder's default retry cap (plus slack) of accounts coming back.
+async fn outbox_records_once(url: &str, down: Duration) {
     let tokens = Tokens::new();
     // Reserve a port for accounts, then leave it closed: accounts is down.
     let accounts_addr = {
@@ -691,8 +694,8 @@ async fn outbox_records_once(url: &str) {
             tokens.service_credentials(),
         )
         .unwrap();
+        // The shipped cap (retry_max): how soon after accounts is back the record lands.
         link.retry_min = Duration::from_millis(50);
-        link.retry_max = Duration::from_millis(400);
         link.poll = Duration::from_millis(50);
         link
     };
@@ -733,12 +736,13 @@ async fn outbox_records_once(url: &str) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     // Accounts is down for a while: the forwarders keep retrying.
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    tokio::time::sleep(down).await;
     let fake = FakeAccounts::default();
     let listener = tokio::net::TcpListener::bind(accounts_addr).await.unwrap();
     let stop = tokio_util::sync::CancellationToken::new();
     let server = serve_accounts(listener, fake.clone(), &tokens, stop.clone());
-    let deadline = tokio::time::Instant::now() + WAIT;
+    let back = tokio::time::Instant::now();
+    let deadline = back + WAIT;
     loop {
         if fake.recorded.lock().unwrap().contains_key(&match_id) {
             break;
@@ -746,6 +750,12 @@ async fn outbox_records_once(url: &str) {
         assert!(tokio::time::Instant::now() < deadline, "the record lands");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let landed = back.elapsed();
+    assert!(
+        landed < game_session::outbox::RETRY_MAX + Duration::from_millis(1000),
+        "the record landed {landed:?} after accounts came back (cap {:?})",
+        game_session::outbox::RETRY_MAX
+    );
     tokio::time::sleep(Duration::from_millis(1000)).await;
     {
         let recorded = fake.recorded.lock().unwrap();

@@ -344,15 +344,15 @@ async fn get_seat_is_for_services_and_checks_its_input() {
     replica.stop().await;
 }
 
-/// A matchmaking replica of the previous release calls GetSeat at its old path
-/// (`GameService/GetSeat`): the replica still answers it there, as the new path does
-/// (basra_platform::moved_methods), for one release.
+/// The service-to-service calls answered only at their internal paths: the previous
+/// release's paths in the client service (`GameService/GetSeat`, reachable through the
+/// gateway's route for `GameService`) are gone, UNIMPLEMENTED even with a service token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn get_seat_still_answers_at_its_previous_path() {
+async fn the_previous_paths_of_the_internal_calls_are_gone() {
     let (tokens, replica) = single_replica(timing()).await;
     let (room, ua, _) = two_player_room(&replica, &tokens).await;
     let mut grpc = tonic::client::Grpc::new(replica.channel().await);
-    let mut call = async |token: &str| {
+    let mut call = async |path: &'static str| {
         grpc.ready().await.expect("the channel is ready");
         grpc.unary::<_, game::GetSeatResponse, _>(
             authed(
@@ -360,27 +360,22 @@ async fn get_seat_still_answers_at_its_previous_path() {
                     room_id: room.clone(),
                     user_id: ua.to_string(),
                 },
-                token,
+                &tokens.service(),
             ),
-            tonic::codegen::http::uri::PathAndQuery::from_static(
-                "/basra.game.v1.GameService/GetSeat",
-            ),
+            tonic::codegen::http::uri::PathAndQuery::from_static(path),
             basra_proto::codec::LeanCodec::default(),
         )
         .await
         .map(tonic::Response::into_inner)
     };
-    let answer = call(&tokens.service())
+    let gone = call("/basra.game.v1.GameService/GetSeat")
         .await
-        .expect("served at the old path");
-    assert_eq!(
-        (answer.status(), answer.seat),
-        get_seat(&replica, &tokens, &room, ua).await.unwrap(),
-        "the same answer as at the new path"
-    );
+        .unwrap_err();
+    assert_eq!(gone.code(), Code::Unimplemented, "{gone}");
+    let answer = call("/basra.game.v1.GameInternalService/GetSeat")
+        .await
+        .expect("served at the internal path");
     assert_eq!(answer.seat, Some(0));
-    let refused = call(&tokens.token(ua, Role::Player)).await.unwrap_err();
-    assert_eq!(refused.code(), Code::PermissionDenied, "{refused}");
     replica.stop().await;
 }
 

@@ -23,7 +23,7 @@ impl MatchmakingService for MatchmakingApi {
         &self,
         request: Request<FindMatchRequest>,
     ) -> Result<Response<Self::FindMatchStream>, Status> {
-        let caller = auth::caller(&request)?;
+        let caller = auth::player(&request)?;
         let caller = Self::player(caller)?;
         tracing::Span::current().record("user", tracing::field::display(caller.user_id));
         let stream = self.find_match_inner(caller, request.into_inner()).await?;
@@ -35,7 +35,7 @@ impl MatchmakingService for MatchmakingApi {
         &self,
         request: Request<CancelFindRequest>,
     ) -> Result<Response<CancelFindResponse>, Status> {
-        let caller = auth::caller(&request)?;
+        let caller = auth::player(&request)?;
         tracing::Span::current().record("user", tracing::field::display(caller.user_id));
         Ok(Response::new(
             self.cancel_find_inner(caller, request.into_inner()).await?,
@@ -47,7 +47,7 @@ impl MatchmakingService for MatchmakingApi {
         &self,
         request: Request<CreateRoomRequest>,
     ) -> Result<Response<CreateRoomResponse>, Status> {
-        let caller = auth::caller(&request)?;
+        let caller = auth::player(&request)?;
         let caller = Self::player(caller)?;
         tracing::Span::current().record("user", tracing::field::display(caller.user_id));
         Ok(Response::new(
@@ -60,7 +60,7 @@ impl MatchmakingService for MatchmakingApi {
         &self,
         request: Request<ListPublicRoomsRequest>,
     ) -> Result<Response<ListPublicRoomsResponse>, Status> {
-        auth::caller(&request)?;
+        auth::player(&request)?;
         Ok(Response::new(self.list_inner(request.into_inner()).await?))
     }
 
@@ -69,7 +69,7 @@ impl MatchmakingService for MatchmakingApi {
         &self,
         request: Request<JoinRoomRequest>,
     ) -> Result<Response<JoinRoomResponse>, Status> {
-        let caller = auth::caller(&request)?;
+        let caller = auth::player(&request)?;
         let caller = Self::player(caller)?;
         tracing::Span::current().record("user", tracing::field::display(caller.user_id));
         Ok(Response::new(
@@ -82,7 +82,7 @@ impl MatchmakingService for MatchmakingApi {
         &self,
         request: Request<InviteFriendRequest>,
     ) -> Result<Response<InviteFriendResponse>, Status> {
-        let caller = auth::caller(&request)?;
+        let caller = auth::player(&request)?;
         let caller = Self::player(caller)?;
         tracing::Span::current().record("user", tracing::field::display(caller.user_id));
         Ok(Response::new(
