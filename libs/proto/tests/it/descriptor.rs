@@ -89,6 +89,7 @@ fn descriptor_set_lists_every_service_and_rpc() {
                 "ListPublicRooms",
                 "JoinRoom",
                 "InviteFriend",
+                "GetCurrentSeat",
             ]),
         ),
         (
