@@ -27,6 +27,11 @@ pub(crate) struct Deployed {
     pub endpoints: Endpoints,
     /// An operator's token (the kid the settings trust for `operator`).
     pub operator: String,
+    /// Every signing key, by whose it is (`accounts`, `game-session`, `matchmaking`,
+    /// `operator`): (kid, PKCS#8 PEM), under the kids the settings name.
+    pub signing_keys: Vec<(&'static str, String, String)>,
+    /// The `iss` and `aud` the settings name.
+    pub issuer_audience: (String, String),
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
     database: basra_e2e::TestDatabase,
@@ -126,7 +131,7 @@ pub(crate) async fn spawn_deployed() -> Deployed {
     keys.identity(&mut queue.identity);
     keys.trusted(&mut queue.auth.trusted_keys);
 
-    let operator = accounts
+    let operator_kid = accounts
         .auth
         .trusted_keys
         .iter()
@@ -135,13 +140,25 @@ pub(crate) async fn spawn_deployed() -> Deployed {
         .kid
         .clone();
     let operator = basra::admin::operator_token(
-        &keys.key(&operator).private_pem(),
-        &operator,
+        &keys.key(&operator_kid).private_pem(),
+        &operator_kid,
         &accounts.auth.issuer,
         &accounts.auth.audience,
         Duration::from_secs(300),
     )
     .unwrap();
+
+    let mut signing_keys = Vec::new();
+    for (whose, kid) in [
+        ("accounts", accounts.identity.key_id.clone()),
+        ("game-session", game.identity.key_id.clone()),
+        ("matchmaking", queue.identity.key_id.clone()),
+        ("operator", operator_kid),
+    ] {
+        let pem = keys.key(&kid).private_pem();
+        signing_keys.push((whose, kid, pem));
+    }
+    let issuer_audience = (accounts.auth.issuer.clone(), accounts.auth.audience.clone());
 
     let shutdown = CancellationToken::new();
     let accounts = accounts::App::build(accounts).await.expect("accounts");
@@ -168,6 +185,8 @@ pub(crate) async fn spawn_deployed() -> Deployed {
             matchmaking: queue_url,
         },
         operator,
+        signing_keys,
+        issuer_audience,
         shutdown,
         tasks,
         database,

@@ -4,7 +4,8 @@
 //! and matchmaking's for services, an operator key), and the answer is the table's:
 //! UNAUTHENTICATED where the service does not trust the key for that role,
 //! PERMISSION_DENIED where it does but the method wants another role, served otherwise;
-//! and a token not valid yet (`nbf` an hour ahead) is refused everywhere.
+//! and a token not valid yet (`nbf` an hour ahead) is refused everywhere. Both with the
+//! test harness's keys and with the services started as `deploy/` configures them.
 
 use std::time::Duration;
 
@@ -108,7 +109,37 @@ fn trusted(service: &str, key: &str, role: Role) -> bool {
 async fn every_key_signs_only_its_roles_at_every_service() {
     let backend = spawn_backend().await.expect("backend");
     let settings = ::accounts::Settings::load().unwrap();
-    let endpoints = &backend.endpoints;
+    check(
+        &backend.endpoints,
+        &backend.signing_keys,
+        (&settings.auth.issuer, &settings.auth.audience),
+    )
+    .await;
+    backend.stop().await.unwrap();
+}
+
+/// The same table with the services started with the settings `deploy/` ships (their
+/// ConfigMaps' trusted keys and roles, under the kids the manifests name).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_key_signs_only_its_roles_at_every_service_as_deployed() {
+    let deployed = crate::deployed::spawn_deployed().await;
+    let (issuer, audience) = deployed.issuer_audience.clone();
+    check(
+        &deployed.endpoints,
+        &deployed.signing_keys,
+        (&issuer, &audience),
+    )
+    .await;
+    deployed.stop().await;
+}
+
+/// Calls a method of each role at each service with a token of every key and role and
+/// holds each answer to [`trusted`]; then a player token not valid yet (`nbf`) at each.
+async fn check(
+    endpoints: &basra::session::Endpoints,
+    keys: &[(&'static str, String, String)],
+    (iss, aud): (&str, &str),
+) {
     let services = [
         (
             "accounts",
@@ -124,12 +155,8 @@ async fn every_key_signs_only_its_roles_at_every_service() {
     ];
     let mut checked = 0;
     let mut wrong = Vec::new();
-    for (key, kid, pem) in &backend.signing_keys {
-        let issuer = TokenIssuer::new(
-            SigningKey::from_pem(kid, pem).unwrap(),
-            &settings.auth.issuer,
-            &settings.auth.audience,
-        );
+    for (key, kid, pem) in keys {
+        let issuer = TokenIssuer::new(SigningKey::from_pem(kid, pem).unwrap(), iss, aud);
         for role in [Role::Player, Role::Service, Role::Operator] {
             let caller = Caller {
                 user_id: uuid::Uuid::now_v7(),
@@ -171,12 +198,14 @@ async fn every_key_signs_only_its_roles_at_every_service() {
 
     // A player token signed with the right key but not valid for an hour yet (nbf) is
     // refused by every service, as an expired one is.
-    let (_, kid, pem) = &backend.signing_keys[0];
+    let (_, kid, pem) = keys
+        .iter()
+        .find(|(whose, _, _)| *whose == "accounts")
+        .expect("accounts' key");
     let now = jsonwebtoken::get_current_timestamp();
     let claims = serde_json::json!({
         "sub": uuid::Uuid::now_v7(), "role": "player", "guest": true,
-        "iss": settings.auth.issuer, "aud": settings.auth.audience,
-        "iat": now, "nbf": now + 3600, "exp": now + 7200,
+        "iss": iss, "aud": aud, "iat": now, "nbf": now + 3600, "exp": now + 7200,
     });
     let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
     header.kid = Some(kid.clone());
@@ -198,5 +227,4 @@ async fn every_key_signs_only_its_roles_at_every_service() {
             "{service} refuses a token whose nbf is ahead"
         );
     }
-    backend.stop().await.unwrap();
 }
