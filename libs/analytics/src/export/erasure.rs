@@ -33,8 +33,6 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use arrow_array::builder::StringBuilder;
-use arrow_array::cast::AsArray as _;
-use arrow_array::types::Int16Type;
 use arrow_array::{Array as _, RecordBatch, RecordBatchReader as _};
 use chrono::{DateTime, NaiveDate, Utc};
 use parquet::arrow::ArrowWriter;
@@ -45,7 +43,7 @@ use uuid::Uuid;
 
 use super::output::Output;
 use super::sink;
-use super::tables::Table;
+use super::tables::{MatchPlayersColumns, Table};
 
 /// The keys already erased, relative to the export's root.
 pub const ERASED: &str = "_erased.json";
@@ -172,20 +170,9 @@ impl Rekeyed {
     /// `batch`, a batch of `match_players`, with each re-keyed seat showing its key; and
     /// how many seats that changed.
     pub fn apply(&self, batch: &RecordBatch) -> anyhow::Result<(RecordBatch, u64)> {
-        let column = |name: &str| {
-            batch
-                .column_by_name(name)
-                .with_context(|| format!("match_players has no column {name}"))
-        };
-        let match_ids = column("match_id")?
-            .as_string_opt::<i32>()
-            .context("match_players.match_id is not a string")?;
-        let seats = column("seat")?
-            .as_primitive_opt::<Int16Type>()
-            .context("match_players.seat is not an int16")?;
-        let user_ids = column("user_id")?
-            .as_string_opt::<i32>()
-            .context("match_players.user_id is not a string")?;
+        let columns = MatchPlayersColumns::new(batch);
+        let (match_ids, seats, user_ids) =
+            (columns.match_id()?, columns.seat()?, columns.user_id()?);
         let mut rekeyed = StringBuilder::with_capacity(batch.num_rows(), batch.num_rows() * 36);
         let mut changed = 0u64;
         for row in 0..batch.num_rows() {
@@ -333,6 +320,7 @@ async fn rekey_file(source: &Path, target: &Path, rekeyed: &Arc<Rekeyed>) -> any
 mod tests {
     use std::sync::Arc;
 
+    use arrow_array::cast::AsArray as _;
     use arrow_array::{Int16Array, StringArray};
     use arrow_schema::{DataType, Field, Schema};
 

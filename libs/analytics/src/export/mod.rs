@@ -3,7 +3,8 @@
 //!
 //! - [`source`]: the streamed query over `analyst.match_records`.
 //! - [`replay`]: plays from seed + action log, checked against the record.
-//! - [`tables`]: the Arrow schemas (the public contract) and row builders.
+//! - [`tables`]: the Arrow schemas (the public contract), row builders and readers, each
+//!   table's from one list of its columns ([`columns`]).
 //! - [`sink`]: day-partitioned Parquet files, renamed into place when complete.
 //! - [`players`]: the `players` table, a snapshot rewritten whole by every run.
 //! - [`output`]: a directory or object storage ([`bucket`]: `s3://bucket/prefix`, the
@@ -20,6 +21,7 @@
 //! records keep their order (the day partitions rely on it).
 
 pub mod bucket;
+pub mod columns;
 pub mod erasure;
 pub mod output;
 pub mod players;

@@ -8,14 +8,8 @@
 //! added at the end.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock};
 
 use anyhow::Context as _;
-use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, Int32Builder, StringBuilder, TimestampMicrosecondBuilder,
-};
-use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use chrono::{DateTime, Utc};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
@@ -23,36 +17,37 @@ use parquet::file::properties::WriterProperties;
 use sqlx::{PgPool, Row as _};
 use tokio_stream::StreamExt as _;
 
+use super::columns::{Boolean, Float64, Int32, Nullable, Timestamp, Utf8, table};
+
 /// The table's file, relative to the export's root.
 pub const FILE: &str = "players/players.parquet";
 
 /// Rows per record batch.
 const BATCH_ROWS: usize = 8_192;
 
-fn time() -> DataType {
-    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+table! {
+    "players";
+    pub static SCHEMA;
+    pub struct PlayersBuilder;
+    pub struct PlayersColumns;
+    columns {
+        user_id: Utf8,
+        signed_up_at: Nullable<Timestamp>,
+        kind: Nullable<Utf8>,
+        upgraded_at: Nullable<Timestamp>,
+        first_match_at: Nullable<Timestamp>,
+        last_match_at: Nullable<Timestamp>,
+        matches_played: Int32,
+        rating: Nullable<Float64>,
+        rating_deviation: Nullable<Float64>,
+        ranked_matches: Nullable<Int32>,
+        signup_platform: Nullable<Utf8>,
+        signup_app_version: Nullable<Utf8>,
+        last_platform: Nullable<Utf8>,
+        last_app_version: Nullable<Utf8>,
+        deleted: Boolean,
+    }
 }
-
-/// The schema of `players`.
-pub static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
-    Arc::new(Schema::new(vec![
-        Field::new("user_id", DataType::Utf8, false),
-        Field::new("signed_up_at", time(), true),
-        Field::new("kind", DataType::Utf8, true),
-        Field::new("upgraded_at", time(), true),
-        Field::new("first_match_at", time(), true),
-        Field::new("last_match_at", time(), true),
-        Field::new("matches_played", DataType::Int32, false),
-        Field::new("rating", DataType::Float64, true),
-        Field::new("rating_deviation", DataType::Float64, true),
-        Field::new("ranked_matches", DataType::Int32, true),
-        Field::new("signup_platform", DataType::Utf8, true),
-        Field::new("signup_app_version", DataType::Utf8, true),
-        Field::new("last_platform", DataType::Utf8, true),
-        Field::new("last_app_version", DataType::Utf8, true),
-        Field::new("deleted", DataType::Boolean, false),
-    ]))
-});
 
 const QUERY: &str = "SELECT user_id::TEXT AS user_id, signed_up_at, kind, upgraded_at,
         first_match_at, last_match_at, matches_played, rating, rating_deviation,
@@ -61,32 +56,13 @@ const QUERY: &str = "SELECT user_id::TEXT AS user_id, signed_up_at, kind, upgrad
      FROM analyst.players
      ORDER BY user_id";
 
-#[derive(Default)]
-struct Builder {
-    user_id: StringBuilder,
-    signed_up_at: TimestampMicrosecondBuilder,
-    kind: StringBuilder,
-    upgraded_at: TimestampMicrosecondBuilder,
-    first_match_at: TimestampMicrosecondBuilder,
-    last_match_at: TimestampMicrosecondBuilder,
-    matches_played: Int32Builder,
-    rating: Float64Builder,
-    rating_deviation: Float64Builder,
-    ranked_matches: Int32Builder,
-    signup_platform: StringBuilder,
-    signup_app_version: StringBuilder,
-    last_platform: StringBuilder,
-    last_app_version: StringBuilder,
-    deleted: BooleanBuilder,
-    rows: usize,
-}
-
 fn micros(t: Option<DateTime<Utc>>) -> Option<i64> {
     t.map(|t| t.timestamp_micros())
 }
 
-impl Builder {
-    fn push(&mut self, row: &sqlx::postgres::PgRow) -> Result<(), sqlx::Error> {
+impl PlayersBuilder {
+    /// Adds a row of `analyst.players`.
+    pub fn push(&mut self, row: &sqlx::postgres::PgRow) -> Result<(), sqlx::Error> {
         self.user_id
             .append_value(row.try_get::<String, _>("user_id")?);
         self.signed_up_at
@@ -120,31 +96,6 @@ impl Builder {
         self.rows += 1;
         Ok(())
     }
-
-    fn finish(&mut self) -> RecordBatch {
-        let utc = |b: &mut TimestampMicrosecondBuilder| -> ArrayRef {
-            Arc::new(b.finish().with_timezone("UTC"))
-        };
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(self.user_id.finish()),
-            utc(&mut self.signed_up_at),
-            Arc::new(self.kind.finish()),
-            utc(&mut self.upgraded_at),
-            utc(&mut self.first_match_at),
-            utc(&mut self.last_match_at),
-            Arc::new(self.matches_played.finish()),
-            Arc::new(self.rating.finish()),
-            Arc::new(self.rating_deviation.finish()),
-            Arc::new(self.ranked_matches.finish()),
-            Arc::new(self.signup_platform.finish()),
-            Arc::new(self.signup_app_version.finish()),
-            Arc::new(self.last_platform.finish()),
-            Arc::new(self.last_app_version.finish()),
-            Arc::new(self.deleted.finish()),
-        ];
-        self.rows = 0;
-        RecordBatch::try_new(SCHEMA.clone(), columns).expect("the columns follow SCHEMA")
-    }
 }
 
 /// Writes the table under `root` (aside, then renamed into place); answers the file and
@@ -161,7 +112,7 @@ pub async fn write(pool: &PgPool, root: &Path) -> anyhow::Result<(PathBuf, u64)>
     let file = std::fs::File::create(&temp)
         .with_context(|| format!("cannot create {}", temp.display()))?;
     let mut writer = ArrowWriter::try_new(file, SCHEMA.clone(), Some(props))?;
-    let mut builder = Builder::default();
+    let mut builder = PlayersBuilder::default();
     let mut total = 0u64;
     let mut rows = sqlx::query(QUERY).fetch(pool);
     while let Some(row) = rows.next().await {
@@ -169,11 +120,11 @@ pub async fn write(pool: &PgPool, root: &Path) -> anyhow::Result<(PathBuf, u64)>
             .push(&row.context("reading analyst.players")?)
             .context("decoding analyst.players")?;
         total += 1;
-        if builder.rows == BATCH_ROWS {
+        if builder.len() == BATCH_ROWS {
             writer.write(&builder.finish())?;
         }
     }
-    if builder.rows > 0 {
+    if !builder.is_empty() {
         writer.write(&builder.finish())?;
     }
     writer.close()?;

@@ -1,18 +1,15 @@
-//! The four exported tables: their Arrow schemas (a public contract, documented in the
-//! README; add columns at the end, never change or remove one) and builders that turn
-//! decoded records into record batches.
+//! The four exported tables, each one list of columns (a public contract, documented in
+//! the README; add columns at the end, never change or remove one) that gives its Arrow
+//! schema, its builder and its reader ([`table!`](super::columns)); and how each
+//! builder turns a decoded record into rows.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
-use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, Int16Builder, Int32Builder, ListBuilder, StringBuilder,
-    TimestampMicrosecondBuilder,
-};
-use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use arrow_schema::SchemaRef;
 use basra_engine::{BasraKind, Card};
 use chrono::{DateTime, Utc};
 
+use super::columns::{Boolean, Float64, Int16, Int32, Nullable, Timestamp, Utf8, Utf8List, table};
 use super::replay::PlayRow;
 use super::source::StoredMatch;
 
@@ -59,115 +56,115 @@ impl Table {
     }
 }
 
-fn time() -> DataType {
-    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+table! {
+    "matches";
+    static MATCHES;
+    pub struct MatchesBuilder;
+    pub struct MatchesColumns;
+    columns {
+        match_id: Utf8,
+        room_id: Utf8,
+        mode: Utf8,
+        ranked: Boolean,
+        seats: Int16,
+        settings_preset: Utf8,
+        target_score: Int32,
+        started_at: Timestamp,
+        ended_at: Timestamp,
+        duration_seconds: Float64,
+        rounds: Int32,
+        plays: Int32,
+        automatic_plays: Int32,
+        winner_side: Nullable<Int16>,
+        end_reason: Utf8,
+        side0_total: Int32,
+        side1_total: Int32,
+        bots: Int16,
+        humans: Int16,
+        settings: Utf8,
+        recorded_at: Timestamp,
+    }
 }
 
-fn schema(fields: Vec<Field>) -> SchemaRef {
-    Arc::new(Schema::new(fields))
+table! {
+    "match_players";
+    static MATCH_PLAYERS;
+    pub struct MatchPlayersBuilder;
+    pub struct MatchPlayersColumns;
+    columns {
+        match_id: Utf8,
+        seat: Int16,
+        side: Int16,
+        user_id: Nullable<Utf8>,
+        is_bot: Boolean,
+        won: Boolean,
+        lost: Boolean,
+        side_total: Int32,
+        basras: Int32,
+        jack_basras: Int32,
+        komi_basras: Int32,
+        rating_before: Nullable<Float64>,
+        rating_after: Nullable<Float64>,
+        rating_change: Nullable<Float64>,
+        deviation_after: Nullable<Float64>,
+        opponent_rating_before: Nullable<Float64>,
+        ranked: Boolean,
+        ended_at: Timestamp,
+        seat_fill: Nullable<Utf8>,
+        queue_wait_seconds: Nullable<Float64>,
+        client_platform: Nullable<Utf8>,
+        client_app_version: Nullable<Utf8>,
+    }
 }
 
-static MATCHES: LazyLock<SchemaRef> = LazyLock::new(|| {
-    schema(vec![
-        Field::new("match_id", DataType::Utf8, false),
-        Field::new("room_id", DataType::Utf8, false),
-        Field::new("mode", DataType::Utf8, false),
-        Field::new("ranked", DataType::Boolean, false),
-        Field::new("seats", DataType::Int16, false),
-        Field::new("settings_preset", DataType::Utf8, false),
-        Field::new("target_score", DataType::Int32, false),
-        Field::new("started_at", time(), false),
-        Field::new("ended_at", time(), false),
-        Field::new("duration_seconds", DataType::Float64, false),
-        Field::new("rounds", DataType::Int32, false),
-        Field::new("plays", DataType::Int32, false),
-        Field::new("automatic_plays", DataType::Int32, false),
-        Field::new("winner_side", DataType::Int16, true),
-        Field::new("end_reason", DataType::Utf8, false),
-        Field::new("side0_total", DataType::Int32, false),
-        Field::new("side1_total", DataType::Int32, false),
-        Field::new("bots", DataType::Int16, false),
-        Field::new("humans", DataType::Int16, false),
-        Field::new("settings", DataType::Utf8, false),
-        Field::new("recorded_at", time(), false),
-    ])
-});
+table! {
+    "rounds";
+    static ROUNDS;
+    pub struct RoundsBuilder;
+    pub struct RoundsColumns;
+    columns {
+        match_id: Utf8,
+        round: Int32,
+        dealer: Int16,
+        side: Int16,
+        pile_size: Int32,
+        basras: Int32,
+        jack_basras: Int32,
+        komi_basras: Int32,
+        basra_points: Int32,
+        majority_points: Int32,
+        majority: Boolean,
+        card_points: Int32,
+        round_points: Int32,
+        total: Int32,
+        ended_at: Timestamp,
+    }
+}
 
-static MATCH_PLAYERS: LazyLock<SchemaRef> = LazyLock::new(|| {
-    schema(vec![
-        Field::new("match_id", DataType::Utf8, false),
-        Field::new("seat", DataType::Int16, false),
-        Field::new("side", DataType::Int16, false),
-        Field::new("user_id", DataType::Utf8, true),
-        Field::new("is_bot", DataType::Boolean, false),
-        Field::new("won", DataType::Boolean, false),
-        Field::new("lost", DataType::Boolean, false),
-        Field::new("side_total", DataType::Int32, false),
-        Field::new("basras", DataType::Int32, false),
-        Field::new("jack_basras", DataType::Int32, false),
-        Field::new("komi_basras", DataType::Int32, false),
-        Field::new("rating_before", DataType::Float64, true),
-        Field::new("rating_after", DataType::Float64, true),
-        Field::new("rating_change", DataType::Float64, true),
-        Field::new("deviation_after", DataType::Float64, true),
-        Field::new("opponent_rating_before", DataType::Float64, true),
-        Field::new("ranked", DataType::Boolean, false),
-        Field::new("ended_at", time(), false),
-        Field::new("seat_fill", DataType::Utf8, true),
-        Field::new("queue_wait_seconds", DataType::Float64, true),
-        Field::new("client_platform", DataType::Utf8, true),
-        Field::new("client_app_version", DataType::Utf8, true),
-    ])
-});
-
-static ROUNDS: LazyLock<SchemaRef> = LazyLock::new(|| {
-    schema(vec![
-        Field::new("match_id", DataType::Utf8, false),
-        Field::new("round", DataType::Int32, false),
-        Field::new("dealer", DataType::Int16, false),
-        Field::new("side", DataType::Int16, false),
-        Field::new("pile_size", DataType::Int32, false),
-        Field::new("basras", DataType::Int32, false),
-        Field::new("jack_basras", DataType::Int32, false),
-        Field::new("komi_basras", DataType::Int32, false),
-        Field::new("basra_points", DataType::Int32, false),
-        Field::new("majority_points", DataType::Int32, false),
-        Field::new("majority", DataType::Boolean, false),
-        Field::new("card_points", DataType::Int32, false),
-        Field::new("round_points", DataType::Int32, false),
-        Field::new("total", DataType::Int32, false),
-        Field::new("ended_at", time(), false),
-    ])
-});
-
-static PLAYS: LazyLock<SchemaRef> = LazyLock::new(|| {
-    schema(vec![
-        Field::new("match_id", DataType::Utf8, false),
-        Field::new("round", DataType::Int32, false),
-        Field::new("turn", DataType::Int32, false),
-        Field::new("action_index", DataType::Int32, false),
-        Field::new("seat", DataType::Int16, false),
-        Field::new("side", DataType::Int16, false),
-        Field::new("card", DataType::Utf8, false),
-        Field::new(
-            "taken",
-            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
-            false,
-        ),
-        Field::new("taken_count", DataType::Int16, false),
-        Field::new("basra", DataType::Utf8, true),
-        Field::new("table_before", DataType::Int16, false),
-        Field::new("automatic", DataType::Boolean, false),
-        Field::new("at", time(), false),
-    ])
-});
+table! {
+    "plays";
+    static PLAYS;
+    pub struct PlaysBuilder;
+    pub struct PlaysColumns;
+    columns {
+        match_id: Utf8,
+        round: Int32,
+        turn: Int32,
+        action_index: Int32,
+        seat: Int16,
+        side: Int16,
+        card: Utf8,
+        taken: Utf8List,
+        taken_count: Int16,
+        basra: Nullable<Utf8>,
+        table_before: Int16,
+        automatic: Boolean,
+        at: Timestamp,
+    }
+}
 
 fn micros(t: DateTime<Utc>) -> i64 {
     t.timestamp_micros()
-}
-
-fn tz(b: TimestampMicrosecondBuilder) -> TimestampMicrosecondBuilder {
-    b.with_timezone("UTC")
 }
 
 fn i32_of(n: u32) -> i32 {
@@ -217,33 +214,6 @@ pub fn basra_name(kind: BasraKind) -> &'static str {
     }
 }
 
-/// Rows of the `matches` table being built.
-#[derive(Debug, Default)]
-pub struct MatchesBuilder {
-    match_id: StringBuilder,
-    room_id: StringBuilder,
-    mode: StringBuilder,
-    ranked: BooleanBuilder,
-    seats: Int16Builder,
-    preset: StringBuilder,
-    target: Int32Builder,
-    started_at: TimestampMicrosecondBuilder,
-    ended_at: TimestampMicrosecondBuilder,
-    duration: Float64Builder,
-    rounds: Int32Builder,
-    plays: Int32Builder,
-    automatic: Int32Builder,
-    winner: Int16Builder,
-    end_reason: StringBuilder,
-    total0: Int32Builder,
-    total1: Int32Builder,
-    bots: Int16Builder,
-    humans: Int16Builder,
-    settings: StringBuilder,
-    recorded_at: TimestampMicrosecondBuilder,
-    rows: usize,
-}
-
 impl MatchesBuilder {
     /// Adds `record`, whose replay gave `plays`.
     pub fn push(&mut self, record: &StoredMatch, plays: &[PlayRow]) {
@@ -253,12 +223,12 @@ impl MatchesBuilder {
         self.ranked.append_value(record.ranked);
         self.seats
             .append_value(i16::from(record.settings.seat_count()));
-        self.preset.append_value(settings_preset(record));
-        self.target
+        self.settings_preset.append_value(settings_preset(record));
+        self.target_score
             .append_value(i32_of(record.settings.target_score));
         self.started_at.append_value(micros(record.started_at));
         self.ended_at.append_value(micros(record.ended_at));
-        self.duration.append_value(
+        self.duration_seconds.append_value(
             (record.ended_at - record.started_at)
                 .num_microseconds()
                 .unwrap_or(0) as f64
@@ -266,13 +236,14 @@ impl MatchesBuilder {
         );
         self.rounds.append_value(record.rounds.len() as i32);
         self.plays.append_value(plays.len() as i32);
-        self.automatic
+        self.automatic_plays
             .append_value(plays.iter().filter(|p| p.automatic).count() as i32);
-        self.winner.append_option(record.winner_side.map(i16::from));
+        self.winner_side
+            .append_option(record.winner_side.map(i16::from));
         self.end_reason.append_value(&record.end_reason);
-        self.total0
+        self.side0_total
             .append_value(i32_of(record.final_totals.first().copied().unwrap_or(0)));
-        self.total1
+        self.side1_total
             .append_value(i32_of(record.final_totals.get(1).copied().unwrap_or(0)));
         let bots = record.seats.iter().filter(|s| s.is_bot).count() as i16;
         self.bots.append_value(bots);
@@ -282,73 +253,6 @@ impl MatchesBuilder {
         self.recorded_at.append_value(micros(record.recorded_at));
         self.rows += 1;
     }
-
-    /// Rows so far.
-    pub fn len(&self) -> usize {
-        self.rows
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.rows == 0
-    }
-
-    /// The rows as a batch; the builder starts empty again.
-    pub fn finish(&mut self) -> RecordBatch {
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(self.match_id.finish()),
-            Arc::new(self.room_id.finish()),
-            Arc::new(self.mode.finish()),
-            Arc::new(self.ranked.finish()),
-            Arc::new(self.seats.finish()),
-            Arc::new(self.preset.finish()),
-            Arc::new(self.target.finish()),
-            Arc::new(tz(std::mem::take(&mut self.started_at)).finish()),
-            Arc::new(tz(std::mem::take(&mut self.ended_at)).finish()),
-            Arc::new(self.duration.finish()),
-            Arc::new(self.rounds.finish()),
-            Arc::new(self.plays.finish()),
-            Arc::new(self.automatic.finish()),
-            Arc::new(self.winner.finish()),
-            Arc::new(self.end_reason.finish()),
-            Arc::new(self.total0.finish()),
-            Arc::new(self.total1.finish()),
-            Arc::new(self.bots.finish()),
-            Arc::new(self.humans.finish()),
-            Arc::new(self.settings.finish()),
-            Arc::new(tz(std::mem::take(&mut self.recorded_at)).finish()),
-        ];
-        self.rows = 0;
-        RecordBatch::try_new(MATCHES.clone(), columns).expect("columns match the schema")
-    }
-}
-
-/// Rows of the `match_players` table being built.
-#[derive(Debug, Default)]
-pub struct MatchPlayersBuilder {
-    match_id: StringBuilder,
-    seat: Int16Builder,
-    side: Int16Builder,
-    user_id: StringBuilder,
-    is_bot: BooleanBuilder,
-    won: BooleanBuilder,
-    lost: BooleanBuilder,
-    side_total: Int32Builder,
-    basras: Int32Builder,
-    jack: Int32Builder,
-    komi: Int32Builder,
-    before: Float64Builder,
-    after: Float64Builder,
-    change: Float64Builder,
-    deviation: Float64Builder,
-    opponent: Float64Builder,
-    ranked: BooleanBuilder,
-    ended_at: TimestampMicrosecondBuilder,
-    seat_fill: StringBuilder,
-    queue_wait: Float64Builder,
-    client_platform: StringBuilder,
-    client_version: StringBuilder,
-    rows: usize,
 }
 
 impl MatchPlayersBuilder {
@@ -381,15 +285,17 @@ impl MatchPlayersBuilder {
                 .append_value(i32_of(record.final_totals.get(side).copied().unwrap_or(0)));
             let counts = record.basra_counts.get(side).copied().unwrap_or_default();
             self.basras.append_value(i32_of(counts.basra));
-            self.jack.append_value(i32_of(counts.jack));
-            self.komi.append_value(i32_of(counts.komi));
-            self.before.append_option(rating.map(|r| r.rating_before));
-            self.after.append_option(rating.map(|r| r.rating_after));
-            self.change
+            self.jack_basras.append_value(i32_of(counts.jack));
+            self.komi_basras.append_value(i32_of(counts.komi));
+            self.rating_before
+                .append_option(rating.map(|r| r.rating_before));
+            self.rating_after
+                .append_option(rating.map(|r| r.rating_after));
+            self.rating_change
                 .append_option(rating.map(|r| r.rating_after - r.rating_before));
-            self.deviation
+            self.deviation_after
                 .append_option(rating.map(|r| r.deviation_after));
-            self.opponent.append_option(
+            self.opponent_rating_before.append_option(
                 (rating.is_some() && !opponents.is_empty())
                     .then(|| opponents.iter().sum::<f64>() / opponents.len() as f64),
             );
@@ -397,77 +303,16 @@ impl MatchPlayersBuilder {
             self.ended_at.append_value(micros(record.ended_at));
             self.seat_fill
                 .append_option(seat.fill.map(|fill| fill.as_str()));
-            self.queue_wait
+            self.queue_wait_seconds
                 .append_option(seat.queue_wait_ms.map(|ms| f64::from(ms) / 1000.0));
             let client = record.clients.iter().find(|c| c.seat == seat.seat);
             self.client_platform
                 .append_option(client.map(|c| c.platform.as_str()));
-            self.client_version
+            self.client_app_version
                 .append_option(client.map(|c| c.app_version.as_str()));
             self.rows += 1;
         }
     }
-
-    /// Rows so far.
-    pub fn len(&self) -> usize {
-        self.rows
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.rows == 0
-    }
-
-    /// The rows as a batch; the builder starts empty again.
-    pub fn finish(&mut self) -> RecordBatch {
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(self.match_id.finish()),
-            Arc::new(self.seat.finish()),
-            Arc::new(self.side.finish()),
-            Arc::new(self.user_id.finish()),
-            Arc::new(self.is_bot.finish()),
-            Arc::new(self.won.finish()),
-            Arc::new(self.lost.finish()),
-            Arc::new(self.side_total.finish()),
-            Arc::new(self.basras.finish()),
-            Arc::new(self.jack.finish()),
-            Arc::new(self.komi.finish()),
-            Arc::new(self.before.finish()),
-            Arc::new(self.after.finish()),
-            Arc::new(self.change.finish()),
-            Arc::new(self.deviation.finish()),
-            Arc::new(self.opponent.finish()),
-            Arc::new(self.ranked.finish()),
-            Arc::new(tz(std::mem::take(&mut self.ended_at)).finish()),
-            Arc::new(self.seat_fill.finish()),
-            Arc::new(self.queue_wait.finish()),
-            Arc::new(self.client_platform.finish()),
-            Arc::new(self.client_version.finish()),
-        ];
-        self.rows = 0;
-        RecordBatch::try_new(MATCH_PLAYERS.clone(), columns).expect("columns match the schema")
-    }
-}
-
-/// Rows of the `rounds` table being built.
-#[derive(Debug, Default)]
-pub struct RoundsBuilder {
-    match_id: StringBuilder,
-    round: Int32Builder,
-    dealer: Int16Builder,
-    side: Int16Builder,
-    pile: Int32Builder,
-    basras: Int32Builder,
-    jack: Int32Builder,
-    komi: Int32Builder,
-    basra_points: Int32Builder,
-    majority_points: Int32Builder,
-    majority: BooleanBuilder,
-    card_points: Int32Builder,
-    round_points: Int32Builder,
-    total: Int32Builder,
-    ended_at: TimestampMicrosecondBuilder,
-    rows: usize,
 }
 
 impl RoundsBuilder {
@@ -479,10 +324,10 @@ impl RoundsBuilder {
                 self.round.append_value(i32_of(round.round));
                 self.dealer.append_value(i16::from(round.dealer));
                 self.side.append_value(i16::from(side.side));
-                self.pile.append_value(i32_of(side.pile_size));
+                self.pile_size.append_value(i32_of(side.pile_size));
                 self.basras.append_value(i32_of(side.basras.basra));
-                self.jack.append_value(i32_of(side.basras.jack));
-                self.komi.append_value(i32_of(side.basras.komi));
+                self.jack_basras.append_value(i32_of(side.basras.jack));
+                self.komi_basras.append_value(i32_of(side.basras.komi));
                 self.basra_points.append_value(i32_of(side.basra_points));
                 self.majority_points
                     .append_value(i32_of(side.majority_points));
@@ -493,83 +338,6 @@ impl RoundsBuilder {
                 self.ended_at.append_value(micros(record.ended_at));
                 self.rows += 1;
             }
-        }
-    }
-
-    /// Rows so far.
-    pub fn len(&self) -> usize {
-        self.rows
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.rows == 0
-    }
-
-    /// The rows as a batch; the builder starts empty again.
-    pub fn finish(&mut self) -> RecordBatch {
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(self.match_id.finish()),
-            Arc::new(self.round.finish()),
-            Arc::new(self.dealer.finish()),
-            Arc::new(self.side.finish()),
-            Arc::new(self.pile.finish()),
-            Arc::new(self.basras.finish()),
-            Arc::new(self.jack.finish()),
-            Arc::new(self.komi.finish()),
-            Arc::new(self.basra_points.finish()),
-            Arc::new(self.majority_points.finish()),
-            Arc::new(self.majority.finish()),
-            Arc::new(self.card_points.finish()),
-            Arc::new(self.round_points.finish()),
-            Arc::new(self.total.finish()),
-            Arc::new(tz(std::mem::take(&mut self.ended_at)).finish()),
-        ];
-        self.rows = 0;
-        RecordBatch::try_new(ROUNDS.clone(), columns).expect("columns match the schema")
-    }
-}
-
-/// Rows of the `plays` table being built.
-#[derive(Debug)]
-pub struct PlaysBuilder {
-    match_id: StringBuilder,
-    round: Int32Builder,
-    turn: Int32Builder,
-    action_index: Int32Builder,
-    seat: Int16Builder,
-    side: Int16Builder,
-    card: StringBuilder,
-    taken: ListBuilder<StringBuilder>,
-    taken_count: Int16Builder,
-    basra: StringBuilder,
-    table_before: Int16Builder,
-    automatic: BooleanBuilder,
-    at: TimestampMicrosecondBuilder,
-    rows: usize,
-}
-
-impl Default for PlaysBuilder {
-    fn default() -> PlaysBuilder {
-        PlaysBuilder {
-            match_id: StringBuilder::new(),
-            round: Int32Builder::new(),
-            turn: Int32Builder::new(),
-            action_index: Int32Builder::new(),
-            seat: Int16Builder::new(),
-            side: Int16Builder::new(),
-            card: StringBuilder::new(),
-            taken: ListBuilder::new(StringBuilder::new()).with_field(Arc::new(Field::new(
-                "item",
-                DataType::Utf8,
-                true,
-            ))),
-            taken_count: Int16Builder::new(),
-            basra: StringBuilder::new(),
-            table_before: Int16Builder::new(),
-            automatic: BooleanBuilder::new(),
-            at: TimestampMicrosecondBuilder::new(),
-            rows: 0,
         }
     }
 }
@@ -596,37 +364,6 @@ impl PlaysBuilder {
             self.at.append_value(micros(play.at));
             self.rows += 1;
         }
-    }
-
-    /// Rows so far.
-    pub fn len(&self) -> usize {
-        self.rows
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.rows == 0
-    }
-
-    /// The rows as a batch; the builder starts empty again.
-    pub fn finish(&mut self) -> RecordBatch {
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(self.match_id.finish()),
-            Arc::new(self.round.finish()),
-            Arc::new(self.turn.finish()),
-            Arc::new(self.action_index.finish()),
-            Arc::new(self.seat.finish()),
-            Arc::new(self.side.finish()),
-            Arc::new(self.card.finish()),
-            Arc::new(self.taken.finish()),
-            Arc::new(self.taken_count.finish()),
-            Arc::new(self.basra.finish()),
-            Arc::new(self.table_before.finish()),
-            Arc::new(self.automatic.finish()),
-            Arc::new(tz(std::mem::take(&mut self.at)).finish()),
-        ];
-        self.rows = 0;
-        RecordBatch::try_new(PLAYS.clone(), columns).expect("columns match the schema")
     }
 }
 

@@ -8,13 +8,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use anyhow::Context as _;
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int16Type, Int32Type, TimestampMicrosecondType};
 use arrow_array::{Array, RecordBatch};
 use chrono::NaiveDate;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::export::tables::Table;
+use crate::export::players::PlayersColumns;
+use crate::export::tables::{MatchPlayersColumns, MatchesColumns, RoundsColumns, Table};
 
 /// The modes, in the order the report shows them.
 pub const MODES: [&str; 3] = ["ranked", "casual", "with_bots"];
@@ -124,17 +123,11 @@ pub fn figures(root: &Path) -> anyhow::Result<Figures> {
         // Majority points per match and side over the day's scored rounds.
         let mut majority: HashMap<&str, [i64; 2]> = HashMap::new();
         for b in &rounds {
-            let ids = b
-                .column_by_name("match_id")
-                .context("rounds.match_id")?
-                .as_string::<i32>();
-            let side = int16(b, "side")?;
-            let points = int32(b, "majority_points")?;
-            let basras = [
-                int32(b, "basras")?,
-                int32(b, "jack_basras")?,
-                int32(b, "komi_basras")?,
-            ];
+            let c = RoundsColumns::new(b);
+            let ids = c.match_id()?;
+            let side = c.side()?;
+            let points = c.majority_points()?;
+            let basras = [c.basras()?, c.jack_basras()?, c.komi_basras()?];
             for i in 0..b.num_rows() {
                 let entry = majority.entry(ids.value(i)).or_default();
                 entry[usize::from(side.value(i) == 1)] += i64::from(points.value(i));
@@ -148,32 +141,18 @@ pub fn figures(root: &Path) -> anyhow::Result<Figures> {
         // Each match's mode and the UTC hour it started, for the seats' queue waits.
         let mut start_hour: HashMap<&str, (usize, usize)> = HashMap::new();
         for b in &matches {
-            let ids = b
-                .column_by_name("match_id")
-                .context("matches.match_id")?
-                .as_string::<i32>();
-            let mode = b
-                .column_by_name("mode")
-                .context("matches.mode")?
-                .as_string::<i32>();
-            let seats = int16(b, "seats")?;
-            let target = int32(b, "target_score")?;
-            let rounds = int32(b, "rounds")?;
-            let duration = b
-                .column_by_name("duration_seconds")
-                .context("matches.duration_seconds")?
-                .as_primitive::<Float64Type>();
-            let automatic = int32(b, "automatic_plays")?;
-            let winner = int16(b, "winner_side")?;
-            let reason = b
-                .column_by_name("end_reason")
-                .context("matches.end_reason")?
-                .as_string::<i32>();
-            let totals = [int32(b, "side0_total")?, int32(b, "side1_total")?];
-            let started = b
-                .column_by_name("started_at")
-                .context("matches.started_at")?
-                .as_primitive::<TimestampMicrosecondType>();
+            let c = MatchesColumns::new(b);
+            let ids = c.match_id()?;
+            let mode = c.mode()?;
+            let seats = c.seats()?;
+            let target = c.target_score()?;
+            let rounds = c.rounds()?;
+            let duration = c.duration_seconds()?;
+            let automatic = c.automatic_plays()?;
+            let winner = c.winner_side()?;
+            let reason = c.end_reason()?;
+            let totals = [c.side0_total()?, c.side1_total()?];
+            let started = c.started_at()?;
             for i in 0..b.num_rows() {
                 figures.matches += 1;
                 let slot = MODES.iter().position(|m| *m == mode.value(i)).unwrap_or(1);
@@ -203,73 +182,35 @@ pub fn figures(root: &Path) -> anyhow::Result<Figures> {
         }
 
         // Seats: who won in mixed matches; ratings.
+        // Which matches have a bot seat (`mixed`) and which a person's.
         let mut mixed: HashMap<&str, bool> = HashMap::new();
-        for b in &players {
-            let ids = b
-                .column_by_name("match_id")
-                .context("match_players.match_id")?
-                .as_string::<i32>();
-            let bot = b
-                .column_by_name("is_bot")
-                .context("match_players.is_bot")?
-                .as_boolean();
-            for i in 0..b.num_rows() {
-                let any_bot = mixed.entry(ids.value(i)).or_default();
-                *any_bot |= bot.value(i);
-            }
-        }
         let mut has_person: HashMap<&str, bool> = HashMap::new();
         for b in &players {
-            let ids = b
-                .column_by_name("match_id")
-                .context("match_players.match_id")?
-                .as_string::<i32>();
-            let bot = b
-                .column_by_name("is_bot")
-                .context("match_players.is_bot")?
-                .as_boolean();
+            let c = MatchPlayersColumns::new(b);
+            let (ids, bot) = (c.match_id()?, c.is_bot()?);
             for i in 0..b.num_rows() {
+                *mixed.entry(ids.value(i)).or_default() |= bot.value(i);
                 *has_person.entry(ids.value(i)).or_default() |= !bot.value(i);
             }
         }
         for b in &players {
-            let ids = b
-                .column_by_name("match_id")
-                .context("match_players.match_id")?
-                .as_string::<i32>();
-            let user = b
-                .column_by_name("user_id")
-                .context("match_players.user_id")?
-                .as_string::<i32>();
-            let bot = b
-                .column_by_name("is_bot")
-                .context("match_players.is_bot")?
-                .as_boolean();
-            let won = b
-                .column_by_name("won")
-                .context("match_players.won")?
-                .as_boolean();
-            let lost = b
-                .column_by_name("lost")
-                .context("match_players.lost")?
-                .as_boolean();
-            let after = float64(b, "rating_after")?;
-            let change = float64(b, "rating_change")?;
-            let before = float64(b, "rating_before")?;
-            let opponent = float64(b, "opponent_rating_before")?;
-            let ended = b
-                .column_by_name("ended_at")
-                .context("match_players.ended_at")?
-                .as_primitive::<TimestampMicrosecondType>();
-            let fill = b
-                .column_by_name("seat_fill")
-                .map(|c| c.as_string::<i32>().clone());
-            let wait = b
-                .column_by_name("queue_wait_seconds")
-                .map(|c| c.as_primitive::<Float64Type>().clone());
+            let c = MatchPlayersColumns::new(b);
+            let ids = c.match_id()?;
+            let user = c.user_id()?;
+            let bot = c.is_bot()?;
+            let won = c.won()?;
+            let lost = c.lost()?;
+            let after = c.rating_after()?;
+            let change = c.rating_change()?;
+            let before = c.rating_before()?;
+            let opponent = c.opponent_rating_before()?;
+            let ended = c.ended_at()?;
+            // Exports written before seats kept how they were filled lack these two.
+            let fill = c.seat_fill().ok();
+            let wait = c.queue_wait_seconds().ok();
             for i in 0..b.num_rows() {
                 let id = ids.value(i);
-                if let (Some(fill), Some(wait)) = (&fill, &wait)
+                if let (Some(fill), Some(wait)) = (fill, wait)
                     && fill.is_valid(i)
                     && fill.value(i) == "queue"
                     && wait.is_valid(i)
@@ -336,18 +277,10 @@ fn cohorts_of_players(root: &Path) -> anyhow::Result<HashMap<u128, PlayerDays>> 
         .build()?;
     for batch in reader {
         let b = batch?;
-        let ids = b
-            .column_by_name("user_id")
-            .context("players.user_id")?
-            .as_string::<i32>();
-        let signed_up = b
-            .column_by_name("signed_up_at")
-            .context("players.signed_up_at")?
-            .as_primitive::<TimestampMicrosecondType>();
-        let first_match = b
-            .column_by_name("first_match_at")
-            .context("players.first_match_at")?
-            .as_primitive::<TimestampMicrosecondType>();
+        let c = PlayersColumns::new(&b);
+        let ids = c.user_id()?;
+        let signed_up = c.signed_up_at()?;
+        let first_match = c.first_match_at()?;
         for i in 0..b.num_rows() {
             let first_seen = [signed_up, first_match]
                 .iter()
@@ -410,24 +343,6 @@ fn cohorts(
         }
     }
     cohorts
-}
-
-fn int16<'a>(b: &'a RecordBatch, name: &str) -> anyhow::Result<&'a arrow_array::Int16Array> {
-    Ok(b.column_by_name(name)
-        .with_context(|| format!("no column {name}"))?
-        .as_primitive::<Int16Type>())
-}
-
-fn int32<'a>(b: &'a RecordBatch, name: &str) -> anyhow::Result<&'a arrow_array::Int32Array> {
-    Ok(b.column_by_name(name)
-        .with_context(|| format!("no column {name}"))?
-        .as_primitive::<Int32Type>())
-}
-
-fn float64<'a>(b: &'a RecordBatch, name: &str) -> anyhow::Result<&'a arrow_array::Float64Array> {
-    Ok(b.column_by_name(name)
-        .with_context(|| format!("no column {name}"))?
-        .as_primitive::<Float64Type>())
 }
 
 fn day_of(partition: &str) -> anyhow::Result<NaiveDate> {
