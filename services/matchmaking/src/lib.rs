@@ -4,7 +4,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`domain`] | formats, the widening rating window, join codes, what ranked rooms may set |
-//! | [`store`] | the [`Store`](store::Store) trait; Redis (production) and memory (dev) |
+//! | [`store`] | one trait per role, [`QueueStore`](store::QueueStore) and [`LobbyStore`](store::LobbyStore); Redis (production) and memory (dev) implement both |
 //! | [`service`] | the gRPC handlers and the FindMatch streams, by concern: queue, lobby, invites |
 //! | `state` | what the handlers, streams and the pairing loop of a replica share |
 //! | `matcher` | the pairing loop and the housekeeping sweep |

@@ -10,14 +10,14 @@
 
 use redis::AsyncCommands as _;
 
-use basra_platform::redis::{Connection, Keys, Script};
+use basra_platform::redis::Script;
 
-use super::{b, corrupt};
+use super::{RedisStore, b, corrupt};
 use crate::{
     clock::Millis,
     domain::Format,
     error::Result,
-    store::{LobbyFilter, LobbyPage, RoomRecord, RoomStatus, TakeSeat},
+    store::lobby::{LobbyFilter, LobbyPage, LobbyStore, RoomRecord, RoomStatus, TakeSeat},
 };
 
 /// A lobby script: the shared helpers, then its body.
@@ -27,7 +27,7 @@ fn script(body: &str) -> Script {
 
 /// The lobby's scripts, loaded once.
 #[derive(Debug)]
-struct Scripts {
+pub(super) struct Scripts {
     insert_room: Script,
     take_seat: Script,
     free_seat: Script,
@@ -37,7 +37,7 @@ struct Scripts {
 }
 
 impl Scripts {
-    fn new() -> Scripts {
+    pub(super) fn new() -> Scripts {
         Scripts {
             insert_room: script(include_str!("lobby/insert_room.lua")),
             take_seat: script(include_str!("lobby/take_seat.lua")),
@@ -49,34 +49,14 @@ impl Scripts {
     }
 }
 
-/// The lobby: rooms under `P:{lb:F}`, one slot per mode.
-#[derive(Debug)]
-pub(super) struct Lobby {
-    conn: Connection,
-    keys: Keys,
-    scripts: Scripts,
-}
-
-impl Lobby {
-    pub(super) fn new(conn: Connection, keys: Keys) -> Lobby {
-        Lobby {
-            conn,
-            keys,
-            scripts: Scripts::new(),
-        }
-    }
-
-    fn conn(&self) -> Connection {
-        self.conn.clone()
-    }
-
+impl RedisStore {
     /// `P:{lb:F}`: the mode's slot, the key its scripts are called with.
     fn mode_slot(&self, mode: Format) -> String {
         self.keys.slot(&format!("lb:{}", mode.key()))
     }
 
     /// `P:{rm:ID}:mode`: the room's mode, written before the room.
-    fn locator(&self, room_id: &str) -> String {
+    fn room_locator(&self, room_id: &str) -> String {
         self.keys.key(&format!("rm:{room_id}"), "mode")
     }
 
@@ -87,7 +67,7 @@ impl Lobby {
 
     /// The slot of a room's mode, or `None` for an unknown room.
     async fn room_slot(&self, room_id: &str) -> Result<Option<String>> {
-        let mode: Option<String> = self.conn().get(self.locator(room_id)).await?;
+        let mode: Option<String> = self.conn().get(self.room_locator(room_id)).await?;
         mode.map(|m| {
             Format::parse(&m)
                 .map(|f| self.mode_slot(f))
@@ -96,7 +76,43 @@ impl Lobby {
         .transpose()
     }
 
-    pub(super) async fn claim_request(
+    fn code_key(&self, code: &str) -> String {
+        self.keys.key(&format!("code:{code}"), "room")
+    }
+
+    /// `P:{lb}:modes`: every mode a room was made in.
+    fn modes_registry(&self) -> String {
+        self.keys.key("lb", "modes")
+    }
+
+    /// One mode's public rooms after `after`, at most `limit`.
+    async fn list_mode(&self, mode: Format, after: u64, limit: usize) -> Result<LobbyPage> {
+        let out: Vec<String> = self
+            .lobby_scripts
+            .list
+            .key(self.mode_slot(mode))
+            .arg(after)
+            .arg(limit)
+            .invoke_async(&mut self.conn())
+            .await?;
+        let next = out
+            .first()
+            .filter(|s| !s.is_empty())
+            .and_then(|s| s.parse().ok());
+        let rooms = out
+            .get(1..)
+            .unwrap_or_default()
+            .chunks(4)
+            .filter(|c| c.len() == 4)
+            .map(|c| parse_room(&c[0], &c[1], &c[2], &c[3]))
+            .collect::<Result<_>>()?;
+        Ok(LobbyPage { rooms, next })
+    }
+}
+
+#[tonic::async_trait]
+impl LobbyStore for RedisStore {
+    async fn claim_request(
         &self,
         user_id: &str,
         request_id: &str,
@@ -120,7 +136,7 @@ impl Lobby {
         Ok(existing)
     }
 
-    pub(super) async fn claim_code(&self, code: &str, room_id: &str) -> Result<bool> {
+    async fn claim_code(&self, code: &str, room_id: &str) -> Result<bool> {
         let set: Option<String> = redis::cmd("SET")
             .arg(self.code_key(code))
             .arg(room_id)
@@ -130,27 +146,23 @@ impl Lobby {
         Ok(set.is_some())
     }
 
-    fn code_key(&self, code: &str) -> String {
-        self.keys.key(&format!("code:{code}"), "room")
-    }
-
     /// Three steps, each atomic in its slot: the mode joins the registry, the room's
     /// locator names the mode, the room goes into the mode's slot (listed under a fresh
     /// lobby sequence number when public). A crash between them leaves at most a mode
     /// with no room (listed as empty) or a locator with no room (the room is not found,
     /// as it was never made).
-    pub(super) async fn insert_room(&self, room: &RoomRecord) -> Result<()> {
+    async fn insert_room(&self, room: &RoomRecord) -> Result<()> {
         let mode = room.format();
         let mut conn = self.conn();
-        let _: () = conn.sadd(self.registry(), mode.key()).await?;
-        let _: () = conn.set(self.locator(&room.id), mode.key()).await?;
+        let _: () = conn.sadd(self.modes_registry(), mode.key()).await?;
+        let _: () = conn.set(self.room_locator(&room.id), mode.key()).await?;
         let seq: u64 = if room.public {
             conn.incr(self.keys.key("lb", "seq"), 1).await?
         } else {
             0
         };
         let _: i64 = self
-            .scripts
+            .lobby_scripts
             .insert_room
             .key(self.mode_slot(mode))
             .arg(&room.id)
@@ -164,12 +176,7 @@ impl Lobby {
         Ok(())
     }
 
-    /// `P:{lb}:modes`: every mode a room was made in.
-    fn registry(&self) -> String {
-        self.keys.key("lb", "modes")
-    }
-
-    pub(super) async fn room(&self, id: &str) -> Result<Option<RoomRecord>> {
+    async fn room(&self, id: &str) -> Result<Option<RoomRecord>> {
         let Some(slot) = self.room_slot(id).await? else {
             return Ok(None);
         };
@@ -189,11 +196,11 @@ impl Lobby {
         }
     }
 
-    pub(super) async fn room_by_code(&self, code: &str) -> Result<Option<String>> {
+    async fn room_by_code(&self, code: &str) -> Result<Option<String>> {
         Ok(self.conn().get(self.code_key(code)).await?)
     }
 
-    pub(super) async fn take_seat(
+    async fn take_seat(
         &self,
         room_id: &str,
         user_id: &str,
@@ -204,7 +211,7 @@ impl Lobby {
             return Ok(TakeSeat::NotFound);
         };
         let out: Vec<String> = self
-            .scripts
+            .lobby_scripts
             .take_seat
             .key(slot)
             .arg(room_id)
@@ -232,12 +239,12 @@ impl Lobby {
         })
     }
 
-    pub(super) async fn free_seat(&self, room_id: &str, seat: u32, user_id: &str) -> Result<()> {
+    async fn free_seat(&self, room_id: &str, seat: u32, user_id: &str) -> Result<()> {
         let Some(slot) = self.room_slot(room_id).await? else {
             return Ok(());
         };
         let _: i64 = self
-            .scripts
+            .lobby_scripts
             .free_seat
             .key(slot)
             .arg(room_id)
@@ -248,12 +255,12 @@ impl Lobby {
         Ok(())
     }
 
-    pub(super) async fn close_room(&self, room_id: &str) -> Result<()> {
+    async fn close_room(&self, room_id: &str) -> Result<()> {
         let Some(slot) = self.room_slot(room_id).await? else {
             return Ok(());
         };
         let _: i64 = self
-            .scripts
+            .lobby_scripts
             .close_room
             .key(slot)
             .arg(room_id)
@@ -266,13 +273,13 @@ impl Lobby {
     /// then the locator and code keys of the rooms closed get the same retention. A
     /// crash in between leaves those two keys behind (a locator without a room reads as
     /// no room).
-    pub(super) async fn expire_rooms(
+    async fn expire_rooms(
         &self,
         now: Millis,
         retention_ms: Millis,
         max: usize,
     ) -> Result<Vec<String>> {
-        let names: Vec<String> = self.conn().smembers(self.registry()).await?;
+        let names: Vec<String> = self.conn().smembers(self.modes_registry()).await?;
         let mut modes: Vec<Format> = names.iter().filter_map(|n| Format::parse(n)).collect();
         modes.sort_by_key(Format::key);
         let mut closed = Vec::new();
@@ -282,7 +289,7 @@ impl Lobby {
                 break;
             }
             let out: Vec<String> = self
-                .scripts
+                .lobby_scripts
                 .expire_rooms
                 .key(self.mode_slot(mode))
                 .arg(now)
@@ -295,7 +302,7 @@ impl Lobby {
                     return Err(corrupt("expire_rooms"));
                 };
                 let mut conn = self.conn();
-                let _: bool = conn.pexpire(self.locator(id), retention_ms).await?;
+                let _: bool = conn.pexpire(self.room_locator(id), retention_ms).await?;
                 let _: bool = conn.pexpire(self.code_key(code), retention_ms).await?;
                 closed.push(id.clone());
             }
@@ -303,12 +310,7 @@ impl Lobby {
         Ok(closed)
     }
 
-    pub(super) async fn set_player_room(
-        &self,
-        user_id: &str,
-        room_id: &str,
-        ttl_ms: Millis,
-    ) -> Result<()> {
+    async fn set_player_room(&self, user_id: &str, room_id: &str, ttl_ms: Millis) -> Result<()> {
         let key = self.account_key(user_id, "at");
         let _: () = self
             .conn()
@@ -317,7 +319,7 @@ impl Lobby {
         Ok(())
     }
 
-    pub(super) async fn player_room(&self, user_id: &str) -> Result<Option<String>> {
+    async fn player_room(&self, user_id: &str) -> Result<Option<String>> {
         Ok(self.conn().get(self.account_key(user_id, "at")).await?)
     }
 
@@ -325,7 +327,7 @@ impl Lobby {
     /// mode's page (one script on its slot), merged by lobby sequence. A mode that has
     /// more rooms than it returned cuts the merged page at its last one, so no room is
     /// skipped; the page holds at most `min(limit, scan_cap)` rooms.
-    pub(super) async fn list_public(
+    async fn list_public(
         &self,
         filter: LobbyFilter,
         after: u64,
@@ -336,7 +338,7 @@ impl Lobby {
         let modes = match filter.format() {
             Some(mode) => vec![mode],
             None => {
-                let names: Vec<String> = self.conn().smembers(self.registry()).await?;
+                let names: Vec<String> = self.conn().smembers(self.modes_registry()).await?;
                 names
                     .iter()
                     .filter_map(|name| Format::parse(name))
@@ -364,31 +366,7 @@ impl Lobby {
         Ok(LobbyPage { rooms, next })
     }
 
-    /// One mode's public rooms after `after`, at most `limit`.
-    async fn list_mode(&self, mode: Format, after: u64, limit: usize) -> Result<LobbyPage> {
-        let out: Vec<String> = self
-            .scripts
-            .list
-            .key(self.mode_slot(mode))
-            .arg(after)
-            .arg(limit)
-            .invoke_async(&mut self.conn())
-            .await?;
-        let next = out
-            .first()
-            .filter(|s| !s.is_empty())
-            .and_then(|s| s.parse().ok());
-        let rooms = out
-            .get(1..)
-            .unwrap_or_default()
-            .chunks(4)
-            .filter(|c| c.len() == 4)
-            .map(|c| parse_room(&c[0], &c[1], &c[2], &c[3]))
-            .collect::<Result<_>>()?;
-        Ok(LobbyPage { rooms, next })
-    }
-
-    pub(super) async fn wrong_codes(&self, user_id: &str, bucket: i64) -> Result<u32> {
+    async fn wrong_codes(&self, user_id: &str, bucket: i64) -> Result<u32> {
         let n: Option<u32> = self
             .conn()
             .get(self.account_key(user_id, &format!("guess:{bucket}")))
@@ -396,12 +374,7 @@ impl Lobby {
         Ok(n.unwrap_or(0))
     }
 
-    pub(super) async fn add_wrong_code(
-        &self,
-        user_id: &str,
-        bucket: i64,
-        ttl_ms: Millis,
-    ) -> Result<u32> {
+    async fn add_wrong_code(&self, user_id: &str, bucket: i64, ttl_ms: Millis) -> Result<u32> {
         let key = self.account_key(user_id, &format!("guess:{bucket}"));
         let (n,): (u32,) = redis::pipe()
             .atomic()
@@ -413,12 +386,7 @@ impl Lobby {
         Ok(n)
     }
 
-    pub(super) async fn note_invite(
-        &self,
-        user_id: &str,
-        room_id: &str,
-        ttl_ms: Millis,
-    ) -> Result<()> {
+    async fn note_invite(&self, user_id: &str, room_id: &str, ttl_ms: Millis) -> Result<()> {
         let key = self.account_key(user_id, &format!("inv:{room_id}"));
         let _: () = redis::cmd("SET")
             .arg(&key)
@@ -430,7 +398,7 @@ impl Lobby {
         Ok(())
     }
 
-    pub(super) async fn invited(&self, user_id: &str, room_id: &str) -> Result<bool> {
+    async fn invited(&self, user_id: &str, room_id: &str) -> Result<bool> {
         let key = self.account_key(user_id, &format!("inv:{room_id}"));
         let n: u32 = self.conn().exists(key).await?;
         Ok(n > 0)

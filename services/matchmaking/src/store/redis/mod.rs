@@ -1,4 +1,4 @@
-//! The Redis [`Store`]: the queue and the lobby as Redis data, every state
+//! The Redis store: the queue and the lobby as Redis data, every state
 //! change one Lua script, so any number of replicas share them safely.
 //!
 //! Key layout (`P` is the configured prefix, `F` a format's key such as `r.2.101`):
@@ -52,38 +52,49 @@
 //! same way, one slot per mode (`{lb:F}`, F as for the queue): taking, freeing a seat,
 //! closing and inserting each touch one mode; see [`lobby`].
 //!
-//! [`queue`] holds the queue's side, [`lobby`] the lobby's; the `.lua` files
-//! are next to them, in `queue/` and `lobby/`.
+//! [`queue`] implements the queue's role on [`RedisStore`], [`lobby`] the lobby's; the
+//! `.lua` files are next to them, in `queue/` and `lobby/`.
 
 mod lobby;
 mod queue;
 
-use basra_platform::redis::{Keys, Redis};
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use basra_platform::redis::{Connection, Keys, Redis};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use self::{lobby::Lobby, queue::Queue};
-use super::{
-    CancelCause, CancelOutcome, CommitOutcome, Enqueued, Group, LobbyFilter, LobbyPage,
-    MatchRecord, NewTicket, RoomRecord, Store, TakeSeat, TicketView,
-};
 use crate::{
-    clock::Millis,
-    domain::{Format, PairingParams},
+    domain::Format,
     error::{MatchmakingError, Result},
 };
 
 pub use self::queue::pairing_script;
 
-/// The Redis store. Cheap to share (`Arc`); one multiplexed connection per node
-/// that reconnects by itself, plus one subscription for ticket events.
+/// The Redis store: both roles on one connection and one key prefix, [`QueueStore`]
+/// in `queue.rs` and [`LobbyStore`] in `lobby.rs`. Cheap to share (`Arc`); one
+/// multiplexed connection per node that reconnects by itself, plus one subscription
+/// for ticket events.
+///
+/// [`QueueStore`]: crate::store::QueueStore
+/// [`LobbyStore`]: crate::store::LobbyStore
 #[derive(Debug)]
 pub struct RedisStore {
-    queue: Queue,
-    lobby: Lobby,
+    /// Subscriptions (the queue's event channels).
+    redis: Redis,
+    conn: Connection,
+    keys: Keys,
+    queue_scripts: queue::Scripts,
+    lobby_scripts: lobby::Scripts,
+    /// Where ticket events go (every format's channel feeds it).
     events: broadcast::Sender<String>,
-    /// Ends the subscription when the store is dropped.
+    /// Ends the subscriptions when the store is dropped.
     listening: CancellationToken,
+    /// Formats this process has registered and whose channel it listens on.
+    known: tokio::sync::Mutex<HashSet<String>>,
+    /// Ticket → format, for the tickets this process has looked up.
+    formats: Mutex<HashMap<String, Format>>,
 }
 
 impl Drop for RedisStore {
@@ -100,20 +111,25 @@ impl RedisStore {
         let keys = Keys::new(prefix)
             .map_err(|msg| MatchmakingError::bad_setting(format!("redis.prefix: {msg}")))?;
         let redis = Redis::connect(url).await?;
-        let lobby = Lobby::new(redis.conn(), keys.clone());
-        let (events, _) = broadcast::channel(16 * 1024);
-        let listening = CancellationToken::new();
         // Each format's event channel is subscribed when this process first queues a
         // ticket in it (before the ticket enters), so none of its events is missed.
         // Events lost while a subscription is down are covered by the streams' own
         // polling.
-        let queue = Queue::new(redis, keys, events.clone(), listening.clone());
         Ok(RedisStore {
-            queue,
-            lobby,
-            events,
-            listening,
+            conn: redis.conn(),
+            redis,
+            keys,
+            queue_scripts: queue::Scripts::new(),
+            lobby_scripts: lobby::Scripts::new(),
+            events: broadcast::channel(16 * 1024).0,
+            listening: CancellationToken::new(),
+            known: tokio::sync::Mutex::new(HashSet::new()),
+            formats: Mutex::new(HashMap::new()),
         })
+    }
+
+    fn conn(&self) -> Connection {
+        self.conn.clone()
     }
 }
 
@@ -123,202 +139,4 @@ fn corrupt(what: &str) -> MatchmakingError {
 
 fn b(v: bool) -> &'static str {
     if v { "1" } else { "0" }
-}
-
-#[tonic::async_trait]
-impl Store for RedisStore {
-    async fn enqueue(
-        &self,
-        t: NewTicket,
-        now: Millis,
-        ttl_ms: Millis,
-        grace_ms: Millis,
-    ) -> Result<Enqueued> {
-        self.queue.enqueue(t, now, ttl_ms, grace_ms).await
-    }
-
-    async fn poll(&self, id: &str, now: Millis, ttl_ms: Millis) -> Result<Option<TicketView>> {
-        self.queue.poll(id, now, ttl_ms).await
-    }
-
-    async fn detach(&self, id: &str, now: Millis, grace_ms: Millis) -> Result<()> {
-        self.queue.detach(id, now, grace_ms).await
-    }
-
-    async fn cancel(
-        &self,
-        user_id: &str,
-        id: &str,
-        cause: CancelCause,
-        now: Millis,
-        grace_ms: Millis,
-    ) -> Result<CancelOutcome> {
-        self.queue.cancel(user_id, id, cause, now, grace_ms).await
-    }
-
-    async fn form_groups(
-        &self,
-        now: Millis,
-        params: &PairingParams,
-        room_ids: &[String],
-    ) -> Result<Vec<Group>> {
-        self.queue.form_groups(now, params, room_ids).await
-    }
-
-    async fn reclaim(&self, now: Millis, lease_ms: Millis, max: usize) -> Result<Vec<Group>> {
-        self.queue.reclaim(now, lease_ms, max).await
-    }
-
-    async fn commit(
-        &self,
-        room_id: &str,
-        format: Format,
-        records: &[(String, MatchRecord)],
-        now: Millis,
-        grace_ms: Millis,
-    ) -> Result<CommitOutcome> {
-        self.queue
-            .commit(room_id, format, records, now, grace_ms)
-            .await
-    }
-
-    async fn release(
-        &self,
-        room_id: &str,
-        format: Format,
-        lease: u64,
-        now: Millis,
-        grace_ms: Millis,
-    ) -> Result<bool> {
-        self.queue
-            .release(room_id, format, lease, now, grace_ms)
-            .await
-    }
-
-    async fn defer(
-        &self,
-        room_id: &str,
-        format: Format,
-        lease: u64,
-        retry_at: Millis,
-    ) -> Result<bool> {
-        self.queue.defer(room_id, format, lease, retry_at).await
-    }
-
-    async fn abandon(
-        &self,
-        room_id: &str,
-        format: Format,
-        lease: u64,
-        now: Millis,
-        grace_ms: Millis,
-    ) -> Result<bool> {
-        self.queue
-            .abandon(room_id, format, lease, now, grace_ms)
-            .await
-    }
-
-    async fn expire(&self, now: Millis, max: usize) -> Result<u64> {
-        self.queue.expire(now, max).await
-    }
-
-    async fn queue_lengths(&self) -> Result<Vec<(Format, u64)>> {
-        self.queue.queue_lengths().await
-    }
-
-    async fn claim_request(
-        &self,
-        user_id: &str,
-        request_id: &str,
-        room_id: &str,
-    ) -> Result<String> {
-        self.lobby.claim_request(user_id, request_id, room_id).await
-    }
-
-    async fn claim_code(&self, code: &str, room_id: &str) -> Result<bool> {
-        self.lobby.claim_code(code, room_id).await
-    }
-
-    async fn insert_room(&self, room: &RoomRecord) -> Result<()> {
-        self.lobby.insert_room(room).await
-    }
-
-    async fn room(&self, id: &str) -> Result<Option<RoomRecord>> {
-        self.lobby.room(id).await
-    }
-
-    async fn room_by_code(&self, code: &str) -> Result<Option<String>> {
-        self.lobby.room_by_code(code).await
-    }
-
-    async fn take_seat(
-        &self,
-        room_id: &str,
-        user_id: &str,
-        guest: bool,
-        preferred: Option<u32>,
-    ) -> Result<TakeSeat> {
-        self.lobby
-            .take_seat(room_id, user_id, guest, preferred)
-            .await
-    }
-
-    async fn free_seat(&self, room_id: &str, seat: u32, user_id: &str) -> Result<()> {
-        self.lobby.free_seat(room_id, seat, user_id).await
-    }
-
-    async fn close_room(&self, room_id: &str) -> Result<()> {
-        self.lobby.close_room(room_id).await
-    }
-
-    async fn expire_rooms(
-        &self,
-        now: Millis,
-        retention_ms: Millis,
-        max: usize,
-    ) -> Result<Vec<String>> {
-        self.lobby.expire_rooms(now, retention_ms, max).await
-    }
-
-    async fn list_public(
-        &self,
-        filter: LobbyFilter,
-        after: u64,
-        limit: usize,
-        scan_cap: usize,
-    ) -> Result<LobbyPage> {
-        self.lobby.list_public(filter, after, limit, scan_cap).await
-    }
-
-    async fn wrong_codes(&self, user_id: &str, bucket: i64) -> Result<u32> {
-        self.lobby.wrong_codes(user_id, bucket).await
-    }
-
-    async fn add_wrong_code(&self, user_id: &str, bucket: i64, ttl_ms: Millis) -> Result<u32> {
-        self.lobby.add_wrong_code(user_id, bucket, ttl_ms).await
-    }
-
-    async fn note_invite(&self, user_id: &str, room_id: &str, ttl_ms: Millis) -> Result<()> {
-        self.lobby.note_invite(user_id, room_id, ttl_ms).await
-    }
-
-    async fn invited(&self, user_id: &str, room_id: &str) -> Result<bool> {
-        self.lobby.invited(user_id, room_id).await
-    }
-
-    async fn set_player_room(&self, user_id: &str, room_id: &str, ttl_ms: Millis) -> Result<()> {
-        self.lobby.set_player_room(user_id, room_id, ttl_ms).await
-    }
-
-    async fn player_room(&self, user_id: &str) -> Result<Option<String>> {
-        self.lobby.player_room(user_id).await
-    }
-
-    async fn queued_ticket(&self, user_id: &str) -> Result<Option<String>> {
-        self.queue.queued_ticket(user_id).await
-    }
-
-    fn subscribe(&self) -> broadcast::Receiver<String> {
-        self.events.subscribe()
-    }
 }

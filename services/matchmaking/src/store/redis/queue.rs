@@ -5,24 +5,20 @@
 //! pairing rounds, reclaim, expiry and lengths walk the registry of formats
 //! (`{q}:fmts`). Key table and the order of a new search's steps: [`super`].
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
-
 use redis::AsyncCommands as _;
 use serde::Deserialize;
 use tokio::sync::broadcast;
-use tokio_util::sync::CancellationToken;
 
-use basra_platform::redis::{Connection, Keys, PubSubEvent, Redis, Script};
+use basra_platform::redis::{PubSubEvent, Script};
 
-use super::{b, corrupt};
+use super::{RedisStore, b, corrupt};
 use crate::{
     clock::Millis,
     domain::{Format, PairingParams},
     error::{MatchmakingError, Result},
-    store::{
+    store::queue::{
         CancelCause, CancelOutcome, CommitOutcome, Enqueued, Group, GroupMember, MatchRecord,
-        NewTicket, TicketState, TicketView,
+        NewTicket, QueueStore, TicketState, TicketView, in_group_error,
     },
 };
 
@@ -33,7 +29,7 @@ fn script(body: &str) -> Script {
 
 /// The queue's scripts, loaded once.
 #[derive(Debug)]
-struct Scripts {
+pub(super) struct Scripts {
     // On a format's slot.
     enter: Script,
     poll: Script,
@@ -53,7 +49,7 @@ struct Scripts {
 }
 
 impl Scripts {
-    fn new() -> Scripts {
+    pub(super) fn new() -> Scripts {
         Scripts {
             enter: script(include_str!("queue/enter.lua")),
             poll: script(include_str!("queue/poll.lua")),
@@ -83,70 +79,30 @@ pub fn pairing_script() -> Script {
 /// never changes, so the memory is only a shortcut past its locator).
 const REMEMBERED_TICKETS: usize = 100_000;
 
-/// The queue: one slot per format, plus the locators, the accounts' searches and the
-/// registry of formats.
-#[derive(Debug)]
-pub(super) struct Queue {
-    redis: Redis,
-    conn: Connection,
-    keys: Keys,
-    scripts: Scripts,
-    /// Where ticket events go (every format's channel feeds it).
-    events: broadcast::Sender<String>,
-    /// Ends the subscriptions.
-    listening: CancellationToken,
-    /// Formats this process has registered and whose channel it listens on.
-    known: tokio::sync::Mutex<HashSet<String>>,
-    /// Ticket → format, for the tickets this process has looked up.
-    formats: Mutex<HashMap<String, Format>>,
-}
-
-impl Queue {
-    pub(super) fn new(
-        redis: Redis,
-        keys: Keys,
-        events: broadcast::Sender<String>,
-        listening: CancellationToken,
-    ) -> Queue {
-        Queue {
-            conn: redis.conn(),
-            redis,
-            keys,
-            scripts: Scripts::new(),
-            events,
-            listening,
-            known: tokio::sync::Mutex::new(HashSet::new()),
-            formats: Mutex::new(HashMap::new()),
-        }
-    }
-
-    fn conn(&self) -> Connection {
-        self.conn.clone()
-    }
-
+impl RedisStore {
     /// `P:{q:F}`: format `F`'s slot, the key its scripts are called with.
-    fn slot(&self, format: &str) -> String {
+    fn format_slot(&self, format: &str) -> String {
         self.keys.slot(&format!("q:{format}"))
     }
 
     /// `P:{t:ID}`: the ticket's locator (`"F owner"`).
-    fn locator_key(&self, id: &str) -> String {
+    fn ticket_locator(&self, id: &str) -> String {
         self.keys.slot(&format!("t:{id}"))
     }
 
     /// `P:{pl:A}`: the account's slot (its live search and superseded tickets).
-    fn account(&self, user_id: &str) -> String {
+    fn account_slot(&self, user_id: &str) -> String {
         self.keys.slot(&format!("pl:{user_id}"))
     }
 
     /// `P:{q}:fmts`: the registry of formats ever used.
-    fn registry(&self) -> String {
+    fn formats_registry(&self) -> String {
         self.keys.key("q", "fmts")
     }
 
     /// The formats in the registry, in key order (the order of a pairing round).
     async fn registered(&self) -> Result<Vec<String>> {
-        let mut formats: Vec<String> = self.conn().smembers(self.registry()).await?;
+        let mut formats: Vec<String> = self.conn().smembers(self.formats_registry()).await?;
         formats.sort();
         Ok(formats)
     }
@@ -159,11 +115,11 @@ impl Queue {
         if known.contains(format) {
             return Ok(());
         }
-        let _: i64 = self.conn().sadd(self.registry(), format).await?;
+        let _: i64 = self.conn().sadd(self.formats_registry(), format).await?;
         let sender = self.events.clone();
         self.redis
             .subscribe(
-                vec![format!("{}:events", self.slot(format))],
+                vec![format!("{}:events", self.format_slot(format))],
                 self.listening.child_token(),
                 move |event| {
                     if let PubSubEvent::Message { payload, .. } = event
@@ -203,7 +159,7 @@ impl Queue {
 
     /// The ticket's locator: its format and owner.
     async fn locate(&self, id: &str) -> Result<Option<(Format, String)>> {
-        let value: Option<String> = self.conn().get(self.locator_key(id)).await?;
+        let value: Option<String> = self.conn().get(self.ticket_locator(id)).await?;
         let Some(value) = value else {
             return Ok(None);
         };
@@ -230,9 +186,9 @@ impl Queue {
         create: bool,
     ) -> Result<Vec<String>> {
         Ok(self
-            .scripts
+            .queue_scripts
             .enter
-            .key(self.slot(&format.key()))
+            .key(self.format_slot(&format.key()))
             .arg(&t.id)
             .arg(&t.user_id)
             .arg(b(t.guest))
@@ -246,10 +202,97 @@ impl Queue {
             .await?)
     }
 
+    async fn poll_in(
+        &self,
+        format: Format,
+        id: &str,
+        now: Millis,
+        ttl_ms: Millis,
+    ) -> Result<Option<Vec<String>>> {
+        Ok(self
+            .queue_scripts
+            .poll
+            .key(self.format_slot(&format.key()))
+            .arg(id)
+            .arg(now)
+            .arg(ttl_ms)
+            .invoke_async(&mut self.conn())
+            .await?)
+    }
+
+    /// CANCEL in `format`'s slot.
+    async fn cancel_in(
+        &self,
+        format: Format,
+        user_id: &str,
+        id: &str,
+        cause: CancelCause,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<CancelOutcome> {
+        let out: Vec<String> = self
+            .queue_scripts
+            .cancel
+            .key(self.format_slot(&format.key()))
+            .arg(id)
+            .arg(user_id)
+            .arg(cause.as_str())
+            .arg(now)
+            .arg(grace_ms)
+            .invoke_async(&mut self.conn())
+            .await?;
+        match out.first().map(String::as_str) {
+            Some("cancelled") => Ok(CancelOutcome::Cancelled),
+            Some("ingroup") => Ok(CancelOutcome::InGroup),
+            Some("matched") => Ok(CancelOutcome::AlreadyMatched(serde_json::from_str(
+                out.get(1).ok_or_else(|| corrupt("match record"))?,
+            )?)),
+            _ => Ok(CancelOutcome::NotFound),
+        }
+    }
+
+    /// The ticket is no longer the account's live search (if it was) nor a superseded
+    /// one waiting for its cancel.
+    async fn forget_search(&self, user_id: &str, id: &str) -> Result<()> {
+        let _: i64 = self
+            .queue_scripts
+            .forget
+            .key(self.account_slot(user_id))
+            .arg(id)
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// Runs `script` (release or abandon: both end a group held under `lease`, each its
+    /// own way, with the same arguments); whether the lease still held.
+    async fn end_group(
+        &self,
+        script: &Script,
+        room_id: &str,
+        format: Format,
+        lease: u64,
+        now: Millis,
+        grace_ms: Millis,
+    ) -> Result<bool> {
+        let done: i64 = script
+            .key(self.format_slot(&format.key()))
+            .arg(room_id)
+            .arg(lease)
+            .arg(now)
+            .arg(grace_ms)
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(done == 1)
+    }
+}
+
+#[tonic::async_trait]
+impl QueueStore for RedisStore {
     /// A new search or a resume, in the steps of the key table's design: claim the
     /// ticket's locator, swap it in as the account's live search, cancel (or tombstone)
     /// every ticket it superseded, each in its own format's slot, then insert it.
-    pub(super) async fn enqueue(
+    async fn enqueue(
         &self,
         t: NewTicket,
         now: Millis,
@@ -261,7 +304,7 @@ impl Queue {
         // between a step and the next (claimed, never inserted; expired, locator not yet
         // deleted) leaves nothing for ever.
         let claimed: Option<String> = redis::cmd("SET")
-            .arg(self.locator_key(&t.id))
+            .arg(self.ticket_locator(&t.id))
             .arg(format!("{} {}", t.format.key(), t.user_id))
             .arg("NX")
             .arg("GET")
@@ -292,9 +335,9 @@ impl Queue {
         }
         // 2. Swap: this ticket is the account's live search; the ones it replaces wait
         // in `old` until their cancel is confirmed.
-        let account = self.account(&t.user_id);
+        let account = self.account_slot(&t.user_id);
         let swapped: Vec<String> = self
-            .scripts
+            .queue_scripts
             .swap
             .key(&account)
             .arg(&t.id)
@@ -328,7 +371,7 @@ impl Queue {
                     confirmed.push(old.clone());
                 }
             }
-            let mut call = self.scripts.settle.key(&account);
+            let mut call = self.queue_scripts.settle.key(&account);
             call.arg(&t.id).arg(held.as_deref().unwrap_or(""));
             for id in &confirmed {
                 call.arg(id);
@@ -337,7 +380,7 @@ impl Queue {
             if let Some(held) = held {
                 // Its group is final (the room may exist already): refuse the new one,
                 // which was never inserted.
-                return Err(crate::store::memory::in_group_error(&held));
+                return Err(in_group_error(&held));
             }
         }
         // 4. Insert, unless a newer search or a cancel tombstoned it meanwhile.
@@ -345,12 +388,7 @@ impl Queue {
         entered(&t.id, &out)
     }
 
-    pub(super) async fn poll(
-        &self,
-        id: &str,
-        now: Millis,
-        ttl_ms: Millis,
-    ) -> Result<Option<TicketView>> {
+    async fn poll(&self, id: &str, now: Millis, ttl_ms: Millis) -> Result<Option<TicketView>> {
         let remembered = self.remembered(id);
         let Some(format) = remembered.or(self.locate(id).await?.map(|(f, _)| f)) else {
             return Ok(None);
@@ -369,32 +407,14 @@ impl Queue {
         out.map(|f| parse_view(id, &f)).transpose()
     }
 
-    async fn poll_in(
-        &self,
-        format: Format,
-        id: &str,
-        now: Millis,
-        ttl_ms: Millis,
-    ) -> Result<Option<Vec<String>>> {
-        Ok(self
-            .scripts
-            .poll
-            .key(self.slot(&format.key()))
-            .arg(id)
-            .arg(now)
-            .arg(ttl_ms)
-            .invoke_async(&mut self.conn())
-            .await?)
-    }
-
-    pub(super) async fn detach(&self, id: &str, now: Millis, grace_ms: Millis) -> Result<()> {
+    async fn detach(&self, id: &str, now: Millis, grace_ms: Millis) -> Result<()> {
         let Some(format) = self.format_of(id).await? else {
             return Ok(());
         };
         let _: i64 = self
-            .scripts
+            .queue_scripts
             .detach
-            .key(self.slot(&format.key()))
+            .key(self.format_slot(&format.key()))
             .arg(id)
             .arg(now)
             .arg(grace_ms)
@@ -406,7 +426,7 @@ impl Queue {
     /// CancelFind: the locator says which slot (and whose ticket), the ticket is
     /// cancelled (or tombstoned, if not inserted yet) there, then it stops being the
     /// account's live search.
-    pub(super) async fn cancel(
+    async fn cancel(
         &self,
         user_id: &str,
         id: &str,
@@ -429,53 +449,9 @@ impl Queue {
         Ok(outcome)
     }
 
-    /// CANCEL in `format`'s slot.
-    async fn cancel_in(
-        &self,
-        format: Format,
-        user_id: &str,
-        id: &str,
-        cause: CancelCause,
-        now: Millis,
-        grace_ms: Millis,
-    ) -> Result<CancelOutcome> {
-        let out: Vec<String> = self
-            .scripts
-            .cancel
-            .key(self.slot(&format.key()))
-            .arg(id)
-            .arg(user_id)
-            .arg(cause.as_str())
-            .arg(now)
-            .arg(grace_ms)
-            .invoke_async(&mut self.conn())
-            .await?;
-        match out.first().map(String::as_str) {
-            Some("cancelled") => Ok(CancelOutcome::Cancelled),
-            Some("ingroup") => Ok(CancelOutcome::InGroup),
-            Some("matched") => Ok(CancelOutcome::AlreadyMatched(serde_json::from_str(
-                out.get(1).ok_or_else(|| corrupt("match record"))?,
-            )?)),
-            _ => Ok(CancelOutcome::NotFound),
-        }
-    }
-
-    /// The ticket is no longer the account's live search (if it was) nor a superseded
-    /// one waiting for its cancel.
-    async fn forget_search(&self, user_id: &str, id: &str) -> Result<()> {
-        let _: i64 = self
-            .scripts
-            .forget
-            .key(self.account(user_id))
-            .arg(id)
-            .invoke_async(&mut self.conn())
-            .await?;
-        Ok(())
-    }
-
     /// One pairing round: one FORM per registered format, in key order, each with the
     /// room ids and group budget the formats before it left.
-    pub(super) async fn form_groups(
+    async fn form_groups(
         &self,
         now: Millis,
         params: &PairingParams,
@@ -487,7 +463,7 @@ impl Queue {
             if groups.len() >= limit {
                 break;
             }
-            let mut call = self.scripts.form.key(self.slot(&format));
+            let mut call = self.queue_scripts.form.key(self.format_slot(&format));
             call.arg(now)
                 .arg(params.window.start)
                 .arg(params.window.growth_per_second)
@@ -509,21 +485,16 @@ impl Queue {
         Ok(groups)
     }
 
-    pub(super) async fn reclaim(
-        &self,
-        now: Millis,
-        lease_ms: Millis,
-        max: usize,
-    ) -> Result<Vec<Group>> {
+    async fn reclaim(&self, now: Millis, lease_ms: Millis, max: usize) -> Result<Vec<Group>> {
         let mut groups = Vec::new();
         for format in self.registered().await? {
             if groups.len() >= max {
                 break;
             }
             let out: Vec<String> = self
-                .scripts
+                .queue_scripts
                 .reclaim
-                .key(self.slot(&format))
+                .key(self.format_slot(&format))
                 .arg(now)
                 .arg(lease_ms)
                 .arg(max - groups.len())
@@ -536,7 +507,7 @@ impl Queue {
         Ok(groups)
     }
 
-    pub(super) async fn commit(
+    async fn commit(
         &self,
         room_id: &str,
         format: Format,
@@ -544,7 +515,10 @@ impl Queue {
         now: Millis,
         grace_ms: Millis,
     ) -> Result<CommitOutcome> {
-        let mut call = self.scripts.commit.key(self.slot(&format.key()));
+        let mut call = self
+            .queue_scripts
+            .commit
+            .key(self.format_slot(&format.key()));
         call.arg(room_id).arg(now).arg(grace_ms);
         for (id, record) in records {
             call.arg(id).arg(serde_json::to_string(record)?);
@@ -557,7 +531,7 @@ impl Queue {
         })
     }
 
-    pub(super) async fn release(
+    async fn release(
         &self,
         room_id: &str,
         format: Format,
@@ -565,12 +539,12 @@ impl Queue {
         now: Millis,
         grace_ms: Millis,
     ) -> Result<bool> {
-        let script = &self.scripts.release;
+        let script = &self.queue_scripts.release;
         self.end_group(script, room_id, format, lease, now, grace_ms)
             .await
     }
 
-    pub(super) async fn abandon(
+    async fn abandon(
         &self,
         room_id: &str,
         format: Format,
@@ -578,34 +552,12 @@ impl Queue {
         now: Millis,
         grace_ms: Millis,
     ) -> Result<bool> {
-        let script = &self.scripts.abandon;
+        let script = &self.queue_scripts.abandon;
         self.end_group(script, room_id, format, lease, now, grace_ms)
             .await
     }
 
-    /// Runs `script` (release or abandon: both end a group held under `lease`, each its
-    /// own way, with the same arguments); whether the lease still held.
-    async fn end_group(
-        &self,
-        script: &Script,
-        room_id: &str,
-        format: Format,
-        lease: u64,
-        now: Millis,
-        grace_ms: Millis,
-    ) -> Result<bool> {
-        let done: i64 = script
-            .key(self.slot(&format.key()))
-            .arg(room_id)
-            .arg(lease)
-            .arg(now)
-            .arg(grace_ms)
-            .invoke_async(&mut self.conn())
-            .await?;
-        Ok(done == 1)
-    }
-
-    pub(super) async fn defer(
+    async fn defer(
         &self,
         room_id: &str,
         format: Format,
@@ -613,9 +565,9 @@ impl Queue {
         retry_at: Millis,
     ) -> Result<bool> {
         let done: i64 = self
-            .scripts
+            .queue_scripts
             .defer
-            .key(self.slot(&format.key()))
+            .key(self.format_slot(&format.key()))
             .arg(room_id)
             .arg(lease)
             .arg(retry_at)
@@ -627,7 +579,7 @@ impl Queue {
     /// Expiry, format by format; then the locators of the deleted tickets, and the
     /// accounts' pointers to them, are deleted in their own slots (a crash in between
     /// leaves a locator of the same owner: a reuse of that id is a new search).
-    pub(super) async fn expire(&self, now: Millis, max: usize) -> Result<u64> {
+    async fn expire(&self, now: Millis, max: usize) -> Result<u64> {
         let mut dropped = 0;
         let mut budget = max;
         for format in self.registered().await? {
@@ -635,9 +587,9 @@ impl Queue {
                 break;
             }
             let out: Vec<String> = self
-                .scripts
+                .queue_scripts
                 .expire
-                .key(self.slot(&format))
+                .key(self.format_slot(&format))
                 .arg(now)
                 .arg(budget)
                 .invoke_async(&mut self.conn())
@@ -649,7 +601,7 @@ impl Queue {
                     return Err(corrupt("expiry list"));
                 };
                 budget = budget.saturating_sub(1);
-                let _: i64 = self.conn().del(self.locator_key(id)).await?;
+                let _: i64 = self.conn().del(self.ticket_locator(id)).await?;
                 self.forget_format(id);
                 self.forget_search(user_id, id).await?;
             }
@@ -657,13 +609,16 @@ impl Queue {
         Ok(dropped)
     }
 
-    pub(super) async fn queue_lengths(&self) -> Result<Vec<(Format, u64)>> {
+    async fn queue_lengths(&self) -> Result<Vec<(Format, u64)>> {
         let mut lengths = Vec::new();
         for key in self.registered().await? {
             let Some(format) = Format::parse(&key) else {
                 continue;
             };
-            let n: u64 = self.conn().zcard(format!("{}:w", self.slot(&key))).await?;
+            let n: u64 = self
+                .conn()
+                .zcard(format!("{}:w", self.format_slot(&key)))
+                .await?;
             if n > 0 {
                 lengths.push((format, n));
             }
@@ -673,10 +628,10 @@ impl Queue {
 
     /// The account's live search, read through to its ticket: only while it waits or
     /// is in a forming group.
-    pub(super) async fn queued_ticket(&self, user_id: &str) -> Result<Option<String>> {
+    async fn queued_ticket(&self, user_id: &str) -> Result<Option<String>> {
         let cur: Option<String> = self
             .conn()
-            .hget(format!("{}:search", self.account(user_id)), "cur")
+            .hget(format!("{}:search", self.account_slot(user_id)), "cur")
             .await?;
         let Some(id) = cur else {
             return Ok(None);
@@ -686,9 +641,16 @@ impl Queue {
         };
         let state: Option<String> = self
             .conn()
-            .hget(format!("{}:t:{id}", self.slot(&format.key())), "state")
+            .hget(
+                format!("{}:t:{id}", self.format_slot(&format.key())),
+                "state",
+            )
             .await?;
         Ok(matches!(state.as_deref(), Some("queued" | "pending")).then_some(id))
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<String> {
+        self.events.subscribe()
     }
 }
 

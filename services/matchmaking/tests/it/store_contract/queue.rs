@@ -1,22 +1,19 @@
-//! One contract for every [`Store`]: each scenario runs against the
-//! in-memory store, against real Redis and against a real Redis Cluster (a fresh key
-//! prefix per test).
+//! The queue's contract ([`QueueStore`]): positions and resumes, pairing within the
+//! rating window, blocks, groups and their leases, commits, cancels, supersedes across
+//! formats, expiry and bots.
 
 use std::sync::Arc;
 
-use basra_engine::Settings;
 use matchmaking::{
     clock::Millis,
     domain::{Format, PairingParams, WindowParams},
     store::{
-        CancelCause, CancelOutcome, CommitOutcome, Group, LobbyFilter, MatchRecord, NewTicket,
-        Occupant, RoomRecord, RoomStatus, Store, TakeSeat, TicketState,
+        CancelCause, CancelOutcome, CommitOutcome, Group, MatchRecord, NewTicket, Occupant,
+        QueueStore, TicketState,
     },
 };
 
-const T0: Millis = 1_800_000_000_000;
-const TTL: Millis = 15_000;
-const GRACE: Millis = 30_000;
+use super::{GRACE, T0, TTL};
 
 const RANKED2: Format = Format {
     ranked: true,
@@ -68,7 +65,7 @@ fn ticket(id: &str, user: &str, format: Format, rating: f64) -> NewTicket {
     }
 }
 
-async fn put(store: &dyn Store, id: &str, format: Format, rating: f64, now: Millis) {
+async fn put(store: &dyn QueueStore, id: &str, format: Format, rating: f64, now: Millis) {
     store
         .enqueue(
             ticket(id, &format!("u-{id}"), format, rating),
@@ -111,7 +108,7 @@ fn ids(group: &Group) -> Vec<&str> {
     group.members.iter().map(|m| m.ticket_id.as_str()).collect()
 }
 
-async fn queue_positions_and_resume(store: Arc<dyn Store>) {
+pub(super) async fn queue_positions_and_resume(store: Arc<dyn QueueStore>) {
     let s = &*store;
     put(s, "a", RANKED2, 1000.0, T0).await;
     put(s, "b", RANKED2, 2000.0, T0 + 1).await;
@@ -141,7 +138,7 @@ async fn queue_positions_and_resume(store: Arc<dyn Store>) {
     assert_eq!(lengths, vec![(RANKED2, 2)]);
 }
 
-async fn pairs_within_the_window_and_widens_with_time(store: Arc<dyn Store>) {
+pub(super) async fn pairs_within_the_window_and_widens_with_time(store: Arc<dyn QueueStore>) {
     let s = &*store;
     put(s, "a", RANKED2, 1500.0, T0).await;
     put(s, "b", RANKED2, 1580.0, T0).await;
@@ -182,7 +179,7 @@ async fn pairs_within_the_window_and_widens_with_time(store: Arc<dyn Store>) {
 
 /// `put`, for an account that blocks `blocks` (account ids `u-ID`).
 async fn put_blocking(
-    s: &dyn Store,
+    s: &dyn QueueStore,
     id: &str,
     format: Format,
     rating: f64,
@@ -196,7 +193,7 @@ async fn put_blocking(
     s.enqueue(t, now, TTL, GRACE).await.unwrap();
 }
 
-async fn players_who_block_each_other_are_never_grouped(store: Arc<dyn Store>) {
+pub(super) async fn players_who_block_each_other_are_never_grouped(store: Arc<dyn QueueStore>) {
     let s = &*store;
     // Ranked: a blocks b, the nearest rating; a pairs with c instead, and b waits
     // for d (whom nobody blocks), even though b is the older ticket.
@@ -239,7 +236,7 @@ async fn players_who_block_each_other_are_never_grouped(store: Arc<dyn Store>) {
 
 /// A group given up (its room could not be made) ends its members' searches with the
 /// reason; only the current lease holder may give it up.
-async fn a_group_given_up_ends_its_searches(store: Arc<dyn Store>) {
+pub(super) async fn a_group_given_up_ends_its_searches(store: Arc<dyn QueueStore>) {
     let s = &*store;
     put(s, "x", UNRANKED2, 0.0, T0).await;
     put(s, "y", UNRANKED2, 0.0, T0 + 1).await;
@@ -292,7 +289,9 @@ async fn a_group_given_up_ends_its_searches(store: Arc<dyn Store>) {
     );
 }
 
-async fn unranked_is_first_come_first_served_and_four_seats_group(store: Arc<dyn Store>) {
+pub(super) async fn unranked_is_first_come_first_served_and_four_seats_group(
+    store: Arc<dyn QueueStore>,
+) {
     let s = &*store;
     put(s, "u1", UNRANKED2, 0.0, T0).await;
     put(s, "u2", UNRANKED2, 0.0, T0 + 1).await;
@@ -312,7 +311,7 @@ async fn unranked_is_first_come_first_served_and_four_seats_group(store: Arc<dyn
     assert_eq!((v.position, v.waiting), (1, 1));
 }
 
-async fn commit_matches_and_cancel_answers_where_to_play(store: Arc<dyn Store>) {
+pub(super) async fn commit_matches_and_cancel_answers_where_to_play(store: Arc<dyn QueueStore>) {
     let s = &*store;
     let mut events = s.subscribe();
     put(s, "a", UNRANKED2, 0.0, T0).await;
@@ -378,7 +377,7 @@ async fn commit_matches_and_cancel_answers_where_to_play(store: Arc<dyn Store>) 
     assert!(matches!(e.view.state, TicketState::Matched(_)));
 }
 
-async fn cancel_is_idempotent(store: Arc<dyn Store>) {
+pub(super) async fn cancel_is_idempotent(store: Arc<dyn QueueStore>) {
     let s = &*store;
     put(s, "a", UNRANKED2, 0.0, T0).await;
     assert_eq!(
@@ -403,7 +402,7 @@ async fn cancel_is_idempotent(store: Arc<dyn Store>) {
 /// A group is final: a member that cancels, drops its stream or starts a new
 /// search while its room is being made (or retried after a lost reply) stays
 /// in the group; nobody goes back to the queue and all get the one room.
-async fn a_group_member_cannot_leave_its_group(store: Arc<dyn Store>) {
+pub(super) async fn a_group_member_cannot_leave_its_group(store: Arc<dyn QueueStore>) {
     let s = &*store;
     put(s, "b", UNRANKED2, 0.0, T0 + 1).await;
     put(s, "c", UNRANKED2, 0.0, T0 + 2).await;
@@ -480,7 +479,7 @@ async fn a_group_member_cannot_leave_its_group(store: Arc<dyn Store>) {
     assert_eq!(m.room_id, g.room_id);
 }
 
-async fn release_keeps_tickets_for_a_resume(store: Arc<dyn Store>) {
+pub(super) async fn release_keeps_tickets_for_a_resume(store: Arc<dyn QueueStore>) {
     let s = &*store;
     put(s, "a", UNRANKED2, 0.0, T0).await;
     put(s, "b", UNRANKED2, 0.0, T0).await;
@@ -526,7 +525,7 @@ async fn release_keeps_tickets_for_a_resume(store: Arc<dyn Store>) {
     );
 }
 
-async fn stale_groups_are_reclaimed(store: Arc<dyn Store>) {
+pub(super) async fn stale_groups_are_reclaimed(store: Arc<dyn QueueStore>) {
     let s = &*store;
     put(s, "a", UNRANKED2, 0.0, T0).await;
     put(s, "b", UNRANKED2, 0.0, T0).await;
@@ -558,7 +557,7 @@ async fn stale_groups_are_reclaimed(store: Arc<dyn Store>) {
 /// game-session did not confirm the room (unreachable, or its answer lost):
 /// the group keeps its room id, its members wait out of the pool, and the
 /// group is handed out again when the retry is due.
-async fn an_unconfirmed_room_keeps_its_group(store: Arc<dyn Store>) {
+pub(super) async fn an_unconfirmed_room_keeps_its_group(store: Arc<dyn QueueStore>) {
     let s = &*store;
     put(s, "a", UNRANKED2, 0.0, T0).await;
     put(s, "b", UNRANKED2, 0.0, T0).await;
@@ -619,7 +618,10 @@ async fn an_unconfirmed_room_keeps_its_group(store: Arc<dyn Store>) {
 /// takes the group over. X (whose call may yet have made the room) can no
 /// longer release or defer the group; whichever of them learns that the room
 /// exists commits it, and the players get that one room.
-async fn a_taken_over_lease_cannot_requeue_the_group(x: Arc<dyn Store>, y: Arc<dyn Store>) {
+pub(super) async fn a_taken_over_lease_cannot_requeue_the_group(
+    x: Arc<dyn QueueStore>,
+    y: Arc<dyn QueueStore>,
+) {
     put(&*x, "a", RANKED2, 1500.0, T0).await;
     put(&*y, "b", RANKED2, 1510.0, T0).await;
     let gx = x
@@ -672,7 +674,7 @@ async fn a_taken_over_lease_cannot_requeue_the_group(x: Arc<dyn Store>, y: Arc<d
     );
 }
 
-async fn tickets_expire(store: Arc<dyn Store>) {
+pub(super) async fn tickets_expire(store: Arc<dyn QueueStore>) {
     let s = &*store;
     put(s, "alive", UNRANKED2, 0.0, T0).await;
     put(s, "dead", RANKED2, 1500.0, T0).await;
@@ -691,7 +693,7 @@ async fn tickets_expire(store: Arc<dyn Store>) {
     assert!(s.poll("alive", T0 + GRACE, TTL).await.unwrap().is_none());
 }
 
-async fn a_new_search_supersedes_the_old_one(store: Arc<dyn Store>) {
+pub(super) async fn a_new_search_supersedes_the_old_one(store: Arc<dyn QueueStore>) {
     let s = &*store;
     s.enqueue(ticket("one", "me", RANKED2, 1500.0), T0, TTL, GRACE)
         .await
@@ -710,7 +712,7 @@ async fn a_new_search_supersedes_the_old_one(store: Arc<dyn Store>) {
 /// format cancels the old one (which then never pairs), and the next one
 /// cancels that in turn. These are the cases a per-format queue layout must
 /// keep across its slots.
-async fn a_new_search_supersedes_across_formats(store: Arc<dyn Store>) {
+pub(super) async fn a_new_search_supersedes_across_formats(store: Arc<dyn QueueStore>) {
     let s = &*store;
     s.enqueue(ticket("one", "me", RANKED2, 1500.0), T0, TTL, GRACE)
         .await
@@ -755,7 +757,7 @@ async fn a_new_search_supersedes_across_formats(store: Arc<dyn Store>) {
 /// Cancel and resume across formats: cancelling or resuming a superseded
 /// ticket neither brings it back nor touches the live search in the other
 /// format; a resume keeps its ticket's own format whatever the request says.
-async fn cancel_and_resume_across_formats(store: Arc<dyn Store>) {
+pub(super) async fn cancel_and_resume_across_formats(store: Arc<dyn QueueStore>) {
     let s = &*store;
     s.enqueue(ticket("one", "me", RANKED2, 1500.0), T0, TTL, GRACE)
         .await
@@ -826,7 +828,7 @@ async fn cancel_and_resume_across_formats(store: Arc<dyn Store>) {
 
 /// A search whose old ticket sits in a formed group of another format is
 /// refused, and the group is unharmed.
-async fn a_group_in_one_format_blocks_a_search_in_another(store: Arc<dyn Store>) {
+pub(super) async fn a_group_in_one_format_blocks_a_search_in_another(store: Arc<dyn QueueStore>) {
     let s = &*store;
     s.enqueue(ticket("one", "me", UNRANKED2, 0.0), T0, TTL, GRACE)
         .await
@@ -872,7 +874,7 @@ async fn a_group_in_one_format_blocks_a_search_in_another(store: Arc<dyn Store>)
 /// Formats pair independently: one round forms groups in each format from
 /// that format's tickets only, and a released group goes back to its own
 /// format.
-async fn two_formats_pair_independently(store: Arc<dyn Store>) {
+pub(super) async fn two_formats_pair_independently(store: Arc<dyn QueueStore>) {
     let s = &*store;
     put(s, "r1", RANKED2, 1500.0, T0).await;
     put(s, "r2", RANKED2, 1510.0, T0 + 1).await;
@@ -951,7 +953,7 @@ async fn two_formats_pair_independently(store: Arc<dyn Store>) {
     assert_eq!(lengths, vec![(RANKED2, 2), (UNRANKED2, 1)]);
 }
 
-async fn bots_fill_after_the_wait(store: Arc<dyn Store>) {
+pub(super) async fn bots_fill_after_the_wait(store: Arc<dyn QueueStore>) {
     let s = &*store;
     let mut t = ticket("lonely", "u", RANKED2, 1500.0);
     t.allow_bots = true;
@@ -970,434 +972,4 @@ async fn bots_fill_after_the_wait(store: Arc<dyn Store>) {
     assert_eq!(groups.len(), 1);
     assert_eq!(ids(&groups[0]), vec!["lonely"]);
     assert_eq!(groups[0].bots(), 1);
-}
-
-fn room(id: &str, code: &str, public: bool, seats: u8, target: u32, ranked: bool) -> RoomRecord {
-    let settings = Settings {
-        seats: if seats == 4 {
-            basra_engine::Seats::Four
-        } else {
-            basra_engine::Seats::Two
-        },
-        target_score: target,
-        ..Settings::default()
-    };
-    let mut occupants = vec![Occupant::Player {
-        user_id: format!("owner-{id}"),
-        guest: false,
-        rating: None,
-    }];
-    occupants.resize(usize::from(seats), Occupant::Open);
-    RoomRecord {
-        id: id.into(),
-        owner: format!("owner-{id}"),
-        settings,
-        ranked,
-        public,
-        code: code.into(),
-        created_ms: T0,
-        expires_ms: 0,
-        seats: occupants,
-        status: RoomStatus::Open,
-        list_seq: 0,
-    }
-}
-
-/// Rooms nobody fills in time are closed: unlisted, seats refused, and their keys go
-/// after the retention; a full room, a room with a later expiry and one without any
-/// are left alone.
-async fn rooms_nobody_joins_expire(store: Arc<dyn Store>) {
-    let s = &*store;
-    let with_expiry = |id: &str, code: &str, expires_ms: Millis| RoomRecord {
-        expires_ms,
-        ..room(id, code, true, 2, 101, false)
-    };
-    for (id, code, expires) in [
-        ("soon", "SSSSSS", T0 + 1_000),
-        ("filled", "FFFFFF", T0 + 1_000),
-        ("later", "LLLLLL", T0 + 60_000),
-        ("never", "NNNNNN", 0),
-    ] {
-        assert!(s.claim_code(code, id).await.unwrap());
-        s.insert_room(&with_expiry(id, code, expires))
-            .await
-            .unwrap();
-    }
-    assert_eq!(
-        s.take_seat("filled", "guest-1", false, None).await.unwrap(),
-        TakeSeat::Seated {
-            seat: 1,
-            full: true
-        }
-    );
-    let stored = s.room("soon").await.unwrap().unwrap();
-    assert_eq!(
-        stored.expires_ms,
-        T0 + 1_000,
-        "the expiry is kept with the room"
-    );
-    let retention = 300;
-    assert!(
-        s.expire_rooms(T0 + 999, retention, 100)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert_eq!(
-        s.expire_rooms(T0 + 1_000, retention, 100).await.unwrap(),
-        vec!["soon".to_owned()]
-    );
-    let listed: Vec<String> = s
-        .list_public(LobbyFilter::default(), 0, 100, 1000)
-        .await
-        .unwrap()
-        .rooms
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
-    assert_eq!(listed, vec!["later", "never"]);
-    assert_eq!(
-        s.room("soon").await.unwrap().unwrap().status,
-        RoomStatus::Closed
-    );
-    assert_eq!(
-        s.room("filled").await.unwrap().unwrap().status,
-        RoomStatus::Full
-    );
-    assert_eq!(
-        s.take_seat("soon", "late-guest", false, None)
-            .await
-            .unwrap(),
-        TakeSeat::Closed
-    );
-    assert_eq!(
-        s.room_by_code("SSSSSS").await.unwrap().as_deref(),
-        Some("soon"),
-        "the code still finds it during the retention"
-    );
-    // Expiring again does nothing more.
-    assert!(
-        s.expire_rooms(T0 + 2_000, retention, 100)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    // After the retention its keys are gone (Redis: real time; memory: the next sweep).
-    tokio::time::sleep(std::time::Duration::from_millis(retention as u64 + 200)).await;
-    assert!(
-        s.expire_rooms(T0 + 2_000 + retention, retention, 100)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert_eq!(s.room("soon").await.unwrap(), None);
-    assert_eq!(s.room_by_code("SSSSSS").await.unwrap(), None);
-    assert_eq!(
-        s.take_seat("soon", "late-guest", false, None)
-            .await
-            .unwrap(),
-        TakeSeat::NotFound
-    );
-    // The others are still there.
-    for id in ["filled", "later", "never"] {
-        assert!(s.room(id).await.unwrap().is_some(), "{id}");
-    }
-}
-
-async fn rooms_seats_codes_and_lobby(store: Arc<dyn Store>) {
-    let s = &*store;
-    assert!(s.claim_code("AAAAAA", "r1").await.unwrap());
-    assert!(!s.claim_code("AAAAAA", "r2").await.unwrap());
-    s.insert_room(&room("r1", "AAAAAA", true, 2, 101, false))
-        .await
-        .unwrap();
-    s.claim_code("BBBBBB", "r2").await.unwrap();
-    s.insert_room(&room("r2", "BBBBBB", false, 2, 101, false))
-        .await
-        .unwrap();
-    s.claim_code("CCCCCC", "r3").await.unwrap();
-    s.insert_room(&room("r3", "CCCCCC", true, 4, 51, true))
-        .await
-        .unwrap();
-    for i in 0..5 {
-        s.insert_room(&room(
-            &format!("p{i}"),
-            &format!("P{i}PPPP"),
-            true,
-            2,
-            101,
-            false,
-        ))
-        .await
-        .unwrap();
-    }
-    assert_eq!(
-        s.room_by_code("BBBBBB").await.unwrap().as_deref(),
-        Some("r2")
-    );
-    let r = s.room("r3").await.unwrap().unwrap();
-    assert_eq!(
-        (r.status, r.seats.len(), r.ranked),
-        (RoomStatus::Open, 4, true)
-    );
-
-    // Lobby: public only, oldest first, filters, pages.
-    let all = s
-        .list_public(LobbyFilter::default(), 0, 100, 1000)
-        .await
-        .unwrap();
-    let names: Vec<_> = all.rooms.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!(names, vec!["r1", "r3", "p0", "p1", "p2", "p3", "p4"]);
-    assert_eq!(all.next, None);
-    let four = LobbyFilter {
-        seats: Some(4),
-        ..Default::default()
-    };
-    let page = s.list_public(four, 0, 100, 1000).await.unwrap();
-    assert_eq!(page.rooms.len(), 1);
-    assert_eq!(page.rooms[0].id, "r3");
-    let ranked = LobbyFilter {
-        ranked: Some(false),
-        target_score: Some(101),
-        ..Default::default()
-    };
-    let mut seen = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = s.list_public(ranked, after, 2, 1000).await.unwrap();
-        seen.extend(page.rooms.iter().map(|r| r.id.clone()));
-        match page.next {
-            Some(n) => after = n,
-            None => break,
-        }
-    }
-    assert_eq!(seen, vec!["r1", "p0", "p1", "p2", "p3", "p4"]);
-    // Small pages without a filter, over two modes: every room once, in lobby order.
-    let mut seen = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = s
-            .list_public(LobbyFilter::default(), after, 2, 1000)
-            .await
-            .unwrap();
-        assert!(page.rooms.len() <= 2, "{page:?}");
-        seen.extend(page.rooms.iter().map(|r| r.id.clone()));
-        match page.next {
-            Some(n) => after = n,
-            None => break,
-        }
-    }
-    assert_eq!(seen, names);
-
-    // Seats: idempotent, preferred, full leaves the lobby; the code still finds the room.
-    assert_eq!(
-        s.take_seat("r3", "x", false, Some(7)).await.unwrap(),
-        TakeSeat::NoSuchSeat
-    );
-    assert_eq!(
-        s.take_seat("r3", "x", false, Some(2)).await.unwrap(),
-        TakeSeat::Seated {
-            seat: 2,
-            full: false
-        }
-    );
-    assert_eq!(
-        s.take_seat("r3", "y", false, Some(2)).await.unwrap(),
-        TakeSeat::SeatTaken
-    );
-    assert_eq!(
-        s.take_seat("r3", "x", false, None).await.unwrap(),
-        TakeSeat::Already { seat: 2 }
-    );
-    assert_eq!(
-        s.take_seat("r3", "y", true, None).await.unwrap(),
-        TakeSeat::Seated {
-            seat: 1,
-            full: false
-        }
-    );
-    assert_eq!(
-        s.take_seat("r3", "z", false, None).await.unwrap(),
-        TakeSeat::Seated {
-            seat: 3,
-            full: true
-        }
-    );
-    assert_eq!(
-        s.take_seat("r3", "w", false, None).await.unwrap(),
-        TakeSeat::Full
-    );
-    assert_eq!(
-        s.room_by_code("CCCCCC").await.unwrap().as_deref(),
-        Some("r3")
-    );
-    let r = s.room("r3").await.unwrap().unwrap();
-    assert_eq!(r.status, RoomStatus::Full);
-    assert_eq!(
-        r.seats[1],
-        Occupant::Player {
-            user_id: "y".into(),
-            guest: true,
-            rating: None
-        }
-    );
-    let page = s.list_public(four, 0, 100, 1000).await.unwrap();
-    assert!(page.rooms.is_empty());
-    // Undoing a seat (game-session refused) reopens and relists.
-    s.free_seat("r3", 3, "z").await.unwrap();
-    assert_eq!(
-        s.room_by_code("CCCCCC").await.unwrap().as_deref(),
-        Some("r3")
-    );
-    assert_eq!(
-        s.list_public(four, 0, 100, 1000).await.unwrap().rooms.len(),
-        1
-    );
-    // Closing.
-    s.close_room("r1").await.unwrap();
-    assert_eq!(
-        s.room_by_code("AAAAAA").await.unwrap().as_deref(),
-        Some("r1")
-    );
-    assert!(!s.claim_code("AAAAAA", "r9").await.unwrap());
-    assert_eq!(
-        s.take_seat("r1", "q", false, None).await.unwrap(),
-        TakeSeat::Closed
-    );
-    assert_eq!(
-        s.take_seat("nope", "q", false, None).await.unwrap(),
-        TakeSeat::NotFound
-    );
-    // A scan cap ends a page early, with a token to go on.
-    let page = s
-        .list_public(LobbyFilter::default(), 0, 100, 2)
-        .await
-        .unwrap();
-    assert_eq!(page.rooms.len(), 2);
-    assert!(page.next.is_some());
-}
-
-async fn requests_and_wrong_codes(store: Arc<dyn Store>) {
-    let s = &*store;
-    assert_eq!(
-        s.claim_request("u", "req", "room-1").await.unwrap(),
-        "room-1"
-    );
-    assert_eq!(
-        s.claim_request("u", "req", "room-2").await.unwrap(),
-        "room-1"
-    );
-    assert_eq!(
-        s.claim_request("v", "req", "room-3").await.unwrap(),
-        "room-3"
-    );
-    assert_eq!(s.wrong_codes("u", 7).await.unwrap(), 0);
-    assert_eq!(s.add_wrong_code("u", 7, 60_000).await.unwrap(), 1);
-    assert_eq!(s.add_wrong_code("u", 7, 60_000).await.unwrap(), 2);
-    assert_eq!(s.wrong_codes("u", 7).await.unwrap(), 2);
-    assert_eq!(s.wrong_codes("u", 8).await.unwrap(), 0);
-    assert_eq!(s.wrong_codes("v", 7).await.unwrap(), 0);
-}
-
-async fn invites_are_noted_per_account_and_room(store: Arc<dyn Store>) {
-    let s = &*store;
-    assert!(!s.invited("u", "room-1").await.unwrap());
-    s.note_invite("u", "room-1", 60_000).await.unwrap();
-    s.note_invite("u", "room-1", 60_000).await.unwrap();
-    assert!(s.invited("u", "room-1").await.unwrap());
-    assert!(!s.invited("u", "room-2").await.unwrap(), "another room");
-    assert!(!s.invited("v", "room-1").await.unwrap(), "another account");
-}
-
-macro_rules! contract {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            use super::*;
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(Arc::new(matchmaking::store::MemoryStore::new())).await;
-                }
-            )*
-        }
-        mod redis {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let prefix = crate::helpers::unique_prefix();
-                    super::$name(crate::helpers::redis_store(&prefix).await).await;
-                    crate::helpers::forget_prefix(&prefix);
-                }
-            )*
-        }
-        mod redis_cluster {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let prefix = crate::helpers::unique_prefix();
-                    super::$name(crate::helpers::cluster_store(&prefix).await).await;
-                    crate::helpers::forget_cluster_prefix(&prefix);
-                }
-            )*
-        }
-    };
-}
-
-contract!(
-    queue_positions_and_resume,
-    pairs_within_the_window_and_widens_with_time,
-    unranked_is_first_come_first_served_and_four_seats_group,
-    players_who_block_each_other_are_never_grouped,
-    a_group_given_up_ends_its_searches,
-    commit_matches_and_cancel_answers_where_to_play,
-    cancel_is_idempotent,
-    a_group_member_cannot_leave_its_group,
-    release_keeps_tickets_for_a_resume,
-    stale_groups_are_reclaimed,
-    an_unconfirmed_room_keeps_its_group,
-    tickets_expire,
-    a_new_search_supersedes_the_old_one,
-    a_new_search_supersedes_across_formats,
-    cancel_and_resume_across_formats,
-    a_group_in_one_format_blocks_a_search_in_another,
-    two_formats_pair_independently,
-    bots_fill_after_the_wait,
-    rooms_seats_codes_and_lobby,
-    rooms_nobody_joins_expire,
-    requests_and_wrong_codes,
-    invites_are_noted_per_account_and_room,
-);
-
-/// Two replicas: two handles on one store (two Redis connections on one
-/// prefix; the same memory store twice).
-mod two_replicas {
-    use super::*;
-
-    #[tokio::test]
-    async fn memory() {
-        let store: Arc<dyn Store> = Arc::new(matchmaking::store::MemoryStore::new());
-        a_taken_over_lease_cannot_requeue_the_group(store.clone(), store).await;
-    }
-
-    #[tokio::test]
-    async fn redis() {
-        let prefix = crate::helpers::unique_prefix();
-        a_taken_over_lease_cannot_requeue_the_group(
-            crate::helpers::redis_store(&prefix).await,
-            crate::helpers::redis_store(&prefix).await,
-        )
-        .await;
-        crate::helpers::forget_prefix(&prefix);
-    }
-
-    #[tokio::test]
-    async fn redis_cluster() {
-        let prefix = crate::helpers::unique_prefix();
-        a_taken_over_lease_cannot_requeue_the_group(
-            crate::helpers::cluster_store(&prefix).await,
-            crate::helpers::cluster_store(&prefix).await,
-        )
-        .await;
-        crate::helpers::forget_cluster_prefix(&prefix);
-    }
 }

@@ -1,23 +1,25 @@
-//! The in-memory [`Store`] of the embedded dev mode: one process, one mutex,
-//! the same behaviour as the Redis scripts (the contract tests check it).
+//! The memory store's queue: tickets, the pools of each format (by queue time and by
+//! rating), deadlines, groups and their leases, one mutex over all of them. The
+//! pairing round mirrors `form.lua` step for step (`tests/it/pairing_parity.rs` pins
+//! the two together).
 
 use std::{
     cmp::Ordering,
-    collections::{BTreeSet, HashMap, HashSet},
-    sync::Mutex,
+    collections::{BTreeSet, HashMap},
+    sync::MutexGuard,
 };
 
 use tokio::sync::broadcast;
 
-use super::{
-    CancelCause, CancelOutcome, CommitOutcome, Enqueued, Group, GroupMember, LobbyFilter,
-    LobbyPage, MatchRecord, NewTicket, Occupant, RoomRecord, RoomStatus, Store, TakeSeat,
-    TicketState, TicketView,
-};
+use super::{MemoryStore, lock};
 use crate::{
     clock::Millis,
     domain::{Format, PairingParams},
     error::{MatchmakingError, Result},
+    store::queue::{
+        CancelCause, CancelOutcome, CommitOutcome, Enqueued, Group, GroupMember, MatchRecord,
+        NewTicket, QueueStore, TicketState, TicketView, in_group_error,
+    },
 };
 
 /// A rating with a total order, for the rating index.
@@ -59,8 +61,9 @@ struct Pool {
     by_rating: BTreeSet<(Rating, String)>,
 }
 
+/// Everything the queue holds.
 #[derive(Debug, Default)]
-struct State {
+pub(super) struct QueueState {
     tickets: HashMap<String, Ticket>,
     pools: HashMap<Format, Pool>,
     users: HashMap<String, String>,
@@ -69,23 +72,9 @@ struct State {
     groups: HashMap<String, Group>,
     pending: BTreeSet<(Millis, String)>,
     lease: HashMap<String, Millis>,
-    // rooms
-    rooms: HashMap<String, RoomRecord>,
-    lobby: BTreeSet<(u64, String)>,
-    lobby_seq: u64,
-    codes: HashMap<String, String>,
-    /// Rooms by expiry time (those with one).
-    room_expiry: BTreeSet<(Millis, String)>,
-    /// Expired rooms by the time they are forgotten (their keys' retention).
-    room_forget: BTreeSet<(Millis, String)>,
-    player_rooms: HashMap<String, String>,
-    requests: HashMap<(String, String), String>,
-    guesses: HashMap<(String, i64), u32>,
-    /// (account, room) invites, noted by InviteFriend.
-    invites: HashSet<(String, String)>,
 }
 
-impl State {
+impl QueueState {
     fn pool_add(&mut self, id: &str) {
         let t = &self.tickets[id];
         let pool = self.pools.entry(t.format).or_default();
@@ -298,33 +287,18 @@ impl State {
         }
         self.set_deadline(id, now + grace_ms);
     }
-
-    fn room_full(room: &RoomRecord) -> bool {
-        room.seats.iter().all(|s| *s != Occupant::Open)
-    }
-}
-
-/// A new search while the account's ticket `old` is in a formed group.
-pub(crate) fn in_group_error(old: &str) -> MatchmakingError {
-    MatchmakingError::FailedPrecondition(format!(
-        "your search {old} is being placed in a room: call FindMatch with that ticket_id"
-    ))
-}
-
-/// The in-memory store. Cheap to create; dropped with everything in it.
-#[derive(Debug)]
-pub struct MemoryStore {
-    state: Mutex<State>,
-    events: broadcast::Sender<String>,
-}
-
-impl Default for MemoryStore {
-    fn default() -> Self {
-        MemoryStore::new()
-    }
 }
 
 impl MemoryStore {
+    fn lock_queue(&self) -> MutexGuard<'_, QueueState> {
+        lock(&self.queue)
+    }
+
+    fn notify(&self, id: &str) {
+        // No receiver is fine: nobody waits on this ticket here.
+        let _ = self.events.send(id.to_owned());
+    }
+
     /// Ends the group held under `lease` (release, abandon): each member still pending
     /// is `settle`d, kept until `deadline` and told; the group goes. Whether the lease
     /// still held.
@@ -336,7 +310,7 @@ impl MemoryStore {
         settle: impl Fn(&mut Ticket),
     ) -> bool {
         let notify = {
-            let mut s = self.lock();
+            let mut s = self.lock_queue();
             let Some(group) = s.groups.get(room_id).filter(|g| g.lease == lease).cloned() else {
                 return false;
             };
@@ -359,27 +333,10 @@ impl MemoryStore {
         }
         true
     }
-
-    /// An empty store.
-    pub fn new() -> MemoryStore {
-        MemoryStore {
-            state: Mutex::new(State::default()),
-            events: broadcast::channel(4096).0,
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn notify(&self, id: &str) {
-        // No receiver is fine: nobody waits on this ticket here.
-        let _ = self.events.send(id.to_owned());
-    }
 }
 
 #[tonic::async_trait]
-impl Store for MemoryStore {
+impl QueueStore for MemoryStore {
     async fn enqueue(
         &self,
         ticket: NewTicket,
@@ -389,7 +346,7 @@ impl Store for MemoryStore {
     ) -> Result<Enqueued> {
         let mut notify = Vec::new();
         let result = {
-            let mut s = self.lock();
+            let mut s = self.lock_queue();
             let id = ticket.id.clone();
             let resumed = if let Some(t) = s.tickets.get_mut(&id) {
                 if t.user_id != ticket.user_id {
@@ -456,7 +413,7 @@ impl Store for MemoryStore {
     }
 
     async fn poll(&self, id: &str, now: Millis, ttl_ms: Millis) -> Result<Option<TicketView>> {
-        let mut s = self.lock();
+        let mut s = self.lock_queue();
         let Some(t) = s.tickets.get(id) else {
             return Ok(None);
         };
@@ -467,7 +424,7 @@ impl Store for MemoryStore {
     }
 
     async fn detach(&self, id: &str, now: Millis, grace_ms: Millis) -> Result<()> {
-        let mut s = self.lock();
+        let mut s = self.lock_queue();
         let Some(t) = s.tickets.get_mut(id) else {
             return Ok(());
         };
@@ -490,7 +447,7 @@ impl Store for MemoryStore {
         grace_ms: Millis,
     ) -> Result<CancelOutcome> {
         let outcome = {
-            let mut s = self.lock();
+            let mut s = self.lock_queue();
             let Some(t) = s.tickets.get(id).filter(|t| t.user_id == user_id) else {
                 return Ok(CancelOutcome::NotFound);
             };
@@ -515,7 +472,7 @@ impl Store for MemoryStore {
         params: &PairingParams,
         room_ids: &[String],
     ) -> Result<Vec<Group>> {
-        let mut s = self.lock();
+        let mut s = self.lock_queue();
         let mut formats: Vec<Format> = s
             .pools
             .iter()
@@ -531,7 +488,7 @@ impl Store for MemoryStore {
     }
 
     async fn reclaim(&self, now: Millis, lease_ms: Millis, max: usize) -> Result<Vec<Group>> {
-        let mut s = self.lock();
+        let mut s = self.lock_queue();
         let due: Vec<String> = s
             .pending
             .iter()
@@ -558,7 +515,7 @@ impl Store for MemoryStore {
         grace_ms: Millis,
     ) -> Result<CommitOutcome> {
         let (outcome, notify) = {
-            let mut s = self.lock();
+            let mut s = self.lock_queue();
             if !s.groups.contains_key(room_id) {
                 return Ok(CommitOutcome::Gone);
             }
@@ -620,7 +577,7 @@ impl Store for MemoryStore {
         retry_at: Millis,
     ) -> Result<bool> {
         let notify = {
-            let mut s = self.lock();
+            let mut s = self.lock_queue();
             let Some(group) = s.groups.get(room_id).filter(|g| g.lease == lease).cloned() else {
                 return Ok(false);
             };
@@ -659,7 +616,7 @@ impl Store for MemoryStore {
 
     async fn expire(&self, now: Millis, max: usize) -> Result<u64> {
         let (dropped, notify) = {
-            let mut s = self.lock();
+            let mut s = self.lock_queue();
             let due: Vec<String> = s
                 .alive
                 .iter()
@@ -702,7 +659,7 @@ impl Store for MemoryStore {
     }
 
     async fn queue_lengths(&self) -> Result<Vec<(Format, u64)>> {
-        let s = self.lock();
+        let s = self.lock_queue();
         Ok(s.pools
             .iter()
             .filter(|(_, p)| !p.by_wait.is_empty())
@@ -714,198 +671,8 @@ impl Store for MemoryStore {
         self.events.subscribe()
     }
 
-    async fn claim_request(
-        &self,
-        user_id: &str,
-        request_id: &str,
-        room_id: &str,
-    ) -> Result<String> {
-        let mut s = self.lock();
-        Ok(s.requests
-            .entry((user_id.to_owned(), request_id.to_owned()))
-            .or_insert_with(|| room_id.to_owned())
-            .clone())
-    }
-
-    async fn claim_code(&self, code: &str, room_id: &str) -> Result<bool> {
-        let mut s = self.lock();
-        if s.codes.contains_key(code) {
-            return Ok(false);
-        }
-        s.codes.insert(code.to_owned(), room_id.to_owned());
-        Ok(true)
-    }
-
-    async fn insert_room(&self, room: &RoomRecord) -> Result<()> {
-        let mut s = self.lock();
-        let mut room = room.clone();
-        let full = State::room_full(&room);
-        room.status = if full {
-            RoomStatus::Full
-        } else {
-            RoomStatus::Open
-        };
-        if room.public && !full {
-            s.lobby_seq += 1;
-            room.list_seq = s.lobby_seq;
-            s.lobby.insert((room.list_seq, room.id.clone()));
-        }
-        if room.expires_ms > 0 {
-            s.room_expiry.insert((room.expires_ms, room.id.clone()));
-        }
-        s.rooms.insert(room.id.clone(), room);
-        Ok(())
-    }
-
-    async fn room(&self, id: &str) -> Result<Option<RoomRecord>> {
-        Ok(self.lock().rooms.get(id).cloned())
-    }
-
-    async fn room_by_code(&self, code: &str) -> Result<Option<String>> {
-        Ok(self.lock().codes.get(code).cloned())
-    }
-
-    async fn take_seat(
-        &self,
-        room_id: &str,
-        user_id: &str,
-        guest: bool,
-        preferred: Option<u32>,
-    ) -> Result<TakeSeat> {
-        let mut s = self.lock();
-        let Some(room) = s.rooms.get_mut(room_id) else {
-            return Ok(TakeSeat::NotFound);
-        };
-        if let Some(seat) = room
-            .seats
-            .iter()
-            .position(|o| matches!(o, Occupant::Player { user_id: u, .. } if u == user_id))
-        {
-            return Ok(TakeSeat::Already { seat: seat as u32 });
-        }
-        match room.status {
-            RoomStatus::Closed => return Ok(TakeSeat::Closed),
-            RoomStatus::Full => return Ok(TakeSeat::Full),
-            RoomStatus::Open => {}
-        }
-        let seat = match preferred {
-            Some(p) => {
-                let Some(o) = room.seats.get(p as usize) else {
-                    return Ok(TakeSeat::NoSuchSeat);
-                };
-                if *o != Occupant::Open {
-                    return Ok(TakeSeat::SeatTaken);
-                }
-                p as usize
-            }
-            None => match room.seats.iter().position(|o| *o == Occupant::Open) {
-                Some(seat) => seat,
-                None => return Ok(TakeSeat::Full),
-            },
-        };
-        room.seats[seat] = Occupant::Player {
-            user_id: user_id.to_owned(),
-            guest,
-            rating: None,
-        };
-        let full = State::room_full(room);
-        if full {
-            room.status = RoomStatus::Full;
-            let seq = room.list_seq;
-            s.lobby.remove(&(seq, room_id.to_owned()));
-        }
-        Ok(TakeSeat::Seated {
-            seat: seat as u32,
-            full,
-        })
-    }
-
-    async fn free_seat(&self, room_id: &str, seat: u32, user_id: &str) -> Result<()> {
-        let mut s = self.lock();
-        let Some(room) = s.rooms.get_mut(room_id) else {
-            return Ok(());
-        };
-        let holds = matches!(room.seats.get(seat as usize),
-            Some(Occupant::Player { user_id: u, .. }) if u == user_id);
-        if !holds {
-            return Ok(());
-        }
-        room.seats[seat as usize] = Occupant::Open;
-        if room.status == RoomStatus::Full {
-            room.status = RoomStatus::Open;
-            if room.public {
-                let entry = (room.list_seq, room.id.clone());
-                s.lobby.insert(entry);
-            }
-        }
-        Ok(())
-    }
-
-    async fn close_room(&self, room_id: &str) -> Result<()> {
-        let mut s = self.lock();
-        let Some(room) = s.rooms.get_mut(room_id) else {
-            return Ok(());
-        };
-        room.status = RoomStatus::Closed;
-        let seq = room.list_seq;
-        s.lobby.remove(&(seq, room_id.to_owned()));
-        Ok(())
-    }
-
-    async fn expire_rooms(
-        &self,
-        now: Millis,
-        retention_ms: Millis,
-        max: usize,
-    ) -> Result<Vec<String>> {
-        let mut s = self.lock();
-        // Rooms whose retention is over go, with their codes.
-        while let Some((at, id)) = s.room_forget.first().cloned() {
-            if at > now {
-                break;
-            }
-            s.room_forget.remove(&(at, id.clone()));
-            if let Some(room) = s.rooms.remove(&id) {
-                s.codes.remove(&room.code);
-            }
-        }
-        let mut closed = Vec::new();
-        for _ in 0..max {
-            let Some((at, id)) = s.room_expiry.first().cloned() else {
-                break;
-            };
-            if at > now {
-                break;
-            }
-            s.room_expiry.remove(&(at, id.clone()));
-            let Some(room) = s.rooms.get_mut(&id) else {
-                continue;
-            };
-            if room.status != RoomStatus::Open {
-                continue;
-            }
-            room.status = RoomStatus::Closed;
-            let seq = room.list_seq;
-            s.lobby.remove(&(seq, id.clone()));
-            s.room_forget.insert((now + retention_ms, id.clone()));
-            closed.push(id);
-        }
-        Ok(closed)
-    }
-
-    async fn set_player_room(&self, user_id: &str, room_id: &str, _ttl_ms: Millis) -> Result<()> {
-        let mut s = self.lock();
-        s.player_rooms
-            .insert(user_id.to_owned(), room_id.to_owned());
-        Ok(())
-    }
-
-    async fn player_room(&self, user_id: &str) -> Result<Option<String>> {
-        Ok(self.lock().player_rooms.get(user_id).cloned())
-    }
-
     async fn queued_ticket(&self, user_id: &str) -> Result<Option<String>> {
-        let s = self.lock();
+        let s = self.lock_queue();
         let Some(id) = s.users.get(user_id) else {
             return Ok(None);
         };
@@ -914,64 +681,5 @@ impl Store for MemoryStore {
             .get(id)
             .is_some_and(|t| matches!(t.state, TicketState::Queued | TicketState::Pending));
         Ok(waiting.then(|| id.clone()))
-    }
-
-    async fn list_public(
-        &self,
-        filter: LobbyFilter,
-        after: u64,
-        limit: usize,
-        scan_cap: usize,
-    ) -> Result<LobbyPage> {
-        let s = self.lock();
-        let mut rooms = Vec::new();
-        let mut last = after;
-        for (scanned, (seq, id)) in s.lobby.range((after + 1, String::new())..).enumerate() {
-            if rooms.len() >= limit || scanned >= scan_cap {
-                break;
-            }
-            last = *seq;
-            let room = &s.rooms[id];
-            if filter.matches(room) {
-                rooms.push(room.clone());
-            }
-        }
-        let more = s.lobby.range((last + 1, String::new())..).next().is_some();
-        Ok(LobbyPage {
-            rooms,
-            next: more.then_some(last),
-        })
-    }
-
-    async fn wrong_codes(&self, user_id: &str, bucket: i64) -> Result<u32> {
-        Ok(*self
-            .lock()
-            .guesses
-            .get(&(user_id.to_owned(), bucket))
-            .unwrap_or(&0))
-    }
-
-    async fn add_wrong_code(&self, user_id: &str, bucket: i64, _ttl_ms: Millis) -> Result<u32> {
-        let mut s = self.lock();
-        // Older buckets are never read again.
-        s.guesses.retain(|(_, b), _| *b >= bucket - 1);
-        let n = s.guesses.entry((user_id.to_owned(), bucket)).or_insert(0);
-        *n += 1;
-        Ok(*n)
-    }
-
-    async fn note_invite(&self, user_id: &str, room_id: &str, _ttl_ms: Millis) -> Result<()> {
-        // Kept for the process's life: a room id is never reused.
-        self.lock()
-            .invites
-            .insert((user_id.to_owned(), room_id.to_owned()));
-        Ok(())
-    }
-
-    async fn invited(&self, user_id: &str, room_id: &str) -> Result<bool> {
-        Ok(self
-            .lock()
-            .invites
-            .contains(&(user_id.to_owned(), room_id.to_owned())))
     }
 }
