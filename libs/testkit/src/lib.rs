@@ -7,10 +7,10 @@
 //! - a request carrying an access token ([`authed`]);
 //! - a throwaway Ed25519 signing key in PKCS#8 PEM ([`private_pem`]);
 //! - an S3-compatible server on a loopback port ([`moto::Moto`]: moto's, from PyPI);
-//! - hostile clients: silent sockets, hand-built HTTP/2 gRPC calls ([`hostile`]).
+//! - hostile clients: silent sockets, hand-built HTTP/2 gRPC calls ([`hostile`]);
+//! - one suite of contract cases run on every backend of a store ([`store_contract!`]).
 //!
-//! A crate's own setup (its store on Redis or PostgreSQL, its service on 127.0.0.1:0)
-//! stays in its `tests/it/helpers.rs`: it needs that crate's types.
+//! A crate's own setup (its stores, its service) stays in its `tests/it/helpers.rs`.
 //!
 //! ```
 //! let request = basra_testkit::authed("ping", "a.jwt.token");
@@ -18,6 +18,7 @@
 //! assert!(basra_testkit::unique_prefix("test:mm:").starts_with("test:mm:"));
 //! ```
 
+mod contract;
 pub mod hostile;
 pub mod moto;
 

@@ -13,13 +13,15 @@ use tonic::Code;
 use crate::grpc::{failure, guest_req, login_req, match_record, register, register_req};
 use crate::helpers::{TestApp, authed, spawn_app, tokens};
 
-on_both_stores!(
-    change_password_revokes_every_sign_in,
-    delete_account_removes_the_player_and_keeps_the_matches,
-    a_deleted_guest_device_makes_a_new_guest,
-    delete_account_needs_the_right_proof,
-    a_match_recorded_after_the_deletion_names_a_placeholder,
-);
+on_both_stores! {
+    cases {
+        change_password_revokes_every_sign_in,
+        delete_account_removes_the_player_and_keeps_the_matches,
+        a_deleted_guest_device_makes_a_new_guest,
+        delete_account_needs_the_right_proof,
+        a_match_recorded_after_the_deletion_names_a_placeholder,
+    }
+}
 
 const PASSWORD: &str = "correct horse battery";
 

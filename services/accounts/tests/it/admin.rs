@@ -16,12 +16,14 @@ use uuid::Uuid;
 use crate::grpc::{failure, login_req, register};
 use crate::helpers::{TestApp, authed, spawn_app};
 
-on_both_stores!(
-    a_ban_ends_streams_refuses_calls_and_an_unban_restores,
-    rename_and_delete_on_a_players_behalf,
-    only_operators_may_moderate_and_inputs_are_checked,
-    the_player_key_signs_neither_operators_nor_services,
-);
+on_both_stores! {
+    cases {
+        a_ban_ends_streams_refuses_calls_and_an_unban_restores,
+        rename_and_delete_on_a_players_behalf,
+        only_operators_may_moderate_and_inputs_are_checked,
+        the_player_key_signs_neither_operators_nor_services,
+    }
+}
 
 pub(crate) fn operator_token<S: Store>(app: &TestApp<S>, operator: Uuid) -> String {
     app.token(operator, Role::Operator, false)

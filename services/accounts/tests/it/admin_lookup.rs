@@ -14,7 +14,12 @@ use crate::admin::{admin, operator_token};
 use crate::grpc::{failure, register};
 use crate::helpers::{authed, duel, spawn_app};
 
-on_both_stores!(find_show_and_export_a_player, lookup_statuses,);
+on_both_stores! {
+    cases {
+        find_show_and_export_a_player,
+        lookup_statuses,
+    }
+}
 
 async fn collect<T>(
     mut stream: tonic::Streaming<T>,

@@ -10,11 +10,13 @@ use tonic::Code;
 use crate::grpc::{failure, guest_req, login_req, match_record, register, register_req};
 use crate::helpers::{TestApp, authed, spawn_app, tokens};
 
-on_both_stores!(
-    the_export_holds_the_callers_data_and_no_one_elses_private_data,
-    a_large_export_comes_in_pieces,
-    export_needs_a_players_token,
-);
+on_both_stores! {
+    cases {
+        the_export_holds_the_callers_data_and_no_one_elses_private_data,
+        a_large_export_comes_in_pieces,
+        export_needs_a_players_token,
+    }
+}
 
 /// The whole document, and how many messages it came in, each checked for size.
 async fn export<S: Store>(app: &TestApp<S>, token: &str) -> (serde_json::Value, usize) {

@@ -9,11 +9,13 @@ use basra_proto::basra::accounts::v1 as pb;
 use pb::watch_friends_response::Event;
 use tonic::{Code, Streaming};
 
-on_both_stores!(in cases:
-    the_feed_shows_requests_friends_presence_and_invites_and_resumes,
-    bad_feed_presence_and_invite_input_gets_clear_statuses,
-    a_friend_whose_reports_stop_goes_offline_by_themselves,
-);
+on_both_stores! {
+    cases in cases {
+        the_feed_shows_requests_friends_presence_and_invites_and_resumes,
+        bad_feed_presence_and_invite_input_gets_clear_statuses,
+        a_friend_whose_reports_stop_goes_offline_by_themselves,
+    }
+}
 
 async fn register<S: Store>(app: &TestApp<S>, username: &str) -> pb::AuthTokens {
     tokens(

@@ -13,26 +13,28 @@ use basra_proto::basra::common::v1 as common_pb;
 use tonic::Code;
 use uuid::Uuid;
 
-on_both_stores!(in cases:
-    account_lifecycle,
-    record_match_is_idempotent_and_rates_once,
-    bad_sign_up_input_is_refused_and_writes_nothing,
-    wrong_credentials_are_indistinguishable,
-    bad_refresh_tokens_are_refused,
-    record_match_needs_a_service_token_and_a_sane_record,
-    record_matches_rates_in_order_exactly_like_record_match,
-    record_matches_refuses_a_bad_batch_and_writes_nothing,
-    get_players_answers_services_with_names_and_ratings,
-    forged_and_expired_access_tokens_are_refused,
-    login_attempts_are_rate_limited_per_account_and_per_peer,
-    sign_ups_are_rate_limited_per_address_and_in_all,
-    pagination_through_grpc,
-    display_names_are_checked_and_changes_are_limited,
-    health_and_reflection_answer,
-    friends_through_grpc,
-    bad_friend_requests_get_clear_statuses_and_write_nothing,
-    each_sign_in_notes_the_client_app_it_came_from,
-);
+on_both_stores! {
+    cases in cases {
+        account_lifecycle,
+        record_match_is_idempotent_and_rates_once,
+        bad_sign_up_input_is_refused_and_writes_nothing,
+        wrong_credentials_are_indistinguishable,
+        bad_refresh_tokens_are_refused,
+        record_match_needs_a_service_token_and_a_sane_record,
+        record_matches_rates_in_order_exactly_like_record_match,
+        record_matches_refuses_a_bad_batch_and_writes_nothing,
+        get_players_answers_services_with_names_and_ratings,
+        forged_and_expired_access_tokens_are_refused,
+        login_attempts_are_rate_limited_per_account_and_per_peer,
+        sign_ups_are_rate_limited_per_address_and_in_all,
+        pagination_through_grpc,
+        display_names_are_checked_and_changes_are_limited,
+        health_and_reflection_answer,
+        friends_through_grpc,
+        bad_friend_requests_get_clear_statuses_and_write_nothing,
+        each_sign_in_notes_the_client_app_it_came_from,
+    }
+}
 
 /// `(code, message)` of a failed call.
 pub(crate) fn failure<T: std::fmt::Debug>(

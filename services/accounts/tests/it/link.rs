@@ -14,12 +14,14 @@ use crate::helpers::{TestApp, authed, duel, spawn_app_on, test_settings, tokens}
 use crate::oidc_issuer::{TestIssuer, good};
 use crate::provider::google;
 
-on_both_stores!(
-    a_guest_links_a_password_and_keeps_everything,
-    link_password_statuses,
-    a_guest_links_a_provider_and_keeps_everything,
-    link_provider_statuses,
-);
+on_both_stores! {
+    cases {
+        a_guest_links_a_password_and_keeps_everything,
+        link_password_statuses,
+        a_guest_links_a_provider_and_keeps_everything,
+        link_provider_statuses,
+    }
+}
 
 async fn app_with<S: Store>(store: S, issuer: &TestIssuer) -> TestApp<S> {
     let mut settings = test_settings(&[]);

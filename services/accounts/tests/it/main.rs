@@ -2,33 +2,21 @@
 //! module (as separate binaries, each re-linked the whole dependency tree), with the shared
 //! setup in `helpers`.
 
-/// Runs each named case once on the memory store (`memory::NAME`) and once on a fresh
-/// PostgreSQL database (`postgres::NAME`): `on_both_stores!(a, b)` calls the suite's own
-/// `a` and `b`, `on_both_stores!(in cases: a, b)` calls `cases::a` and `cases::b`.
+/// accounts' two stores for [`basra_testkit::store_contract!`], named once: each case runs
+/// on the memory store (`memory::NAME`) and on a fresh PostgreSQL database
+/// (`postgres::NAME`: `#[sqlx::test]`, which needs `DATABASE_URL` and fails when
+/// PostgreSQL is unreachable). Takes `store_contract!`'s groups of cases:
+/// `on_both_stores! { cases { a, b } }` runs this module's `a` and `b`,
+/// `on_both_stores! { cases in contract { a } }` runs `contract::a`.
 macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        /// The cases of this suite, under a name the generated modules can call through.
-        mod here {
-            pub(super) use super::*;
-        }
-        on_both_stores!(in here: $($name),*);
-    };
-    (in $module:ident: $($name:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$module::$name(accounts::MemoryStore::new()).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
+    ($($cases:tt)+) => {
+        basra_testkit::store_contract! {
+            stores {
+                memory => accounts::MemoryStore::new(),
                 #[sqlx::test(migrations = "./migrations")]
-                async fn $name(pool: sqlx::PgPool) {
-                    super::$module::$name(accounts::PgStore::new(pool)).await;
-                }
-            )*
+                postgres(pool: sqlx::PgPool) => accounts::PgStore::new(pool),
+            }
+            $($cases)+
         }
     };
 }

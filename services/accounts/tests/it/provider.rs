@@ -18,14 +18,16 @@ use crate::grpc::failure;
 use crate::helpers::{TestApp, authed, spawn_app_on, test_settings};
 use crate::oidc_issuer::{self, FOREIGN, ISSUER, KEY_A, KEY_B, TestIssuer, claims, good, sign};
 
-on_both_stores!(
-    a_good_token_signs_in_and_makes_one_account_per_subject,
-    refused_tokens_are_unauthenticated_and_create_nothing,
-    key_rotation_is_followed_and_refetches_are_rate_limited,
-    input_off_and_unreachable_providers_have_their_statuses,
-    a_provider_account_deletes_itself_with_a_fresh_token,
-    banned_accounts_and_floods_are_refused,
-);
+on_both_stores! {
+    cases {
+        a_good_token_signs_in_and_makes_one_account_per_subject,
+        refused_tokens_are_unauthenticated_and_create_nothing,
+        key_rotation_is_followed_and_refetches_are_rate_limited,
+        input_off_and_unreachable_providers_have_their_statuses,
+        a_provider_account_deletes_itself_with_a_fresh_token,
+        banned_accounts_and_floods_are_refused,
+    }
+}
 
 /// The refetch interval of these tests' key caches.
 const REFETCH_MIN: Duration = Duration::from_secs(2);

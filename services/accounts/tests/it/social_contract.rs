@@ -20,44 +20,19 @@ async fn redis_at(url: &str) -> SocialStore {
     SocialStore::Redis(store.with_report_ttl(TTL))
 }
 
-macro_rules! social_contract {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::cases::$name(accounts::social::SocialStore::Memory(
-                        super::MemorySocial::new().with_report_ttl(super::TTL),
-                    ))
-                    .await;
-                }
-            )*
-        }
-        mod redis {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::cases::$name(super::redis_at(&basra_testkit::redis_url()).await).await;
-                }
-            )*
-        }
-        mod cluster {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::cases::$name(super::redis_at(&basra_testkit::redis_cluster_url()).await).await;
-                }
-            )*
-        }
-    };
+basra_testkit::store_contract! {
+    stores {
+        memory => SocialStore::Memory(MemorySocial::new().with_report_ttl(TTL)),
+        redis => redis_at(&basra_testkit::redis_url()).await,
+        cluster => redis_at(&basra_testkit::redis_cluster_url()).await,
+    }
+    cases in cases {
+        presence_is_the_busiest_report_and_changes_are_announced,
+        a_report_lapses_unless_repeated,
+        notes_are_numbered_kept_and_read_after_a_seq,
+        friend_list_changes_are_announced,
+    }
 }
-
-social_contract!(
-    presence_is_the_busiest_report_and_changes_are_announced,
-    a_report_lapses_unless_repeated,
-    notes_are_numbered_kept_and_read_after_a_seq,
-    friend_list_changes_are_announced,
-);
 
 /// The next announcement about anything, within a second.
 async fn next(changes: &mut broadcast::Receiver<Change>) -> Change {

@@ -17,33 +17,35 @@ use chrono::{DateTime, Utc};
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
-on_both_stores!(in contract:
-    guest_login_gives_one_user_per_device,
-    concurrent_first_logins_of_a_device_make_one_guest,
-    accounts_are_unique_by_case_insensitive_username,
-    guest_upgrade_keeps_the_user_and_revokes_its_tokens,
-    guest_upgrade_refusals_change_nothing,
-    refresh_tokens_rotate_once_and_reuse_revokes_the_family,
-    expired_and_unknown_refresh_tokens_are_refused,
-    concurrent_rotations_of_one_token_have_one_winner,
-    logout_revokes_one_family_or_every_token,
-    ranked_match_is_recorded_once_and_rates_once,
-    unranked_closed_and_bot_matches_change_no_rating,
-    partnership_match_rates_every_human,
-    match_with_unknown_user_writes_nothing,
-    leaderboard_order_ties_and_pages,
-    match_history_newest_first_in_pages,
-    friend_request_accept_remove,
-    asking_back_accepts_and_refusals_write_nothing,
-    a_block_ends_everything_and_is_private,
-    friend_limits_hold,
-    concurrent_requests_between_two_players_make_one_friendship,
-    friend_codes_are_given_once_and_find_their_owner,
-    display_name_changes_are_limited_per_rolling_window,
-    sign_in_clients_are_kept_oldest_first,
-    each_seat_keeps_its_players_client_app_at_the_matchs_end,
-    concurrent_display_name_changes_count_each_other,
-);
+on_both_stores! {
+    cases in contract {
+        guest_login_gives_one_user_per_device,
+        concurrent_first_logins_of_a_device_make_one_guest,
+        accounts_are_unique_by_case_insensitive_username,
+        guest_upgrade_keeps_the_user_and_revokes_its_tokens,
+        guest_upgrade_refusals_change_nothing,
+        refresh_tokens_rotate_once_and_reuse_revokes_the_family,
+        expired_and_unknown_refresh_tokens_are_refused,
+        concurrent_rotations_of_one_token_have_one_winner,
+        logout_revokes_one_family_or_every_token,
+        ranked_match_is_recorded_once_and_rates_once,
+        unranked_closed_and_bot_matches_change_no_rating,
+        partnership_match_rates_every_human,
+        match_with_unknown_user_writes_nothing,
+        leaderboard_order_ties_and_pages,
+        match_history_newest_first_in_pages,
+        friend_request_accept_remove,
+        asking_back_accepts_and_refusals_write_nothing,
+        a_block_ends_everything_and_is_private,
+        friend_limits_hold,
+        concurrent_requests_between_two_players_make_one_friendship,
+        friend_codes_are_given_once_and_find_their_owner,
+        display_name_changes_are_limited_per_rolling_window,
+        sign_in_clients_are_kept_oldest_first,
+        each_seat_keeps_its_players_client_app_at_the_matchs_end,
+        concurrent_display_name_changes_count_each_other,
+    }
+}
 
 fn guest(name: &str) -> NewGuest {
     NewGuest {
