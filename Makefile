@@ -10,7 +10,7 @@ export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 
-.PHONY: help deps run web api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak sdk chaos-upgrade
+.PHONY: help deps run web web-test api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak sdk chaos-upgrade
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -27,6 +27,10 @@ WEB := clients/web
 web: ## Build the web client into clients/web/dist (npm ci once; TypeScript from proto/ by buf; esbuild)
 	@[ -d $(WEB)/node_modules/@bufbuild/buf ] || npm ci --prefix $(WEB) --no-audit --no-fund --silent
 	npm run --prefix $(WEB) --silent build
+
+web-test: ## The web client's unit tests (node --test, after make web): the table's state replaying recorded event logs, the capture rule against the rules tool on 5,000 generated tables, no import cycle
+	$(CARGO) build --quiet -p basra-rules
+	BASRA_RULES=$(abspath $(CARGO_TARGET_DIR_OR_TARGET))/debug/basra-rules npm test --prefix $(WEB) --silent
 
 BUF := $(WEB)/node_modules/.bin/buf
 api-check: ## The API's hygiene (buf.yaml): buf lint (STANDARD) and no breaking change against api/released.binpb
@@ -47,11 +51,12 @@ play: ## Play in the terminal against the backend of `make run` (second terminal
 rules: ## Run the rules tool: JSON lines on stdin, answers on stdout
 	$(CARGO) run --quiet --release -p basra-rules
 
-test: ## Run every test (unit, property, integration, doc, the web client in Chromium); checks the prerequisites first (make deps installs them), starts the local Redis Cluster, builds the web page
+test: ## Run every test (unit, property, integration, doc, the web client's unit tests and the page in Chromium); checks the prerequisites first (make deps installs them), starts the local Redis Cluster, builds the web page
 	@scripts/check-prereqs.sh
 	scripts/redis-cluster.sh start
 	@[ -d libs/analytics/tests/browser/node_modules/playwright-core ] || npm ci --prefix libs/analytics/tests/browser --no-audit --no-fund --silent
 	$(MAKE) --no-print-directory web
+	$(MAKE) --no-print-directory web-test
 	$(CARGO) test --workspace --all-targets --no-fail-fast
 	$(CARGO) test --workspace --doc
 
@@ -147,9 +152,12 @@ redis-cluster-stop: ## Stop the local Redis Cluster
 analytics-bench: ## simulate, export and report 10k and 100k matches (figures in libs/analytics/README.md)
 	libs/analytics/bench/bench.sh 10000 100000
 
-lint: ## No link leaving the repository or going nowhere (scripts/check-links.py), no library depending on a service (scripts/check-layers.py), cargo fmt --check, clippy with warnings as errors
+lint: ## No link leaving the repository or going nowhere (scripts/check-links.py), no library depending on a service (scripts/check-layers.py), the web client's types (tsc --noEmit, its code and tests), cargo fmt --check, clippy with warnings as errors
 	python3 scripts/check-links.py
 	python3 scripts/check-layers.py
+	@[ -d $(WEB)/node_modules/typescript ] || npm ci --prefix $(WEB) --no-audit --no-fund --silent
+	npm run --prefix $(WEB) --silent generate
+	npm run --prefix $(WEB) --silent typecheck
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 

@@ -9,7 +9,9 @@ Fails, naming file and line, on:
   nothing in the tree: material kept beside the repository is not in a clone.
 
 "Tracked" is what git knows: committed files plus new files not ignored, so a link to a
-file that is only built (clients/web/dist) or only on this machine fails too.
+file that is only built (clients/web/dist) or only on this machine fails too. Code may
+import what `buf generate` writes (the `out:` of a tracked buf.gen.yaml, such as
+clients/web/src/gen): a path in there is taken as in the tree.
 Standard library only.
 """
 
@@ -41,6 +43,14 @@ while True:
     if not parents:
         break
     DIRS |= parents
+
+# What `buf generate` writes: each tracked buf.gen.yaml's `out:` directories, beside it.
+GENERATED = {
+    os.path.normpath(os.path.join(os.path.dirname(path), out))
+    for path in FILES
+    if os.path.basename(path) == "buf.gen.yaml"
+    for out in re.findall(r"^\s*out:\s*(\S+)", open(path, encoding="utf-8").read(), re.M)
+}
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 INLINE_CODE = re.compile(r"`[^`]*`")
@@ -127,7 +137,10 @@ def check_climbing(path: str, where: str, line: str, problems: list) -> None:
         inside = [r for r in resolved if not r.startswith("..")]
         if not inside:
             problems.append(f"{where}: {target} leaves the repository")
-        elif not any(r in TREE or r in DIRS or os.path.dirname(r) in DIRS for r in inside):
+        elif not any(
+            r in TREE or r in DIRS or os.path.dirname(r) in DIRS or any(r.startswith(g + "/") for g in GENERATED)
+            for r in inside
+        ):
             problems.append(f"{where}: {target}: no such file in the tree")
 
 

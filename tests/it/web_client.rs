@@ -1,5 +1,5 @@
 //! The web client in a real browser: `basra dev` (in-memory stores) serves the built page
-//! (`make web`), and `clients/web/tests/browser.mjs` drives Debian's headless Chromium
+//! (`make web`), and `clients/web/tests/browser.ts` drives Debian's headless Chromium
 //! through playwright-core against it — a match against the computer by clicking, with a
 //! reload mid-match, checking what a player sees (every card counted after each deal, the
 //! target, captures as the server made them, the seed against its commitment, named
@@ -15,7 +15,8 @@
 //! Screenshots are kept in `$CARGO_TARGET_TMPDIR/web-client` (the path is printed).
 //!
 //! Needs Node.js, Debian's `chromium`, the built page and `npm ci` in `clients/web`
-//! (`make test` does both); the test fails, never skips, without them.
+//! (`make test` does both); the test fails, never skips, without them. The script is
+//! TypeScript: `clients/web/tests/run.mjs` compiles it with esbuild and runs it in node.
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -79,10 +80,12 @@ async fn a_browser_plays_through_the_web_client() {
     let page = rx.await.unwrap().expect("the page is served");
     let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-client");
     println!("screenshots: {}", artifacts.display());
-    let script = web.join("tests/browser.mjs");
+    let runner = web.join("tests/run.mjs");
+    let script = web.join("tests/browser.ts");
     let url = format!("http://{page}/");
     let output = tokio::task::spawn_blocking(move || {
         Command::new("node")
+            .arg(runner)
             .arg(script)
             .arg(url)
             .arg(&artifacts)

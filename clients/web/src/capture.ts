@@ -11,6 +11,10 @@ export interface CardLike {
 
 const isKomi = (c: CardLike) => c.rank === 7 && c.suit === 2;
 
+export function sameCard(a: CardLike, b: CardLike): boolean {
+  return a.rank === b.rank && a.suit === b.suit;
+}
+
 /**
  * Every capture `card` may take from `table`, as ascending lists of table indexes: the
  * fixed set of a J, the Komi, a Q or a K; for a number card every largest set of table

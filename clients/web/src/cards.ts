@@ -4,7 +4,7 @@ import { cardName } from "./i18n";
 import type { CardLike } from "./capture";
 
 export type { CardLike } from "./capture";
-export { captureOptions, wouldTake } from "./capture";
+export { captureOptions, sameCard, wouldTake } from "./capture";
 
 const SVG = "http://www.w3.org/2000/svg";
 const SUIT_SIGN: Record<number, string> = { 1: "♣", 2: "♦", 3: "♥", 4: "♠" };
@@ -12,10 +12,6 @@ const RANK_TEXT: Record<number, string> = { 1: "A", 11: "J", 12: "Q", 13: "K" };
 
 export function rankText(rank: number): string {
   return RANK_TEXT[rank] ?? String(rank);
-}
-
-export function sameCard(a: CardLike, b: CardLike): boolean {
-  return a.rank === b.rank && a.suit === b.suit;
 }
 
 export function cardKey(c: CardLike): string {

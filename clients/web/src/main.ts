@@ -7,7 +7,7 @@ import { app, el, errorText, header, screens, shared, view } from "./shell";
 import { applyDirection, t } from "./i18n";
 import { friendsPanel, startFeed, stopFeed } from "./social";
 import { NAME_MAX, nameError, nameProblem, profilePanel, rankedPanel, refuseLongPaste, signInError } from "./account";
-import { ROOM_KEY, showTable } from "./table";
+import { ROOM_KEY, showTable } from "./table/controller";
 import type { RuleSettings } from "./gen/basra/common/v1/common_pb";
 import { BotLevel, RoomVisibility, SeatOccupant } from "./gen/basra/common/v1/common_pb";
 

@@ -5,7 +5,7 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { authed, currentUser, renew } from "./api";
 import { el, errorText, notices, screens, shared, Code, ConnectError } from "./shell";
-import { redrawTable, sitsOrSat } from "./table";
+import { sitsOrSat } from "./table/rooms";
 import { inviteStands, requestVerdict, type Opening } from "./feed";
 import { bdi, t, tx } from "./i18n";
 import type { Friend, FriendPresence, Invite, ListFriendsResponse, WatchFriendsResponse } from "./gen/basra/accounts/v1/accounts_pb";
@@ -26,6 +26,14 @@ interface Social {
 const social: Social = { presence: new Map(), invites: [], requests: [], lastSeq: 0n };
 /** Called when the friends' state changed (the friends tab redraws itself through it). */
 let onChange: () => void = () => {};
+/** Also called then: a waiting table redraws its friends to invite (table/controller.ts). */
+const feedWatchers = new Set<() => void>();
+
+/** Calls `watcher` whenever the feed moves, until the function returned is called. */
+export function onFeedChange(watcher: () => void): () => void {
+  feedWatchers.add(watcher);
+  return () => feedWatchers.delete(watcher);
+}
 
 const SEQ_KEY = "basra.feed.";
 
@@ -125,7 +133,7 @@ export function stopFeed(): void {
 function changed(): void {
   onChange();
   drawNotices();
-  redrawTable();
+  for (const watcher of feedWatchers) watcher();
 }
 
 function drawNotices(): void {

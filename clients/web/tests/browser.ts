@@ -31,25 +31,53 @@
 //     a new player; the dialog and its word in Arabic; a registered account confirms with
 //     its password (a wrong one deletes nothing).
 // No console errors anywhere. Screenshots go to the artifact directory.
-// Usage: node tests/browser.mjs PAGE_URL ARTIFACT_DIR [CHROMIUM]
+// Usage: node tests/run.mjs tests/browser.ts PAGE_URL ARTIFACT_DIR [CHROMIUM]
 // Prints one JSON line with what it saw; exits non-zero on the first failed check.
-import { chromium } from "playwright-core";
+import { chromium, type Browser, type Locator, type Page } from "playwright-core";
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 const [pageUrl, artifacts, executable = "/usr/bin/chromium"] = process.argv.slice(2);
 if (!pageUrl || !artifacts) {
-  console.error("usage: node tests/browser.mjs PAGE_URL ARTIFACT_DIR [CHROMIUM]");
+  console.error("usage: node tests/run.mjs tests/browser.ts PAGE_URL ARTIFACT_DIR [CHROMIUM]");
   process.exit(2);
 }
 mkdirSync(artifacts, { recursive: true });
 
-const problems = [];
-const report = { computer: {}, names: {}, friends: {}, ranked: {}, quickMatch: {}, arabic: {}, myData: {} };
+/** A table's counts as the page shows them (`tableCounts`), with their sum. */
+interface Look {
+  round: number;
+  deck: number;
+  hand: number;
+  others: number;
+  table: number;
+  piles: number;
+  ended: boolean;
+  total?: number;
+}
+
+/** A match's result as the page shows it. */
+interface Result {
+  title: string;
+  seed: string;
+  score: string;
+}
+
+const problems: string[] = [];
+/** What each part saw, printed as the last line (tests/it/web_client.rs reads it). */
+const report: Record<"computer" | "names" | "friends" | "ranked" | "quickMatch" | "arabic" | "myData", Record<string, unknown>> = {
+  computer: {},
+  names: {},
+  friends: {},
+  ranked: {},
+  quickMatch: {},
+  arabic: {},
+  myData: {},
+};
 
 /** Whether `probe()` comes true within `ms` (the page renders after an event, not in it). */
-async function eventually(probe, ms = 5000) {
+async function eventually(probe: () => Promise<boolean>, ms = 5000): Promise<boolean> {
   const until = Date.now() + ms;
   for (;;) {
     if (await probe()) return true;
@@ -58,12 +86,12 @@ async function eventually(probe, ms = 5000) {
   }
 }
 
-function check(condition, message) {
+function check(condition: unknown, message: string): asserts condition {
   if (!condition) throw new Error(`check failed: ${message}`);
 }
 
 /** A page in a fresh context (its own local storage: its own guest). */
-async function open(browser, { locale = "en-US", viewport = { width: 1000, height: 800 } } = {}) {
+async function open(browser: Browser, { locale = "en-US", viewport = { width: 1000, height: 800 } } = {}): Promise<Page> {
   const context = await browser.newContext({ locale, viewport });
   const page = await context.newPage();
   page.on("console", (m) => {
@@ -76,17 +104,17 @@ async function open(browser, { locale = "en-US", viewport = { width: 1000, heigh
   return page;
 }
 
-async function signIn(page, name) {
+async function signIn(page: Page, name: string): Promise<void> {
   await page.getByTestId("name").fill(name);
   await page.getByTestId("sign-in").click();
   await page.getByTestId("play-computer").waitFor();
 }
 
 /** What the table shows, read from the page. */
-async function tableCounts(page) {
+async function tableCounts(page: Page): Promise<Look> {
   return page.evaluate(() => {
-    const n = (sel, attr = "data-n") => [...document.querySelectorAll(sel)].map((e) => Number(e.getAttribute(attr)));
-    const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+    const n = (sel: string, attr = "data-n") => [...document.querySelectorAll(sel)].map((e) => Number(e.getAttribute(attr)));
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     return {
       round: n("[data-testid=round]")[0] ?? 0,
       deck: n("[data-testid=deck]")[0] ?? 0,
@@ -100,7 +128,10 @@ async function tableCounts(page) {
 }
 
 /** Clicks a playable card on whichever page may play, until every page shows the result. */
-async function playToTheEnd(pages, { onPlay = async () => {}, seconds = 240 } = {}) {
+async function playToTheEnd(
+  pages: Page[],
+  { onPlay = async () => {}, seconds = 240 }: { onPlay?: (page: Page, plays: number) => Promise<void>; seconds?: number } = {},
+): Promise<number> {
   const deadline = Date.now() + seconds * 1000;
   let plays = 0;
   for (;;) {
@@ -111,7 +142,7 @@ async function playToTheEnd(pages, { onPlay = async () => {}, seconds = 240 } = 
       // Several equally large captures: the page asks which; take the first offered.
       const option = page.getByTestId("capture-option").first();
       const card = page.locator("[data-testid=hand-card]:not([disabled])").first();
-      const target = (await option.count()) ? option : (await card.count()) ? card : null;
+      const target: Locator | null = (await option.count()) ? option : (await card.count()) ? card : null;
       if (!target) continue;
       try {
         await target.click({ timeout: 1500 });
@@ -127,25 +158,32 @@ async function playToTheEnd(pages, { onPlay = async () => {}, seconds = 240 } = 
   }
 }
 
-async function resultOf(page) {
+/** The first match of `pattern` in `text`, checked to be there. */
+function found(text: string, pattern: RegExp, what: string): string {
+  const match = text.match(pattern);
+  check(match, `${what}: ${text}`);
+  return match[0];
+}
+
+async function resultOf(page: Page): Promise<Result> {
   const result = page.getByTestId("result");
   await result.waitFor();
   const title = await result.locator("h2").innerText();
   const seed = await page.getByTestId("seed").innerText();
   check(/[0-9a-f]{64}/.test(seed), `the revealed seed is 32 bytes of hex: ${seed}`);
   const score = await page.getByTestId("final-score").innerText();
-  return { title, seed: seed.match(/[0-9a-f]{64}/)[0], score };
+  return { title, seed: found(seed, /[0-9a-f]{64}/, "the seed"), score };
 }
 
 /** The page verified the seed, and so do we: sha256(seed) is the commitment it showed. */
-async function seedChecked(page, commitment) {
+async function seedChecked(page: Page, commitment: string): Promise<void> {
   const { seed } = await resultOf(page);
   check((await page.getByTestId("seed-check").getAttribute("data-ok")) === "true", "the page verified the seed");
   const hash = createHash("sha256").update(Buffer.from(seed, "hex")).digest("hex");
   check(hash === commitment, `sha256(seed) ${hash} is the commitment shown ${commitment}`);
 }
 
-async function commitmentOf(page) {
+async function commitmentOf(page: Page): Promise<string> {
   const text = await page.getByTestId("commitment").innerText();
   const hash = text.match(/[0-9a-f]{64}/)?.[0];
   check(hash, `the commitment is shown: ${text}`);
@@ -159,7 +197,7 @@ async function commitmentOf(page) {
  * `forget`, the page first loses the seq it keeps (another browser of the same player):
  * every kept note comes again and only the snapshot can tell which still stand.
  */
-async function reloadFeed(page, { forget = false } = {}) {
+async function reloadFeed(page: Page, { forget = false } = {}): Promise<void> {
   const seen = Number(await page.evaluate(() => document.documentElement.dataset.feedSeq ?? "0"));
   check(seen > 0, "the feed has numbered notes before the reload");
   if (forget) {
@@ -173,7 +211,7 @@ async function reloadFeed(page, { forget = false } = {}) {
 }
 
 /** Reloads a page showing a match's result: the same result comes back, with its way out. */
-async function reloadResult(page) {
+async function reloadResult(page: Page): Promise<Result> {
   const before = await resultOf(page);
   await page.reload({ waitUntil: "load" });
   const after = await resultOf(page);
@@ -184,7 +222,7 @@ async function reloadResult(page) {
 }
 
 /** Pastes `text` into the field `testId` (through the clipboard, as a player would). */
-async function paste(page, testId, text) {
+async function paste(page: Page, testId: string, text: string): Promise<void> {
   await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
   await page.getByTestId(testId).fill("");
   await page.getByTestId(testId).focus();
@@ -192,11 +230,11 @@ async function paste(page, testId, text) {
   await page.keyboard.press("Control+V");
 }
 
-async function friendCode(page) {
+async function friendCode(page: Page): Promise<string> {
   await page.getByTestId("tab-friends").click();
   const text = page.getByTestId("friend-code");
   await page.waitForFunction(() => /[A-Z0-9]{4}-[A-Z0-9]{4}/.test(document.querySelector("[data-testid=friend-code]")?.textContent ?? ""));
-  return (await text.innerText()).match(/[A-Z0-9]{4}-[A-Z0-9]{4}/)[0];
+  return found(await text.innerText(), /[A-Z0-9]{4}-[A-Z0-9]{4}/, "the friend code");
 }
 
 const browser = await chromium.launch({
@@ -219,11 +257,11 @@ try {
     const commitment = await commitmentOf(page);
     const first = page.locator("[data-testid=hand-card]").first();
     const label = await first.getAttribute("aria-label");
-    check(/ of (clubs|diamonds|hearts|spades)/.test(label), `cards have text alternatives: ${label}`);
+    check(/ of (clubs|diamonds|hearts|spades)/.test(label ?? ""), `cards have text alternatives: ${label}`);
     await first.hover();
     let reloaded = false;
-    const seen = [];
-    const look = async (p) => {
+    const seen: Look[] = [];
+    const look = async (p: Page) => {
       const c = await tableCounts(p);
       if (c.ended || c.round === 0) return;
       const total = c.deck + c.hand + c.others + c.table + c.piles;
@@ -261,7 +299,7 @@ try {
     check(/You/.test(result.score) && /Computer \(hard\)/.test(result.score), `the final score names the sides and the level chosen: ${result.score}`);
     // The result leaves the scoreboard in sight: nothing covers it.
     const covered = await page.evaluate(() => {
-      const sides = document.querySelector("[data-testid=sides]");
+      const sides = document.querySelector("[data-testid=sides]")!;
       const box = sides.getBoundingClientRect();
       sides.scrollIntoView();
       const b = sides.getBoundingClientRect();
@@ -275,16 +313,17 @@ try {
     check(plays >= 24, `whole rounds were played by clicking (${plays} plays)`);
     // The capture rule the page previews and names (dist/capture.js), on tables with
     // several largest captures: the page offers each, the first is the canonical one.
-    const options = await page.evaluate(async () => {
-      const { captureOptions } = await import("./capture.js");
-      const c = (rank, suit) => ({ rank, suit });
+    // The module's address is an argument: the page imports it, not esbuild.
+    const options = await page.evaluate(async (module) => {
+      const { captureOptions }: typeof import("../src/capture") = await import(module);
+      const c = (rank: number, suit: number) => ({ rank, suit });
       return {
         two: captureOptions(c(8, 4), [c(2, 1), c(6, 3), c(6, 2)]),
         one: captureOptions(c(8, 4), [c(1, 1), c(7, 3), c(13, 1), c(8, 2)]),
         komiOnTable: captureOptions(c(7, 1), [c(7, 2), c(5, 3)]),
         nothing: captureOptions(c(12, 1), [c(13, 2), c(5, 3)]),
       };
-    });
+    }, "./capture.js");
     check(JSON.stringify(options.two) === "[[0,1],[0,2]]", `two equally large captures: ${JSON.stringify(options.two)}`);
     check(JSON.stringify(options.one) === "[[0,1,3]]", `8 on A 7 K 8 takes A+7 and 8: ${JSON.stringify(options.one)}`);
     check(JSON.stringify(options.komiOnTable) === "[[0]]", `a 7 takes the Komi lying on the table: ${JSON.stringify(options.komiOnTable)}`);
@@ -316,7 +355,7 @@ try {
     check(/24/.test(pasted), `a long pasted name is explained: ${pasted}`);
     check((await page.getByTestId("name").inputValue()) === "", "nor is it pasted cut");
     // A longer name that arrives anyway (autofill, script) is explained, not sent raw.
-    await page.getByTestId("name").evaluate((input) => (input.value = "A".repeat(30)));
+    await page.getByTestId("name").evaluate((input: HTMLInputElement) => (input.value = "A".repeat(30)));
     await page.getByTestId("sign-in").click();
     const said = await page.getByTestId("sign-in-problem").innerText();
     check(/30/.test(said) && /24/.test(said) && !/display_name|went wrong/.test(said), `a long name is explained: ${said}`);
@@ -466,6 +505,7 @@ try {
     const back = guest.getByTestId("back");
     await back.scrollIntoViewIfNeeded();
     const box = await back.boundingBox();
+    check(box, "the button is on the screen");
     await guest.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
     await guest.mouse.down();
     await host.getByTestId("rematch").click();
@@ -494,7 +534,7 @@ try {
     await signIn(b, "Rank B");
     // Both keep their guest as an account (the leaderboard lists accounts only).
     const stamp = Date.now().toString(36);
-    for (const [p, user] of [[a, `ra_${stamp}`], [b, `rb_${stamp}`]]) {
+    for (const [p, user] of [[a, `ra_${stamp}`], [b, `rb_${stamp}`]] as const) {
       await p.getByTestId("tab-profile").click();
       await p.getByTestId("username").fill(user);
       await p.getByTestId("password").fill("correct horse");
@@ -581,7 +621,7 @@ try {
     const page = await open(browser, { locale: "ar-EG", viewport: { width: 390, height: 844 } });
     const dir = await page.evaluate(() => [document.documentElement.dir, document.documentElement.lang]);
     check(dir[0] === "rtl" && dir[1] === "ar", `the Arabic page is right to left: ${dir}`);
-    await page.getByTestId("name").evaluate((input) => (input.value = "ب".repeat(30)));
+    await page.getByTestId("name").evaluate((input: HTMLInputElement) => (input.value = "ب".repeat(30)));
     await page.getByTestId("sign-in").click();
     const long = await page.getByTestId("sign-in-problem").innerText();
     check(/٢٤/.test(long) && !/display_name|must/.test(long), `the limit is explained in Arabic: ${long}`);
@@ -594,12 +634,12 @@ try {
     await page.locator("[data-testid=hand-card]").first().waitFor();
     const title = await page.locator("header h1").boundingBox();
     const langButton = await page.getByTestId("lang").boundingBox();
-    check(title.x > langButton.x, "the title sits to the right of the language button");
+    check(title && langButton && title.x > langButton.x, "the title sits to the right of the language button");
     const bot = await page.getByTestId("opponent-name").innerText();
     check(bot === "الكمبيوتر (متوسط)", `the computer's name is Arabic: ${bot}`);
     // Every card back drawn (not the box that holds them) keeps off the name.
     const overlap = await page.evaluate(() => {
-      const name = document.querySelector("[data-testid=opponent-name]").getBoundingClientRect();
+      const name = document.querySelector("[data-testid=opponent-name]")!.getBoundingClientRect();
       return [...document.querySelectorAll("[data-testid=backs] svg")]
         .map((c) => c.getBoundingClientRect())
         .filter((b) => b.left < name.right && name.left < b.right)
