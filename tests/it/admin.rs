@@ -11,9 +11,44 @@ use basra_platform::auth::SigningKey;
 use basra_proto::basra::accounts::v1::GuestLoginRequest;
 use basra_proto::basra::accounts::v1::accounts_service_client::AccountsServiceClient;
 use basra_proto::basra::common::v1::{BotLevel, RoomStatus, RoomVisibility, RuleSettings};
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
 const ISS: &str = "basra-accounts";
 const AUD: &str = "basra";
+const GAME: &str = "basra.game.v1.GameService";
+
+/// gRPC health at an endpoint.
+struct Health(String);
+
+impl Health {
+    async fn of(&self, service: &str) -> ServingStatus {
+        let channel = tonic::transport::Endpoint::from_shared(self.0.clone())
+            .expect("an endpoint")
+            .connect()
+            .await
+            .expect("connect");
+        let mut client = HealthClient::new(channel);
+        let answer = client
+            .check(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .expect("health answers");
+        answer.into_inner().status()
+    }
+
+    /// Waits (up to 5 s) until `service` reports `status`.
+    async fn until(&self, service: &str, status: ServingStatus) {
+        for _ in 0..50 {
+            if self.of(service).await == status {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{service} did not report {status:?} within 5 s");
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_lists_inspects_closes_and_drains() {
@@ -42,6 +77,16 @@ async fn an_operator_lists_inspects_closes_and_drains() {
 
     let inspected = admin.room(&room.room_id).await.unwrap();
     assert_eq!(inspected.summary.unwrap().room_id, room.room_id);
+    // game-session's views say who is a guest (accounts' word when the seat was taken).
+    let seats = inspected.public_view.unwrap().seats;
+    let player = seats.iter().find(|s| !s.user_id.is_empty()).unwrap();
+    assert!(player.is_guest, "a guest's seat says so: {seats:?}");
+    assert!(
+        seats
+            .iter()
+            .filter(|s| s.user_id.is_empty())
+            .all(|s| !s.is_guest)
+    );
 
     admin.close(&room.room_id, "test").await.unwrap();
     let closed = admin.rooms(Some(RoomStatus::Closed), "", "").await.unwrap();
@@ -49,6 +94,43 @@ async fn an_operator_lists_inspects_closes_and_drains() {
 
     let drained = admin.drain("", Duration::from_secs(5)).await.unwrap();
     assert!(!drained.replica.is_empty());
+    // Draining: health says the game takes no new work (the process itself is alive, and
+    // the admin service serves, to take it back), and no room is made.
+    let health = Health(backend.endpoints.game.clone());
+    health.until(GAME, ServingStatus::NotServing).await;
+    assert_eq!(
+        health.of("basra.game.v1.GameInternalService").await,
+        ServingStatus::NotServing
+    );
+    assert_eq!(health.of("").await, ServingStatus::Serving);
+    assert_eq!(
+        health.of("basra.game.v1.GameAdminService").await,
+        ServingStatus::Serving
+    );
+    let refused = lobby::create_room(
+        &ana,
+        RoomVisibility::Private,
+        vec![1],
+        BotLevel::Easy,
+        RuleSettings::default(),
+    )
+    .await;
+    assert!(refused.is_err(), "no room while draining: {refused:?}");
+    // Taken back: serving again, rooms are made; a second undrain changes nothing.
+    let undrained = admin.undrain("").await.unwrap();
+    assert!(undrained.was_draining);
+    assert_eq!(undrained.replica, drained.replica);
+    health.until(GAME, ServingStatus::Serving).await;
+    lobby::create_room(
+        &ana,
+        RoomVisibility::Private,
+        vec![1],
+        BotLevel::Easy,
+        RuleSettings::default(),
+    )
+    .await
+    .expect("a room once the drain has ended");
+    assert!(!admin.undrain("").await.unwrap().was_draining);
 
     // A player is not an operator; a key nobody trusts signs nothing.
     let player_token = AccountsServiceClient::connect(backend.endpoints.accounts.clone())

@@ -10,7 +10,7 @@ use basra_proto::basra::common::v1::RoomStatus;
 use basra_proto::basra::game::v1::game_admin_service_client::GameAdminServiceClient;
 use basra_proto::basra::game::v1::{
     CloseRoomRequest, CloseRoomResponse, DrainReplicaRequest, DrainReplicaResponse, GetRoomRequest,
-    GetRoomResponse, ListRoomsRequest, RoomSummary,
+    GetRoomResponse, ListRoomsRequest, RoomSummary, UndrainReplicaRequest, UndrainReplicaResponse,
 };
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
@@ -171,6 +171,18 @@ impl Admin {
                     seconds: deadline.as_secs() as i64,
                     nanos: 0,
                 }),
+            })
+            .await?
+            .into_inner())
+    }
+
+    /// Ends a drain of the replica answering (or the one named, which must be it).
+    pub async fn undrain(&self, replica: &str) -> anyhow::Result<UndrainReplicaResponse> {
+        Ok(self
+            .client
+            .clone()
+            .undrain_replica(UndrainReplicaRequest {
+                replica: replica.to_owned(),
             })
             .await?
             .into_inner())

@@ -2,7 +2,7 @@
 //! labelled lines for a person, and one JSON document per command under `--json`.
 
 use basra_proto::basra::common::v1::{GameView, RoomStatus, SeatOccupant};
-use basra_proto::basra::game::v1::{DrainReplicaResponse, GetRoomResponse};
+use basra_proto::basra::game::v1::{DrainReplicaResponse, GetRoomResponse, UndrainReplicaResponse};
 use serde_json::{Value, json};
 
 /// A protobuf time as ISO 8601 in UTC (`2026-12-05T00:45:00Z`); `None` when absent.
@@ -48,6 +48,25 @@ pub fn drain(drained: &DrainReplicaResponse, json: bool) -> String {
         drained.streams,
         deadline.as_deref().unwrap_or("(no deadline)")
     )
+}
+
+/// `basra admin undrain`'s answer.
+pub fn undrain(undrained: &UndrainReplicaResponse, json: bool) -> String {
+    if json {
+        return json!({
+            "replica": undrained.replica,
+            "was_draining": undrained.was_draining,
+        })
+        .to_string();
+    }
+    if undrained.was_draining {
+        format!(
+            "{} serves again: new streams and rooms are welcome",
+            undrained.replica
+        )
+    } else {
+        format!("{} was not draining: nothing changed", undrained.replica)
+    }
 }
 
 fn status_name(status: i32) -> String {

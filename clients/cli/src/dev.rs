@@ -176,7 +176,7 @@ pub async fn run(
     let auth =
         AuthLayer::new(verifier, accounts::PUBLIC_METHODS).with_revocations(accounts.revocations());
     let routes = accounts.mount(Routes::default(), shutdown.clone()).await?;
-    let routes = game.mount(routes, shutdown.clone()).await?;
+    let (routes, game_readiness) = game.mount(routes, shutdown.clone()).await?;
     let routes = matchmaker.mount(routes, shutdown.clone()).await?;
     let names: Vec<&str> = [accounts::SERVICE_NAMES, game_session::SERVICE_NAMES]
         .concat()
@@ -187,7 +187,8 @@ pub async fn run(
         tokio::spawn({
             let (routes, auth, shutdown) = (routes.clone(), auth.clone(), shutdown.clone());
             let names: Vec<String> = names.iter().map(|name| name.to_string()).collect();
-            let options = basra_platform::ServeOptions::from(&server);
+            let mut options = basra_platform::ServeOptions::from(&server);
+            options.readiness.push(game_readiness.clone());
             async move {
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 basra_platform::serve(internal, routes, &names, auth, shutdown, options).await
@@ -198,6 +199,7 @@ pub async fn run(
     // One port for the three services: the accounts server's settings.
     let options = basra_platform::ServeOptions {
         tls: options.tls,
+        readiness: vec![game_readiness],
         ..basra_platform::ServeOptions::from(&server)
     };
     basra_platform::serve(listener, routes, &names, auth, shutdown, options).await?;

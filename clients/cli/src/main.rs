@@ -244,8 +244,9 @@ enum AdminCommand {
         connection: AdminConnection,
         /// The room.
         room_id: String,
-        /// Why (logged, and told to the players).
-        #[arg(long, default_value = "closed by an operator")]
+        /// Why (required: the audit log keeps it, and the players of a running match
+        /// are told it).
+        #[arg(long)]
         reason: String,
     },
     /// Drain the replica at --server: no new streams, open ones end by the deadline.
@@ -255,6 +256,12 @@ enum AdminCommand {
         /// Seconds the open streams get.
         #[arg(long, default_value_t = 30)]
         deadline_seconds: u64,
+    },
+    /// End a drain of the replica at --server: health SERVING, new streams and rooms
+    /// welcome again.
+    Undrain {
+        #[command(flatten)]
+        connection: AdminConnection,
     },
     /// Moderate a player through accounts (find, show, export, ban, unban, rename,
     /// delete), each but find audited.
@@ -820,6 +827,11 @@ async fn admin(command: AdminCommand, json: bool) -> anyhow::Result<()> {
                 .drain("", Duration::from_secs(deadline_seconds))
                 .await?;
             println!("{}", basra::admin_output::drain(&drained, json));
+        }
+        AdminCommand::Undrain { connection } => {
+            let admin = Admin::connect(&connection.server, &connection.token).await?;
+            let undrained = admin.undrain("").await?;
+            println!("{}", basra::admin_output::undrain(&undrained, json));
         }
     }
     Ok(())

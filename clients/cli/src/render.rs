@@ -270,6 +270,10 @@ fn end_reason(table: &Table, ended: &basra_proto::basra::game::v1::MatchEnded) -
             Some(who) => format!(" ({who} left and did not come back in time)"),
             None => " (a player left)".into(),
         },
+        Ok(common::MatchEndReason::Closed) if !ended.close_reason.trim().is_empty() => format!(
+            " (the room was closed by an operator: {})",
+            ended.close_reason.trim()
+        ),
         Ok(common::MatchEndReason::Closed) => " (the room was closed by an operator)".into(),
         _ => String::new(),
     }

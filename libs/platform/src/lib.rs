@@ -42,4 +42,4 @@ pub mod telemetry;
 
 pub use auth::{AuthLayer, Caller, Role, TokenIssuer, TokenVerifier};
 pub use error::{ServiceError, to_status};
-pub use serve::{ServeOptions, TlsIdentity, bind, serve};
+pub use serve::{Readiness, ServeOptions, TlsIdentity, bind, serve};

@@ -38,7 +38,7 @@ const REFLECTION_V1ALPHA: &str = "grpc.reflection.v1alpha.ServerReflection";
 const CUT_GRACE: Duration = Duration::from_secs(1);
 
 /// How [`serve`] drains and limits its connections.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// How long in-flight calls get to finish after shutdown.
     pub drain: Duration,
@@ -50,6 +50,20 @@ pub struct ServeOptions {
     /// Serve TLS with this certificate (`basra dev --tls-cert`); `None`: cleartext, as
     /// behind the gateway that terminates TLS in production.
     pub tls: Option<TlsIdentity>,
+    /// Services whose health follows their own readiness (a drained game-session
+    /// replica), beside the server's.
+    pub readiness: Vec<Readiness>,
+}
+
+/// Services that stop taking new work while the process runs on (a game-session replica
+/// an operator drains): while `ready` holds false, health reports each of `services`
+/// NOT_SERVING. The overall status (`""`, what liveness asks) is the server's alone.
+#[derive(Debug, Clone)]
+pub struct Readiness {
+    /// The fully qualified service names.
+    pub services: Vec<&'static str>,
+    /// Whether they take new work.
+    pub ready: tokio::sync::watch::Receiver<bool>,
 }
 
 /// A server's certificate chain and private key, PEM.
@@ -75,6 +89,7 @@ impl ServeOptions {
             limits: ConnectionLimits::default(),
             allowed_origins: Vec::new(),
             tls: None,
+            readiness: Vec::new(),
         }
     }
 }
@@ -92,6 +107,7 @@ impl From<&crate::config::ServerSettings> for ServeOptions {
             limits: settings.limits.clone(),
             allowed_origins: settings.allowed_origins.clone(),
             tls: None,
+            readiness: Vec::new(),
         }
     }
 }
@@ -157,6 +173,7 @@ pub async fn serve(
         limits,
         allowed_origins,
         tls,
+        readiness,
     } = options.into();
     let local_addr = listener.local_addr().ok();
     let rpc_metrics = crate::metrics::RpcMetrics::shared();
@@ -164,6 +181,11 @@ pub async fn serve(
     rpc_metrics.prepare(&[HEALTH_SERVICE]);
     let (reporter, health) = tonic_health::server::health_reporter();
     set_status(&reporter, service_names, ServingStatus::Serving).await;
+    // Until shutdown, which reports every service NOT_SERVING for good.
+    let frozen = Frozen::default();
+    for readiness in readiness {
+        tokio::spawn(follow(reporter.clone(), readiness, frozen.clone()));
+    }
     let routes = routes
         .add_service(health)
         .add_service(reflection(service_names).build_v1()?)
@@ -247,6 +269,7 @@ pub async fn serve(
         drain_seconds = drain.as_secs_f64(),
         "shutting down: not serving, draining"
     );
+    frozen.freeze().await;
     set_status(&reporter, service_names, ServingStatus::NotServing).await;
     stop.cancel();
     match tokio::time::timeout(drain, &mut server).await {
@@ -297,6 +320,45 @@ async fn set_status(reporter: &HealthReporter, service_names: &[&str], status: S
     reporter.set_service_status("", status).await;
     for name in service_names {
         reporter.set_service_status(name, status).await;
+    }
+}
+
+/// Set at shutdown: from then on only the shutdown writes health statuses.
+#[derive(Clone, Default)]
+struct Frozen {
+    flag: Arc<tokio::sync::Mutex<bool>>,
+    token: CancellationToken,
+}
+
+impl Frozen {
+    async fn freeze(&self) {
+        *self.flag.lock().await = true;
+        self.token.cancel();
+    }
+}
+
+/// Reports `readiness.services` SERVING or NOT_SERVING as `readiness.ready` says, until
+/// the statuses are `frozen`.
+async fn follow(reporter: HealthReporter, mut readiness: Readiness, frozen: Frozen) {
+    loop {
+        let status = if *readiness.ready.borrow_and_update() {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        };
+        {
+            let flag = frozen.flag.lock().await;
+            if *flag {
+                return;
+            }
+            for name in &readiness.services {
+                reporter.set_service_status(name, status).await;
+            }
+        }
+        tokio::select! {
+            changed = readiness.ready.changed() => if changed.is_err() { return },
+            () = frozen.token.cancelled() => return,
+        }
     }
 }
 

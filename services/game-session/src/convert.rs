@@ -41,6 +41,7 @@ pub fn seat_to_pb(seat: &SeatSnapshot, seats: usize) -> pb::SeatInfo {
             info.occupant = pb::SeatOccupant::Player as i32;
             info.user_id = user_id.clone();
             info.display_name = player_display_name(name, usize::from(seat.seat));
+            info.is_guest = seat.guest;
             info.connected = seat.connected;
         }
         Occupant::Bot { level } => {
@@ -235,6 +236,7 @@ pub fn project(
             forfeit_seat,
             totals,
             seed,
+            close_reason,
         } => E::MatchEnded(game::MatchEnded {
             match_id: match_id.clone(),
             winner_side: winner_side.map(u32::from),
@@ -243,6 +245,7 @@ pub fn project(
             totals: totals.to_vec(),
             rating_changes: Vec::new(),
             seed: seed.to_vec(),
+            close_reason: close_reason.clone(),
         }),
         LogEvent::ConnectionChanged {
             seat,

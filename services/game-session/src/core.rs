@@ -11,7 +11,6 @@
 //! finds its own lease swept (it stalled longer than the lease) ends its streams, which
 //! resume, and continues under a new instance id.
 
-use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -175,10 +174,8 @@ pub struct Core {
     pub join_slots: Arc<Semaphore>,
     /// Cancelled when the replica stops: streams end with UNAVAILABLE.
     pub shutdown: CancellationToken,
-    /// Cancelled by `DrainReplica`, and when the replica stops (a child of `shutdown`).
-    pub drain: CancellationToken,
-    /// The drain deadline (Unix ms) once draining.
-    pub drain_deadline_ms: AtomicI64,
+    /// Draining: by `DrainReplica` (until `UndrainReplica`), and when the replica stops.
+    pub drain: crate::drain::Drain,
     /// The presence lease.
     pub lease: Lease,
     /// The shards this replica walks (timers, outbox, lease sweep).
@@ -702,7 +699,7 @@ impl Core {
     /// Takes a stream slot of the replica and one of `user`'s for `kind`, or refuses the
     /// stream at either limit or while draining.
     pub fn admit(self: &Arc<Self>, user: uuid::Uuid, kind: StreamKind) -> Result<StreamPermit> {
-        if self.drain.is_cancelled() || self.shutdown.is_cancelled() {
+        if self.drain.is_draining() || self.shutdown.is_cancelled() {
             return Err(GameError::Unavailable(
                 "this replica is draining; reconnect elsewhere".into(),
             ));

@@ -96,6 +96,9 @@ pub enum LogEvent {
         totals: [u32; 2],
         /// The seed.
         seed: [u8; 32],
+        /// Why an operator closed the room (reason closed; empty otherwise).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        close_reason: String,
     },
     /// A player's stream connected or went away.
     ConnectionChanged {

@@ -17,6 +17,8 @@
 //!   `GameAdminService`.
 //! - [`convert`]: the only way anything reaches a client: the engine's per-seat view and
 //!   `Event::for_viewer`.
+//! - [`drain`]: draining the replica (`DrainReplica`) and taking it back (`UndrainReplica`),
+//!   with gRPC health following.
 //! - [`metrics`]: the replica's Prometheus metrics.
 //! - [`outbox`]: finished matches to `AccountsInternalService.RecordMatch`, retried until they land.
 //! - [`pod_cost`]: the pod's `controller.kubernetes.io/pod-deletion-cost`, kept equal to
@@ -43,6 +45,7 @@ pub mod api;
 pub mod bots;
 pub mod convert;
 pub mod core;
+pub mod drain;
 pub mod error;
 pub mod events;
 pub mod hub;
@@ -75,6 +78,13 @@ pub const SERVICE_NAMES: &[&str] = &[
     "basra.game.v1.GameService",
     "basra.game.v1.GameInternalService",
     "basra.game.v1.GameAdminService",
+];
+
+/// The services a drain closes: health reports them NOT_SERVING while the replica drains
+/// (`GameAdminService` stays SERVING: an operator takes the replica back through it).
+pub const DRAINED_SERVICES: &[&str] = &[
+    "basra.game.v1.GameService",
+    "basra.game.v1.GameInternalService",
 ];
 
 /// The largest client message accepted (a Play message is a few dozen bytes).

@@ -1,9 +1,10 @@
-//! Players' display names, from accounts (`Accounts/GetPlayers` with the service token).
+//! What a room keeps of its players from accounts (`Accounts/GetPlayers` with the service
+//! token): the display name and whether the account is a guest.
 //!
-//! A room learns its players' names when they are seated and keeps them in its state, so
-//! views, events and the match record show them without asking again. Without accounts
-//! (tests, or accounts unreachable at that moment) a seat keeps an empty name and is shown
-//! as "Player N": the game goes on, only the name is missing.
+//! A room learns them when its players are seated and keeps them in its state, so views,
+//! events and the match record show them without asking again. Without accounts (tests,
+//! or accounts unreachable at that moment) a seat keeps an empty name and is shown as
+//! "Player N", and is not called a guest: the game goes on, only the facts are missing.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -17,11 +18,20 @@ use crate::outbox::AccountsLink;
 /// How long seating a player waits for names before going on without them.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The display names of `user_ids` that accounts knows (user id → name).
-pub async fn display_names(
+/// A player as accounts describes them when they are seated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KnownPlayer {
+    /// The display name.
+    pub name: String,
+    /// Whether the account is a guest.
+    pub guest: bool,
+}
+
+/// The players of `user_ids` that accounts knows (user id → name and guest flag).
+pub async fn known_players(
     link: Option<&AccountsLink>,
     user_ids: &[String],
-) -> HashMap<String, String> {
+) -> HashMap<String, KnownPlayer> {
     let Some(link) = link else {
         return HashMap::new();
     };
@@ -45,7 +55,13 @@ pub async fn display_names(
             .into_inner()
             .players
             .into_iter()
-            .map(|p| (p.user_id, p.display_name))
+            .map(|p| {
+                let player = KnownPlayer {
+                    name: p.display_name,
+                    guest: p.is_guest,
+                };
+                (p.user_id, player)
+            })
             .collect(),
         Ok(Err(status)) => {
             tracing::warn!(error = %status, "cannot look players' names up; seats go unnamed");

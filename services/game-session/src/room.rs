@@ -385,6 +385,7 @@ impl Room {
             seat,
             occupant: state.occupant.clone(),
             connected: state.connected,
+            guest: self.seat_origin(usize::from(seat)).guest,
         }
     }
 
@@ -508,7 +509,7 @@ impl Room {
                     );
                 }
                 Event::Turn { seat } => {
-                    let deadline = now + self.timing.turn_ms as i64;
+                    let deadline = now + self.turn_allowance_ms(seat) as i64;
                     self.turn_deadline_ms = Some(deadline);
                     self.bot_due_ms =
                         matches!(self.seats[seat.index()].occupant, Occupant::Bot { .. })
@@ -561,14 +562,13 @@ impl Room {
                         }
                         (None, EndReason::TargetReached) => (MatchEndReason::TargetReached, None),
                     };
-                    self.finish(
-                        Some(result.winner.0),
+                    let ending = Ending {
+                        winner_side: Some(result.winner.0),
                         reason,
-                        forfeit,
-                        result.totals,
-                        result.seed.0,
-                        now,
-                    );
+                        forfeit_seat: forfeit,
+                        close_reason: String::new(),
+                    };
+                    self.finish(ending, result.totals, result.seed.0, now);
                 }
             }
         }
@@ -577,15 +577,13 @@ impl Room {
         }
     }
 
-    fn finish(
-        &mut self,
-        winner_side: Option<u8>,
-        reason: MatchEndReason,
-        forfeit_seat: Option<u8>,
-        totals: [u32; 2],
-        seed: [u8; 32],
-        now: i64,
-    ) {
+    fn finish(&mut self, ending: Ending, totals: [u32; 2], seed: [u8; 32], now: i64) {
+        let Ending {
+            winner_side,
+            reason,
+            forfeit_seat,
+            close_reason,
+        } = ending;
         self.status = Status::Finished;
         self.end_reason = Some(reason);
         self.forfeit_seat = forfeit_seat;
@@ -604,6 +602,7 @@ impl Room {
                 forfeit_seat,
                 totals,
                 seed,
+                close_reason,
             },
             now,
         );
@@ -794,12 +793,13 @@ impl Room {
         );
         if self.rematch.len() == self.seats.len() {
             // Every player of the new match stayed for it.
-            let rematch = SeatOrigin {
-                fill: Some(SeatFill::Rematch),
-                queue_wait_ms: None,
-            };
             for index in 0..self.seats.len() {
                 if matches!(self.seats[index].occupant, Occupant::Player { .. }) {
+                    let rematch = SeatOrigin {
+                        fill: Some(SeatFill::Rematch),
+                        queue_wait_ms: None,
+                        guest: self.seat_origin(index).guest,
+                    };
                     self.set_seat_origin(index, rematch);
                 }
             }
@@ -834,8 +834,9 @@ impl Room {
         }
     }
 
-    /// Closes the room (operators). Returns (a match was ended, closed now).
-    pub fn close(&mut self, now: i64) -> (bool, bool) {
+    /// Closes the room (operators, saying why: a running match's end tells its players).
+    /// Returns (a match was ended, closed now).
+    pub fn close(&mut self, reason: &str, now: i64) -> (bool, bool) {
         if self.status == Status::Closed {
             return (false, false);
         }
@@ -844,7 +845,13 @@ impl Room {
             let game = self.game.as_ref().expect("a match runs");
             let totals = game.totals();
             let seed = game.seed().0;
-            self.finish(None, MatchEndReason::Closed, None, totals, seed, now);
+            let ending = Ending {
+                winner_side: None,
+                reason: MatchEndReason::Closed,
+                forfeit_seat: None,
+                close_reason: reason.to_owned(),
+            };
+            self.finish(ending, totals, seed, now);
         }
         self.status = Status::Closed;
         (ended, true)
@@ -866,6 +873,22 @@ impl Room {
             now,
         );
         self.game_seq = game_seq;
+    }
+
+    /// How long `seat`'s turn lasts from now: `turn_ms`; but a player's first turn of the
+    /// match while they have no stream yet (a room is made, or its last seat filled,
+    /// before its players connect) lasts the disconnect grace (`grace_ms`) when that is
+    /// longer, so that a slow client's first turn is not played for it. The deadline the
+    /// clients are told includes it: no later event changes it.
+    fn turn_allowance_ms(&self, seat: Seat) -> u64 {
+        let state = &self.seats[seat.index()];
+        let first_lap = (self.action_count as usize) < self.seats.len();
+        let awaited = matches!(state.occupant, Occupant::Player { .. }) && !state.connected;
+        if first_lap && awaited {
+            self.timing.turn_ms.max(self.timing.grace_ms)
+        } else {
+            self.timing.turn_ms
+        }
     }
 
     /// When the server plays for the player whose turn it is: the turn's deadline (as
@@ -980,6 +1003,17 @@ impl Room {
             Status::Waiting | Status::Closed => false,
         }
     }
+}
+
+/// How a match ended, as its `match_ended` says.
+struct Ending {
+    /// The winning side, if any.
+    winner_side: Option<u8>,
+    reason: MatchEndReason,
+    /// The seat that resigned or abandoned.
+    forfeit_seat: Option<u8>,
+    /// Why an operator closed the room (closed only).
+    close_reason: String,
 }
 
 /// The reject answering a rule error.
@@ -1181,6 +1215,64 @@ mod tests {
         // Six deals a round: 40, 32, …, 0.
         let counts: Vec<u32> = deals.iter().take(6).map(|(deck, _)| *deck).collect();
         assert_eq!(counts, [40, 32, 24, 16, 8, 0]);
+    }
+
+    /// A player's first turn of the match while they have no stream yet lasts the grace
+    /// period (longer than a turn here); a connected player's first turn, and every turn
+    /// after the first lap, lasts a turn.
+    #[test]
+    fn a_first_turn_waits_for_a_player_who_has_not_connected() {
+        let timing = Timing {
+            turn_ms: 5_000,
+            grace_ms: 30_000,
+            ..Timing::for_tests()
+        };
+        let turn = |room: &Room| room.game.as_ref().and_then(Game::turn).unwrap();
+        // Started at 2 with nobody connected: the first turn waits 30 s.
+        let mut room = started_room(Visibility::Private, timing, 3);
+        assert_eq!(room.turn_deadline_ms, Some(2 + 30_000));
+        let (first, second) = (turn(&room), Seat(1 - turn(&room).0));
+        room.connect(first.0, "c1", "r", 3);
+        // Played for the first seat at its deadline; the second has not connected: its
+        // first turn waits too.
+        let now = room.next_deadline().unwrap();
+        assert!(room.on_timer(now));
+        assert_eq!(turn(&room), second);
+        assert_eq!(room.turn_deadline_ms, Some(now + 30_000));
+        room.connect(second.0, "c2", "r", now + 1);
+        let now = room.next_deadline().unwrap();
+        assert!(room.on_timer(now));
+        // The first lap is over: a turn's time, connected or not.
+        assert_eq!(turn(&room), first);
+        assert_eq!(room.turn_deadline_ms, Some(now + 5_000));
+        assert!(room.disconnect(first.0, "c1", now + 1));
+        let now = room.next_deadline().unwrap();
+        assert!(room.on_timer(now));
+        assert_eq!(room.turn_deadline_ms, Some(now + 5_000));
+
+        // A room whose first seat connected before the last seat filled: its first turn,
+        // if that seat's, is a turn long.
+        let mut room = Room::new(
+            "room".into(),
+            Settings::default(),
+            vec![
+                Occupant::Player {
+                    user_id: "a".into(),
+                    name: String::new(),
+                },
+                Occupant::Open,
+            ],
+            false,
+            true,
+            Visibility::Private,
+            timing,
+            1,
+        );
+        room.connect(0, "c1", "r", 1);
+        room.seat_player("b", "", None, Seed([3; 32]), "match".into(), 2)
+            .unwrap();
+        let expected = if turn(&room).0 == 0 { 5_000 } else { 30_000 };
+        assert_eq!(room.turn_deadline_ms, Some(2 + expected));
     }
 
     /// A turn's timer that fires on time plays for the player; one that fires later than

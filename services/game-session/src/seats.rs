@@ -160,10 +160,11 @@ impl<'de> Deserialize<'de> for Occupant {
     }
 }
 
-/// How a seat was filled, for the match record, and for a queue seat how long the player
-/// waited. Kept beside the seats ([`Room::seat_origins`](crate::room::Room::seat_origins))
-/// rather than in them, so the room's format-1 bytes stay as they were (the codec writes
-/// these after the room: format 2).
+/// How a seat was filled, for the match record, for a queue seat how long the player
+/// waited, and whether its player is a guest. Kept beside the seats
+/// ([`Room::seat_origins`](crate::room::Room::seat_origins)) rather than in them, so the
+/// room's format-1 bytes stay as they were (the codec writes these after the room:
+/// formats 2 and 3).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeatOrigin {
     /// How the seat was filled (`None`: not known). Stored as the API's `SeatFill` number
@@ -172,6 +173,38 @@ pub struct SeatOrigin {
     pub fill: Option<SeatFill>,
     /// Milliseconds in the queue (queue seats only).
     pub queue_wait_ms: Option<u32>,
+    /// Whether accounts called the seated player a guest when they were seated (false
+    /// for bots, open seats, and rooms stored before format 3).
+    #[serde(default)]
+    pub guest: bool,
+}
+
+impl SeatOrigin {
+    /// The origin as format 2 stored it (without `guest`).
+    pub fn format_2(self) -> SeatOriginFormat2 {
+        SeatOriginFormat2 {
+            fill: self.fill,
+            queue_wait_ms: self.queue_wait_ms,
+        }
+    }
+}
+
+/// [`SeatOrigin`] as format 2 stores it: before `guest`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct SeatOriginFormat2 {
+    #[serde(with = "stored_fill")]
+    fill: Option<SeatFill>,
+    queue_wait_ms: Option<u32>,
+}
+
+impl From<SeatOriginFormat2> for SeatOrigin {
+    fn from(stored: SeatOriginFormat2) -> SeatOrigin {
+        SeatOrigin {
+            fill: stored.fill,
+            queue_wait_ms: stored.queue_wait_ms,
+            guest: false,
+        }
+    }
 }
 
 /// A seat and its connection.
@@ -200,6 +233,10 @@ pub struct SeatSnapshot {
     pub occupant: Occupant,
     /// Whether they are connected.
     pub connected: bool,
+    /// Whether the player is a guest ([`SeatOrigin::guest`]); written only when true, so
+    /// events of other seats keep their JSON form.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub guest: bool,
 }
 
 /// [`SeatOrigin::fill`] stored as the API's `SeatFill` number (0: not known; a number that

@@ -304,7 +304,7 @@ impl Session {
         // Made once, not on every turn of the loop: a fresh `cancelled()` registers with
         // the token and unregisters when dropped, twice per event otherwise. One token:
         // stopping cancels the drain too, and each poll of a token takes its lock.
-        let leave = self.core.drain.clone().cancelled_owned();
+        let leave = self.core.drain.token().cancelled_owned();
         tokio::pin!(leave);
         let revocations = self.core.config.revocations.clone();
         let mut revoked = revocations.subscribe();
@@ -401,10 +401,7 @@ impl Session {
 
     /// A random share of the drain deadline, so streams leave spread out.
     async fn drain_delay(&self) {
-        let deadline = self
-            .core
-            .drain_deadline_ms
-            .load(std::sync::atomic::Ordering::SeqCst);
+        let deadline = self.core.drain.deadline_ms();
         let left = (deadline - now_ms()).max(0) as u64;
         if left > 0 {
             let wait = rand::rng().random_range(0..=left);

@@ -3,7 +3,6 @@
 //! the link to accounts) and [`serve`] (tests and tools that bring their own store).
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use basra_platform::ServeOptions;
@@ -17,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::core::{Core, ServiceConfig};
 use crate::{
-    AccountsLink, GameError, MAX_MESSAGE_BYTES, MemoryStore, RedisStore, RoomStore, SERVICE_NAMES,
-    Settings, api, outbox, pod_cost,
+    AccountsLink, DRAINED_SERVICES, GameError, MAX_MESSAGE_BYTES, MemoryStore, RedisStore,
+    RoomStore, SERVICE_NAMES, Settings, api, outbox, pod_cost,
 };
 
 /// A replica: its core and background tasks, ready to be served (alone by [`serve`], or
@@ -38,6 +37,7 @@ impl GameSession {
         shutdown: CancellationToken,
     ) -> GameSession {
         let walks = Arc::new(config.walks());
+        let metrics: Arc<crate::metrics::GameMetrics> = Arc::default();
         let core = Arc::new(Core {
             store: Arc::clone(&store),
             hub: Arc::default(),
@@ -46,8 +46,7 @@ impl GameSession {
             config,
             shutdown: shutdown.clone(),
             // Stopping drains too: a stream then waits on one token, not two.
-            drain: shutdown.child_token(),
-            drain_deadline_ms: AtomicI64::new(0),
+            drain: crate::drain::Drain::new(shutdown.clone(), metrics.draining.clone()),
             lease: Default::default(),
             walks,
             presence: match &accounts {
@@ -62,20 +61,17 @@ impl GameSession {
                 None => basra_platform::presence::PresenceReporter::disabled(),
             },
             accounts: accounts.clone(),
-            metrics: Arc::default(),
+            metrics,
         });
         core.metrics
             .max_streams
             .set(i64::try_from(core.config.max_streams).unwrap_or(i64::MAX));
         tokio::spawn({
-            // Draining: by DrainReplica, or because the replica stops.
-            let (metrics, drain) = (Arc::clone(&core.metrics), core.drain.clone());
+            // Stopping drains (DrainReplica sets the gauge itself).
+            let metrics = Arc::clone(&core.metrics);
             let shutdown = shutdown.clone();
             async move {
-                tokio::select! {
-                    () = drain.cancelled() => {}
-                    () = shutdown.cancelled() => {}
-                }
+                shutdown.cancelled().await;
                 metrics.draining.set(1);
             }
         });
@@ -121,6 +117,15 @@ impl GameSession {
     /// The replica's core (tests and the dev mode look inside).
     pub fn core(&self) -> &Arc<Core> {
         &self.core
+    }
+
+    /// What health reports for the services that a drain closes (`GameService`,
+    /// `GameInternalService`): NOT_SERVING while the replica drains.
+    pub fn readiness(&self) -> basra_platform::Readiness {
+        basra_platform::Readiness {
+            services: DRAINED_SERVICES.to_vec(),
+            ready: self.core.drain.readiness(),
+        }
     }
 
     /// The gRPC routes: `GameService`, `GameInternalService` and `GameAdminService`.
@@ -243,14 +248,15 @@ impl App {
 
     /// Everything but the gRPC listener: starts the replica's background work (fan-out,
     /// timers, the outbox forwarder, the metrics on `metrics.listen` when set), which
-    /// stops when `shutdown` is cancelled, and adds `GameService` and `GameAdminService` to `routes`.
+    /// stops when `shutdown` is cancelled, and adds `GameService` and `GameAdminService` to `routes`;
+    /// with them, what their health follows ([`GameSession::readiness`]).
     /// [`run`](Self::run) serves the result alone; `basra dev` mounts the three services
     /// on one server.
     pub async fn mount(
         self,
         routes: tonic::service::Routes,
         shutdown: CancellationToken,
-    ) -> Result<tonic::service::Routes, GameError> {
+    ) -> Result<(tonic::service::Routes, basra_platform::Readiness), GameError> {
         let App {
             settings,
             store,
@@ -287,7 +293,7 @@ impl App {
         )
         .await
         .map_err(|err| bad_setting(format!("metrics.listen {}: {err}", settings.metrics.listen)))?;
-        Ok(session.add_to(routes))
+        Ok((session.add_to(routes), session.readiness()))
     }
 
     /// Serves on `listener` until `shutdown` is cancelled, with the `[server]` settings
@@ -298,7 +304,7 @@ impl App {
         listener: TcpListener,
         shutdown: CancellationToken,
     ) -> Result<(), GameError> {
-        let server = self.settings.server.clone();
+        let mut serving = ServeOptions::from(&self.settings.server);
         let auth =
             AuthLayer::new(self.verifier.clone(), &[]).with_revocations(self.revocations.clone());
         let background = CancellationToken::new();
@@ -306,7 +312,10 @@ impl App {
             .mount(tonic::service::Routes::default(), background.clone())
             .await
         {
-            Ok(routes) => serve_routes(listener, routes, auth, shutdown, &server).await,
+            Ok((routes, readiness)) => {
+                serving.readiness.push(readiness);
+                serve_routes(listener, routes, auth, shutdown, serving).await
+            }
             Err(err) => Err(err),
         };
         background.cancel();
@@ -351,6 +360,8 @@ pub async fn serve(
 ) -> Result<(), GameError> {
     let auth =
         AuthLayer::new(verifier, &[]).with_revocations(session.core().config.revocations.clone());
+    let mut serving = serving.into();
+    serving.readiness.push(session.readiness());
     serve_routes(listener, session.routes(), auth, shutdown, serving).await
 }
 

@@ -249,7 +249,20 @@ fn the_banner_mints_an_operator_token_and_a_closed_room_ends_the_client_at_once(
     assert!(text.contains("seed commitment "), "{text}");
     assert!(!text.contains("GameView"), "{text}");
 
-    run(&[&["admin", "close", room_id.as_str()][..], &connection].concat());
-    player.expect("(the room was closed by an operator)", STEP);
+    run(&[
+        &[
+            "admin",
+            "close",
+            room_id.as_str(),
+            "--reason",
+            "server maintenance",
+        ][..],
+        &connection,
+    ]
+    .concat());
+    player.expect(
+        "(the room was closed by an operator: server maintenance)",
+        STEP,
+    );
     assert!(player.exits_within(Duration::from_secs(5)).success());
 }

@@ -13,7 +13,8 @@ use basra_platform::{
 };
 use basra_proto::basra::game::v1::{
     CloseRoomRequest, CloseRoomResponse, DrainReplicaRequest, DrainReplicaResponse, GetRoomRequest,
-    GetRoomResponse, ListRoomsRequest, ListRoomsResponse,
+    GetRoomResponse, ListRoomsRequest, ListRoomsResponse, UndrainReplicaRequest,
+    UndrainReplicaResponse,
     game_admin_service_client::GameAdminServiceClient,
     game_admin_service_server::{GameAdminService, GameAdminServiceServer},
 };
@@ -82,6 +83,13 @@ impl GameAdminService for Probe {
     ) -> Result<Response<DrainReplicaResponse>, Status> {
         tokio::time::sleep(Duration::from_millis(400)).await;
         Ok(Response::new(DrainReplicaResponse::default()))
+    }
+
+    async fn undrain_replica(
+        &self,
+        _request: Request<UndrainReplicaRequest>,
+    ) -> Result<Response<UndrainReplicaResponse>, Status> {
+        Err(Status::unimplemented("a probe"))
     }
 }
 

@@ -112,7 +112,13 @@ fn descriptor_set_lists_every_service_and_rpc() {
         (
             "basra.game.v1",
             "GameAdminService",
-            set(&["ListRooms", "GetRoom", "CloseRoom", "DrainReplica"]),
+            set(&[
+                "ListRooms",
+                "GetRoom",
+                "CloseRoom",
+                "DrainReplica",
+                "UndrainReplica",
+            ]),
         ),
     ];
     let services: BTreeSet<String> = fds

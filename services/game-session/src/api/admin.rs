@@ -1,13 +1,13 @@
-//! `GameAdminService`: operators list, inspect and close rooms, and drain this replica.
+//! `GameAdminService`: operators list, inspect and close rooms, and drain this replica
+//! and take it back.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use basra_platform::auth::{self, Role};
 use basra_proto::basra::game::v1::{
     CloseRoomRequest, CloseRoomResponse, DrainReplicaRequest, DrainReplicaResponse, GetRoomRequest,
     GetRoomResponse, ListRoomsRequest, ListRoomsResponse, RoomSummary, StreamInfo,
-    game_admin_service_server::GameAdminService,
+    UndrainReplicaRequest, UndrainReplicaResponse, game_admin_service_server::GameAdminService,
 };
 use basra_proto::convert::settings_to_pb;
 use tonic::{Request, Response, Status};
@@ -27,6 +27,20 @@ impl AdminService {
     /// The service.
     pub fn new(core: Arc<Core>) -> AdminService {
         AdminService { core }
+    }
+
+    /// This replica's name when `asked` names it or is empty; NOT_FOUND otherwise (only
+    /// the replica serving the call can be `what` through it).
+    fn this_replica(&self, asked: &str, what: &str) -> Result<String, Status> {
+        let me = &self.core.config.replica;
+        if asked.is_empty() || asked == me {
+            Ok(me.clone())
+        } else {
+            Err(GameError::NotFound(format!(
+                "no live replica {asked:?} here (only the replica serving this call can be {what} through it)"
+            ))
+            .into())
+        }
     }
 }
 
@@ -174,7 +188,7 @@ impl GameAdminService for AdminService {
         let outcome = self
             .core
             .mutate(&request.room_id, None, |room, now| {
-                Ok::<_, Reject>(room.close(now))
+                Ok::<_, Reject>(room.close(request.reason.trim(), now))
             })
             .await?;
         let (match_ended, closed_now) = match outcome {
@@ -203,31 +217,33 @@ impl GameAdminService for AdminService {
     ) -> Result<Response<DrainReplicaResponse>, Status> {
         operator(&request)?;
         let request = request.into_inner();
-        let me = &self.core.config.replica;
-        if !request.replica.is_empty() && request.replica != *me {
-            return Err(GameError::NotFound(format!(
-                "no live replica {:?} here (only the replica serving this call can be drained through it)",
-                request.replica
-            ))
-            .into());
-        }
+        let me = self.this_replica(&request.replica, "drained")?;
         let deadline_ms = request.deadline.map_or(30_000, |d| {
             d.seconds.max(0) * 1000 + i64::from(d.nanos.max(0)) / 1_000_000
         });
         let streams = self.core.open_streams() as u32;
-        let at = if self.core.drain.is_cancelled() {
-            self.core.drain_deadline_ms.load(Ordering::SeqCst)
-        } else {
-            let at = now_ms() + deadline_ms;
-            self.core.drain_deadline_ms.store(at, Ordering::SeqCst);
-            self.core.drain.cancel();
-            tracing::info!(streams, deadline_ms, "draining");
-            at
-        };
+        let at = self.core.drain.start(now_ms() + deadline_ms);
+        tracing::info!(streams, deadline_ms, "draining");
         Ok(Response::new(DrainReplicaResponse {
-            replica: me.clone(),
+            replica: me,
             streams,
             drain_deadline: Some(timestamp(at)),
+        }))
+    }
+
+    async fn undrain_replica(
+        &self,
+        request: Request<UndrainReplicaRequest>,
+    ) -> Result<Response<UndrainReplicaResponse>, Status> {
+        operator(&request)?;
+        let me = self.this_replica(&request.get_ref().replica, "taken back")?;
+        let was_draining = self.core.drain.end().map_err(|_| {
+            Status::failed_precondition("this replica is stopping: its drain does not end")
+        })?;
+        tracing::info!(was_draining, "drain ended by an operator");
+        Ok(Response::new(UndrainReplicaResponse {
+            replica: me,
+            was_draining,
         }))
     }
 }

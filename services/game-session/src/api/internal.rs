@@ -16,7 +16,7 @@ use super::{GameApi, invalid};
 use crate::convert::status_to_pb;
 use crate::core::{Mutation, fresh_id, fresh_seed, now_ms};
 use crate::error::GameError;
-use crate::names::display_names;
+use crate::names::known_players;
 use crate::room::{BotLevel, Occupant, Reject, Room, SeatOrigin, Visibility};
 
 #[tonic::async_trait]
@@ -27,7 +27,7 @@ impl GameInternalService for GameApi {
         request: Request<CreateRoomRequest>,
     ) -> Result<Response<CreateRoomResponse>, Status> {
         auth::require_role(&auth::caller(&request)?, Role::Service)?;
-        if self.core.drain.is_cancelled() {
+        if self.core.drain.is_draining() {
             // A room made here would have nobody to serve its streams.
             return Err(Status::unavailable(
                 "this replica is draining: create the room on another replica",
@@ -88,10 +88,12 @@ impl GameInternalService for GameApi {
                 _ => None,
             })
             .collect();
-        let mut names = display_names(self.core.accounts.as_ref(), &users).await;
-        for occupant in &mut occupants {
+        let mut known = known_players(self.core.accounts.as_ref(), &users).await;
+        for (occupant, origin) in occupants.iter_mut().zip(&mut origins) {
             if let Occupant::Player { user_id, name } = occupant {
-                *name = names.remove(user_id.as_str()).unwrap_or_default();
+                let player = known.remove(user_id.as_str()).unwrap_or_default();
+                *name = player.name;
+                origin.guest = player.guest;
             }
         }
         let now = now_ms();
@@ -142,14 +144,16 @@ impl GameInternalService for GameApi {
         if request.user_id.is_empty() {
             return Err(invalid("user_id is required"));
         }
-        let origin = seat_origin(0, request.fill, 0)?;
-        let name = display_names(
+        let mut origin = seat_origin(0, request.fill, 0)?;
+        let player = known_players(
             self.core.accounts.as_ref(),
             std::slice::from_ref(&request.user_id),
         )
         .await
         .remove(&request.user_id)
         .unwrap_or_default();
+        origin.guest = player.guest;
+        let name = player.name;
         let outcome = self
             .core
             .mutate(&request.room_id, None, |room, now| {
@@ -226,5 +230,6 @@ fn seat_origin(index: usize, fill: i32, queue_wait_ms: u32) -> Result<SeatOrigin
     Ok(SeatOrigin {
         fill,
         queue_wait_ms: (fill == Some(SeatFill::Queue)).then_some(queue_wait_ms),
+        guest: false,
     })
 }

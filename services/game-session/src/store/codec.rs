@@ -4,7 +4,8 @@
 //! |---|---|
 //! | `{` (0x7B) | JSON (serde_json): what replicas wrote before the binary form; still read, so a rolling upgrade carries on the rooms the old replicas stored. The seats' origins ride along as a `seat_origins` key, which older replicas ignore |
 //! | 1 | postcard (varints, no field names): cards as their index, card sets as their 52-bit mask, the seed as 32 bytes (see the engine's `Serialize` impls, which write the text form only to human-readable formats) |
-//! | 2 ([`ROOM_FORMAT`]) | format 1's bytes, then the seats' origins (`Room::seat_origins`: how each seat was filled, for the match record) as a postcard sequence |
+//! | 2 | format 1's bytes, then the seats' origins (`Room::seat_origins`: how each seat was filled, for the match record) as a postcard sequence |
+//! | 3 ([`ROOM_FORMAT`]) | format 2 with each seat's origin also saying whether its player is a guest (`SeatOrigin::guest`) |
 //!
 //! Postcard is not self-describing: the bytes follow `Room`'s fields in order. A change of
 //! the fields of `Room` or of anything it holds (added, removed, reordered, retyped) is
@@ -12,11 +13,12 @@
 //! (its fields as they were, converted), so replicas of both versions read each other's
 //! rooms during an upgrade. Format 2 shows the cheapest such change: what is new goes
 //! after the room, so format 1 decodes as format 2 without it (the seats' origins are
-//! then not known, and their match record says so). The room tests pin formats 1 and 2
-//! with stored samples (`tests/fixtures/`), so such a change cannot go unnoticed. Which
+//! then not known, and their match record says so); format 3 changes the origins, read
+//! from format 2 without `guest`. The room tests pin formats 1, 2 and 3 with stored samples (`tests/fixtures/`), so such a change cannot go unnoticed. Which
 //! form a replica writes is [`RoomFormat`] (`game.room_state_format`): JSON while
 //! replicas that read only JSON still run, `binary_1` while replicas that read only
-//! format 1 do, `binary_2` while replicas that read no tail do.
+//! format 1 do, `binary_2` (format 2, whole) while replicas that read no tail or no
+//! format 3 do.
 //!
 //! With `binary` (the default) the state is a snapshot: the Redis store keeps a plain
 //! play as its events alone, and a load replays the plain plays logged after the
@@ -27,9 +29,13 @@
 
 use crate::error::{GameError, Result};
 use crate::room::{Room, SeatOrigin};
+use crate::seats::SeatOriginFormat2;
 
-/// The format byte written first by [`encode_room`]: format 2.
-pub const ROOM_FORMAT: u8 = 2;
+/// The format byte written first by [`encode_room`]: format 3.
+pub const ROOM_FORMAT: u8 = 3;
+
+/// Format 2: the room, then the seats' origins without `guest`.
+const ROOM_FORMAT_2: u8 = 2;
 
 /// Format 1: the room alone.
 const ROOM_FORMAT_1: u8 = 1;
@@ -50,8 +56,8 @@ pub enum RoomFormat {
     /// play's commit does not rewrite (its events are logged, replayed on load).
     #[default]
     Binary,
-    /// [`ROOM_FORMAT`], written whole by every commit (no tail): what releases before
-    /// the tail write and read.
+    /// Format 2 (the seats' origins without `guest`), written whole by every commit (no
+    /// tail): what releases before the tail, and before format 3, write and read.
     #[serde(rename = "binary_2")]
     Binary2,
     /// Format 1: postcard without the seats' origins (a match record made from such a
@@ -65,7 +71,8 @@ pub enum RoomFormat {
 /// A room in its stored form, in `format`.
 pub fn encode_room_as(room: &Room, format: RoomFormat) -> Result<Vec<u8>> {
     match format {
-        RoomFormat::Binary | RoomFormat::Binary2 => encode_room(room),
+        RoomFormat::Binary => encode_room(room),
+        RoomFormat::Binary2 => encode_room_format_2(room),
         RoomFormat::Binary1 => encode_room_format_1(room),
         RoomFormat::Json => {
             let mut value = serde_json::to_value(room)?;
@@ -92,6 +99,17 @@ pub fn encode_room(room: &Room) -> Result<Vec<u8>> {
         .map_err(|err| GameError::Internal(format!("encoding a room's seats' origins: {err}")))
 }
 
+/// A room in format 2 (the seats' origins without `guest`).
+fn encode_room_format_2(room: &Room) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(512);
+    out.push(ROOM_FORMAT_2);
+    let out = postcard::to_extend(room, out)
+        .map_err(|err| GameError::Internal(format!("encoding a room: {err}")))?;
+    let origins: Vec<SeatOriginFormat2> = room.seat_origins.iter().map(|o| o.format_2()).collect();
+    postcard::to_extend(&origins, out)
+        .map_err(|err| GameError::Internal(format!("encoding a room's seats' origins: {err}")))
+}
+
 /// A room in format 1 (without the seats' origins).
 fn encode_room_format_1(room: &Room) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(512);
@@ -109,14 +127,25 @@ pub fn decode_room(bytes: &[u8]) -> Result<Room> {
             nothing_after(rest, 1)?;
             Ok(room)
         }
-        Some(&ROOM_FORMAT) => {
+        Some(&ROOM_FORMAT_2) => {
             let (mut room, rest) = postcard::take_from_bytes::<Room>(&bytes[1..])
                 .map_err(|err| GameError::Corrupt(format!("room state (format 2): {err}")))?;
-            let (origins, rest) =
-                postcard::take_from_bytes::<Vec<SeatOrigin>>(rest).map_err(|err| {
+            let (origins, rest) = postcard::take_from_bytes::<Vec<SeatOriginFormat2>>(rest)
+                .map_err(|err| {
                     GameError::Corrupt(format!("room state (format 2), seats' origins: {err}"))
                 })?;
             nothing_after(rest, 2)?;
+            room.seat_origins = origins.into_iter().map(SeatOrigin::from).collect();
+            Ok(room)
+        }
+        Some(&ROOM_FORMAT) => {
+            let (mut room, rest) = postcard::take_from_bytes::<Room>(&bytes[1..])
+                .map_err(|err| GameError::Corrupt(format!("room state (format 3): {err}")))?;
+            let (origins, rest) =
+                postcard::take_from_bytes::<Vec<SeatOrigin>>(rest).map_err(|err| {
+                    GameError::Corrupt(format!("room state (format 3), seats' origins: {err}"))
+                })?;
+            nothing_after(rest, 3)?;
             room.seat_origins = origins;
             Ok(room)
         }
@@ -136,7 +165,7 @@ pub fn decode_room(bytes: &[u8]) -> Result<Room> {
             Ok(room)
         }
         Some(other) => Err(GameError::Corrupt(format!(
-            "room state in an unknown format {other} (a newer replica's? this one reads 1, 2 and JSON)"
+            "room state in an unknown format {other} (a newer replica's? this one reads 1, 2, 3 and JSON)"
         ))),
         None => Err(GameError::Corrupt("empty room state".into())),
     }
@@ -223,7 +252,11 @@ mod tests {
     /// [`sample_room`] with its seats' origins in format 2, as hex.
     const FORMAT_2: &str = include_str!("../../tests/fixtures/room-state-format-2.hex");
 
-    /// [`sample_room`] with origins: a queue match, seat 1 after a long wait.
+    /// [`sample_room`] with its seats' origins in format 3, as hex.
+    const FORMAT_3: &str = include_str!("../../tests/fixtures/room-state-format-3.hex");
+
+    /// [`sample_room`] with origins: a queue match, seat 1 after a long wait, seat 0 a
+    /// guest.
     fn sample_room_with_origins() -> Room {
         let mut room = sample_room();
         room.set_seat_origin(
@@ -231,6 +264,7 @@ mod tests {
             SeatOrigin {
                 fill: Some(SeatFill::Queue),
                 queue_wait_ms: Some(4_200),
+                guest: true,
             },
         );
         room.set_seat_origin(
@@ -238,9 +272,18 @@ mod tests {
             SeatOrigin {
                 fill: Some(SeatFill::Queue),
                 queue_wait_ms: Some(61_000),
+                guest: false,
             },
         );
         room
+    }
+
+    /// The origins as format 2 keeps them: without `guest`.
+    fn without_guests(origins: &[SeatOrigin]) -> Vec<SeatOrigin> {
+        origins
+            .iter()
+            .map(|o| SeatOrigin { guest: false, ..*o })
+            .collect()
     }
 
     fn hex(bytes: &[u8]) -> String {
@@ -281,13 +324,16 @@ mod tests {
     #[test]
     fn format_2_is_pinned_and_format_1_reads_without_origins() {
         let room = sample_room_with_origins();
-        let bytes = encode_room(&room).unwrap();
+        let bytes = encode_room_as(&room, RoomFormat::Binary2).unwrap();
         assert_eq!(
             hex(&bytes),
             FORMAT_2.trim_end(),
             "the stored form of a room changed: that is a new format (see the module docs)"
         );
-        assert_eq!(decode_room(&bytes).unwrap().seat_origins, room.seat_origins);
+        assert_eq!(
+            decode_room(&bytes).unwrap().seat_origins,
+            without_guests(&room.seat_origins)
+        );
         // Format 2 is format 1 with the origins after the room.
         let format_1 = encode_room_as(&room, RoomFormat::Binary1).unwrap();
         assert_eq!(format_1[0], 1);
@@ -298,6 +344,25 @@ mod tests {
         // The JSON form carries them under a key of its own.
         let text = encode_room_as(&room, RoomFormat::Json).unwrap();
         assert_eq!(decode_room(&text).unwrap().seat_origins, room.seat_origins);
+    }
+
+    #[test]
+    fn format_3_is_pinned_and_says_which_players_are_guests() {
+        let room = sample_room_with_origins();
+        let bytes = encode_room(&room).unwrap();
+        assert_eq!(bytes[0], 3);
+        assert_eq!(
+            hex(&bytes),
+            FORMAT_3.trim_end(),
+            "the stored form of a room changed: that is a new format (see the module docs)"
+        );
+        let read = decode_room(&bytes).unwrap();
+        assert_eq!(read.seat_origins, room.seat_origins);
+        assert!(read.seat_snapshots()[0].guest && !read.seat_snapshots()[1].guest);
+        // Format 3 is format 2 with the origins' guest flags: the room's bytes are the same.
+        let format_2 = encode_room_as(&room, RoomFormat::Binary2).unwrap();
+        let room_bytes = encode_room_as(&room, RoomFormat::Binary1).unwrap().len();
+        assert_eq!(&bytes[1..room_bytes], &format_2[1..room_bytes]);
     }
 
     #[test]
@@ -357,7 +422,7 @@ mod tests {
         rooms.push(waiting.clone());
         waiting.resign(3, false, 7).unwrap();
         rooms.push(waiting.clone());
-        waiting.close(8);
+        waiting.close("test", 8);
         rooms.push(waiting);
         for room in rooms {
             let bytes = encode_room(&room).unwrap();
@@ -374,7 +439,7 @@ mod tests {
         let bytes = encode_room(&sample_room()).unwrap();
         let corrupt = |bytes: &[u8]| matches!(decode_room(bytes), Err(GameError::Corrupt(_)));
         assert!(corrupt(&[]));
-        assert!(corrupt(&[3, 0, 0]), "a format this replica does not know");
+        assert!(corrupt(&[4, 0, 0]), "a format this replica does not know");
         assert!(corrupt(&bytes[..bytes.len() / 2]), "cut short");
         let mut longer = bytes.clone();
         longer.push(0);

@@ -570,6 +570,9 @@ async fn a_timed_out_turn_is_played_automatically() {
     let tokens = Tokens::new();
     let mut t = timing();
     t.turn_ms = 300;
+    // The players connect after the match has started: their first turns last the grace
+    // (`Room::turn_allowance_ms`), here no longer than a turn.
+    t.grace_ms = 300;
     let replica =
         Replica::spawn(redis_store(&prefix()).await, &tokens, config("r1", t), None).await;
     let (room, ua, _) = two_player_room(&replica, &tokens).await;
@@ -592,6 +595,8 @@ async fn a_play_landing_within_the_slack_past_the_deadline_beats_the_timer() {
     let tokens = Tokens::new();
     let mut t = timing();
     t.turn_ms = 300;
+    // A first turn before the player connects lasts the grace: no longer here.
+    t.grace_ms = 300;
     t.turn_slack_ms = 1_500;
     let replica =
         Replica::spawn(redis_store(&prefix()).await, &tokens, config("r1", t), None).await;

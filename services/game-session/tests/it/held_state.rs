@@ -8,7 +8,6 @@
 use crate::common;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicI64;
 
 use basra_engine::{Card, Seed};
 use game_session::core::{Core, Mutation, now_ms};
@@ -29,9 +28,8 @@ fn replica(name: &str, store: Arc<dyn RoomStore>) -> Arc<Core> {
         join_slots: Arc::new(tokio::sync::Semaphore::new(config.join_concurrency)),
         walks: Arc::new(config.walks()),
         config,
+        drain: game_session::drain::Drain::new(CancellationToken::new(), Default::default()),
         shutdown: CancellationToken::new(),
-        drain: CancellationToken::new(),
-        drain_deadline_ms: AtomicI64::new(0),
         lease: Default::default(),
         accounts: None,
         presence: basra_platform::presence::PresenceReporter::disabled(),
@@ -519,9 +517,11 @@ async fn a_replica_writing_binary_2_folds_the_tail_into_the_snapshot() {
         game_session::store::encode_room(&folded.room).unwrap(),
         game_session::store::encode_room(&held).unwrap()
     );
+    // In format 2: what such a release reads.
     assert_eq!(
         stored_bytes(&prefix, &id).await,
-        game_session::store::encode_room(&held).unwrap()
+        game_session::store::encode_room_as(&held, game_session::store::RoomFormat::Binary2)
+            .unwrap()
     );
     let actions = store.match_actions(&id).await.unwrap();
     assert_eq!(actions.len(), 4);

@@ -236,7 +236,7 @@ async fn contract(store: Arc<dyn RoomStore>) {
 
     // Outbox: delivered, redelivered after the idle time until acked.
     let mut closed = loaded.room.clone();
-    closed.close(now + 2);
+    closed.close("test", now + 2);
     let close_events = closed.take_pending();
     let close_actions = closed.take_pending_actions();
     let commit = Commit {
