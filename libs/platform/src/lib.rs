@@ -39,6 +39,7 @@ pub mod serve;
 pub mod shutdown;
 pub mod stream_limit;
 pub mod telemetry;
+mod watched_body;
 
 pub use auth::{AuthLayer, Caller, Role, TokenIssuer, TokenVerifier};
 pub use error::{ServiceError, to_status};

@@ -39,17 +39,18 @@ use std::{
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response};
-use http_body::{Body as HttpBody, Frame, SizeHint};
+use http_body::Body as HttpBody;
 use prometheus_client::{
     encoding::EncodeLabelSet,
     metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
     registry::Registry,
 };
 use prost::Message as _;
-use tonic::{Code, Status, body::Body};
+use tonic::{Code, body::Body};
 use tower::{Layer, Service};
 
 use super::frames::FrameCounter;
+use crate::watched_body::{Polled, Watcher, watch};
 
 /// The kind of a method, by who streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -485,7 +486,7 @@ where
         let call = Call::begin(self.metrics.clone(), method(request.uri().path()));
         let received = call.messages(|f| &f.msg_received);
         let request = request.map(|body| match received {
-            Some(counter) => Body::new(Counted::new(Body::new(body), counter)),
+            Some(counter) => watch(Body::new(body), Counted::new(counter)),
             None => Body::new(body),
         });
         let future = self.inner.call(request);
@@ -510,103 +511,65 @@ where
                 return Ok(Response::from_parts(parts, body));
             }
             let sent = call.messages(|f| &f.msg_sent);
-            let body = Observed {
-                inner: body,
+            let observed = Observed {
                 call,
                 frames: FrameCounter::default(),
                 sent,
             };
-            Ok(Response::from_parts(parts, Body::new(body)))
+            Ok(Response::from_parts(parts, watch(body, observed)))
         })
     }
 }
 
-/// A request body whose messages are counted as they arrive.
+/// What watches a request body: its messages, counted as they arrive.
 struct Counted {
-    inner: Body,
     frames: FrameCounter,
     counter: Counter,
 }
 
 impl Counted {
-    fn new(inner: Body, counter: Counter) -> Counted {
+    fn new(counter: Counter) -> Counted {
         Counted {
-            inner,
             frames: FrameCounter::default(),
             counter,
         }
     }
 }
 
-impl HttpBody for Counted {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        let this = self.get_mut();
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        if let Poll::Ready(Some(Ok(frame))) = &polled
+impl Watcher for Counted {
+    fn polled(&mut self, polled: &Polled) {
+        if let Poll::Ready(Some(Ok(frame))) = polled
             && let Some(data) = frame.data_ref()
         {
-            this.counter.inc_by(this.frames.feed(data));
+            self.counter.inc_by(self.frames.feed(data));
         }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 
-/// A response body watched for its status (in the trailers) and, for streams, its
-/// messages.
+/// What watches a response body: its status (in the trailers) ends the call and, for
+/// streams, its messages are counted.
 struct Observed {
-    inner: Body,
     call: Call,
     frames: FrameCounter,
     sent: Option<Counter>,
 }
 
-impl HttpBody for Observed {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        let this = self.get_mut();
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        match &polled {
+impl Watcher for Observed {
+    fn polled(&mut self, polled: &Polled) {
+        match polled {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
-                    if let Some(sent) = &this.sent {
-                        sent.inc_by(this.frames.feed(data));
+                    if let Some(sent) = &self.sent {
+                        sent.inc_by(self.frames.feed(data));
                     }
                 } else if let Some(trailers) = frame.trailers_ref() {
-                    this.call.end(status_of(trailers).unwrap_or(Code::Unknown));
+                    self.call.end(status_of(trailers).unwrap_or(Code::Unknown));
                 }
             }
-            Poll::Ready(Some(Err(status))) => this.call.end(status.code()),
-            Poll::Ready(None) => this.call.end(Code::Unknown),
+            Poll::Ready(Some(Err(status))) => self.call.end(status.code()),
+            Poll::Ready(None) => self.call.end(Code::Unknown),
             Poll::Pending => {}
         }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 

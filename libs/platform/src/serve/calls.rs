@@ -13,16 +13,16 @@ use std::{
 
 use bytes::Bytes;
 use http::{Request, Response};
-use http_body::{Body as HttpBody, Frame, SizeHint};
+use http_body::Body as HttpBody;
 use tokio::time::Instant;
 use tonic::{
-    Status,
     body::Body,
     transport::server::{TcpConnectInfo, TlsConnectInfo},
 };
 use tower::{Layer, Service};
 
 use super::connection::ConnectionInfo;
+use crate::watched_body::{Watcher, watch};
 
 /// How long a connection may go without a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,8 +111,11 @@ fn verdict(state: State, now: Instant, accepted: Instant, timeouts: Timeouts) ->
     }
 }
 
-/// An open call; dropping it ends the call.
+/// An open call; dropping it ends the call. It watches the call's response body, so the
+/// call stays open until hyper drops that body.
 struct CallGuard(Arc<Calls>);
+
+impl Watcher for CallGuard {}
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
@@ -174,39 +177,10 @@ where
         Box::pin(async move {
             let response = future.await?;
             Ok(response.map(|body| match guard {
-                Some(guard) => Body::new(Tracked {
-                    inner: Body::new(body),
-                    _guard: guard,
-                }),
+                Some(guard) => watch(Body::new(body), guard),
                 None => Body::new(body),
             }))
         })
-    }
-}
-
-/// A response body that keeps its call open until hyper drops it.
-struct Tracked {
-    inner: Body,
-    _guard: CallGuard,
-}
-
-impl HttpBody for Tracked {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 
