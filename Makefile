@@ -152,7 +152,7 @@ redis-cluster-stop: ## Stop the local Redis Cluster
 analytics-bench: ## simulate, export and report 10k and 100k matches (figures in libs/analytics/README.md)
 	libs/analytics/bench/bench.sh 10000 100000
 
-lint: ## No link leaving the repository or going nowhere (scripts/check-links.py), no library depending on a service (scripts/check-layers.py), the web client's types (tsc --noEmit, its code and tests), cargo fmt --check, clippy with warnings as errors
+lint: ## No link leaving the repository or going nowhere (scripts/check-links.py), no library depending on a service (scripts/check-layers.py), the web client's types (tsc --noEmit, its code and tests), cargo fmt --check, clippy with warnings as errors, the docs (private items too) with no broken or ambiguous intra-doc link
 	python3 scripts/check-links.py
 	python3 scripts/check-layers.py
 	@[ -d $(WEB)/node_modules/typescript ] || npm ci --prefix $(WEB) --no-audit --no-fund --silent
@@ -160,6 +160,7 @@ lint: ## No link leaving the repository or going nowhere (scripts/check-links.py
 	npm run --prefix $(WEB) --silent typecheck
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace --document-private-items
 
 fmt: ## Format the code
 	$(CARGO) fmt --all

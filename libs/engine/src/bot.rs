@@ -3,7 +3,7 @@
 //! the deck or another hand.
 //!
 //! The levels a player picks map to policies: "easy" is [`Policy::Easy`], "medium"
-//! [`Policy::Greedy`], "hard" [`Policy::Hard`] (the [`search`](crate::search) bot).
+//! [`Policy::Greedy`], "hard" [`Policy::Hard`] (the [`search`] bot).
 
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
@@ -30,7 +30,7 @@ pub enum Policy {
     /// easy Basra left to the next player and the waste of a sweeper on a small table.
     #[serde(alias = "medium")]
     Greedy,
-    /// The "hard" level: the [`search`](crate::search) bot at [`Budget::HARD`].
+    /// The "hard" level: the [`search`] bot at [`Budget::HARD`].
     Hard,
 }
 

@@ -10,7 +10,7 @@
 //!
 //! Beside a service's own metrics, every `/metrics` answer carries what the platform
 //! measures alike for all: the RED metrics of every gRPC call ([`rpc`], by method and
-//! status code, counted by the [`RpcLayer`] that [`serve`](crate::serve) installs) and
+//! status code, counted by the [`RpcLayer`] that [`serve`](fn@crate::serve) installs) and
 //! the process's figures ([`process`]: CPU, memory, file descriptors, threads).
 
 mod frames;

@@ -364,19 +364,19 @@ impl Redis {
 
 /// A cluster connection that rebuilds itself when it stalls or its calls keep failing.
 ///
-/// - **Stalled**: calls are waiting and none has finished for [`STALL_AFTER`]. After a
+/// - **Stalled**: calls are waiting and none has finished for `STALL_AFTER`. After a
 ///   primary was killed (SIGKILL) the `redis` crate's cluster client (1.8.1) held every
 ///   call, also those for slots of the primaries still up, until the call's timeout,
-///   call after call. A watchdog ([`WATCH_EVERY`]) sees this, starts a new client, and
+///   call after call. A watchdog (`WATCH_EVERY`) sees this, starts a new client, and
 ///   once it answers `PING` makes it the one new calls use; the calls still waiting on
 ///   the old client fail at once with a timeout error, as they would have a few seconds
 ///   later (so a write among them may or may not have been applied, as with any
 ///   timeout: callers retry idempotently).
-/// - **Failing**: [`REBUILD_AFTER_FAILURES`] timeouts or lost connections within
-///   [`REBUILD_WINDOW`] (successes in between do not reset the count: a sick client may
+/// - **Failing**: `REBUILD_AFTER_FAILURES` timeouts or lost connections within
+///   `REBUILD_WINDOW` (successes in between do not reset the count: a sick client may
 ///   still serve some slots) rebuild it the same way.
 ///
-/// At most one rebuild per [`REBUILD_MIN_GAP`]. Clones share one connection.
+/// At most one rebuild per `REBUILD_MIN_GAP`. Clones share one connection.
 #[derive(Clone)]
 pub struct ClusterConn {
     shared: Arc<ClusterShared>,

@@ -2,7 +2,7 @@
 //! the outcome of every poll (each data or trailers frame, an error, the end) before it
 //! is handed on unchanged, and lives exactly as long as the body (hyper drops a response
 //! body once it is sent or the client reset the call). The server's layers build on it:
-//! a call stays open while its response body lives ([`serve`](crate::serve)), and the RPC
+//! a call stays open while its response body lives ([`serve`](mod@crate::serve)), and the RPC
 //! metrics count messages and read the status in the trailers
 //! ([`RpcLayer`](crate::metrics::RpcLayer)).
 

@@ -2,7 +2,7 @@
 //!
 //! Each hash holds `memory_kib` of memory (19 MiB by default) and a thread for tens of
 //! milliseconds, so a flood of Register or Login calls could exhaust memory. At most
-//! `max_concurrent` run at once, on as many threads of their own ([`workers`]); a call
+//! `max_concurrent` run at once, on as many threads of their own (`workers`); a call
 //! that cannot get a slot within `queue_wait` is answered RESOURCE_EXHAUSTED with a
 //! retry hint.
 

@@ -1,6 +1,6 @@
 //! What a seated player does to a room — play a card, resign, chat, ask for a rematch,
 //! leave — checked and stored in one place, whichever shape of the API it came through:
-//! a client message on the `Play` stream ([`service`](crate::service)) or a unary call of
+//! a client message on the `Play` stream ([`session`](crate::session)) or a unary call of
 //! the browser shape ([`web`](crate::api::web)). Each shape only turns the [`Acted`] answer into
 //! its own form: events and `rejected` on the stream, a response or a status for a call.
 

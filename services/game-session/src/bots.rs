@@ -5,7 +5,7 @@
 //! room's change ([`Room::on_timer`](crate::room::Room::on_timer)). A HARD decision takes
 //! milliseconds of CPU (`docs/performance.md`, "Bots"), which must not hold a worker
 //! thread of the runtime that serves the players' streams. So a bot's timer goes through
-//! [`on_timer`]:
+//! `on_timer`:
 //!
 //! 1. the room's change runs as usual, except that when a hard bot's turn is due it stores
 //!    nothing and hands out the turn as the seat sees it ([`Room::hard_bot_turn`]);

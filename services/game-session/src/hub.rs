@@ -463,7 +463,7 @@ impl Hub {
     /// `period`, reads the last seq and status of the rooms watched here whose shard's
     /// channel was silent during the period, in one round trip per thousand rooms, and
     /// wakes the streams of rooms that moved on unannounced or closed; every
-    /// [`FULL_RESYNC_EVERY`]th period it reads every room's.
+    /// `FULL_RESYNC_EVERY`th period it reads every room's.
     ///
     /// A channel that brought a notice cannot have lost an earlier one unheard: notices
     /// come in order on one connection, and a connection that breaks (or a slot that

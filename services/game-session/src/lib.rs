@@ -5,8 +5,8 @@
 //! - [`room`]: a room (seats, the engine's full [`Game`](basra_engine::Game), timers) and
 //!   its pure state changes; [`seats`]: who sits where, as both the room and the log
 //!   hold it; [`events`]: the stored event log.
-//! - [`store`]: the [`RoomStore`](store::RoomStore) trait, [`RedisStore`](store::RedisStore)
-//!   (one atomic Lua compare-and-set per change) and [`MemoryStore`](store::MemoryStore).
+//! - [`store`]: the [`RoomStore`] trait, [`RedisStore`]
+//!   (one atomic Lua compare-and-set per change) and [`MemoryStore`].
 //! - [`core`]: load → apply → compare-and-set → retry ([`Core::mutate`]), timers, admission,
 //!   the presence lease that lets other replicas disconnect a dead replica's players.
 //! - [`hub`]: per-replica fan-out of the store's notices to the local streams, and the

@@ -1,5 +1,5 @@
 //! A room as stored in Redis: seats, the running match (the engine's full, secret
-//! [`Game`](basra_engine::Game)), timers and the bookkeeping the match record needs. Every change is a pure
+//! [`Game`]), timers and the bookkeeping the match record needs. Every change is a pure
 //! method that pushes the resulting log events into [`Room::take_pending`]; the store
 //! then writes state and events in one atomic step.
 

@@ -1,4 +1,4 @@
-//! A table's columns, listed once. [`table!`] takes one list of columns (each a name and
+//! A table's columns, listed once. `table!` takes one list of columns (each a name and
 //! a [`Kind`]) and makes from it the three things that must agree on it: the Arrow
 //! schema written to Parquet, a builder holding one Arrow builder per column (finished in
 //! the list's order, so a batch always fits the schema), and a reader that finds each

@@ -1,5 +1,5 @@
 //! RED metrics of every gRPC call: the rate, errors and duration of each method, by
-//! gRPC status code, measured by one tower layer ([`RpcLayer`]) that [`serve`](crate::serve)
+//! gRPC status code, measured by one tower layer ([`RpcLayer`]) that [`serve`](fn@crate::serve)
 //! puts in front of every service (inside gRPC-Web's translation, outside auth, so
 //! refused calls and browser calls count as any other).
 //!

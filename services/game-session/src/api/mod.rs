@@ -1,10 +1,10 @@
 //! The replica's gRPC services, side by side, over one [`GameApi`] handle on the
 //! [`Core`]:
 //!
-//! - [`game`]: `GameService`, what players call. Its Play stream goes through
-//!   [`play_route`] (shared bytes); [`stream`] opens Play and Watch streams; [`web`]
+//! - `game`: `GameService`, what players call. Its Play stream goes through
+//!   [`play_route`] (shared bytes); `stream` opens Play and Watch streams; [`web`]
 //!   holds the browser shape (`Watch` and one unary call per action).
-//! - [`internal`]: `GameInternalService`, matchmaking's room set-up (service token).
+//! - `internal`: `GameInternalService`, matchmaking's room set-up (service token).
 //! - [`admin`]: `GameAdminService`, the operators' calls.
 //!
 //! Each file turns requests into [`Core`] calls and answers into responses; no game rule
