@@ -403,9 +403,14 @@ async fn players_who_resumed_before_the_lease_ran_out_stay_connected() {
         played.push(tokio::spawn(async move {
             let ta = tokio::spawn(async move {
                 a.play_on(Some(2)).await;
+                a.until_own_plays_applied().await;
                 a
             });
             b.play_on(Some(2)).await;
+            // b's last play is sent to r2, which is crashed below: seen applied first, or
+            // a loaded machine can lose it in the crash, and the resumed seat would wait
+            // for a turn it already had (this model of a client does not resend plays).
+            b.until_own_plays_applied().await;
             (room, ta.await.unwrap(), b)
         }));
     }

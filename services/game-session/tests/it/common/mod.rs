@@ -472,6 +472,19 @@ impl Player {
         }
     }
 
+    /// Reads events until every play this seat sent has come back as its `card_played`.
+    pub async fn until_own_plays_applied(&mut self) {
+        let seat = self.seat;
+        let own = |log: &[PlayResponse]| {
+            log.iter()
+                .filter(|e| matches!(&e.event, Some(E::CardPlayed(p)) if p.seat == seat))
+                .count()
+        };
+        while own(&self.log) < self.moves as usize {
+            self.next().await.expect("the stream stays up");
+        }
+    }
+
     /// Reads events until one matches.
     pub async fn until(&mut self, mut pred: impl FnMut(&E) -> bool) -> PlayResponse {
         loop {
