@@ -3,8 +3,8 @@
 //! leaderboard, match history and the internal, idempotent `RecordMatch`.
 //!
 //! - [`domain`]: validated request values (usernames, passwords, names, ids).
-//! - [`store`]: the [`Store`] trait with [`PgStore`] (PostgreSQL, migrations in
-//!   `migrations/`) and [`MemoryStore`] (embedded dev mode).
+//! - [`store`]: a trait per role ([`Store`]: all of them), each on [`PgStore`]
+//!   (PostgreSQL, migrations in `migrations/`) and [`MemoryStore`] (embedded dev mode).
 //! - [`service`]: the gRPC service over any store.
 //! - [`friends`]: the rules of friend requests, friendships and blocks;
 //!   [`social`]: presence and the friends' feed (WatchFriends), in Redis.

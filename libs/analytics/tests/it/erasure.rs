@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use accounts::PgStore;
-use accounts::store::Store as _;
+use accounts::store::prelude::*;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int16Type;
 use arrow_array::{Array as _, RecordBatch};

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use accounts::PgStore;
-use accounts::store::Store as _;
+use accounts::store::prelude::*;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int16Type, Int32Type, TimestampMicrosecondType};
 use arrow_array::{Array, RecordBatch};

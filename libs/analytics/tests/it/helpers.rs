@@ -5,7 +5,8 @@
 
 use accounts::PgStore;
 use accounts::domain::{DisplayName, Username};
-use accounts::store::{NewAccount, Recorded, Store};
+use accounts::store::prelude::*;
+use accounts::store::{NewAccount, Recorded};
 use basra_analytics::export::{ExportOptions, Output};
 use basra_records::MatchRecord;
 use basra_records::corpus::{Corpus, CorpusOptions, Player, policy_of};

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use accounts::PgStore;
-use accounts::store::Store as _;
+use accounts::store::prelude::*;
 use basra_analytics::export::export;
 use sqlx::{Executor as _, PgPool, Row as _};
 

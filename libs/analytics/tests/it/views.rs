@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use accounts::PgStore;
-use accounts::store::Store;
+use accounts::store::prelude::*;
 use basra_records::{ActionKind, EndReason};
 use chrono::NaiveDate;
 use sqlx::{PgPool, Row};

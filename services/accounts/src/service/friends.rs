@@ -1,5 +1,6 @@
 //! The friend RPCs: resolve and check the request, then one store step
-//! ([`Store::befriend`]) that applies [`crate::friends::decide`].
+//! ([`Friends::befriend`](crate::store::Friends::befriend)) that applies
+//! [`crate::friends::decide`].
 
 use basra_platform::auth::{Caller, Role};
 use basra_proto::basra::accounts::v1 as pb;

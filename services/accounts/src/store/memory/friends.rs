@@ -1,21 +1,23 @@
-//! Friends in the memory store: the pair's links and the counters, under the store's
-//! one lock (so each action is atomic, as a PostgreSQL transaction is).
+//! Friends and blocks in the memory store ([`Friends`]): the pair's links and the
+//! counters, under the store's one lock (so each action is atomic, as a PostgreSQL
+//! transaction is).
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use uuid::Uuid;
 
-use super::Inner;
+use super::{Inner, MemoryStore};
 use crate::error::{AccountsError, Result};
 use crate::friends::{
     Action, Change, FriendCode, FriendEntry, FriendLimits, FriendList, Link, Outcome, PairState,
     decide, request_day,
 };
+use crate::store::{Friends, User};
 
 /// Friend codes, links and daily request counts.
 #[derive(Debug, Default)]
-pub(super) struct Friends {
+pub(super) struct FriendBook {
     pub(super) codes: HashMap<Uuid, FriendCode>,
     pub(super) code_owners: HashMap<FriendCode, Uuid>,
     /// (from, to) → the link and since when.
@@ -23,7 +25,7 @@ pub(super) struct Friends {
     pub(super) requests_sent: HashMap<(Uuid, NaiveDate), u32>,
 }
 
-impl Friends {
+impl FriendBook {
     pub(super) fn link_count(&self) -> u64 {
         self.links.len() as u64
     }
@@ -47,6 +49,30 @@ impl Friends {
             .map(|((from, to), _)| (*from, *to))
             .collect()
     }
+
+    /// Drops every link to or from `user` and their code; answers the other players of
+    /// their requests and friendships (not blocks).
+    pub(super) fn forget(&mut self, user: Uuid) -> Vec<Uuid> {
+        let mut linked = Vec::new();
+        self.links.retain(|(from, to), (link, _)| {
+            let other = if *from == user {
+                *to
+            } else if *to == user {
+                *from
+            } else {
+                return true;
+            };
+            if *link != Link::Block && !linked.contains(&other) {
+                linked.push(other);
+            }
+            false
+        });
+        if let Some(code) = self.codes.remove(&user) {
+            self.code_owners.remove(&code);
+        }
+        self.requests_sent.retain(|(id, _), _| *id != user);
+        linked
+    }
 }
 
 impl Inner {
@@ -69,7 +95,7 @@ impl Inner {
         Some(code)
     }
 
-    pub(super) fn user_by_friend_code(&self, code: &FriendCode) -> Option<crate::store::User> {
+    pub(super) fn user_by_friend_code(&self, code: &FriendCode) -> Option<User> {
         let id = self.friends.code_owners.get(code)?;
         self.users.get(id).cloned()
     }
@@ -142,5 +168,34 @@ impl Inner {
             target.extend(entry(id, *since));
         }
         list.sorted()
+    }
+}
+
+impl Friends for MemoryStore {
+    async fn blocks(&self, blockers: &[Uuid]) -> Result<Vec<(Uuid, Uuid)>> {
+        Ok(self.lock().friends.blocks(blockers))
+    }
+
+    async fn user_by_friend_code(&self, code: &FriendCode) -> Result<Option<User>> {
+        Ok(self.lock().user_by_friend_code(code))
+    }
+
+    async fn friend_code(&self, user_id: Uuid) -> Result<Option<FriendCode>> {
+        Ok(self.lock().friend_code(user_id))
+    }
+
+    async fn befriend(
+        &self,
+        actor: Uuid,
+        other: Uuid,
+        action: Action,
+        limits: FriendLimits,
+        now: DateTime<Utc>,
+    ) -> Result<Outcome> {
+        self.lock().befriend(actor, other, action, limits, now)
+    }
+
+    async fn friend_list(&self, user_id: Uuid) -> Result<FriendList> {
+        Ok(self.lock().friend_list(user_id))
     }
 }
