@@ -3,14 +3,22 @@
 //!
 //! - where the tests' Redis and Redis Cluster are ([`redis_url`], [`redis_cluster_url`]:
 //!   the Makefile's `REDIS_URL` and `REDIS_CLUSTER_URL`, else the local defaults);
-//! - a key prefix no other test uses ([`unique_prefix`]), so tests share one Redis;
+//! - a key prefix no other test uses ([`unique_prefix`]), so tests share one Redis, and
+//!   one that deletes its keys when dropped ([`redis::TestPrefix`]);
+//! - a condition polled until it holds ([`eventually`]);
 //! - a request carrying an access token ([`authed`]);
 //! - a throwaway Ed25519 signing key in PKCS#8 PEM ([`private_pem`]);
 //! - an S3-compatible server on a loopback port ([`moto::Moto`]: moto's, from PyPI);
 //! - hostile clients: silent sockets, hand-built HTTP/2 gRPC calls ([`hostile`]);
-//! - one suite of contract cases run on every backend of a store ([`store_contract!`]).
+//! - one suite of contract cases run on every backend of a store ([`store_contract!`]);
+//! - a service started for a test, behind a feature named after it (a service's tests
+//!   turn it on in their dev-dependency): `matchmaking` (`spawn_app()` and its builders,
+//!   its fakes of game-session and accounts, its store fixtures).
 //!
-//! A crate's own setup (its stores, its service) stays in its `tests/it/helpers.rs`.
+//! A crate's own setup (its stores, its service) stays in its `tests/it/helpers.rs`
+//! unless testkit starts it behind its feature. testkit is only ever a dev-dependency
+//! (`scripts/check-layers.py`), so a service's feature may depend on the service without
+//! a library depending on it.
 //!
 //! ```
 //! let request = basra_testkit::authed("ping", "a.jwt.token");
@@ -20,7 +28,13 @@
 
 mod contract;
 pub mod hostile;
+#[cfg(feature = "matchmaking")]
+pub mod matchmaking;
 pub mod moto;
+pub mod redis;
+
+use std::future::Future;
+use std::time::Duration;
 
 use ed25519_dalek::pkcs8::EncodePrivateKey;
 use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
@@ -63,4 +77,22 @@ pub fn private_pem() -> String {
     key.to_pkcs8_pem(LineEnding::LF)
         .expect("an Ed25519 key encodes")
         .to_string()
+}
+
+/// Polls `check` every 10 ms until it holds (true) or `timeout` passes (false).
+pub async fn eventually<F, Fut>(timeout: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if check().await {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

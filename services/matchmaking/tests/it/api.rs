@@ -1,80 +1,40 @@
 //! The matchmaking API as clients see it: real tonic servers and clients,
-//! real Redis, a fake game-session over real gRPC, time on a manual clock.
+//! real Redis, a fake game-session over real gRPC, time on a manual clock
+//! (`basra_testkit::matchmaking`: `spawn_app()`, players, a queued pair).
 
 use std::time::Duration;
 
-use crate::helpers::{Env, authed, eventually, name_of, redis_commands_mentioning, test_settings};
 use basra_proto::basra::{
     common::v1::{RoomStatus, RoomVisibility, RuleSettings, SeatOccupant},
     game::v1::seat_assignment,
     matchmaking::v1::{
-        CancelFindRequest, CancelReason, CreateRoomRequest, FindMatchRequest, FindMatchResponse,
-        GetCurrentSeatRequest, InviteFriendRequest, InviteFriendResponse, JoinRoomRequest,
-        ListPublicRoomsRequest, MatchPreset, find_match_response::Update,
-        join_room_request::Target, matchmaking_service_client::MatchmakingServiceClient,
+        CancelFindRequest, CancelReason, CreateRoomRequest, FindMatchRequest,
+        GetCurrentSeatRequest, InviteFriendResponse, JoinRoomRequest, ListPublicRoomsRequest,
+        MatchPreset, find_match_response::Update,
     },
 };
-use matchmaking::clock::Clock as _;
-use tonic::{Code, Request, Streaming, transport::Channel};
+use basra_testkit::{
+    authed, eventually,
+    matchmaking::{
+        Player, QueuedPair, RANKED2, TestApp, WAIT, cancelled, find, join_code, join_id, matched,
+        name_of, next, next_change, queued, spawn_app,
+    },
+    redis::commands_mentioning,
+};
+use matchmaking::store::{NewTicket, TicketState};
+use tonic::{Code, Request};
 use uuid::Uuid;
-
-const WAIT: Duration = Duration::from_secs(5);
-
-async fn next(stream: &mut Streaming<FindMatchResponse>) -> Result<Update, tonic::Status> {
-    let message = tokio::time::timeout(WAIT, stream.message())
-        .await
-        .expect("an update in time")?;
-    Ok(message
-        .expect("the stream is still open")
-        .update
-        .expect("an update"))
-}
-
-/// The next update that is not a (re)position.
-async fn next_change(stream: &mut Streaming<FindMatchResponse>) -> Result<Update, tonic::Status> {
-    loop {
-        match next(stream).await? {
-            Update::Queued(_) => continue,
-            other => return Ok(other),
-        }
-    }
-}
-
-fn find(ticket: &str, ranked: bool) -> FindMatchRequest {
-    FindMatchRequest {
-        ticket_id: ticket.into(),
-        ranked,
-        preset: None,
-        allow_bots: Some(false),
-    }
-}
 
 #[tokio::test]
 async fn two_players_are_matched_into_a_room_made_by_game_session() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    let mut sa = client
-        .find_match(authed(find("ta", false), &env.token(a, false)))
-        .await
-        .unwrap()
-        .into_inner();
-    match next(&mut sa).await.unwrap() {
-        Update::Queued(q) => assert_eq!((q.position, q.players_waiting), (1, 1)),
-        other => panic!("{other:?}"),
-    }
-    let mut sb = client
-        .find_match(authed(find("tb", false), &env.token(b, true)))
-        .await
-        .unwrap()
-        .into_inner();
-    let Update::Matched(ma) = next_change(&mut sa).await.unwrap() else {
-        panic!()
-    };
-    let Update::Matched(mb) = next_change(&mut sb).await.unwrap() else {
-        panic!()
-    };
+    let app = spawn_app().await;
+    let (a, b) = (app.player(), app.guest());
+    let mut sa = a.find("ta", false).await;
+    let q = queued(&mut sa).await;
+    assert_eq!((q.position, q.players_waiting), (1, 1));
+    let mut sb = b.find("tb", false).await;
+    let ma = matched(&mut sa).await;
+    let mb = matched(&mut sb).await;
     assert_eq!(ma.room_id, mb.room_id);
     let mut seats = [ma.seat, mb.seat];
     seats.sort();
@@ -85,7 +45,7 @@ async fn two_players_are_matched_into_a_room_made_by_game_session() {
     assert!(
         ma.seats
             .iter()
-            .any(|s| s.user_id == b.to_string() && s.is_guest)
+            .any(|s| s.user_id == b.user_id() && s.is_guest)
     );
     for seat in &ma.seats {
         assert_eq!(
@@ -96,26 +56,16 @@ async fn two_players_are_matched_into_a_room_made_by_game_session() {
     }
     // The stream ends after `matched`.
     assert!(sa.message().await.unwrap().is_none());
-    let created = env.game.created();
+    let created = app.game().created();
     assert_eq!(created.len(), 1);
     assert_eq!(created[0].room_id, ma.room_id);
     assert!(
-        replica
-            .metrics
+        app.metrics
             .render()
             .contains("basra_matchmaking_matches_total 1")
     );
     // Cancelling after the match says where to play.
-    let answer = client
-        .cancel_find(authed(
-            CancelFindRequest {
-                ticket_id: "ta".into(),
-            },
-            &env.token(a, false),
-        ))
-        .await
-        .unwrap()
-        .into_inner();
+    let answer = a.cancel("ta").await.unwrap();
     assert!(!answer.cancelled);
     assert_eq!(answer.matched.unwrap().room_id, ma.room_id);
 }
@@ -124,89 +74,54 @@ async fn two_players_are_matched_into_a_room_made_by_game_session() {
 /// a and b wait side by side until c comes, who is matched with a (the older search).
 #[tokio::test]
 async fn players_who_block_each_other_never_meet_in_the_queue() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let (a, b, c) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
-    env.ratings.block(a, b);
+    let app = spawn_app().await;
+    let (a, b, c) = (app.player(), app.player(), app.player());
+    app.ratings().block(a.id, b.id);
     let mut streams = Vec::new();
-    for (ticket, user) in [("block-a", a), ("block-b", b)] {
-        let mut stream = client
-            .find_match(authed(find(ticket, false), &env.token(user, false)))
-            .await
-            .unwrap()
-            .into_inner();
-        assert!(matches!(
-            next(&mut stream).await.unwrap(),
-            Update::Queued(_)
-        ));
-        streams.push(stream);
+    for (ticket, player) in [("block-a", &a), ("block-b", &b)] {
+        streams.push(player.find_queued(ticket, false).await);
     }
     // Many pairing rounds pass (a tick is 20 ms): the only two searchers stay apart.
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(
-        env.game.created().is_empty(),
+        app.game().created().is_empty(),
         "a blocks b: no room for them"
     );
-    let mut sc = client
-        .find_match(authed(find("block-c", false), &env.token(c, false)))
-        .await
-        .unwrap()
-        .into_inner();
-    let Update::Matched(mc) = next_change(&mut sc).await.unwrap() else {
-        panic!("c is matched")
-    };
-    let Update::Matched(ma) = next_change(&mut streams[0]).await.unwrap() else {
-        panic!("a is matched")
-    };
+    let mut sc = c.find("block-c", false).await;
+    let mc = matched(&mut sc).await;
+    let ma = matched(&mut streams[0]).await;
     assert_eq!(ma.room_id, mc.room_id);
     let mut seated: Vec<String> = ma.seats.iter().map(|s| s.user_id.clone()).collect();
     seated.sort();
-    let mut expected = vec![a.to_string(), c.to_string()];
+    let mut expected = vec![a.user_id(), c.user_id()];
     expected.sort();
     assert_eq!(seated, expected);
-    assert_eq!(env.game.created().len(), 1);
+    assert_eq!(app.game().created().len(), 1);
     // b is still waiting, alone.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(env.game.created().len(), 1);
-    let b_ticket = replica
+    assert_eq!(app.game().created().len(), 1);
+    let b_ticket = app
         .store
-        .poll(
-            "block-b",
-            matchmaking::clock::Clock::now_ms(&env.clock),
-            15_000,
-        )
+        .poll("block-b", app.now_ms(), 15_000)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(b_ticket.state, matchmaking::store::TicketState::Queued);
+    assert_eq!(b_ticket.state, TicketState::Queued);
 }
 
 #[tokio::test]
 async fn the_rating_window_widens_with_controlled_time() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    env.ratings.set(a, 1500.0);
-    env.ratings.set(b, 1620.0);
-    let mut sa = client
-        .find_match(authed(find("wa", true), &env.token(a, false)))
-        .await
-        .unwrap()
-        .into_inner();
-    let mut sb = client
-        .find_match(authed(find("wb", true), &env.token(b, false)))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(matches!(next(&mut sa).await.unwrap(), Update::Queued(_)));
-    assert!(matches!(next(&mut sb).await.unwrap(), Update::Queued(_)));
+    let app = spawn_app().await;
+    let (a, b) = (app.player(), app.player());
+    app.ratings().set(a.id, 1500.0);
+    app.ratings().set(b.id, 1620.0);
+    let mut sa = a.find_queued("wa", true).await;
+    let _sb = b.find_queued("wb", true).await;
     // 120 apart, window 50: several rounds pass without a match.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(env.game.created().is_empty());
+    assert!(app.game().created().is_empty());
     // 5 s later the window is 100: widened, still no match.
-    env.clock.advance(5_000);
+    app.clock().advance(5_000);
     match next_change(&mut sa).await.unwrap() {
         Update::WindowWidened(w) => {
             assert_eq!((w.rating_min, w.rating_max), (1400.0, 1600.0));
@@ -215,9 +130,9 @@ async fn the_rating_window_widens_with_controlled_time() {
         other => panic!("{other:?}"),
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(env.game.created().is_empty());
+    assert!(app.game().created().is_empty());
     // At 7 s it is 120: matched.
-    env.clock.advance(2_000);
+    app.clock().advance(2_000);
     loop {
         match next_change(&mut sa).await.unwrap() {
             Update::WindowWidened(_) => continue,
@@ -230,34 +145,27 @@ async fn the_rating_window_widens_with_controlled_time() {
             other => panic!("{other:?}"),
         }
     }
-    assert_eq!(env.game.created().len(), 1);
-    assert!(env.game.created()[0].ranked);
+    assert_eq!(app.game().created().len(), 1);
+    assert!(app.game().created()[0].ranked);
 }
 
 #[tokio::test]
 async fn four_ranked_players_are_seated_in_balanced_partnerships() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
+    let app = spawn_app().await;
     // Within each other's windows; only 1500+1530 against 1505+1525 is even.
-    let players: Vec<(Uuid, f64)> = [1500.0, 1505.0, 1525.0, 1530.0]
+    let players: Vec<(Player, f64)> = [1500.0, 1505.0, 1525.0, 1530.0]
         .into_iter()
-        .map(|rating| (Uuid::now_v7(), rating))
+        .map(|rating| (app.player(), rating))
         .collect();
     let mut streams = Vec::new();
-    for (i, (user, rating)) in players.iter().enumerate() {
-        env.ratings.set(*user, *rating);
+    for (i, (player, rating)) in players.iter().enumerate() {
+        app.ratings().set(player.id, *rating);
         let mut request = find(&format!("four-{i}"), true);
         request.preset = Some(MatchPreset {
             seats: Some(4),
             target_score: None,
         });
-        let stream = client
-            .find_match(authed(request, &env.token(*user, false)))
-            .await
-            .unwrap()
-            .into_inner();
-        streams.push(stream);
+        streams.push(player.search(request).await.unwrap());
     }
     for stream in &mut streams {
         loop {
@@ -271,7 +179,7 @@ async fn four_ranked_players_are_seated_in_balanced_partnerships() {
             }
         }
     }
-    let created = env.game.created();
+    let created = app.game().created();
     assert_eq!(created.len(), 1);
     let seat_rating = |seat: usize| {
         let user = match &created[0].seats[seat].occupant {
@@ -280,7 +188,7 @@ async fn four_ranked_players_are_seated_in_balanced_partnerships() {
         };
         players
             .iter()
-            .find(|(id, _)| id.to_string() == user)
+            .find(|(player, _)| player.user_id() == user)
             .map(|(_, rating)| *rating)
             .unwrap()
     };
@@ -293,40 +201,28 @@ async fn four_ranked_players_are_seated_in_balanced_partnerships() {
 
 #[tokio::test]
 async fn queued_updates_estimate_the_wait_from_recent_matches() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let client = replica.client().await;
+    let app = spawn_app().await;
     let search = |ticket: &'static str| {
-        let token = env.token(Uuid::now_v7(), false);
-        let mut client = client.clone();
-        async move {
-            client
-                .find_match(authed(find(ticket, false), &token))
-                .await
-                .unwrap()
-                .into_inner()
-        }
+        let player = app.player();
+        async move { player.find(ticket, false).await }
     };
     // Two matches of this queue: one player waited 6 s, the other none.
     for (a, b) in [("ea1", "eb1"), ("ea2", "eb2")] {
         let mut sa = search(a).await;
-        match next(&mut sa).await.unwrap() {
+        let q = queued(&mut sa).await;
+        if a == "ea1" {
             // Nothing to go on yet for the first one.
-            Update::Queued(q) if a == "ea1" => assert_eq!(q.estimated_wait, None),
-            Update::Queued(_) => {}
-            other => panic!("{other:?}"),
+            assert_eq!(q.estimated_wait, None);
         }
-        env.clock.advance(6_000);
+        app.clock().advance(6_000);
         let mut sb = search(b).await;
         for s in [&mut sa, &mut sb] {
-            assert!(matches!(next_change(s).await.unwrap(), Update::Matched(_)));
+            matched(s).await;
         }
     }
     // Recent waits 0, 0, 6 and 6 s: a new search is told about 6 s.
     let mut sc = search("ec").await;
-    let Update::Queued(q) = next(&mut sc).await.unwrap() else {
-        panic!()
-    };
+    let q = queued(&mut sc).await;
     assert_eq!(
         q.estimated_wait,
         Some(prost_types::Duration {
@@ -338,81 +234,35 @@ async fn queued_updates_estimate_the_wait_from_recent_matches() {
 
 #[tokio::test]
 async fn cancel_find_ends_the_search() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let a = Uuid::now_v7();
-    let token = env.token(a, false);
-    let mut s = client
-        .find_match(authed(find("c1", true), &token))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(matches!(next(&mut s).await.unwrap(), Update::Queued(_)));
-    let cancel = |id: &str| {
-        authed(
-            CancelFindRequest {
-                ticket_id: id.into(),
-            },
-            &token,
-        )
-    };
-    assert!(
-        client
-            .cancel_find(cancel("c1"))
-            .await
-            .unwrap()
-            .into_inner()
-            .cancelled
+    let app = spawn_app().await;
+    let a = app.player();
+    let mut s = a.find_queued("c1", true).await;
+    assert!(a.cancel("c1").await.unwrap().cancelled);
+    assert_eq!(
+        cancelled(&mut s).await.reason,
+        CancelReason::ByClient as i32
     );
-    match next_change(&mut s).await.unwrap() {
-        Update::Cancelled(c) => assert_eq!(c.reason, CancelReason::ByClient as i32),
-        other => panic!("{other:?}"),
-    }
     assert!(s.message().await.unwrap().is_none());
     // Idempotent; unknown and empty ids are errors; others' tickets unknown.
-    assert!(
-        client
-            .cancel_find(cancel("c1"))
-            .await
-            .unwrap()
-            .into_inner()
-            .cancelled
-    );
+    assert!(a.cancel("c1").await.unwrap().cancelled);
+    assert_eq!(a.cancel("nope").await.unwrap_err().code(), Code::NotFound);
     assert_eq!(
-        client.cancel_find(cancel("nope")).await.unwrap_err().code(),
-        Code::NotFound
-    );
-    assert_eq!(
-        client.cancel_find(cancel("")).await.unwrap_err().code(),
+        a.cancel("").await.unwrap_err().code(),
         Code::InvalidArgument
     );
-    let other = authed(
-        CancelFindRequest {
-            ticket_id: "c1".into(),
-        },
-        &env.token(Uuid::now_v7(), false),
-    );
     assert_eq!(
-        client.cancel_find(other).await.unwrap_err().code(),
+        app.player().cancel("c1").await.unwrap_err().code(),
         Code::NotFound
     );
 }
 
 #[tokio::test]
 async fn a_dropped_stream_takes_the_ticket_out_and_a_resume_keeps_the_place() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    let mut sa = client
-        .find_match(authed(find("d-a", false), &env.token(a, false)))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(matches!(next(&mut sa).await.unwrap(), Update::Queued(_)));
+    let app = spawn_app().await;
+    let (a, b) = (app.player(), app.player());
+    let sa = a.find_queued("d-a", false).await;
     drop(sa);
-    let store = replica.store.clone();
+    let store = app.store.clone();
     assert!(
         eventually(WAIT, || async {
             store.queue_lengths().await.unwrap().is_empty()
@@ -421,34 +271,17 @@ async fn a_dropped_stream_takes_the_ticket_out_and_a_resume_keeps_the_place() {
         "the dropped ticket left the pool"
     );
     // b is not matched with the absent a.
-    let mut sb = client
-        .find_match(authed(find("d-b", false), &env.token(b, false)))
-        .await
-        .unwrap()
-        .into_inner();
-    match next(&mut sb).await.unwrap() {
-        Update::Queued(q) => assert_eq!((q.position, q.players_waiting), (1, 1)),
-        other => panic!("{other:?}"),
-    }
+    let mut sb = b.find("d-b", false).await;
+    let q = queued(&mut sb).await;
+    assert_eq!((q.position, q.players_waiting), (1, 1));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(env.game.created().is_empty());
+    assert!(app.game().created().is_empty());
     // a comes back within the grace period: first in line, matched with b.
-    let mut sa = client
-        .find_match(authed(find("d-a", false), &env.token(a, false)))
-        .await
-        .unwrap()
-        .into_inner();
-    let Update::Matched(m) = next_change(&mut sa).await.unwrap() else {
-        panic!()
-    };
+    let mut sa = a.find("d-a", false).await;
+    let m = matched(&mut sa).await;
     assert_eq!(m.seat, 0, "a, queued first, is the anchor");
     // A dropped ticket not resumed is gone after the grace period.
-    let c = Uuid::now_v7();
-    let sc = client
-        .find_match(authed(find("d-c", false), &env.token(c, false)))
-        .await
-        .unwrap()
-        .into_inner();
+    let sc = app.player().find("d-c", false).await;
     drop(sc);
     assert!(
         eventually(WAIT, || async {
@@ -456,7 +289,7 @@ async fn a_dropped_stream_takes_the_ticket_out_and_a_resume_keeps_the_place() {
         })
         .await
     );
-    env.clock.advance(31_000);
+    app.clock().advance(31_000);
     assert!(
         eventually(WAIT, || async {
             store.poll("d-c", 0, 0).await.unwrap().is_none()
@@ -468,30 +301,29 @@ async fn a_dropped_stream_takes_the_ticket_out_and_a_resume_keeps_the_place() {
 
 #[tokio::test]
 async fn a_resumed_search_ends_the_older_stream_instead_of_spinning_on_it() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let a = Uuid::now_v7();
+    let app = spawn_app().await;
+    let a = app.player();
     let ticket = Uuid::now_v7().to_string();
-    let mut old = replica
-        .client()
+    let mut old = app
+        .new_client()
         .await
-        .find_match(authed(find(&ticket, false), &env.token(a, false)))
+        .find_match(a.request(find(&ticket, false)))
         .await
         .unwrap()
         .into_inner();
-    assert!(matches!(next(&mut old).await.unwrap(), Update::Queued(_)));
+    queued(&mut old).await;
     // The phone switches networks: the same search again on a new connection,
     // while the server still holds the old one open.
-    let mut client = replica.client().await;
+    let mut client = app.new_client().await;
     let mut new = client
-        .find_match(authed(find(&ticket, false), &env.token(a, false)))
+        .find_match(a.request(find(&ticket, false)))
         .await
         .unwrap()
         .into_inner();
-    assert!(matches!(next(&mut new).await.unwrap(), Update::Queued(_)));
+    queued(&mut new).await;
     // One stream reading the ticket at its heartbeat (100 ms here): about ten reads
     // a second, not a loop re-reading it as fast as Redis answers.
-    let reads = redis_commands_mentioning(&ticket, Duration::from_secs(1)).await;
+    let reads = commands_mentioning(&ticket, Duration::from_secs(1)).await;
     assert!(
         reads <= 30,
         "{reads} commands on the held ticket in one second"
@@ -502,41 +334,29 @@ async fn a_resumed_search_ends_the_older_stream_instead_of_spinning_on_it() {
     // The newer stream follows the search: it is still queued and ends as told.
     assert!(
         client
-            .cancel_find(authed(
-                CancelFindRequest {
-                    ticket_id: ticket.clone(),
-                },
-                &env.token(a, false),
-            ))
+            .cancel_find(a.request(CancelFindRequest {
+                ticket_id: ticket.clone(),
+            }))
             .await
             .unwrap()
             .into_inner()
             .cancelled
     );
-    match next_change(&mut new).await.unwrap() {
-        Update::Cancelled(c) => assert_eq!(c.reason, CancelReason::ByClient as i32),
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(
+        cancelled(&mut new).await.reason,
+        CancelReason::ByClient as i32
+    );
 }
 
 #[tokio::test]
 async fn an_account_holds_at_most_its_share_of_find_match_streams() {
-    let mut settings = test_settings();
-    settings.queue.max_streams_per_account = 1;
-    let env = Env::with_settings(settings).await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    let mut first = client
-        .find_match(authed(find("share-a1", false), &env.token(a, false)))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(matches!(next(&mut first).await.unwrap(), Update::Queued(_)));
-    let refused = client
-        .find_match(authed(find("share-a2", false), &env.token(a, false)))
-        .await
-        .unwrap_err();
+    let app = TestApp::builder()
+        .settings(|s| s.queue.max_streams_per_account = 1)
+        .spawn()
+        .await;
+    let (a, b) = (app.player(), app.player());
+    let first = a.find_queued("share-a1", false).await;
+    let refused = a.search(find("share-a2", false)).await.unwrap_err();
     assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
     assert!(refused.message().contains("FindMatch"), "{refused:?}");
     assert_eq!(
@@ -545,34 +365,17 @@ async fn an_account_holds_at_most_its_share_of_find_match_streams() {
     );
     // The refused search changed nothing: the first one goes on.
     assert!(
-        replica
-            .store
-            .poll("share-a2", 0, 0)
-            .await
-            .unwrap()
-            .is_none(),
+        app.store.poll("share-a2", 0, 0).await.unwrap().is_none(),
         "a refused stream queues nothing"
     );
     // Another account is not affected.
-    let mut other = client
-        .find_match(authed(find("share-b", true), &env.token(b, false)))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(matches!(next(&mut other).await.unwrap(), Update::Queued(_)));
+    let _other = b.find_queued("share-b", true).await;
     // A stream that ends frees its slot.
     drop(first);
-    let token = env.token(a, false);
     assert!(
         eventually(WAIT, || {
-            let mut client = client.clone();
-            let token = token.clone();
-            async move {
-                client
-                    .find_match(authed(find("share-a1", false), &token))
-                    .await
-                    .is_ok()
-            }
+            let a = a.clone();
+            async move { a.search(find("share-a1", false)).await.is_ok() }
         })
         .await,
         "the slot was freed"
@@ -581,34 +384,29 @@ async fn an_account_holds_at_most_its_share_of_find_match_streams() {
 
 #[tokio::test]
 async fn tickets_of_vanished_replicas_expire() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let store = replica.store.clone();
+    let app = spawn_app().await;
+    let store = app.store.clone();
     // What a replica that died mid-search leaves behind: an attached ticket
     // whose heartbeat stops.
     store
         .enqueue(
-            matchmaking::store::NewTicket {
+            NewTicket {
                 id: "orphan".into(),
                 user_id: "ghost".into(),
                 guest: false,
-                format: matchmaking::domain::Format {
-                    ranked: true,
-                    seats: 2,
-                    target_score: 101,
-                },
+                format: RANKED2,
                 rating: 1500.0,
                 allow_bots: false,
                 blocks: Vec::new(),
             },
-            matchmaking::clock::Clock::now_ms(&env.clock),
+            app.now_ms(),
             15_000,
             30_000,
         )
         .await
         .unwrap();
     assert_eq!(store.queue_lengths().await.unwrap().len(), 1);
-    env.clock.advance(15_000);
+    app.clock().advance(15_000);
     assert!(
         eventually(WAIT, || async {
             store.poll("orphan", 0, 0).await.unwrap().is_none()
@@ -617,8 +415,7 @@ async fn tickets_of_vanished_replicas_expire() {
     );
     assert!(store.queue_lengths().await.unwrap().is_empty());
     assert!(
-        replica
-            .metrics
+        app.metrics
             .render()
             .contains("basra_matchmaking_expired_total 1")
     );
@@ -626,36 +423,19 @@ async fn tickets_of_vanished_replicas_expire() {
 
 #[tokio::test]
 async fn a_second_search_supersedes_the_first() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let token = env.token(Uuid::now_v7(), false);
-    let mut first = client
-        .find_match(authed(find("s1", false), &token))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(matches!(next(&mut first).await.unwrap(), Update::Queued(_)));
-    let mut second = client
-        .find_match(authed(find("s2", true), &token))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(matches!(
-        next(&mut second).await.unwrap(),
-        Update::Queued(_)
-    ));
-    match next_change(&mut first).await.unwrap() {
-        Update::Cancelled(c) => assert_eq!(c.reason, CancelReason::Superseded as i32),
-        other => panic!("{other:?}"),
-    }
+    let app = spawn_app().await;
+    let player = app.player();
+    let mut first = player.find_queued("s1", false).await;
+    let _second = player.find_queued("s2", true).await;
+    assert_eq!(
+        cancelled(&mut first).await.reason,
+        CancelReason::Superseded as i32
+    );
 }
 
 #[tokio::test]
 async fn bots_fill_an_unranked_search_after_the_wait() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
+    let app = spawn_app().await;
     let request = FindMatchRequest {
         ticket_id: "bot".into(),
         ranked: false,
@@ -665,16 +445,10 @@ async fn bots_fill_an_unranked_search_after_the_wait() {
         }),
         allow_bots: None, // default: on for unranked
     };
-    let mut s = client
-        .find_match(authed(request, &env.token(Uuid::now_v7(), false)))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(matches!(next(&mut s).await.unwrap(), Update::Queued(_)));
-    env.clock.advance(20_000);
-    let Update::Matched(m) = next_change(&mut s).await.unwrap() else {
-        panic!()
-    };
+    let mut s = app.player().search(request).await.unwrap();
+    queued(&mut s).await;
+    app.clock().advance(20_000);
+    let m = matched(&mut s).await;
     assert!(!m.ranked);
     assert_eq!(m.seats.len(), 4);
     let bots = m
@@ -696,152 +470,102 @@ async fn bots_fill_an_unranked_search_after_the_wait() {
 
 #[tokio::test]
 async fn game_session_unavailable_answers_unavailable_and_keeps_the_tickets() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    env.game.set_unavailable(true);
-    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    let (ta, tb) = (env.token(a, false), env.token(b, false));
-    let mut sa = client
-        .find_match(authed(find("ga", false), &ta))
-        .await
-        .unwrap()
-        .into_inner();
-    let mut sb = client
-        .find_match(authed(find("gb", false), &tb))
-        .await
-        .unwrap()
-        .into_inner();
-    for s in [&mut sa, &mut sb] {
-        let err = next_change(s).await.unwrap_err();
-        assert_eq!(err.code(), Code::Unavailable, "{err}");
-    }
+    let app = spawn_app().await;
+    app.game().set_unavailable(true);
+    let mut pair = app.queued_pair("ga", "gb").await;
+    pair.end_unavailable().await;
+    let QueuedPair { a, b, .. } = pair;
     // Kept, together: game-session may have made their room, so they wait
     // for it rather than for anyone else.
     for id in ["ga", "gb"] {
-        let v = replica.store.poll(id, 0, 0).await.unwrap().expect("kept");
-        assert_eq!(v.state, matchmaking::store::TicketState::Pending);
+        let v = app.store.poll(id, 0, 0).await.unwrap().expect("kept");
+        assert_eq!(v.state, TicketState::Pending);
     }
     // Rooms too (for a player who is not in the queue).
-    let tc = env.token(Uuid::now_v7(), false);
-    let err = client
-        .create_room(authed(CreateRoomRequest::default(), &tc))
+    let err = app
+        .player()
+        .create_room(CreateRoomRequest::default())
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::Unavailable);
     // A queued player may not make a room meanwhile.
-    let err = client
-        .create_room(authed(CreateRoomRequest::default(), &ta))
+    let err = a
+        .create_room(CreateRoomRequest::default())
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
     // Back up: the same tickets resume and match.
-    env.game.set_unavailable(false);
-    let mut sa = client
-        .find_match(authed(find("ga", false), &ta))
-        .await
-        .unwrap()
-        .into_inner();
-    let mut sb = client
-        .find_match(authed(find("gb", false), &tb))
-        .await
-        .unwrap()
-        .into_inner();
-    env.clock
-        .advance(env.settings.queue.room_retry_millis as i64);
-    let Update::Matched(ma) = next_change(&mut sa).await.unwrap() else {
-        panic!()
-    };
-    let Update::Matched(mb) = next_change(&mut sb).await.unwrap() else {
-        panic!()
-    };
+    app.game().set_unavailable(false);
+    let mut sa = a.find("ga", false).await;
+    let mut sb = b.find("gb", false).await;
+    app.clock()
+        .advance(app.settings().queue.room_retry_millis as i64);
+    let ma = matched(&mut sa).await;
+    let mb = matched(&mut sb).await;
     assert_eq!(ma.room_id, mb.room_id);
     // Every attempt was for that one room.
-    assert!(env.game.created().iter().all(|r| r.room_id == ma.room_id));
+    assert!(app.game().created().iter().all(|r| r.room_id == ma.room_id));
 }
 
 /// A group whose room game-session never confirms is given up after
 /// queue.room_max_attempts: its players, resuming, are told why their search ended.
 #[tokio::test]
 async fn a_group_whose_room_cannot_be_made_is_given_up_and_its_players_told() {
-    let mut settings = crate::helpers::test_settings();
-    settings.queue.room_max_attempts = 2;
-    let env = Env::with_settings(settings).await;
-    let replica = env.replica().await;
-    let client = replica.client().await;
-    env.game.set_unavailable(true);
-    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    let (ta, tb) = (env.token(a, false), env.token(b, false));
-    let open = |ticket: &'static str, token: String| {
-        let mut client = client.clone();
-        async move {
-            client
-                .find_match(authed(find(ticket, false), &token))
-                .await
-                .unwrap()
-                .into_inner()
-        }
-    };
+    let app = TestApp::builder()
+        .settings(|s| s.queue.room_max_attempts = 2)
+        .spawn()
+        .await;
+    app.game().set_unavailable(true);
     // Attempt 1 fails: UNAVAILABLE, the tickets wait for that room.
-    for mut stream in [open("ua", ta.clone()).await, open("ub", tb.clone()).await] {
-        let err = next_change(&mut stream).await.unwrap_err();
-        assert_eq!(err.code(), Code::Unavailable, "{err}");
-    }
+    let mut pair = app.queued_pair("ua", "ub").await;
+    pair.end_unavailable().await;
+    let QueuedPair { a, b, .. } = pair;
     // They resume; attempt 2 (the retry) fails too: the group is given up.
-    let mut sa = open("ua", ta.clone()).await;
-    let mut sb = open("ub", tb.clone()).await;
-    env.clock
-        .advance(env.settings.queue.room_retry_millis as i64);
+    let mut sa = a.find("ua", false).await;
+    let mut sb = b.find("ub", false).await;
+    app.clock()
+        .advance(app.settings().queue.room_retry_millis as i64);
     for stream in [&mut sa, &mut sb] {
-        match next_change(stream).await.unwrap() {
-            Update::Cancelled(c) => {
-                assert_eq!(c.reason, CancelReason::RoomUnavailable as i32)
-            }
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(
+            cancelled(stream).await.reason,
+            CancelReason::RoomUnavailable as i32
+        );
         assert!(stream.message().await.unwrap().is_none(), "the stream ends");
     }
     // (Every call to the fake game-session here is a CreateRoom.)
-    let calls = || env.game.calls.load(std::sync::atomic::Ordering::SeqCst);
+    let calls = || app.game().calls.load(std::sync::atomic::Ordering::SeqCst);
     let attempts = calls();
     assert_eq!(attempts, 2, "one first attempt and one retry");
     // No more attempts, and a later resume hears the same.
-    env.clock
-        .advance(env.settings.queue.room_retry_millis as i64);
+    app.clock()
+        .advance(app.settings().queue.room_retry_millis as i64);
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(calls(), attempts);
-    let mut again = open("ua", ta.clone()).await;
-    match next_change(&mut again).await.unwrap() {
-        Update::Cancelled(c) => assert_eq!(c.reason, CancelReason::RoomUnavailable as i32),
-        other => panic!("{other:?}"),
-    }
+    let mut again = a.find("ua", false).await;
+    assert_eq!(
+        cancelled(&mut again).await.reason,
+        CancelReason::RoomUnavailable as i32
+    );
     // A new search starts afresh.
-    env.game.set_unavailable(false);
-    let mut fresh_a = open("ua-2", ta).await;
-    let mut fresh_b = open("ub-2", tb).await;
-    let Update::Matched(ma) = next_change(&mut fresh_a).await.unwrap() else {
-        panic!("matched")
-    };
-    let Update::Matched(mb) = next_change(&mut fresh_b).await.unwrap() else {
-        panic!("matched")
-    };
+    app.game().set_unavailable(false);
+    let mut fresh_a = a.find("ua-2", false).await;
+    let mut fresh_b = b.find("ub-2", false).await;
+    let ma = matched(&mut fresh_a).await;
+    let mb = matched(&mut fresh_b).await;
     assert_eq!(ma.room_id, mb.room_id);
 }
 
 /// Each player's rooms as game-session saw them (distinct room ids).
-fn rooms_of(env: &Env, user: Uuid) -> Vec<String> {
-    let mut rooms: Vec<String> = env
-        .game
+fn rooms_of(app: &TestApp, player: &Player) -> Vec<String> {
+    let user = player.user_id();
+    let mut rooms: Vec<String> = app
+        .game()
         .created()
         .into_iter()
         .filter(|r| {
-            r.seats.iter().any(|s| {
-                matches!(
-                    &s.occupant,
-                    Some(basra_proto::basra::game::v1::seat_assignment::Occupant::UserId(u))
-                        if *u == user.to_string()
-                )
-            })
+            r.seats.iter().any(
+                |s| matches!(&s.occupant, Some(seat_assignment::Occupant::UserId(u)) if *u == user),
+            )
         })
         .map(|r| r.room_id)
         .collect();
@@ -854,53 +578,26 @@ fn rooms_of(env: &Env, user: Uuid) -> Vec<String> {
 /// room once game-session answers again, never into a second one.
 #[tokio::test]
 async fn a_room_whose_reply_was_lost_stays_the_only_room_of_its_players() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    env.game.set_lose_replies(true);
-    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    let (ta, tb) = (env.token(a, false), env.token(b, false));
-    let mut sa = client
-        .find_match(authed(find("la", false), &ta))
-        .await
-        .unwrap()
-        .into_inner();
-    let mut sb = client
-        .find_match(authed(find("lb", false), &tb))
-        .await
-        .unwrap()
-        .into_inner();
-    for s in [&mut sa, &mut sb] {
-        let err = next_change(s).await.unwrap_err();
-        assert_eq!(err.code(), Code::Unavailable, "{err}");
-    }
+    let app = spawn_app().await;
+    app.game().set_lose_replies(true);
+    let mut pair = app.queued_pair("la", "lb").await;
+    pair.end_unavailable().await;
+    let QueuedPair { a, b, .. } = pair;
     // game-session did make the room; only its answer was lost.
-    let first = rooms_of(&env, a);
+    let first = rooms_of(&app, &a);
     assert_eq!(first.len(), 1);
-    env.game.set_lose_replies(false);
+    app.game().set_lose_replies(false);
     // Both search again, as UNAVAILABLE asks, and wait for the retry.
-    let mut sa = client
-        .find_match(authed(find("la", false), &ta))
-        .await
-        .unwrap()
-        .into_inner();
-    let mut sb = client
-        .find_match(authed(find("lb", false), &tb))
-        .await
-        .unwrap()
-        .into_inner();
-    env.clock
-        .advance(env.settings.queue.room_retry_millis as i64);
-    let Update::Matched(ma) = next_change(&mut sa).await.unwrap() else {
-        panic!()
-    };
-    let Update::Matched(mb) = next_change(&mut sb).await.unwrap() else {
-        panic!()
-    };
+    let mut sa = a.find("la", false).await;
+    let mut sb = b.find("lb", false).await;
+    app.clock()
+        .advance(app.settings().queue.room_retry_millis as i64);
+    let ma = matched(&mut sa).await;
+    let mb = matched(&mut sb).await;
     assert_eq!(ma.room_id, mb.room_id);
     assert_eq!(ma.room_id, first[0], "the room game-session already made");
-    assert_eq!(rooms_of(&env, a), first, "{a} is in one room only");
-    assert_eq!(rooms_of(&env, b), first, "{b} is in one room only");
+    assert_eq!(rooms_of(&app, &a), first, "{} is in one room only", a.id);
+    assert_eq!(rooms_of(&app, &b), first, "{} is in one room only", b.id);
 }
 
 /// A player who cancels (or searches anew) while its group's room is being
@@ -908,227 +605,123 @@ async fn a_room_whose_reply_was_lost_stays_the_only_room_of_its_players() {
 /// requeued and everyone ends in that one room.
 #[tokio::test]
 async fn cancel_during_room_creation_keeps_the_group_in_its_one_room() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    env.game.set_lose_replies(true);
-    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    let (ta, tb) = (env.token(a, false), env.token(b, false));
-    let mut sa = client
-        .find_match(authed(find("xa", false), &ta))
-        .await
-        .unwrap()
-        .into_inner();
-    let mut sb = client
-        .find_match(authed(find("xb", false), &tb))
-        .await
-        .unwrap()
-        .into_inner();
-    for s in [&mut sa, &mut sb] {
-        let err = next_change(s).await.unwrap_err();
-        assert_eq!(err.code(), Code::Unavailable, "{err}");
-    }
-    let first = rooms_of(&env, a);
+    let app = spawn_app().await;
+    app.game().set_lose_replies(true);
+    let mut pair = app.queued_pair("xa", "xb").await;
+    pair.end_unavailable().await;
+    let QueuedPair { a, b, .. } = pair;
+    let first = rooms_of(&app, &a);
     assert_eq!(first.len(), 1);
     // a cancels while the room's fate is unknown: not cancelled, no match yet.
-    let cancel = || {
-        authed(
-            CancelFindRequest {
-                ticket_id: "xa".into(),
-            },
-            &ta,
-        )
-    };
-    let answer = client.cancel_find(cancel()).await.unwrap().into_inner();
+    let answer = a.cancel("xa").await.unwrap();
     assert!(!answer.cancelled && answer.matched.is_none(), "{answer:?}");
     // Nor does a new search take a out of the group.
-    let err = client
-        .find_match(authed(find("xa2", false), &ta))
-        .await
-        .unwrap_err();
+    let err = a.search(find("xa2", false)).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
     // b resumes; game-session answers again; the retry makes the same room.
-    env.game.set_lose_replies(false);
-    let mut sb = client
-        .find_match(authed(find("xb", false), &tb))
-        .await
-        .unwrap()
-        .into_inner();
-    env.clock
-        .advance(env.settings.queue.room_retry_millis as i64);
+    app.game().set_lose_replies(false);
+    let mut sb = b.find("xb", false).await;
+    app.clock()
+        .advance(app.settings().queue.room_retry_millis as i64);
     // b was never requeued: its first update is the match.
     let Update::Matched(mb) = next(&mut sb).await.unwrap() else {
         panic!("b matched straight away")
     };
     assert_eq!(mb.room_id, first[0]);
     // a's CancelFind now answers where to play.
-    let answer = client.cancel_find(cancel()).await.unwrap().into_inner();
+    let answer = a.cancel("xa").await.unwrap();
     assert!(!answer.cancelled);
     assert_eq!(answer.matched.expect("matched").room_id, first[0]);
-    assert_eq!(rooms_of(&env, a), first, "{a} is in one room only");
-    assert_eq!(rooms_of(&env, b), first, "{b} is in one room only");
+    assert_eq!(rooms_of(&app, &a), first, "{} is in one room only", a.id);
+    assert_eq!(rooms_of(&app, &b), first, "{} is in one room only", b.id);
 }
 
 #[tokio::test]
 async fn a_dead_game_session_address_answers_unavailable() {
-    let env = Env::new().await;
     // Nothing listens there.
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", dead.local_addr().unwrap());
     drop(dead);
-    let store = crate::helpers::redis_store(&env.prefix).await;
-    let replica = env.replica_with_game(store, &url).await;
-    let mut client = replica.client().await;
-    let err = client
-        .create_room(authed(
-            CreateRoomRequest::default(),
-            &env.token(Uuid::now_v7(), false),
-        ))
+    let app = TestApp::builder().game_url(url).spawn().await;
+    let err = app
+        .player()
+        .create_room(CreateRoomRequest::default())
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::Unavailable, "{err}");
 }
 
-fn join_code(code: &str) -> JoinRoomRequest {
-    JoinRoomRequest {
-        target: Some(Target::JoinCode(code.into())),
-        preferred_seat: None,
-    }
-}
-
-fn join_id(id: &str) -> JoinRoomRequest {
-    JoinRoomRequest {
-        target: Some(Target::RoomId(id.into())),
-        preferred_seat: None,
-    }
-}
-
 #[tokio::test]
 async fn private_rooms_are_joined_by_code_until_full() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let owner = env.token(Uuid::now_v7(), false);
-    let created = client
-        .create_room(authed(
-            CreateRoomRequest {
-                request_id: "r-1".into(),
-                settings: Some(RuleSettings {
-                    seats: Some(4),
-                    card_points: Some(true),
-                    ..Default::default()
-                }),
+    let app = spawn_app().await;
+    let owner = app.player();
+    let created = owner
+        .create_room(CreateRoomRequest {
+            request_id: "r-1".into(),
+            settings: Some(RuleSettings {
+                seats: Some(4),
+                card_points: Some(true),
                 ..Default::default()
-            },
-            &owner,
-        ))
+            }),
+            ..Default::default()
+        })
         .await
-        .unwrap()
-        .into_inner();
+        .unwrap();
     assert_eq!(created.seat, 0);
     assert_eq!(created.join_code.len(), 6);
     assert!(!created.join_code.contains(['0', 'O', '1', 'I', 'L']));
     assert_eq!(created.settings.unwrap().card_points, Some(true));
     // The same request id gets the same room.
-    let again = client
-        .create_room(authed(
-            CreateRoomRequest {
-                request_id: "r-1".into(),
-                ..Default::default()
-            },
-            &owner,
-        ))
+    let again = owner
+        .create_room(CreateRoomRequest {
+            request_id: "r-1".into(),
+            ..Default::default()
+        })
         .await
-        .unwrap()
-        .into_inner();
+        .unwrap();
     assert_eq!(
         (again.room_id.as_str(), again.join_code.as_str()),
         (created.room_id.as_str(), created.join_code.as_str())
     );
-    let game_req = &env.game.created()[0];
+    let game_req = &app.game().created()[0];
     assert_eq!(game_req.visibility, RoomVisibility::Private as i32);
     // Private: not listed, not joinable by id.
-    let listed = client
-        .list_public_rooms(authed(ListPublicRoomsRequest::default(), &owner))
-        .await
-        .unwrap()
-        .into_inner();
+    let listed = owner.list(ListPublicRoomsRequest::default()).await.unwrap();
     assert!(listed.rooms.is_empty());
-    let p1 = env.token(Uuid::now_v7(), false);
+    let p1 = app.player();
     assert_eq!(
-        client
-            .join_room(authed(join_id(&created.room_id), &p1))
-            .await
-            .unwrap_err()
-            .code(),
+        p1.join(join_id(&created.room_id)).await.unwrap_err().code(),
         Code::NotFound
     );
     // By code, case-insensitive; joining twice gives the same seat.
     let lower = created.join_code.to_lowercase();
-    let j1 = client
-        .join_room(authed(join_code(&lower), &p1))
-        .await
-        .unwrap()
-        .into_inner();
+    let j1 = p1.join(join_code(&lower)).await.unwrap();
     assert_eq!(
         (j1.room_id.as_str(), j1.seat),
         (created.room_id.as_str(), 1)
     );
-    let j1b = client
-        .join_room(authed(join_code(&lower), &p1))
-        .await
-        .unwrap()
-        .into_inner();
+    let j1b = p1.join(join_code(&lower)).await.unwrap();
     assert_eq!(j1b.seat, 1);
     // The owner joining their own room gets seat 0.
-    let own = client
-        .join_room(authed(join_code(&lower), &owner))
-        .await
-        .unwrap()
-        .into_inner();
+    let own = owner.join(join_code(&lower)).await.unwrap();
     assert_eq!(own.seat, 0);
     // A taken preferred seat.
-    let p2 = env.token(Uuid::now_v7(), false);
+    let p2 = app.player();
     let mut taken = join_code(&lower);
     taken.preferred_seat = Some(1);
     assert_eq!(
-        client
-            .join_room(authed(taken, &p2))
-            .await
-            .unwrap_err()
-            .code(),
+        p2.join(taken).await.unwrap_err().code(),
         Code::FailedPrecondition
     );
     let mut partner = join_code(&lower);
     partner.preferred_seat = Some(2);
-    assert_eq!(
-        client
-            .join_room(authed(partner, &p2))
-            .await
-            .unwrap()
-            .into_inner()
-            .seat,
-        2
-    );
-    let p3 = env.token(Uuid::now_v7(), false);
-    assert_eq!(
-        client
-            .join_room(authed(join_code(&lower), &p3))
-            .await
-            .unwrap()
-            .into_inner()
-            .seat,
-        3
-    );
+    assert_eq!(p2.join(partner).await.unwrap().seat, 2);
+    assert_eq!(app.player().join(join_code(&lower)).await.unwrap().seat, 3);
     // Full: the code still finds the room, which takes nobody.
-    let p4 = env.token(Uuid::now_v7(), false);
-    let err = client
-        .join_room(authed(join_code(&lower), &p4))
-        .await
-        .unwrap_err();
+    let err = app.player().join(join_code(&lower)).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
     assert!(err.message().contains("full"), "{err}");
-    let seated = env.game.seated.lock().unwrap().clone();
+    let seated = app.game().seated.lock().unwrap().clone();
     assert!(seated.iter().any(|s| s.preferred_seat == Some(2)));
 }
 
@@ -1136,114 +729,72 @@ async fn private_rooms_are_joined_by_code_until_full() {
 /// then answers "closed"; CreateRoom and the listing say when that happens.
 #[tokio::test]
 async fn rooms_nobody_joins_expire() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let owner = env.token(Uuid::now_v7(), false);
-    let created = client
-        .create_room(authed(
-            CreateRoomRequest {
-                visibility: RoomVisibility::Public as i32,
-                ..Default::default()
-            },
-            &owner,
-        ))
+    let app = spawn_app().await;
+    let owner = app.player();
+    let created = owner
+        .create_room(CreateRoomRequest {
+            visibility: RoomVisibility::Public as i32,
+            ..Default::default()
+        })
         .await
-        .unwrap()
-        .into_inner();
-    let now_ms = matchmaking::clock::Clock::now_ms(&env.clock);
-    let ttl_ms = (env.settings.rooms.ttl_seconds * 1000) as i64;
+        .unwrap();
+    let now_ms = app.now_ms();
+    let ttl_ms = (app.settings().rooms.ttl_seconds * 1000) as i64;
     let expires = created.expires_at.expect("an expiry");
     assert_eq!(
         expires.seconds * 1000,
         (now_ms + ttl_ms).div_euclid(1000) * 1000
     );
-    let listed = client
-        .list_public_rooms(authed(ListPublicRoomsRequest::default(), &owner))
-        .await
-        .unwrap()
-        .into_inner();
+    let listed = owner.list(ListPublicRoomsRequest::default()).await.unwrap();
     assert_eq!(listed.rooms.len(), 1);
     assert_eq!(listed.rooms[0].expires_at, Some(expires));
 
     // A minute before: still there. At the expiry: gone from the lobby, closed by code.
-    env.clock.advance(ttl_ms - 60_000);
+    app.clock().advance(ttl_ms - 60_000);
     tokio::time::sleep(Duration::from_millis(1_300)).await;
-    let listed = client
-        .list_public_rooms(authed(ListPublicRoomsRequest::default(), &owner))
-        .await
-        .unwrap()
-        .into_inner();
+    let listed = owner.list(ListPublicRoomsRequest::default()).await.unwrap();
     assert_eq!(listed.rooms.len(), 1, "not expired yet");
-    env.clock.advance(60_000);
+    app.clock().advance(60_000);
     assert!(
         eventually(WAIT, || {
-            let mut client = client.clone();
             let owner = owner.clone();
             async move {
-                client
-                    .list_public_rooms(authed(ListPublicRoomsRequest::default(), &owner))
-                    .await
-                    .unwrap()
-                    .into_inner()
-                    .rooms
-                    .is_empty()
+                let listed = owner.list(ListPublicRoomsRequest::default()).await;
+                listed.unwrap().rooms.is_empty()
             }
         })
         .await,
         "the sweep unlists the expired room"
     );
-    let late = env.token(Uuid::now_v7(), false);
-    let err = client
-        .join_room(authed(join_code(&created.join_code), &late))
-        .await
-        .unwrap_err();
+    let late = app.player();
+    let err = late.join(join_code(&created.join_code)).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
     assert!(err.message().contains("closed"), "{err}");
-    let err = client
-        .join_room(authed(join_id(&created.room_id), &late))
-        .await
-        .unwrap_err();
+    let err = late.join(join_id(&created.room_id)).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
 }
 
 #[tokio::test]
 async fn a_code_keeps_finding_its_room_and_answers_with_the_rooms_state() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let owner = env.token(Uuid::now_v7(), false);
-    let room = client
-        .create_room(authed(CreateRoomRequest::default(), &owner))
-        .await
-        .unwrap()
-        .into_inner();
+    let app = spawn_app().await;
+    let room = app.player().make_room().await;
     // Any six characters of A-Z and 2-9 are a well-formed code, also the
     // letters the server leaves out of its own codes: no such room.
-    let guesser = env.token(Uuid::now_v7(), false);
+    let guesser = app.player();
     for code in ["LILO42", "lilo42", "LI-LO 42"] {
-        let err = client
-            .join_room(authed(join_code(code), &guesser))
-            .await
-            .unwrap_err();
+        let err = guesser.join(join_code(code)).await.unwrap_err();
         assert_eq!(err.code(), Code::NotFound, "{code}: {err}");
     }
     for code in ["LILO4", "LILO421", "LILO10", "LIL*42"] {
-        let err = client
-            .join_room(authed(join_code(code), &guesser))
-            .await
-            .unwrap_err();
+        let err = guesser.join(join_code(code)).await.unwrap_err();
         assert_eq!(err.code(), Code::InvalidArgument, "{code}: {err}");
     }
     // game-session no longer has the room: the join closes it here too, and
     // the code then answers that the room is closed, not that it never was.
-    env.game.forget(&room.room_id);
-    let joiner = env.token(Uuid::now_v7(), false);
+    app.game().forget(&room.room_id);
+    let joiner = app.player();
     for _ in 0..2 {
-        let err = client
-            .join_room(authed(join_code(&room.join_code), &joiner))
-            .await
-            .unwrap_err();
+        let err = joiner.join(join_code(&room.join_code)).await.unwrap_err();
         assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
         assert!(err.message().contains("closed"), "{err}");
     }
@@ -1251,18 +802,9 @@ async fn a_code_keeps_finding_its_room_and_answers_with_the_rooms_state() {
 
 #[tokio::test]
 async fn a_player_seated_in_an_unfinished_match_may_not_search_or_make_rooms() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let (owner, guest) = (
-        env.token(Uuid::now_v7(), false),
-        env.token(Uuid::now_v7(), false),
-    );
-    let room = client
-        .create_room(authed(CreateRoomRequest::default(), &owner))
-        .await
-        .unwrap()
-        .into_inner();
+    let app = spawn_app().await;
+    let (owner, guest) = (app.player(), app.player());
+    let room = owner.make_room().await;
     // Waiting for an opponent counts: the owner sits in the room, and the refusal names
     // it in its details.
     let refused = |err: tonic::Status| {
@@ -1279,143 +821,81 @@ async fn a_player_seated_in_an_unfinished_match_may_not_search_or_make_rooms() {
             "{err:?}"
         );
     };
+    refused(owner.search(find("owner-1", false)).await.unwrap_err());
     refused(
-        client
-            .find_match(authed(find("owner-1", false), &owner))
-            .await
-            .unwrap_err(),
-    );
-    refused(
-        client
-            .create_room(authed(CreateRoomRequest::default(), &owner))
+        owner
+            .create_room(CreateRoomRequest::default())
             .await
             .unwrap_err(),
     );
     // The guest joins; the match runs. Both are held to it.
-    client
-        .join_room(authed(join_code(&room.join_code), &guest))
-        .await
-        .unwrap();
+    guest.join(join_code(&room.join_code)).await.unwrap();
+    refused(guest.search(find("guest-1", false)).await.unwrap_err());
+    let elsewhere = app.player().make_room().await;
     refused(
-        client
-            .find_match(authed(find("guest-1", false), &guest))
-            .await
-            .unwrap_err(),
-    );
-    let elsewhere = client
-        .create_room(authed(
-            CreateRoomRequest::default(),
-            &env.token(Uuid::now_v7(), false),
-        ))
-        .await
-        .unwrap()
-        .into_inner();
-    refused(
-        client
-            .join_room(authed(join_code(&elsewhere.join_code), &guest))
+        guest
+            .join(join_code(&elsewhere.join_code))
             .await
             .unwrap_err(),
     );
     // Joining the same room again is not another match: the seat comes back.
-    let again = client
-        .join_room(authed(join_code(&room.join_code), &guest))
-        .await
-        .unwrap()
-        .into_inner();
+    let again = guest.join(join_code(&room.join_code)).await.unwrap();
     assert_eq!(again.seat, 1);
     // The match ends: both are free again.
-    env.game.finish(&room.room_id);
-    client
-        .create_room(authed(CreateRoomRequest::default(), &owner))
-        .await
-        .unwrap();
-    let mut search = client
-        .find_match(authed(find("guest-2", false), &guest))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(matches!(
-        next(&mut search).await.unwrap(),
-        Update::Queued(_)
-    ));
+    app.game().finish(&room.room_id);
+    owner.make_room().await;
+    let _search = guest.find_queued("guest-2", false).await;
 }
 
 #[tokio::test]
 async fn get_current_seat_finds_the_callers_room_until_its_match_ends() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let (owner, guest) = (
-        env.token(Uuid::now_v7(), false),
-        env.token(Uuid::now_v7(), true),
-    );
-    let current = |client: &mut MatchmakingServiceClient<Channel>, token: &str| {
-        let mut client = client.clone();
-        let request = authed(GetCurrentSeatRequest::default(), token);
-        async move { client.get_current_seat(request).await }
-    };
+    let app = spawn_app().await;
+    let (owner, guest) = (app.player(), app.guest());
     // Seated nowhere: NOT_FOUND.
-    let err = current(&mut client, &owner).await.unwrap_err();
+    let err = owner.current_seat().await.unwrap_err();
     assert_eq!(err.code(), Code::NotFound, "{err}");
-    let room = client
-        .create_room(authed(CreateRoomRequest::default(), &owner))
-        .await
-        .unwrap()
-        .into_inner();
-    let seat = current(&mut client, &owner).await.unwrap().into_inner();
+    let room = owner.make_room().await;
+    let seat = owner.current_seat().await.unwrap();
     assert_eq!(
         (seat.room_id.as_str(), seat.seat, seat.status, seat.started),
         (room.room_id.as_str(), 0, RoomStatus::Waiting as i32, false)
     );
-    client
-        .join_room(authed(join_code(&room.join_code), &guest))
-        .await
-        .unwrap();
-    let seat = current(&mut client, &guest).await.unwrap().into_inner();
+    guest.join(join_code(&room.join_code)).await.unwrap();
+    let seat = guest.current_seat().await.unwrap();
     assert_eq!(seat.room_id, room.room_id);
     assert_eq!(seat.seat, 1);
     assert_eq!(seat.status, RoomStatus::InProgress as i32);
     assert!(seat.started);
     // The match ends: nobody is seated any more.
-    env.game.finish(&room.room_id);
-    for token in [&owner, &guest] {
-        let err = current(&mut client, token).await.unwrap_err();
+    app.game().finish(&room.room_id);
+    for player in [&owner, &guest] {
+        let err = player.current_seat().await.unwrap_err();
         assert_eq!(err.code(), Code::NotFound, "{err}");
     }
     // A service token is not a player's.
-    let err = current(&mut client, &env.service_token())
+    let as_service = authed(GetCurrentSeatRequest::default(), &app.service_token());
+    let err = app
+        .client
+        .clone()
+        .get_current_seat(as_service)
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::PermissionDenied, "{err}");
     // game-session unreachable: UNAVAILABLE, retry.
-    let other = env.token(Uuid::now_v7(), false);
-    client
-        .create_room(authed(CreateRoomRequest::default(), &other))
-        .await
-        .unwrap();
-    env.game.set_unavailable(true);
-    let err = current(&mut client, &other).await.unwrap_err();
+    let other = app.player();
+    other.make_room().await;
+    app.game().set_unavailable(true);
+    let err = other.current_seat().await.unwrap_err();
     assert_eq!(err.code(), Code::Unavailable, "{err}");
 }
 
 #[tokio::test]
 async fn wrong_codes_are_rate_limited_per_account() {
-    let env = Env::new().await; // 3 wrong codes per window
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let owner = env.token(Uuid::now_v7(), false);
-    let room = client
-        .create_room(authed(CreateRoomRequest::default(), &owner))
-        .await
-        .unwrap()
-        .into_inner();
-    let guesser = env.token(Uuid::now_v7(), false);
+    let app = spawn_app().await; // 3 wrong codes per window
+    let room = app.player().make_room().await;
+    let guesser = app.player();
     assert_eq!(
-        client
-            .join_room(authed(join_code("0O1IL!"), &guesser))
-            .await
-            .unwrap_err()
-            .code(),
+        guesser.join(join_code("0O1IL!")).await.unwrap_err().code(),
         Code::InvalidArgument,
         "malformed codes are not guesses"
     );
@@ -1426,43 +906,29 @@ async fn wrong_codes_are_rate_limited_per_account() {
     };
     for _ in 0..3 {
         assert_eq!(
-            client
-                .join_room(authed(join_code(wrong), &guesser))
-                .await
-                .unwrap_err()
-                .code(),
+            guesser.join(join_code(wrong)).await.unwrap_err().code(),
             Code::NotFound
         );
     }
-    let err = client
-        .join_room(authed(join_code(&room.join_code), &guesser))
-        .await
-        .unwrap_err();
+    let err = guesser.join(join_code(&room.join_code)).await.unwrap_err();
     assert_eq!(err.code(), Code::ResourceExhausted, "{err}");
     // Another account is not affected; the window passes.
-    let other = env.token(Uuid::now_v7(), false);
     assert_eq!(
-        client
-            .join_room(authed(join_code(wrong), &other))
+        app.player()
+            .join(join_code(wrong))
             .await
             .unwrap_err()
             .code(),
         Code::NotFound
     );
-    env.clock.advance(600_000);
-    let ok = client
-        .join_room(authed(join_code(&room.join_code), &guesser))
-        .await
-        .unwrap()
-        .into_inner();
+    app.clock().advance(600_000);
+    let ok = guesser.join(join_code(&room.join_code)).await.unwrap();
     assert_eq!(ok.seat, 1);
 }
 
 #[tokio::test]
 async fn the_public_lobby_lists_filters_pages_and_forgets_full_rooms() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
+    let app = spawn_app().await;
     let public = |seats: u32, target: u32, ranked: bool| CreateRoomRequest {
         visibility: RoomVisibility::Public as i32,
         settings: Some(RuleSettings {
@@ -1481,21 +947,18 @@ async fn the_public_lobby_lists_filters_pages_and_forgets_full_rooms() {
         (2, 101, false),
         (2, 101, true),
     ] {
-        let token = env.token(Uuid::now_v7(), false);
-        let room = client
-            .create_room(authed(public(seats, target, ranked), &token))
+        let owner = app.player();
+        let room = owner
+            .create_room(public(seats, target, ranked))
             .await
-            .unwrap()
-            .into_inner();
+            .unwrap();
         ids.push(room.room_id);
     }
-    let token = env.token(Uuid::now_v7(), false);
-    let list = |req: ListPublicRoomsRequest| authed(req, &token);
-    let all = client
-        .list_public_rooms(list(ListPublicRoomsRequest::default()))
+    let viewer = app.player();
+    let all = viewer
+        .list(ListPublicRoomsRequest::default())
         .await
-        .unwrap()
-        .into_inner();
+        .unwrap();
     let got: Vec<_> = all.rooms.iter().map(|r| r.room_id.clone()).collect();
     assert_eq!(got, ids, "oldest first");
     assert!(all.next_page_token.is_empty());
@@ -1509,40 +972,37 @@ async fn the_public_lobby_lists_filters_pages_and_forgets_full_rooms() {
     );
     assert!(room0.created_at.is_some());
     // Filters.
-    let filtered = client
-        .list_public_rooms(list(ListPublicRoomsRequest {
+    let filtered = viewer
+        .list(ListPublicRoomsRequest {
             seats: Some(2),
             target_score: Some(101),
             ranked: Some(false),
             ..Default::default()
-        }))
+        })
         .await
-        .unwrap()
-        .into_inner();
+        .unwrap();
     let got: Vec<_> = filtered.rooms.iter().map(|r| r.room_id.clone()).collect();
     assert_eq!(got, vec![ids[0].clone(), ids[3].clone()]);
-    let ranked = client
-        .list_public_rooms(list(ListPublicRoomsRequest {
+    let ranked = viewer
+        .list(ListPublicRoomsRequest {
             ranked: Some(true),
             ..Default::default()
-        }))
+        })
         .await
-        .unwrap()
-        .into_inner();
+        .unwrap();
     assert_eq!(ranked.rooms.len(), 2);
     // Pages of 2.
     let mut pages = Vec::new();
     let mut token_ = String::new();
     loop {
-        let page = client
-            .list_public_rooms(list(ListPublicRoomsRequest {
+        let page = viewer
+            .list(ListPublicRoomsRequest {
                 page_size: 2,
                 page_token: token_.clone(),
                 ..Default::default()
-            }))
+            })
             .await
-            .unwrap()
-            .into_inner();
+            .unwrap();
         pages.push(
             page.rooms
                 .iter()
@@ -1557,24 +1017,17 @@ async fn the_public_lobby_lists_filters_pages_and_forgets_full_rooms() {
     assert_eq!(pages.len(), 3);
     assert_eq!(pages.concat(), ids);
     // Join by id; the full room leaves the list.
-    let joiner = env.token(Uuid::now_v7(), false);
-    let joined = client
-        .join_room(authed(join_id(&ids[0]), &joiner))
-        .await
-        .unwrap()
-        .into_inner();
+    let joined = app.player().join(join_id(&ids[0])).await.unwrap();
     assert_eq!(joined.seat, 1);
-    let after = client
-        .list_public_rooms(list(ListPublicRoomsRequest::default()))
+    let after = viewer
+        .list(ListPublicRoomsRequest::default())
         .await
-        .unwrap()
-        .into_inner();
+        .unwrap();
     assert!(!after.rooms.iter().any(|r| r.room_id == ids[0]));
     assert_eq!(after.rooms.len(), 4);
-    let late = env.token(Uuid::now_v7(), false);
     assert_eq!(
-        client
-            .join_room(authed(join_id(&ids[0]), &late))
+        app.player()
+            .join(join_id(&ids[0]))
             .await
             .unwrap_err()
             .code(),
@@ -1592,11 +1045,7 @@ async fn the_public_lobby_lists_filters_pages_and_forgets_full_rooms() {
         },
     ] {
         assert_eq!(
-            client
-                .list_public_rooms(list(bad))
-                .await
-                .unwrap_err()
-                .code(),
+            viewer.list(bad).await.unwrap_err().code(),
             Code::InvalidArgument
         );
     }
@@ -1604,10 +1053,8 @@ async fn the_public_lobby_lists_filters_pages_and_forgets_full_rooms() {
 
 #[tokio::test]
 async fn bad_input_gets_clear_statuses() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let token = env.token(Uuid::now_v7(), false);
+    let app = spawn_app().await;
+    let player = app.player();
     let preset = |seats, target| FindMatchRequest {
         preset: Some(MatchPreset {
             seats: Some(seats),
@@ -1626,10 +1073,7 @@ async fn bad_input_gets_clear_statuses() {
             "ticket_id",
         ),
     ] {
-        let err = client
-            .find_match(authed(request, &token))
-            .await
-            .unwrap_err();
+        let err = player.search(request).await.unwrap_err();
         assert_eq!(err.code(), Code::InvalidArgument);
         assert!(err.message().contains(what), "{}", err.message());
     }
@@ -1695,101 +1139,71 @@ async fn bad_input_gets_clear_statuses() {
             "bot_level",
         ),
     ] {
-        let err = client
-            .create_room(authed(request, &token))
-            .await
-            .unwrap_err();
+        let err = player.create_room(request).await.unwrap_err();
         assert_eq!(err.code(), Code::InvalidArgument);
         assert!(err.message().contains(what), "{what}: {}", err.message());
     }
-    let err = client
-        .join_room(authed(JoinRoomRequest::default(), &token))
-        .await
-        .unwrap_err();
+    let err = player.join(JoinRoomRequest::default()).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
     assert_eq!(
-        client
-            .join_room(authed(join_id("no-such-room"), &token))
+        player
+            .join(join_id("no-such-room"))
             .await
             .unwrap_err()
             .code(),
         Code::NotFound
     );
     // A bot room: playing alone against the computer is full at once.
-    let solo = client
-        .create_room(authed(
-            room(RuleSettings::default(), false, vec![1]),
-            &token,
-        ))
+    let solo = player
+        .create_room(room(RuleSettings::default(), false, vec![1]))
         .await
-        .unwrap()
-        .into_inner();
-    let other = env.token(Uuid::now_v7(), false);
+        .unwrap();
     assert_eq!(
-        client
-            .join_room(authed(join_code(&solo.join_code), &other))
+        app.player()
+            .join(join_code(&solo.join_code))
             .await
             .unwrap_err()
             .code(),
         Code::FailedPrecondition
     );
     // No token, a bad token, a service token.
-    assert_eq!(
+    let mut client = app.client.clone();
+    let refusals = [
         client
             .find_match(Request::new(FindMatchRequest::default()))
             .await
-            .unwrap_err()
-            .code(),
-        Code::Unauthenticated
-    );
-    assert_eq!(
+            .err(),
         client
             .create_room(authed(CreateRoomRequest::default(), "not.a.jwt"))
             .await
-            .unwrap_err()
-            .code(),
-        Code::Unauthenticated
-    );
-    assert_eq!(
+            .err(),
         client
             .list_public_rooms(Request::new(ListPublicRoomsRequest::default()))
             .await
-            .unwrap_err()
-            .code(),
-        Code::Unauthenticated
-    );
-    assert_eq!(
+            .err(),
         client
             .join_room(Request::new(join_code("ABCDEF")))
             .await
-            .unwrap_err()
-            .code(),
-        Code::Unauthenticated
-    );
-    assert_eq!(
+            .err(),
         client
             .cancel_find(Request::new(CancelFindRequest {
-                ticket_id: "x".into()
+                ticket_id: "x".into(),
             }))
             .await
-            .unwrap_err()
-            .code(),
-        Code::Unauthenticated
-    );
+            .err(),
+    ];
+    let codes = refusals.map(|refusal| refusal.map(|status| status.code()));
+    assert_eq!(codes, [Some(Code::Unauthenticated); 5]);
 }
 
 #[tokio::test]
 async fn guests_may_be_kept_out_of_ranked() {
-    let mut settings = crate::helpers::test_settings();
-    settings.queue.guests_may_play_ranked = false;
-    let env = Env::with_settings(settings).await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let guest = env.token(Uuid::now_v7(), true);
-    let err = client
-        .find_match(authed(find("g", true), &guest))
-        .await
-        .unwrap_err();
+    let app = TestApp::builder()
+        .settings(|s| s.queue.guests_may_play_ranked = false)
+        .spawn()
+        .await;
+    let guest = app.guest();
+    let err = guest.search(find("g", true)).await.unwrap_err();
     assert_eq!(err.code(), Code::PermissionDenied);
     // Nor may a guest make or join a ranked room.
     let ranked_room = CreateRoomRequest {
@@ -1797,52 +1211,21 @@ async fn guests_may_be_kept_out_of_ranked() {
         visibility: RoomVisibility::Public as i32,
         ..Default::default()
     };
-    let err = client
-        .create_room(authed(ranked_room.clone(), &guest))
-        .await
-        .unwrap_err();
+    let err = guest.create_room(ranked_room.clone()).await.unwrap_err();
     assert_eq!(err.code(), Code::PermissionDenied, "{err}");
-    let member = env.token(Uuid::now_v7(), false);
-    let room = client
-        .create_room(authed(ranked_room, &member))
-        .await
-        .unwrap()
-        .into_inner();
-    let err = client
-        .join_room(authed(join_id(&room.room_id), &guest))
-        .await
-        .unwrap_err();
+    let room = app.player().create_room(ranked_room).await.unwrap();
+    let err = guest.join(join_id(&room.room_id)).await.unwrap_err();
     assert_eq!(err.code(), Code::PermissionDenied, "{err}");
     // Unranked is fine.
-    let mut s = client
-        .find_match(authed(find("g", false), &guest))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(matches!(next(&mut s).await.unwrap(), Update::Queued(_)));
+    let _s = guest.find_queued("g", false).await;
 }
 
 #[tokio::test]
 async fn the_embedded_memory_store_serves_the_same_api() {
-    let env = Env::new().await;
-    let replica = env.memory_replica().await;
-    let mut client = replica.client().await;
-    let mut sa = client
-        .find_match(authed(find("ma", false), &env.token(Uuid::now_v7(), false)))
-        .await
-        .unwrap()
-        .into_inner();
-    let mut sb = client
-        .find_match(authed(find("mb", false), &env.token(Uuid::now_v7(), false)))
-        .await
-        .unwrap()
-        .into_inner();
-    let Update::Matched(ma) = next_change(&mut sa).await.unwrap() else {
-        panic!()
-    };
-    let Update::Matched(mb) = next_change(&mut sb).await.unwrap() else {
-        panic!()
-    };
+    let app = TestApp::builder().memory().spawn().await;
+    let QueuedPair { mut sa, mut sb, .. } = app.queued_pair("ma", "mb").await;
+    let ma = matched(&mut sa).await;
+    let mb = matched(&mut sb).await;
     assert_eq!(ma.room_id, mb.room_id);
 }
 
@@ -1850,32 +1233,20 @@ async fn the_embedded_memory_store_serves_the_same_api() {
 /// code, rules and expiry) to accounts; accounts' refusals keep their meaning.
 #[tokio::test]
 async fn a_seated_player_invites_a_friend_to_a_waiting_room() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let (owner, friend, stranger) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
-    let owner_token = env.token(owner, false);
-    let created = client
-        .create_room(authed(
-            CreateRoomRequest {
-                request_id: "invite-1".into(),
-                ..Default::default()
-            },
-            &owner_token,
-        ))
+    let app = spawn_app().await;
+    let (owner, friend, stranger) = (app.player(), app.player(), app.player());
+    let created = owner
+        .create_room(CreateRoomRequest {
+            request_id: "invite-1".into(),
+            ..Default::default()
+        })
         .await
-        .unwrap()
-        .into_inner();
-    let invite = |room_id: &str, user: Uuid| InviteFriendRequest {
-        room_id: room_id.into(),
-        user_id: user.to_string(),
-    };
-    let answer = client
-        .invite_friend(authed(invite(&created.room_id, friend), &owner_token))
+        .unwrap();
+    let answer = owner
+        .invite(&created.room_id, &friend.user_id())
         .await
-        .unwrap()
-        .into_inner();
-    let sent = env.invites.sent.lock().unwrap().clone();
+        .unwrap();
+    let sent = app.invites().sent.lock().unwrap().clone();
     assert_eq!(sent.len(), 1);
     assert_eq!(
         (
@@ -1885,115 +1256,69 @@ async fn a_seated_player_invites_a_friend_to_a_waiting_room() {
             sent[0].join_code.as_str(),
         ),
         (
-            owner.to_string().as_str(),
-            friend.to_string().as_str(),
+            owner.user_id().as_str(),
+            friend.user_id().as_str(),
             created.room_id.as_str(),
             created.join_code.as_str(),
         )
     );
     assert_eq!(sent[0].settings, created.settings);
     assert_eq!(sent[0].expires_at, answer.expires_at);
-    assert!(answer.expires_at.unwrap().seconds > env.clock.now_ms() / 1000);
+    assert!(answer.expires_at.unwrap().seconds > app.now_ms() / 1000);
     assert_eq!(
         answer.expires_at, created.expires_at,
         "the invite expires with the room"
     );
 
-    let code_of = |result: Result<tonic::Response<InviteFriendResponse>, tonic::Status>| {
-        result.expect_err("refused").code()
-    };
+    let code_of =
+        |result: Result<InviteFriendResponse, tonic::Status>| result.expect_err("refused").code();
     // Bad input, a room the caller is not in, a room that does not exist.
+    let room = created.room_id.as_str();
+    let to = |player: &Player| player.user_id();
     assert_eq!(
-        code_of(
-            client
-                .invite_friend(authed(invite("", friend), &owner_token))
-                .await
-        ),
+        code_of(owner.invite("", &to(&friend)).await),
         Code::InvalidArgument
     );
     assert_eq!(
-        code_of(
-            client
-                .invite_friend(authed(
-                    InviteFriendRequest {
-                        room_id: created.room_id.clone(),
-                        user_id: "not-a-user".into(),
-                    },
-                    &owner_token,
-                ))
-                .await
-        ),
+        code_of(owner.invite(room, "not-a-user").await),
         Code::InvalidArgument
     );
     assert_eq!(
-        code_of(
-            client
-                .invite_friend(authed(invite(&created.room_id, owner), &owner_token))
-                .await
-        ),
+        code_of(owner.invite(room, &to(&owner)).await),
         Code::InvalidArgument
     );
     assert_eq!(
-        code_of(
-            client
-                .invite_friend(authed(
-                    invite(&created.room_id, friend),
-                    &env.token(stranger, false)
-                ))
-                .await
-        ),
+        code_of(stranger.invite(room, &to(&friend)).await),
         Code::PermissionDenied
     );
     assert_eq!(
-        code_of(
-            client
-                .invite_friend(authed(invite("no-such-room", friend), &owner_token))
-                .await
-        ),
+        code_of(owner.invite("no-such-room", &to(&friend)).await),
         Code::NotFound
     );
     // accounts says they are not friends, or cannot be reached.
-    *env.invites.refuse_with.lock().unwrap() = Some(tonic::Status::failed_precondition(
+    *app.invites().refuse_with.lock().unwrap() = Some(tonic::Status::failed_precondition(
         "the two players are not friends",
     ));
     assert_eq!(
-        code_of(
-            client
-                .invite_friend(authed(invite(&created.room_id, stranger), &owner_token))
-                .await
-        ),
+        code_of(owner.invite(room, &to(&stranger)).await),
         Code::FailedPrecondition
     );
-    *env.invites.refuse_with.lock().unwrap() = Some(tonic::Status::unavailable("down"));
+    *app.invites().refuse_with.lock().unwrap() = Some(tonic::Status::unavailable("down"));
     assert_eq!(
-        code_of(
-            client
-                .invite_friend(authed(invite(&created.room_id, friend), &owner_token))
-                .await
-        ),
+        code_of(owner.invite(room, &to(&friend)).await),
         Code::Unavailable
     );
-    *env.invites.refuse_with.lock().unwrap() = None;
+    *app.invites().refuse_with.lock().unwrap() = None;
     // The friend joins with the code: inviting them again is refused, and so is any
     // invite once the room is full.
-    client
-        .join_room(authed(
-            join_code(&created.join_code),
-            &env.token(friend, false),
-        ))
-        .await
-        .unwrap();
+    friend.join(join_code(&created.join_code)).await.unwrap();
     assert_eq!(
-        code_of(
-            client
-                .invite_friend(authed(invite(&created.room_id, stranger), &owner_token))
-                .await
-        ),
+        code_of(owner.invite(room, &to(&stranger)).await),
         Code::FailedPrecondition,
         "full"
     );
     assert_eq!(
-        env.invites.sent.lock().unwrap().len(),
+        app.invites().sent.lock().unwrap().len(),
         1,
         "no refused invite was sent"
     );
@@ -2002,24 +1327,13 @@ async fn a_seated_player_invites_a_friend_to_a_waiting_room() {
 #[tokio::test]
 async fn a_banned_players_search_ends_and_their_next_call_is_refused() {
     use basra_platform::revocation::Revoked;
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
-    let (banned, other) = (Uuid::now_v7(), Uuid::now_v7());
-    let token = env.token(banned, false);
-    let mut search = client
-        .find_match(authed(find("t-banned", false), &token))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(matches!(
-        next(&mut search).await.unwrap(),
-        Update::Queued(_)
-    ));
+    let app = spawn_app().await;
+    let (banned, other) = (app.player(), app.player());
+    let mut search = banned.find_queued("t-banned", false).await;
     let started = std::time::Instant::now();
-    env.revocations
+    app.revocations()
         .revoke(
-            banned,
+            banned.id,
             Revoked::banned_for("abuse in chat", Duration::from_secs(3600)),
         )
         .await
@@ -2039,24 +1353,18 @@ async fn a_banned_players_search_ends_and_their_next_call_is_refused() {
     assert!(status.message().contains("abuse in chat"), "{status:?}");
     // The next call is refused, and the ticket is gone: another player is not matched
     // with the banned one.
-    let refused = client
-        .find_match(authed(find("t-banned-2", false), &token))
-        .await
-        .unwrap_err();
+    let refused = banned.search(find("t-banned-2", false)).await.unwrap_err();
     assert_eq!(refused.code(), Code::PermissionDenied);
-    let mut theirs = client
-        .find_match(authed(find("t-other", false), &env.token(other, false)))
-        .await
-        .unwrap()
-        .into_inner();
-    match next(&mut theirs).await.unwrap() {
-        Update::Queued(q) => assert_eq!(q.players_waiting, 1, "alone in the queue"),
-        other => panic!("{other:?}"),
-    }
+    let mut theirs = other.find("t-other", false).await;
+    assert_eq!(
+        queued(&mut theirs).await.players_waiting,
+        1,
+        "alone in the queue"
+    );
     // An unban restores access.
-    env.revocations.restore(banned).await.unwrap();
-    client
-        .find_match(authed(find("t-banned-3", false), &token))
+    app.revocations().restore(banned.id).await.unwrap();
+    banned
+        .search(find("t-banned-3", false))
         .await
         .expect("unbanned: the call is served");
 }
@@ -2067,32 +1375,19 @@ async fn a_banned_players_search_ends_and_their_next_call_is_refused() {
 #[tokio::test]
 async fn game_session_is_told_how_each_seat_was_filled() {
     use basra_proto::basra::common::v1::SeatFill;
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let mut client = replica.client().await;
+    let app = spawn_app().await;
 
     // The queue: a searches 3 s before b comes.
-    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    let mut sa = client
-        .find_match(authed(find("fill-a", false), &env.token(a, false)))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(matches!(next(&mut sa).await.unwrap(), Update::Queued(_)));
-    env.clock.advance(3_000);
-    let _sb = client
-        .find_match(authed(find("fill-b", false), &env.token(b, false)))
-        .await
-        .unwrap()
-        .into_inner();
-    let Update::Matched(matched) = next_change(&mut sa).await.unwrap() else {
-        panic!()
-    };
-    let room = env
-        .game
+    let (a, b) = (app.player(), app.player());
+    let mut sa = a.find_queued("fill-a", false).await;
+    app.clock().advance(3_000);
+    let _sb = b.find("fill-b", false).await;
+    let found = matched(&mut sa).await;
+    let room = app
+        .game()
         .created()
         .into_iter()
-        .find(|r| r.room_id == matched.room_id)
+        .find(|r| r.room_id == found.room_id)
         .unwrap();
     let mut waits: Vec<(String, i32, u32)> = room
         .seats
@@ -2108,34 +1403,29 @@ async fn game_session_is_told_how_each_seat_was_filled() {
     assert_eq!(
         waits,
         [
-            (b.to_string(), SeatFill::Queue as i32, 0),
-            (a.to_string(), SeatFill::Queue as i32, 3_000)
+            (b.user_id(), SeatFill::Queue as i32, 0),
+            (a.user_id(), SeatFill::Queue as i32, 3_000)
         ]
     );
 
     // A public room with a bot: the host, the bot; joined from the list, by code after
     // an invite, and by code.
-    let owner = Uuid::now_v7();
-    let owner_token = env.token(owner, false);
-    let created = client
-        .create_room(authed(
-            CreateRoomRequest {
-                request_id: "fill-room".into(),
-                settings: Some(RuleSettings {
-                    seats: Some(4),
-                    ..Default::default()
-                }),
-                bot_seats: vec![3],
-                visibility: RoomVisibility::Public as i32,
+    let owner = app.player();
+    let created = owner
+        .create_room(CreateRoomRequest {
+            request_id: "fill-room".into(),
+            settings: Some(RuleSettings {
+                seats: Some(4),
                 ..Default::default()
-            },
-            &owner_token,
-        ))
+            }),
+            bot_seats: vec![3],
+            visibility: RoomVisibility::Public as i32,
+            ..Default::default()
+        })
         .await
-        .unwrap()
-        .into_inner();
-    let room = env
-        .game
+        .unwrap();
+    let room = app
+        .game()
         .created()
         .into_iter()
         .find(|r| r.room_id == created.room_id)
@@ -2150,30 +1440,15 @@ async fn game_session_is_told_how_each_seat_was_filled() {
             SeatFill::Bot as i32
         ]
     );
-    let (lobby, invited) = (Uuid::now_v7(), Uuid::now_v7());
-    client
-        .join_room(authed(join_id(&created.room_id), &env.token(lobby, false)))
+    let (lobby, invited) = (app.player(), app.player());
+    lobby.join(join_id(&created.room_id)).await.unwrap();
+    owner
+        .invite(&created.room_id, &invited.user_id())
         .await
         .unwrap();
-    client
-        .invite_friend(authed(
-            InviteFriendRequest {
-                room_id: created.room_id.clone(),
-                user_id: invited.to_string(),
-            },
-            &owner_token,
-        ))
-        .await
-        .unwrap();
-    client
-        .join_room(authed(
-            join_code(&created.join_code),
-            &env.token(invited, false),
-        ))
-        .await
-        .unwrap();
-    let seated: Vec<(String, i32)> = env
-        .game
+    invited.join(join_code(&created.join_code)).await.unwrap();
+    let seated: Vec<(String, i32)> = app
+        .game()
         .seated
         .lock()
         .unwrap()
@@ -2184,38 +1459,29 @@ async fn game_session_is_told_how_each_seat_was_filled() {
     assert_eq!(
         seated,
         [
-            (lobby.to_string(), SeatFill::Lobby as i32),
-            (invited.to_string(), SeatFill::Invite as i32)
+            (lobby.user_id(), SeatFill::Lobby as i32),
+            (invited.user_id(), SeatFill::Invite as i32)
         ]
     );
     // A private room joined by code, nobody invited.
-    let private = client
-        .create_room(authed(
-            CreateRoomRequest {
-                request_id: "fill-private".into(),
-                ..Default::default()
-            },
-            &env.token(Uuid::now_v7(), false),
-        ))
-        .await
-        .unwrap()
-        .into_inner();
-    let coder = Uuid::now_v7();
-    client
-        .join_room(authed(
-            join_code(&private.join_code),
-            &env.token(coder, false),
-        ))
+    let private = app
+        .player()
+        .create_room(CreateRoomRequest {
+            request_id: "fill-private".into(),
+            ..Default::default()
+        })
         .await
         .unwrap();
-    let seated = env.game.seated.lock().unwrap().clone();
+    let coder = app.player();
+    coder.join(join_code(&private.join_code)).await.unwrap();
+    let seated = app.game().seated.lock().unwrap().clone();
     let by_code = seated
         .iter()
         .find(|s| s.room_id == private.room_id)
         .unwrap();
     assert_eq!(
         (by_code.user_id.clone(), by_code.fill),
-        (coder.to_string(), SeatFill::Code as i32)
+        (coder.user_id(), SeatFill::Code as i32)
     );
 }
 
@@ -2223,9 +1489,8 @@ async fn game_session_is_told_how_each_seat_was_filled() {
 /// dashboard shows 0, not "No data"): ranked or not, 2 or 4 seats, each offered target.
 #[tokio::test]
 async fn every_offered_queue_is_measured_at_zero_before_any_search() {
-    let env = Env::new().await;
-    let replica = env.replica().await;
-    let scores = &env.settings.queue.target_scores;
+    let app = spawn_app().await;
+    let scores = &app.settings().queue.target_scores;
     assert_eq!(scores.len(), 3, "{scores:?}");
     let mut want = Vec::new();
     for ranked in ["u", "r"] {
@@ -2238,17 +1503,16 @@ async fn every_offered_queue_is_measured_at_zero_before_any_search() {
         }
     }
     let served = || {
-        let text = replica.metrics.render();
+        let text = app.metrics.render();
         want.iter().all(|series| text.contains(series.as_str()))
     };
     assert!(
         eventually(WAIT, || async { served() }).await,
         "{want:?} in:\n{}",
-        replica.metrics.render()
+        app.metrics.render()
     );
     assert_eq!(
-        replica
-            .metrics
+        app.metrics
             .render()
             .matches("basra_matchmaking_queue_length{")
             .count(),

@@ -8,9 +8,10 @@
 
 use std::sync::Arc;
 
+use basra_testkit::matchmaking::{memory_store, redis_store, test_prefix};
 use matchmaking::{
     domain::{Format, PairingParams, WindowParams},
-    store::{Group, MemoryStore, NewTicket, Store},
+    store::{Group, NewTicket, QueueStore},
 };
 use proptest::prelude::*;
 
@@ -89,7 +90,7 @@ fn shape(groups: &[Group]) -> Vec<(String, String, Vec<String>, i64)> {
 }
 
 async fn round(
-    store: Arc<dyn Store>,
+    store: Arc<dyn QueueStore>,
     tickets: &[Ticket],
     blocks: &[(usize, usize)],
     now: i64,
@@ -158,10 +159,9 @@ proptest! {
         let now = 60_000 + later;
         let params = params(max_groups, candidates);
         let (memory, redis) = rt.block_on(async {
-            let memory = round(Arc::new(MemoryStore::new()), &tickets, &blocks, now, &params).await;
-            let prefix = crate::helpers::unique_prefix();
-            let redis = round(crate::helpers::redis_store(&prefix).await, &tickets, &blocks, now, &params).await;
-            crate::helpers::forget_prefix(&prefix);
+            let memory = round(memory_store(), &tickets, &blocks, now, &params).await;
+            let prefix = test_prefix();
+            let redis = round(redis_store(&prefix).await, &tickets, &blocks, now, &params).await;
             (memory, redis)
         });
         prop_assert_eq!(memory, redis);

@@ -8,9 +8,9 @@ use std::{
     time::Duration,
 };
 
-use crate::helpers::{Env, authed};
 use basra_proto::basra::matchmaking::v1::{FindMatchRequest, find_match_response::Update};
-use matchmaking::store::TicketState;
+use basra_testkit::{authed, matchmaking::TestApp};
+use matchmaking::store::{QueueStore, TicketState};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use uuid::Uuid;
 
@@ -28,14 +28,17 @@ struct Seen {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_tickets_across_two_replicas() {
-    let mut settings = crate::helpers::test_settings();
-    settings.queue.heartbeat_millis = 250;
-    settings.queue.ticket_ttl_seconds = 3600; // the test jumps the clock
-    settings.queue.resume_grace_seconds = 3600; // results outlive the test
-    settings.queue.max_groups_per_round = 16; // so both replicas take part
-    let env = Env::with_settings(settings).await;
-    let window = env.settings.queue.window();
-    let replicas = [env.replica().await, env.replica().await];
+    let app = TestApp::builder()
+        .settings(|settings| {
+            settings.queue.heartbeat_millis = 250;
+            settings.queue.ticket_ttl_seconds = 3600; // the test jumps the clock
+            settings.queue.resume_grace_seconds = 3600; // results outlive the test
+            settings.queue.max_groups_per_round = 16; // so both replicas take part
+        })
+        .spawn()
+        .await;
+    let window = app.settings().queue.window();
+    let replicas = [app.first_replica(), app.spawn_replica().await];
 
     let mut rng = StdRng::seed_from_u64(20_261_001);
     let players: Vec<(Uuid, f64)> = (0..PLAYERS)
@@ -45,7 +48,7 @@ async fn a_thousand_tickets_across_two_replicas() {
         })
         .collect();
     for (user, rating) in &players {
-        env.ratings.set(*user, *rating);
+        app.ratings().set(*user, *rating);
     }
     let rating_of: HashMap<String, f64> =
         players.iter().map(|(u, r)| (u.to_string(), *r)).collect();
@@ -63,7 +66,7 @@ async fn a_thousand_tickets_across_two_replicas() {
     let mut tasks = Vec::new();
     for (i, (user, _)) in players.iter().enumerate() {
         let mut client = clients[i % clients.len()].clone();
-        let token = env.token(*user, false);
+        let token = app.token(*user, false);
         let (seen, phase, started, resumes) = (
             seen.clone(),
             phase.clone(),
@@ -139,8 +142,8 @@ async fn a_thousand_tickets_across_two_replicas() {
     // Then, while some group still waits for its room (game-session did not
     // confirm it in time, as happens on a loaded machine), the clock moves
     // on by the retry wait so that the group is tried again.
-    let t0 = matchmaking::clock::Clock::now_ms(&env.clock);
-    let retry = env.settings.queue.room_retry_millis as i64;
+    let t0 = app.now_ms();
+    let retry = app.settings().queue.room_retry_millis as i64;
     let mut offsets = vec![0i64, 2_000, 5_000, 10_000, 20_000, 40_000];
     let planned = offsets.len();
     let mut matched_at_phase = Vec::new();
@@ -156,7 +159,7 @@ async fn a_thousand_tickets_across_two_replicas() {
         }
         let offset = offsets[p];
         *phase.lock().unwrap() = p;
-        env.clock.set(t0 + offset);
+        app.clock().set(t0 + offset);
         // Every search is in before time moves (opening 1,000 streams takes
         // a while in a debug build: each token is verified).
         while started.load(std::sync::atomic::Ordering::SeqCst) < PLAYERS {
@@ -179,7 +182,7 @@ async fn a_thousand_tickets_across_two_replicas() {
     let seen = seen.lock().unwrap().clone();
 
     // Rooms from game-session's point of view: each user in at most one.
-    let created = env.game.created();
+    let created = app.game().created();
     let mut room_of_user: HashMap<String, String> = HashMap::new();
     let mut rooms: HashMap<String, Vec<String>> = HashMap::new();
     for room in &created {
@@ -267,11 +270,7 @@ async fn a_thousand_tickets_across_two_replicas() {
 
 /// Tickets in a group still waiting for its room (polled as their streams
 /// do, at `now`).
-async fn pending_tickets(
-    store: &dyn matchmaking::store::Store,
-    players: &[(Uuid, f64)],
-    now: i64,
-) -> usize {
+async fn pending_tickets(store: &dyn QueueStore, players: &[(Uuid, f64)], now: i64) -> usize {
     let mut n = 0;
     for (user, _) in players {
         let view = store

@@ -9,30 +9,15 @@
 use std::sync::Arc;
 
 use basra_platform::redis::{Connection, Redis};
+use basra_testkit::{
+    matchmaking::{
+        GRACE, RANKED2, RANKED4, T0, TTL, UNRANKED2, cluster_prefix, redis_store, test_prefix,
+    },
+    redis::TestPrefix,
+};
 use matchmaking::{
-    clock::Millis,
     domain::Format,
     store::{CancelCause, CancelOutcome, NewTicket, Store, TicketState},
-};
-
-const T0: Millis = 1_800_000_000_000;
-const TTL: Millis = 15_000;
-const GRACE: Millis = 30_000;
-
-const RANKED2: Format = Format {
-    ranked: true,
-    seats: 2,
-    target_score: 101,
-};
-const UNRANKED2: Format = Format {
-    ranked: false,
-    seats: 2,
-    target_score: 101,
-};
-const RANKED4: Format = Format {
-    ranked: true,
-    seats: 4,
-    target_score: 101,
 };
 
 fn ticket(id: &str, format: Format) -> NewTicket {
@@ -47,14 +32,21 @@ fn ticket(id: &str, format: Format) -> NewTicket {
     }
 }
 
-/// A store and a raw connection on the same keys.
+/// A store and a raw connection on the same keys (deleted when it is dropped).
 struct Setup {
     store: Arc<dyn Store>,
     raw: Connection,
-    prefix: String,
+    prefix: TestPrefix,
 }
 
 impl Setup {
+    /// A Redis store and a raw connection under `prefix`.
+    async fn on(prefix: TestPrefix) -> Setup {
+        let raw = Redis::connect(&prefix.url()).await.unwrap().conn();
+        let store = redis_store(&prefix).await;
+        Setup { store, raw, prefix }
+    }
+
     /// Step 1 done for `id` of account `me` in `format`: its locator.
     async fn claimed(&self, id: &str, format: Format) {
         let _: () = ::redis::cmd("SET")
@@ -273,11 +265,7 @@ macro_rules! steps {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    let prefix = crate::helpers::unique_prefix();
-                    let raw = Redis::connect(&crate::helpers::redis_url()).await.unwrap().conn();
-                    let store = crate::helpers::redis_store(&prefix).await;
-                    super::$name(Setup { store, raw, prefix: prefix.clone() }).await;
-                    crate::helpers::forget_prefix(&prefix);
+                    super::$name(Setup::on(test_prefix()).await).await;
                 }
             )*
         }
@@ -286,11 +274,7 @@ macro_rules! steps {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    let prefix = crate::helpers::unique_prefix();
-                    let raw = Redis::connect(&crate::helpers::redis_cluster_url()).await.unwrap().conn();
-                    let store = crate::helpers::cluster_store(&prefix).await;
-                    super::$name(Setup { store, raw, prefix: prefix.clone() }).await;
-                    crate::helpers::forget_cluster_prefix(&prefix);
+                    super::$name(Setup::on(cluster_prefix()).await).await;
                 }
             )*
         }

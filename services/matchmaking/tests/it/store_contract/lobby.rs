@@ -4,12 +4,11 @@
 use std::sync::Arc;
 
 use basra_engine::Settings;
+use basra_testkit::matchmaking::T0;
 use matchmaking::{
     clock::Millis,
     store::{LobbyFilter, LobbyStore, Occupant, RoomRecord, RoomStatus, TakeSeat},
 };
-
-use super::T0;
 
 fn room(id: &str, code: &str, public: bool, seats: u8, target: u32, ranked: bool) -> RoomRecord {
     let settings = Settings {

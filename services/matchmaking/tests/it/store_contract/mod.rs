@@ -6,15 +6,9 @@
 mod lobby;
 mod queue;
 
-use std::sync::Arc;
-
-use matchmaking::clock::Millis;
+use basra_testkit::matchmaking::{cluster_prefix, memory_store, redis_store, test_prefix};
 
 use self::{lobby::*, queue::*};
-
-const T0: Millis = 1_800_000_000_000;
-const TTL: Millis = 15_000;
-const GRACE: Millis = 30_000;
 
 macro_rules! contract {
     ($($name:ident),* $(,)?) => {
@@ -23,27 +17,27 @@ macro_rules! contract {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    super::$name(Arc::new(matchmaking::store::MemoryStore::new())).await;
+                    super::$name(memory_store()).await;
                 }
             )*
         }
         mod redis {
+            use super::*;
             $(
                 #[tokio::test]
                 async fn $name() {
-                    let prefix = crate::helpers::unique_prefix();
-                    super::$name(crate::helpers::redis_store(&prefix).await).await;
-                    crate::helpers::forget_prefix(&prefix);
+                    let prefix = test_prefix();
+                    super::$name(redis_store(&prefix).await).await;
                 }
             )*
         }
         mod redis_cluster {
+            use super::*;
             $(
                 #[tokio::test]
                 async fn $name() {
-                    let prefix = crate::helpers::unique_prefix();
-                    super::$name(crate::helpers::cluster_store(&prefix).await).await;
-                    crate::helpers::forget_cluster_prefix(&prefix);
+                    let prefix = cluster_prefix();
+                    super::$name(redis_store(&prefix).await).await;
                 }
             )*
         }
@@ -82,29 +76,27 @@ mod two_replicas {
 
     #[tokio::test]
     async fn memory() {
-        let store = Arc::new(matchmaking::store::MemoryStore::new());
+        let store = memory_store();
         a_taken_over_lease_cannot_requeue_the_group(store.clone(), store).await;
     }
 
     #[tokio::test]
     async fn redis() {
-        let prefix = crate::helpers::unique_prefix();
+        let prefix = test_prefix();
         a_taken_over_lease_cannot_requeue_the_group(
-            crate::helpers::redis_store(&prefix).await,
-            crate::helpers::redis_store(&prefix).await,
+            redis_store(&prefix).await,
+            redis_store(&prefix).await,
         )
         .await;
-        crate::helpers::forget_prefix(&prefix);
     }
 
     #[tokio::test]
     async fn redis_cluster() {
-        let prefix = crate::helpers::unique_prefix();
+        let prefix = cluster_prefix();
         a_taken_over_lease_cannot_requeue_the_group(
-            crate::helpers::cluster_store(&prefix).await,
-            crate::helpers::cluster_store(&prefix).await,
+            redis_store(&prefix).await,
+            redis_store(&prefix).await,
         )
         .await;
-        crate::helpers::forget_cluster_prefix(&prefix);
     }
 }

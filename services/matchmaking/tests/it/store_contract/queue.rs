@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use basra_testkit::matchmaking::{GRACE, RANKED2, RANKED4, T0, TTL, UNRANKED2};
 use matchmaking::{
     clock::Millis,
     domain::{Format, PairingParams, WindowParams},
@@ -11,24 +12,6 @@ use matchmaking::{
         CancelCause, CancelOutcome, CommitOutcome, Group, MatchRecord, NewTicket, Occupant,
         QueueStore, TicketState,
     },
-};
-
-use super::{GRACE, T0, TTL};
-
-const RANKED2: Format = Format {
-    ranked: true,
-    seats: 2,
-    target_score: 101,
-};
-const UNRANKED2: Format = Format {
-    ranked: false,
-    seats: 2,
-    target_score: 101,
-};
-const RANKED4: Format = Format {
-    ranked: true,
-    seats: 4,
-    target_score: 101,
 };
 
 fn params() -> PairingParams {
