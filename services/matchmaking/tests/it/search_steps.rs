@@ -258,34 +258,17 @@ async fn locators_expire_by_themselves(s: Setup) {
     );
 }
 
-macro_rules! steps {
-    ($($name:ident),* $(,)?) => {
-        mod redis {
-            use super::*;
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(Setup::on(test_prefix()).await).await;
-                }
-            )*
-        }
-        mod redis_cluster {
-            use super::*;
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(Setup::on(cluster_prefix()).await).await;
-                }
-            )*
-        }
-    };
+basra_testkit::store_contract! {
+    stores {
+        redis => Setup::on(test_prefix()).await,
+        redis_cluster => Setup::on(cluster_prefix()).await,
+    }
+    cases {
+        a_retry_after_the_claim_finishes_the_search,
+        a_retry_after_the_swap_cancels_the_old_one,
+        the_next_search_tombstones_an_unfinished_one,
+        a_retry_after_the_cancel_inserts,
+        a_cancel_before_the_insert_is_kept,
+        locators_expire_by_themselves,
+    }
 }
-
-steps!(
-    a_retry_after_the_claim_finishes_the_search,
-    a_retry_after_the_swap_cancels_the_old_one,
-    the_next_search_tombstones_an_unfinished_one,
-    a_retry_after_the_cancel_inserts,
-    a_cancel_before_the_insert_is_kept,
-    locators_expire_by_themselves,
-);

@@ -1,78 +1,63 @@
 //! One contract per store role, [`QueueStore`](matchmaking::store::QueueStore)
 //! (`queue.rs`) and [`LobbyStore`](matchmaking::store::LobbyStore) (`lobby.rs`): each
-//! scenario runs against the in-memory store, against real Redis and against a real
-//! Redis Cluster (a fresh key prefix per test).
+//! case runs against the in-memory store, against real Redis and against a real Redis
+//! Cluster (a fresh key prefix per test, its keys deleted after it), by
+//! [`store_contract!`](basra_testkit::store_contract).
 
 mod lobby;
 mod queue;
 
-use basra_testkit::matchmaking::{cluster_prefix, memory_store, redis_store, test_prefix};
+use basra_testkit::{
+    matchmaking::{cluster_prefix, memory_store, redis_store, test_prefix},
+    redis::TestPrefix,
+};
 
-use self::{lobby::*, queue::*};
-
-macro_rules! contract {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            use super::*;
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(memory_store()).await;
-                }
-            )*
-        }
-        mod redis {
-            use super::*;
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let prefix = test_prefix();
-                    super::$name(redis_store(&prefix).await).await;
-                }
-            )*
-        }
-        mod redis_cluster {
-            use super::*;
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let prefix = cluster_prefix();
-                    super::$name(redis_store(&prefix).await).await;
-                }
-            )*
-        }
-    };
+basra_testkit::store_contract! {
+    stores {
+        memory => memory_store(),
+        redis => |run| {
+            let prefix = test_prefix();
+            run(redis_store(&prefix).await).await;
+        },
+        redis_cluster => |run| {
+            let prefix = cluster_prefix();
+            run(redis_store(&prefix).await).await;
+        },
+    }
+    cases in queue {
+        queue_positions_and_resume,
+        pairs_within_the_window_and_widens_with_time,
+        unranked_is_first_come_first_served_and_four_seats_group,
+        players_who_block_each_other_are_never_grouped,
+        a_group_given_up_ends_its_searches,
+        commit_matches_and_cancel_answers_where_to_play,
+        cancel_is_idempotent,
+        a_group_member_cannot_leave_its_group,
+        release_keeps_tickets_for_a_resume,
+        stale_groups_are_reclaimed,
+        an_unconfirmed_room_keeps_its_group,
+        tickets_expire,
+        a_new_search_supersedes_the_old_one,
+        a_new_search_supersedes_across_formats,
+        cancel_and_resume_across_formats,
+        a_group_in_one_format_blocks_a_search_in_another,
+        two_formats_pair_independently,
+        bots_fill_after_the_wait,
+    }
+    cases in lobby {
+        rooms_seats_codes_and_lobby,
+        rooms_nobody_joins_expire,
+        requests_and_wrong_codes,
+        invites_are_noted_per_account_and_room,
+    }
 }
-
-contract!(
-    queue_positions_and_resume,
-    pairs_within_the_window_and_widens_with_time,
-    unranked_is_first_come_first_served_and_four_seats_group,
-    players_who_block_each_other_are_never_grouped,
-    a_group_given_up_ends_its_searches,
-    commit_matches_and_cancel_answers_where_to_play,
-    cancel_is_idempotent,
-    a_group_member_cannot_leave_its_group,
-    release_keeps_tickets_for_a_resume,
-    stale_groups_are_reclaimed,
-    an_unconfirmed_room_keeps_its_group,
-    tickets_expire,
-    a_new_search_supersedes_the_old_one,
-    a_new_search_supersedes_across_formats,
-    cancel_and_resume_across_formats,
-    a_group_in_one_format_blocks_a_search_in_another,
-    two_formats_pair_independently,
-    bots_fill_after_the_wait,
-    rooms_seats_codes_and_lobby,
-    rooms_nobody_joins_expire,
-    requests_and_wrong_codes,
-    invites_are_noted_per_account_and_room,
-);
 
 /// Two replicas: two handles on one store (two Redis connections on one
 /// prefix; the same memory store twice).
 mod two_replicas {
     use super::*;
+
+    use super::queue::a_taken_over_lease_cannot_requeue_the_group;
 
     #[tokio::test]
     async fn memory() {
@@ -82,17 +67,16 @@ mod two_replicas {
 
     #[tokio::test]
     async fn redis() {
-        let prefix = test_prefix();
-        a_taken_over_lease_cannot_requeue_the_group(
-            redis_store(&prefix).await,
-            redis_store(&prefix).await,
-        )
-        .await;
+        on_redis(test_prefix()).await;
     }
 
     #[tokio::test]
     async fn redis_cluster() {
-        let prefix = cluster_prefix();
+        on_redis(cluster_prefix()).await;
+    }
+
+    /// Two Redis stores under `prefix`.
+    async fn on_redis(prefix: TestPrefix) {
         a_taken_over_lease_cannot_requeue_the_group(
             redis_store(&prefix).await,
             redis_store(&prefix).await,
