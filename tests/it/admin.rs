@@ -65,7 +65,7 @@ async fn an_operator_lists_inspects_closes_and_drains() {
     .await
     .expect("room");
 
-    let token = operator_token(&pem, &kid, ISS, AUD, Duration::from_secs(60)).unwrap();
+    let token = operator_token(&pem, &kid, ISS, AUD, "ops-ana", Duration::from_secs(60)).unwrap();
     let admin = Admin::connect(&backend.endpoints.game, &token)
         .await
         .unwrap();
@@ -157,6 +157,7 @@ async fn an_operator_lists_inspects_closes_and_drains() {
         stranger.kid(),
         ISS,
         AUD,
+        "ops-forger",
         Duration::from_secs(60),
     )
     .unwrap();
@@ -165,7 +166,7 @@ async fn an_operator_lists_inspects_closes_and_drains() {
         .unwrap();
     assert!(forged.rooms(None, "", "").await.is_err());
     assert!(
-        operator_token(&pem, &kid, ISS, AUD, Duration::from_secs(7200)).is_err(),
+        operator_token(&pem, &kid, ISS, AUD, "ops-ana", Duration::from_secs(7200)).is_err(),
         "operator tokens are short-lived"
     );
     backend.stop().await.unwrap();
@@ -216,7 +217,7 @@ async fn an_operator_bans_and_unbans_a_player_in_every_service() {
         .into_inner();
     search.message().await.unwrap().expect("queued");
 
-    let token = operator_token(&pem, &kid, ISS, AUD, Duration::from_secs(60)).unwrap();
+    let token = operator_token(&pem, &kid, ISS, AUD, "ops-ana", Duration::from_secs(60)).unwrap();
     let admin = PlayerAdmin::connect(&backend.endpoints.accounts, &token)
         .await
         .unwrap();

@@ -144,6 +144,7 @@ pub(crate) async fn spawn_deployed() -> Deployed {
         &operator_kid,
         &accounts.auth.issuer,
         &accounts.auth.audience,
+        "ops-test",
         Duration::from_secs(300),
     )
     .unwrap();

@@ -566,6 +566,7 @@ fn dev_operator() -> (tempfile::NamedTempFile, Vec<(String, String)>, String) {
         key.kid(),
         "basra-accounts",
         "basra",
+        "ops-test",
         Duration::from_secs(300),
     )
     .unwrap();

@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use basra_platform::auth::{Caller, Role, SigningKey, TokenIssuer};
+use basra_platform::auth::{
+    Caller, MAX_OPERATOR_NAME_CHARS, Role, SigningKey, TokenIssuer, valid_operator_name,
+};
 use basra_proto::basra::common::v1::RoomStatus;
 use basra_proto::basra::game::v1::game_admin_service_client::GameAdminServiceClient;
 use basra_proto::basra::game::v1::{
@@ -19,19 +21,26 @@ use tonic::transport::Channel;
 /// The longest operator token this tool mints: operator tokens are for a task, not a day.
 pub const MAX_TOKEN_TTL: Duration = Duration::from_secs(3600);
 
-/// An operator token (role `operator`) signed with the PKCS#8 PEM key in `private_pem`
-/// under `kid`, valid for `ttl` (at most [`MAX_TOKEN_TTL`]).
+/// An operator token (role `operator`) for the operator `operator` (their name, which the
+/// audit shows), signed with the PKCS#8 PEM key in `private_pem` under `kid`, valid for
+/// `ttl` (at most [`MAX_TOKEN_TTL`]).
 pub fn operator_token(
     private_pem: &str,
     kid: &str,
     issuer: &str,
     audience: &str,
+    operator: &str,
     ttl: Duration,
 ) -> anyhow::Result<String> {
     anyhow::ensure!(
         !ttl.is_zero() && ttl <= MAX_TOKEN_TTL,
         "the token lifetime must be between 1 s and {} s",
         MAX_TOKEN_TTL.as_secs()
+    );
+    anyhow::ensure!(
+        valid_operator_name(operator),
+        "--operator: say who you are in 1..{MAX_OPERATOR_NAME_CHARS} printable characters \
+         (the audit shows it)"
     );
     let key = SigningKey::from_pem(kid, private_pem)?;
     let caller = Caller {
@@ -40,7 +49,7 @@ pub fn operator_token(
         guest: false,
     };
     Ok(TokenIssuer::new(key, issuer, audience)
-        .issue(&caller, ttl)?
+        .issue_named(&caller, Some(operator), ttl)?
         .token)
 }
 

@@ -207,6 +207,21 @@ pub async fn run(
     Ok(())
 }
 
+/// The name the banner's `basra admin token` command gives the operator: the local user
+/// (`$USER`, as a plain word), else `dev`.
+pub fn operator_name() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|user| {
+            !user.is_empty()
+                && user.len() <= 32
+                && user
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        })
+        .unwrap_or_else(|| "dev".into())
+}
+
 /// The banner's line saying which web pages may call the backend (CORS).
 pub fn cors_line(allowed_origins: &[String]) -> String {
     if allowed_origins.iter().any(|origin| origin == "*") {

@@ -207,6 +207,9 @@ enum AdminCommand {
         /// Its key id, as the services trust it.
         #[arg(long, default_value = "operator-o1")]
         kid: String,
+        /// Who you are (1..64 characters): the audit of what the token does names you.
+        #[arg(long)]
+        operator: String,
         /// Lifetime in seconds (at most 3600).
         #[arg(long, default_value_t = 900)]
         ttl_seconds: u64,
@@ -591,9 +594,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 println!("{}", basra::dev::cors_line(&started.allowed_origins));
                 println!(
-                    "admin:  basra admin token --key-file {} --kid {}   (then: basra admin rooms --server {scheme}://{} --token TOKEN)",
+                    "admin:  basra admin token --key-file {} --kid {} --operator {}   (then: basra admin rooms --server {scheme}://{} --token TOKEN)",
                     started.key_file.display(),
                     started.kid,
+                    basra::dev::operator_name(),
                     basra::dev::client_addr(started.addr)
                 );
                 println!("stop:   Ctrl-C");
@@ -696,6 +700,7 @@ async fn admin(command: AdminCommand, json: bool) -> anyhow::Result<()> {
         AdminCommand::Token {
             key_file,
             kid,
+            operator,
             ttl_seconds,
             issuer,
             audience,
@@ -703,7 +708,8 @@ async fn admin(command: AdminCommand, json: bool) -> anyhow::Result<()> {
             let pem = std::fs::read_to_string(&key_file)
                 .map_err(|err| anyhow::anyhow!("{}: {err}", key_file.display()))?;
             let ttl = Duration::from_secs(ttl_seconds);
-            println!("{}", operator_token(&pem, &kid, &issuer, &audience, ttl)?);
+            let token = operator_token(&pem, &kid, &issuer, &audience, &operator, ttl)?;
+            println!("{token}");
         }
         AdminCommand::Rooms {
             connection,

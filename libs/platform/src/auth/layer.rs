@@ -12,7 +12,7 @@ use http::{HeaderMap, Request, Response, header::AUTHORIZATION};
 use tonic::Status;
 use tower::{Layer, Service};
 
-use super::{AuthError, Caller, Role, TokenVerifier};
+use super::{AuthError, OperatorName, Role, TokenVerifier, Verified};
 use crate::revocation::Revocations;
 
 /// Health and reflection are public on every server: probes and tools such as
@@ -90,11 +90,12 @@ pub struct AuthService<S> {
 impl<S> AuthService<S> {
     /// The caller of a request to `path`, if any; `Err` only when the method
     /// needs a token and there is no acceptable one.
-    fn authenticate(&self, path: &str, headers: &HeaderMap) -> Result<Option<Caller>, Status> {
-        let caller = self
+    fn authenticate(&self, path: &str, headers: &HeaderMap) -> Result<Option<Verified>, Status> {
+        let verified = self
             .verify(path, headers)
             .map_err(|err| Status::unauthenticated(err.to_string()))?;
-        if let (Some(caller), Some(revocations)) = (&caller, &self.layer.revocations)
+        let caller = verified.as_ref().map(|v| &v.caller);
+        if let (Some(caller), Some(revocations)) = (caller, &self.layer.revocations)
             && caller.role == Role::Player
             && let Some(revoked) = revocations.check(caller.user_id)
         {
@@ -104,10 +105,10 @@ impl<S> AuthService<S> {
             }
             return Err(revoked.status());
         }
-        Ok(caller)
+        Ok(verified)
     }
 
-    fn verify(&self, path: &str, headers: &HeaderMap) -> Result<Option<Caller>, AuthError> {
+    fn verify(&self, path: &str, headers: &HeaderMap) -> Result<Option<Verified>, AuthError> {
         if ALWAYS_PUBLIC.iter().any(|prefix| path.starts_with(prefix)) {
             return Ok(None);
         }
@@ -119,9 +120,9 @@ impl<S> AuthService<S> {
             // stale access token with Refresh.
             return Ok(token
                 .ok()
-                .and_then(|token| self.layer.verifier.verify(token).ok()));
+                .and_then(|token| self.layer.verifier.verify_claims(token).ok()));
         }
-        self.layer.verifier.verify(token?).map(Some)
+        self.layer.verifier.verify_claims(token?).map(Some)
     }
 }
 
@@ -157,8 +158,14 @@ where
 
     fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
         match self.authenticate(request.uri().path(), request.headers()) {
-            Ok(Some(caller)) => {
+            Ok(Some(Verified {
+                caller,
+                operator_name,
+            })) => {
                 request.extensions_mut().insert(caller);
+                if let Some(name) = operator_name {
+                    request.extensions_mut().insert(OperatorName(name));
+                }
             }
             Ok(None) => {}
             Err(status) => {

@@ -27,7 +27,10 @@ pub use identity::{
     AuthSettings, IdentitySettings, ServiceIdentity, TrustedKeySettings, load_trusted,
 };
 pub use layer::{AuthLayer, AuthService};
-pub use token::{IssuedToken, SigningKey, TokenIssuer, TokenVerifier, TrustedKey};
+pub use token::{
+    IssuedToken, MAX_OPERATOR_NAME_CHARS, SigningKey, TokenIssuer, TokenVerifier, TrustedKey,
+    Verified, valid_operator_name,
+};
 
 /// What a verified token says about the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +42,19 @@ pub struct Caller {
     pub role: Role,
     /// A guest account (signed in with a device id only, no password yet).
     pub guest: bool,
+}
+
+/// The name an operator's token gives (`basra admin token --operator NAME`), in the
+/// request extensions beside the [`Caller`]: who acted, for the audit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorName(pub String);
+
+/// The operator's name the verified token of `request` gives, if any.
+pub fn operator_name<T>(request: &tonic::Request<T>) -> Option<String> {
+    request
+        .extensions()
+        .get::<OperatorName>()
+        .map(|name| name.0.clone())
 }
 
 /// The role a token grants. Roles do not nest: an operator is not a player

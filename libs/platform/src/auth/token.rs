@@ -105,12 +105,15 @@ pub struct IssuedToken {
 }
 
 /// The claims accounts writes. `sub`, `role` and `guest` make the [`Caller`];
-/// `jti` makes every token unique (and traceable in logs).
+/// `jti` makes every token unique (and traceable in logs). An operator's token also
+/// names the operator (`name`), for the audit.
 #[derive(Serialize)]
 struct IssuedClaims<'a> {
     sub: Uuid,
     role: Role,
     guest: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
     iss: &'a str,
     aud: &'a str,
     iat: u64,
@@ -124,6 +127,28 @@ struct VerifiedClaims {
     sub: Uuid,
     role: Role,
     guest: bool,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+/// The longest operator name a token may carry.
+pub const MAX_OPERATOR_NAME_CHARS: usize = 64;
+
+/// Whether `name` may name an operator in a token: 1..=64 characters, no control
+/// characters, not only spaces.
+pub fn valid_operator_name(name: &str) -> bool {
+    !name.trim().is_empty()
+        && name.chars().count() <= MAX_OPERATOR_NAME_CHARS
+        && !name.chars().any(char::is_control)
+}
+
+/// What a verified token says: the caller, and an operator's name when it gives one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// Who calls.
+    pub caller: Caller,
+    /// The operator's name (`name` claim; operator tokens only).
+    pub operator_name: Option<String>,
 }
 
 /// Issues access tokens: EdDSA JWTs with a `kid` header and the claims `sub`
@@ -160,6 +185,26 @@ impl TokenIssuer {
 
     /// A token saying who `caller` is, valid for `ttl` from now.
     pub fn issue(&self, caller: &Caller, ttl: Duration) -> Result<IssuedToken, AuthError> {
+        self.issue_named(caller, None, ttl)
+    }
+
+    /// [`issue`](Self::issue), an operator's token naming the operator (`name`, which
+    /// must pass [`valid_operator_name`]).
+    pub fn issue_named(
+        &self,
+        caller: &Caller,
+        name: Option<&str>,
+        ttl: Duration,
+    ) -> Result<IssuedToken, AuthError> {
+        if let Some(name) = name
+            && (caller.role != Role::Operator || !valid_operator_name(name))
+        {
+            return Err(AuthError::Key(format!(
+                "an operator's name is 1..{MAX_OPERATOR_NAME_CHARS} printable characters, \
+                 in operator tokens only (not {name:?} in a {} token)",
+                caller.role
+            )));
+        }
         // jsonwebtoken's own clock, so that issuing and checking agree.
         let iat = get_current_timestamp();
         let exp = iat.saturating_add(ttl.as_secs());
@@ -167,6 +212,7 @@ impl TokenIssuer {
             sub: caller.user_id,
             role: caller.role,
             guest: caller.guest,
+            name,
             iss: &self.issuer,
             aud: &self.audience,
             iat,
@@ -359,6 +405,13 @@ impl TokenVerifier {
 
     /// Who the token says the caller is, if the token is acceptable.
     pub fn verify(&self, token: &str) -> Result<Caller, AuthError> {
+        self.verify_claims(token).map(|verified| verified.caller)
+    }
+
+    /// [`verify`](Self::verify), with the operator's name an operator's token gives
+    /// (a name that is not [`valid_operator_name`], or in a token of another role,
+    /// makes the token invalid).
+    pub fn verify_claims(&self, token: &str) -> Result<Verified, AuthError> {
         // The header is read unverified only to pick the key; the signature
         // is then checked with that key, for EdDSA alone.
         let header = jsonwebtoken::decode_header(token).map_err(|err| match err.kind() {
@@ -393,10 +446,20 @@ impl TokenVerifier {
                 claims.role
             )));
         }
-        Ok(Caller {
-            user_id: claims.sub,
-            role: claims.role,
-            guest: claims.guest,
+        if let Some(name) = &claims.name
+            && (claims.role != Role::Operator || !valid_operator_name(name))
+        {
+            return Err(AuthError::Invalid(format!(
+                "a token's name must be 1..{MAX_OPERATOR_NAME_CHARS} printable characters, in an operator token"
+            )));
+        }
+        Ok(Verified {
+            caller: Caller {
+                user_id: claims.sub,
+                role: claims.role,
+                guest: claims.guest,
+            },
+            operator_name: claims.name,
         })
     }
 }

@@ -366,6 +366,54 @@ fn a_key_signs_only_the_roles_it_is_trusted_for() {
     ));
 }
 
+/// An operator's token names the operator: the verifier gives the name beside the
+/// caller; a name in another role's token, or one no audit could show, makes the
+/// token invalid, and the issuer refuses to write either.
+#[test]
+fn an_operator_token_names_the_operator_and_only_an_operator_token_does() {
+    let (issuer, verifier, pem) = setup();
+    let operator = Caller {
+        user_id: Uuid::now_v7(),
+        role: Role::Operator,
+        guest: false,
+    };
+    let token = issuer.issue_named(&operator, Some("nour"), TTL).unwrap();
+    let verified = verifier.verify_claims(&token.token).unwrap();
+    assert_eq!(verified.caller, operator);
+    assert_eq!(verified.operator_name.as_deref(), Some("nour"));
+    assert_eq!(decode_part(&token.token, 1)["name"], "nour");
+    // Unnamed tokens verify as before, without a name.
+    let plain = issuer.issue(&operator, TTL).unwrap();
+    assert_eq!(
+        verifier.verify_claims(&plain.token).unwrap().operator_name,
+        None
+    );
+    assert!(decode_part(&plain.token, 1).get("name").is_none());
+
+    assert!(issuer.issue_named(&player(), Some("nour"), TTL).is_err());
+    assert!(issuer.issue_named(&operator, Some(""), TTL).is_err());
+    assert!(
+        issuer
+            .issue_named(&operator, Some(&"x".repeat(65)), TTL)
+            .is_err()
+    );
+    assert!(issuer.issue_named(&operator, Some("a\nb"), TTL).is_err());
+
+    let exp = get_current_timestamp() + 600;
+    for (caller, name) in [
+        (player(), "nour".to_owned()),
+        (operator.clone(), "x".repeat(65)),
+        (operator.clone(), "bell\u{7}".to_owned()),
+    ] {
+        let mut forged = claims(&caller, exp);
+        forged["name"] = json!(name);
+        assert_invalid(
+            verifier.verify(&sign_eddsa(&pem, "k1", &forged)),
+            "name must be",
+        );
+    }
+}
+
 #[test]
 fn debug_output_hides_the_private_key() {
     let pem = private_pem();

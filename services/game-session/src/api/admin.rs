@@ -44,8 +44,12 @@ impl AdminService {
     }
 }
 
-fn operator<T>(request: &Request<T>) -> Result<(), Status> {
-    auth::require_role(&auth::caller(request)?, Role::Operator)
+/// Who calls, refused unless an operator: their name as their token gives it, else
+/// their token's subject (for the log of what they did).
+fn operator<T>(request: &Request<T>) -> Result<String, Status> {
+    let caller = auth::caller(request)?;
+    auth::require_role(&caller, Role::Operator)?;
+    Ok(auth::operator_name(request).unwrap_or_else(|| caller.user_id.to_string()))
 }
 
 /// The operator's overview of a room.
@@ -180,7 +184,7 @@ impl GameAdminService for AdminService {
         &self,
         request: Request<CloseRoomRequest>,
     ) -> Result<Response<CloseRoomResponse>, Status> {
-        operator(&request)?;
+        let by = operator(&request)?;
         let request = request.into_inner();
         if request.room_id.is_empty() || request.reason.trim().is_empty() {
             return Err(GameError::Invalid("room_id and reason are required".into()).into());
@@ -199,6 +203,7 @@ impl GameAdminService for AdminService {
             Mutation::AlreadyApplied(_) => (false, false),
         };
         tracing::info!(
+            operator = by,
             room_id = request.room_id,
             reason = request.reason,
             match_ended,
@@ -215,7 +220,7 @@ impl GameAdminService for AdminService {
         &self,
         request: Request<DrainReplicaRequest>,
     ) -> Result<Response<DrainReplicaResponse>, Status> {
-        operator(&request)?;
+        let by = operator(&request)?;
         let request = request.into_inner();
         let me = self.this_replica(&request.replica, "drained")?;
         let deadline_ms = request.deadline.map_or(30_000, |d| {
@@ -223,7 +228,7 @@ impl GameAdminService for AdminService {
         });
         let streams = self.core.open_streams() as u32;
         let at = self.core.drain.start(now_ms() + deadline_ms);
-        tracing::info!(streams, deadline_ms, "draining");
+        tracing::info!(operator = by, streams, deadline_ms, "draining");
         Ok(Response::new(DrainReplicaResponse {
             replica: me,
             streams,
@@ -235,12 +240,12 @@ impl GameAdminService for AdminService {
         &self,
         request: Request<UndrainReplicaRequest>,
     ) -> Result<Response<UndrainReplicaResponse>, Status> {
-        operator(&request)?;
+        let by = operator(&request)?;
         let me = self.this_replica(&request.get_ref().replica, "taken back")?;
         let was_draining = self.core.drain.end().map_err(|_| {
             Status::failed_precondition("this replica is stopping: its drain does not end")
         })?;
-        tracing::info!(was_draining, "drain ended by an operator");
+        tracing::info!(operator = by, was_draining, "drain ended by an operator");
         Ok(Response::new(UndrainReplicaResponse {
             replica: me,
             was_draining,
