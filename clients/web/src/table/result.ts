@@ -40,6 +40,9 @@ export function resultPanel(state: TableState, ended: MatchEnded, actions: Table
     { class: "result card-panel", role: "region", "aria-label": title || t("result"), "data-testid": "result" },
     el("h2", {}, ...(title ? [title] : winnerName ? tx("sideWon", { name: winnerName }) : [])),
     el("p", { "data-testid": "final-score" }, ...tx("finalScore", { scores: scoreLine(state, ended.totals) })),
+    ended.reason === MatchEndReason.CLOSED && ended.closeReason.trim()
+      ? el("p", { "data-testid": "close-reason" }, ...tx("closedBecause", { reason: ended.closeReason.trim() }))
+      : null,
     rating,
     ended.seed.length ? el("p", { class: "seed", "data-testid": "seed" }, t("seedShown", { seed })) : null,
     check,
