@@ -321,3 +321,23 @@ async fn an_operator_bans_and_unbans_a_player_in_every_service() {
     assert_eq!(gone.code(), tonic::Code::Unauthenticated, "{gone:?}");
     backend.stop().await.unwrap();
 }
+
+/// game-session started as `deploy/` configures it (`App::run`, not `basra dev`): a drain
+/// turns its readiness (GameService) NOT_SERVING while liveness ("") stays SERVING, and
+/// an undrain turns it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployed_replica_reports_its_drain_in_health_and_is_taken_back() {
+    let deployed = crate::deployed::spawn_deployed().await;
+    let admin = Admin::connect(&deployed.endpoints.game, &deployed.operator)
+        .await
+        .unwrap();
+    let health = Health(deployed.endpoints.game.clone());
+    health.until(GAME, ServingStatus::Serving).await;
+    admin.drain("", Duration::from_secs(1)).await.unwrap();
+    health.until(GAME, ServingStatus::NotServing).await;
+    assert_eq!(health.of("").await, ServingStatus::Serving);
+    let undrained = admin.undrain("").await.unwrap();
+    assert!(undrained.was_draining);
+    health.until(GAME, ServingStatus::Serving).await;
+    deployed.stop().await;
+}
