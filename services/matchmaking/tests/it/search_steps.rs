@@ -16,8 +16,9 @@ use basra_testkit::{
     redis::TestPrefix,
 };
 use matchmaking::{
+    clock::Millis,
     domain::Format,
-    store::{CancelCause, CancelOutcome, NewTicket, Store, TicketState},
+    store::{CancelCause, CancelOutcome, Enqueued, NewTicket, Store, TicketState},
 };
 
 fn ticket(id: &str, format: Format) -> NewTicket {
@@ -77,6 +78,15 @@ impl Setup {
         }
     }
 
+    /// Ticket `id` of account `me` queued in `format` at `now`: the whole search, as a
+    /// FindMatch does it.
+    async fn enqueue(&self, id: &str, format: Format, now: Millis) -> Enqueued {
+        self.store
+            .enqueue(ticket(id, format), now, TTL, GRACE)
+            .await
+            .unwrap()
+    }
+
     async fn state(&self, id: &str) -> Option<TicketState> {
         self.store
             .poll(id, T0 + 100, TTL)
@@ -95,19 +105,12 @@ impl Setup {
 /// After step 1 (N claimed, nothing else): the player is in the old queue only; a
 /// retry of N goes on from the claim, in the claimed format, and supersedes O.
 async fn a_retry_after_the_claim_finishes_the_search(s: Setup) {
-    s.store
-        .enqueue(ticket("o", UNRANKED2), T0, TTL, GRACE)
-        .await
-        .unwrap();
+    s.enqueue("o", UNRANKED2, T0).await;
     s.claimed("n", RANKED2).await;
     assert_eq!(s.lengths().await, vec![(UNRANKED2, 1)]);
     assert_eq!(s.state("n").await, None);
     // The retry names another format: the claim's stands.
-    let e = s
-        .store
-        .enqueue(ticket("n", RANKED4), T0 + 1, TTL, GRACE)
-        .await
-        .unwrap();
+    let e = s.enqueue("n", RANKED4, T0 + 1).await;
     assert!(!e.resumed);
     assert_eq!(e.view.state, TicketState::Queued);
     assert_eq!(e.view.format, RANKED2);
@@ -125,18 +128,11 @@ async fn a_retry_after_the_claim_finishes_the_search(s: Setup) {
 /// After step 2 (`cur` = N, O in `old`, O still queued): one queue. A retry of N
 /// cancels O and inserts N.
 async fn a_retry_after_the_swap_cancels_the_old_one(s: Setup) {
-    s.store
-        .enqueue(ticket("o", UNRANKED2), T0, TTL, GRACE)
-        .await
-        .unwrap();
+    s.enqueue("o", UNRANKED2, T0).await;
     s.claimed("n", RANKED2).await;
     s.swapped("n", Some("o")).await;
     assert_eq!(s.lengths().await, vec![(UNRANKED2, 1)]);
-    let e = s
-        .store
-        .enqueue(ticket("n", RANKED2), T0 + 1, TTL, GRACE)
-        .await
-        .unwrap();
+    let e = s.enqueue("n", RANKED2, T0 + 1).await;
     assert_eq!(e.view.state, TicketState::Queued);
     assert_eq!(
         s.state("o").await,
@@ -149,28 +145,17 @@ async fn a_retry_after_the_swap_cancels_the_old_one(s: Setup) {
 /// O and tombstones N, so N's late retry is refused (N's cancelled view) and M is the
 /// one search left.
 async fn the_next_search_tombstones_an_unfinished_one(s: Setup) {
-    s.store
-        .enqueue(ticket("o", UNRANKED2), T0, TTL, GRACE)
-        .await
-        .unwrap();
+    s.enqueue("o", UNRANKED2, T0).await;
     s.claimed("n", RANKED2).await;
     s.swapped("n", Some("o")).await;
-    let e = s
-        .store
-        .enqueue(ticket("m", RANKED4), T0 + 1, TTL, GRACE)
-        .await
-        .unwrap();
+    let e = s.enqueue("m", RANKED4, T0 + 1).await;
     assert_eq!(e.view.state, TicketState::Queued);
     assert_eq!(
         s.state("o").await,
         Some(TicketState::Cancelled(CancelCause::Superseded))
     );
     assert_eq!(s.lengths().await, vec![(RANKED4, 1)]);
-    let late = s
-        .store
-        .enqueue(ticket("n", RANKED2), T0 + 2, TTL, GRACE)
-        .await
-        .unwrap();
+    let late = s.enqueue("n", RANKED2, T0 + 2).await;
     assert_eq!(
         late.view.state,
         TicketState::Cancelled(CancelCause::Superseded)
@@ -187,10 +172,7 @@ async fn the_next_search_tombstones_an_unfinished_one(s: Setup) {
 /// After step 3 (O cancelled, N not inserted): no queue at all; the retry of N
 /// inserts it.
 async fn a_retry_after_the_cancel_inserts(s: Setup) {
-    s.store
-        .enqueue(ticket("o", UNRANKED2), T0, TTL, GRACE)
-        .await
-        .unwrap();
+    s.enqueue("o", UNRANKED2, T0).await;
     s.store
         .cancel("me", "o", CancelCause::Superseded, T0 + 1, GRACE)
         .await
@@ -199,11 +181,7 @@ async fn a_retry_after_the_cancel_inserts(s: Setup) {
     s.swapped("n", None).await;
     assert!(s.lengths().await.is_empty());
     assert_eq!(s.store.queued_ticket("me").await.unwrap(), None);
-    let e = s
-        .store
-        .enqueue(ticket("n", RANKED2), T0 + 2, TTL, GRACE)
-        .await
-        .unwrap();
+    let e = s.enqueue("n", RANKED2, T0 + 2).await;
     assert_eq!(e.view.state, TicketState::Queued);
     assert_eq!(s.lengths().await, vec![(RANKED2, 1)]);
 }
@@ -227,11 +205,7 @@ async fn a_cancel_before_the_insert_is_kept(s: Setup) {
             .unwrap(),
         CancelOutcome::Cancelled
     );
-    let e = s
-        .store
-        .enqueue(ticket("n", RANKED2), T0 + 1, TTL, GRACE)
-        .await
-        .unwrap();
+    let e = s.enqueue("n", RANKED2, T0 + 1).await;
     assert_eq!(e.view.state, TicketState::Cancelled(CancelCause::ByClient));
     assert!(s.lengths().await.is_empty());
     assert_eq!(s.store.queued_ticket("me").await.unwrap(), None);
@@ -243,10 +217,7 @@ async fn a_cancel_before_the_insert_is_kept(s: Setup) {
 /// A crash can leave a locator behind (claimed and never inserted; expired but not yet
 /// deleted): every locator expires by itself, after a day.
 async fn locators_expire_by_themselves(s: Setup) {
-    s.store
-        .enqueue(ticket("n", RANKED2), T0, TTL, GRACE)
-        .await
-        .unwrap();
+    s.enqueue("n", RANKED2, T0).await;
     let ttl_ms: i64 = ::redis::cmd("PTTL")
         .arg(format!("{}:{{t:n}}", s.prefix))
         .query_async(&mut s.raw.clone())

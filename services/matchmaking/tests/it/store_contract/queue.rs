@@ -9,8 +9,8 @@ use matchmaking::{
     clock::Millis,
     domain::{Format, PairingParams, WindowParams},
     store::{
-        CancelCause, CancelOutcome, CommitOutcome, Group, MatchRecord, NewTicket, Occupant,
-        QueueStore, TicketState,
+        CancelCause, CancelOutcome, CommitOutcome, Enqueued, Group, MatchRecord, NewTicket,
+        Occupant, QueueStore, TicketState,
     },
 };
 
@@ -48,7 +48,14 @@ fn ticket(id: &str, user: &str, format: Format, rating: f64) -> NewTicket {
     }
 }
 
-async fn put(store: &dyn QueueStore, id: &str, format: Format, rating: f64, now: Millis) {
+/// Ticket `id` of account `u-ID` queued in `format` at `now`.
+async fn put(
+    store: &dyn QueueStore,
+    id: &str,
+    format: Format,
+    rating: f64,
+    now: Millis,
+) -> Enqueued {
     store
         .enqueue(
             ticket(id, &format!("u-{id}"), format, rating),
@@ -57,7 +64,7 @@ async fn put(store: &dyn QueueStore, id: &str, format: Format, rating: f64, now:
             GRACE,
         )
         .await
-        .unwrap();
+        .unwrap()
 }
 
 fn record(group: &Group, seat: usize) -> MatchRecord {
@@ -76,6 +83,75 @@ fn record(group: &Group, seat: usize) -> MatchRecord {
             })
             .collect(),
     }
+}
+/// Ticket `id` of account `me` queued in `format` at `now`.
+async fn mine(s: &dyn QueueStore, id: &str, format: Format, rating: f64, now: Millis) -> Enqueued {
+    s.enqueue(ticket(id, "me", format, rating), now, TTL, GRACE)
+        .await
+        .unwrap()
+}
+
+/// Ticket `id`'s state, polled at `now` (panics if it is gone).
+async fn state(s: &dyn QueueStore, id: &str, now: Millis) -> TicketState {
+    s.poll(id, now, TTL).await.unwrap().unwrap().state
+}
+
+/// CancelFind of `user`'s ticket `id` at `now`.
+async fn cancel(s: &dyn QueueStore, user: &str, id: &str, now: Millis) -> CancelOutcome {
+    s.cancel(user, id, CancelCause::ByClient, now, GRACE)
+        .await
+        .unwrap()
+}
+
+/// One pairing round at `now` with `room_count` fresh room ids: the groups it formed.
+async fn round(s: &dyn QueueStore, now: Millis, room_count: usize) -> Vec<Group> {
+    s.form_groups(now, &params(), &rooms(room_count))
+        .await
+        .unwrap()
+}
+
+/// One pairing round at `now` that must form a group: that group.
+async fn form_one(s: &dyn QueueStore, now: Millis) -> Group {
+    round(s, now, 1).await.remove(0)
+}
+
+/// Tickets `a` and `b` (accounts `u-a`, `u-b`) queued unranked at T0 and formed into
+/// a group.
+async fn unranked_pair(s: &dyn QueueStore) -> Group {
+    put(s, "a", UNRANKED2, 0.0, T0).await;
+    put(s, "b", UNRANKED2, 0.0, T0).await;
+    form_one(s, T0).await
+}
+
+/// A new search `t` at `now` is refused (its account's ticket is in a formed group)
+/// and leaves nothing behind.
+async fn refused_in_group(s: &dyn QueueStore, t: NewTicket, now: Millis) {
+    let id = t.id.clone();
+    let err = s.enqueue(t, now, TTL, GRACE).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            matchmaking::error::MatchmakingError::FailedPrecondition(_)
+        ),
+        "{err:?}"
+    );
+    assert!(s.poll(&id, now, TTL).await.unwrap().is_none());
+}
+
+/// Commits `g` (its room was made) at `now`.
+async fn commit(s: &dyn QueueStore, g: &Group, now: Millis) -> CommitOutcome {
+    s.commit(&g.room_id, g.format, &records(g), now, GRACE)
+        .await
+        .unwrap()
+}
+
+/// The room ticket `id` is matched into, polled at `now` (panics unless it is matched).
+async fn matched_room(s: &dyn QueueStore, id: &str, now: Millis) -> String {
+    let v = s.poll(id, now, TTL).await.unwrap().unwrap();
+    let TicketState::Matched(m) = v.state else {
+        panic!("{v:?}")
+    };
+    m.room_id
 }
 
 fn records(group: &Group) -> Vec<(String, MatchRecord)> {
@@ -109,10 +185,7 @@ pub(super) async fn queue_positions_and_resume(store: Arc<dyn QueueStore>) {
     s.detach("a", T0 + 3, GRACE).await.unwrap();
     let v = s.poll("b", T0 + 3, TTL).await.unwrap().unwrap();
     assert_eq!((v.position, v.waiting), (1, 1));
-    let e = s
-        .enqueue(ticket("a", "u-a", RANKED2, 1234.0), T0 + 4, TTL, GRACE)
-        .await
-        .unwrap();
+    let e = put(s, "a", RANKED2, 1234.0, T0 + 4).await;
     assert!(e.resumed);
     assert_eq!(e.view.enqueued_ms, T0, "the original queue time is kept");
     assert_eq!(e.view.rating, 1000.0);
@@ -127,33 +200,19 @@ pub(super) async fn pairs_within_the_window_and_widens_with_time(store: Arc<dyn 
     put(s, "b", RANKED2, 1580.0, T0).await;
     put(s, "c", RANKED2, 1530.0, T0).await;
     // Window 50: a-c (30) pair, b (50 from c, but c is taken) waits.
-    let groups = s.form_groups(T0, &params(), &rooms(10)).await.unwrap();
+    let groups = round(s, T0, 10).await;
     assert_eq!(groups.len(), 1);
     assert_eq!(ids(&groups[0]), vec!["a", "c"]);
     assert_eq!(groups[0].formed_ms, T0);
-    assert_eq!(
-        s.poll("a", T0, TTL).await.unwrap().unwrap().state,
-        TicketState::Pending
-    );
+    assert_eq!(state(s, "a", T0).await, TicketState::Pending);
     // d at 1700: 120 from b. Window at t: 50 + 10/s; b waited since T0, d
     // since T0+1s: both must accept, so d's window decides.
     put(s, "d", RANKED2, 1700.0, T0 + 1_000).await;
-    assert!(
-        s.form_groups(T0 + 5_000, &params(), &rooms(10))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(round(s, T0 + 5_000, 10).await.is_empty());
     // d waited 7 s: 120 → still no (50+70=120 is enough: <=).
-    let groups = s
-        .form_groups(T0 + 7_999, &params(), &rooms(10))
-        .await
-        .unwrap();
+    let groups = round(s, T0 + 7_999, 10).await;
     assert!(groups.is_empty(), "119.99 is not 120");
-    let groups = s
-        .form_groups(T0 + 8_000, &params(), &rooms(10))
-        .await
-        .unwrap();
+    let groups = round(s, T0 + 8_000, 10).await;
     assert_eq!(groups.len(), 1);
     let mut got = ids(&groups[0]);
     got.sort();
@@ -183,14 +242,14 @@ pub(super) async fn players_who_block_each_other_are_never_grouped(store: Arc<dy
     put_blocking(s, "a", RANKED2, 1500.0, T0, &["b"]).await;
     put_blocking(s, "b", RANKED2, 1505.0, T0 + 1, &[]).await;
     put_blocking(s, "c", RANKED2, 1520.0, T0 + 2, &[]).await;
-    let groups = s.form_groups(T0 + 10, &params(), &rooms(10)).await.unwrap();
+    let groups = round(s, T0 + 10, 10).await;
     assert_eq!(groups.len(), 1);
     assert_eq!(ids(&groups[0]), vec!["a", "c"]);
     // The block works both ways: e blocks nobody, but f (the only other) blocks e.
     put_blocking(s, "e", UNRANKED2, 0.0, T0, &[]).await;
     put_blocking(s, "f", UNRANKED2, 0.0, T0 + 1, &["e"]).await;
     put_blocking(s, "g", UNRANKED2, 0.0, T0 + 2, &[]).await;
-    let groups = s.form_groups(T0 + 20, &params(), &rooms(10)).await.unwrap();
+    let groups = round(s, T0 + 20, 10).await;
     assert_eq!(groups.len(), 1, "{groups:?}");
     assert_eq!(
         ids(&groups[0]),
@@ -198,10 +257,7 @@ pub(super) async fn players_who_block_each_other_are_never_grouped(store: Arc<dy
         "unranked looks past the blocked"
     );
     // f is left alone: nobody else waits in its format.
-    assert_eq!(
-        s.poll("f", T0 + 20, TTL).await.unwrap().unwrap().state,
-        TicketState::Queued
-    );
+    assert_eq!(state(s, "f", T0 + 20).await, TicketState::Queued);
     // Four seats: h blocks k; of h, i, j, k, l the group is h, i, j, l.
     const UNRANKED4: Format = Format {
         ranked: false,
@@ -212,7 +268,7 @@ pub(super) async fn players_who_block_each_other_are_never_grouped(store: Arc<dy
         let blocks: &[&str] = if *id == "h" { &["k"] } else { &[] };
         put_blocking(s, id, UNRANKED4, 0.0, T0 + i as i64, blocks).await;
     }
-    let groups = s.form_groups(T0 + 30, &params(), &rooms(10)).await.unwrap();
+    let groups = round(s, T0 + 30, 10).await;
     let four = groups.iter().find(|g| g.format == UNRANKED4).unwrap();
     assert_eq!(ids(four), vec!["h", "i", "j", "l"]);
 }
@@ -223,7 +279,7 @@ pub(super) async fn a_group_given_up_ends_its_searches(store: Arc<dyn QueueStore
     let s = &*store;
     put(s, "x", UNRANKED2, 0.0, T0).await;
     put(s, "y", UNRANKED2, 0.0, T0 + 1).await;
-    let groups = s.form_groups(T0 + 10, &params(), &rooms(4)).await.unwrap();
+    let groups = round(s, T0 + 10, 4).await;
     let g = &groups[0];
     assert!(
         !s.abandon(&g.room_id, g.format, g.lease + 1, T0 + 20, GRACE)
@@ -262,10 +318,7 @@ pub(super) async fn a_group_given_up_ends_its_searches(store: Arc<dyn QueueStore
         CommitOutcome::Gone
     );
     // A resume of the same ticket hears the same end.
-    let e = s
-        .enqueue(ticket("x", "u-x", UNRANKED2, 0.0), T0 + 40, TTL, GRACE)
-        .await
-        .unwrap();
+    let e = put(s, "x", UNRANKED2, 0.0, T0 + 40).await;
     assert_eq!(
         e.view.state,
         TicketState::Cancelled(CancelCause::RoomUnavailable)
@@ -282,7 +335,7 @@ pub(super) async fn unranked_is_first_come_first_served_and_four_seats_group(
     for (i, r) in [1500.0, 1510.0, 1900.0, 1520.0, 1530.0].iter().enumerate() {
         put(s, &format!("f{i}"), RANKED4, *r, T0 + i as i64).await;
     }
-    let groups = s.form_groups(T0 + 10, &params(), &rooms(10)).await.unwrap();
+    let groups = round(s, T0 + 10, 10).await;
     assert_eq!(groups.len(), 2);
     let four = groups.iter().find(|g| g.format == RANKED4).unwrap();
     let mut got = ids(four);
@@ -297,26 +350,10 @@ pub(super) async fn unranked_is_first_come_first_served_and_four_seats_group(
 pub(super) async fn commit_matches_and_cancel_answers_where_to_play(store: Arc<dyn QueueStore>) {
     let s = &*store;
     let mut events = s.subscribe();
-    put(s, "a", UNRANKED2, 0.0, T0).await;
-    put(s, "b", UNRANKED2, 0.0, T0).await;
-    let g = s
-        .form_groups(T0, &params(), &rooms(1))
-        .await
-        .unwrap()
-        .remove(0);
-    assert_eq!(
-        s.commit(&g.room_id, g.format, &records(&g), T0, GRACE)
-            .await
-            .unwrap(),
-        CommitOutcome::Committed
-    );
+    let g = unranked_pair(s).await;
+    assert_eq!(commit(s, &g, T0).await, CommitOutcome::Committed);
     // A second commit (another replica) finds nothing to do.
-    assert_eq!(
-        s.commit(&g.room_id, g.format, &records(&g), T0, GRACE)
-            .await
-            .unwrap(),
-        CommitOutcome::Gone
-    );
+    assert_eq!(commit(s, &g, T0).await, CommitOutcome::Gone);
     let v = s.poll("a", T0, TTL).await.unwrap().unwrap();
     assert_eq!(v.state, TicketState::Matched(record(&g, 0)));
     match s
@@ -327,18 +364,8 @@ pub(super) async fn commit_matches_and_cancel_answers_where_to_play(store: Arc<d
         CancelOutcome::AlreadyMatched(r) => assert_eq!(r, record(&g, 1)),
         other => panic!("{other:?}"),
     }
-    assert_eq!(
-        s.cancel("u-a", "nope", CancelCause::ByClient, T0, GRACE)
-            .await
-            .unwrap(),
-        CancelOutcome::NotFound
-    );
-    assert_eq!(
-        s.cancel("someone", "a", CancelCause::ByClient, T0, GRACE)
-            .await
-            .unwrap(),
-        CancelOutcome::NotFound
-    );
+    assert_eq!(cancel(s, "u-a", "nope", T0).await, CancelOutcome::NotFound);
+    assert_eq!(cancel(s, "someone", "a", T0).await, CancelOutcome::NotFound);
     // Both tickets were announced.
     let mut seen = Vec::new();
     while seen.len() < 2 {
@@ -353,30 +380,17 @@ pub(super) async fn commit_matches_and_cancel_answers_where_to_play(store: Arc<d
     seen.sort();
     assert_eq!(seen, vec!["a", "b"]);
     // A resume of a matched ticket gets the match.
-    let e = s
-        .enqueue(ticket("a", "u-a", UNRANKED2, 0.0), T0 + 5, TTL, GRACE)
-        .await
-        .unwrap();
+    let e = put(s, "a", UNRANKED2, 0.0, T0 + 5).await;
     assert!(matches!(e.view.state, TicketState::Matched(_)));
 }
 
 pub(super) async fn cancel_is_idempotent(store: Arc<dyn QueueStore>) {
     let s = &*store;
     put(s, "a", UNRANKED2, 0.0, T0).await;
+    assert_eq!(cancel(s, "u-a", "a", T0).await, CancelOutcome::Cancelled);
+    assert_eq!(cancel(s, "u-a", "a", T0).await, CancelOutcome::Cancelled);
     assert_eq!(
-        s.cancel("u-a", "a", CancelCause::ByClient, T0, GRACE)
-            .await
-            .unwrap(),
-        CancelOutcome::Cancelled
-    );
-    assert_eq!(
-        s.cancel("u-a", "a", CancelCause::ByClient, T0, GRACE)
-            .await
-            .unwrap(),
-        CancelOutcome::Cancelled
-    );
-    assert_eq!(
-        s.poll("a", T0, TTL).await.unwrap().unwrap().state,
+        state(s, "a", T0).await,
         TicketState::Cancelled(CancelCause::ByClient)
     );
     assert!(s.queue_lengths().await.unwrap().is_empty());
@@ -389,31 +403,11 @@ pub(super) async fn a_group_member_cannot_leave_its_group(store: Arc<dyn QueueSt
     let s = &*store;
     put(s, "b", UNRANKED2, 0.0, T0 + 1).await;
     put(s, "c", UNRANKED2, 0.0, T0 + 2).await;
-    let g = s
-        .form_groups(T0 + 3, &params(), &rooms(1))
-        .await
-        .unwrap()
-        .remove(0);
+    let g = form_one(s, T0 + 3).await;
     // c cancels while the room is being made: refused, nothing moves.
-    assert_eq!(
-        s.cancel("u-c", "c", CancelCause::ByClient, T0 + 4, GRACE)
-            .await
-            .unwrap(),
-        CancelOutcome::InGroup
-    );
+    assert_eq!(cancel(s, "u-c", "c", T0 + 4).await, CancelOutcome::InGroup);
     // A new search of c's account is refused too.
-    let err = s
-        .enqueue(ticket("c2", "u-c", UNRANKED2, 0.0), T0 + 4, TTL, GRACE)
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            matchmaking::error::MatchmakingError::FailedPrecondition(_)
-        ),
-        "{err:?}"
-    );
-    assert!(s.poll("c2", T0 + 4, TTL).await.unwrap().is_none());
+    refused_in_group(s, ticket("c2", "u-c", UNRANKED2, 0.0), T0 + 4).await;
     // The reply is lost: the group waits for its retry; c cancels again and
     // its stream drops; b's too.
     assert!(
@@ -421,12 +415,7 @@ pub(super) async fn a_group_member_cannot_leave_its_group(store: Arc<dyn QueueSt
             .await
             .unwrap()
     );
-    assert_eq!(
-        s.cancel("u-c", "c", CancelCause::ByClient, T0 + 5, GRACE)
-            .await
-            .unwrap(),
-        CancelOutcome::InGroup
-    );
+    assert_eq!(cancel(s, "u-c", "c", T0 + 5).await, CancelOutcome::InGroup);
     s.detach("c", T0 + 5, GRACE).await.unwrap();
     for id in ["b", "c"] {
         let v = s.poll(id, T0 + 6, TTL).await.unwrap().unwrap();
@@ -438,18 +427,9 @@ pub(super) async fn a_group_member_cannot_leave_its_group(store: Arc<dyn QueueSt
     let again = s.reclaim(T0 + 2_000, 10_000, 10).await.unwrap();
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].room_id, g.room_id);
-    assert_eq!(
-        s.commit(&g.room_id, g.format, &records(&g), T0 + 2_001, GRACE)
-            .await
-            .unwrap(),
-        CommitOutcome::Committed
-    );
+    assert_eq!(commit(s, &g, T0 + 2_001).await, CommitOutcome::Committed);
     for id in ["b", "c"] {
-        let v = s.poll(id, T0 + 2_002, TTL).await.unwrap().unwrap();
-        let TicketState::Matched(m) = v.state else {
-            panic!("{v:?}")
-        };
-        assert_eq!(m.room_id, g.room_id);
+        assert_eq!(matched_room(s, id, T0 + 2_002).await, g.room_id);
     }
     // Now CancelFind answers where to play.
     let CancelOutcome::AlreadyMatched(m) = s
@@ -464,13 +444,7 @@ pub(super) async fn a_group_member_cannot_leave_its_group(store: Arc<dyn QueueSt
 
 pub(super) async fn release_keeps_tickets_for_a_resume(store: Arc<dyn QueueStore>) {
     let s = &*store;
-    put(s, "a", UNRANKED2, 0.0, T0).await;
-    put(s, "b", UNRANKED2, 0.0, T0).await;
-    let g = s
-        .form_groups(T0, &params(), &rooms(1))
-        .await
-        .unwrap()
-        .remove(0);
+    let g = unranked_pair(s).await;
     assert!(
         s.release(&g.room_id, g.format, g.lease, T0 + 1, GRACE)
             .await
@@ -480,43 +454,18 @@ pub(super) async fn release_keeps_tickets_for_a_resume(store: Arc<dyn QueueStore
     assert_eq!(v.state, TicketState::Queued);
     assert!(v.unavailable && !v.attached);
     // Not in the pool until resumed.
-    assert!(
-        s.form_groups(T0 + 2, &params(), &rooms(1))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(round(s, T0 + 2, 1).await.is_empty());
     for id in ["a", "b"] {
-        let e = s
-            .enqueue(
-                ticket(id, &format!("u-{id}"), UNRANKED2, 0.0),
-                T0 + 3,
-                TTL,
-                GRACE,
-            )
-            .await
-            .unwrap();
+        let e = put(s, id, UNRANKED2, 0.0, T0 + 3).await;
         assert!(e.resumed && e.view.attached && !e.view.unavailable);
         assert_eq!(e.view.enqueued_ms, T0);
     }
-    assert_eq!(
-        s.form_groups(T0 + 4, &params(), &rooms(1))
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(round(s, T0 + 4, 1).await.len(), 1);
 }
 
 pub(super) async fn stale_groups_are_reclaimed(store: Arc<dyn QueueStore>) {
     let s = &*store;
-    put(s, "a", UNRANKED2, 0.0, T0).await;
-    put(s, "b", UNRANKED2, 0.0, T0).await;
-    let g = s
-        .form_groups(T0, &params(), &rooms(1))
-        .await
-        .unwrap()
-        .remove(0);
+    let g = unranked_pair(s).await;
     assert_eq!(g.lease, 1);
     assert!(s.reclaim(T0 + 9_999, 10_000, 10).await.unwrap().is_empty());
     let again = s.reclaim(T0 + 10_000, 10_000, 10).await.unwrap();
@@ -529,12 +478,7 @@ pub(super) async fn stale_groups_are_reclaimed(store: Arc<dyn QueueStore>) {
     );
     // Re-leased: not handed out twice.
     assert!(s.reclaim(T0 + 10_001, 10_000, 10).await.unwrap().is_empty());
-    assert_eq!(
-        s.commit(&g.room_id, g.format, &records(&g), T0 + 10_002, GRACE)
-            .await
-            .unwrap(),
-        CommitOutcome::Committed
-    );
+    assert_eq!(commit(s, &g, T0 + 10_002).await, CommitOutcome::Committed);
 }
 
 /// game-session did not confirm the room (unreachable, or its answer lost):
@@ -542,13 +486,7 @@ pub(super) async fn stale_groups_are_reclaimed(store: Arc<dyn QueueStore>) {
 /// group is handed out again when the retry is due.
 pub(super) async fn an_unconfirmed_room_keeps_its_group(store: Arc<dyn QueueStore>) {
     let s = &*store;
-    put(s, "a", UNRANKED2, 0.0, T0).await;
-    put(s, "b", UNRANKED2, 0.0, T0).await;
-    let g = s
-        .form_groups(T0, &params(), &rooms(1))
-        .await
-        .unwrap()
-        .remove(0);
+    let g = unranked_pair(s).await;
     assert!(
         s.defer(&g.room_id, g.format, g.lease, T0 + 2_000)
             .await
@@ -561,19 +499,11 @@ pub(super) async fn an_unconfirmed_room_keeps_its_group(store: Arc<dyn QueueStor
     }
     // A resume waits for that room: back on its stream, still in the group,
     // never in the pool (a newcomer finds nobody to pair with).
-    let e = s
-        .enqueue(ticket("a", "u-a", UNRANKED2, 0.0), T0 + 2, TTL, GRACE)
-        .await
-        .unwrap();
+    let e = put(s, "a", UNRANKED2, 0.0, T0 + 2).await;
     assert!(e.resumed && e.view.attached && !e.view.unavailable);
     assert_eq!(e.view.state, TicketState::Pending);
     put(s, "c", UNRANKED2, 0.0, T0 + 3).await;
-    assert!(
-        s.form_groups(T0 + 4, &params(), &rooms(1))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(round(s, T0 + 4, 1).await.is_empty());
     // Not before the retry is due; then the same group, the same room.
     assert!(s.reclaim(T0 + 1_999, 10_000, 10).await.unwrap().is_empty());
     let again = s.reclaim(T0 + 2_000, 10_000, 10).await.unwrap();
@@ -584,17 +514,8 @@ pub(super) async fn an_unconfirmed_room_keeps_its_group(store: Arc<dyn QueueStor
             ..g.clone()
         }]
     );
-    assert_eq!(
-        s.commit(&g.room_id, g.format, &records(&g), T0 + 2_001, GRACE)
-            .await
-            .unwrap(),
-        CommitOutcome::Committed
-    );
-    let v = s.poll("b", T0 + 2_002, TTL).await.unwrap().unwrap();
-    let TicketState::Matched(m) = v.state else {
-        panic!("{v:?}")
-    };
-    assert_eq!(m.room_id, g.room_id);
+    assert_eq!(commit(s, &g, T0 + 2_001).await, CommitOutcome::Committed);
+    assert_eq!(matched_room(s, "b", T0 + 2_002).await, g.room_id);
 }
 
 /// Replica X forms a group and hangs in CreateRoom past its lease; replica Y
@@ -607,11 +528,7 @@ pub(super) async fn a_taken_over_lease_cannot_requeue_the_group(
 ) {
     put(&*x, "a", RANKED2, 1500.0, T0).await;
     put(&*y, "b", RANKED2, 1510.0, T0).await;
-    let gx = x
-        .form_groups(T0, &params(), &rooms(1))
-        .await
-        .unwrap()
-        .remove(0);
+    let gx = form_one(&*x, T0).await;
     let gy = y.reclaim(T0 + 10_000, 10_000, 10).await.unwrap().remove(0);
     assert_eq!((gx.lease, gy.lease), (1, 2));
     assert_eq!(gy.room_id, gx.room_id);
@@ -637,17 +554,11 @@ pub(super) async fn a_taken_over_lease_cannot_requeue_the_group(
     );
     // X's call did make the room after all: its commit stands.
     assert_eq!(
-        x.commit(&gx.room_id, gx.format, &records(&gx), T0 + 10_002, GRACE)
-            .await
-            .unwrap(),
+        commit(&*x, &gx, T0 + 10_002).await,
         CommitOutcome::Committed
     );
     for id in ["a", "b"] {
-        let v = y.poll(id, T0 + 10_003, TTL).await.unwrap().unwrap();
-        let TicketState::Matched(m) = v.state else {
-            panic!("{v:?}")
-        };
-        assert_eq!(m.room_id, gx.room_id);
+        assert_eq!(matched_room(&*y, id, T0 + 10_003).await, gx.room_id);
     }
     assert!(y.reclaim(T0 + 12_000, 10_000, 10).await.unwrap().is_empty());
     assert!(
@@ -678,14 +589,10 @@ pub(super) async fn tickets_expire(store: Arc<dyn QueueStore>) {
 
 pub(super) async fn a_new_search_supersedes_the_old_one(store: Arc<dyn QueueStore>) {
     let s = &*store;
-    s.enqueue(ticket("one", "me", RANKED2, 1500.0), T0, TTL, GRACE)
-        .await
-        .unwrap();
-    s.enqueue(ticket("two", "me", UNRANKED2, 0.0), T0, TTL, GRACE)
-        .await
-        .unwrap();
+    mine(s, "one", RANKED2, 1500.0, T0).await;
+    mine(s, "two", UNRANKED2, 0.0, T0).await;
     assert_eq!(
-        s.poll("one", T0, TTL).await.unwrap().unwrap().state,
+        state(s, "one", T0).await,
         TicketState::Cancelled(CancelCause::Superseded)
     );
     assert_eq!(s.queue_lengths().await.unwrap(), vec![(UNRANKED2, 1)]);
@@ -697,32 +604,21 @@ pub(super) async fn a_new_search_supersedes_the_old_one(store: Arc<dyn QueueStor
 /// keep across its slots.
 pub(super) async fn a_new_search_supersedes_across_formats(store: Arc<dyn QueueStore>) {
     let s = &*store;
-    s.enqueue(ticket("one", "me", RANKED2, 1500.0), T0, TTL, GRACE)
-        .await
-        .unwrap();
-    s.enqueue(ticket("two", "me", RANKED4, 1500.0), T0 + 1, TTL, GRACE)
-        .await
-        .unwrap();
+    mine(s, "one", RANKED2, 1500.0, T0).await;
+    mine(s, "two", RANKED4, 1500.0, T0 + 1).await;
     assert_eq!(
-        s.poll("one", T0 + 1, TTL).await.unwrap().unwrap().state,
+        state(s, "one", T0 + 1).await,
         TicketState::Cancelled(CancelCause::Superseded)
     );
     assert_eq!(s.queued_ticket("me").await.unwrap().as_deref(), Some("two"));
     assert_eq!(s.queue_lengths().await.unwrap(), vec![(RANKED4, 1)]);
     // Someone in the old format finds nobody: the superseded ticket left it.
     put(s, "other", RANKED2, 1500.0, T0 + 2).await;
-    assert!(
-        s.form_groups(T0 + 3, &params(), &rooms(5))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(round(s, T0 + 3, 5).await.is_empty());
     // Back to the first format with a third ticket: the second one goes.
-    s.enqueue(ticket("three", "me", RANKED2, 1500.0), T0 + 4, TTL, GRACE)
-        .await
-        .unwrap();
+    mine(s, "three", RANKED2, 1500.0, T0 + 4).await;
     assert_eq!(
-        s.poll("two", T0 + 4, TTL).await.unwrap().unwrap().state,
+        state(s, "two", T0 + 4).await,
         TicketState::Cancelled(CancelCause::Superseded)
     );
     assert_eq!(
@@ -730,7 +626,7 @@ pub(super) async fn a_new_search_supersedes_across_formats(store: Arc<dyn QueueS
         Some("three")
     );
     assert_eq!(s.queue_lengths().await.unwrap(), vec![(RANKED2, 2)]);
-    let groups = s.form_groups(T0 + 5, &params(), &rooms(5)).await.unwrap();
+    let groups = round(s, T0 + 5, 5).await;
     assert_eq!(groups.len(), 1);
     let mut got = ids(&groups[0]);
     got.sort();
@@ -742,23 +638,14 @@ pub(super) async fn a_new_search_supersedes_across_formats(store: Arc<dyn QueueS
 /// format; a resume keeps its ticket's own format whatever the request says.
 pub(super) async fn cancel_and_resume_across_formats(store: Arc<dyn QueueStore>) {
     let s = &*store;
-    s.enqueue(ticket("one", "me", RANKED2, 1500.0), T0, TTL, GRACE)
-        .await
-        .unwrap();
-    s.enqueue(ticket("two", "me", UNRANKED2, 0.0), T0 + 1, TTL, GRACE)
-        .await
-        .unwrap();
+    mine(s, "one", RANKED2, 1500.0, T0).await;
+    mine(s, "two", UNRANKED2, 0.0, T0 + 1).await;
     // The old ticket: cancel answers cancelled, a resume sees it cancelled.
     assert_eq!(
-        s.cancel("me", "one", CancelCause::ByClient, T0 + 2, GRACE)
-            .await
-            .unwrap(),
+        cancel(s, "me", "one", T0 + 2).await,
         CancelOutcome::Cancelled
     );
-    let e = s
-        .enqueue(ticket("one", "me", RANKED2, 1500.0), T0 + 3, TTL, GRACE)
-        .await
-        .unwrap();
+    let e = mine(s, "one", RANKED2, 1500.0, T0 + 3).await;
     assert!(e.resumed);
     assert_eq!(
         e.view.state,
@@ -778,25 +665,18 @@ pub(super) async fn cancel_and_resume_across_formats(store: Arc<dyn QueueStore>)
             .iter()
             .all(|(_, n)| *n == 0)
     );
-    let e = s
-        .enqueue(ticket("two", "me", RANKED4, 1800.0), T0 + 5, TTL, GRACE)
-        .await
-        .unwrap();
+    let e = mine(s, "two", RANKED4, 1800.0, T0 + 5).await;
     assert!(e.resumed && e.view.attached);
     assert_eq!(e.view.format, UNRANKED2);
     assert_eq!(e.view.enqueued_ms, T0 + 1);
     assert_eq!(s.queue_lengths().await.unwrap(), vec![(UNRANKED2, 1)]);
     // Cancelled by its owner only; then the account has no search.
     assert_eq!(
-        s.cancel("you", "two", CancelCause::ByClient, T0 + 6, GRACE)
-            .await
-            .unwrap(),
+        cancel(s, "you", "two", T0 + 6).await,
         CancelOutcome::NotFound
     );
     assert_eq!(
-        s.cancel("me", "two", CancelCause::ByClient, T0 + 6, GRACE)
-            .await
-            .unwrap(),
+        cancel(s, "me", "two", T0 + 6).await,
         CancelOutcome::Cancelled
     );
     assert_eq!(s.queued_ticket("me").await.unwrap(), None);
@@ -813,27 +693,10 @@ pub(super) async fn cancel_and_resume_across_formats(store: Arc<dyn QueueStore>)
 /// refused, and the group is unharmed.
 pub(super) async fn a_group_in_one_format_blocks_a_search_in_another(store: Arc<dyn QueueStore>) {
     let s = &*store;
-    s.enqueue(ticket("one", "me", UNRANKED2, 0.0), T0, TTL, GRACE)
-        .await
-        .unwrap();
+    mine(s, "one", UNRANKED2, 0.0, T0).await;
     put(s, "mate", UNRANKED2, 0.0, T0).await;
-    let g = s
-        .form_groups(T0 + 1, &params(), &rooms(1))
-        .await
-        .unwrap()
-        .remove(0);
-    let err = s
-        .enqueue(ticket("two", "me", RANKED4, 1500.0), T0 + 2, TTL, GRACE)
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            matchmaking::error::MatchmakingError::FailedPrecondition(_)
-        ),
-        "{err:?}"
-    );
-    assert!(s.poll("two", T0 + 2, TTL).await.unwrap().is_none());
+    let g = form_one(s, T0 + 1).await;
+    refused_in_group(s, ticket("two", "me", RANKED4, 1500.0), T0 + 2).await;
     assert!(
         s.queue_lengths()
             .await
@@ -842,14 +705,9 @@ pub(super) async fn a_group_in_one_format_blocks_a_search_in_another(store: Arc<
             .all(|(_, n)| *n == 0)
     );
     assert_eq!(s.queued_ticket("me").await.unwrap().as_deref(), Some("one"));
-    assert_eq!(
-        s.commit(&g.room_id, g.format, &records(&g), T0 + 3, GRACE)
-            .await
-            .unwrap(),
-        CommitOutcome::Committed
-    );
+    assert_eq!(commit(s, &g, T0 + 3).await, CommitOutcome::Committed);
     assert!(matches!(
-        s.poll("one", T0 + 3, TTL).await.unwrap().unwrap().state,
+        state(s, "one", T0 + 3).await,
         TicketState::Matched(_)
     ));
 }
@@ -869,7 +727,7 @@ pub(super) async fn two_formats_pair_independently(store: Arc<dyn QueueStore>) {
     let mut lengths = s.queue_lengths().await.unwrap();
     lengths.sort_by_key(|(f, _)| f.key());
     assert_eq!(lengths, vec![(RANKED2, 2), (RANKED4, 4), (UNRANKED2, 1)]);
-    let mut groups = s.form_groups(T0 + 4, &params(), &rooms(5)).await.unwrap();
+    let mut groups = round(s, T0 + 4, 5).await;
     groups.sort_by_key(|g| g.format.key());
     assert_eq!(groups.len(), 2, "{groups:?}");
     assert_eq!(groups[0].format, RANKED2);
@@ -901,15 +759,7 @@ pub(super) async fn two_formats_pair_independently(store: Arc<dyn QueueStore>) {
         .unwrap()
     );
     for id in ["r1", "r2"] {
-        let e = s
-            .enqueue(
-                ticket(id, &format!("u-{id}"), UNRANKED2, 0.0),
-                T0 + 6,
-                TTL,
-                GRACE,
-            )
-            .await
-            .unwrap();
+        let e = put(s, id, UNRANKED2, 0.0, T0 + 6).await;
         assert!(e.resumed);
         assert_eq!(e.view.format, RANKED2);
     }
@@ -942,16 +792,8 @@ pub(super) async fn bots_fill_after_the_wait(store: Arc<dyn QueueStore>) {
     t.allow_bots = true;
     s.enqueue(t, T0, TTL, GRACE).await.unwrap();
     put(s, "far", RANKED2, 2500.0, T0).await;
-    assert!(
-        s.form_groups(T0 + 19_999, &params(), &rooms(5))
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    let groups = s
-        .form_groups(T0 + 20_000, &params(), &rooms(5))
-        .await
-        .unwrap();
+    assert!(round(s, T0 + 19_999, 5).await.is_empty());
+    let groups = round(s, T0 + 20_000, 5).await;
     assert_eq!(groups.len(), 1);
     assert_eq!(ids(&groups[0]), vec!["lonely"]);
     assert_eq!(groups[0].bots(), 1);
