@@ -259,7 +259,8 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
         Some(link),
         shutdown.clone(),
     );
-    let game_metrics = serve_metrics(session.core().metrics.registry(), shutdown.clone()).await?;
+    let game_metrics =
+        serve_metrics(session.replica().metrics().registry(), shutdown.clone()).await?;
     tasks.push(tokio::spawn(async move {
         game_session::serve(listener, &session, game_verifier, token, drain)
             .await

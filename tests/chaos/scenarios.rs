@@ -1002,7 +1002,7 @@ fn stored_room(port: u16, room: &str) -> String {
         ask(&["HMGET", &key(&format!("room:{room}:state")), "q", "v", "st"]),
         ask(&["ZSCORE", &key("deadlines"), room]),
         ask(&["LLEN", &key(&format!("room:{room}:log"))]),
-        game_session::core::now_ms()
+        game_session::room::timing::now_ms()
     )
 }
 

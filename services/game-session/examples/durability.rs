@@ -30,9 +30,9 @@ use anyhow::{Context as _, bail};
 use basra_engine::Seed;
 use basra_platform::redis::hash_slot;
 use game_session::RedisStore;
+use game_session::room::timing::Timing;
 use game_session::room::{Occupant, Room};
 use game_session::store::{Commit, CommitOutcome, RoomStore, SHARDS};
-use game_session::timing::Timing;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 

@@ -97,7 +97,7 @@ use basra_proto::basra::game::v1::{
 };
 use basra_proto::convert::{card_from_pb, card_to_pb};
 use game_session::metrics::GameMetrics;
-use game_session::timing::Timing;
+use game_session::room::timing::Timing;
 use game_session::{RedisStore, ServiceConfig};
 use rand::Rng as _;
 use tokio::sync::{mpsc, watch};
@@ -352,17 +352,21 @@ fn serve() -> anyhow::Result<()> {
             resync: Duration::from_millis(2000),
             lease: Duration::from_millis(15_000),
             // `LOAD_SEARCH_PRIORITY=normal`: the hard bot's searches at the runtime's priority.
-            bots: game_session::bots::Bots::new(&game_session::bots::BotSettings {
-                search_priority: match std::env::var("LOAD_SEARCH_PRIORITY").as_deref() {
-                    Ok("normal") => game_session::search_threads::SearchPriority::Normal,
-                    _ => game_session::search_threads::SearchPriority::Low,
+            bots: game_session::replica::bots::Bots::new(
+                &game_session::replica::bots::BotSettings {
+                    search_priority: match std::env::var("LOAD_SEARCH_PRIORITY").as_deref() {
+                        Ok("normal") => {
+                            game_session::replica::search_threads::SearchPriority::Normal
+                        }
+                        _ => game_session::replica::search_threads::SearchPriority::Low,
+                    },
+                    ..Default::default()
                 },
-                ..Default::default()
-            }),
+            ),
             revocations: Default::default(),
         };
         let session = game_session::GameSession::start(store, config, None, shutdown.child_token());
-        let _ = metrics.set(Arc::clone(&session.core().metrics));
+        let _ = metrics.set(Arc::clone(session.replica().metrics()));
         game_session::serve(listener, &session, verifier, shutdown, serve_options()).await?;
         Ok(())
     })

@@ -2,30 +2,31 @@
 //! stream per player, with every room's state in Redis so that any replica serves any
 //! player of any room.
 //!
-//! - [`room`]: a room (seats, the engine's full [`Game`](basra_engine::Game), timers) and
-//!   its pure state changes; [`seats`]: who sits where, as both the room and the log
-//!   hold it; [`events`]: the stored event log.
-//! - [`store`]: the [`RoomStore`] trait, [`RedisStore`]
-//!   (one atomic Lua compare-and-set per change) and [`MemoryStore`].
-//! - [`core`]: load → apply → compare-and-set → retry ([`Core::mutate`]), timers, admission,
-//!   the presence lease that lets other replicas disconnect a dead replica's players.
-//! - [`hub`]: per-replica fan-out of the store's notices to the local streams, and the
-//!   resync under lost notices.
-//! - [`api`]: the gRPC services side by side: `GameService` (Play, and its browser shape:
-//!   Watch and one unary call per action, through the same per-action logic as Play,
-//!   `actions`), `GameInternalService` (matchmaking's CreateRoom, SeatPlayer, GetSeat) and
-//!   `GameAdminService`.
-//! - [`convert`]: the only way anything reaches a client: the engine's per-seat view and
-//!   `Event::for_viewer`.
-//! - [`drain`]: draining the replica (`DrainReplica`) and taking it back (`UndrainReplica`),
-//!   with gRPC health following.
-//! - [`metrics`]: the replica's Prometheus metrics.
-//! - [`outbox`]: finished matches to `AccountsInternalService.RecordMatch`, retried until they land.
-//! - [`pod_cost`]: the pod's `controller.kubernetes.io/pod-deletion-cost`, kept equal to
-//!   its open streams so a scale-down removes the emptiest pods first.
+//! A played card's path, folder by folder:
 //!
-//! - `startup`: the assembly, [`GameSession`] (a replica's core, background tasks and
-//!   routes) and [`App`] (a replica as its settings describe it).
+//! - [`api`]: the gRPC services, translation only: `GameService` (Play, and its browser
+//!   shape: Watch and one unary call per action), `GameInternalService` (matchmaking's
+//!   CreateRoom, SeatPlayer, GetSeat) and `GameAdminService`.
+//! - [`stream`]: one Play (or Watch) stream's session: `Session::open`
+//!   admits and connects the seat, the session reads the client's messages and delivers
+//!   the room's events ([`stream::convert`]: the only way anything reaches a client) from
+//!   the response it runs in ([`stream::response`]).
+//! - [`room`]: a room (seats, the engine's full [`Game`](basra_engine::Game), timers),
+//!   its pure state changes, its event log and record, and the players' actions on it
+//!   (`room::actions`).
+//! - [`replica`]: the replica's shared state, [`Replica`]: its commits
+//!   ([`Replica::mutate`]: load → apply → compare-and-set → retry), the fan-out hub, the
+//!   presence lease, the timer loop, the bots' search, the shard walks and the drain.
+//! - [`store`]: the [`RoomStore`] trait, [`RedisStore`] (one atomic Lua compare-and-set
+//!   per change) and [`MemoryStore`].
+//!
+//! Beside them: [`metrics`] (the replica's Prometheus metrics), [`outbox`] (finished
+//! matches to `AccountsInternalService.RecordMatch`, retried until they land), [`names`]
+//! (players' display names from accounts), [`pod_cost`] (the pod's
+//! `controller.kubernetes.io/pod-deletion-cost`, kept equal to its open streams so a
+//! scale-down removes the emptiest pods first), [`settings`] and [`error`]; `startup`
+//! holds the assembly, [`GameSession`] (a replica's state, background tasks and routes)
+//! and [`App`] (a replica as its settings describe it).
 //!
 //! Every service starts the same way: `Settings::load()` → [`App::build`] →
 //! [`App::run`] (or [`App::mount`] beside other services, as `basra dev` does). Tests
@@ -40,35 +41,22 @@
 //! # }
 //! ```
 
-mod actions;
 pub mod api;
-pub mod bots;
-pub mod convert;
-pub mod core;
-pub mod drain;
 pub mod error;
-pub mod events;
-pub mod hub;
 pub mod metrics;
 pub mod names;
 pub mod outbox;
 pub mod pod_cost;
-pub mod record;
-pub mod response;
+pub mod replica;
 pub mod room;
-pub mod search_threads;
-pub mod seats;
-mod session;
 pub mod settings;
-pub mod shared_bytes;
 mod startup;
 pub mod store;
-pub mod timing;
-pub mod walks;
+pub mod stream;
 
-pub use crate::core::{Core, ServiceConfig, StreamsPerAccount};
 pub use error::GameError;
 pub use outbox::AccountsLink;
+pub use replica::{Replica, ServiceConfig, StreamsPerAccount};
 pub use settings::Settings;
 pub use startup::{App, GameSession, serve};
 pub use store::{MemoryStore, RedisStore, RoomStore};

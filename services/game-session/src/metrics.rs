@@ -1,4 +1,4 @@
-//! The replica's Prometheus metrics (`basra_game_…`), recorded by the core, the service
+//! The replica's Prometheus metrics (`basra_game_…`), recorded by the replica's commits, the service
 //! and the outbox forwarder around their store calls, and served by
 //! `basra_platform::metrics` on `[metrics] listen`.
 //!
@@ -37,7 +37,7 @@ pub struct GameMetrics {
     /// Cards played (by players, bots and timed-out turns).
     pub plays: Counter,
     /// Events a stream sent as the bytes another stream of the room had encoded
-    /// (`crate::shared_bytes`).
+    /// (`crate::replica::shared_bytes`).
     pub events_shared: Counter,
     /// Rooms created here.
     pub rooms_created: Counter,
@@ -67,7 +67,7 @@ pub struct GameMetrics {
     pub draining: Gauge,
     /// The most streams this replica admits.
     pub max_streams: Gauge,
-    /// Hard bot decisions searched on the search threads (`crate::bots`).
+    /// Hard bot decisions searched on the search threads (`crate::replica::bots`).
     pub hard_bot_decisions: Counter,
     /// Hard bot turns that got no thinking slot within `bots.queue_ms` and played greedy.
     pub hard_bot_fallbacks: Counter,

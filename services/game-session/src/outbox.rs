@@ -32,8 +32,8 @@ use tonic::transport::{Channel, Endpoint};
 use tracing::Instrument as _;
 
 use crate::metrics::GameMetrics;
+use crate::replica::walks::Walks;
 use crate::store::RoomStore;
-use crate::walks::Walks;
 
 /// The default longest retry delay: how long after accounts answers again the records
 /// held at most wait (`accounts.retry_max_ms` in the settings).

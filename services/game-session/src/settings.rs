@@ -9,7 +9,7 @@ use basra_platform::metrics::MetricsSettings;
 pub use basra_platform::redis::RedisSettings;
 use serde::Deserialize;
 
-use crate::timing::Timing;
+use crate::room::timing::Timing;
 
 /// The embedded defaults.
 pub const DEFAULTS: &str = include_str!("../config/default.toml");
@@ -28,7 +28,7 @@ pub struct Settings {
     /// Timers, limits and bots.
     pub game: GameSettings,
     /// The hard bot's budget and thinking slots.
-    pub bots: crate::bots::BotSettings,
+    pub bots: crate::replica::bots::BotSettings,
     /// The match-record outbox's destination.
     pub accounts: AccountsSettings,
     /// The tokens accepted: issuer, audience, trusted keys by kid (the same section in
@@ -110,7 +110,7 @@ impl Settings {
     /// the `[bots]` section.
     pub fn service_config(&self) -> crate::ServiceConfig {
         crate::ServiceConfig {
-            bots: crate::bots::Bots::new(&self.bots),
+            bots: crate::replica::bots::Bots::new(&self.bots),
             ..self.game.service_config()
         }
     }
@@ -220,7 +220,7 @@ impl GameSettings {
             timer_poll: Duration::from_millis(self.timer_poll_ms),
             resync: Duration::from_millis(self.resync_ms),
             lease: Duration::from_millis(self.lease_ms),
-            bots: crate::bots::Bots::default(),
+            bots: crate::replica::bots::Bots::default(),
             revocations: basra_platform::revocation::Revocations::in_memory(),
         }
     }

@@ -1,4 +1,4 @@
-//! A replica's assembly: [`GameSession`] (the core and its background tasks, and the
+//! A replica's assembly: [`GameSession`] (the replica's state and its background tasks, and the
 //! routes of its services), [`App`] (a replica as its settings describe it: store, keys,
 //! the link to accounts) and [`serve`] (tests and tools that bring their own store).
 
@@ -14,17 +14,17 @@ use basra_proto::basra::game::v1::game_internal_service_server::GameInternalServ
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::core::{Core, ServiceConfig};
+use crate::replica::{Replica, ServiceConfig};
 use crate::{
     AccountsLink, DRAINED_SERVICES, GameError, MAX_MESSAGE_BYTES, MemoryStore, RedisStore,
     RoomStore, SERVICE_NAMES, Settings, api, outbox, pod_cost,
 };
 
-/// A replica: its core and background tasks, ready to be served (alone by [`serve`], or
+/// A replica: its state and background tasks, ready to be served (alone by [`serve`], or
 /// mounted with other services in one process by the dev mode).
 #[derive(Debug)]
 pub struct GameSession {
-    core: Arc<Core>,
+    replica: Arc<Replica>,
 }
 
 impl GameSession {
@@ -36,39 +36,19 @@ impl GameSession {
         accounts: Option<AccountsLink>,
         shutdown: CancellationToken,
     ) -> GameSession {
-        let walks = Arc::new(config.walks());
-        let metrics: Arc<crate::metrics::GameMetrics> = Arc::default();
-        let core = Arc::new(Core {
-            store: Arc::clone(&store),
-            hub: Arc::default(),
-            stream_slots: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
-            join_slots: Arc::new(tokio::sync::Semaphore::new(config.join_concurrency.max(1))),
+        let replica = Arc::new(Replica::new(
+            Arc::clone(&store),
             config,
-            shutdown: shutdown.clone(),
-            // Stopping drains too: a stream then waits on one token, not two.
-            drain: crate::drain::Drain::new(shutdown.clone(), metrics.draining.clone()),
-            lease: Default::default(),
-            walks,
-            presence: match &accounts {
-                Some(link) => basra_platform::presence::PresenceReporter::spawn(
-                    link.channel.clone(),
-                    {
-                        let credentials = link.credentials.clone();
-                        Arc::new(move || credentials.token())
-                    },
-                    shutdown.clone(),
-                ),
-                None => basra_platform::presence::PresenceReporter::disabled(),
-            },
-            accounts: accounts.clone(),
-            metrics,
-        });
-        core.metrics
+            accounts.clone(),
+            shutdown.clone(),
+        ));
+        replica
+            .metrics
             .max_streams
-            .set(i64::try_from(core.config.max_streams).unwrap_or(i64::MAX));
+            .set(i64::try_from(replica.config.max_streams).unwrap_or(i64::MAX));
         tokio::spawn({
             // Stopping drains (DrainReplica sets the gauge itself).
-            let metrics = Arc::clone(&core.metrics);
+            let metrics = Arc::clone(&replica.metrics);
             let shutdown = shutdown.clone();
             async move {
                 shutdown.cancelled().await;
@@ -77,7 +57,7 @@ impl GameSession {
         });
         tokio::spawn({
             // The rooms this replica serves, for the dashboards' "matches running".
-            let (metrics, hub) = (Arc::clone(&core.metrics), Arc::clone(&core.hub));
+            let (metrics, hub) = (Arc::clone(&replica.metrics), Arc::clone(&replica.hub));
             let shutdown = shutdown.clone();
             async move {
                 let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -93,30 +73,37 @@ impl GameSession {
                 }
             }
         });
-        tokio::spawn(Arc::clone(&core.hub).run(store.notices(), shutdown.clone()));
-        tokio::spawn(Arc::clone(&core.hub).run_resync(
+        tokio::spawn(Arc::clone(&replica.hub).run(store.notices(), shutdown.clone()));
+        tokio::spawn(Arc::clone(&replica.hub).run_resync(
             Arc::clone(&store),
-            core.config.resync,
+            replica.config.resync,
             shutdown.clone(),
         ));
-        tokio::spawn(Arc::clone(&core).run_walks(shutdown.clone()));
-        tokio::spawn(Arc::clone(&core).run_timers(shutdown.clone()));
+        tokio::spawn(crate::replica::walks::run(
+            Arc::clone(&replica.walks),
+            Arc::clone(&store),
+            shutdown.clone(),
+        ));
+        tokio::spawn(crate::replica::timers::run(
+            Arc::clone(&replica),
+            shutdown.clone(),
+        ));
         if let Some(link) = accounts {
             tokio::spawn(outbox::run(
                 store,
-                Arc::clone(&core.walks),
+                Arc::clone(&replica.walks),
                 link,
-                core.config.replica.clone(),
-                Arc::clone(&core.metrics),
+                replica.config.replica.clone(),
+                Arc::clone(&replica.metrics),
                 shutdown,
             ));
         }
-        GameSession { core }
+        GameSession { replica }
     }
 
-    /// The replica's core (tests and the dev mode look inside).
-    pub fn core(&self) -> &Arc<Core> {
-        &self.core
+    /// The replica's shared state (tests and the dev mode look inside).
+    pub fn replica(&self) -> &Arc<Replica> {
+        &self.replica
     }
 
     /// What health reports for the services that a drain closes (`GameService`,
@@ -124,7 +111,7 @@ impl GameSession {
     pub fn readiness(&self) -> basra_platform::Readiness {
         basra_platform::Readiness {
             services: DRAINED_SERVICES.to_vec(),
-            ready: self.core.drain.readiness(),
+            ready: self.replica.drain.readiness(),
         }
     }
 
@@ -136,12 +123,12 @@ impl GameSession {
     /// Adds the `GameService`, `GameInternalService` and `GameAdminService` services to `routes` (the one-process dev mode
     /// serves them beside the other services).
     pub fn add_to(&self, routes: tonic::service::Routes) -> tonic::service::Routes {
-        let api = api::GameApi::new(Arc::clone(&self.core));
+        let api = api::GameApi::new(Arc::clone(&self.replica));
         let internal = GameInternalServiceServer::new(api.clone())
             .max_decoding_message_size(MAX_MESSAGE_BYTES);
         let game = api::play_route::GameRoutes::new(api);
         let admin =
-            GameAdminServiceServer::new(api::admin::AdminService::new(Arc::clone(&self.core)))
+            GameAdminServiceServer::new(api::admin::AdminService::new(Arc::clone(&self.replica)))
                 .max_decoding_message_size(MAX_MESSAGE_BYTES);
         routes
             .add_service(game)
@@ -281,14 +268,14 @@ impl App {
         if let Some(patcher) = pod_cost {
             tokio::spawn(pod_cost::run(
                 patcher,
-                Arc::clone(&session.core().metrics),
+                Arc::clone(&session.replica().metrics),
                 Duration::from_millis(settings.kubernetes.min_interval_ms),
                 shutdown.clone(),
             ));
         }
         basra_platform::metrics::spawn(
             &settings.metrics,
-            session.core().metrics.registry(),
+            session.replica().metrics.registry(),
             shutdown,
         )
         .await
@@ -358,8 +345,8 @@ pub async fn serve(
     shutdown: CancellationToken,
     serving: impl Into<ServeOptions>,
 ) -> Result<(), GameError> {
-    let auth =
-        AuthLayer::new(verifier, &[]).with_revocations(session.core().config.revocations.clone());
+    let auth = AuthLayer::new(verifier, &[])
+        .with_revocations(session.replica().config.revocations.clone());
     let mut serving = serving.into();
     serving.readiness.push(session.readiness());
     serve_routes(listener, session.routes(), auth, shutdown, serving).await

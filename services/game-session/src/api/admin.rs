@@ -12,27 +12,28 @@ use basra_proto::basra::game::v1::{
 use basra_proto::convert::settings_to_pb;
 use tonic::{Request, Response, Status};
 
-use crate::convert::{game_view, seat_to_pb, status_to_pb, timestamp};
-use crate::core::{Core, Mutation, now_ms};
 use crate::error::GameError;
+use crate::replica::{Mutation, Replica};
+use crate::room::timing::now_ms;
 use crate::room::{Occupant, Reject, Room};
+use crate::stream::convert::{game_view, seat_to_pb, status_to_pb, timestamp};
 
-/// The `GameAdminService` service over a [`Core`].
+/// The `GameAdminService` service over a [`Replica`].
 #[derive(Debug, Clone)]
 pub struct AdminService {
-    core: Arc<Core>,
+    replica: Arc<Replica>,
 }
 
 impl AdminService {
     /// The service.
-    pub fn new(core: Arc<Core>) -> AdminService {
-        AdminService { core }
+    pub fn new(replica: Arc<Replica>) -> AdminService {
+        AdminService { replica }
     }
 
     /// This replica's name when `asked` names it or is empty; NOT_FOUND otherwise (only
     /// the replica serving the call can be `what` through it).
     fn this_replica(&self, asked: &str, what: &str) -> Result<String, Status> {
-        let me = &self.core.config.replica;
+        let me = &self.replica.config.replica;
         if asked.is_empty() || asked == me {
             Ok(me.clone())
         } else {
@@ -104,7 +105,7 @@ impl GameAdminService for AdminService {
         // Filters apply after loading; scan a bounded number of rooms per page.
         let mut scanned = 0;
         while rooms.len() < page_size && scanned < page_size * 20 {
-            let ids = self.core.store.list_rooms(offset, page_size).await?;
+            let ids = self.replica.store.list_rooms(offset, page_size).await?;
             if ids.is_empty() {
                 exhausted = true;
                 break;
@@ -112,7 +113,7 @@ impl GameAdminService for AdminService {
             for id in ids {
                 offset += 1;
                 scanned += 1;
-                let Some(loaded) = self.core.store.load(&id).await? else {
+                let Some(loaded) = self.replica.store.load(&id).await? else {
                     continue;
                 };
                 let room = loaded.room;
@@ -151,7 +152,7 @@ impl GameAdminService for AdminService {
         operator(&request)?;
         let room_id = request.into_inner().room_id;
         let room = self
-            .core
+            .replica
             .store
             .load(&room_id)
             .await?
@@ -190,7 +191,7 @@ impl GameAdminService for AdminService {
             return Err(GameError::Invalid("room_id and reason are required".into()).into());
         }
         let outcome = self
-            .core
+            .replica
             .mutate(&request.room_id, None, |room, now| {
                 Ok::<_, Reject>(room.close(request.reason.trim(), now))
             })
@@ -226,8 +227,8 @@ impl GameAdminService for AdminService {
         let deadline_ms = request.deadline.map_or(30_000, |d| {
             d.seconds.max(0) * 1000 + i64::from(d.nanos.max(0)) / 1_000_000
         });
-        let streams = self.core.open_streams() as u32;
-        let at = self.core.drain.start(now_ms() + deadline_ms);
+        let streams = self.replica.open_streams() as u32;
+        let at = self.replica.drain.start(now_ms() + deadline_ms);
         tracing::info!(operator = by, streams, deadline_ms, "draining");
         Ok(Response::new(DrainReplicaResponse {
             replica: me,
@@ -242,7 +243,7 @@ impl GameAdminService for AdminService {
     ) -> Result<Response<UndrainReplicaResponse>, Status> {
         let by = operator(&request)?;
         let me = self.this_replica(&request.get_ref().replica, "taken back")?;
-        let was_draining = self.core.drain.end().map_err(|_| {
+        let was_draining = self.replica.drain.end().map_err(|_| {
             Status::failed_precondition("this replica is stopping: its drain does not end")
         })?;
         tracing::info!(operator = by, was_draining, "drain ended by an operator");

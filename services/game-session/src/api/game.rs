@@ -11,7 +11,7 @@ use tokio_stream::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status, Streaming};
 
 use super::{GameApi, web};
-use crate::response::message_of;
+use crate::stream::response::message_of;
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<PlayResponse, Status>> + Send>>;
 

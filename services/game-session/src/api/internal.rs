@@ -13,11 +13,13 @@ use basra_records::SeatFill;
 use tonic::{Request, Response, Status};
 
 use super::{GameApi, invalid};
-use crate::convert::status_to_pb;
-use crate::core::{Mutation, fresh_id, fresh_seed, now_ms};
 use crate::error::GameError;
 use crate::names::known_players;
+use crate::replica::Mutation;
+use crate::room::timing::now_ms;
 use crate::room::{BotLevel, Occupant, Reject, Room, SeatOrigin, Visibility};
+use crate::room::{fresh_id, fresh_seed};
+use crate::stream::convert::status_to_pb;
 
 #[tonic::async_trait]
 impl GameInternalService for GameApi {
@@ -27,7 +29,7 @@ impl GameInternalService for GameApi {
         request: Request<CreateRoomRequest>,
     ) -> Result<Response<CreateRoomResponse>, Status> {
         auth::require_role(&auth::caller(&request)?, Role::Service)?;
-        if self.core.drain.is_draining() {
+        if self.replica.drain.is_draining() {
             // A room made here would have nobody to serve its streams.
             return Err(Status::unavailable(
                 "this replica is draining: create the room on another replica",
@@ -88,7 +90,7 @@ impl GameInternalService for GameApi {
                 _ => None,
             })
             .collect();
-        let mut known = known_players(self.core.accounts.as_ref(), &users).await;
+        let mut known = known_players(self.replica.accounts.as_ref(), &users).await;
         for (occupant, origin) in occupants.iter_mut().zip(&mut origins) {
             if let Occupant::Player { user_id, name } = occupant {
                 let player = known.remove(user_id.as_str()).unwrap_or_default();
@@ -109,18 +111,18 @@ impl GameInternalService for GameApi {
                     request.visibility
                 ))
             })?,
-            self.core.config.timing,
+            self.replica.config.timing,
             now,
         );
         for (index, origin) in origins.into_iter().enumerate() {
             room.set_seat_origin(index, origin);
         }
         room.start_if_full(fresh_seed(), fresh_id(), now);
-        let created = self.core.create(&mut room).await?;
+        let created = self.replica.create(&mut room).await?;
         let settings = if created {
             room.settings
         } else {
-            self.core
+            self.replica
                 .store
                 .load(&request.room_id)
                 .await?
@@ -146,7 +148,7 @@ impl GameInternalService for GameApi {
         }
         let mut origin = seat_origin(0, request.fill, 0)?;
         let player = known_players(
-            self.core.accounts.as_ref(),
+            self.replica.accounts.as_ref(),
             std::slice::from_ref(&request.user_id),
         )
         .await
@@ -155,7 +157,7 @@ impl GameInternalService for GameApi {
         origin.guest = player.guest;
         let name = player.name;
         let outcome = self
-            .core
+            .replica
             .mutate(&request.room_id, None, |room, now| {
                 let fresh = room.seat_of(&request.user_id).is_none();
                 // The origin goes in before the seat is taken: a full room starts its
@@ -208,7 +210,7 @@ impl GameInternalService for GameApi {
             return Err(invalid("room_id and user_id are required"));
         }
         let loaded = self
-            .core
+            .replica
             .store
             .load(&request.room_id)
             .await?

@@ -1,5 +1,5 @@
 //! The replica's gRPC services, side by side, over one [`GameApi`] handle on the
-//! [`Core`]:
+//! [`Replica`]:
 //!
 //! - `game`: `GameService`, what players call. Its Play stream goes through
 //!   [`play_route`] (shared bytes); `stream` opens Play and Watch streams; [`web`]
@@ -7,7 +7,7 @@
 //! - `internal`: `GameInternalService`, matchmaking's room set-up (service token).
 //! - [`admin`]: `GameAdminService`, the operators' calls.
 //!
-//! Each file turns requests into [`Core`] calls and answers into responses; no game rule
+//! Each file turns requests into [`Replica`] calls and answers into responses; no game rule
 //! lives here.
 
 use std::sync::Arc;
@@ -16,8 +16,8 @@ use std::time::Duration;
 use basra_platform::ratelimit::RateLimiter;
 use tonic::Status;
 
-use crate::core::Core;
 use crate::error::GameError;
+use crate::replica::Replica;
 
 pub mod admin;
 mod game;
@@ -26,19 +26,19 @@ pub mod play_route;
 mod stream;
 pub mod web;
 
-/// The services' handle on a [`Core`], with the chat limiter the Play stream and the
+/// The services' handle on a [`Replica`], with the chat limiter the Play stream and the
 /// unary chat call share.
 #[derive(Debug, Clone)]
 pub struct GameApi {
-    core: Arc<Core>,
+    replica: Arc<Replica>,
     chat: Arc<RateLimiter>,
 }
 
 impl GameApi {
     /// The service.
-    pub fn new(core: Arc<Core>) -> GameApi {
+    pub fn new(replica: Arc<Replica>) -> GameApi {
         GameApi {
-            core,
+            replica,
             chat: Arc::new(RateLimiter::new(5, Duration::from_secs(10))),
         }
     }
@@ -50,9 +50,9 @@ impl GameApi {
         &self.chat
     }
 
-    /// The replica's core.
-    pub(crate) fn core(&self) -> &Arc<Core> {
-        &self.core
+    /// The replica's shared state.
+    pub(crate) fn replica(&self) -> &Arc<Replica> {
+        &self.replica
     }
 }
 

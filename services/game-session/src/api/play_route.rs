@@ -3,7 +3,7 @@
 //!
 //! The generated server encodes every Play message itself, as a `PlayResponse`. A Play
 //! stream also sends bytes encoded once for every viewer who sees an event alike
-//! ([`crate::shared_bytes`]), so its route uses [`PreEncodedCodec`], which copies such
+//! ([`crate::replica::shared_bytes`]), so its route uses [`PreEncodedCodec`], which copies such
 //! bytes into the stream's frames as they are. Everything else about the call is the
 //! generated server's: the same path, the same request decoding and size limit, the same
 //! handler (`GameApi::play_stream`).
@@ -22,7 +22,7 @@ use tonic::{Status, Streaming};
 
 use crate::MAX_MESSAGE_BYTES;
 use crate::api::GameApi;
-use crate::response::{Outgoing, SessionStream};
+use crate::stream::response::{Outgoing, SessionStream};
 
 /// The path of `GameService.Play`.
 const PLAY_PATH: &str = "/basra.game.v1.GameService/Play";

@@ -1,5 +1,5 @@
 //! Opening a stream: Play's (after its join message) and Watch's (no client messages).
-//! The stream's session ([`crate::session`]) then runs inside the response.
+//! The stream's session ([`crate::stream`]) then runs inside the response.
 
 use std::sync::Arc;
 
@@ -10,16 +10,16 @@ use tonic::{Request, Status, Streaming};
 use tracing::Instrument as _;
 
 use super::{GameApi, invalid};
-use crate::core::{Mutation, StreamKind, StreamPermit};
 use crate::error::GameError;
-use crate::response::{SendQueue, SessionStream};
-use crate::session::{Connected, Session, Start, inbound_status};
+use crate::replica::{Mutation, StreamKind, StreamPermit};
 use crate::store::LeasedSeat;
+use crate::stream::response::{SendQueue, SessionStream};
+use crate::stream::{Connected, Session, Start, inbound_status};
 
 impl GameApi {
     /// Opens a seat's (or a spectator's) event stream on `join`: Play's after its join
     /// message (`inbound` the rest of the client's messages), Watch's with none. The
-    /// stream's session runs inside the returned response (see [`crate::response`]).
+    /// stream's session runs inside the returned response (see [`crate::stream::response`]).
     pub(crate) async fn open(
         &self,
         user_id: &str,
@@ -33,9 +33,9 @@ impl GameApi {
         tracing::Span::current().record("room_id", join.room_id.as_str());
         // The join's Redis work waits for its turn (a storm of joins queues here) and
         // holds it until the stream's first events are sent.
-        let turn = self.core.join_turn().await?;
+        let turn = self.replica.join_turn().await?;
         let loaded = self
-            .core
+            .replica
             .store
             .load(&join.room_id)
             .await?
@@ -50,8 +50,8 @@ impl GameApi {
                 GameError::Denied("you have no seat in this room; ask to spectate".into())
             })?)
         };
-        let watch = self.core.hub.watch(&join.room_id);
-        let lease_lost = self.core.lease_lost();
+        let watch = self.replica.hub.watch(&join.room_id);
+        let lease_lost = self.replica.lease_lost();
         let conn_id = uuid::Uuid::now_v7().to_string();
         let mut connect_seq = 0;
         let mut leased = None;
@@ -64,11 +64,11 @@ impl GameApi {
                 seat,
                 conn_id: conn_id.clone(),
             };
-            let instance = self.core.lease_seat(&lease_seat).await?;
-            let replica = self.core.config.replica.clone();
+            let instance = self.replica.lease_seat(&lease_seat).await?;
+            let replica = self.replica.config.replica.clone();
             // From the state just read: no second load.
             let connected = self
-                .core
+                .replica
                 .mutate_from(
                     &join.room_id,
                     Some(loaded.clone()),
@@ -95,7 +95,11 @@ impl GameApi {
                     });
                 }
                 other => {
-                    let _ = self.core.store.lease_remove(&instance, &lease_seat).await;
+                    let _ = self
+                        .replica
+                        .store
+                        .lease_remove(&instance, &lease_seat)
+                        .await;
                     return Err(match other {
                         Err(err) => err,
                         Ok(_) => GameError::Internal("cannot connect".into()),
@@ -107,7 +111,7 @@ impl GameApi {
         }
         // Friends see the player at this table while the stream lasts.
         let presence = viewer.map(|_| {
-            self.core.presence.start(
+            self.replica.presence.start(
                 user_id,
                 Doing::Match {
                     room_id: join.room_id.clone(),
@@ -117,7 +121,7 @@ impl GameApi {
         });
         let queue = SendQueue::default();
         let session = Session {
-            core: Arc::clone(&self.core),
+            replica: Arc::clone(&self.replica),
             user: uuid::Uuid::parse_str(user_id).ok(),
             chat: Arc::clone(&self.chat),
             room_id: join.room_id,
@@ -160,9 +164,9 @@ impl GameApi {
         let caller = auth::player(&request)?;
         let user_id = caller.user_id.to_string();
         tracing::Span::current().record("user_id", user_id.as_str());
-        let permit = self.core.admit(caller.user_id, StreamKind::Play)?;
+        let permit = self.replica.admit(caller.user_id, StreamKind::Play)?;
         let mut inbound = request.into_inner();
-        let first = tokio::time::timeout(self.core.config.join_timeout, inbound.message())
+        let first = tokio::time::timeout(self.replica.config.join_timeout, inbound.message())
             .await
             .map_err(|_| invalid("no join message within the join timeout"))?
             .map_err(inbound_status)?

@@ -15,10 +15,10 @@ use tokio_stream::{Stream, StreamExt as _};
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Request, Response, Status};
 
-use crate::actions::{self, Acted, Refusal};
 use crate::api::GameApi;
-use crate::core::StreamKind;
 use crate::error::GameError;
+use crate::replica::StreamKind;
+use crate::room::actions::{self, Acted, Refusal};
 
 /// The metadata key naming a refused action's [`RejectCode`].
 pub const REJECT_CODE_KEY: &str = "basra-reject-code";
@@ -35,7 +35,7 @@ pub(crate) async fn watch(
     let caller = auth::player(&request)?;
     let user_id = caller.user_id.to_string();
     tracing::Span::current().record("user_id", user_id.as_str());
-    let permit = service.core().admit(caller.user_id, StreamKind::Watch)?;
+    let permit = service.replica().admit(caller.user_id, StreamKind::Watch)?;
     let request = request.into_inner();
     let join = game::Join {
         room_id: request.room_id,
@@ -44,7 +44,7 @@ pub(crate) async fn watch(
     };
     let events = service.open(&user_id, join, None, permit).await?;
     let responses = events.map(|event| {
-        crate::response::message_of(event).map(|event| WatchResponse { event: Some(event) })
+        crate::stream::response::message_of(event).map(|event| WatchResponse { event: Some(event) })
     });
     Ok(Response::new(Box::pin(responses)))
 }
@@ -143,8 +143,8 @@ async fn act(
     if room_id.is_empty() || room_id.len() > 128 {
         return Err(GameError::Invalid("room_id must be 1..128 characters".into()).into());
     }
-    let core = service.core();
-    let loaded = core
+    let replica = service.replica();
+    let loaded = replica
         .store
         .load(room_id)
         .await?
@@ -154,7 +154,7 @@ async fn act(
         .seat_of(user_id)
         .ok_or_else(|| GameError::Denied("you have no seat in this room".into()))?;
     Ok(
-        match actions::act(core, service.chat(), room_id, seat, kind).await? {
+        match actions::act(replica, service.chat(), room_id, seat, kind).await? {
             Acted::Done { room, events, .. } => Ok(actions::first_seq(&room, &events)),
             Acted::Refused(refusal) => Err(refusal),
         },

@@ -28,8 +28,8 @@
 //! folding its tail into the snapshot.
 
 use crate::error::{GameError, Result};
+use crate::room::seats::SeatOriginFormat2;
 use crate::room::{Room, SeatOrigin};
-use crate::seats::SeatOriginFormat2;
 
 /// The format byte written first by [`encode_room`]: format 3.
 pub const ROOM_FORMAT: u8 = 3;
@@ -189,8 +189,8 @@ mod tests {
     use super::*;
     use basra_records::SeatFill;
 
+    use crate::room::timing::Timing;
     use crate::room::{BotLevel, Occupant, SeatOrigin, Status, Visibility};
-    use crate::timing::Timing;
 
     /// The room the fixtures hold: a match ten plays in, one player with a display
     /// name and one without, connected and disconnected seats, timers set.

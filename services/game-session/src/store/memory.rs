@@ -12,7 +12,7 @@ use super::{
     OutboxRecord, RoomHead, RoomStore, SHARDS, WalkLease, shard_of,
 };
 use crate::error::Result;
-use crate::events::StoredEvent;
+use crate::room::events::StoredEvent;
 use crate::room::{ActionRecord, Status};
 
 /// Rooms in this process's memory.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tokio::sync::broadcast;
 
 use crate::error::Result;
-use crate::events::StoredEvent;
+use crate::room::events::StoredEvent;
 use crate::room::{ActionRecord, PendingActions, Room};
 
 pub use codec::{ROOM_FORMAT, RoomFormat, decode_room, encode_room, encode_room_as};

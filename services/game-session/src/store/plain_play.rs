@@ -20,7 +20,7 @@ use basra_engine::{Action, BasraKind, Card, CardList, CardSet, Event, Seat};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{GameError, Result};
-use crate::events::{LogEvent, StoredEvent};
+use crate::room::events::{LogEvent, StoredEvent};
 use crate::room::{ActionRecord, PendingActions};
 
 /// The first byte of a compact `card_played`.
@@ -277,9 +277,9 @@ mod tests {
     use basra_engine::{Game, Seed, Settings};
 
     use super::*;
+    use crate::room::timing::Timing;
     use crate::room::{Occupant, Room, Visibility};
     use crate::store::{decode_room, encode_room};
-    use crate::timing::Timing;
 
     /// Whole matches played as players play them (now the default capture, now one
     /// named): at every plain play (dealing or not), its events and action read back from

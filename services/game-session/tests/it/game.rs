@@ -631,7 +631,7 @@ async fn a_bot_seat_plays_a_whole_match() {
     bot_plays_a_whole_match(pb::BotLevel::Medium, "Bot (medium)").await;
 }
 
-/// The hard bot thinks on its search threads (game_session::bots) and plays its card in a
+/// The hard bot thinks on its search threads (game_session::replica::bots) and plays its card in a
 /// second pass over the room.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hard_bot_seat_plays_a_whole_match() {

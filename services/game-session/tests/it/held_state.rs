@@ -10,8 +10,9 @@ use crate::common;
 use std::sync::Arc;
 
 use basra_engine::{Card, Seed};
-use game_session::core::{Core, Mutation, now_ms};
-use game_session::events::LogEvent;
+use game_session::replica::{Mutation, Replica};
+use game_session::room::events::LogEvent;
+use game_session::room::timing::now_ms;
 use game_session::room::{Occupant, Room};
 use game_session::store::{RoomFormat, move_key};
 use game_session::{MemoryStore, RoomStore};
@@ -19,22 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 /// A replica's core over `store`, with no background task: its hub hears of nothing but
 /// its own commits.
-fn replica(name: &str, store: Arc<dyn RoomStore>) -> Arc<Core> {
+fn replica(name: &str, store: Arc<dyn RoomStore>) -> Arc<Replica> {
     let config = common::config(name, common::timing());
-    Arc::new(Core {
-        store,
-        hub: Arc::default(),
-        stream_slots: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
-        join_slots: Arc::new(tokio::sync::Semaphore::new(config.join_concurrency)),
-        walks: Arc::new(config.walks()),
-        config,
-        drain: game_session::drain::Drain::new(CancellationToken::new(), Default::default()),
-        shutdown: CancellationToken::new(),
-        lease: Default::default(),
-        accounts: None,
-        presence: basra_platform::presence::PresenceReporter::disabled(),
-        metrics: Arc::default(),
-    })
+    Arc::new(Replica::new(store, config, None, CancellationToken::new()))
 }
 
 /// Two replicas' stores over one key prefix, on one Redis or on the cluster.
@@ -60,7 +48,7 @@ async fn next_play(store: &dyn RoomStore, id: &str) -> (u8, Card) {
     (game.turn().unwrap().0, game.legal_plays()[0].card)
 }
 
-async fn play(core: &Arc<Core>, id: &str, seat: u8, card: Card, move_id: &str) -> Mutation<()> {
+async fn play(core: &Arc<Replica>, id: &str, seat: u8, card: Card, move_id: &str) -> Mutation<()> {
     core.mutate(id, Some((seat, move_id)), |room, now| {
         room.play(seat, card, None, false, move_id.into(), now)
     })
@@ -102,12 +90,12 @@ async fn stale_state_is_detected(store_a: Arc<dyn RoomStore>, store_b: Arc<dyn R
     room.start_if_full(Seed([5; 32]), "m".into(), now_ms());
     assert!(a.create(&mut room).await.unwrap());
     // A stream of the room on replica a: its hub holds what a commits.
-    let _watch = a.hub.watch(&id);
+    let _watch = a.hub().watch(&id);
 
     // 1. a plays; it holds the room at that version.
     let (seat, card) = next_play(&*store, &id).await;
     let v = done_version(&play(&a, &id, seat, card, "a1").await);
-    assert_eq!(a.hub.cached(&id).map(|held| held.version), Some(v));
+    assert_eq!(a.hub().cached(&id).map(|held| held.version), Some(v));
 
     // 2. b commits a chat (the game is unchanged, the room is not): a's state is stale
     // and a does not know it.
@@ -120,7 +108,7 @@ async fn stale_state_is_detected(store_a: Arc<dyn RoomStore>, store_b: Arc<dyn R
         .unwrap();
     let chat_version = done_version(&chatted);
     assert_eq!(chat_version, v + 1);
-    assert_eq!(a.hub.cached(&id).map(|held| held.version), Some(v));
+    assert_eq!(a.hub().cached(&id).map(|held| held.version), Some(v));
     let chat_seq = store.events_after(&id, 0).await.unwrap().events.len() as u64;
 
     // 3. a plays again: computed on the held state, refused by the compare-and-set,
@@ -133,12 +121,12 @@ async fn stale_state_is_detected(store_a: Arc<dyn RoomStore>, store_b: Arc<dyn R
     };
     assert_eq!(room.seq - events.len() as u64 + 1, chat_seq + 1);
     assert_eq!(
-        a.metrics.stale_states.get(),
+        a.metrics().stale_states.get(),
         1,
         "the stale state was noticed"
     );
     assert_eq!(
-        a.metrics.cas_conflicts.get(),
+        a.metrics().cas_conflicts.get(),
         0,
         "and not taken for contention"
     );
@@ -160,7 +148,7 @@ async fn stale_state_is_detected(store_a: Arc<dyn RoomStore>, store_b: Arc<dyn R
     );
     // It holds the fresh room now.
     assert_eq!(
-        a.hub.cached(&id).map(|held| held.version),
+        a.hub().cached(&id).map(|held| held.version),
         Some(chat_version + 1)
     );
 
@@ -390,7 +378,7 @@ fn started_room(id: &str, seed: u8) -> Room {
     room
 }
 
-/// A whole match played through `writer` as the Play stream plays (`Core::mutate_play`,
+/// A whole match played through `writer` as the Play stream plays (`Replica::mutate_play`,
 /// now the default capture, now one named): after every play, another replica's store
 /// (`reader`, no state held) loads the room the writer holds, byte for byte, with the
 /// plain plays on its tail; reads every event the writer made, in order; finds each move
@@ -474,7 +462,7 @@ async fn plain_plays_are_stored_on_the_tail_and_replayed_on_a_cluster() {
 }
 
 /// A play as the Play stream makes it, by `core`, on the room as `store` has it.
-async fn stream_play(core: &Arc<Core>, store: &dyn RoomStore, id: &str) -> Mutation<()> {
+async fn stream_play(core: &Arc<Replica>, store: &dyn RoomStore, id: &str) -> Mutation<()> {
     let (seat, card) = next_play(store, id).await;
     let move_id = uuid::Uuid::now_v7().to_string();
     core.mutate_play(id, Some((seat, &move_id)), |room, now| {

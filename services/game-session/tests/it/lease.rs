@@ -190,7 +190,7 @@ async fn a_replica_whose_lease_was_swept_ends_its_streams_and_they_resume() {
     let swept = store
         .lease_claim_expired(
             &ALL_SHARDS,
-            game_session::core::now_ms() + 3_600_000,
+            game_session::room::timing::now_ms() + 3_600_000,
             60_000,
             100,
         )
@@ -217,7 +217,7 @@ async fn a_replica_whose_lease_was_swept_ends_its_streams_and_they_resume() {
     let instances = store
         .lease_claim_expired(
             &ALL_SHARDS,
-            game_session::core::now_ms() + 3_600_000,
+            game_session::room::timing::now_ms() + 3_600_000,
             60_000,
             100,
         )
@@ -235,7 +235,10 @@ async fn a_replica_whose_lease_was_swept_ends_its_streams_and_they_resume() {
 async fn crashable_session(
     store: Arc<dyn game_session::RoomStore>,
     config: ServiceConfig,
-) -> (tokio::runtime::Runtime, Arc<game_session::walks::Walks>) {
+) -> (
+    tokio::runtime::Runtime,
+    Arc<game_session::replica::walks::Walks>,
+) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -245,7 +248,7 @@ async fn crashable_session(
     runtime.spawn(async move {
         let session =
             game_session::GameSession::start(store, config, None, CancellationToken::new());
-        let _ = tx.send(Arc::clone(&session.core().walks));
+        let _ = tx.send(Arc::clone(session.replica().walks()));
         // The session lives until the runtime dies.
         std::future::pending::<()>().await;
         drop(session);
@@ -253,7 +256,7 @@ async fn crashable_session(
     (runtime, rx.await.unwrap())
 }
 
-fn held(walks: &game_session::walks::Walks) -> Vec<u32> {
+fn held(walks: &game_session::replica::walks::Walks) -> Vec<u32> {
     let mut shards: Vec<u32> = walks.held().iter().map(|w| w.shard).collect();
     shards.sort_unstable();
     shards
@@ -284,7 +287,7 @@ async fn two_replicas_split_the_shard_walks_and_one_takes_over(
         None,
         r1_shutdown.clone(),
     );
-    let r1 = Arc::clone(&r1.core().walks);
+    let r1 = Arc::clone(r1.replica().walks());
     eventually("r1 alone walks every shard", || held(&r1) == all).await;
 
     // A second replica: each walks half, none twice.
@@ -319,7 +322,7 @@ async fn two_replicas_split_the_shard_walks_and_one_takes_over(
         None,
         r3_shutdown.clone(),
     );
-    let r3 = Arc::clone(&r3.core().walks);
+    let r3 = Arc::clone(r3.replica().walks());
     eventually("r1 and r3 split the shards", || {
         held(&r3).len() == SHARDS as usize / 2
     })

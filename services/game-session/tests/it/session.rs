@@ -50,7 +50,7 @@ fn commitment(p: &Player) -> Vec<u8> {
         .expect("a match_started")
 }
 
-async fn single_replica(timing: game_session::timing::Timing) -> (Tokens, Replica) {
+async fn single_replica(timing: game_session::room::timing::Timing) -> (Tokens, Replica) {
     let tokens = Tokens::new();
     let replica = Replica::spawn(
         redis_store(&prefix()).await,
@@ -723,7 +723,7 @@ async fn a_spectator_never_sees_a_hand_card() {
 }
 
 /// The spectators of a room share the bytes of each event this replica commits (encoded
-/// once for all who see them alike: `game_session::shared_bytes`), and those bytes say
+/// once for all who see them alike: `game_session::replica::shared_bytes`), and those bytes say
 /// exactly what a fresh projection says: a spectator who reads the whole log afterwards
 /// gets the same events (all but their server time).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

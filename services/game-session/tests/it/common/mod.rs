@@ -19,7 +19,7 @@ use basra_proto::basra::game::v1::{
     seat_assignment::Occupant,
 };
 use game_session::GameSession;
-use game_session::timing::Timing;
+use game_session::room::timing::Timing;
 use game_session::{AccountsLink, RedisStore, RoomStore, ServiceConfig};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -163,7 +163,7 @@ impl Replica {
         let verifier = tokens.issuer.verifier();
         let background = shutdown.child_token();
         let session = GameSession::start(store, config, accounts, background.clone());
-        let metrics = Arc::clone(&session.core().metrics);
+        let metrics = Arc::clone(session.replica().metrics());
         let handle = tokio::spawn({
             let shutdown = shutdown.clone();
             async move {

@@ -2,7 +2,7 @@
 //!
 //! Every stream of a room delivers each event of a commit made on this replica. All its
 //! viewers but the seat an event is about (whose own deal or own played card it is) see
-//! it alike ([`crate::convert::seen_in_common`]) and get the same bytes, so the first
+//! it alike ([`crate::stream::convert::seen_in_common`]) and get the same bytes, so the first
 //! stream to send an event encodes it and leaves the bytes here; the others send them as
 //! they are ([`basra_proto::codec::PreEncoded`]). In a two-seat room that spares one
 //! encoding of four in a play (the turn that follows it); in a room with spectators, all

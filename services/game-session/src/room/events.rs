@@ -1,10 +1,10 @@
 //! The room's event log as stored server-side: full events (every dealt hand included),
-//! each projected per viewer when it is sent (see [`crate::convert::project`]).
+//! each projected per viewer when it is sent (see [`crate::stream::convert::project`]).
 
 use basra_engine::{Card, Event, RoundScore, Seat};
 use serde::{Deserialize, Serialize};
 
-use crate::seats::SeatSnapshot;
+use crate::room::seats::SeatSnapshot;
 
 /// One event of a room's log. Its sequence number is its position in the log, from 1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

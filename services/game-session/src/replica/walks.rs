@@ -22,10 +22,13 @@
 //!
 //! [`SHARDS`]: crate::store::SHARDS
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
+
+use crate::room::timing::now_ms;
 use crate::store::{RoomStore, WalkLease};
 
 /// The shard walks this replica holds.
@@ -127,4 +130,19 @@ impl Walks {
         }
         held.walks.clone()
     }
+}
+
+/// Renews `walks` four times per walk lease until `shutdown`, then gives them up. Apart
+/// from the timer loop, so that a long tick (many rooms due) does not let the walks lapse.
+pub(crate) async fn run(walks: Arc<Walks>, store: Arc<dyn RoomStore>, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(walks.lease() / 4);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        walks.renew(store.as_ref(), now_ms()).await;
+    }
+    walks.leave(store.as_ref(), now_ms()).await;
 }

@@ -2,6 +2,11 @@
 //! [`Game`]), timers and the bookkeeping the match record needs. Every change is a pure
 //! method that pushes the resulting log events into [`Room::take_pending`]; the store
 //! then writes state and events in one atomic step.
+//!
+//! Beside it: [`seats`] (who sits where, as both the room and the log hold it),
+//! [`events`] (the stored event log), [`timing`] (the per-room timings and the clock),
+//! [`record`] (the match record at a match's end) and `actions` (what a seated player
+//! does to a room, checked and committed through the replica).
 
 use basra_engine::search::Memory;
 use basra_engine::{
@@ -13,9 +18,29 @@ use basra_proto::basra::game::v1::RejectCode;
 use basra_records::{EndReason as MatchEndReason, SeatFill};
 use serde::{Deserialize, Serialize};
 
-use crate::events::{LogEvent, StoredEvent};
-pub use crate::seats::{BotLevel, Occupant, SeatOrigin, SeatSnapshot, SeatState};
-use crate::timing::Timing;
+use rand::RngCore as _;
+
+pub(crate) mod actions;
+pub mod events;
+pub mod record;
+pub mod seats;
+pub mod timing;
+
+use events::{LogEvent, StoredEvent};
+pub use seats::{BotLevel, Occupant, SeatOrigin, SeatSnapshot, SeatState};
+use timing::Timing;
+
+/// A fresh seed for a new match, from the operating system's CSPRNG-seeded generator.
+pub fn fresh_seed() -> Seed {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    Seed(bytes)
+}
+
+/// A fresh match id.
+pub fn fresh_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
 
 /// How late (milliseconds past a turn's deadline and slack) a turn's timer may fire and
 /// still play for the player. Later than this, the server was not keeping time (its store
@@ -157,7 +182,7 @@ impl Reject {
     }
 }
 
-/// A hard bot's turn, as its seat sees it, for the search (see `crate::bots`).
+/// A hard bot's turn, as its seat sees it, for the search (see `crate::replica::bots`).
 #[derive(Debug, Clone)]
 pub struct BotTurn {
     /// The room's `seq` when it was taken: the state the choice is for.
@@ -920,7 +945,7 @@ impl Room {
     }
 
     /// The turn of a hard bot that is due at `now`, for the search to think about away
-    /// from the room (`crate::bots`); `None` when no hard bot is to play now.
+    /// from the room (`crate::replica::bots`); `None` when no hard bot is to play now.
     pub fn hard_bot_turn(&self, now: i64) -> Option<BotTurn> {
         let game = self.game.as_ref()?;
         let seat = game.turn()?;
@@ -1035,8 +1060,6 @@ fn rule_reject(error: basra_engine::RuleError) -> Reject {
 
 #[cfg(test)]
 mod tests {
-    use basra_engine::Seed;
-
     use super::*;
 
     /// The JSON form is what the event log (and rooms stored before the binary form)
@@ -1099,7 +1122,7 @@ mod tests {
     }
 
     /// A replica reuses the room it committed instead of loading it back (see
-    /// `crate::hub`): the room kept in memory must behave exactly like the one read from
+    /// `crate::replica::hub`): the room kept in memory must behave exactly like the one read from
     /// the store. Two copies play the same whole matches, one of them stored and read
     /// back after every change: same events, same stored form, at every step.
     #[test]

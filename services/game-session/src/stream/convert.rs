@@ -13,7 +13,7 @@ use basra_proto::convert::{
 };
 pub use basra_records::build::side_scores;
 
-use crate::events::{LogEvent, StoredEvent};
+use crate::room::events::{LogEvent, StoredEvent};
 use crate::room::{Occupant, Room, SeatSnapshot, Status};
 
 /// The API's room status.
@@ -284,7 +284,7 @@ mod tests {
 
     use super::*;
     use crate::room::Occupant;
-    use crate::timing::Timing;
+    use crate::room::timing::Timing;
 
     /// Every event of whole matches (deals, plays, round and match ends, connections,
     /// chat, a rematch) in rooms of 2 and 4 seats.

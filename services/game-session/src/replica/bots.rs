@@ -5,10 +5,10 @@
 //! room's change ([`Room::on_timer`](crate::room::Room::on_timer)). A HARD decision takes
 //! milliseconds of CPU (`docs/performance.md`, "Bots"), which must not hold a worker
 //! thread of the runtime that serves the players' streams. So a bot's timer goes through
-//! `on_timer`:
+//! the timer's own change ([`super::timers`]):
 //!
 //! 1. the room's change runs as usual, except that when a hard bot's turn is due it stores
-//!    nothing and hands out the turn as the seat sees it ([`Room::hard_bot_turn`]);
+//!    nothing and hands out the turn as the seat sees it ([`Room::hard_bot_turn`](crate::room::Room::hard_bot_turn));
 //! 2. the search runs on threads of its own ([`SearchThreads`], at the lowest CPU priority
 //!    unless `[bots] search_priority` says otherwise), at most [`Bots`]' `concurrent` at a
 //!    time (others wait for a permit, up to `queue`), within `[bots]`' worlds and time;
@@ -24,15 +24,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use basra_engine::search::{self, Budget};
-use basra_proto::basra::game::v1::RejectCode;
 use serde::Deserialize;
 use tokio::sync::{Semaphore, oneshot};
 
-use crate::core::{Core, Mutation};
-use crate::error::Result;
 use crate::metrics::GameMetrics;
-use crate::room::{BotChoice, BotTurn, Reject, Room};
-use crate::search_threads::{SearchPriority, SearchThreads};
+use crate::room::{BotChoice, BotTurn};
+
+use super::search_threads::{SearchPriority, SearchThreads};
 
 /// The `[bots]` section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -177,50 +175,17 @@ fn thread_cpu_ns() -> Option<u64> {
         .ok()
 }
 
-/// Does what is due in the room, as [`Room::on_timer`] does, with a due hard bot's card
-/// thought of away from the runtime (see the module documentation).
-pub(crate) async fn on_timer(core: &Arc<Core>, room_id: &str) -> Result<Mutation<()>> {
-    // After one search (`thought`), the change plays its card, or greedy without one.
-    let (mut thought, mut choice) = (false, None::<BotChoice>);
-    loop {
-        let mut turn: Option<BotTurn> = None;
-        let outcome = core
-            .mutate(room_id, None, |room: &mut Room, now| {
-                turn = None;
-                if !thought {
-                    turn = room.hard_bot_turn(now);
-                    if turn.is_some() {
-                        return Err(Reject::new(RejectCode::Unspecified, "the bot thinks"));
-                    }
-                }
-                if room.on_timer_with(now, choice.as_ref()) {
-                    Ok(())
-                } else {
-                    Err(Reject::new(RejectCode::Unspecified, "nothing due"))
-                }
-            })
-            .await?;
-        match (turn, outcome) {
-            (Some(turn), Mutation::Rejected(_)) if !thought => {
-                choice = core.config.bots.think(turn, &core.metrics).await;
-                thought = true;
-            }
-            (_, outcome) => return Ok(outcome),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use crate::room::{BotLevel, Visibility};
+    use crate::room::{BotLevel, Room, Visibility};
     use basra_engine::bot::{self, Policy};
     use basra_engine::{Action, Card, Event, Seed};
 
     use super::*;
-    use crate::events::LogEvent;
     use crate::room::Occupant;
+    use crate::room::events::LogEvent;
+    use crate::room::timing::Timing;
     use crate::settings::Settings;
-    use crate::timing::Timing;
 
     /// A match of a player (seat 0) against a bot of `level`, the player's first card
     /// played: the bot is due at once (no think delay in tests).

@@ -1,7 +1,7 @@
 //! A room's seats: who sits in each ([`Occupant`], with its stored forms), how the seat
 //! was filled ([`SeatOrigin`]), its connection ([`SeatState`]) and the public facts the
 //! log's events carry ([`SeatSnapshot`]). Both the room ([`crate::room`]) and its event
-//! log ([`crate::events`]) hold these; neither imports the other for them.
+//! log ([`crate::room::events`]) hold these; neither imports the other for them.
 
 use basra_proto::basra::common::v1 as pb;
 use basra_records::SeatFill;

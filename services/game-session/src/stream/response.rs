@@ -10,7 +10,7 @@
 //! what it must still do then (record the disconnect) is spawned by its `Drop`.
 //!
 //! A message is a [`PlayResponse`] or, for an event the room's other streams send alike,
-//! the bytes encoded once for them all ([`crate::shared_bytes`]).
+//! the bytes encoded once for them all ([`crate::replica::shared_bytes`]).
 
 use std::collections::VecDeque;
 use std::future::Future;

@@ -1,8 +1,8 @@
 //! One Play (or Watch) stream's session: it starts the stream from the seat's connect
 //! commit or the stored log, then reads the client's messages and commits their moves
-//! ([`crate::actions`]), and sends the room's events as its watch announces them (from
+//! (`room::actions`), and sends the room's events as its watch announces them (from
 //! this replica's commits, with their shared bytes, or from the stored log). It runs
-//! inside the stream's response ([`crate::response`]); [`crate::api::GameApi::open`]
+//! inside the stream's response ([`crate::stream::response`]); `GameApi::open`
 //! makes it. Its departure (the disconnect, the presence lease entry, the room's watch)
 //! is spawned when it is dropped.
 
@@ -19,16 +19,20 @@ use tokio::sync::watch;
 use tonic::{Status, Streaming};
 use tracing::Instrument as _;
 
-use crate::actions::{self, Acted};
-use crate::convert::{project, seen_in_common, server_event, snapshot};
-use crate::core::{Core, StreamPermit, now_ms};
 use crate::error::GameError;
-use crate::events::{LogEvent, StoredEvent};
-use crate::hub::Wake;
-use crate::response::SendQueue;
+use crate::replica::hub::Wake;
+use crate::replica::shared_bytes::{Shared, SharedBytes};
+use crate::replica::{Replica, StreamPermit};
+use crate::room::actions::{self, Acted};
+use crate::room::events::{LogEvent, StoredEvent};
+use crate::room::timing::now_ms;
 use crate::room::{Reject, Room, Status as RoomStatus};
-use crate::shared_bytes::{Shared, SharedBytes};
 use crate::store::LeasedSeat;
+use crate::stream::convert::{project, seen_in_common, server_event, snapshot};
+use crate::stream::response::SendQueue;
+
+pub mod convert;
+pub mod response;
 
 /// The status answering a failed read of the client's stream. tonic's decoder refuses a
 /// message above [`MAX_MESSAGE_BYTES`](crate::MAX_MESSAGE_BYTES) with RESOURCE_EXHAUSTED; the
@@ -74,7 +78,7 @@ enum End {
 
 /// One Play stream.
 pub(crate) struct Session {
-    pub(crate) core: Arc<Core>,
+    pub(crate) replica: Arc<Replica>,
     /// Whose stream it is (a banned or deleted account's stream ends).
     pub(crate) user: Option<uuid::Uuid>,
     pub(crate) chat: Arc<RateLimiter>,
@@ -90,7 +94,7 @@ pub(crate) struct Session {
     pub(crate) seats: usize,
     pub(crate) settings: basra_engine::Settings,
     /// Whether the stream sends the shared bytes of this replica's commits' events it sees
-    /// in common with the room's other viewers (see [`crate::shared_bytes`]).
+    /// in common with the room's other viewers (see [`crate::replica::shared_bytes`]).
     pub(crate) shares: bool,
     /// Where the stream's messages go (its response hands them out).
     pub(crate) queue: SendQueue,
@@ -109,7 +113,7 @@ impl Drop for Session {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let core = Arc::clone(&self.core);
+        let replica = Arc::clone(&self.replica);
         let room_id = std::mem::take(&mut self.room_id);
         let viewer = self.viewer;
         let conn_id = std::mem::take(&mut self.conn_id);
@@ -117,7 +121,7 @@ impl Drop for Session {
         let delivered = self.delivered;
         let departure = async move {
             if let Some(seat) = viewer {
-                let result = core
+                let result = replica
                     .mutate(&room_id, None, |room, now| {
                         if room.disconnect(seat, &conn_id, now) {
                             Ok(())
@@ -131,13 +135,13 @@ impl Drop for Session {
                 }
             }
             if let Some((instance, seat)) = &leased
-                && let Err(err) = core.store.lease_remove(instance, seat).await
+                && let Err(err) = replica.store.lease_remove(instance, seat).await
             {
                 tracing::warn!(error = %err, "cannot forget the leased seat");
             }
             // The stream's watch is gone by now: a session is dropped after the other
             // arguments of `run`, its watch among them.
-            core.hub.release(&room_id);
+            replica.hub.release(&room_id);
             tracing::debug!(delivered, "stream ended");
         };
         runtime.spawn(departure.instrument(tracing::Span::current()));
@@ -201,7 +205,7 @@ impl Session {
                 }
             }
             None => self
-                .core
+                .replica
                 .store
                 .load(&self.room_id)
                 .await?
@@ -227,7 +231,7 @@ impl Session {
     /// Sends every event after `delivered`. `Some` when the stream must end.
     async fn catch_up(&mut self) -> Result<Option<End>, GameError> {
         let after = self
-            .core
+            .replica
             .store
             .events_after(&self.room_id, self.delivered)
             .await?;
@@ -278,7 +282,7 @@ impl Session {
                         prost::Message::encode_to_vec(&event()).into()
                     }) {
                         Shared::Reused(bytes) => {
-                            self.core.metrics.events_shared.inc();
+                            self.replica.metrics.events_shared.inc();
                             bytes
                         }
                         Shared::Made(bytes) => bytes,
@@ -304,9 +308,9 @@ impl Session {
         // Made once, not on every turn of the loop: a fresh `cancelled()` registers with
         // the token and unregisters when dropped, twice per event otherwise. One token:
         // stopping cancels the drain too, and each poll of a token takes its lock.
-        let leave = self.core.drain.token().cancelled_owned();
+        let leave = self.replica.drain.token().cancelled_owned();
         tokio::pin!(leave);
-        let revocations = self.core.config.revocations.clone();
+        let revocations = self.replica.config.revocations.clone();
         let mut revoked = revocations.subscribe();
         loop {
             let step = tokio::select! {
@@ -319,7 +323,7 @@ impl Session {
                     }
                 }
                 () = &mut leave => {
-                    if self.core.shutdown.is_cancelled() {
+                    if self.replica.shutdown.is_cancelled() {
                         return End::Status(Status::unavailable("the replica is stopping; resume elsewhere with last_seen_seq"));
                     }
                     self.drain_delay().await;
@@ -401,7 +405,7 @@ impl Session {
 
     /// A random share of the drain deadline, so streams leave spread out.
     async fn drain_delay(&self) {
-        let deadline = self.core.drain.deadline_ms();
+        let deadline = self.replica.drain.deadline_ms();
         let left = (deadline - now_ms()).max(0) as u64;
         if left > 0 {
             let wait = rand::rng().random_range(0..=left);
@@ -453,7 +457,7 @@ impl Session {
                 .await;
         };
         let leaving = matches!(kind, Kind::Leave(_));
-        match actions::act(&self.core, &self.chat, &self.room_id, seat, kind).await? {
+        match actions::act(&self.replica, &self.chat, &self.room_id, seat, kind).await? {
             Acted::Done {
                 room,
                 events,

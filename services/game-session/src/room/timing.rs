@@ -25,6 +25,11 @@ pub struct Timing {
     pub turn_slack_ms: u64,
 }
 
+/// Now, in Unix milliseconds (the clock of every deadline and event time).
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
 #[cfg(test)]
 impl Timing {
     /// For unit tests that play whole matches by hand: deadlines far off, no bot delay,

@@ -1,6 +1,6 @@
 //! What a seated player does to a room — play a card, resign, chat, ask for a rematch,
 //! leave — checked and stored in one place, whichever shape of the API it came through:
-//! a client message on the `Play` stream ([`session`](crate::session)) or a unary call of
+//! a client message on the `Play` stream ([`session`](crate::stream)) or a unary call of
 //! the browser shape ([`web`](crate::api::web)). Each shape only turns the [`Acted`] answer into
 //! its own form: events and `rejected` on the stream, a response or a status for a call.
 
@@ -11,11 +11,12 @@ use basra_platform::ratelimit::RateLimiter;
 use basra_proto::basra::game::v1::{self as game, RejectCode, play_request::Kind};
 use basra_proto::convert::card_from_pb;
 
-use crate::core::{Core, Mutation, fresh_id, fresh_seed};
 use crate::error::GameError;
-use crate::events::StoredEvent;
+use crate::replica::shared_bytes::SharedBytes;
+use crate::replica::{Mutation, Replica};
+use crate::room::events::StoredEvent;
 use crate::room::{Reject, Room};
-use crate::shared_bytes::SharedBytes;
+use crate::room::{fresh_id, fresh_seed};
 
 /// The longest client move id accepted.
 const MAX_MOVE_ID: usize = 128;
@@ -90,7 +91,7 @@ impl Refusal {
 /// Applies what `seat` asks in `room_id` (any client message kind but join and ping).
 /// `Err` only for what ends a Play stream (the store failing, the room gone).
 pub(crate) async fn act(
-    core: &Arc<Core>,
+    replica: &Arc<Replica>,
     chat: &RateLimiter,
     room_id: &str,
     seat: u8,
@@ -130,24 +131,26 @@ pub(crate) async fn act(
             };
             let based_on = play.based_on_seq;
             let id = move_id.clone();
-            core.mutate_play(room_id, Some((seat, &move_id)), move |room, now| {
-                if let Some(based) = based_on
-                    && based < room.game_seq
-                {
-                    return Err(Reject::new(
-                        RejectCode::Stale,
-                        format!(
-                            "the game changed after seq {based} (now at {}); look again",
-                            room.game_seq
-                        ),
-                    ));
-                }
-                room.play(seat, card, take, false, id.clone(), now)
-            })
-            .await?
+            replica
+                .mutate_play(room_id, Some((seat, &move_id)), move |room, now| {
+                    if let Some(based) = based_on
+                        && based < room.game_seq
+                    {
+                        return Err(Reject::new(
+                            RejectCode::Stale,
+                            format!(
+                                "the game changed after seq {based} (now at {}); look again",
+                                room.game_seq
+                            ),
+                        ));
+                    }
+                    room.play(seat, card, take, false, id.clone(), now)
+                })
+                .await?
         }
         Kind::Resign(_) => {
-            core.mutate(room_id, None, |room, now| room.resign(seat, false, now))
+            replica
+                .mutate(room_id, None, |room, now| room.resign(seat, false, now))
                 .await?
         }
         Kind::QuickChat(chat_message) => {
@@ -162,20 +165,23 @@ pub(crate) async fn act(
                     "too many chat messages; wait a little".into(),
                 );
             }
-            core.mutate(room_id, None, |room, now| {
-                room.chat(seat, phrase, now);
-                Ok(())
-            })
-            .await?
+            replica
+                .mutate(room_id, None, |room, now| {
+                    room.chat(seat, phrase, now);
+                    Ok(())
+                })
+                .await?
         }
         Kind::Rematch(_) => {
-            core.mutate(room_id, None, |room, now| {
-                room.ask_rematch(seat, fresh_seed(), fresh_id(), now)
-            })
-            .await?
+            replica
+                .mutate(room_id, None, |room, now| {
+                    room.ask_rematch(seat, fresh_seed(), fresh_id(), now)
+                })
+                .await?
         }
         Kind::Leave(_) => {
-            core.mutate(room_id, None, |room, now| room.leave(seat, now))
+            replica
+                .mutate(room_id, None, |room, now| room.leave(seat, now))
                 .await?
         }
         Kind::Ping(_) | Kind::Join(_) => {
@@ -198,7 +204,7 @@ pub(crate) async fn act(
             // moved on): look its id up only then, not before every play. (A retry the
             // rules would accept again is caught by the commit's own idempotency check.)
             if !move_id.is_empty()
-                && let Some(seq) = core
+                && let Some(seq) = replica
                     .store
                     .applied_move(room_id, &crate::store::move_key(seat, &move_id))
                     .await?

@@ -26,9 +26,9 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::events::StoredEvent;
+use crate::replica::shared_bytes::SharedBytes;
 use crate::room::Room;
-use crate::shared_bytes::SharedBytes;
+use crate::room::events::StoredEvent;
 use crate::store::{Loaded, Notice, RoomStore, SHARDS, shard_of};
 
 /// How many of a room's latest local commits its watch keeps.
@@ -96,7 +96,7 @@ impl Wake {
 }
 
 /// A room as this replica committed it, and its version. Shared with the change that
-/// committed it ([`crate::core::Mutation::Done`]): the next change takes it without a copy
+/// committed it ([`Mutation::Done`](super::Mutation::Done)): the next change takes it without a copy
 /// once that one has let go of it (see [`Hub::take_cached`]).
 #[derive(Debug, Clone)]
 pub struct Held {
@@ -550,7 +550,7 @@ fn silent_shards(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::LogEvent;
+    use crate::room::events::LogEvent;
 
     fn events(n: usize) -> Arc<[StoredEvent]> {
         (0..n)
@@ -618,7 +618,7 @@ mod tests {
     }
 
     fn state(seq: u64, version: u64) -> Held {
-        let timing = crate::timing::Timing {
+        let timing = crate::room::timing::Timing {
             turn_ms: 1,
             grace_ms: 1,
             bot_delay_ms: 1,
