@@ -1,0 +1,5 @@
+//! Property tests of the event formats over random fields and random results, and worked
+//! examples checked by hand.
+
+mod knockout;
+mod support;
