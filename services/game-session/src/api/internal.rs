@@ -187,10 +187,10 @@ impl GameInternalService for GameApi {
             })
             .await?;
         match outcome {
-            Mutation::Done { value, room, .. } => Ok(Response::new(SeatPlayerResponse {
+            Mutation::Done { value, committed } => Ok(Response::new(SeatPlayerResponse {
                 seat: u32::from(value),
-                settings: Some(settings_to_pb(&room.settings)),
-                ranked: room.ranked,
+                settings: Some(settings_to_pb(&committed.room.settings)),
+                ranked: committed.room.ranked,
             })),
             Mutation::Rejected(reject) => Err(GameError::Precondition(reject.message).into()),
             Mutation::AlreadyApplied(_) => {

@@ -19,6 +19,7 @@ use crate::api::GameApi;
 use crate::error::GameError;
 use crate::replica::StreamKind;
 use crate::room::actions::{self, Acted, Refusal};
+use crate::stream::Session;
 
 /// The metadata key naming a refused action's [`RejectCode`].
 pub const REJECT_CODE_KEY: &str = "basra-reject-code";
@@ -42,7 +43,15 @@ pub(crate) async fn watch(
         last_seen_seq: request.last_seen_seq,
         spectate: request.spectate,
     };
-    let events = service.open(&user_id, join, None, permit).await?;
+    let events = Session::open(
+        &service.replica,
+        &service.chat,
+        &user_id,
+        join,
+        None,
+        permit,
+    )
+    .await?;
     let responses = events.map(|event| {
         crate::stream::response::message_of(event).map(|event| WatchResponse { event: Some(event) })
     });
@@ -155,7 +164,9 @@ async fn act(
         .ok_or_else(|| GameError::Denied("you have no seat in this room".into()))?;
     Ok(
         match actions::act(replica, service.chat(), room_id, seat, kind).await? {
-            Acted::Done { room, events, .. } => Ok(actions::first_seq(&room, &events)),
+            Acted::Done(committed) => {
+                Ok(actions::first_seq(&committed.room, &committed.batch.events))
+            }
             Acted::Refused(refusal) => Err(refusal),
         },
     )

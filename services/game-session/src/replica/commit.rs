@@ -13,7 +13,6 @@ use crate::room::{Reject, Room};
 use crate::store::{Commit, CommitOutcome, Loaded, OutboxRecord, move_key, plain_play};
 
 use super::Replica;
-use super::hub::Held;
 use super::shared_bytes::SharedBytes;
 use super::timers;
 use crate::room::timing::now_ms;
@@ -36,6 +35,54 @@ pub fn conflict_backoff(attempt: u32, unit: f64) -> Duration {
     ceiling.mul_f64(unit.clamp(0.0, 1.0))
 }
 
+/// What a change does to a room, as far as storing it goes: whether the store may keep
+/// it as a plain play (`store::plain_play`) instead of writing the whole room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// Any change: the store writes the whole room.
+    Any,
+    /// `Room::play` and nothing else: when it is a plain play, the store may keep the
+    /// play instead of the whole room, and replay it on load.
+    PlayAlone,
+}
+
+/// One change to a room as this replica stored it: made by [`Replica::mutate`], handed
+/// to the hub (which keeps its events for the room's other local streams, and the room
+/// for the next change) and to the stream or call that made the change.
+#[derive(Debug, Clone)]
+pub struct Committed {
+    /// The room after the change (shared with the hub, which holds it for the next
+    /// change: drop it soon, or that change copies it).
+    pub room: Arc<Room>,
+    /// Its version.
+    pub version: u64,
+    /// The events the change stored, the last with seq `room.seq`.
+    pub batch: Batch,
+}
+
+/// The events of one commit made on this replica, as stored: the part of a [`Committed`]
+/// that a room's watch keeps for its local streams (without the room, which the next
+/// change takes without a copy only once nobody else holds it).
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// The seq of the first event.
+    pub first_seq: u64,
+    /// The events, in order (seqs `first_seq..`).
+    pub events: Arc<[StoredEvent]>,
+    /// Whether the room was closed by this commit.
+    pub closed: bool,
+    /// The events' encodings, shared by the room's streams (kept by the latest commit
+    /// only).
+    pub shared: Arc<SharedBytes>,
+}
+
+impl Batch {
+    /// The seq of the last event.
+    pub fn last_seq(&self) -> u64 {
+        self.first_seq + self.events.len() as u64 - 1
+    }
+}
+
 /// The outcome of [`Replica::mutate`].
 #[derive(Debug)]
 pub enum Mutation<T> {
@@ -43,15 +90,8 @@ pub enum Mutation<T> {
     Done {
         /// What the change returned.
         value: T,
-        /// The room after the change (shared with the hub, which holds it for the next
-        /// change: drop it soon, or that change copies it).
-        room: Arc<Room>,
-        /// Its version.
-        version: u64,
-        /// The events the change stored, the last with seq `room.seq`.
-        events: Arc<[StoredEvent]>,
-        /// Their encodings, shared with the room's other local streams.
-        shared: Arc<SharedBytes>,
+        /// What was stored.
+        committed: Committed,
     },
     /// The change was refused; nothing was stored.
     Rejected(Reject),
@@ -69,7 +109,7 @@ impl Replica {
         client_move: Option<(u8, &str)>,
         change: impl FnMut(&mut Room, i64) -> Result<T, Reject>,
     ) -> Result<Mutation<T>> {
-        self.mutate_from(room_id, None, client_move, false, change)
+        self.mutate_from(room_id, None, client_move, ChangeKind::Any, change)
             .await
     }
 
@@ -82,7 +122,7 @@ impl Replica {
         client_move: Option<(u8, &str)>,
         change: impl FnMut(&mut Room, i64) -> Result<(), Reject>,
     ) -> Result<Mutation<()>> {
-        self.mutate_from(room_id, None, client_move, true, change)
+        self.mutate_from(room_id, None, client_move, ChangeKind::PlayAlone, change)
             .await
     }
 
@@ -94,7 +134,7 @@ impl Replica {
         room_id: &str,
         loaded: Option<Loaded>,
         client_move: Option<(u8, &str)>,
-        replayable: bool,
+        kind: ChangeKind,
         mut change: impl FnMut(&mut Room, i64) -> Result<T, Reject>,
     ) -> Result<Mutation<T>> {
         let key = client_move
@@ -148,7 +188,7 @@ impl Replica {
             } else {
                 None
             };
-            let plain_play = replayable
+            let plain_play = kind == ChangeKind::PlayAlone
                 && outbox.is_none()
                 && loaded.tail < self.store.tail_limit()
                 && plain_play::is_plain_play(&events, &actions);
@@ -175,27 +215,20 @@ impl Replica {
                     // The room's other local streams get the events from here.
                     let events: Arc<[StoredEvent]> = events.into();
                     debug_assert_eq!(first_seq + events.len() as u64, room.seq + 1);
-                    let room = Arc::new(room);
-                    let shared = Arc::default();
-                    in_flight.committed(
-                        room.seq + 1 - events.len() as u64,
-                        &events,
-                        room.status == crate::room::Status::Closed,
-                        Held {
-                            room: Arc::clone(&room),
-                            version,
-                            tail: if plain_play { loaded.tail + 1 } else { 0 },
-                        },
-                        &shared,
-                    );
-                    timers::schedule(self, room_id, room.next_deadline());
-                    return Ok(Mutation::Done {
-                        value,
-                        room,
-                        version,
+                    let batch = Batch {
+                        first_seq: room.seq + 1 - events.len() as u64,
                         events,
-                        shared,
-                    });
+                        closed: room.status == crate::room::Status::Closed,
+                        shared: Arc::default(),
+                    };
+                    let committed = Committed {
+                        room: Arc::new(room),
+                        version,
+                        batch,
+                    };
+                    in_flight.committed(&committed, if plain_play { loaded.tail + 1 } else { 0 });
+                    timers::schedule(self, room_id, committed.room.next_deadline());
+                    return Ok(Mutation::Done { value, committed });
                 }
                 CommitOutcome::AlreadyApplied { seq } => return Ok(Mutation::AlreadyApplied(seq)),
                 CommitOutcome::Conflict if from_cache => {

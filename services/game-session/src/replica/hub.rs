@@ -26,34 +26,13 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::replica::shared_bytes::SharedBytes;
 use crate::room::Room;
-use crate::room::events::StoredEvent;
 use crate::store::{Loaded, Notice, RoomStore, SHARDS, shard_of};
+
+use super::commit::{Batch, Committed};
 
 /// How many of a room's latest local commits its watch keeps.
 const RECENT_COMMITS: usize = 8;
-
-/// The events of one commit made on this replica, as stored.
-#[derive(Debug, Clone)]
-pub struct Batch {
-    /// The seq of the first event.
-    pub first_seq: u64,
-    /// The events, in order (seqs `first_seq..`).
-    pub events: Arc<[StoredEvent]>,
-    /// Whether the room was closed by this commit.
-    pub closed: bool,
-    /// The events' encodings, shared by the room's streams (kept by the latest commit
-    /// only).
-    pub shared: Arc<SharedBytes>,
-}
-
-impl Batch {
-    /// The seq of the last event.
-    pub fn last_seq(&self) -> u64 {
-        self.first_seq + self.events.len() as u64 - 1
-    }
-}
 
 /// What a room's watch holds.
 #[derive(Debug, Clone, Default)]
@@ -119,25 +98,22 @@ pub struct InFlight {
 }
 
 impl InFlight {
-    /// The commit stored `events` (the first with `first_seq`; `closed`: the room is
-    /// closed after them) and left the room as `state`, kept for the next change unless a
-    /// newer change was noticed meanwhile; the room's streams share the events'
-    /// encodings through `shared`. No events: the streams look anyway (as for a notice
-    /// with seq 0).
-    pub fn committed(
-        mut self,
-        first_seq: u64,
-        events: &Arc<[StoredEvent]>,
-        closed: bool,
-        state: Held,
-        shared: &Arc<SharedBytes>,
-    ) {
+    /// The commit is stored as `committed`: its events go on the room's watch (its
+    /// streams share their encodings), and the room it left, with `tail` plain plays
+    /// stored after its last snapshot, is kept for the next change unless a newer change
+    /// was noticed meanwhile. No events: the streams look anyway (as for a notice with
+    /// seq 0).
+    pub fn committed(mut self, committed: &Committed, tail: usize) {
         self.done = true;
         self.hub.finish(
             &self.room_id,
             self.counted,
-            Stored::of(first_seq, events, closed, shared),
-            Some(state),
+            Stored::of(&committed.batch),
+            Some(Held {
+                room: Arc::clone(&committed.room),
+                version: committed.version,
+                tail,
+            }),
         );
     }
 }
@@ -153,21 +129,11 @@ enum Stored {
 }
 
 impl Stored {
-    fn of(
-        first_seq: u64,
-        events: &Arc<[StoredEvent]>,
-        closed: bool,
-        shared: &Arc<SharedBytes>,
-    ) -> Stored {
-        if events.is_empty() {
+    fn of(batch: &Batch) -> Stored {
+        if batch.events.is_empty() {
             Stored::NoEvents
         } else {
-            Stored::Events(Batch {
-                first_seq,
-                events: Arc::clone(events),
-                closed,
-                shared: Arc::clone(shared),
-            })
+            Stored::Events(batch.clone())
         }
     }
 }
@@ -338,23 +304,11 @@ impl Hub {
         }
     }
 
-    /// A commit made on this replica: `events` (the first with `first_seq`) are
+    /// A commit made on this replica, outside [`Hub::commit_started`]: its events are
     /// announced and kept on the room's watch, so its local streams need not read them
     /// back. No events: like a notice with seq 0.
-    pub fn committed(
-        &self,
-        room_id: &str,
-        first_seq: u64,
-        events: &Arc<[StoredEvent]>,
-        closed: bool,
-    ) {
-        let shared = Arc::default();
-        self.finish(
-            room_id,
-            false,
-            Stored::of(first_seq, events, closed, &shared),
-            None,
-        );
+    pub fn committed(&self, room_id: &str, batch: &Batch) {
+        self.finish(room_id, false, Stored::of(batch), None);
     }
 
     fn finish(&self, room_id: &str, counted: bool, stored: Stored, state: Option<Held>) {
@@ -550,7 +504,8 @@ fn silent_shards(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::room::events::LogEvent;
+    use crate::replica::shared_bytes::SharedBytes;
+    use crate::room::events::{LogEvent, StoredEvent};
 
     fn events(n: usize) -> Arc<[StoredEvent]> {
         (0..n)
@@ -559,6 +514,56 @@ mod tests {
                 event: LogEvent::Chat { seat: 0, phrase: 1 },
             })
             .collect()
+    }
+
+    /// A commit made outside `commit_started`, as the hub's callers made it with its
+    /// first seq, events and whether it closed the room.
+    fn local(hub: &Hub, room_id: &str, first_seq: u64, events: &Arc<[StoredEvent]>, closed: bool) {
+        hub.committed(
+            room_id,
+            &Batch {
+                first_seq,
+                events: Arc::clone(events),
+                closed,
+                shared: Arc::default(),
+            },
+        );
+    }
+
+    /// [`InFlight::committed`] from the parts of a [`Committed`]: its first seq, events,
+    /// closing, the room it left (with its tail) and the events' shared encodings.
+    trait CommitParts {
+        fn committed_as(
+            self,
+            first_seq: u64,
+            events: &Arc<[StoredEvent]>,
+            closed: bool,
+            state: Held,
+            shared: &Arc<SharedBytes>,
+        );
+    }
+
+    impl CommitParts for InFlight {
+        fn committed_as(
+            self,
+            first_seq: u64,
+            events: &Arc<[StoredEvent]>,
+            closed: bool,
+            state: Held,
+            shared: &Arc<SharedBytes>,
+        ) {
+            let committed = Committed {
+                room: state.room,
+                version: state.version,
+                batch: Batch {
+                    first_seq,
+                    events: Arc::clone(events),
+                    closed,
+                    shared: Arc::clone(shared),
+                },
+            };
+            self.committed(&committed, state.tail);
+        }
     }
 
     fn held(wake: &Wake, delivered: u64) -> Vec<(u64, usize)> {
@@ -573,10 +578,10 @@ mod tests {
         let hub = Hub::default();
         let mut watch = hub.watch("r");
         // Finished out of order: 4..=5 before 1..=3, then 8 (6..=7 came from elsewhere).
-        hub.committed("r", 4, &events(2), false);
-        hub.committed("r", 1, &events(3), false);
+        local(&hub, "r", 4, &events(2), false);
+        local(&hub, "r", 1, &events(3), false);
         hub.notify("r", 7);
-        hub.committed("r", 8, &events(1), true);
+        local(&hub, "r", 8, &events(1), true);
         let wake = watch.borrow_and_update().clone();
         assert_eq!(wake.seq, 8);
         let firsts: Vec<u64> = wake.recent.iter().map(|b| b.first_seq).collect();
@@ -587,7 +592,7 @@ mod tests {
         assert_eq!(held(&wake, 7), [(8, 0)]);
         assert!(wake.recent[2].closed);
         // An old commit announced already wakes nobody.
-        hub.committed("r", 6, &events(1), false);
+        local(&hub, "r", 6, &events(1), false);
         assert!(!watch.has_changed().unwrap());
     }
 
@@ -599,7 +604,7 @@ mod tests {
         let in_flight = hub.commit_started("r");
         hub.notify("r", 2);
         assert!(!watch.has_changed().unwrap());
-        in_flight.committed(1, &events(2), false, state(2, 1), &Arc::default());
+        in_flight.committed_as(1, &events(2), false, state(2, 1), &Arc::default());
         let wake = watch.borrow_and_update().clone();
         assert_eq!(wake.seq, 2);
         assert_eq!(held(&wake, 0), [(1, 0)]);
@@ -652,11 +657,11 @@ mod tests {
         let hub = Arc::new(Hub::default());
         // Not watched: nothing is held.
         hub.commit_started("r")
-            .committed(1, &events(1), false, state(1, 1), &Arc::default());
+            .committed_as(1, &events(1), false, state(1, 1), &Arc::default());
         assert_eq!(held_version(&hub), None);
         let watch = hub.watch("r");
         hub.commit_started("r")
-            .committed(2, &events(1), false, state(2, 2), &Arc::default());
+            .committed_as(2, &events(1), false, state(2, 2), &Arc::default());
         assert_eq!(held_version(&hub), Some(2));
         // Its own notice, back through Redis, keeps it; so does the resync's.
         hub.notify("r", 2);
@@ -666,35 +671,35 @@ mod tests {
         assert_eq!(held_version(&hub), None);
         // A change without events (seq 0) drops it too.
         hub.commit_started("r")
-            .committed(4, &events(1), false, state(4, 4), &Arc::default());
+            .committed_as(4, &events(1), false, state(4, 4), &Arc::default());
         assert_eq!(held_version(&hub), Some(4));
         hub.notify("r", 0);
         assert_eq!(held_version(&hub), None);
         // A later commit noticed while ours was in flight: ours is not kept.
         let in_flight = hub.commit_started("r");
         hub.notify("r", 9);
-        in_flight.committed(5, &events(1), false, state(5, 5), &Arc::default());
+        in_flight.committed_as(5, &events(1), false, state(5, 5), &Arc::default());
         assert_eq!(held_version(&hub), None);
         // Ours noticed during its own commit: kept.
         let in_flight = hub.commit_started("r");
         hub.notify("r", 10);
-        in_flight.committed(10, &events(1), false, state(10, 7), &Arc::default());
+        in_flight.committed_as(10, &events(1), false, state(10, 7), &Arc::default());
         assert_eq!(held_version(&hub), Some(7));
         // A stale state found by a commit, lost notices, a closed room: dropped.
         hub.forget_state("r");
         assert_eq!(held_version(&hub), None);
         hub.commit_started("r")
-            .committed(11, &events(1), false, state(11, 8), &Arc::default());
+            .committed_as(11, &events(1), false, state(11, 8), &Arc::default());
         hub.notify_all();
         assert_eq!(held_version(&hub), None);
         let mut closed = state(12, 9);
         Arc::make_mut(&mut closed.room).status = crate::room::Status::Closed;
         hub.commit_started("r")
-            .committed(12, &events(1), true, closed, &Arc::default());
+            .committed_as(12, &events(1), true, closed, &Arc::default());
         assert_eq!(held_version(&hub), None);
         // It goes with the room's last stream.
         hub.commit_started("r")
-            .committed(13, &events(1), false, state(13, 10), &Arc::default());
+            .committed_as(13, &events(1), false, state(13, 10), &Arc::default());
         assert_eq!(hub.cached_rooms(), 1);
         drop(watch);
         hub.release("r");
@@ -707,7 +712,7 @@ mod tests {
         let hub = Arc::new(Hub::default());
         let _watch = hub.watch("r");
         hub.commit_started("r")
-            .committed(2, &events(1), false, state(2, 2), &Arc::default());
+            .committed_as(2, &events(1), false, state(2, 2), &Arc::default());
         let taken = hub.take_cached("r").map(|loaded| loaded.version);
         assert_eq!(taken, Some(2));
         // Taken, not copied: a concurrent change finds none and loads the room.
@@ -715,7 +720,7 @@ mod tests {
         assert!(hub.take_cached("r").is_none());
         // The change's commit leaves its state for the next one.
         hub.commit_started("r")
-            .committed(3, &events(1), false, state(3, 3), &Arc::default());
+            .committed_as(3, &events(1), false, state(3, 3), &Arc::default());
         assert_eq!(held_version(&hub), Some(3));
         // A change that stores nothing leaves none.
         assert!(hub.take_cached("r").is_some());
@@ -726,11 +731,11 @@ mod tests {
     #[test]
     fn only_the_latest_commits_are_kept_and_only_for_watched_rooms() {
         let hub = Hub::default();
-        hub.committed("unwatched", 1, &events(1), false);
+        local(&hub, "unwatched", 1, &events(1), false);
         assert_eq!(hub.rooms(), 0);
         let watch = hub.watch("r");
         for seq in 1..=20 {
-            hub.committed("r", seq, &events(1), false);
+            local(&hub, "r", seq, &events(1), false);
         }
         let wake = watch.borrow().clone();
         assert_eq!(wake.recent.len(), RECENT_COMMITS);
@@ -750,7 +755,7 @@ mod tests {
         let commit = |first_seq: u64| {
             let shared: Arc<SharedBytes> = Arc::default();
             shared.get_or_encode(0, 1, || "bytes".into());
-            hub.commit_started("r").committed(
+            hub.commit_started("r").committed_as(
                 first_seq,
                 &events(1),
                 false,

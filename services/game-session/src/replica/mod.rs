@@ -39,7 +39,7 @@ pub mod timers;
 pub mod walks;
 
 pub use admission::{StreamKind, StreamPermit, StreamsPerAccount};
-pub use commit::Mutation;
+pub use commit::{Batch, ChangeKind, Committed, Mutation};
 
 use drain::Drain;
 use hub::Hub;

@@ -12,8 +12,7 @@ use basra_proto::basra::game::v1::{self as game, RejectCode, play_request::Kind}
 use basra_proto::convert::card_from_pb;
 
 use crate::error::GameError;
-use crate::replica::shared_bytes::SharedBytes;
-use crate::replica::{Mutation, Replica};
+use crate::replica::{Committed, Mutation, Replica};
 use crate::room::events::StoredEvent;
 use crate::room::{Reject, Room};
 use crate::room::{fresh_id, fresh_seed};
@@ -25,14 +24,7 @@ const MAX_MOVE_ID: usize = 128;
 #[derive(Debug)]
 pub(crate) enum Acted {
     /// Stored: the room after it, and the events it logged (the last with seq `room.seq`).
-    Done {
-        /// The room after the action.
-        room: Arc<Room>,
-        /// The events it logged.
-        events: Arc<[StoredEvent]>,
-        /// Their encodings, shared by the room's local streams.
-        shared: Arc<SharedBytes>,
-    },
+    Done(Committed),
     /// Not applied (or applied before: [`RejectCode::AlreadyApplied`]).
     Refused(Refusal),
 }
@@ -189,16 +181,7 @@ pub(crate) async fn act(
         }
     };
     match outcome {
-        Mutation::Done {
-            room,
-            events,
-            shared,
-            ..
-        } => Ok(Acted::Done {
-            room,
-            events,
-            shared,
-        }),
+        Mutation::Done { committed, .. } => Ok(Acted::Done(committed)),
         Mutation::Rejected(reject) => {
             // A retried move is usually refused by the rules (the card is gone, the turn
             // moved on): look its id up only then, not before every play. (A retry the

@@ -2,9 +2,10 @@
 //! commit or the stored log, then reads the client's messages and commits their moves
 //! (`room::actions`), and sends the room's events as its watch announces them (from
 //! this replica's commits, with their shared bytes, or from the stored log). It runs
-//! inside the stream's response ([`crate::stream::response`]); `GameApi::open`
-//! makes it. Its departure (the disconnect, the presence lease entry, the room's watch)
-//! is spawned when it is dropped.
+//! inside the stream's response ([`response`]); `Session::open` (`open.rs`: the room
+//! loaded, the seat leased and connected) makes it. Its departure (the disconnect, the
+//! presence lease entry, the room's watch) is spawned when it is dropped. Events reach
+//! the client only through [`convert`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,16 +23,17 @@ use tracing::Instrument as _;
 use crate::error::GameError;
 use crate::replica::hub::Wake;
 use crate::replica::shared_bytes::{Shared, SharedBytes};
-use crate::replica::{Replica, StreamPermit};
+use crate::replica::{Committed, Replica, StreamPermit};
 use crate::room::actions::{self, Acted};
 use crate::room::events::{LogEvent, StoredEvent};
 use crate::room::timing::now_ms;
-use crate::room::{Reject, Room, Status as RoomStatus};
+use crate::room::{Reject, Status as RoomStatus};
 use crate::store::LeasedSeat;
 use crate::stream::convert::{project, seen_in_common, server_event, snapshot};
 use crate::stream::response::SendQueue;
 
 pub mod convert;
+mod open;
 pub mod response;
 
 /// The status answering a failed read of the client's stream. tonic's decoder refuses a
@@ -49,21 +51,14 @@ pub(crate) fn inbound_status(status: Status) -> Status {
     status
 }
 
-/// The room as this stream's own connect commit left it, and the events it stored (the
-/// last with seq `room.seq`): the stream's first events are sent from them, without
-/// reading the room again.
-pub(crate) struct Connected {
-    pub(crate) room: Arc<Room>,
-    pub(crate) events: Arc<[StoredEvent]>,
-    pub(crate) shared: Arc<SharedBytes>,
-}
-
 /// How a stream starts: after `last_seen` (a resume) or with a snapshot, from its connect
-/// commit when it made one, holding its join's turn until the first events are sent.
-pub(crate) struct Start {
-    pub(crate) last_seen: Option<u64>,
-    pub(crate) connected: Option<Connected>,
-    pub(crate) turn: tokio::sync::OwnedSemaphorePermit,
+/// commit when it made one (the room as that commit left it and the events it stored:
+/// the stream's first events are sent from them, without reading the room again),
+/// holding its join's turn until the first events are sent.
+struct Start {
+    last_seen: Option<u64>,
+    connected: Option<Committed>,
+    turn: tokio::sync::OwnedSemaphorePermit,
 }
 
 /// Why a stream ends.
@@ -78,31 +73,31 @@ enum End {
 
 /// One Play stream.
 pub(crate) struct Session {
-    pub(crate) replica: Arc<Replica>,
+    replica: Arc<Replica>,
     /// Whose stream it is (a banned or deleted account's stream ends).
-    pub(crate) user: Option<uuid::Uuid>,
-    pub(crate) chat: Arc<RateLimiter>,
-    pub(crate) room_id: String,
-    pub(crate) viewer: Option<u8>,
-    pub(crate) conn_id: String,
+    user: Option<uuid::Uuid>,
+    chat: Arc<RateLimiter>,
+    room_id: String,
+    viewer: Option<u8>,
+    conn_id: String,
     /// The seq of this stream's own connect event.
-    pub(crate) connect_seq: u64,
+    connect_seq: u64,
     /// The last seq sent on this stream.
-    pub(crate) delivered: u64,
+    delivered: u64,
     /// The room watch's epoch when this stream last looked (see [`Wake`]).
-    pub(crate) epoch: u64,
-    pub(crate) seats: usize,
-    pub(crate) settings: basra_engine::Settings,
+    epoch: u64,
+    seats: usize,
+    settings: basra_engine::Settings,
     /// Whether the stream sends the shared bytes of this replica's commits' events it sees
     /// in common with the room's other viewers (see [`crate::replica::shared_bytes`]).
-    pub(crate) shares: bool,
+    shares: bool,
     /// Where the stream's messages go (its response hands them out).
-    pub(crate) queue: SendQueue,
+    queue: SendQueue,
     /// The seat as recorded under the presence lease, and the instance holding it.
-    pub(crate) leased: Option<(Arc<str>, LeasedSeat)>,
+    leased: Option<(Arc<str>, LeasedSeat)>,
     /// The seat's "in a match" report to accounts, ended with the stream.
-    pub(crate) _presence: Option<PresenceGuard>,
-    pub(crate) _permit: StreamPermit,
+    _presence: Option<PresenceGuard>,
+    _permit: StreamPermit,
 }
 
 /// A stream's departure, recorded when its session is dropped (at its end, or with its
@@ -149,7 +144,7 @@ impl Drop for Session {
 }
 
 impl Session {
-    pub(crate) async fn run(
+    async fn run(
         mut self,
         mut inbound: Option<Streaming<PlayRequest>>,
         mut watch: watch::Receiver<Wake>,
@@ -182,15 +177,11 @@ impl Session {
     async fn start(
         &mut self,
         last_seen: Option<u64>,
-        connected: Option<Connected>,
+        connected: Option<Committed>,
     ) -> Result<Option<End>, GameError> {
         let room = match connected {
-            Some(Connected {
-                room,
-                events,
-                shared,
-            }) => {
-                let first = room.seq + 1 - events.len() as u64;
+            Some(Committed { room, batch, .. }) => {
+                let first = room.seq + 1 - batch.events.len() as u64;
                 match last_seen {
                     // Everything after `seen` is in the connect commit's events.
                     Some(seen) if seen + 1 >= first && seen <= room.seq => {
@@ -198,7 +189,7 @@ impl Session {
                         let skip = (seen + 1 - first) as usize;
                         let closed = room.status == RoomStatus::Closed;
                         return self
-                            .deliver(&events[skip..], Some((&shared, skip)), closed)
+                            .deliver(&batch.events[skip..], Some((&batch.shared, skip)), closed)
                             .await;
                     }
                     _ => room,
@@ -458,17 +449,14 @@ impl Session {
         };
         let leaving = matches!(kind, Kind::Leave(_));
         match actions::act(&self.replica, &self.chat, &self.room_id, seat, kind).await? {
-            Acted::Done {
-                room,
-                events,
-                shared,
-            } => {
+            Acted::Done(Committed { room, batch, .. }) => {
                 // Our own change reaches us at once, without waiting for the notice, and
                 // without reading it back when nothing came before it unseen.
-                let before = room.seq - events.len() as u64;
+                let before = room.seq - batch.events.len() as u64;
                 let end = if before == self.delivered {
                     let closed = room.status == RoomStatus::Closed;
-                    self.deliver(&events, Some((&shared, 0)), closed).await?
+                    self.deliver(&batch.events, Some((&batch.shared, 0)), closed)
+                        .await?
                 } else {
                     self.catch_up().await?
                 };

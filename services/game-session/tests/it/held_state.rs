@@ -10,7 +10,7 @@ use crate::common;
 use std::sync::Arc;
 
 use basra_engine::{Card, Seed};
-use game_session::replica::{Mutation, Replica};
+use game_session::replica::{Batch, Committed, Mutation, Replica};
 use game_session::room::events::LogEvent;
 use game_session::room::timing::now_ms;
 use game_session::room::{Occupant, Room};
@@ -58,7 +58,7 @@ async fn play(core: &Arc<Replica>, id: &str, seat: u8, card: Card, move_id: &str
 
 fn done_version(outcome: &Mutation<()>) -> u64 {
     match outcome {
-        Mutation::Done { version, .. } => *version,
+        Mutation::Done { committed, .. } => committed.version,
         other => panic!("not applied: {other:?}"),
     }
 }
@@ -116,7 +116,16 @@ async fn stale_state_is_detected(store_a: Arc<dyn RoomStore>, store_b: Arc<dyn R
     let (seat, card) = next_play(&*store, &id).await;
     let outcome = play(&a, &id, seat, card, "a2").await;
     assert_eq!(done_version(&outcome), chat_version + 1);
-    let Mutation::Done { events, room, .. } = &outcome else {
+    let Mutation::Done {
+        committed:
+            Committed {
+                room,
+                batch: Batch { events, .. },
+                ..
+            },
+        ..
+    } = &outcome
+    else {
         unreachable!()
     };
     assert_eq!(room.seq - events.len() as u64 + 1, chat_seq + 1);
@@ -406,9 +415,12 @@ async fn plain_plays_replay(writer: Arc<dyn RoomStore>, reader: Arc<dyn RoomStor
             .await
             .unwrap();
         let Mutation::Done {
-            room,
-            version,
-            events,
+            committed:
+                Committed {
+                    room,
+                    version,
+                    batch: Batch { events, .. },
+                },
             ..
         } = outcome
         else {
@@ -493,7 +505,11 @@ async fn a_replica_writing_binary_2_folds_the_tail_into_the_snapshot() {
         done_version(&stream_play(&tail_writer, &*store, &id).await);
     }
     assert_eq!(store.load(&id).await.unwrap().unwrap().tail, 3);
-    let Mutation::Done { room: held, .. } = stream_play(&whole_writer, &*store, &id).await else {
+    let Mutation::Done {
+        committed: Committed { room: held, .. },
+        ..
+    } = stream_play(&whole_writer, &*store, &id).await
+    else {
         panic!("not applied");
     };
     let folded = store.load(&id).await.unwrap().unwrap();
