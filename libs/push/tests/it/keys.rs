@@ -1,0 +1,111 @@
+//! Keys and certificates for a test, made by openssl (as the rest of the workspace's TLS
+//! tests do) in a temporary directory that lives as long as the value.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tempfile::TempDir;
+
+/// Runs openssl with `args` in `dir`, failing loudly when it cannot.
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl runs (apt-get install openssl)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A directory of test keys.
+pub(crate) struct Keys {
+    pub(crate) dir: TempDir,
+}
+
+impl Keys {
+    pub(crate) fn new() -> Keys {
+        Keys {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub(crate) fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.path(name)).unwrap()
+    }
+
+    /// An RSA key in PKCS#8 PEM (`{name}.pem`, as a Google service account key holds it)
+    /// and its public key (`{name}.pub.pem`).
+    pub(crate) fn rsa(&self, name: &str) {
+        let (private, public) = (format!("{name}.pem"), format!("{name}.pub.pem"));
+        let dir = self.dir.path();
+        openssl(
+            dir,
+            &[
+                "genpkey",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                "rsa_keygen_bits:2048",
+                "-out",
+                &private,
+            ],
+        );
+        openssl(dir, &["pkey", "-in", &private, "-pubout", "-out", &public]);
+    }
+
+    /// A P-256 key in PKCS#8 PEM (`{name}.p8`, as Apple's .p8 key file) and its public
+    /// key (`{name}.pub.pem`).
+    #[allow(dead_code)] // APNs.
+    pub(crate) fn p256(&self, name: &str) {
+        let (private, public) = (format!("{name}.p8"), format!("{name}.pub.pem"));
+        let dir = self.dir.path();
+        openssl(
+            dir,
+            &[
+                "genpkey",
+                "-algorithm",
+                "EC",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-out",
+                &private,
+            ],
+        );
+        openssl(dir, &["pkey", "-in", &private, "-pubout", "-out", &public]);
+    }
+
+    /// A self-signed certificate for 127.0.0.1 (`{name}.crt`) and its key (`{name}.key`).
+    #[allow(dead_code)] // APNs.
+    pub(crate) fn certificate(&self, name: &str) {
+        let (key, cert) = (format!("{name}.key"), format!("{name}.crt"));
+        openssl(
+            self.dir.path(),
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-keyout",
+                &key,
+                "-out",
+                &cert,
+                "-days",
+                "1",
+                "-subj",
+                "/CN=127.0.0.1",
+                "-addext",
+                "subjectAltName=IP:127.0.0.1",
+            ],
+        );
+    }
+}

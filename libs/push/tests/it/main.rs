@@ -1,0 +1,7 @@
+//! basra-push against local stand-ins of the providers, started by each test: FCM's token
+//! and send endpoints over HTTP/1.1, APNs over HTTP/2 with TLS. Keys and certificates are
+//! made by openssl in each test's temporary directory; nothing secret is committed.
+
+mod fcm;
+mod keys;
+mod standin;

@@ -1,0 +1,203 @@
+//! A recording HTTP server for the tests: every request is kept (method, path, headers,
+//! body, HTTP version) and answered by the test's handler, after the handler's delay.
+//! It also counts requests in flight, to check the client's limits.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, StatusCode, Version};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+
+/// A request as the stand-in received it.
+#[derive(Debug, Clone)]
+pub(crate) struct Recorded {
+    pub(crate) method: Method,
+    pub(crate) path: String,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+    #[allow(dead_code)] // APNs lands next.
+    pub(crate) version: Version,
+}
+
+impl Recorded {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|v| v.to_str().unwrap())
+    }
+
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+}
+
+/// The answer to a request.
+#[derive(Debug, Clone)]
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(&'static str, String)>,
+    pub(crate) body: String,
+    pub(crate) delay: Duration,
+}
+
+impl Reply {
+    pub(crate) fn new(status: u16, body: impl Into<String>) -> Reply {
+        Reply {
+            status,
+            headers: Vec::new(),
+            body: body.into(),
+            delay: Duration::ZERO,
+        }
+    }
+
+    pub(crate) fn header(mut self, name: &'static str, value: impl Into<String>) -> Reply {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    pub(crate) fn after(mut self, delay: Duration) -> Reply {
+        self.delay = delay;
+        self
+    }
+}
+
+pub(crate) type Handler = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
+
+#[derive(Default)]
+struct Log {
+    requests: Mutex<Vec<Recorded>>,
+    in_flight: AtomicUsize,
+    most_in_flight: AtomicUsize,
+}
+
+/// A running stand-in; it stops with the test's runtime.
+pub(crate) struct StandIn {
+    pub(crate) addr: SocketAddr,
+    log: Arc<Log>,
+}
+
+impl StandIn {
+    /// Plain HTTP/1.1.
+    pub(crate) async fn http1(handler: Handler) -> StandIn {
+        StandIn::start(handler, None).await
+    }
+
+    /// HTTP/2 over TLS (ALPN `h2` only), with the certificate and key in PEM.
+    #[allow(dead_code)] // APNs lands next.
+    pub(crate) async fn h2_tls(handler: Handler, cert_pem: &str, key_pem: &str) -> StandIn {
+        use rustls::pki_types::pem::PemObject as _;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let certs = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
+            .map(Result::unwrap)
+            .collect();
+        let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap();
+        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        StandIn::start(
+            handler,
+            Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
+        )
+        .await
+    }
+
+    async fn start(handler: Handler, tls: Option<tokio_rustls::TlsAcceptor>) -> StandIn {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let log = Arc::new(Log::default());
+        let shared = Arc::clone(&log);
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (handler, log, tls) = (Arc::clone(&handler), Arc::clone(&shared), tls.clone());
+                tokio::spawn(async move {
+                    let service = service_fn(move |request| {
+                        answer(Arc::clone(&handler), Arc::clone(&log), request)
+                    });
+                    match tls {
+                        Some(acceptor) => {
+                            let Ok(stream) = acceptor.accept(tcp).await else {
+                                return;
+                            };
+                            let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await;
+                        }
+                        None => {
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(TokioIo::new(tcp), service)
+                                .await;
+                        }
+                    }
+                });
+            }
+        });
+        StandIn { addr, log }
+    }
+
+    /// `http://127.0.0.1:port` (or `https://…` for a TLS stand-in: the caller knows which).
+    pub(crate) fn url(&self, scheme: &str) -> String {
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// Every request so far, in arrival order.
+    pub(crate) fn requests(&self) -> Vec<Recorded> {
+        self.log.requests.lock().unwrap().clone()
+    }
+
+    /// The requests whose path is `path`.
+    pub(crate) fn requests_to(&self, path: &str) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path == path)
+            .collect()
+    }
+
+    /// The most requests that were being answered at once.
+    pub(crate) fn most_in_flight(&self) -> usize {
+        self.log.most_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+async fn answer(
+    handler: Handler,
+    log: Arc<Log>,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let now = log.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    log.most_in_flight.fetch_max(now, Ordering::SeqCst);
+    let (parts, body) = request.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let recorded = Recorded {
+        method: parts.method,
+        path: parts.uri.path().to_owned(),
+        headers: parts.headers,
+        body,
+        version: parts.version,
+    };
+    log.requests.lock().unwrap().push(recorded.clone());
+    let reply = handler(&recorded);
+    tokio::time::sleep(reply.delay).await;
+    log.in_flight.fetch_sub(1, Ordering::SeqCst);
+    let mut response = Response::new(Full::new(Bytes::from(reply.body)));
+    *response.status_mut() = StatusCode::from_u16(reply.status).unwrap();
+    for (name, value) in reply.headers {
+        response.headers_mut().insert(name, value.parse().unwrap());
+    }
+    Ok(response)
+}
