@@ -11,9 +11,9 @@
 //! - an S3-compatible server on a loopback port ([`moto::Moto`]: moto's, from PyPI);
 //! - hostile clients: silent sockets, hand-built HTTP/2 gRPC calls ([`hostile`]);
 //! - one suite of contract cases run on every backend of a store ([`store_contract!`]);
-//! - a service started for a test, behind a feature named after it (a service's tests
-//!   turn it on in their dev-dependency): `matchmaking` (`spawn_app()` and its builders,
-//!   its fakes of game-session and accounts, its store fixtures).
+//! - a server on a free port, stopped when dropped ([`Served`]), and each service started
+//!   for a test behind a feature named after it (its tests turn it on): `matchmaking`,
+//!   `accounts` (`spawn_app()`, its builders, clients, fixtures and fakes).
 //!
 //! A crate's own setup (its stores, its service) stays in its `tests/it/helpers.rs`
 //! unless testkit starts it behind its feature. testkit is only ever a dev-dependency
@@ -26,12 +26,17 @@
 //! assert!(basra_testkit::unique_prefix("test:mm:").starts_with("test:mm:"));
 //! ```
 
+#[cfg(feature = "accounts")]
+pub mod accounts;
 mod contract;
 pub mod hostile;
 #[cfg(feature = "matchmaking")]
 pub mod matchmaking;
 pub mod moto;
 pub mod redis;
+mod served;
+
+pub use served::Served;
 
 use std::future::Future;
 use std::time::Duration;

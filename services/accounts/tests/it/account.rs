@@ -11,7 +11,7 @@ use tokio_stream::StreamExt as _;
 use tonic::Code;
 
 use crate::grpc::{failure, guest_req, login_req, match_record, register, register_req};
-use crate::helpers::{TestApp, authed, spawn_app, tokens};
+use crate::helpers::{FriendLinks, TestApp, authed, spawn_app, tokens};
 
 on_both_stores! {
     cases {
@@ -181,49 +181,16 @@ async fn delete_account_removes_the_player_and_keeps_the_matches<S: Store>(store
     let carol = register(&app, "carol").await;
     let dave = register(&app, "dave").await;
     let erin = register(&app, "erin").await;
-    let add = |token: &str, user_id: &str| {
-        authed(
-            pb::AddFriendRequest {
-                target: Some(pb::add_friend_request::Target::UserId(user_id.into())),
-            },
-            token,
-        )
-    };
     // alice ⇄ bob friends; alice → carol asked; dave → alice asked; alice blocks erin;
     // bob ⇄ carol friends (nothing to do with alice).
-    client
-        .add_friend(add(&alice.access_token, &bob.user_id))
-        .await
-        .unwrap();
-    client
-        .add_friend(add(&bob.access_token, &alice.user_id))
-        .await
-        .unwrap();
-    client
-        .add_friend(add(&alice.access_token, &carol.user_id))
-        .await
-        .unwrap();
-    client
-        .add_friend(add(&dave.access_token, &alice.user_id))
-        .await
-        .unwrap();
-    client
-        .add_friend(add(&bob.access_token, &carol.user_id))
-        .await
-        .unwrap();
-    client
-        .add_friend(add(&carol.access_token, &bob.user_id))
-        .await
-        .unwrap();
-    client
-        .block_player(authed(
-            pb::BlockPlayerRequest {
-                user_id: erin.user_id.clone(),
-            },
-            &alice.access_token,
-        ))
-        .await
-        .unwrap();
+    FriendLinks::new()
+        .friends(&alice, &bob)
+        .request(&alice, &carol)
+        .request(&dave, &alice)
+        .friends(&bob, &carol)
+        .block(&alice, &erin)
+        .make(&mut client)
+        .await;
     // bob invites alice to a room (a kept note on alice's feed).
     client
         .send_invite(authed(
@@ -721,30 +688,12 @@ async fn deletion_leaves_every_other_row_as_it_was(pool: sqlx::PgPool) {
         .replace('-', "");
     let others: Vec<pb::AuthTokens> =
         vec![register(&app, "yusuf").await, register(&app, "xena").await];
-    let add = |token: &str, user_id: &str| {
-        authed(
-            pb::AddFriendRequest {
-                target: Some(pb::add_friend_request::Target::UserId(user_id.into())),
-            },
-            token,
-        )
-    };
-    client
-        .add_friend(add(&gone.access_token, &others[0].user_id))
-        .await
-        .unwrap();
-    client
-        .add_friend(add(&others[0].access_token, &gone.user_id))
-        .await
-        .unwrap();
-    client
-        .add_friend(add(&others[1].access_token, &gone.user_id))
-        .await
-        .unwrap();
-    client
-        .add_friend(add(&others[0].access_token, &others[1].user_id))
-        .await
-        .unwrap();
+    FriendLinks::new()
+        .friends(&gone, &others[0])
+        .request(&others[1], &gone)
+        .request(&others[0], &others[1])
+        .make(&mut client)
+        .await;
     client
         .set_display_name(authed(
             pb::SetDisplayNameRequest {

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::admin::{admin, operator_token};
 use crate::grpc::{failure, register};
-use crate::helpers::{authed, duel, spawn_app};
+use crate::helpers::{FriendLinks, authed, duel, spawn_app};
 
 on_both_stores! {
     cases {
@@ -49,17 +49,10 @@ async fn find_show_and_export_a_player<S: Store>(store: S) {
         ))
         .await
         .unwrap();
-    client
-        .add_friend(authed(
-            pb::AddFriendRequest {
-                target: Some(pb::add_friend_request::Target::UserId(
-                    other.user_id.clone(),
-                )),
-            },
-            &layla.access_token,
-        ))
-        .await
-        .unwrap();
+    FriendLinks::new()
+        .request(&layla, &other)
+        .make(&mut client)
+        .await;
     let (l, o) = (
         Uuid::parse_str(&layla.user_id).unwrap(),
         Uuid::parse_str(&other.user_id).unwrap(),
@@ -201,7 +194,7 @@ async fn find_show_and_export_a_player<S: Store>(store: S) {
     };
     assert_eq!(without_time(by_operator), without_time(by_player));
 
-    let audit = app.service.store().audit_of(l).await.unwrap();
+    let audit = app.store().audit_of(l).await.unwrap();
     let actions: Vec<(&str, &str)> = audit
         .iter()
         .map(|e| (e.action.as_str(), e.reason.as_str()))
@@ -314,7 +307,7 @@ async fn lookup_statuses<S: Store>(store: S) {
     assert_eq!(code, Code::NotFound);
     // A refused lookup is not audited; an empty-reason show is.
     let id = Uuid::parse_str(&player.user_id).unwrap();
-    assert!(app.service.store().audit_of(id).await.unwrap().is_empty());
+    assert!(app.store().audit_of(id).await.unwrap().is_empty());
     admin.get_player(show(&player.user_id, "")).await.unwrap();
-    assert_eq!(app.service.store().audit_of(id).await.unwrap().len(), 1);
+    assert_eq!(app.store().audit_of(id).await.unwrap().len(), 1);
 }

@@ -8,7 +8,7 @@ use tokio_stream::StreamExt as _;
 use tonic::Code;
 
 use crate::grpc::{failure, guest_req, login_req, match_record, register, register_req};
-use crate::helpers::{TestApp, authed, spawn_app, tokens};
+use crate::helpers::{FriendLinks, TestApp, authed, spawn_app, tokens};
 
 on_both_stores! {
     cases {
@@ -38,15 +38,6 @@ async fn export<S: Store>(app: &TestApp<S>, token: &str) -> (serde_json::Value, 
     }
     let document = serde_json::from_slice(&bytes).expect("one JSON document");
     (document, pieces)
-}
-
-fn add(token: &str, user_id: &str) -> tonic::Request<pb::AddFriendRequest> {
-    authed(
-        pb::AddFriendRequest {
-            target: Some(pb::add_friend_request::Target::UserId(user_id.into())),
-        },
-        token,
-    )
 }
 
 async fn friend_code<S: Store>(app: &TestApp<S>, token: &str) -> String {
@@ -98,42 +89,16 @@ async fn the_export_holds_the_callers_data_and_no_one_elses_private_data<S: Stor
         friend_code(&app, &asker.access_token).await,
         friend_code(&app, &stranger.access_token).await,
     ];
-    client
-        .add_friend(add(&me.access_token, &friend.user_id))
-        .await
-        .unwrap();
-    client
-        .add_friend(add(&friend.access_token, &me.user_id))
-        .await
-        .unwrap();
-    client
-        .add_friend(add(&asker.access_token, &me.user_id))
-        .await
-        .unwrap();
-    client
-        .block_player(authed(
-            pb::BlockPlayerRequest {
-                user_id: blocked.user_id.clone(),
-            },
-            &me.access_token,
-        ))
-        .await
-        .unwrap();
-    // Private data of others: the friend's own request to a stranger, and the friend
-    // blocking someone.
-    client
-        .add_friend(add(&friend.access_token, &stranger.user_id))
-        .await
-        .unwrap();
-    client
-        .block_player(authed(
-            pb::BlockPlayerRequest {
-                user_id: asker.user_id.clone(),
-            },
-            &friend.access_token,
-        ))
-        .await
-        .unwrap();
+    FriendLinks::new()
+        .friends(&me, &friend)
+        .request(&asker, &me)
+        .block(&me, &blocked)
+        // Private data of others: the friend's own request to a stranger, and the friend
+        // blocking someone.
+        .request(&friend, &stranger)
+        .block(&friend, &asker)
+        .make(&mut client)
+        .await;
     client
         .set_display_name(authed(
             pb::SetDisplayNameRequest {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::helpers::{TestApp, authed, spawn_app, spawn_app_social, test_settings, tokens};
+use crate::helpers::{TestApp, authed, spawn_app, test_settings, tokens};
 use accounts::store::Store;
 use basra_proto::basra::accounts::v1 as pb;
 use pb::watch_friends_response::Event;
@@ -490,7 +490,11 @@ mod cases {
         );
         let social = accounts::service::Social::new(social, Default::default())
             .with_look_again(Duration::from_secs(3600));
-        let app = spawn_app_social(store, test_settings(&[]), Some(social)).await;
+        let app = TestApp::builder(store)
+            .settings(test_settings(&[]))
+            .social(social)
+            .spawn()
+            .await;
         let mut client = app.client().await;
         let amira = register(&app, "amira").await;
         let badr = register(&app, "badr").await;

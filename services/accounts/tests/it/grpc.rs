@@ -4,9 +4,7 @@
 
 use std::time::Duration;
 
-use crate::helpers::{
-    TestApp, authed, spawn_app, spawn_app_on, spawn_app_with, test_settings, tokens,
-};
+use crate::helpers::{TestApp, authed, spawn_app, test_settings, tokens};
 use accounts::store::Store;
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::common::v1 as common_pb;
@@ -83,7 +81,10 @@ async fn forwarded_addresses_count_only_from_trusted_proxies() {
     let limited = [("BASRA_SIGNUP_LIMITS__PER_ADDRESS_MAX", "2")];
     let mut settings = test_settings(&limited);
     settings.server.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
-    let app = spawn_app_on(accounts::MemoryStore::new(), settings).await;
+    let app = TestApp::builder(accounts::MemoryStore::new())
+        .settings(settings)
+        .spawn()
+        .await;
     let mut client = app.client().await;
     for client_ip in ["198.51.100.1", "198.51.100.2"] {
         for i in 0..2 {
@@ -101,7 +102,10 @@ async fn forwarded_addresses_count_only_from_trusted_proxies() {
     }
 
     // Not trusted: the header is ignored and every call spends the peer's budget.
-    let app = spawn_app_with(accounts::MemoryStore::new(), &limited).await;
+    let app = TestApp::builder(accounts::MemoryStore::new())
+        .env(&limited)
+        .spawn()
+        .await;
     let mut client = app.client().await;
     for i in 0..2 {
         let spoofed = format!("203.0.113.{i}");
@@ -124,7 +128,7 @@ async fn an_unreachable_database_answers_unavailable_promptly() {
     // Nothing listens on port 1: every connection attempt is refused.
     let store =
         accounts::PgStore::connect_lazy("postgres://postgres@127.0.0.1:1/postgres", 4).unwrap();
-    let app = spawn_app_with(store, &[]).await;
+    let app = TestApp::builder(store).env(&[]).spawn().await;
     let mut client = app.client().await;
     // With a 3 s deadline: a slower answer would be DEADLINE_EXCEEDED instead.
     let mut request = tonic::Request::new(guest_req("device-1"));
@@ -1365,14 +1369,13 @@ mod cases {
     pub(super) async fn login_attempts_are_rate_limited_per_account_and_per_peer<S: Store>(
         store: S,
     ) {
-        let app = spawn_app_with(
-            store,
-            &[
+        let app = TestApp::builder(store)
+            .env(&[
                 ("BASRA_LOGIN_LIMITS__PER_ACCOUNT_MAX", "3"),
                 ("BASRA_LOGIN_LIMITS__PER_PEER_MAX", "6"),
-            ],
-        )
-        .await;
+            ])
+            .spawn()
+            .await;
         let mut client = app.client().await;
         register(&app, "alice").await;
         for _ in 0..3 {
@@ -1397,14 +1400,13 @@ mod cases {
     }
 
     pub(super) async fn sign_ups_are_rate_limited_per_address_and_in_all<S: Store>(store: S) {
-        let app = spawn_app_with(
-            store,
-            &[
+        let app = TestApp::builder(store)
+            .env(&[
                 ("BASRA_SIGNUP_LIMITS__PER_ADDRESS_MAX", "3"),
                 ("BASRA_SIGNUP_LIMITS__PER_ADDRESS_WINDOW_SECONDS", "3600"),
-            ],
-        )
-        .await;
+            ])
+            .spawn()
+            .await;
         let mut client = app.client().await;
         // GuestLogin and Register share one budget per address.
         client.guest_login(guest_req("device-1")).await.unwrap();
@@ -1430,14 +1432,13 @@ mod cases {
         drop(client);
 
         // The replica-wide budget holds across addresses.
-        let app = spawn_app_with(
-            accounts::MemoryStore::new(),
-            &[
+        let app = TestApp::builder(accounts::MemoryStore::new())
+            .env(&[
                 ("BASRA_SIGNUP_LIMITS__GLOBAL_MAX", "2"),
                 ("BASRA_SIGNUP_LIMITS__GLOBAL_WINDOW_SECONDS", "3600"),
-            ],
-        )
-        .await;
+            ])
+            .spawn()
+            .await;
         let mut client = app.client().await;
         client.guest_login(guest_req("g-1")).await.unwrap();
         client.guest_login(guest_req("g-2")).await.unwrap();
@@ -1704,13 +1705,16 @@ mod cases {
         store: S,
     ) {
         use pb::add_friend_request::Target;
-        let app = spawn_app_with(store, &[("BASRA_FRIENDS__REQUESTS_PER_DAY", "1")]).await;
+        let app = TestApp::builder(store)
+            .env(&[("BASRA_FRIENDS__REQUESTS_PER_DAY", "1")])
+            .spawn()
+            .await;
         let mut client = app.client().await;
         let amira = register(&app, "amira").await;
         let basem = register(&app, "basem").await;
         let add =
             |target: Option<Target>| authed(pb::AddFriendRequest { target }, &amira.access_token);
-        let before = app.service.store().counts().await.unwrap();
+        let before = app.store().counts().await.unwrap();
         let cases = [
             (add(None), Code::InvalidArgument, "target: name the player"),
             (
@@ -1785,7 +1789,7 @@ mod cases {
                 .await,
         );
         assert_eq!(code, Code::PermissionDenied);
-        assert_eq!(app.service.store().counts().await.unwrap(), before);
+        assert_eq!(app.store().counts().await.unwrap(), before);
 
         // One request a day: the second is refused with a hint to retry after midnight UTC.
         client
@@ -1810,7 +1814,10 @@ mod cases {
     }
 
     pub(super) async fn display_names_are_checked_and_changes_are_limited<S: Store>(store: S) {
-        let app = spawn_app_with(store, &[("BASRA_DISPLAY_NAMES__MAX_CHANGES", "2")]).await;
+        let app = TestApp::builder(store)
+            .env(&[("BASRA_DISPLAY_NAMES__MAX_CHANGES", "2")])
+            .spawn()
+            .await;
         let mut client = app.client().await;
         let rita = register(&app, "rita_r").await;
         let set = |token: &str, name: &str| {

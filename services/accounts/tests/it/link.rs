@@ -10,7 +10,7 @@ use tonic::Code;
 use uuid::Uuid;
 
 use crate::grpc::{failure, guest_req, login_req, register};
-use crate::helpers::{TestApp, authed, duel, spawn_app_on, test_settings, tokens};
+use crate::helpers::{FriendLinks, TestApp, authed, duel, test_settings, tokens};
 use crate::oidc_issuer::{TestIssuer, good};
 use crate::provider::google;
 
@@ -26,7 +26,7 @@ on_both_stores! {
 async fn app_with<S: Store>(store: S, issuer: &TestIssuer) -> TestApp<S> {
     let mut settings = test_settings(&[]);
     settings.providers.google = Some(issuer.settings());
-    spawn_app_on(store, settings).await
+    TestApp::builder(store).settings(settings).spawn().await
 }
 
 /// A guest (device `device`) with a friend (`bob`) and one rated match won against
@@ -45,22 +45,10 @@ async fn guest_with_a_past<S: Store>(
             .tokens,
     );
     let bob = register(app, &format!("bob_{}", device.replace('-', "_"))).await;
-    let add = |token: &str, user_id: &str| {
-        authed(
-            pb::AddFriendRequest {
-                target: Some(pb::add_friend_request::Target::UserId(user_id.into())),
-            },
-            token,
-        )
-    };
-    client
-        .add_friend(add(&guest.access_token, &bob.user_id))
-        .await
-        .unwrap();
-    client
-        .add_friend(add(&bob.access_token, &guest.user_id))
-        .await
-        .unwrap();
+    FriendLinks::new()
+        .friends(&guest, &bob)
+        .make(&mut client)
+        .await;
     let (g, b) = (
         Uuid::parse_str(&guest.user_id).unwrap(),
         Uuid::parse_str(&bob.user_id).unwrap(),
@@ -152,7 +140,10 @@ fn link_password(username: &str, password: &str) -> pb::LinkPasswordRequest {
 }
 
 async fn a_guest_links_a_password_and_keeps_everything<S: Store>(store: S) {
-    let app = spawn_app_on(store, test_settings(&[])).await;
+    let app = TestApp::builder(store)
+        .settings(test_settings(&[]))
+        .spawn()
+        .await;
     let (guest, before) = guest_with_a_past(&app, "device-1").await;
     let mut client = app.client().await;
     let linked = tokens(
@@ -188,7 +179,10 @@ fn token_of<S: Store>(app: &TestApp<S>, user_id: Uuid, role: Role, guest: bool) 
 }
 
 async fn link_password_statuses<S: Store>(store: S) {
-    let app = spawn_app_on(store, test_settings(&[])).await;
+    let app = TestApp::builder(store)
+        .settings(test_settings(&[]))
+        .spawn()
+        .await;
     let mut client = app.client().await;
     let guest = tokens(
         client

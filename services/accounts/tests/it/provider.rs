@@ -15,7 +15,7 @@ use tokio_stream::StreamExt as _;
 use tonic::Code;
 
 use crate::grpc::failure;
-use crate::helpers::{TestApp, authed, spawn_app_on, test_settings};
+use crate::helpers::{TestApp, authed, test_settings};
 use crate::oidc_issuer::{self, FOREIGN, ISSUER, KEY_A, KEY_B, TestIssuer, claims, good, sign};
 
 on_both_stores! {
@@ -37,7 +37,7 @@ async fn app_with<S: Store>(store: S, issuer: &TestIssuer) -> TestApp<S> {
     let mut settings = test_settings(&[]);
     settings.providers.google = Some(issuer.settings());
     settings.providers.refetch_min_seconds = REFETCH_MIN.as_secs();
-    spawn_app_on(store, settings).await
+    TestApp::builder(store).settings(settings).spawn().await
 }
 
 pub(crate) fn google(id_token: &str, nonce: &str) -> pb::SignInWithProviderRequest {
@@ -320,7 +320,10 @@ async fn input_off_and_unreachable_providers_have_their_statuses<S: Store>(store
     drop(closed);
     let mut settings = test_settings(&[]);
     settings.providers.google = Some(issuer.settings());
-    let app = spawn_app_on(store, settings.clone()).await;
+    let app = TestApp::builder(store)
+        .settings(settings.clone())
+        .spawn()
+        .await;
     let token = good("sub", "n");
     let cases = [
         (
@@ -379,7 +382,10 @@ async fn input_off_and_unreachable_providers_have_their_statuses<S: Store>(store
         jwks_url: dead_url,
         ..issuer_settings
     });
-    let app = spawn_app_on(accounts::MemoryStore::new(), settings).await;
+    let app = TestApp::builder(accounts::MemoryStore::new())
+        .settings(settings)
+        .spawn()
+        .await;
     let (code, message) = failure(
         app.client()
             .await
@@ -454,7 +460,7 @@ async fn banned_accounts_and_floods_are_refused<S: Store>(store: S) {
     // Two sign-ups per address in the window (a token bucket: a burst of two).
     let mut settings = test_settings(&[("BASRA_SIGNUP_LIMITS__PER_ADDRESS_MAX", "2")]);
     settings.providers.google = Some(issuer.settings());
-    let app = spawn_app_on(store, settings).await;
+    let app = TestApp::builder(store).settings(settings).spawn().await;
     let user = sign_in(&app, google(&good("banned", "n1"), "n1"))
         .await
         .unwrap()

@@ -15,7 +15,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tonic::Code;
 
 use crate::grpc::failure;
-use crate::helpers::{spawn_app_on, test_settings};
+use crate::helpers::{TestApp, test_settings};
 use crate::oidc_issuer::good;
 
 fn self_signed(dir: &Path) {
@@ -85,7 +85,10 @@ async fn an_https_issuer_with_an_untrusted_certificate_is_refused() {
         issuers: vec![crate::oidc_issuer::ISSUER.into()],
         client_ids: vec![crate::oidc_issuer::CLIENT_IDS[0].into()],
     });
-    let app = spawn_app_on(accounts::MemoryStore::new(), settings).await;
+    let app = TestApp::builder(accounts::MemoryStore::new())
+        .settings(settings)
+        .spawn()
+        .await;
     let (code, message) = failure(
         app.client()
             .await
