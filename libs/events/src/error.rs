@@ -29,7 +29,7 @@ pub enum EventError {
         rounds: u32,
         /// Players in the field.
         players: usize,
-        /// The most rounds the field allows.
+        /// [`swiss::max_rounds`](crate::swiss::max_rounds) for the field.
         max: u32,
     },
     /// No match has this id.

@@ -5,6 +5,9 @@
 //!
 //! - [`Knockout`]: single elimination seeded by rating, byes to the top seeds, forfeits,
 //!   rounds advanced as their last result comes in.
+//! - [`Swiss`]: a fixed number of rounds paired by score groups, no rematches, one bye at
+//!   most per player, by the FIDE Dutch system less its colour rules ([`swiss`] says which
+//!   rules exactly); Buchholz, Buchholz cut-1 and Sonneborn–Berger.
 //! - [`standings`]: the table every format answers ([`Standing`]: rank, points,
 //!   tie-breaks, matches played).
 //!
@@ -29,9 +32,11 @@ pub mod knockout;
 pub mod outcome;
 pub mod player;
 pub mod standings;
+pub mod swiss;
 
 pub use error::EventError;
 pub use knockout::Knockout;
 pub use outcome::{MatchId, Outcome};
 pub use player::{Entrant, PlayerId};
 pub use standings::{Standing, TieBreaks};
+pub use swiss::Swiss;

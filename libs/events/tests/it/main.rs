@@ -3,3 +3,4 @@
 
 mod knockout;
 mod support;
+mod swiss;
