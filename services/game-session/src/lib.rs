@@ -20,9 +20,8 @@
 //! - [`store`]: the [`RoomStore`] trait, [`RedisStore`] (one atomic Lua compare-and-set
 //!   per change) and [`MemoryStore`].
 //!
-//! Beside them: [`metrics`] (the replica's Prometheus metrics), [`outbox`] (finished
-//! matches to `AccountsInternalService.RecordMatch`, retried until they land), [`names`]
-//! (players' display names from accounts), [`pod_cost`] (the pod's
+//! Beside them: [`metrics`] (the replica's Prometheus metrics), [`accounts`] (the link
+//! to accounts, and players' names and guest flags from it), [`pod_cost`] (the pod's
 //! `controller.kubernetes.io/pod-deletion-cost`, kept equal to its open streams so a
 //! scale-down removes the emptiest pods first), [`settings`] and [`error`]; `startup`
 //! holds the assembly, [`GameSession`] (a replica's state, background tasks and routes)
@@ -41,11 +40,10 @@
 //! # }
 //! ```
 
+pub mod accounts;
 pub mod api;
 pub mod error;
 pub mod metrics;
-pub mod names;
-pub mod outbox;
 pub mod pod_cost;
 pub mod replica;
 pub mod room;
@@ -54,8 +52,8 @@ mod startup;
 pub mod store;
 pub mod stream;
 
+pub use accounts::AccountsLink;
 pub use error::GameError;
-pub use outbox::AccountsLink;
 pub use replica::{Replica, ServiceConfig, StreamsPerAccount};
 pub use settings::Settings;
 pub use startup::{App, GameSession, serve};

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::replica::{Replica, ServiceConfig};
 use crate::{
     AccountsLink, DRAINED_SERVICES, GameError, MAX_MESSAGE_BYTES, MemoryStore, RedisStore,
-    RoomStore, SERVICE_NAMES, Settings, api, outbox, pod_cost,
+    RoomStore, SERVICE_NAMES, Settings, api, pod_cost,
 };
 
 /// A replica: its state and background tasks, ready to be served (alone by [`serve`], or
@@ -89,7 +89,7 @@ impl GameSession {
             shutdown.clone(),
         ));
         if let Some(link) = accounts {
-            tokio::spawn(outbox::run(
+            tokio::spawn(crate::replica::outbox::run(
                 store,
                 Arc::clone(&replica.walks),
                 link,

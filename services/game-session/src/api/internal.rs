@@ -13,8 +13,8 @@ use basra_records::SeatFill;
 use tonic::{Request, Response, Status};
 
 use super::{GameApi, invalid};
+use crate::accounts::known_players;
 use crate::error::GameError;
-use crate::names::known_players;
 use crate::replica::Mutation;
 use crate::room::timing::now_ms;
 use crate::room::{BotLevel, Occupant, Reject, Room, SeatOrigin, Visibility};
@@ -159,31 +159,16 @@ impl GameInternalService for GameApi {
         let outcome = self
             .replica
             .mutate(&request.room_id, None, |room, now| {
-                let fresh = room.seat_of(&request.user_id).is_none();
-                // The origin goes in before the seat is taken: a full room starts its
-                // match at once, and the match's record reads it from there.
-                let open = match request.preferred_seat {
-                    Some(seat) => usize::try_from(seat).ok(),
-                    None => room.seats.iter().position(|s| s.occupant == Occupant::Open),
-                };
-                let before = open.map(|seat| (seat, room.seat_origin(seat)));
-                if let (true, Some((seat, _))) = (fresh, before) {
-                    room.set_seat_origin(seat, origin);
-                }
-                room.seat_player(
+                room.seat_arriving_player(
                     &request.user_id,
                     &name,
                     request.preferred_seat,
+                    origin,
                     fresh_seed(),
                     fresh_id(),
                     now,
                 )
-                .map_err(|message| {
-                    if let (true, Some((seat, previous))) = (fresh, before) {
-                        room.set_seat_origin(seat, previous);
-                    }
-                    Reject::new(RejectCode::NotInProgress, message)
-                })
+                .map_err(|message| Reject::new(RejectCode::NotInProgress, message))
             })
             .await?;
         match outcome {

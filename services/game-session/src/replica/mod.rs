@@ -9,6 +9,7 @@
 //! - [`admission`]: the stream slots, each account's stream limits and the joins' turns;
 //! - [`lease`]: the presence lease that lets other replicas disconnect a dead replica's
 //!   players;
+//! - [`outbox`]: finished matches forwarded to accounts (`RecordMatch`) until each lands;
 //! - [`timers`]: the timer loop (due rooms, the lease's refresh and sweep) and a room's
 //!   next deadline fired from here when it is close;
 //! - [`bots`]: the hard bot's search off the runtime, on [`search_threads`];
@@ -22,8 +23,8 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::accounts::AccountsLink;
 use crate::metrics::GameMetrics;
-use crate::outbox::AccountsLink;
 use crate::room::timing::Timing;
 use crate::store::RoomStore;
 
@@ -33,6 +34,7 @@ pub mod commit;
 pub mod drain;
 pub mod hub;
 pub mod lease;
+pub mod outbox;
 pub mod search_threads;
 pub mod shared_bytes;
 pub mod timers;

@@ -444,6 +444,39 @@ impl Room {
         self.absorb(events, now, false, String::new(), None);
     }
 
+    /// [`Room::seat_player`] for a player who arrives `origin` (matchmaking's
+    /// `SeatPlayer`): the origin goes in before the seat is taken, since a full room
+    /// starts its match at once and the match's record reads it from there; a refusal
+    /// puts the seat's previous origin back. A player seated already keeps the origin
+    /// their seat has.
+    #[allow(clippy::too_many_arguments)]
+    pub fn seat_arriving_player(
+        &mut self,
+        user_id: &str,
+        name: &str,
+        preferred: Option<u32>,
+        origin: SeatOrigin,
+        seed: Seed,
+        match_id: String,
+        now: i64,
+    ) -> Result<u8, String> {
+        let fresh = self.seat_of(user_id).is_none();
+        let open = match preferred {
+            Some(seat) => usize::try_from(seat).ok(),
+            None => self.seats.iter().position(|s| s.occupant == Occupant::Open),
+        };
+        let before = open.map(|seat| (seat, self.seat_origin(seat)));
+        if let (true, Some((seat, _))) = (fresh, before) {
+            self.set_seat_origin(seat, origin);
+        }
+        self.seat_player(user_id, name, preferred, seed, match_id, now)
+            .inspect_err(|_| {
+                if let (true, Some((seat, previous))) = (fresh, before) {
+                    self.set_seat_origin(seat, previous);
+                }
+            })
+    }
+
     /// Puts `user_id` (shown as `name`) in a seat of a waiting room (idempotent for a seated
     /// player until the match ends: a room whose match has ended seats nobody, not even
     /// its own players, who would find a table with nothing left to play).

@@ -757,9 +757,9 @@ async fn outbox_records_once(url: &str, down: Duration) {
     }
     let landed = back.elapsed();
     assert!(
-        landed < game_session::outbox::RETRY_MAX + Duration::from_millis(1000),
+        landed < game_session::accounts::RETRY_MAX + Duration::from_millis(1000),
         "the record landed {landed:?} after accounts came back (cap {:?})",
-        game_session::outbox::RETRY_MAX
+        game_session::accounts::RETRY_MAX
     );
     tokio::time::sleep(Duration::from_millis(1000)).await;
     {

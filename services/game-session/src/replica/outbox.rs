@@ -20,7 +20,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use basra_platform::auth::ServiceCredentials;
 use basra_platform::telemetry::{continue_trace, traced};
 use basra_proto::basra::accounts::v1::{
     MatchRecord, RecordMatchRequest,
@@ -28,58 +27,13 @@ use basra_proto::basra::accounts::v1::{
 };
 use prost::Message as _;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::{Channel, Endpoint};
 use tracing::Instrument as _;
 
+use crate::accounts::AccountsLink;
 use crate::metrics::GameMetrics;
-use crate::replica::walks::Walks;
 use crate::store::RoomStore;
 
-/// The default longest retry delay: how long after accounts answers again the records
-/// held at most wait (`accounts.retry_max_ms` in the settings).
-pub const RETRY_MAX: Duration = Duration::from_secs(2);
-
-/// Where and how to call RecordMatch.
-#[derive(Clone)]
-pub struct AccountsLink {
-    /// The accounts channel (connects lazily).
-    pub channel: Channel,
-    /// The service token for each call.
-    pub credentials: ServiceCredentials,
-    /// First retry delay.
-    pub retry_min: Duration,
-    /// Longest retry delay.
-    pub retry_max: Duration,
-    /// How often to look for new records when idle.
-    pub poll: Duration,
-}
-
-impl std::fmt::Debug for AccountsLink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AccountsLink")
-            .field("retry_min", &self.retry_min)
-            .field("retry_max", &self.retry_max)
-            .finish_non_exhaustive()
-    }
-}
-
-impl AccountsLink {
-    /// A link to `url` (connected lazily, so accounts may be down at start).
-    pub fn new(url: &str, credentials: ServiceCredentials) -> Result<AccountsLink, String> {
-        let channel = Endpoint::from_shared(url.to_owned())
-            .map_err(|err| format!("accounts.url {url:?}: {err}"))?
-            .connect_timeout(Duration::from_secs(2))
-            .timeout(Duration::from_secs(10))
-            .connect_lazy();
-        Ok(AccountsLink {
-            channel,
-            credentials,
-            retry_min: Duration::from_millis(200),
-            retry_max: RETRY_MAX,
-            poll: Duration::from_millis(200),
-        })
-    }
-}
+use super::walks::Walks;
 
 /// Forwards outbox records until `shutdown`.
 pub async fn run(

@@ -1,5 +1,7 @@
-//! What a room keeps of its players from accounts (`Accounts/GetPlayers` with the service
-//! token): the display name and whether the account is a guest.
+//! What game-session asks of accounts: the link ([`AccountsLink`]: the channel, the
+//! service credentials, the outbox's retry delays), and what a room keeps of its players
+//! (`Accounts/GetPlayers` with the service token): the display name and whether the
+//! account is a guest ([`known_players`]).
 //!
 //! A room learns them when its players are seated and keeps them in its state, so views,
 //! events and the match record show them without asking again. Without accounts (tests,
@@ -13,7 +15,54 @@ use basra_proto::basra::accounts::v1::{
     GetPlayersRequest, accounts_internal_service_client::AccountsInternalServiceClient,
 };
 
-use crate::outbox::AccountsLink;
+use basra_platform::auth::ServiceCredentials;
+use tonic::transport::{Channel, Endpoint};
+
+/// The default longest retry delay: how long after accounts answers again the records
+/// held at most wait (`accounts.retry_max_ms` in the settings).
+pub const RETRY_MAX: Duration = Duration::from_secs(2);
+
+/// Where and how to call RecordMatch.
+#[derive(Clone)]
+pub struct AccountsLink {
+    /// The accounts channel (connects lazily).
+    pub channel: Channel,
+    /// The service token for each call.
+    pub credentials: ServiceCredentials,
+    /// First retry delay.
+    pub retry_min: Duration,
+    /// Longest retry delay.
+    pub retry_max: Duration,
+    /// How often to look for new records when idle.
+    pub poll: Duration,
+}
+
+impl std::fmt::Debug for AccountsLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccountsLink")
+            .field("retry_min", &self.retry_min)
+            .field("retry_max", &self.retry_max)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AccountsLink {
+    /// A link to `url` (connected lazily, so accounts may be down at start).
+    pub fn new(url: &str, credentials: ServiceCredentials) -> Result<AccountsLink, String> {
+        let channel = Endpoint::from_shared(url.to_owned())
+            .map_err(|err| format!("accounts.url {url:?}: {err}"))?
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(Duration::from_secs(10))
+            .connect_lazy();
+        Ok(AccountsLink {
+            channel,
+            credentials,
+            retry_min: Duration::from_millis(200),
+            retry_max: RETRY_MAX,
+            poll: Duration::from_millis(200),
+        })
+    }
+}
 
 /// How long seating a player waits for names before going on without them.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
