@@ -1,6 +1,7 @@
 //! The one error type of the crate: every refusal names what was wrong, and a refused
 //! call leaves the event exactly as it was.
 
+use crate::arena::ArenaMatchId;
 use crate::{MatchId, PlayerId};
 
 /// Why an event refused a call.
@@ -82,6 +83,20 @@ pub enum EventError {
     /// The player has withdrawn and cannot come back.
     #[error("player {0} has withdrawn")]
     Withdrawn(PlayerId),
+    /// No arena match has this id.
+    #[error("no {0}")]
+    UnknownArenaMatch(ArenaMatchId),
+    /// The arena match's result is already recorded.
+    #[error("{0} already has its result")]
+    ArenaMatchRecorded(ArenaMatchId),
+    /// A result names a player who is not in the arena match.
+    #[error("player {player} is not in {id}")]
+    NotInArenaMatch {
+        /// The player named.
+        player: PlayerId,
+        /// The match.
+        id: ArenaMatchId,
+    },
     /// An arena's end is not after its start.
     #[error("an arena must end after it starts")]
     EmptyWindow,

@@ -8,6 +8,8 @@
 //! - [`Swiss`]: a fixed number of rounds paired by score groups, no rematches, one bye at
 //!   most per player, by the FIDE Dutch system less its colour rules ([`swiss`] says which
 //!   rules exactly); Buchholz, Buchholz cut-1 and Sonneborn–Berger.
+//! - [`Arena`]: a time window; a player who finishes is paired again at once with someone
+//!   waiting near in score; 2 points a win, 4 after two wins in a row; pause, withdraw.
 //! - [`standings`]: the table every format answers ([`Standing`]: rank, points,
 //!   tie-breaks, matches played).
 //!
@@ -27,6 +29,7 @@
 //! assert_eq!(event.champion(), Some(PlayerId(1)));
 //! ```
 
+pub mod arena;
 pub mod error;
 pub mod knockout;
 pub mod outcome;
@@ -34,6 +37,7 @@ pub mod player;
 pub mod standings;
 pub mod swiss;
 
+pub use arena::Arena;
 pub use error::EventError;
 pub use knockout::Knockout;
 pub use outcome::{MatchId, Outcome};

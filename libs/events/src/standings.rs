@@ -1,12 +1,14 @@
 //! The standings table every format answers: rank, points, tie-breaks, matches played.
 //!
-//! Each format computes its rows from its results so far ([`Knockout::standings`]); this
-//! module holds the row and the one way
+//! Each format computes its rows from its results so far ([`Knockout::standings`],
+//! [`Swiss::standings`], [`Arena::standings`]); this module holds the row and the one way
 //! ranks are given: rows are ordered by a key (points first, then the format's
 //! tie-breaks), and rows with equal keys share a rank, the next rank skipping as many
 //! places ("1, 2, 2, 4"). Within a shared rank rows are listed by seed.
 //!
 //! [`Knockout::standings`]: crate::Knockout::standings
+//! [`Swiss::standings`]: crate::Swiss::standings
+//! [`Arena::standings`]: crate::Arena::standings
 
 use serde::{Deserialize, Serialize};
 
