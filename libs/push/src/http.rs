@@ -34,7 +34,6 @@ pub(crate) enum Versions {
     /// HTTP/2 or HTTP/1.1, as ALPN decides (FCM, Google's token endpoint).
     Any,
     /// HTTP/2 only (APNs).
-    #[allow(dead_code)] // APNs lands next.
     Http2Only,
 }
 

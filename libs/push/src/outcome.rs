@@ -1,13 +1,13 @@
 //! What became of one push, and so what the caller does next.
 //!
-//! | outcome | FCM answer | the caller |
-//! |---|---|---|
-//! | [`Accepted`](Outcome::Accepted) | 200 | forgets the push (the provider delivers it) |
-//! | [`DeadToken`](Outcome::DeadToken) | 404 / `UNREGISTERED`; 400 `INVALID_ARGUMENT` about `message.token` | removes the device token |
-//! | [`RetryLater`](Outcome::RetryLater) | 429, 5xx, no answer, token endpoint 429/5xx | retries after [`Backoff::delay`](crate::Backoff::delay), until the push expires |
-//! | [`Misconfigured`](Outcome::Misconfigured) | 401 (after one new access token), 403; the token endpoint refusing the JWT | keeps the token and the push, alerts an operator: every push fails alike |
-//! | [`Rejected`](Outcome::Rejected) | any other 4xx | drops this push (sending it again fails again), keeps the token |
-//! | [`Expired`](Outcome::Expired) | — (not sent) | drops the push |
+//! | outcome | FCM answer | APNs answer | the caller |
+//! |---|---|---|---|
+//! | [`Accepted`](Outcome::Accepted) | 200 | 200 | forgets the push (the provider delivers it) |
+//! | [`DeadToken`](Outcome::DeadToken) | 404 / `UNREGISTERED`; 400 `INVALID_ARGUMENT` about `message.token` | 410 (`Unregistered`, `ExpiredToken`); 400 `BadDeviceToken`, `DeviceTokenNotForTopic` | removes the device token |
+//! | [`RetryLater`](Outcome::RetryLater) | 429, 5xx, no answer, token endpoint 429/5xx | 429, 5xx, no answer | retries after [`Backoff::delay`](crate::Backoff::delay), until the push expires |
+//! | [`Misconfigured`](Outcome::Misconfigured) | 401 (after one new access token), 403; the token endpoint refusing the JWT | 403 (`ExpiredProviderToken` after one new provider token), `TopicDisallowed`, 404, 405 | keeps the token and the push, alerts an operator: every push fails alike |
+//! | [`Rejected`](Outcome::Rejected) | any other 4xx | any other 4xx (`PayloadTooLarge`, `BadCollapseId`, …) | drops this push (sending it again fails again), keeps the token |
+//! | [`Expired`](Outcome::Expired) | — (not sent) | — (not sent) | drops the push |
 
 use std::time::{Duration, SystemTime};
 

@@ -1,13 +1,14 @@
 //! The front: a [`Push`] in, an [`Outcome`] out, through the provider of the device's
-//! platform, with at most `max_in_flight` requests in flight per provider (a send beyond
+//! platform (FCM or APNs), with at most `max_in_flight` requests in flight per provider (a send beyond
 //! it waits for a slot, then checks the push's expiry again).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use tokio::sync::Semaphore;
 
+use crate::apns::{ApnsMessage, ApnsSender};
 use crate::clock::{Clock, SystemClock};
 use crate::error::PushError;
 use crate::fcm::{FcmMessage, FcmSender};
@@ -82,6 +83,7 @@ impl<S> Limited<S> {
 #[derive(Debug)]
 pub struct Pusher {
     fcm: Option<Limited<FcmSender>>,
+    apns: Option<Limited<ApnsSender>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -102,14 +104,21 @@ impl Pusher {
             )),
             None => None,
         };
-        Ok(Pusher { fcm, clock })
+        let apns = match &settings.apns {
+            Some(apns) => Some(Limited::new(
+                ApnsSender::new(apns, Arc::clone(&clock))?,
+                apns.max_in_flight,
+            )),
+            None => None,
+        };
+        Ok(Pusher { fcm, apns, clock })
     }
 
     /// Whether pushes to `platform` can be sent (its settings are present).
     pub fn supports(&self, platform: Platform) -> bool {
         match platform {
             Platform::Fcm => self.fcm.is_some(),
-            Platform::Apns => false,
+            Platform::Apns => self.apns.is_some(),
         }
     }
 
@@ -141,12 +150,9 @@ impl Pusher {
                 let Ok(_slot) = fcm.slots.acquire().await else {
                     return Outcome::retry("FCM: shutting down");
                 };
-                let ttl = match push.expires_at {
-                    Some(at) => match at.duration_since(self.clock.now()) {
-                        Ok(left) if !left.is_zero() => Some(left),
-                        _ => return Outcome::Expired,
-                    },
-                    None => None,
+                let ttl = match self.time_left(push) {
+                    Ok(ttl) => ttl,
+                    Err(expired) => return expired,
                 };
                 let message = FcmMessage {
                     token: &push.device_token,
@@ -159,7 +165,40 @@ impl Pusher {
                 };
                 fcm.sender.send(&message).await
             }
-            Platform::Apns => not_configured("APNs", "apns"),
+            Platform::Apns => {
+                let Some(apns) = &self.apns else {
+                    return not_configured("APNs", "apns");
+                };
+                let Ok(_slot) = apns.slots.acquire().await else {
+                    return Outcome::retry("APNs: shutting down");
+                };
+                if let Err(expired) = self.time_left(push) {
+                    return expired;
+                }
+                let message = ApnsMessage {
+                    token: &push.device_token,
+                    topic: &push.app_id,
+                    text: &text,
+                    kind: kind.as_str(),
+                    data: &data,
+                    urgent: kind.urgent(),
+                    collapse_id: push.collapse_id.as_deref(),
+                    expires_at: push.expires_at,
+                };
+                apns.sender.send(&message).await
+            }
+        }
+    }
+
+    /// The time left before the push expires (`None`: no expiry), checked once a slot is
+    /// held (the wait may have been long); `Expired` when none is left.
+    fn time_left(&self, push: &Push) -> Result<Option<Duration>, Outcome> {
+        match push.expires_at {
+            Some(at) => match at.duration_since(self.clock.now()) {
+                Ok(left) if !left.is_zero() => Ok(Some(left)),
+                _ => Err(Outcome::Expired),
+            },
+            None => Ok(None),
         }
     }
 }

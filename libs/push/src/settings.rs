@@ -2,8 +2,9 @@
 //! credentials are read from, and limits. A service embeds it as its `[push]` section.
 //!
 //! The credential files are Secrets (a Kubernetes Secret mounted as files, never in a
-//! ConfigMap, never logged): FCM's service account JSON (it holds the private key). Their
-//! contents never appear in a `Debug` output, a log or an [`Outcome`](crate::Outcome).
+//! ConfigMap, never logged): FCM's service account JSON and APNs's `.p8` signing key
+//! (both hold a private key). Their contents never appear in a `Debug` output, a log or an
+//! [`Outcome`](crate::Outcome). APNs's key id and team id are not secret.
 
 use std::path::PathBuf;
 
@@ -14,6 +15,10 @@ use serde::Deserialize;
 pub const FCM_ENDPOINT: &str = "https://fcm.googleapis.com";
 /// The OAuth 2 scope an FCM access token is asked for.
 pub const FCM_SCOPE: &str = "https://www.googleapis.com/auth/firebase.messaging";
+/// APNs's production endpoint.
+pub const APNS_PRODUCTION: &str = "https://api.push.apple.com";
+/// APNs's development endpoint (apps signed for development register sandbox tokens).
+pub const APNS_SANDBOX: &str = "https://api.sandbox.push.apple.com";
 
 /// The providers a [`Pusher`](crate::Pusher) sends through; a platform whose section is
 /// absent answers [`Outcome::Misconfigured`](crate::Outcome::Misconfigured).
@@ -23,6 +28,9 @@ pub struct PushSettings {
     /// Firebase Cloud Messaging (Android).
     #[serde(default)]
     pub fcm: Option<FcmSettings>,
+    /// The Apple Push Notification service (iOS).
+    #[serde(default)]
+    pub apns: Option<ApnsSettings>,
 }
 
 impl PushSettings {
@@ -30,6 +38,9 @@ impl PushSettings {
     pub fn validate(&self) -> Result<(), String> {
         if let Some(fcm) = &self.fcm {
             fcm.validate()?;
+        }
+        if let Some(apns) = &self.apns {
+            apns.validate()?;
         }
         Ok(())
     }
@@ -88,6 +99,98 @@ impl FcmSettings {
             check_url(&self.token_url).map_err(|e| format!("push.fcm.token_url: {e}"))?;
         }
         check_limits("push.fcm", self.max_in_flight, self.timeout_ms)
+    }
+}
+
+/// Which APNs a deployment sends to. A device token belongs to one of them: a token of
+/// a development build sent to production is answered `BadDeviceToken` (and removed), so
+/// a deployment's apps and its environment must match.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApnsEnvironment {
+    /// `api.push.apple.com`: App Store and TestFlight builds.
+    #[default]
+    Production,
+    /// `api.sandbox.push.apple.com`: development builds.
+    Sandbox,
+}
+
+/// The Apple Push Notification service, token-based provider authentication.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApnsSettings {
+    /// The `.p8` signing key downloaded from the Apple Developer account (a P-256 private
+    /// key in PKCS#8 PEM). A Secret.
+    pub key_file: PathBuf,
+    /// The key's id (10 characters, shown beside the key in the developer account): the
+    /// JWT's `kid`.
+    pub key_id: String,
+    /// The developer team id (10 characters): the JWT's `iss`.
+    pub team_id: String,
+    /// Production or sandbox; ignored when `endpoint` is set.
+    #[serde(default)]
+    pub environment: ApnsEnvironment,
+    /// Where APNs is (`{endpoint}/3/device/{token}`); empty: the environment's. Tests
+    /// point it at a local stand-in (HTTPS: APNs is HTTP/2 over TLS only).
+    #[serde(default)]
+    pub endpoint: String,
+    /// At most this many APNs requests in flight (multiplexed on one HTTP/2 connection;
+    /// the others wait their turn).
+    #[serde(default = "default_max_in_flight")]
+    pub max_in_flight: usize,
+    /// Each request is abandoned after this long: retry later.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// A PEM file of extra CA certificates to trust beside the public roots; empty: the
+    /// public roots only.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+}
+
+impl ApnsSettings {
+    /// Settings for the key in `key_file`, with its id and the team's, everything else
+    /// the defaults (production).
+    pub fn new(
+        key_file: impl Into<PathBuf>,
+        key_id: impl Into<String>,
+        team_id: impl Into<String>,
+    ) -> ApnsSettings {
+        ApnsSettings {
+            key_file: key_file.into(),
+            key_id: key_id.into(),
+            team_id: team_id.into(),
+            environment: ApnsEnvironment::default(),
+            endpoint: String::new(),
+            max_in_flight: default_max_in_flight(),
+            timeout_ms: default_timeout_ms(),
+            ca_file: None,
+        }
+    }
+
+    /// The endpoint requests go to: `endpoint`, or the environment's.
+    pub fn base_url(&self) -> &str {
+        match (self.endpoint.is_empty(), self.environment) {
+            (false, _) => &self.endpoint,
+            (true, ApnsEnvironment::Production) => APNS_PRODUCTION,
+            (true, ApnsEnvironment::Sandbox) => APNS_SANDBOX,
+        }
+    }
+
+    /// `Err` naming the bad key.
+    pub fn validate(&self) -> Result<(), String> {
+        for (key, value) in [("key_id", &self.key_id), ("team_id", &self.team_id)] {
+            if value.is_empty() || !value.chars().all(|c| c.is_ascii_alphanumeric()) {
+                return Err(format!(
+                    "push.apns.{key} must be the 10 letters and digits Apple shows, not {value:?}"
+                ));
+            }
+        }
+        let url = self.base_url();
+        if !url.starts_with("https://") {
+            return Err(format!("push.apns.endpoint: {url:?}: APNs is HTTPS only"));
+        }
+        check_url(url).map_err(|e| format!("push.apns.endpoint: {e}"))?;
+        check_limits("push.apns", self.max_in_flight, self.timeout_ms)
     }
 }
 

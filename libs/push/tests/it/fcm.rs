@@ -27,7 +27,7 @@ const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 /// What the stand-in answers: scripted replies first, then its defaults (a fresh token
 /// `access-N` living `expires_in` seconds; `200 {"name": …}` for a send).
 #[derive(Default)]
-struct Script {
+pub(crate) struct Script {
     token: Mutex<VecDeque<Reply>>,
     send: Mutex<VecDeque<Reply>>,
     issued: AtomicUsize,
@@ -36,7 +36,7 @@ struct Script {
     send_delay_ms: AtomicU64,
 }
 
-struct Fcm {
+pub(crate) struct Fcm {
     server: StandIn,
     script: Arc<Script>,
     keys: Keys,
@@ -44,7 +44,7 @@ struct Fcm {
 }
 
 impl Fcm {
-    async fn start() -> Fcm {
+    pub(crate) async fn start() -> Fcm {
         let script = Arc::new(Script::default());
         script.expires_in.store(3599, Ordering::SeqCst);
         let s = Arc::clone(&script);
@@ -99,14 +99,17 @@ impl Fcm {
         }
     }
 
-    fn settings(&self) -> FcmSettings {
+    pub(crate) fn settings(&self) -> FcmSettings {
         let mut fcm = FcmSettings::new(self.keys.path("service-account.json"));
         fcm.endpoint = self.server.url("http");
         fcm
     }
 
     fn pusher_with(&self, fcm: FcmSettings) -> Pusher {
-        let settings = PushSettings { fcm: Some(fcm) };
+        let settings = PushSettings {
+            fcm: Some(fcm),
+            ..PushSettings::default()
+        };
         Pusher::with_clock(&settings, Arc::new(self.clock.clone())).unwrap()
     }
 
@@ -122,7 +125,7 @@ impl Fcm {
         self.server.requests_to(TOKEN_PATH).len()
     }
 
-    fn sends(&self) -> Vec<Recorded> {
+    pub(crate) fn sends(&self) -> Vec<Recorded> {
         self.server.requests_to(SEND_PATH)
     }
 
@@ -592,6 +595,7 @@ async fn unusable_credentials_stop_the_pusher_at_its_start_without_quoting_the_k
     let build = |fcm_settings: FcmSettings| {
         Pusher::new(&PushSettings {
             fcm: Some(fcm_settings),
+            ..PushSettings::default()
         })
     };
     let missing = build(FcmSettings::new(fcm.keys.path("absent.json"))).unwrap_err();

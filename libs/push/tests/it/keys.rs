@@ -62,7 +62,6 @@ impl Keys {
 
     /// A P-256 key in PKCS#8 PEM (`{name}.p8`, as Apple's .p8 key file) and its public
     /// key (`{name}.pub.pem`).
-    #[allow(dead_code)] // APNs.
     pub(crate) fn p256(&self, name: &str) {
         let (private, public) = (format!("{name}.p8"), format!("{name}.pub.pem"));
         let dir = self.dir.path();
@@ -81,30 +80,64 @@ impl Keys {
         openssl(dir, &["pkey", "-in", &private, "-pubout", "-out", &public]);
     }
 
-    /// A self-signed certificate for 127.0.0.1 (`{name}.crt`) and its key (`{name}.key`).
-    #[allow(dead_code)] // APNs.
+    /// A test CA (`{name}-ca.crt`) and a server certificate it signed for 127.0.0.1
+    /// (`{name}.crt`, key `{name}.key`).
     pub(crate) fn certificate(&self, name: &str) {
-        let (key, cert) = (format!("{name}.key"), format!("{name}.crt"));
+        let dir = self.dir.path();
+        let (ca_key, ca) = (format!("{name}-ca.key"), format!("{name}-ca.crt"));
+        let (key, csr, cert, ext) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.crt"),
+            format!("{name}.ext"),
+        );
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        let mut make_ca = vec!["req", "-x509"];
+        make_ca.extend(ec);
+        make_ca.extend([
+            "-keyout",
+            &ca_key,
+            "-out",
+            &ca,
+            "-days",
+            "1",
+            "-subj",
+            "/CN=basra-push test CA",
+        ]);
+        openssl(dir, &make_ca);
+        let mut request = vec!["req"];
+        request.extend(ec);
+        request.extend(["-keyout", &key, "-out", &csr, "-subj", "/CN=127.0.0.1"]);
+        openssl(dir, &request);
+        std::fs::write(
+            dir.join(&ext),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
         openssl(
-            self.dir.path(),
+            dir,
             &[
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:prime256v1",
-                "-nodes",
-                "-keyout",
-                &key,
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                &ca,
+                "-CAkey",
+                &ca_key,
+                "-CAcreateserial",
                 "-out",
                 &cert,
                 "-days",
                 "1",
-                "-subj",
-                "/CN=127.0.0.1",
-                "-addext",
-                "subjectAltName=IP:127.0.0.1",
+                "-extfile",
+                &ext,
             ],
         );
     }

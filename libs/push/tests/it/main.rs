@@ -2,6 +2,7 @@
 //! and send endpoints over HTTP/1.1, APNs over HTTP/2 with TLS. Keys and certificates are
 //! made by openssl in each test's temporary directory; nothing secret is committed.
 
+mod apns;
 mod fcm;
 mod keys;
 mod standin;

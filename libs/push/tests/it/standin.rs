@@ -1,6 +1,6 @@
 //! A recording HTTP server for the tests: every request is kept (method, path, headers,
 //! body, HTTP version) and answered by the test's handler, after the handler's delay.
-//! It also counts requests in flight, to check the client's limits.
+//! It also counts connections and requests in flight, to check the client's limits.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -23,7 +23,6 @@ pub(crate) struct Recorded {
     pub(crate) path: String,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
-    #[allow(dead_code)] // APNs lands next.
     pub(crate) version: Version,
 }
 
@@ -74,6 +73,7 @@ struct Log {
     requests: Mutex<Vec<Recorded>>,
     in_flight: AtomicUsize,
     most_in_flight: AtomicUsize,
+    connections: AtomicUsize,
 }
 
 /// A running stand-in; it stops with the test's runtime.
@@ -89,7 +89,6 @@ impl StandIn {
     }
 
     /// HTTP/2 over TLS (ALPN `h2` only), with the certificate and key in PEM.
-    #[allow(dead_code)] // APNs lands next.
     pub(crate) async fn h2_tls(handler: Handler, cert_pem: &str, key_pem: &str) -> StandIn {
         use rustls::pki_types::pem::PemObject as _;
         use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -120,6 +119,7 @@ impl StandIn {
         let shared = Arc::clone(&log);
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
+                shared.connections.fetch_add(1, Ordering::SeqCst);
                 let (handler, log, tls) = (Arc::clone(&handler), Arc::clone(&shared), tls.clone());
                 tokio::spawn(async move {
                     let service = service_fn(move |request| {
@@ -162,6 +162,11 @@ impl StandIn {
             .into_iter()
             .filter(|r| r.path == path)
             .collect()
+    }
+
+    /// How many connections were accepted.
+    pub(crate) fn connections(&self) -> usize {
+        self.log.connections.load(Ordering::SeqCst)
     }
 
     /// The most requests that were being answered at once.
