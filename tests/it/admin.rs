@@ -288,6 +288,13 @@ async fn an_operator_bans_and_unbans_a_player_in_every_service() {
     assert!(text.contains("not banned"), "{text}");
     let actions: Vec<&str> = shown.audit.iter().map(|a| a.action.as_str()).collect();
     assert_eq!(actions, ["ban", "unban", "rename", "show"]);
+    // The audit says who acted: the name the operator's token gives.
+    assert!(
+        shown.audit.iter().all(|a| a.operator_name == "ops-ana"),
+        "{:?}",
+        shown.audit
+    );
+    assert!(text.contains("ban by ops-ana"), "{text}");
     let mut document = Vec::new();
     let written = admin
         .export(&tokens.user_id, "the player asked support", &mut document)

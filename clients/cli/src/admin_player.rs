@@ -238,7 +238,11 @@ pub fn describe(player: &GetPlayerResponse) -> String {
             "  audit {} {} by {}: {} {}",
             at(&a.at),
             a.action,
-            a.operator_id,
+            if a.operator_name.is_empty() {
+                a.operator_id.as_str()
+            } else {
+                a.operator_name.as_str()
+            },
             a.reason,
             a.detail
         );

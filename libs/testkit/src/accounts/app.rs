@@ -203,6 +203,20 @@ impl<S: Store> TestApp<S> {
             .token
     }
 
+    /// An operator's token naming the operator `name`, as `basra admin token
+    /// --operator` mints one.
+    pub fn named_operator_token(&self, user_id: Uuid, name: &str) -> String {
+        let caller = Caller {
+            user_id,
+            role: Role::Operator,
+            guest: false,
+        };
+        self.operator_issuer
+            .issue_named(&caller, Some(name), Duration::from_secs(300))
+            .expect("a token")
+            .token
+    }
+
     /// An issuer with another key but the same kid, issuer and audience.
     pub fn foreign_issuer(&self) -> TokenIssuer {
         TokenIssuer::new(

@@ -6,7 +6,7 @@
 //! A ban lives in that list (Redis, kept with its AOF); the audit table says who banned
 //! whom, when and why.
 
-use basra_platform::auth::{self, Caller, Role};
+use basra_platform::auth::{self, Role};
 use basra_platform::revocation::{RevokeKind, Revoked};
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::accounts::v1::accounts_admin_service_server::{
@@ -31,6 +31,13 @@ fn forever() -> DateTime<Utc> {
     DateTime::from_timestamp(253_402_300_799, 0).expect("9999-12-31T23:59:59Z")
 }
 
+/// Who acts: an operator's token's subject and the name it gives (empty for tokens
+/// minted before names).
+pub(super) struct Operator {
+    id: Uuid,
+    name: String,
+}
+
 /// The operator service over the same state as [`AccountsApi`].
 #[derive(Debug, Clone)]
 pub struct AccountsAdmin<S> {
@@ -53,10 +60,13 @@ impl<S: Store> AccountsAdmin<S> {
         &self.api
     }
 
-    fn operator<T>(request: &Request<T>) -> Result<Caller, Status> {
+    fn operator<T>(request: &Request<T>) -> Result<Operator, Status> {
         let caller = auth::caller(request)?;
         auth::require_role(&caller, Role::Operator)?;
-        Ok(caller)
+        Ok(Operator {
+            id: caller.user_id,
+            name: auth::operator_name(request).unwrap_or_default(),
+        })
     }
 
     /// The player named by `raw`, who must exist.
@@ -74,19 +84,20 @@ impl<S: Store> AccountsAdmin<S> {
 
     pub(super) async fn record(
         &self,
-        operator: &Caller,
+        operator: &Operator,
         action: &str,
         target: Uuid,
         reason: &str,
         detail: String,
     ) -> Result<()> {
-        tracing::info!(operator = %operator.user_id, action, %target, reason, "admin action");
+        tracing::info!(operator = %operator.id, operator_name = operator.name, action, %target, reason, "admin action");
         self.api
             .inner
             .store
             .audit(AuditEntry {
                 at: domain::now(),
-                operator_id: operator.user_id,
+                operator_id: operator.id,
+                operator_name: operator.name.clone(),
                 action: action.to_owned(),
                 target_id: target,
                 reason: reason.to_owned(),
@@ -97,7 +108,7 @@ impl<S: Store> AccountsAdmin<S> {
 
     async fn ban(
         &self,
-        operator: Caller,
+        operator: Operator,
         req: pb::BanPlayerRequest,
     ) -> Result<pb::BanPlayerResponse> {
         let reason = check_reason(&req.reason)?;
@@ -130,7 +141,7 @@ impl<S: Store> AccountsAdmin<S> {
 
     async fn unban(
         &self,
-        operator: Caller,
+        operator: Operator,
         req: pb::UnbanPlayerRequest,
     ) -> Result<pb::UnbanPlayerResponse> {
         let reason = check_reason(&req.reason)?;
@@ -149,7 +160,7 @@ impl<S: Store> AccountsAdmin<S> {
 
     async fn rename(
         &self,
-        operator: Caller,
+        operator: Operator,
         req: pb::RenamePlayerRequest,
     ) -> Result<pb::RenamePlayerResponse> {
         let reason = check_reason(&req.reason)?;
@@ -189,7 +200,7 @@ impl<S: Store> AccountsAdmin<S> {
 
     async fn delete(
         &self,
-        operator: Caller,
+        operator: Operator,
         req: pb::DeletePlayerRequest,
     ) -> Result<pb::DeletePlayerResponse> {
         let reason = check_reason(&req.reason)?;

@@ -15,7 +15,7 @@ use tokio_stream::StreamExt as _;
 use tonic::Status;
 use uuid::Uuid;
 
-use super::admin::{AccountsAdmin, MAX_REASON_CHARS};
+use super::admin::{AccountsAdmin, MAX_REASON_CHARS, Operator};
 use crate::error::{AccountsError, Result};
 use crate::friends::FriendCode;
 use crate::store::{Store, User};
@@ -104,7 +104,7 @@ impl<S: Store> AccountsAdmin<S> {
 
     pub(super) async fn show(
         &self,
-        operator: Caller,
+        operator: Operator,
         req: pb::GetPlayerRequest,
     ) -> Result<pb::GetPlayerResponse> {
         let reason = optional_reason(&req.reason)?;
@@ -156,6 +156,7 @@ impl<S: Store> AccountsAdmin<S> {
             .map(|a| pb::AuditRecord {
                 at: Some(timestamp_to_proto(a.at)),
                 operator_id: a.operator_id.to_string(),
+                operator_name: a.operator_name,
                 action: a.action,
                 reason: a.reason,
                 detail: a.detail,
@@ -178,7 +179,7 @@ impl<S: Store> AccountsAdmin<S> {
 
     pub(super) async fn export(
         &self,
-        operator: Caller,
+        operator: Operator,
         req: pb::ExportPlayerDataRequest,
     ) -> Result<AdminExportStream> {
         let reason = super::admin::check_reason(&req.reason)?;

@@ -25,6 +25,8 @@ pub struct AuditEntry {
     pub at: DateTime<Utc>,
     /// The operator.
     pub operator_id: Uuid,
+    /// The operator's name, as their token gave it (empty: not named).
+    pub operator_name: String,
     /// `ban`, `unban`, `rename`, `delete`.
     pub action: String,
     /// The player.

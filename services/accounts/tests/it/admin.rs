@@ -40,7 +40,7 @@ async fn a_ban_ends_streams_refuses_calls_and_an_unban_restores<S: Store>(store:
     let mut client = app.client().await;
     let mut admin = admin(&app).await;
     let operator = Uuid::now_v7();
-    let op = operator_token(&app, operator);
+    let op = app.named_operator_token(operator, "ops-nour");
     let player = register(&app, "mallory").await;
     let mut feed = client
         .watch_friends(authed(
@@ -148,6 +148,10 @@ async fn a_ban_ends_streams_refuses_calls_and_an_unban_restores<S: Store>(store:
         [("ban", "abuse in chat"), ("unban", "appeal accepted")]
     );
     assert!(audit.iter().all(|e| e.operator_id == operator));
+    assert!(
+        audit.iter().all(|e| e.operator_name == "ops-nour"),
+        "who acted, by the name the token gives: {audit:?}"
+    );
     assert!(
         audit[0].detail.starts_with("9999-12-31"),
         "a ban for good: {}",

@@ -13,11 +13,12 @@ use crate::store::{AuditEntry, DeletedAccount, Moderation};
 impl Moderation for PgStore {
     async fn audit(&self, entry: AuditEntry) -> Result<()> {
         sqlx::query(
-            "INSERT INTO admin_audit (at, operator_id, action, target_id, reason, detail)
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO admin_audit (at, operator_id, operator_name, action, target_id, reason, detail)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(entry.at)
         .bind(entry.operator_id)
+        .bind(&entry.operator_name)
         .bind(&entry.action)
         .bind(entry.target_id)
         .bind(&entry.reason)
@@ -29,7 +30,7 @@ impl Moderation for PgStore {
 
     async fn audit_of(&self, target: Uuid) -> Result<Vec<AuditEntry>> {
         sqlx::query(
-            "SELECT at, operator_id, action, target_id, reason, detail FROM admin_audit
+            "SELECT at, operator_id, operator_name, action, target_id, reason, detail FROM admin_audit
              WHERE target_id = $1 ORDER BY at, id",
         )
         .bind(target)
@@ -40,6 +41,7 @@ impl Moderation for PgStore {
             Ok(AuditEntry {
                 at: row.try_get("at")?,
                 operator_id: row.try_get("operator_id")?,
+                operator_name: row.try_get("operator_name")?,
                 action: row.try_get("action")?,
                 target_id: row.try_get("target_id")?,
                 reason: row.try_get("reason")?,
