@@ -50,11 +50,11 @@ pub struct Backend {
 /// The `GET /metrics` addresses of the three services.
 #[derive(Debug, Clone)]
 pub struct MetricsEndpoints {
-    /// accounts.
+    /// accounts' metrics address.
     pub accounts: SocketAddr,
     /// game-session.
     pub game: SocketAddr,
-    /// matchmaking.
+    /// matchmaking's metrics address.
     pub matchmaking: SocketAddr,
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 /// What one scenario saw.
 #[derive(Debug, Default)]
 pub struct Row {
-    /// The scenario.
+    /// The scenario's letter and title, as the report prints it.
     pub scenario: String,
     /// Matches played.
     pub matches: usize,

@@ -620,7 +620,7 @@ pub struct Stack {
     pub redis_proxy: Proxy,
     /// accounts' way to PostgreSQL.
     pub pg_proxy: Proxy,
-    /// accounts.
+    /// The accounts process (its binary, ports and logs).
     pub accounts: Service,
     /// Two game-session replicas.
     pub games: Vec<Service>,

@@ -19,11 +19,11 @@ pub const PREFIXES: [(&str, &str); 3] = [
 /// The settings of the three services.
 #[derive(Debug, Clone)]
 pub struct DevSettings {
-    /// accounts.
+    /// accounts' settings, before `basra dev` gives it the development keys and stores.
     pub accounts: accounts::Settings,
-    /// matchmaking.
+    /// matchmaking's settings, before `basra dev` points it at the one port.
     pub matchmaking: matchmaking::settings::Settings,
-    /// game-session.
+    /// game-session's settings, before `basra dev` points it at the one port.
     pub game_session: game_session::Settings,
 }
 
@@ -54,7 +54,7 @@ pub enum DevSettingsError {
     /// One service refused its settings.
     #[error("{service}: {source}")]
     Service {
-        /// The service.
+        /// Which service (its settings' section name).
         service: &'static str,
         /// Why.
         source: basra_platform::config::ConfigError,

@@ -60,7 +60,7 @@ pub enum FriendsCommand {
     Invite {
         /// The friend (a name from `basra friends list`, or a user id).
         who: String,
-        /// The room.
+        /// The room to invite them to (its id).
         room: String,
     },
 }

@@ -31,7 +31,7 @@ pub enum Driver {
     Human,
     /// A bot policy, after `delay`.
     Bot {
-        /// The policy.
+        /// How it chooses its card.
         policy: Policy,
         /// The pause before each play.
         delay: Duration,

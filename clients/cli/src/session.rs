@@ -148,11 +148,11 @@ impl Drop for Refresher {
 /// Where the services answer: one endpoint for all (`basra dev`, an ingress), or one each.
 #[derive(Debug, Clone)]
 pub struct Endpoints {
-    /// accounts.
+    /// Where AccountsService answers.
     pub accounts: String,
     /// game-session.
     pub game: String,
-    /// matchmaking.
+    /// Where MatchmakingService answers.
     pub matchmaking: String,
 }
 

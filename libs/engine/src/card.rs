@@ -85,12 +85,12 @@ impl Card {
         self.0
     }
 
-    /// The rank.
+    /// Its rank, A (1) to K (13).
     pub fn rank(self) -> Rank {
         Rank(self.0 / 4 + 1)
     }
 
-    /// The suit.
+    /// Its suit (one of four).
     pub fn suit(self) -> Suit {
         Suit::ALL[usize::from(self.0 % 4)]
     }

@@ -30,7 +30,7 @@ pub struct Game {
 /// A card the player to move may play, and what it would take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LegalPlay {
-    /// The card.
+    /// The card to play (from the player's hand).
     pub card: Card,
     /// What it takes by default, and whether the player may name another set.
     pub capture: Capture,

@@ -285,7 +285,7 @@ impl Round {
         self.index
     }
 
-    /// The dealer.
+    /// Who dealt this round (the seat after them plays first).
     pub fn dealer(&self) -> Seat {
         self.dealer
     }

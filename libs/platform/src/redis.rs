@@ -653,9 +653,9 @@ fn cluster_builder(nodes: &[String]) -> ClusterClientBuilder {
 pub enum PubSubEvent {
     /// A message on one of the channels.
     Message {
-        /// The channel.
+        /// The channel's full name, with its prefix.
         channel: String,
-        /// The payload.
+        /// The message's bytes, as published.
         payload: Vec<u8>,
     },
     /// The subscription was lost and is back: messages in between are lost.
@@ -844,7 +844,7 @@ impl Keys {
         })
     }
 
-    /// The prefix.
+    /// The key prefix every key of this connection starts with.
     pub fn prefix(&self) -> &str {
         &self.prefix
     }

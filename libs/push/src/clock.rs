@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A source of the current time.
 pub trait Clock: Send + Sync + fmt::Debug {
-    /// Now.
+    /// The current time (the tests move it).
     fn now(&self) -> SystemTime;
 }
 

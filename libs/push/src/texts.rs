@@ -151,7 +151,7 @@ pub struct Text {
     pub locale: Locale,
     /// The title line.
     pub title: String,
-    /// The body.
+    /// The text under the title, in the same language.
     pub body: String,
 }
 

@@ -119,7 +119,7 @@ impl SeatFill {
 pub enum ActionKind {
     /// Played a card, naming a capture or not (the canonical capture).
     Play {
-        /// The card.
+        /// The card played.
         card: Card,
         /// The table cards the player named, in table order.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,7 +156,7 @@ pub struct BasraCounts {
 /// One side's score for one round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SideScore {
-    /// The side.
+    /// The side (0 or 1; with two seats the side is the seat).
     pub side: u8,
     /// Cards captured.
     pub pile_size: u32,
@@ -164,9 +164,9 @@ pub struct SideScore {
     pub basras: BasraCounts,
     /// Points from Basras.
     pub basra_points: u32,
-    /// Majority points.
+    /// Points for the most cards (majority), after any carry-over.
     pub majority_points: u32,
-    /// Card points.
+    /// Points for the counting cards when `card_points` is on (each J and A, 2♣, 10♦).
     pub card_points: u32,
     /// The round's points.
     pub round_points: u32,

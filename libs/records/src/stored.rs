@@ -37,7 +37,7 @@ pub struct SeatInfo {
 /// The rating change of one rated seat.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 pub struct SeatRating {
-    /// The seat.
+    /// The rated seat, 0-based in turn order.
     pub seat: u8,
     /// Rating before the match.
     pub rating_before: f64,
@@ -51,7 +51,7 @@ pub struct SeatRating {
 /// `client_app_version`): the player's latest sign-in at or before the match's end.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct SeatClient {
-    /// The seat.
+    /// The seat the player took, 0-based in turn order.
     pub seat: u8,
     /// `web`, `android`, `cli`, …
     pub platform: String,

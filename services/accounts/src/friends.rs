@@ -360,7 +360,7 @@ pub struct FriendEntry {
 /// A player's friends, requests and blocks, each list ordered by display name, then id.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FriendList {
-    /// Friends.
+    /// The players whose friendship is accepted, both ways.
     pub friends: Vec<FriendEntry>,
     /// Requests others sent to the player.
     pub incoming: Vec<FriendEntry>,

@@ -17,7 +17,7 @@ pub trait Clock: Send + Sync + 'static {
     fn now_ms(&self) -> Millis;
 }
 
-/// The system clock.
+/// The wall clock (the running service; tests use a manual clock).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 

@@ -32,9 +32,9 @@ pub struct Settings {
     pub auth: AuthSettings,
     /// game-session.
     pub game: UpstreamSettings,
-    /// accounts.
+    /// How to reach accounts (ratings, names, blocks, presence).
     pub accounts: UpstreamSettings,
-    /// The queue.
+    /// How the rated queue pairs players: formats, windows, waits, bots.
     pub queue: QueueSettings,
     /// Created rooms.
     pub rooms: RoomSettings,
@@ -75,7 +75,7 @@ pub struct QueueSettings {
     pub target_scores: Vec<u32>,
     /// Window half-width at first.
     pub window_start: f64,
-    /// Window growth per second.
+    /// How much the rating window's half-width grows per second of waiting.
     pub window_growth_per_second: f64,
     /// Widest window.
     pub window_max: f64,

@@ -22,7 +22,7 @@ use crate::upstream::{GameRooms, Invites, NameSource, RatingSource};
 /// The behaviour settings of a running matchmaker.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The queue.
+    /// How the queue pairs players (from `[queue]`).
     pub queue: QueueSettings,
     /// Created rooms.
     pub rooms: RoomSettings,
@@ -39,7 +39,7 @@ pub struct Deps {
     pub store: Arc<dyn Store>,
     /// game-session.
     pub game: Arc<dyn GameRooms>,
-    /// Ratings.
+    /// Where players' ratings and blocks come from (accounts).
     pub ratings: Arc<dyn RatingSource>,
     /// Players' display names.
     pub names: Arc<dyn NameSource>,
@@ -49,7 +49,7 @@ pub struct Deps {
     pub presence: PresenceReporter,
     /// Time.
     pub clock: Arc<dyn Clock>,
-    /// Metrics.
+    /// The service's Prometheus metrics.
     pub metrics: Arc<Metrics>,
 }
 

@@ -52,7 +52,7 @@ pub const ERASED: &str = "_erased.json";
 /// under the key (no file names their old id).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Erased {
-    /// The keys.
+    /// The pseudonymous player keys already erased from the files.
     pub keys: BTreeSet<Uuid>,
 }
 

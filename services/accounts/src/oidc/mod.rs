@@ -89,7 +89,7 @@ impl Provider {
 /// A player at a provider: who a verified ID token names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ProviderIdentity {
-    /// The provider.
+    /// Which provider verified them (Apple, Google, …).
     pub provider: Provider,
     /// The token's `sub`: the player's stable id at the provider (1..255 characters).
     pub subject: String,

@@ -88,7 +88,7 @@ impl Social {
         self
     }
 
-    /// The store.
+    /// Where presence and notes are kept (Redis or memory).
     pub fn store(&self) -> &SocialStore {
         &self.store
     }

@@ -196,7 +196,7 @@ impl<S: Store> AccountsApi<S> {
         }
     }
 
-    /// The store.
+    /// The accounts store the service reads and writes (tests inspect it).
     pub fn store(&self) -> &S {
         &self.inner.store
     }

@@ -81,7 +81,7 @@ pub struct Counts {
     pub credentials: u64,
     /// Refresh tokens (any state).
     pub refresh_tokens: u64,
-    /// Revoked refresh tokens.
+    /// Refresh tokens revoked (signed out, rotated, or by a ban).
     pub revoked_refresh_tokens: u64,
     /// Recorded matches.
     pub matches: u64,

@@ -18,11 +18,11 @@ pub struct RatingChange {
     pub user_id: Uuid,
     /// Their seat.
     pub seat: u8,
-    /// Rating before.
+    /// Their Glicko-2 rating before the match.
     pub rating_before: f64,
-    /// Rating after.
+    /// Their Glicko-2 rating after the match.
     pub rating_after: f64,
-    /// Deviation after.
+    /// Their rating deviation after the match.
     pub deviation_after: f64,
 }
 

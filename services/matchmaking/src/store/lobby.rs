@@ -84,7 +84,7 @@ impl RoomStatus {
 pub enum TakeSeat {
     /// Seated now; `full` when that filled the room.
     Seated {
-        /// The seat.
+        /// The seat taken, 0-based.
         seat: u32,
         /// The room is now full.
         full: bool,
@@ -109,9 +109,9 @@ pub enum TakeSeat {
 /// Lobby filters; `None` matches everything.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LobbyFilter {
-    /// Seats.
+    /// Only rooms with this many seats (2 or 4).
     pub seats: Option<u8>,
-    /// Target score.
+    /// Only rooms playing to this score.
     pub target_score: Option<u32>,
     /// Ranked or not.
     pub ranked: Option<bool>,

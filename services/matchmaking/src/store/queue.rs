@@ -119,7 +119,7 @@ pub struct TicketView {
     /// Its group could not get a room (game-session unavailable): the stream
     /// ends with UNAVAILABLE; a resume puts the ticket back in the pool.
     pub unavailable: bool,
-    /// The state.
+    /// Where the ticket is: queued, pending a room, matched or cancelled.
     pub state: TicketState,
     /// 1-based position among the waiting tickets of its format (0 when not
     /// in the pool).

@@ -80,7 +80,7 @@ impl PgStore {
             .map_err(|e| AccountsError::Internal(format!("database migration failed: {e}")))
     }
 
-    /// The pool.
+    /// The connection pool (tests and tools run their own queries on it).
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }
