@@ -69,6 +69,7 @@ bench-bots: ## The bot levels against each other, 10,000 matches a pairing, hard
 
 bench: ## Run the benchmarks (figures in docs/performance.md)
 	$(CARGO) bench -p basra-engine --bench engine
+	$(CARGO) bench -p basra-events --bench events
 	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- duel medium random 10000
 	$(CARGO) run --quiet --release -p basra-engine --example bot_duel -- timing 200
 	$(CARGO) run --quiet --release -p basra-engine --example capture_worst

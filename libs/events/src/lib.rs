@@ -10,6 +10,8 @@
 //!   rules exactly); Buchholz, Buchholz cut-1 and Sonneborn–Berger.
 //! - [`Arena`]: a time window; a player who finishes is paired again at once with someone
 //!   waiting near in score; 2 points a win, 4 after two wins in a row; pause, withdraw.
+//! - [`Schedule`]: a recurring event's next start from a CRON expression in an IANA time
+//!   zone, daylight saving included; an expression that never fires is refused.
 //! - [`standings`]: the table every format answers ([`Standing`]: rank, points,
 //!   tie-breaks, matches played).
 //!
@@ -34,6 +36,7 @@ pub mod error;
 pub mod knockout;
 pub mod outcome;
 pub mod player;
+pub mod schedule;
 pub mod standings;
 pub mod swiss;
 
@@ -42,5 +45,6 @@ pub use error::EventError;
 pub use knockout::Knockout;
 pub use outcome::{MatchId, Outcome};
 pub use player::{Entrant, PlayerId};
+pub use schedule::Schedule;
 pub use standings::{Standing, TieBreaks};
 pub use swiss::Swiss;
