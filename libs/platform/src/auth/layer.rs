@@ -27,9 +27,10 @@ const ALWAYS_PUBLIC: &[&str] = &[
 /// `public_methods` (full paths such as
 /// `"/basra.accounts.v1.AccountsService/GuestLogin"`; health and reflection are
 /// always public) it requires `authorization: Bearer <jwt>`, verifies it and
-/// inserts the [`Caller`] into the request extensions (read it with
-/// [`caller`](super::caller)). Otherwise it answers `UNAUTHENTICATED` without
-/// calling the service.
+/// inserts the [`Caller`](super::Caller) into the request extensions (read it with
+/// [`caller`](super::caller)), and beside it the [`OperatorName`] an operator's token
+/// gives (read it with [`operator_name`](super::operator_name)). Otherwise it answers
+/// `UNAUTHENTICATED` without calling the service.
 ///
 /// Public methods pass without a token; when one carries a valid token, its
 /// `Caller` is inserted too (an invalid one is ignored there).
