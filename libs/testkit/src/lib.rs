@@ -13,7 +13,8 @@
 //! - one suite of contract cases run on every backend of a store ([`store_contract!`]);
 //! - a server on a free port, stopped when dropped ([`Served`]), and each service started
 //!   for a test behind a feature named after it (its tests turn it on): `matchmaking`,
-//!   `accounts` (`spawn_app()`, its builders, clients, fixtures and fakes).
+//!   `accounts`, `game-session` (`spawn_app()`, its builders, clients, fixtures and
+//!   fakes).
 //!
 //! A crate's own setup (its stores, its service) stays in its `tests/it/helpers.rs`
 //! unless testkit starts it behind its feature. testkit is only ever a dev-dependency
@@ -29,6 +30,8 @@
 #[cfg(feature = "accounts")]
 pub mod accounts;
 mod contract;
+#[cfg(feature = "game-session")]
+pub mod game_session;
 pub mod hostile;
 #[cfg(feature = "matchmaking")]
 pub mod matchmaking;

@@ -8,9 +8,6 @@
 //! This is its own test binary so that no other test shares the cluster while its
 //! primaries move.
 
-#[path = "it/common/mod.rs"]
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -18,7 +15,8 @@ use std::time::Duration;
 use basra_platform::auth::Role;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{self as game, RejectCode, play_request::Kind};
-use common::*;
+use basra_testkit::game_session::*;
+use basra_testkit::redis_cluster_url;
 use tonic::Code;
 use uuid::Uuid;
 
@@ -191,7 +189,7 @@ async fn matches_survive_a_failover_of_every_primary() {
     const ROOMS: usize = 6;
     let tokens = Arc::new(Tokens::new());
     let url = redis_cluster_url();
-    let prefix = prefix();
+    let prefix = test_prefix();
     let fake = FakeAccounts::default();
     let accounts = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let accounts_addr = accounts.local_addr().unwrap();
@@ -210,25 +208,23 @@ async fn matches_survive_a_failover_of_every_primary() {
     };
     // A longer presence lease than the other tests: a failover may hold a refresh up.
     let cfg = |name: &str| {
-        let mut cfg = config(name, timing());
+        let mut cfg = test_config(name, test_timing());
         cfg.lease = Duration::from_secs(10);
         cfg
     };
-    let r1 = Replica::spawn(
-        redis_store_at(&url, &prefix).await,
-        &tokens,
-        cfg("r1"),
-        Some(link(&tokens)),
-    )
-    .await;
-    let r2 = Replica::spawn(
-        redis_store_at(&url, &prefix).await,
-        &tokens,
-        cfg("r2"),
-        Some(link(&tokens)),
-    )
-    .await;
-    let addrs = Arc::new(vec![r1.addr, r2.addr]);
+    let r1 = TestApp::builder(&tokens)
+        .store(redis_store_at(&url, &prefix).await)
+        .config(cfg("r1"))
+        .accounts(link(&tokens))
+        .spawn()
+        .await;
+    let r2 = TestApp::builder(&tokens)
+        .store(redis_store_at(&url, &prefix).await)
+        .config(cfg("r2"))
+        .accounts(link(&tokens))
+        .spawn()
+        .await;
+    let addrs = Arc::new(vec![r1.addr(), r2.addr()]);
 
     // Rooms spread over the shards (so over the three primaries), two players each,
     // one on each replica; a match of a few rounds.

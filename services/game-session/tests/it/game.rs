@@ -1,8 +1,6 @@
 //! End to end: real replicas on port 0, real Redis (unique prefix per test), real tonic
 //! clients. Redis must be reachable: these tests fail, never skip, without it.
 
-use crate::common;
-
 use std::time::Duration;
 
 use basra_engine::{Action, Card, Event, Seat, Seed, Settings};
@@ -14,7 +12,8 @@ use basra_proto::basra::game::v1::{
     game_internal_service_client::GameInternalServiceClient, play_request::Kind,
     play_response::Event as E,
 };
-use common::*;
+use basra_testkit::game_session::*;
+use basra_testkit::{authed, redis_cluster_url, redis_url};
 use game_session::store::ALL_SHARDS;
 use sha2::Digest as _;
 use tonic::Code;
@@ -113,8 +112,8 @@ fn same_public_events(a: &Player, b: &Player) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_players_play_a_whole_match_seeing_only_their_own_cards() {
     let tokens = Tokens::new();
-    let store = redis_store(&prefix()).await;
-    let replica = Replica::spawn(store, &tokens, config("r1", timing()), None).await;
+    let store = redis_store(&test_prefix()).await;
+    let replica = TestApp::builder(&tokens).store(store).spawn().await;
     let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
     let room = Uuid::now_v7().to_string();
     let created = create_room(
@@ -172,22 +171,17 @@ async fn players_on_two_replicas_over_a_redis_cluster_and_one_replica_stops_mid_
 
 async fn two_replicas_and_one_stops(url: &str) {
     let tokens = Tokens::new();
-    let prefix = prefix();
-    let r1 = Replica::spawn(
-        redis_store_at(url, &prefix).await,
-        &tokens,
-        config("r1", timing()),
-        None,
-    )
-    .await;
-    let r2 = Replica::spawn(
-        redis_store_at(url, &prefix).await,
-        &tokens,
-        config("r2", timing()),
-        None,
-    )
-    .await;
-    let (room, ua, ub) = two_player_room(&r1, &tokens).await;
+    let prefix = test_prefix();
+    let r1 = TestApp::builder(&tokens)
+        .store(redis_store_at(url, &prefix).await)
+        .spawn()
+        .await;
+    let r2 = TestApp::builder(&tokens)
+        .store(redis_store_at(url, &prefix).await)
+        .config(test_config("r2", test_timing()))
+        .spawn()
+        .await;
+    let (room, ua, ub) = r1.room().create().await;
     let mut a = Player::join(r1.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     let mut b = Player::join(r2.channel().await, &tokens, ub, 1, &room, Some(0)).await;
 
@@ -207,7 +201,7 @@ async fn two_replicas_and_one_stops(url: &str) {
         .await;
 
     // r2 stops: b's stream ends with UNAVAILABLE (or the connection is cut).
-    let r2_addr = r2.addr;
+    let r2_addr = r2.addr();
     r2.stop().await;
     let end = loop {
         match tokio::time::timeout(WAIT, b.events.message())
@@ -272,14 +266,8 @@ async fn two_replicas_and_one_stops(url: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconnect_with_the_last_seq_gets_exactly_the_missed_events() {
     let tokens = Tokens::new();
-    let replica = Replica::spawn(
-        redis_store(&prefix()).await,
-        &tokens,
-        config("r1", timing()),
-        None,
-    )
-    .await;
-    let (room, ua, ub) = two_player_room(&replica, &tokens).await;
+    let replica = TestApp::builder(&tokens).spawn().await;
+    let (room, ua, ub) = replica.room().create().await;
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     let mut b = Player::join(replica.channel().await, &tokens, ub, 1, &room, Some(0)).await;
     // a plays once; b sees it and the turn, then drops.
@@ -324,9 +312,9 @@ async fn a_reconnect_with_the_last_seq_gets_exactly_the_missed_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retried_play_is_applied_once() {
     let tokens = Tokens::new();
-    let store = redis_store(&prefix()).await;
-    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
-    let (room, ua, _) = two_player_room(&replica, &tokens).await;
+    let store = redis_store(&test_prefix()).await;
+    let replica = TestApp::builder(&tokens).store(store.clone()).spawn().await;
+    let (room, ua, _) = replica.room().create().await;
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     a.until(|e| matches!(e, E::TurnStarted(t) if t.seat == 0))
         .await;
@@ -381,9 +369,9 @@ async fn a_retried_play_is_applied_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn illegal_plays_leave_the_room_unchanged() {
     let tokens = Tokens::new();
-    let store = redis_store(&prefix()).await;
-    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
-    let (room, ua, ub) = two_player_room(&replica, &tokens).await;
+    let store = redis_store(&test_prefix()).await;
+    let replica = TestApp::builder(&tokens).store(store.clone()).spawn().await;
+    let (room, ua, ub) = replica.room().create().await;
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     let mut b = Player::join(replica.channel().await, &tokens, ub, 1, &room, Some(0)).await;
     a.until(|e| matches!(e, E::ConnectionChanged(c) if c.seat == 1))
@@ -460,14 +448,8 @@ async fn reject(p: &mut Player, code: RejectCode) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_joins_get_clear_statuses() {
     let tokens = Tokens::new();
-    let replica = Replica::spawn(
-        redis_store(&prefix()).await,
-        &tokens,
-        config("r1", timing()),
-        None,
-    )
-    .await;
-    let (room, ua, _) = two_player_room(&replica, &tokens).await;
+    let replica = TestApp::builder(&tokens).spawn().await;
+    let (room, ua, _) = replica.room().create().await;
     let token = tokens.token(Uuid::now_v7(), Role::Player);
     let err = open(
         replica.channel().await,
@@ -568,14 +550,16 @@ async fn bad_joins_get_clear_statuses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_turn_is_played_automatically() {
     let tokens = Tokens::new();
-    let mut t = timing();
+    let mut t = test_timing();
     t.turn_ms = 300;
     // The players connect after the match has started: their first turns last the grace
     // (`Room::turn_allowance_ms`), here no longer than a turn.
     t.grace_ms = 300;
-    let replica =
-        Replica::spawn(redis_store(&prefix()).await, &tokens, config("r1", t), None).await;
-    let (room, ua, _) = two_player_room(&replica, &tokens).await;
+    let replica = TestApp::builder(&tokens)
+        .config(test_config("r1", t))
+        .spawn()
+        .await;
+    let (room, ua, _) = replica.room().create().await;
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     // a never plays: the server plays for it, with a card from its hand.
     let played = a.until(|e| matches!(e, E::CardPlayed(_))).await;
@@ -593,14 +577,16 @@ async fn a_timed_out_turn_is_played_automatically() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_play_landing_within_the_slack_past_the_deadline_beats_the_timer() {
     let tokens = Tokens::new();
-    let mut t = timing();
+    let mut t = test_timing();
     t.turn_ms = 300;
     // A first turn before the player connects lasts the grace: no longer here.
     t.grace_ms = 300;
     t.turn_slack_ms = 1_500;
-    let replica =
-        Replica::spawn(redis_store(&prefix()).await, &tokens, config("r1", t), None).await;
-    let (room, ua, _) = two_player_room(&replica, &tokens).await;
+    let replica = TestApp::builder(&tokens)
+        .config(test_config("r1", t))
+        .spawn()
+        .await;
+    let (room, ua, _) = replica.room().create().await;
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     let turn = a
         .until(|e| matches!(e, E::TurnStarted(t) if t.seat == 0))
@@ -640,8 +626,8 @@ async fn a_hard_bot_seat_plays_a_whole_match() {
 
 async fn bot_plays_a_whole_match(level: pb::BotLevel, name: &str) {
     let tokens = Tokens::new();
-    let store = redis_store(&prefix()).await;
-    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
+    let store = redis_store(&test_prefix()).await;
+    let replica = TestApp::builder(&tokens).store(store.clone()).spawn().await;
     let ua = Uuid::now_v7();
     let room = Uuid::now_v7().to_string();
     create_room(
@@ -704,22 +690,19 @@ async fn outbox_records_once(url: &str, down: Duration) {
         link.poll = Duration::from_millis(50);
         link
     };
-    let prefix = prefix();
+    let prefix = test_prefix();
     let store = redis_store_at(url, &prefix).await;
-    let r1 = Replica::spawn(
-        store.clone(),
-        &tokens,
-        config("r1", timing()),
-        Some(link(&tokens)),
-    )
-    .await;
-    let r2 = Replica::spawn(
-        redis_store_at(url, &prefix).await,
-        &tokens,
-        config("r2", timing()),
-        Some(link(&tokens)),
-    )
-    .await;
+    let r1 = TestApp::builder(&tokens)
+        .store(store.clone())
+        .accounts(link(&tokens))
+        .spawn()
+        .await;
+    let r2 = TestApp::builder(&tokens)
+        .store(redis_store_at(url, &prefix).await)
+        .config(test_config("r2", test_timing()))
+        .accounts(link(&tokens))
+        .spawn()
+        .await;
     let room = Uuid::now_v7().to_string();
     create_room(
         r1.channel().await,
@@ -823,10 +806,10 @@ async fn outbox_records_once(url: &str, down: Duration) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stream_cap_answers_resource_exhausted() {
     let tokens = Tokens::new();
-    let mut cfg = config("r1", timing());
+    let mut cfg = test_config("r1", test_timing());
     cfg.max_streams = 1;
-    let replica = Replica::spawn(redis_store(&prefix()).await, &tokens, cfg, None).await;
-    let (room, ua, ub) = two_player_room(&replica, &tokens).await;
+    let replica = TestApp::builder(&tokens).config(cfg).spawn().await;
+    let (room, ua, ub) = replica.room().create().await;
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, None).await;
     a.next().await.unwrap();
     let err = open(
@@ -865,14 +848,8 @@ async fn the_stream_cap_answers_resource_exhausted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_needs_the_operator_role_and_closes_rooms() {
     let tokens = Tokens::new();
-    let replica = Replica::spawn(
-        redis_store(&prefix()).await,
-        &tokens,
-        config("r1", timing()),
-        None,
-    )
-    .await;
-    let (room, ua, _) = two_player_room(&replica, &tokens).await;
+    let replica = TestApp::builder(&tokens).spawn().await;
+    let (room, ua, _) = replica.room().create().await;
     let mut admin = GameAdminServiceClient::new(replica.channel().await);
     let player = tokens.token(ua, Role::Player);
     let err = admin
@@ -1004,13 +981,7 @@ async fn admin_needs_the_operator_role_and_closes_rooms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_draining_replica_refuses_new_rooms() {
     let tokens = Tokens::new();
-    let replica = Replica::spawn(
-        redis_store(&prefix()).await,
-        &tokens,
-        config("r1", timing()),
-        None,
-    )
-    .await;
+    let replica = TestApp::builder(&tokens).spawn().await;
     let seats = || vec![player_seat(Uuid::now_v7()), bot_seat(pb::BotLevel::Easy)];
     let room = Uuid::now_v7().to_string();
     create_room(
@@ -1052,7 +1023,11 @@ async fn the_embedded_memory_store_serves_a_whole_match_too() {
     let tokens = Tokens::new();
     let store: std::sync::Arc<dyn game_session::RoomStore> =
         std::sync::Arc::new(game_session::MemoryStore::new());
-    let replica = Replica::spawn(store, &tokens, config("dev", timing()), None).await;
+    let replica = TestApp::builder(&tokens)
+        .store(store)
+        .config(test_config("dev", test_timing()))
+        .spawn()
+        .await;
     let ua = Uuid::now_v7();
     let room = Uuid::now_v7().to_string();
     create_room(
@@ -1084,13 +1059,7 @@ async fn seats_show_the_names_accounts_gives_in_views_events_and_the_record() {
     )
     .unwrap();
     link.poll = Duration::from_millis(50);
-    let replica = Replica::spawn(
-        redis_store(&prefix()).await,
-        &tokens,
-        config("r1", timing()),
-        Some(link),
-    )
-    .await;
+    let replica = TestApp::builder(&tokens).accounts(link).spawn().await;
     // One player seated when the room is made, one by SeatPlayer (as JoinRoom does).
     let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
     let room = Uuid::now_v7().to_string();
@@ -1165,13 +1134,7 @@ async fn each_seat_of_the_record_says_how_it_was_filled() {
     )
     .unwrap();
     link.poll = Duration::from_millis(50);
-    let replica = Replica::spawn(
-        redis_store(&prefix()).await,
-        &tokens,
-        config("r1", timing()),
-        Some(link),
-    )
-    .await;
+    let replica = TestApp::builder(&tokens).accounts(link).spawn().await;
     let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
     let room = Uuid::now_v7().to_string();
     let queued = game::SeatAssignment {
@@ -1304,14 +1267,8 @@ async fn a_seated_stream_reports_its_player_in_the_match_until_it_closes() {
         tokens.service_credentials(),
     )
     .unwrap();
-    let replica = Replica::spawn(
-        redis_store(&prefix()).await,
-        &tokens,
-        config("r1", timing()),
-        Some(link),
-    )
-    .await;
-    let (room, ua, _ub) = two_player_room(&replica, &tokens).await;
+    let replica = TestApp::builder(&tokens).accounts(link).spawn().await;
+    let (room, ua, _ub) = replica.room().create().await;
     let reports_of = |user: Uuid| {
         fake.presence
             .lock()

@@ -5,8 +5,7 @@
 //! against a stale state and applied to the room as stored. On the memory store, one
 //! Redis and the cluster.
 
-use crate::common;
-
+use basra_testkit::game_session as kit;
 use std::sync::Arc;
 
 use basra_engine::{Card, Seed};
@@ -21,22 +20,22 @@ use tokio_util::sync::CancellationToken;
 /// A replica's core over `store`, with no background task: its hub hears of nothing but
 /// its own commits.
 fn replica(name: &str, store: Arc<dyn RoomStore>) -> Arc<Replica> {
-    let config = common::config(name, common::timing());
+    let config = kit::test_config(name, kit::test_timing());
     Arc::new(Replica::new(store, config, None, CancellationToken::new()))
 }
 
 /// Two replicas' stores over one key prefix, on one Redis or on the cluster.
 async fn two_replicas_stores(cluster: bool) -> (Arc<dyn RoomStore>, Arc<dyn RoomStore>) {
-    let prefix = common::prefix();
+    let prefix = kit::test_prefix();
     if cluster {
         (
-            common::cluster_store(&prefix).await,
-            common::cluster_store(&prefix).await,
+            kit::cluster_store(&prefix).await,
+            kit::cluster_store(&prefix).await,
         )
     } else {
         (
-            common::redis_store(&prefix).await,
-            common::redis_store(&prefix).await,
+            kit::redis_store(&prefix).await,
+            kit::redis_store(&prefix).await,
         )
     }
 }
@@ -84,7 +83,7 @@ async fn stale_state_is_detected(store_a: Arc<dyn RoomStore>, store_b: Arc<dyn R
         false,
         false,
         game_session::room::Visibility::Private,
-        common::timing(),
+        kit::test_timing(),
         now_ms(),
     );
     room.start_if_full(Seed([5; 32]), "m".into(), now_ms());
@@ -217,8 +216,8 @@ async fn a_stale_held_state_is_detected_on_a_cluster() {
 /// and stored again in the binary form by a new replica, on a real Redis.
 #[tokio::test]
 async fn a_room_stored_as_json_by_an_older_replica_is_played_on_redis() {
-    let prefix = common::prefix();
-    let store = common::redis_store(&prefix).await;
+    let prefix = kit::test_prefix();
+    let store = kit::redis_store(&prefix).await;
     let core = replica("new", Arc::clone(&store));
     let id = uuid::Uuid::now_v7().to_string();
     let mut room = Room::new(
@@ -237,7 +236,7 @@ async fn a_room_stored_as_json_by_an_older_replica_is_played_on_redis() {
         false,
         true,
         game_session::room::Visibility::Private,
-        common::timing(),
+        kit::test_timing(),
         now_ms(),
     );
     room.start_if_full(Seed([8; 32]), "m".into(), now_ms());
@@ -247,7 +246,7 @@ async fn a_room_stored_as_json_by_an_older_replica_is_played_on_redis() {
     let key = basra_platform::redis::Keys::new(&prefix)
         .unwrap()
         .key(&format!("gs:{shard}"), &format!("room:{id}:state"));
-    let mut redis = redis::Client::open(common::redis_url())
+    let mut redis = redis::Client::open(basra_testkit::redis_url())
         .unwrap()
         .get_multiplexed_async_connection()
         .await
@@ -286,7 +285,7 @@ async fn a_room_stored_as_json_by_an_older_replica_is_played_on_redis() {
 /// A store on one Redis writing rooms in `format`.
 async fn writing(prefix: &str, format: RoomFormat) -> Arc<dyn RoomStore> {
     let store = game_session::RedisStore::connect(
-        &common::redis_url(),
+        &basra_testkit::redis_url(),
         prefix,
         600,
         CancellationToken::new(),
@@ -302,7 +301,7 @@ async fn stored_bytes(prefix: &str, id: &str) -> Vec<u8> {
     let key = basra_platform::redis::Keys::new(prefix)
         .unwrap()
         .key(&format!("gs:{shard}"), &format!("room:{id}:state"));
-    let mut redis = redis::Client::open(common::redis_url())
+    let mut redis = redis::Client::open(basra_testkit::redis_url())
         .unwrap()
         .get_multiplexed_async_connection()
         .await
@@ -320,9 +319,9 @@ async fn stored_bytes(prefix: &str, id: &str) -> Vec<u8> {
 /// step) plays one room in turns, each replica reading what the other wrote.
 #[tokio::test]
 async fn replicas_writing_json_and_binary_play_one_room_in_turns() {
-    let prefix = common::prefix();
+    let prefix = kit::test_prefix();
     let json_writer = replica("json", writing(&prefix, RoomFormat::Json).await);
-    let store = common::redis_store(&prefix).await;
+    let store = kit::redis_store(&prefix).await;
     let binary_writer = replica("binary", Arc::clone(&store));
     let id = uuid::Uuid::now_v7().to_string();
     let mut room = Room::new(
@@ -341,7 +340,7 @@ async fn replicas_writing_json_and_binary_play_one_room_in_turns() {
         false,
         false,
         game_session::room::Visibility::Private,
-        common::timing(),
+        kit::test_timing(),
         now_ms(),
     );
     room.start_if_full(Seed([4; 32]), "m".into(), now_ms());
@@ -380,7 +379,7 @@ fn started_room(id: &str, seed: u8) -> Room {
         false,
         false,
         game_session::room::Visibility::Private,
-        common::timing(),
+        kit::test_timing(),
         now_ms(),
     );
     room.start_if_full(Seed([seed; 32]), "m".into(), now_ms());
@@ -491,12 +490,12 @@ async fn stream_play(core: &Arc<Replica>, store: &dyn RoomStore, id: &str) -> Mu
 /// the match's action log, once.
 #[tokio::test]
 async fn a_replica_writing_binary_2_folds_the_tail_into_the_snapshot() {
-    let prefix = common::prefix();
+    let prefix = kit::test_prefix();
     let whole = writing(&prefix, RoomFormat::Binary2).await;
     assert_eq!(whole.tail_limit(), 0);
-    let tail_writer = replica("binary", common::redis_store(&prefix).await);
+    let tail_writer = replica("binary", kit::redis_store(&prefix).await);
     let whole_writer = replica("binary_2", Arc::clone(&whole));
-    let store = common::redis_store(&prefix).await;
+    let store = kit::redis_store(&prefix).await;
     let id = uuid::Uuid::now_v7().to_string();
     let mut room = started_room(&id, 21);
     assert!(tail_writer.create(&mut room).await.unwrap());

@@ -1,8 +1,6 @@
 //! Hostile clients (issue: reliability and security): each gets the documented answer and
 //! leaves the room, the replica and other players as they were.
 
-use crate::common;
-
 use std::time::Duration;
 
 use basra_platform::auth::Role;
@@ -10,7 +8,8 @@ use basra_proto::basra::game::v1::{
     self as game, RejectCode, game_service_client::GameServiceClient, play_request::Kind,
     play_response::Event as E,
 };
-use common::*;
+use basra_testkit::authed;
+use basra_testkit::game_session::*;
 use tonic::Code;
 use uuid::Uuid;
 
@@ -25,11 +24,11 @@ async fn rejected(p: &mut Player) -> game::Rejected {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_that_never_joins_is_closed_and_frees_its_place() {
     let tokens = Tokens::new();
-    let mut cfg = config("r1", timing());
+    let mut cfg = test_config("r1", test_timing());
     cfg.max_streams = 1;
     cfg.join_timeout = Duration::from_millis(300);
-    let replica = Replica::spawn(redis_store(&prefix()).await, &tokens, cfg, None).await;
-    let (room, ua, _) = two_player_room(&replica, &tokens).await;
+    let replica = TestApp::builder(&tokens).config(cfg).spawn().await;
+    let (room, ua, _) = replica.room().create().await;
 
     // Opens the stream and says nothing: it holds the replica's only place until the join
     // timeout, then ends with INVALID_ARGUMENT.
@@ -58,9 +57,9 @@ async fn a_stream_that_never_joins_is_closed_and_frees_its_place() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_plays_out_of_turn_is_rejected_one_by_one_and_changes_nothing() {
     let tokens = Tokens::new();
-    let store = redis_store(&prefix()).await;
-    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
-    let (room, mut a, mut b) = two_players(&replica, &tokens, low_target()).await;
+    let store = redis_store(&test_prefix()).await;
+    let replica = TestApp::builder(&tokens).store(store.clone()).spawn().await;
+    let (room, mut a, mut b) = replica.room().settings(low_target()).join().await;
     let version = store.load(&room).await.unwrap().unwrap().version;
     // Seat 1 is not to play: 200 plays of a card it may not even hold.
     let card = basra_proto::convert::card_to_pb("AS".parse().unwrap());
@@ -98,9 +97,9 @@ async fn a_message_larger_than_the_codec_buffer_is_read_whole_and_answered() {
     // The codec's buffers start small (basra_proto::codec::BUFFER_BYTES): a bigger message
     // within the limit still arrives whole and gets its answer; the stream goes on.
     let tokens = Tokens::new();
-    let store = redis_store(&prefix()).await;
-    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
-    let (room, mut a, mut b) = two_players(&replica, &tokens, low_target()).await;
+    let store = redis_store(&test_prefix()).await;
+    let replica = TestApp::builder(&tokens).store(store.clone()).spawn().await;
+    let (room, mut a, mut b) = replica.room().settings(low_target()).join().await;
     let version = store.load(&room).await.unwrap().unwrap().version;
     let long_id = "m".repeat(8 * basra_proto::codec::BUFFER_BYTES);
     assert!(long_id.len() < game_session::MAX_MESSAGE_BYTES);
@@ -125,10 +124,10 @@ async fn a_message_larger_than_the_codec_buffer_is_read_whole_and_answered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spectator_cannot_play_and_a_seat_token_does_not_open_another_room() {
     let tokens = Tokens::new();
-    let store = redis_store(&prefix()).await;
-    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
-    let (room, _a, _b) = two_players(&replica, &tokens, low_target()).await;
-    let (other_room, _, _) = two_player_room(&replica, &tokens).await;
+    let store = redis_store(&test_prefix()).await;
+    let replica = TestApp::builder(&tokens).store(store.clone()).spawn().await;
+    let (room, _a, _b) = replica.room().settings(low_target()).join().await;
+    let (other_room, _, _) = replica.room().create().await;
     let version = store.load(&room).await.unwrap().unwrap().version;
 
     // A spectator (allowed in these rooms) tries to play and to resign.
@@ -190,9 +189,9 @@ async fn a_spectator_cannot_play_and_a_seat_token_does_not_open_another_room() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_4_mb_message_ends_only_its_own_stream_and_changes_nothing() {
     let tokens = Tokens::new();
-    let store = redis_store(&prefix()).await;
-    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
-    let (room, mut a, mut b) = two_players(&replica, &tokens, low_target()).await;
+    let store = redis_store(&test_prefix()).await;
+    let replica = TestApp::builder(&tokens).store(store.clone()).spawn().await;
+    let (room, mut a, mut b) = replica.room().settings(low_target()).join().await;
     let version = store.load(&room).await.unwrap().unwrap().version;
 
     // A play whose move id alone is 4 MB: refused while decoding, never buffered whole.
@@ -231,14 +230,8 @@ async fn a_4_mb_message_ends_only_its_own_stream_and_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watcher_that_never_reads_holds_up_nobody() {
     let tokens = Tokens::new();
-    let replica = Replica::spawn(
-        redis_store(&prefix()).await,
-        &tokens,
-        config("r1", timing()),
-        None,
-    )
-    .await;
-    let (room, mut a, mut b) = two_players(&replica, &tokens, low_target()).await;
+    let replica = TestApp::builder(&tokens).spawn().await;
+    let (room, mut a, mut b) = replica.room().settings(low_target()).join().await;
     // A spectator that joins and then never reads: its events pile up only to its own
     // stream's bounded queue and HTTP/2 window, and its stream task waits alone.
     let join = spectate_message(&room);
@@ -265,12 +258,12 @@ async fn a_watcher_that_never_reads_holds_up_nobody() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_account_cannot_take_the_replicas_streams_from_the_players() {
     let tokens = Tokens::new();
-    let mut cfg = config("r1", timing());
+    let mut cfg = test_config("r1", test_timing());
     // Room for the players' two streams besides the most one account may hold.
     cfg.max_streams = 7;
     cfg.streams_per_account = game_session::StreamsPerAccount::new(2, 3);
-    let replica = Replica::spawn(redis_store(&prefix()).await, &tokens, cfg, None).await;
-    let (room, ua, ub) = two_player_room(&replica, &tokens).await;
+    let replica = TestApp::builder(&tokens).config(cfg).spawn().await;
+    let (room, ua, ub) = replica.room().create().await;
     let guest = tokens.token(Uuid::now_v7(), Role::Player);
     let mut client = GameServiceClient::new(replica.channel().await);
     let watch = || {

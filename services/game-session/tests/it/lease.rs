@@ -2,14 +2,12 @@
 //! players disconnected by another replica once its lease runs out; a replica that finds
 //! its own lease swept ends its streams, which resume.
 
-use crate::common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::{self as game, play_response::Event as E};
-use common::*;
+use basra_testkit::game_session::*;
 use game_session::ServiceConfig;
 use game_session::store::ALL_SHARDS;
 use tokio_util::sync::CancellationToken;
@@ -68,16 +66,13 @@ fn connected(seat: u32) -> impl FnMut(&E) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_replicas_players_are_disconnected_when_its_lease_runs_out() {
     let tokens = Tokens::new();
-    let prefix = prefix();
+    let prefix = test_prefix();
     let lease = Duration::from_millis(600);
-    let r1 = Replica::spawn(
-        redis_store(&prefix).await,
-        &tokens,
-        config("r1", timing()),
-        None,
-    )
-    .await;
-    let r2 = Crashable::spawn(&prefix, &tokens, config("r2", timing()));
+    let r1 = TestApp::builder(&tokens)
+        .store(redis_store(&prefix).await)
+        .spawn()
+        .await;
+    let r2 = Crashable::spawn(&prefix, &tokens, test_config("r2", test_timing()));
     let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
     let room = Uuid::now_v7().to_string();
     create_room(
@@ -147,11 +142,15 @@ async fn a_crashed_replicas_players_are_disconnected_when_its_lease_runs_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_replicas_player_abandons_after_lease_and_grace() {
     let tokens = Tokens::new();
-    let prefix = prefix();
-    let mut t = timing();
+    let prefix = test_prefix();
+    let mut t = test_timing();
     t.grace_ms = 400;
-    let r1 = Replica::spawn(redis_store(&prefix).await, &tokens, config("r1", t), None).await;
-    let r2 = Crashable::spawn(&prefix, &tokens, config("r2", t));
+    let r1 = TestApp::builder(&tokens)
+        .store(redis_store(&prefix).await)
+        .config(test_config("r1", t))
+        .spawn()
+        .await;
+    let r2 = Crashable::spawn(&prefix, &tokens, test_config("r2", t));
     let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
     let room = Uuid::now_v7().to_string();
     create_room(
@@ -182,9 +181,16 @@ async fn a_crashed_replicas_player_abandons_after_lease_and_grace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_whose_lease_was_swept_ends_its_streams_and_they_resume() {
     let tokens = Tokens::new();
-    let store = redis_store(&prefix()).await;
-    let replica = Replica::spawn(Arc::clone(&store), &tokens, config("r1", timing()), None).await;
-    let (_room, mut a, mut b) = two_players(&replica, &tokens, pb::RuleSettings::default()).await;
+    let store = redis_store(&test_prefix()).await;
+    let replica = TestApp::builder(&tokens)
+        .store(Arc::clone(&store))
+        .spawn()
+        .await;
+    let (_room, mut a, mut b) = replica
+        .room()
+        .settings(pb::RuleSettings::default())
+        .join()
+        .await;
 
     // As if the replica had stalled past its lease and another one had swept it.
     let swept = store
@@ -283,7 +289,7 @@ async fn two_replicas_split_the_shard_walks_and_one_takes_over(
     let r1_shutdown = CancellationToken::new();
     let r1 = game_session::GameSession::start(
         Arc::clone(&store),
-        config("r1", timing()),
+        test_config("r1", test_timing()),
         None,
         r1_shutdown.clone(),
     );
@@ -291,7 +297,8 @@ async fn two_replicas_split_the_shard_walks_and_one_takes_over(
     eventually("r1 alone walks every shard", || held(&r1) == all).await;
 
     // A second replica: each walks half, none twice.
-    let (runtime, r2) = crashable_session(Arc::clone(&store), config("r2", timing())).await;
+    let (runtime, r2) =
+        crashable_session(Arc::clone(&store), test_config("r2", test_timing())).await;
     eventually("the two split the shards", || {
         let (a, b) = (held(&r1), held(&r2));
         let mut both = [a.clone(), b.clone()].concat();
@@ -302,7 +309,7 @@ async fn two_replicas_split_the_shard_walks_and_one_takes_over(
 
     // r2 crashes (no shutdown path, its walks are not given up): r1 takes them over
     // once their lease runs out.
-    let lease = config("r2", timing()).walk_lease();
+    let lease = test_config("r2", test_timing()).walk_lease();
     let crashed = Instant::now();
     runtime.shutdown_background();
     eventually("r1 takes over every shard", || held(&r1) == all).await;
@@ -318,7 +325,7 @@ async fn two_replicas_split_the_shard_walks_and_one_takes_over(
     let r3_shutdown = CancellationToken::new();
     let r3 = game_session::GameSession::start(
         Arc::clone(&store),
-        config("r3", timing()),
+        test_config("r3", test_timing()),
         None,
         r3_shutdown.clone(),
     );
@@ -335,12 +342,13 @@ async fn two_replicas_split_the_shard_walks_and_one_takes_over(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_split_the_shards_and_a_crashed_ones_are_taken_over() {
-    two_replicas_split_the_shard_walks_and_one_takes_over(redis_store(&prefix()).await).await;
+    two_replicas_split_the_shard_walks_and_one_takes_over(redis_store(&test_prefix()).await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_split_the_shards_and_a_crashed_ones_are_taken_over_on_a_cluster() {
-    two_replicas_split_the_shard_walks_and_one_takes_over(cluster_store(&prefix()).await).await;
+    two_replicas_split_the_shard_walks_and_one_takes_over(cluster_store(&test_prefix()).await)
+        .await;
 }
 
 /// What a resumed player saw: the DISCONNECTED announcements of its own seat after it
@@ -370,14 +378,18 @@ fn automatic_play_of(seat: u32) -> impl Fn(&E) -> bool {
 async fn players_who_resumed_before_the_lease_ran_out_stay_connected() {
     const ROOMS: usize = 24;
     let tokens = Tokens::new();
-    let prefix = prefix();
-    let mut t = timing();
+    let prefix = test_prefix();
+    let mut t = test_timing();
     // Turns long enough that no timer plays while the rooms are set up on a loaded
     // machine (a play based on a seq the timer moved past is refused as stale).
     t.turn_ms = 20_000;
-    let r1 = Replica::spawn(redis_store(&prefix).await, &tokens, config("r1", t), None).await;
-    let r2 = Crashable::spawn(&prefix, &tokens, config("r2", t));
-    let lease = config("r2", t).lease;
+    let r1 = TestApp::builder(&tokens)
+        .store(redis_store(&prefix).await)
+        .config(test_config("r1", t))
+        .spawn()
+        .await;
+    let r2 = Crashable::spawn(&prefix, &tokens, test_config("r2", t));
+    let lease = test_config("r2", t).lease;
 
     // Each room: seat 0 on r1 (survives), seat 1 on r2 (dies); a few plays each. One
     // connection per replica carries all its players.

@@ -2,8 +2,6 @@
 //! clients): resigning, quick chat, leaving, rematches, the disconnect grace period, an
 //! oversized message and spectators.
 
-use crate::common;
-
 use std::time::{Duration, Instant};
 
 use basra_engine::CardSet;
@@ -14,7 +12,8 @@ use basra_proto::basra::game::v1::{
     game_internal_service_client::GameInternalServiceClient, play_request::Kind,
     play_response::Event as E,
 };
-use common::*;
+use basra_testkit::game_session::*;
+use basra_testkit::{authed, redis_url};
 use game_session::room::{Occupant, Status};
 use game_session::store::ALL_SHARDS;
 use prost::Message as _;
@@ -50,24 +49,23 @@ fn commitment(p: &Player) -> Vec<u8> {
         .expect("a match_started")
 }
 
-async fn single_replica(timing: game_session::room::timing::Timing) -> (Tokens, Replica) {
-    let tokens = Tokens::new();
-    let replica = Replica::spawn(
-        redis_store(&prefix()).await,
-        &tokens,
-        config("r1", timing),
-        None,
-    )
-    .await;
-    (tokens, replica)
+async fn single_replica(timing: game_session::room::timing::Timing) -> TestApp {
+    TestApp::builder(&Tokens::new())
+        .config(test_config("r1", timing))
+        .spawn()
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resign_ends_the_match_for_the_other_side() {
     let tokens = Tokens::new();
-    let store = redis_store(&prefix()).await;
-    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
-    let (room, mut a, mut b) = two_players(&replica, &tokens, pb::RuleSettings::default()).await;
+    let store = redis_store(&test_prefix()).await;
+    let replica = TestApp::builder(&tokens).store(store.clone()).spawn().await;
+    let (room, mut a, mut b) = replica
+        .room()
+        .settings(pb::RuleSettings::default())
+        .join()
+        .await;
 
     // Seat 1 resigns, whether or not it is its turn.
     b.send(Kind::Resign(game::Resign {})).await;
@@ -110,8 +108,12 @@ async fn a_resign_ends_the_match_for_the_other_side() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quick_chat_reaches_the_other_seat_and_is_rate_limited() {
-    let (tokens, replica) = single_replica(timing()).await;
-    let (_room, mut a, mut b) = two_players(&replica, &tokens, pb::RuleSettings::default()).await;
+    let replica = single_replica(test_timing()).await;
+    let (_room, mut a, mut b) = replica
+        .room()
+        .settings(pb::RuleSettings::default())
+        .join()
+        .await;
     let chat = |phrase: game::QuickChatPhrase| {
         Kind::QuickChat(game::QuickChat {
             phrase: phrase as i32,
@@ -197,8 +199,8 @@ async fn quick_chat_reaches_the_other_seat_and_is_rate_limited() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leave_frees_a_waiting_seat_is_refused_in_a_match_and_closes_a_finished_room() {
     let tokens = Tokens::new();
-    let store = redis_store(&prefix()).await;
-    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
+    let store = redis_store(&test_prefix()).await;
+    let replica = TestApp::builder(&tokens).store(store.clone()).spawn().await;
 
     // A waiting room: seat 0 taken, seat 1 open. Leaving frees the seat and ends the
     // stream cleanly.
@@ -252,7 +254,11 @@ async fn leave_frees_a_waiting_seat_is_refused_in_a_match_and_closes_a_finished_
     );
 
     // During a match, leaving is refused (resign instead) and the stream stays.
-    let (room, mut a, mut b) = two_players(&replica, &tokens, pb::RuleSettings::default()).await;
+    let (room, mut a, mut b) = replica
+        .room()
+        .settings(pb::RuleSettings::default())
+        .join()
+        .await;
     assert_eq!(
         get_seat(&replica, &tokens, &room, b.user).await.unwrap(),
         (pb::RoomStatus::InProgress, Some(1))
@@ -287,7 +293,7 @@ async fn leave_frees_a_waiting_seat_is_refused_in_a_match_and_closes_a_finished_
 
 /// Game/GetSeat as matchmaking calls it: the room's status and the user's seat.
 async fn get_seat(
-    replica: &Replica,
+    replica: &TestApp,
     tokens: &Tokens,
     room_id: &str,
     user: Uuid,
@@ -307,8 +313,9 @@ async fn get_seat(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_seat_is_for_services_and_checks_its_input() {
-    let (tokens, replica) = single_replica(timing()).await;
-    let (room, ua, _) = two_player_room(&replica, &tokens).await;
+    let replica = single_replica(test_timing()).await;
+    let tokens = replica.tokens().clone();
+    let (room, ua, _) = replica.room().create().await;
     let mut client = GameInternalServiceClient::new(replica.channel().await);
     let ask = |room_id: &str, user: &str| game::GetSeatRequest {
         room_id: room_id.into(),
@@ -349,8 +356,9 @@ async fn get_seat_is_for_services_and_checks_its_input() {
 /// gateway's route for `GameService`) are gone, UNIMPLEMENTED even with a service token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_previous_paths_of_the_internal_calls_are_gone() {
-    let (tokens, replica) = single_replica(timing()).await;
-    let (room, ua, _) = two_player_room(&replica, &tokens).await;
+    let replica = single_replica(test_timing()).await;
+    let tokens = replica.tokens().clone();
+    let (room, ua, _) = replica.room().create().await;
     let mut grpc = tonic::client::Grpc::new(replica.channel().await);
     let mut call = async |path: &'static str| {
         grpc.ready().await.expect("the channel is ready");
@@ -381,8 +389,8 @@ async fn the_previous_paths_of_the_internal_calls_are_gone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rematch_accepted_by_both_starts_a_new_match() {
-    let (tokens, replica) = single_replica(timing()).await;
-    let (_room, mut a, mut b) = two_players(&replica, &tokens, low_target()).await;
+    let replica = single_replica(test_timing()).await;
+    let (_room, mut a, mut b) = replica.room().settings(low_target()).join().await;
 
     // No rematch while the match runs.
     a.send(Kind::Rematch(game::RematchRequest {})).await;
@@ -435,7 +443,8 @@ async fn a_rematch_accepted_by_both_starts_a_new_match() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bot_accepts_a_rematch_at_once() {
-    let (tokens, replica) = single_replica(timing()).await;
+    let replica = single_replica(test_timing()).await;
+    let tokens = replica.tokens().clone();
     let ua = Uuid::now_v7();
     let room = Uuid::now_v7().to_string();
     create_room(
@@ -460,10 +469,14 @@ async fn a_bot_accepts_a_rematch_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_player_out_of_grace_abandons_the_match() {
-    let mut t = timing();
+    let mut t = test_timing();
     t.grace_ms = 300;
-    let (tokens, replica) = single_replica(t).await;
-    let (_room, mut a, b) = two_players(&replica, &tokens, pb::RuleSettings::default()).await;
+    let replica = single_replica(t).await;
+    let (_room, mut a, b) = replica
+        .room()
+        .settings(pb::RuleSettings::default())
+        .join()
+        .await;
 
     let dropped = Instant::now();
     drop(b);
@@ -499,9 +512,13 @@ async fn a_player_out_of_grace_abandons_the_match() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_message_is_refused_and_changes_nothing() {
     let tokens = Tokens::new();
-    let store = redis_store(&prefix()).await;
-    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
-    let (room, mut a, mut b) = two_players(&replica, &tokens, pb::RuleSettings::default()).await;
+    let store = redis_store(&test_prefix()).await;
+    let replica = TestApp::builder(&tokens).store(store.clone()).spawn().await;
+    let (room, mut a, mut b) = replica
+        .room()
+        .settings(pb::RuleSettings::default())
+        .join()
+        .await;
     let before = store.load(&room).await.unwrap().unwrap().room;
     let actions_before = store.match_actions(&room).await.unwrap();
     let huge = "x".repeat(game_session::MAX_MESSAGE_BYTES + 1);
@@ -593,8 +610,9 @@ async fn spectate_to_the_end(events: &mut tonic::Streaming<PlayResponse>) -> Vec
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spectator_never_sees_a_hand_card() {
-    let (tokens, replica) = single_replica(timing()).await;
-    let (room, mut a, mut b) = two_players(&replica, &tokens, low_target()).await;
+    let replica = single_replica(test_timing()).await;
+    let tokens = replica.tokens().clone();
+    let (room, mut a, mut b) = replica.room().settings(low_target()).join().await;
     let watcher = tokens.token(Uuid::now_v7(), Role::Player);
     let spectate = |last_seen_seq| game::PlayRequest {
         kind: Some(Kind::Join(game::Join {
@@ -728,8 +746,9 @@ async fn a_spectator_never_sees_a_hand_card() {
 /// gets the same events (all but their server time).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spectators_share_the_bytes_of_each_event() {
-    let (tokens, replica) = single_replica(timing()).await;
-    let (room, a, b) = two_players(&replica, &tokens, low_target()).await;
+    let replica = single_replica(test_timing()).await;
+    let tokens = replica.tokens().clone();
+    let (room, a, b) = replica.room().settings(low_target()).join().await;
     let watcher = tokens.token(Uuid::now_v7(), Role::Player);
     let spectate = game::PlayRequest {
         kind: Some(Kind::Join(game::Join {
@@ -738,7 +757,7 @@ async fn spectators_share_the_bytes_of_each_event() {
             spectate: true,
         })),
     };
-    let shared_before = replica.metrics.events_shared.get();
+    let shared_before = replica.metrics().events_shared.get();
     let mut spectators = Vec::new();
     for _ in 0..3 {
         let (tx, mut events) = open(replica.channel().await, &watcher, spectate.clone())
@@ -757,7 +776,7 @@ async fn spectators_share_the_bytes_of_each_event() {
     for spectator in spectators {
         live.push(spectator.await.unwrap());
     }
-    let shared = replica.metrics.events_shared.get() - shared_before;
+    let shared = replica.metrics().events_shared.get() - shared_before;
 
     let (_late_tx, mut late) = open(replica.channel().await, &watcher, spectate)
         .await
@@ -928,22 +947,17 @@ impl game_session::RoomStore for Deaf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lost_notices_are_made_up_for_by_the_resync() {
     let tokens = Tokens::new();
-    let prefix = prefix();
-    let r1 = Replica::spawn(
-        redis_store(&prefix).await,
-        &tokens,
-        config("r1", timing()),
-        None,
-    )
-    .await;
+    let prefix = test_prefix();
+    let r1 = TestApp::builder(&tokens)
+        .store(redis_store(&prefix).await)
+        .spawn()
+        .await;
     // r2 never hears r1's notices; only its resync (every 500 ms here) finds the news.
-    let r2 = Replica::spawn(
-        std::sync::Arc::new(Deaf(redis_store(&prefix).await)),
-        &tokens,
-        config("r2", timing()),
-        None,
-    )
-    .await;
+    let r2 = TestApp::builder(&tokens)
+        .store(std::sync::Arc::new(Deaf(redis_store(&prefix).await)))
+        .config(test_config("r2", test_timing()))
+        .spawn()
+        .await;
     let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
     let room = Uuid::now_v7().to_string();
     create_room(
@@ -984,13 +998,13 @@ async fn lost_notices_are_made_up_for_by_the_resync() {
 async fn a_storm_of_joins_is_queued_and_every_join_is_served() {
     const ROOMS: usize = 40;
     let tokens = Tokens::new();
-    let mut config = config("r1", timing());
+    let mut config = test_config("r1", test_timing());
     config.join_concurrency = 2;
     config.max_streams = 4 * ROOMS;
-    let replica = Replica::spawn(redis_store(&prefix()).await, &tokens, config, None).await;
+    let replica = TestApp::builder(&tokens).config(config).spawn().await;
     let mut rooms = Vec::new();
     for _ in 0..ROOMS {
-        rooms.push(two_player_room(&replica, &tokens).await);
+        rooms.push(replica.room().create().await);
     }
     // A first join, left again: the rooms' logs start with the deal.
     let channel = replica.channel().await;
@@ -1065,7 +1079,7 @@ async fn a_storm_of_joins_is_queued_and_every_join_is_served() {
 async fn a_banned_players_play_stream_ends_within_five_seconds() {
     use basra_platform::revocation::{Revocations, Revoked};
     let tokens = Tokens::new();
-    let prefix = prefix();
+    let prefix = test_prefix();
     let shutdown = tokio_util::sync::CancellationToken::new();
     let connect = || async {
         let redis = basra_platform::redis::Redis::connect(&redis_url())
@@ -1078,10 +1092,18 @@ async fn a_banned_players_play_stream_ends_within_five_seconds() {
     let (ours, accounts) = (connect().await, connect().await);
     let config = game_session::ServiceConfig {
         revocations: ours,
-        ..config("r1", timing())
+        ..test_config("r1", test_timing())
     };
-    let replica = Replica::spawn(redis_store(&prefix).await, &tokens, config, None).await;
-    let (room, mut a, mut b) = two_players(&replica, &tokens, pb::RuleSettings::default()).await;
+    let replica = TestApp::builder(&tokens)
+        .store(redis_store(&prefix).await)
+        .config(config)
+        .spawn()
+        .await;
+    let (room, mut a, mut b) = replica
+        .room()
+        .settings(pb::RuleSettings::default())
+        .join()
+        .await;
 
     let started = std::time::Instant::now();
     accounts

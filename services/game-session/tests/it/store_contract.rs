@@ -1,8 +1,7 @@
 //! One contract suite for every `RoomStore`: the in-memory one and Redis (real Redis,
 //! unique prefix; the Redis run fails when Redis is unreachable).
 
-use crate::common;
-
+use basra_testkit::game_session as kit;
 use std::sync::Arc;
 
 use basra_engine::Seed;
@@ -34,7 +33,7 @@ fn room(id: &str, now: i64) -> Room {
         false,
         false,
         game_session::room::Visibility::Private,
-        common::timing(),
+        kit::test_timing(),
         now,
     );
     room.start_if_full(Seed([1; 32]), "m1".into(), now);
@@ -473,29 +472,29 @@ async fn the_memory_store_divides_the_shard_walks() {
 
 #[tokio::test]
 async fn the_redis_store_divides_the_shard_walks() {
-    walk_contract(common::redis_store(&common::prefix()).await).await;
+    walk_contract(kit::redis_store(&kit::test_prefix()).await).await;
 }
 
 #[tokio::test]
 async fn the_redis_store_divides_the_shard_walks_on_a_cluster() {
-    walk_contract(common::cluster_store(&common::prefix()).await).await;
+    walk_contract(kit::cluster_store(&kit::test_prefix()).await).await;
 }
 
 #[tokio::test]
 async fn the_redis_store_keeps_the_contract() {
-    contract(common::redis_store(&common::prefix()).await).await;
+    contract(kit::redis_store(&kit::test_prefix()).await).await;
 }
 
 #[tokio::test]
 async fn the_redis_store_keeps_the_contract_on_a_cluster() {
-    contract(common::cluster_store(&common::prefix()).await).await;
+    contract(kit::cluster_store(&kit::test_prefix()).await).await;
 }
 
 #[tokio::test]
 async fn the_redis_store_keeps_the_contract_on_a_cluster_waiting_for_a_replica() {
     let store = game_session::RedisStore::connect(
-        &common::redis_cluster_url(),
-        &common::prefix(),
+        &basra_testkit::redis_cluster_url(),
+        &kit::test_prefix(),
         600,
         tokio_util::sync::CancellationToken::new(),
     )
@@ -512,8 +511,8 @@ async fn the_redis_store_keeps_the_contract_on_a_cluster_waiting_for_a_replica()
 #[tokio::test]
 async fn a_primary_without_replicas_is_not_waited_on() {
     let store = game_session::RedisStore::connect(
-        &common::redis_url(),
-        &common::prefix(),
+        &basra_testkit::redis_url(),
+        &kit::test_prefix(),
         600,
         tokio_util::sync::CancellationToken::new(),
     )

@@ -2,8 +2,6 @@
 //! same refusals as statuses, the same idempotency, through real tonic clients on a real
 //! replica over real Redis; and gRPC-Web over HTTP/1.1 with CORS, as a browser sends it.
 
-use crate::common;
-
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -16,7 +14,8 @@ use basra_proto::basra::game::v1::{
     play_response::Event as E,
 };
 use basra_proto::convert::card_to_pb;
-use common::*;
+use basra_testkit::authed;
+use basra_testkit::game_session::*;
 use game_session::GameSession;
 use game_session::api::web::REJECT_CODE_KEY;
 use http_body_util::{BodyExt as _, Full};
@@ -185,8 +184,8 @@ async fn replica_for_browsers(tokens: &Tokens) -> (SocketAddr, CancellationToken
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
     let session = GameSession::start(
-        redis_store(&prefix()).await,
-        config("web", timing()),
+        redis_store(&test_prefix()).await,
+        test_config("web", test_timing()),
         None,
         shutdown.clone(),
     );
@@ -205,14 +204,8 @@ async fn replica_for_browsers(tokens: &Tokens) -> (SocketAddr, CancellationToken
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_whole_match_with_one_seat_on_play_and_one_on_watch_and_unary_calls() {
     let tokens = Tokens::new();
-    let replica = Replica::spawn(
-        redis_store(&prefix()).await,
-        &tokens,
-        config("r1", timing()),
-        None,
-    )
-    .await;
-    let (room, ua, ub) = two_player_room(&replica, &tokens).await;
+    let replica = TestApp::builder(&tokens).spawn().await;
+    let (room, ua, ub) = replica.room().create().await;
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     let mut b = WebPlayer::watch(replica.channel().await, &tokens, ub, 1, &room, Some(0)).await;
     let ta = tokio::spawn(async move {
@@ -252,9 +245,9 @@ async fn a_whole_match_with_one_seat_on_play_and_one_on_watch_and_unary_calls() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unary_actions_answer_plays_refusals_and_retries_as_play_does() {
     let tokens = Tokens::new();
-    let store = redis_store(&prefix()).await;
-    let replica = Replica::spawn(store.clone(), &tokens, config("r1", timing()), None).await;
-    let (room, ua, ub) = two_player_room(&replica, &tokens).await;
+    let store = redis_store(&test_prefix()).await;
+    let replica = TestApp::builder(&tokens).store(store.clone()).spawn().await;
+    let (room, ua, ub) = replica.room().create().await;
     let mut a = WebPlayer::watch(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     let mut b = WebPlayer::watch(replica.channel().await, &tokens, ub, 1, &room, Some(0)).await;
     a.until(|e| matches!(e, E::TurnStarted(t) if t.seat == 0))
@@ -455,14 +448,8 @@ async fn unary_actions_answer_plays_refusals_and_retries_as_play_does() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_watch_disconnects_the_seat_and_a_new_one_resumes_from_its_seq() {
     let tokens = Tokens::new();
-    let replica = Replica::spawn(
-        redis_store(&prefix()).await,
-        &tokens,
-        config("r1", timing()),
-        None,
-    )
-    .await;
-    let (room, ua, ub) = two_player_room(&replica, &tokens).await;
+    let replica = TestApp::builder(&tokens).spawn().await;
+    let (room, ua, ub) = replica.room().create().await;
     let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
     let mut b = WebPlayer::watch(replica.channel().await, &tokens, ub, 1, &room, Some(0)).await;
     b.until(|e| matches!(e, E::ConnectionChanged(c) if c.seat == 1))
