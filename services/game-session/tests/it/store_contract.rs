@@ -1,10 +1,12 @@
-//! One contract suite for every `RoomStore`: the in-memory one and Redis (real Redis,
-//! unique prefix; the Redis run fails when Redis is unreachable).
+//! One contract suite for every `RoomStore`, run by testkit's `store_contract!` on the
+//! in-memory store, Redis and the Redis Cluster (`memory::CASE`, `redis::CASE`,
+//! `redis_cluster::CASE`; real Redis at a unique prefix: a Redis run fails when Redis is
+//! unreachable), and on a cluster store that waits for a replica.
 
-use basra_testkit::game_session as kit;
 use std::sync::Arc;
 
 use basra_engine::Seed;
+use basra_testkit::game_session as kit;
 use game_session::room::{Occupant, Room};
 use game_session::store::{
     ALL_SHARDS, Commit, CommitOutcome, ExpiredLease, LeasedSeat, MemoryStore, OutboxRecord,
@@ -40,7 +42,9 @@ fn room(id: &str, now: i64) -> Room {
     room
 }
 
-async fn contract(store: Arc<dyn RoomStore>) {
+/// Rooms, events, moves, deadlines, the outbox, the action log and the presence leases,
+/// in the order one room goes through them.
+async fn keeps_the_contract(store: Arc<dyn RoomStore>) {
     let mut notices = store.notices();
     let id = uuid::Uuid::now_v7().to_string();
     let now = 1_000;
@@ -411,7 +415,7 @@ fn shards_of(walks: &[WalkLease]) -> Vec<u32> {
 
 /// The shard walks: divided between the live walkers, each shard held by one, a
 /// stopped walker's shards taken over when its lease ends, a leaving walker's at once.
-async fn walk_contract(store: Arc<dyn RoomStore>) {
+async fn divides_the_shard_walks(store: Arc<dyn RoomStore>) {
     let all: Vec<u32> = ALL_SHARDS.to_vec();
     // Alone: every shard, each taken for the first time.
     let w1 = store.walk_shards("w1", 1_000, 2_000, false).await.unwrap();
@@ -460,34 +464,13 @@ async fn walk_contract(store: Arc<dyn RoomStore>) {
     );
 }
 
-#[tokio::test]
-async fn the_memory_store_keeps_the_contract() {
-    contract(Arc::new(MemoryStore::new())).await;
-}
-
-#[tokio::test]
-async fn the_memory_store_divides_the_shard_walks() {
-    walk_contract(Arc::new(MemoryStore::new())).await;
-}
-
-#[tokio::test]
-async fn the_redis_store_divides_the_shard_walks() {
-    walk_contract(kit::redis_store(&kit::test_prefix()).await).await;
-}
-
-#[tokio::test]
-async fn the_redis_store_divides_the_shard_walks_on_a_cluster() {
-    walk_contract(kit::cluster_store(&kit::test_prefix()).await).await;
-}
-
-#[tokio::test]
-async fn the_redis_store_keeps_the_contract() {
-    contract(kit::redis_store(&kit::test_prefix()).await).await;
-}
-
-#[tokio::test]
-async fn the_redis_store_keeps_the_contract_on_a_cluster() {
-    contract(kit::cluster_store(&kit::test_prefix()).await).await;
+basra_testkit::store_contract! {
+    stores {
+        memory => Arc::new(MemoryStore::new()),
+        redis => kit::redis_store(&kit::test_prefix()).await,
+        redis_cluster => kit::cluster_store(&kit::test_prefix()).await,
+    }
+    cases { keeps_the_contract, divides_the_shard_walks }
 }
 
 #[tokio::test]
@@ -501,7 +484,7 @@ async fn the_redis_store_keeps_the_contract_on_a_cluster_waiting_for_a_replica()
     .await
     .expect("the test cluster (scripts/redis-cluster.sh start)")
     .with_replica_wait(1, 2_000);
-    contract(Arc::new(store)).await;
+    keeps_the_contract(Arc::new(store)).await;
 }
 
 /// A primary without replicas (here a single Redis; on a cluster, a promoted primary
@@ -521,7 +504,7 @@ async fn a_primary_without_replicas_is_not_waited_on() {
     .with_replica_wait(1, 60_000);
     tokio::time::timeout(
         std::time::Duration::from_secs(30),
-        contract(Arc::new(store)),
+        keeps_the_contract(Arc::new(store)),
     )
     .await
     .expect("no commit waited for the replica that is not there");
