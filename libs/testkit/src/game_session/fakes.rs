@@ -12,7 +12,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Status};
 
+use game_session::AccountsLink;
+
 use super::Tokens;
+use crate::Served;
 
 /// The display name [`FakeAccounts`] gives a user.
 pub fn fake_name(user_id: &str) -> String {
@@ -21,7 +24,7 @@ pub fn fake_name(user_id: &str) -> String {
 
 /// A fake accounts server: records RecordMatch calls by match id, names players
 /// ([`fake_name`]) and keeps the presence reports.
-#[derive(Default, Clone)]
+#[derive(Debug, Default, Clone)]
 pub struct FakeAccounts {
     /// Each match recorded, by match id, with how many times it was.
     pub recorded: Arc<Mutex<HashMap<String, (acc::MatchRecord, u32)>>>,
@@ -91,6 +94,43 @@ impl acc::accounts_internal_service_server::AccountsInternalService for FakeAcco
         _: Request<acc::SendInviteRequest>,
     ) -> Result<tonic::Response<acc::SendInviteResponse>, Status> {
         Err(Status::unimplemented("fake"))
+    }
+}
+
+impl FakeAccounts {
+    /// Serves a fresh fake on 127.0.0.1 and a free port, trusting `tokens`, until the
+    /// answer is dropped or stopped.
+    pub async fn spawn(tokens: &Tokens) -> ServedAccounts {
+        let fake = FakeAccounts::default();
+        let server = Served::spawn(|listener, shutdown| {
+            serve_accounts(listener, fake.clone(), tokens, shutdown)
+        })
+        .await;
+        ServedAccounts { fake, server }
+    }
+}
+
+/// A [`FakeAccounts`] being served ([`FakeAccounts::spawn`]).
+#[derive(Debug)]
+pub struct ServedAccounts {
+    /// What it has been told (clones share it).
+    pub fake: FakeAccounts,
+    server: Served,
+}
+
+impl ServedAccounts {
+    /// A replica's link to it, signed by `tokens`' issuer (the default delays).
+    pub fn link(&self, tokens: &Tokens) -> AccountsLink {
+        AccountsLink::new(
+            &format!("http://{}", self.server.addr()),
+            tokens.service_credentials(),
+        )
+        .expect("a loopback URL")
+    }
+
+    /// Stops it and waits (up to 5 s) until it has finished.
+    pub async fn stop(self) {
+        self.server.stop().await;
     }
 }
 

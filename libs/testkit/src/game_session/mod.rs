@@ -40,7 +40,7 @@ pub use app::{
     RoomBuilder, TestApp, TestAppBuilder, bot_seat, channel, create_room, low_target, player_seat,
     spawn_app,
 };
-pub use fakes::{FakeAccounts, fake_name, serve_accounts};
+pub use fakes::{FakeAccounts, ServedAccounts, fake_name, serve_accounts};
 pub use player::{Player, card, join_message, logged, open, spectate_message, stream_end};
 
 /// How long a test waits for an event (or a stream's end) before it fails.

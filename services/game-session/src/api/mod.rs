@@ -2,13 +2,14 @@
 //! [`Replica`]:
 //!
 //! - `game`: `GameService`, what players call. Its Play stream goes through
-//!   [`play_route`] (shared bytes); `stream` opens Play and Watch streams; [`web`]
-//!   holds the browser shape (`Watch` and one unary call per action).
+//!   [`play_route`] (shared bytes); `stream` admits a Play stream and reads its join
+//!   before the stream's session opens (`crate::stream`); [`web`] holds the browser
+//!   shape (`Watch` and one unary call per action).
 //! - `internal`: `GameInternalService`, matchmaking's room set-up (service token).
 //! - [`admin`]: `GameAdminService`, the operators' calls.
 //!
-//! Each file turns requests into [`Replica`] calls and answers into responses; no game rule
-//! lives here.
+//! Each file turns requests into calls of the [`Replica`], the streams and the room's
+//! actions, and their answers into responses; no game rule lives here.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! (`PlayCard`, `Resign`, `QuickChat`, `AskRematch`), for clients without client
 //! streaming (gRPC-Web in a browser).
 //!
-//! Nothing here decides anything: `Watch` is the Play stream's `open`
+//! Nothing here decides anything: `Watch` is the Play stream's `Session::open`
 //! with no client messages, and each call is `actions::act`, the same
 //! per-message logic the Play stream runs, with its answer turned into a response or a
 //! status (with the refusal's code in the `basra-reject-code` metadata).

@@ -1048,16 +1048,9 @@ async fn the_embedded_memory_store_serves_a_whole_match_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seats_show_the_names_accounts_gives_in_views_events_and_the_record() {
     let tokens = Tokens::new();
-    let fake = FakeAccounts::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let accounts_addr = listener.local_addr().unwrap();
-    let stop = tokio_util::sync::CancellationToken::new();
-    let server = serve_accounts(listener, fake.clone(), &tokens, stop.clone());
-    let mut link = game_session::AccountsLink::new(
-        &format!("http://{accounts_addr}"),
-        tokens.service_credentials(),
-    )
-    .unwrap();
+    let accounts = FakeAccounts::spawn(&tokens).await;
+    let fake = accounts.fake.clone();
+    let mut link = accounts.link(&tokens);
     link.poll = Duration::from_millis(50);
     let replica = TestApp::builder(&tokens).accounts(link).spawn().await;
     // One player seated when the room is made, one by SeatPlayer (as JoinRoom does).
@@ -1112,8 +1105,7 @@ async fn seats_show_the_names_accounts_gives_in_views_events_and_the_record() {
         .map(|s| s.display_name.clone())
         .collect();
     assert_eq!(names, expected, "the record names the players");
-    stop.cancel();
-    let _ = server.await;
+    accounts.stop().await;
     replica.stop().await;
 }
 
@@ -1123,16 +1115,9 @@ async fn seats_show_the_names_accounts_gives_in_views_events_and_the_record() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_seat_of_the_record_says_how_it_was_filled() {
     let tokens = Tokens::new();
-    let fake = FakeAccounts::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let accounts_addr = listener.local_addr().unwrap();
-    let stop = tokio_util::sync::CancellationToken::new();
-    let server = serve_accounts(listener, fake.clone(), &tokens, stop.clone());
-    let mut link = game_session::AccountsLink::new(
-        &format!("http://{accounts_addr}"),
-        tokens.service_credentials(),
-    )
-    .unwrap();
+    let accounts = FakeAccounts::spawn(&tokens).await;
+    let fake = accounts.fake.clone();
+    let mut link = accounts.link(&tokens);
     link.poll = Duration::from_millis(50);
     let replica = TestApp::builder(&tokens).accounts(link).spawn().await;
     let (ua, ub) = (Uuid::now_v7(), Uuid::now_v7());
@@ -1247,8 +1232,7 @@ async fn each_seat_of_the_record_says_how_it_was_filled() {
             (pb::SeatFill::Rematch as i32, None)
         ]
     );
-    stop.cancel();
-    let _ = server.await;
+    accounts.stop().await;
     replica.stop().await;
 }
 
@@ -1257,16 +1241,9 @@ async fn each_seat_of_the_record_says_how_it_was_filled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_seated_stream_reports_its_player_in_the_match_until_it_closes() {
     let tokens = Tokens::new();
-    let fake = FakeAccounts::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let accounts_addr = listener.local_addr().unwrap();
-    let stop = tokio_util::sync::CancellationToken::new();
-    let server = serve_accounts(listener, fake.clone(), &tokens, stop.clone());
-    let link = game_session::AccountsLink::new(
-        &format!("http://{accounts_addr}"),
-        tokens.service_credentials(),
-    )
-    .unwrap();
+    let accounts = FakeAccounts::spawn(&tokens).await;
+    let fake = accounts.fake.clone();
+    let link = accounts.link(&tokens);
     let replica = TestApp::builder(&tokens).accounts(link).spawn().await;
     let (room, ua, _ub) = replica.room().create().await;
     let reports_of = |user: Uuid| {
@@ -1325,7 +1302,6 @@ async fn a_seated_stream_reports_its_player_in_the_match_until_it_closes() {
         reports_of(watcher).is_empty(),
         "spectators are not reported"
     );
-    stop.cancel();
-    let _ = server.await;
+    accounts.stop().await;
     replica.stop().await;
 }
