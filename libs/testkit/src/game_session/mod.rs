@@ -105,7 +105,7 @@ pub fn test_config(replica: &str, timing: Timing) -> ServiceConfig {
 /// key every replica of the test trusts. Clones share the issuer.
 #[derive(Clone)]
 pub struct Tokens {
-    /// The issuer.
+    /// Signs every token of the test (players, services, operators).
     pub issuer: Arc<TokenIssuer>,
 }
 

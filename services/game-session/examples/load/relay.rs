@@ -107,7 +107,7 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// The relay.
+/// The comparison server: it forwards each play to the other seat with no rules and no store.
 #[derive(Default, Clone)]
 pub(crate) struct Relay {
     rooms: Arc<Mutex<HashMap<String, Room>>>,

@@ -26,7 +26,7 @@ pub enum LogEvent {
     },
     /// A match started.
     MatchStarted {
-        /// The match id.
+        /// The new match's id (a UUID; the match record's key).
         match_id: String,
         /// Whether it is ranked.
         ranked: bool,
@@ -39,7 +39,7 @@ pub enum LogEvent {
     RoundStarted {
         /// The round, from 0.
         round: u32,
-        /// The dealer.
+        /// Who deals this round (the seat after them plays first).
         dealer: Seat,
     },
     /// The starting table.
@@ -94,7 +94,7 @@ pub enum LogEvent {
         forfeit_seat: Option<u8>,
         /// Final totals per side.
         totals: [u32; 2],
-        /// The seed.
+        /// The shuffle seed, revealed: it hashes to the match's commitment.
         seed: [u8; 32],
         /// Why an operator closed the room (reason closed; empty otherwise).
         #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -102,7 +102,7 @@ pub enum LogEvent {
     },
     /// A player's stream connected or went away.
     ConnectionChanged {
-        /// The seat.
+        /// The seat whose stream changed.
         seat: u8,
         /// Connected now.
         connected: bool,

@@ -158,7 +158,7 @@ pub struct ActionRecord {
 /// A finished round of the running match.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoundRecord {
-    /// The dealer.
+    /// Who dealt the round (a seat).
     pub dealer: u8,
     /// The engine's scoring.
     pub score: RoundScore,
@@ -202,25 +202,25 @@ pub struct BotChoice {
     pub seq: u64,
     /// The bot's seat.
     pub seat: Seat,
-    /// The card.
+    /// The card it chose to play, from its hand.
     pub card: Card,
 }
 
-/// A room.
+/// A table: its seats, the match being played (the engine's state), timers, and the events not yet committed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Room {
     /// The room id.
     pub id: String,
     /// The rules.
     pub settings: Settings,
-    /// Ranked.
+    /// Whether the match counts for ratings (never with a bot seat).
     pub ranked: bool,
     /// Spectators allowed.
     pub allow_spectators: bool,
     /// Listed in the lobby or not.
     #[serde(with = "stored_visibility")]
     pub visibility: Visibility,
-    /// The seats.
+    /// Who sits in each seat, in turn order, and their connection.
     pub seats: Vec<SeatState>,
     /// Where the room is.
     pub status: Status,

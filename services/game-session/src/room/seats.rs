@@ -56,7 +56,7 @@ pub enum Occupant {
     Open,
     /// A player.
     Player {
-        /// The user id.
+        /// Their account's id (accounts' user id).
         user_id: String,
         /// The display name accounts gave when the player was seated (empty: unknown).
         name: String,
@@ -227,7 +227,7 @@ pub struct SeatState {
 /// The public facts of a seat, as events carry them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeatSnapshot {
-    /// The seat.
+    /// The seat number, 0-based in turn order.
     pub seat: u8,
     /// Who sits there.
     pub occupant: Occupant,

@@ -44,7 +44,7 @@ pub fn shard_of(id: &str) -> u32 {
 /// sweep of that replica walk the shard; the others skip it (see [`RoomStore::walk_shards`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WalkLease {
-    /// The shard.
+    /// Which shard (of [`SHARDS`]; a room's shard is from its id, [`shard_of`]).
     pub shard: u32,
     /// Its fencing number: bumped each time the shard's walk changes hands, so a holder
     /// that stalled past its lease finds a higher number (and another holder) and stops.
@@ -54,7 +54,7 @@ pub struct WalkLease {
 /// A room as loaded: its state and the version a commit must name.
 #[derive(Debug, Clone)]
 pub struct Loaded {
-    /// The room.
+    /// The room's state, its tail of plain plays replayed.
     pub room: Room,
     /// Its version (bumped by every commit).
     pub version: u64,
@@ -147,7 +147,7 @@ pub struct RoomHead {
 pub struct LeasedSeat {
     /// The room.
     pub room_id: String,
-    /// The seat.
+    /// The seat the stream holds.
     pub seat: u8,
     /// The stream (as in the room's seat state).
     pub conn_id: String,
@@ -175,7 +175,7 @@ impl LeasedSeat {
 /// seats it had connected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExpiredLease {
-    /// The instance.
+    /// The dead replica's instance name (as its lease named it).
     pub instance: String,
     /// Its seats.
     pub seats: Vec<LeasedSeat>,
@@ -197,7 +197,7 @@ pub struct OutboxRecord {
 pub struct OutboxEntry {
     /// The entry id (for [`RoomStore::outbox_ack`]).
     pub id: String,
-    /// The record.
+    /// The finished match to hand to accounts.
     pub record: OutboxRecord,
 }
 

@@ -110,7 +110,7 @@ pub fn snapshot(room: &Room, viewer: Option<u8>, seq: u64, now: i64) -> game::Pl
     )
 }
 
-/// A server event.
+/// A `PlayResponse` carrying `event` at `seq`, stamped with the server time `now`.
 pub fn server_event(seq: u64, now: i64, event: game::play_response::Event) -> game::PlayResponse {
     game::PlayResponse {
         seq,
