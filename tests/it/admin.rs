@@ -343,6 +343,14 @@ async fn a_deployed_replica_reports_its_drain_in_health_and_is_taken_back() {
     admin.drain("", Duration::from_secs(1)).await.unwrap();
     health.until(GAME, ServingStatus::NotServing).await;
     assert_eq!(health.of("").await, ServingStatus::Serving);
+    // Only the replica serving the call is taken back through it: another name is
+    // NOT_FOUND, and the drain holds.
+    let other = admin.undrain("game-session-other").await.unwrap_err();
+    let status = other
+        .downcast_ref::<tonic::Status>()
+        .expect("a gRPC status");
+    assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
+    assert_eq!(health.of(GAME).await, ServingStatus::NotServing);
     let undrained = admin.undrain("").await.unwrap();
     assert!(undrained.was_draining);
     health.until(GAME, ServingStatus::Serving).await;
