@@ -14,11 +14,10 @@ use tokio_util::sync::CancellationToken;
 /// The replica's drain state.
 #[derive(Debug)]
 pub struct Drain {
-    /// Cancelled while draining (a child of `shutdown`); replaced by a fresh one when the
-    /// drain ends.
-    token: Mutex<CancellationToken>,
-    /// The drain's deadline (Unix ms), while draining.
-    deadline_ms: Mutex<Option<i64>>,
+    /// The token streams wait on, cancelled while draining (a child of `shutdown`, replaced
+    /// by a fresh one when the drain ends), and the drain's deadline (Unix ms) once an
+    /// operator set one. One lock: the two change together.
+    state: Mutex<(CancellationToken, Option<i64>)>,
     /// Whether new streams and rooms are welcome (health's SERVING).
     ready: watch::Sender<bool>,
     /// The replica's own stop.
@@ -31,8 +30,7 @@ impl Drain {
     /// Not draining; stopping (`shutdown`) drains.
     pub fn new(shutdown: CancellationToken, gauge: Gauge) -> Drain {
         Drain {
-            token: Mutex::new(shutdown.child_token()),
-            deadline_ms: Mutex::new(None),
+            state: Mutex::new((shutdown.child_token(), None)),
             ready: watch::channel(true).0,
             shutdown,
             gauge,
@@ -42,19 +40,19 @@ impl Drain {
     /// The token a stream waits on: cancelled when a drain starts or the replica stops.
     /// A stream takes it once, when it starts.
     pub fn token(&self) -> CancellationToken {
-        self.token.lock().expect("drain lock").clone()
+        self.state.lock().expect("drain lock").0.clone()
     }
 
     /// Whether the replica is draining (or stopping).
     pub fn is_draining(&self) -> bool {
-        self.token.lock().expect("drain lock").is_cancelled()
+        self.state.lock().expect("drain lock").0.is_cancelled()
     }
 
     /// Starts draining with `deadline_ms` (Unix ms), or keeps the drain already under way.
     /// Returns the deadline that holds.
     pub fn start(&self, deadline_ms: i64) -> i64 {
-        let token = self.token.lock().expect("drain lock");
-        let mut deadline = self.deadline_ms.lock().expect("drain lock");
+        let mut state = self.state.lock().expect("drain lock");
+        let (token, deadline) = &mut *state;
         let at = match *deadline {
             Some(at) if token.is_cancelled() => at,
             _ => {
@@ -70,7 +68,7 @@ impl Drain {
 
     /// The drain's deadline (Unix ms; 0 when not draining).
     pub fn deadline_ms(&self) -> i64 {
-        self.deadline_ms.lock().expect("drain lock").unwrap_or(0)
+        self.state.lock().expect("drain lock").1.unwrap_or(0)
     }
 
     /// Ends a drain: new streams and rooms are welcome again. Streams already told to
@@ -80,11 +78,10 @@ impl Drain {
         if self.shutdown.is_cancelled() {
             return Err(Stopping);
         }
-        let mut token = self.token.lock().expect("drain lock");
-        let was_draining = token.is_cancelled();
+        let mut state = self.state.lock().expect("drain lock");
+        let was_draining = state.0.is_cancelled();
         if was_draining {
-            *token = self.shutdown.child_token();
-            *self.deadline_ms.lock().expect("drain lock") = None;
+            *state = (self.shutdown.child_token(), None);
         }
         self.gauge.set(0);
         self.ready.send_replace(true);
