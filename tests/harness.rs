@@ -288,6 +288,7 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
         presence: players.presence_reporter(shutdown.clone()),
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::new()),
+        events: matchmaking::events::EventDeps::memory(),
     };
     let matchmaking_metrics = serve_metrics(deps.metrics.registry(), shutdown.clone()).await?;
     let config = matchmaking::Config {
@@ -295,6 +296,7 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
         rooms: queue_settings.rooms.clone(),
         serving: drain.into(),
         revocations: revocations.clone(),
+        events: queue_settings.events.clone(),
     };
     let matchmaking_verifier = TokenVerifier::trusting(
         vec![player_key],

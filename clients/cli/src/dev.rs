@@ -181,7 +181,7 @@ pub async fn run(
     let names: Vec<&str> = [accounts::SERVICE_NAMES, game_session::SERVICE_NAMES]
         .concat()
         .into_iter()
-        .chain([matchmaking::SERVICE_NAME])
+        .chain(matchmaking::SERVICE_NAMES)
         .collect();
     if let Some(internal) = internal {
         tokio::spawn({

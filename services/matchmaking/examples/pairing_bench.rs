@@ -144,12 +144,14 @@ fn start(store: Arc<dyn Store>, metrics: Arc<Metrics>) -> CancellationToken {
         presence: PresenceReporter::disabled(),
         clock: Arc::new(SystemClock),
         metrics,
+        events: matchmaking::events::EventDeps::memory(),
     };
     let config = Config {
         queue,
         rooms: settings.rooms,
         serving: Duration::from_secs(1).into(),
         revocations: Default::default(),
+        events: settings.events.clone(),
     };
     let _ = matchmaking::start(config, deps, shutdown.clone());
     shutdown

@@ -52,6 +52,20 @@ pub enum MatchmakingError {
         /// What it answered.
         status: tonic::Status,
     },
+    /// An event refused the call (issue 47): the code and the `google.rpc.ErrorInfo`
+    /// reason the .proto documents for it.
+    #[error("{message}")]
+    Refused {
+        /// ALREADY_EXISTS, NOT_FOUND or FAILED_PRECONDITION.
+        code: Code,
+        /// The ErrorInfo reason (`EVENT_FULL`, …).
+        reason: &'static str,
+        /// What to tell the player.
+        message: String,
+    },
+    /// The events database failed.
+    #[error("events database: {0}")]
+    Database(#[from] sqlx::Error),
     /// The server could not start or failed.
     #[error("server: {0}")]
     Serve(#[from] basra_platform::serve::ServeError),
@@ -73,6 +87,10 @@ impl ServiceError for MatchmakingError {
                 Code::ResourceExhausted
             }
             MatchmakingError::Unavailable(_) => Code::Unavailable,
+            MatchmakingError::Refused { code, .. } => *code,
+            MatchmakingError::Database(
+                sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed,
+            ) => Code::Unavailable,
             // A lost Redis connection is transient: clients retry elsewhere.
             MatchmakingError::Store(err)
                 if err.is_io_error() || err.is_connection_dropped() || err.is_timeout() =>
@@ -82,6 +100,7 @@ impl ServiceError for MatchmakingError {
             MatchmakingError::Store(_)
             | MatchmakingError::Corrupt(_)
             | MatchmakingError::Upstream { .. }
+            | MatchmakingError::Database(_)
             | MatchmakingError::Serve(_)
             | MatchmakingError::Settings(_) => Code::Internal,
         }
@@ -100,6 +119,7 @@ impl ServiceError for MatchmakingError {
                 SEATED_REASON,
                 [(ROOM_ID_KEY.to_owned(), room_id.clone())].into(),
             )),
+            MatchmakingError::Refused { reason, .. } => Some((reason, Default::default())),
             _ => None,
         }
     }

@@ -12,6 +12,7 @@
 //! | [`upstream`] | game-session (rooms) and accounts (ratings) behind traits |
 //! | [`metrics`] | queue length, wait histogram, matches/s as Prometheus text |
 //! | [`settings`] | typed settings with embedded defaults |
+//! | [`events`] | tournaments (issue 47): `EventService`, `EventAdminService`, their stores and clock |
 //! | `startup` | the assembly: [`App`] (build, mount, run), [`serve`] and [`start`] |
 //!
 //! Every replica serves streams and runs a pairing loop over the shared
@@ -25,6 +26,7 @@ pub mod clock;
 mod convert;
 pub mod domain;
 pub mod error;
+pub mod events;
 mod matcher;
 pub mod metrics;
 pub mod service;
@@ -36,7 +38,7 @@ pub mod upstream;
 
 pub use error::{MatchmakingError, Result};
 pub use service::MatchmakingApi;
-pub use startup::{App, serve, start};
+pub use startup::{App, SERVICE_NAMES, serve, start};
 pub use state::{Config, Deps};
 
 /// The gRPC service name, for health and reflection.

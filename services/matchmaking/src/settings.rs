@@ -44,6 +44,73 @@ pub struct Settings {
     /// matchmaking's own signing key for its service tokens to game-session.
     #[serde(default)]
     pub identity: IdentitySettings,
+    /// Events (tournaments): their database and their clock.
+    #[serde(default)]
+    pub events: EventSettings,
+}
+
+/// `[events]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EventSettings {
+    /// Where definitions, entries and results live: a PostgreSQL URL, or `memory` (this
+    /// process only: `basra dev`, `make run`). Secret: it may hold a password.
+    pub database_url: secrecy::SecretString,
+    /// The PostgreSQL pool's size.
+    pub max_connections: u32,
+    /// Whether to apply pending migrations at start.
+    pub migrate: bool,
+    /// How often the event clock looks at the events that are due.
+    pub tick_millis: u64,
+    /// How long an event's lease lasts without renewal: a replica that died is replaced
+    /// as driver after this long.
+    pub lease_millis: u64,
+    /// How long a WatchEvent stream waits between looks at its event.
+    pub watch_poll_millis: u64,
+    /// Most WatchEvent streams one account holds open at once on this replica.
+    pub max_watchers_per_account: usize,
+}
+
+impl Default for EventSettings {
+    fn default() -> Self {
+        EventSettings {
+            database_url: "memory".into(),
+            max_connections: 8,
+            migrate: true,
+            tick_millis: 500,
+            lease_millis: 5000,
+            watch_poll_millis: 250,
+            max_watchers_per_account: 4,
+        }
+    }
+}
+
+impl EventSettings {
+    /// Whether events live in this process (no database).
+    pub fn is_memory(&self) -> bool {
+        use secrecy::ExposeSecret as _;
+        self.database_url.expose_secret() == "memory"
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        use secrecy::ExposeSecret as _;
+        let url = self.database_url.expose_secret();
+        if !(self.is_memory() || url.starts_with("postgres://") || url.starts_with("postgresql://"))
+        {
+            return Err("events.database_url must be a postgres:// URL or \"memory\" (the value is not shown: it may hold a password)".into());
+        }
+        if self.max_connections == 0
+            || self.tick_millis == 0
+            || self.watch_poll_millis == 0
+            || self.max_watchers_per_account == 0
+        {
+            return Err("events.max_connections, tick_millis, watch_poll_millis and max_watchers_per_account must be at least 1".into());
+        }
+        if self.lease_millis <= self.tick_millis * 2 {
+            return Err("events.lease_millis must exceed two ticks (events.tick_millis)".into());
+        }
+        Ok(())
+    }
 }
 
 /// `[game]` and `[accounts]`.
@@ -260,6 +327,7 @@ impl Validate for Settings {
             );
         }
         self.metrics.validate()?;
+        self.events.validate()?;
         Ok(())
     }
 }
@@ -298,6 +366,12 @@ mod tests {
             ("BASRA_ROOMS__WRONG_CODE_MAX", "0", "wrong_code_max"),
             ("BASRA_METRICS__LISTEN", "nowhere", "metrics.listen"),
             ("BASRA_REDIS__WAIT_REPLICAS", "1", "redis.wait_replicas"),
+            (
+                "BASRA_EVENTS__DATABASE_URL",
+                "mysql://x",
+                "events.database_url",
+            ),
+            ("BASRA_EVENTS__LEASE_MILLIS", "100", "events.lease_millis"),
         ] {
             let err = Settings::from_env(env(&[(key, value)])).unwrap_err();
             assert!(err.to_string().contains(named), "{key}: {err}");

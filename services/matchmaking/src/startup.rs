@@ -86,7 +86,7 @@ pub async fn serve(
     let serving = config.serving.clone();
     let auth = AuthLayer::new(verifier, &[]).with_revocations(config.revocations.clone());
     let (routes, background) = mount_service(config, deps, Routes::default(), shutdown.clone());
-    basra_platform::serve(listener, routes, &[SERVICE_NAME], auth, shutdown, serving).await?;
+    basra_platform::serve(listener, routes, &SERVICE_NAMES, auth, shutdown, serving).await?;
     let _ = background.await;
     Ok(())
 }
@@ -97,10 +97,17 @@ fn mount_service(
     routes: Routes,
     shutdown: CancellationToken,
 ) -> (Routes, JoinHandle<()>) {
-    let (service, background) = start(config, deps, shutdown);
+    let events = config.events.clone();
+    let event_deps = deps.events.clone();
+    let (service, background) = start(config, deps.clone(), shutdown.clone());
     let routes = routes.add_service(
         MatchmakingServiceServer::new(service).max_decoding_message_size(MAX_MESSAGE_BYTES),
     );
+    let (routes, clock) = crate::events::mount(routes, events, event_deps, &deps, shutdown);
+    let background = tokio::spawn(async move {
+        let _ = background.await;
+        let _ = clock.await;
+    });
     (routes, background)
 }
 
@@ -171,6 +178,7 @@ impl App {
             presence: players.presence_reporter(CancellationToken::new()),
             clock: Arc::new(SystemClock),
             metrics: Arc::new(Metrics::new()),
+            events: event_deps(&settings).await?,
         };
         let revocations = basra_platform::revocation::Revocations::connect(
             &settings.redis.url,
@@ -221,6 +229,7 @@ impl App {
             rooms: self.settings.rooms.clone(),
             serving: (&self.settings.server).into(),
             revocations: self.revocations.clone(),
+            events: self.settings.events.clone(),
         };
         Ok(mount_service(config, self.deps, routes, shutdown))
     }
@@ -234,8 +243,44 @@ impl App {
         let (routes, background) = self
             .mount_with_handle(Routes::default(), shutdown.clone())
             .await?;
-        basra_platform::serve(listener, routes, &[SERVICE_NAME], auth, shutdown, &server).await?;
+        basra_platform::serve(listener, routes, &SERVICE_NAMES, auth, shutdown, &server).await?;
         let _ = background.await;
         Ok(())
     }
+}
+
+/// Every gRPC service a matchmaking replica serves, for health and reflection.
+pub const SERVICE_NAMES: [&str; 3] = [
+    SERVICE_NAME,
+    crate::events::SERVICE_NAMES[0],
+    crate::events::SERVICE_NAMES[1],
+];
+
+/// The event stores the settings name: PostgreSQL (`[events] database_url`, migrated
+/// when `migrate`) or memory, and the live state in `[redis]` (or memory).
+async fn event_deps(settings: &Settings) -> Result<crate::events::EventDeps> {
+    use secrecy::ExposeSecret as _;
+    let mut deps = crate::events::EventDeps::memory();
+    if !settings.events.is_memory() {
+        let store = crate::events::store::PgEventStore::connect_lazy(
+            settings.events.database_url.expose_secret(),
+            settings.events.max_connections,
+        )?;
+        if settings.events.migrate {
+            store.migrate().await?;
+        }
+        deps.store = Arc::new(store);
+    } else {
+        tracing::warn!("events.database_url is \"memory\": events live in this process only");
+    }
+    if !settings.redis.is_memory() {
+        deps.live = Arc::new(
+            crate::events::live::RedisLiveStore::connect(
+                &settings.redis.url,
+                &settings.redis.prefix,
+            )
+            .await?,
+        );
+    }
+    Ok(deps)
 }

@@ -30,6 +30,8 @@ pub struct Config {
     pub serving: ServeOptions,
     /// The banned and deleted accounts: refused at every call, their searches ended.
     pub revocations: basra_platform::revocation::Revocations,
+    /// Events: their clock and streams (`[events]`).
+    pub events: crate::settings::EventSettings,
 }
 
 /// What the matchmaker talks to.
@@ -51,6 +53,9 @@ pub struct Deps {
     pub clock: Arc<dyn Clock>,
     /// The service's Prometheus metrics.
     pub metrics: Arc<Metrics>,
+    /// Where events live ([`EventDeps::memory`](crate::events::EventDeps::memory) for
+    /// one process).
+    pub events: crate::events::EventDeps,
 }
 
 /// Streams of this replica, by ticket id: poked when their ticket changes.

@@ -47,6 +47,10 @@ pub struct FakeGame {
     pub seated: Mutex<Vec<SeatPlayerRequest>>,
     rooms: Mutex<HashMap<String, CreateRoomRequest>>,
     finished: Mutex<HashSet<String>>,
+    /// Rooms whose match ended with a winner: the winning seat.
+    winners: Mutex<HashMap<String, u32>>,
+    /// (room, user) of the players who opened a stream in a room.
+    joined: Mutex<HashSet<(String, String)>>,
     /// Calls of any method that passed authorisation (UNAVAILABLE ones too).
     pub calls: AtomicU64,
 }
@@ -100,6 +104,24 @@ impl FakeGame {
     /// The room's match ended (GetSeat then answers FINISHED).
     pub fn finish(&self, room_id: &str) {
         self.finished.lock().unwrap().insert(room_id.to_owned());
+    }
+
+    /// The room's match ended with `seat` the winner (GetSeat then answers FINISHED and
+    /// the winning seat).
+    pub fn finish_won(&self, room_id: &str, seat: u32) {
+        self.winners
+            .lock()
+            .unwrap()
+            .insert(room_id.to_owned(), seat);
+        self.finish(room_id);
+    }
+
+    /// The player opened a stream in the room (GetSeat then answers `joined`).
+    pub fn join(&self, room_id: &str, user_id: &str) {
+        self.joined
+            .lock()
+            .unwrap()
+            .insert((room_id.to_owned(), user_id.to_owned()));
     }
 
     /// The room's seats as game-session would hold them: the seats it was
@@ -215,6 +237,19 @@ impl FakeGameService {
                 .iter()
                 .position(|s| s.as_deref() == Some(request.user_id.as_str()))
                 .map(|seat| seat as u32),
+            winner_seat: self
+                .0
+                .winners
+                .lock()
+                .unwrap()
+                .get(&request.room_id)
+                .copied(),
+            joined: self
+                .0
+                .joined
+                .lock()
+                .unwrap()
+                .contains(&(request.room_id.clone(), request.user_id.clone())),
         })
     }
 }

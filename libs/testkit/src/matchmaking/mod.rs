@@ -35,6 +35,7 @@ use basra_proto::basra::matchmaking::v1::matchmaking_service_client::Matchmaking
 use matchmaking::{
     Config, Deps,
     clock::{Clock as _, ManualClock, Millis},
+    events::EventDeps,
     metrics::Metrics,
     settings::Settings,
     store::Store,
@@ -90,6 +91,7 @@ pub struct AppBuilder {
     settings: Settings,
     memory: bool,
     game_url: Option<String>,
+    events: Option<EventDeps>,
 }
 
 impl AppBuilder {
@@ -103,6 +105,13 @@ impl AppBuilder {
     /// store) instead of Redis.
     pub fn memory(mut self) -> AppBuilder {
         self.memory = true;
+        self
+    }
+
+    /// Every replica keeps its events in `events` (all in memory, notices logged,
+    /// unless set).
+    pub fn events(mut self, events: EventDeps) -> AppBuilder {
+        self.events = Some(events);
         self
     }
 
@@ -133,6 +142,7 @@ impl AppBuilder {
             settings: self.settings,
             revocations: Revocations::default(),
             shutdown,
+            events: self.events.unwrap_or_else(EventDeps::memory),
         };
         let store: Arc<dyn Store> = if self.memory {
             memory_store()
@@ -168,6 +178,8 @@ struct World {
     settings: Settings,
     revocations: Revocations,
     shutdown: CancellationToken,
+    /// Where every replica keeps its events (memory unless the builder said otherwise).
+    events: EventDeps,
 }
 
 impl World {
@@ -207,12 +219,14 @@ impl World {
             presence: PresenceReporter::disabled(),
             clock: Arc::new(self.clock.clone()),
             metrics: metrics.clone(),
+            events: self.events.clone(),
         };
         let config = Config {
             queue: self.settings.queue.clone(),
             rooms: self.settings.rooms.clone(),
             serving: Duration::from_millis(200).into(),
             revocations: self.revocations.clone(),
+            events: self.settings.events.clone(),
         };
         let shutdown = self.shutdown.child_token();
         tokio::spawn(matchmaking::serve(
@@ -268,7 +282,13 @@ impl TestApp {
             settings: test_settings(),
             memory: false,
             game_url: None,
+            events: None,
         }
+    }
+
+    /// Where every replica keeps its events.
+    pub fn events(&self) -> &EventDeps {
+        &self.world.events
     }
 
     /// The settings every replica runs on.
@@ -318,6 +338,15 @@ impl TestApp {
             user_id: user,
             role: Role::Player,
             guest,
+        })
+    }
+
+    /// An operator's token (the admin services).
+    pub fn operator_token(&self) -> String {
+        self.world.token(&Caller {
+            user_id: Uuid::now_v7(),
+            role: Role::Operator,
+            guest: false,
         })
     }
 

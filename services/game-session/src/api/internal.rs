@@ -201,9 +201,18 @@ impl GameInternalService for GameApi {
             .await?
             .ok_or_else(|| GameError::RoomNotFound(request.room_id.clone()))?;
         let room = &loaded.room;
+        let seat = room.seat_of(&request.user_id);
         Ok(Response::new(GetSeatResponse {
             status: status_to_pb(room.status) as i32,
-            seat: room.seat_of(&request.user_id).map(u32::from),
+            seat: seat.map(u32::from),
+            winner_seat: room
+                .game
+                .as_ref()
+                .and_then(|g| g.result())
+                .map(|r| u32::from(r.winner.0)),
+            joined: seat
+                .and_then(|s| room.seats.get(usize::from(s)))
+                .is_some_and(|s| s.connected || s.connected_at_ms > 0),
         }))
     }
 }

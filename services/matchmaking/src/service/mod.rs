@@ -43,7 +43,7 @@ pub type FindMatchStream = Pin<Box<dyn Stream<Item = Result<FindMatchResponse, S
 /// The most characters of a client-chosen id.
 const MAX_ID_LEN: usize = 64;
 
-fn check_client_id(what: &str, id: &str) -> Result<()> {
+pub(crate) fn check_client_id(what: &str, id: &str) -> Result<()> {
     if id.len() > MAX_ID_LEN
         || !id
             .bytes()

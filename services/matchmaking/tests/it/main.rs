@@ -4,6 +4,8 @@
 //! game-session and accounts, the stores and their fixtures.
 
 mod api;
+mod event_store_contract;
+mod events;
 mod pairing_parity;
 mod replicas;
 mod search_steps;

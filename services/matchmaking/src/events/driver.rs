@@ -1,0 +1,565 @@
+//! The event clock: every replica runs [`run`], which every tick takes the events that
+//! are due (upcoming past their start, or running) and drives each one whose lease it
+//! holds or can take (`live.rs`): exactly one replica drives an event at a time, and a
+//! replica that dies loses its leases when they lapse, so another continues from the
+//! stored state.
+//!
+//! One step of an event ([`step`]):
+//! 1. **Start** (upcoming, its second has come): the players checked in (everyone
+//!    registered when there is no check-in) are seeded and the first round paired;
+//!    fewer than two cancels the event. A recurring series makes its next occurrence.
+//! 2. **Rooms**: each match without a room gets one from game-session (its id is made
+//!    from the event and the match, so making it again after a takeover is harmless),
+//!    and both players are told "your match is ready".
+//! 3. **Results**: each match in play is asked of game-session (`GetSeat` for each
+//!    player: whether they joined, and the winner once the match ended); a player who
+//!    has not joined by the join deadline, or has withdrawn, forfeits. A result goes into
+//!    the format, which refuses a second one for the same match and pairs the next round
+//!    once the last result of a round is in (arena: the two players again at once).
+//! 4. **Save** the live state under the lease, checking the version read (fencing),
+//!    then write the new results to the durable store (once each: keyed by the match).
+//! 5. **End**: the standings become final, every entry gets its rank and points.
+//!
+//! Why results are polled: game-session records a finished match to accounts, not to
+//! matchmaking; asking it (`GetSeat`, which now says whether a player joined and who won)
+//! for the few rooms in play needs no new path between the services and survives the
+//! loss of any replica on either side: the room's state is in Redis, and the question is
+//! simply asked again next tick.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use basra_events::Outcome;
+use basra_proto::basra::common::v1 as common;
+use basra_proto::basra::game::v1 as game;
+use tokio_util::sync::CancellationToken;
+
+use super::EventsShared;
+use super::model::{EntryRecord, EntryStatus, EventRecord, Phase, ResultRecord};
+use super::notices::Notice;
+use super::play::{self, LiveEvent, LiveMatch, player_of};
+use super::store::PhaseChange;
+use crate::clock::Millis;
+use crate::error::{MatchmakingError, Result};
+use crate::upstream::is_transient;
+
+/// Drives every due event this replica can lease, every `events.tick_millis`, until
+/// `shutdown`; gives its leases up on the way out.
+pub(crate) async fn run(shared: Arc<EventsShared>, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_millis(shared.settings.tick_millis));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut held: Vec<String> = Vec::new();
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        match tick_once(&shared).await {
+            Ok(now_held) => held = now_held,
+            Err(err) => tracing::warn!(error = %err, "event clock tick failed"),
+        }
+    }
+    for event in held {
+        let _ = shared.live.release(&event, &shared.holder).await;
+    }
+}
+
+/// One tick: every due event whose lease this replica holds or takes is stepped. The
+/// events it holds.
+pub(crate) async fn tick_once(shared: &EventsShared) -> Result<Vec<String>> {
+    let now = shared.now();
+    let mut held = Vec::new();
+    for event in shared.store.due(now).await? {
+        let took = shared
+            .live
+            .acquire(
+                &event.id,
+                &shared.holder,
+                now,
+                shared.settings.lease_millis as i64,
+            )
+            .await?;
+        if !took {
+            continue;
+        }
+        held.push(event.id.clone());
+        if let Err(err) = step(shared, event.clone()).await {
+            tracing::warn!(event = %event.id, error = %err, "event step failed: retried next tick");
+        }
+    }
+    Ok(held)
+}
+
+/// One step of one event whose lease this replica holds.
+pub(crate) async fn step(shared: &EventsShared, event: EventRecord) -> Result<()> {
+    match event.phase {
+        Phase::Upcoming => start(shared, event).await,
+        Phase::Running => advance(shared, event).await,
+        Phase::Finished | Phase::Cancelled => Ok(()),
+    }
+}
+
+fn corrupt(err: impl std::fmt::Display) -> MatchmakingError {
+    MatchmakingError::Corrupt(format!("event state: {err}"))
+}
+
+async fn load(shared: &EventsShared, event_id: &str) -> Result<Option<(u64, LiveEvent)>> {
+    match shared.live.load(event_id).await? {
+        Some(stored) => Ok(Some((
+            stored.version,
+            serde_json::from_str(&stored.json).map_err(corrupt)?,
+        ))),
+        None => Ok(None),
+    }
+}
+
+async fn save(
+    shared: &EventsShared,
+    event_id: &str,
+    version: u64,
+    live: &LiveEvent,
+) -> Result<bool> {
+    let json = serde_json::to_string(live)?;
+    shared
+        .live
+        .save(event_id, &shared.holder, version, &json)
+        .await
+}
+
+async fn start(shared: &EventsShared, event: EventRecord) -> Result<()> {
+    let now = shared.now();
+    let entries = shared.store.entries(&event.id).await?;
+    let players: Vec<(String, i32)> = entries
+        .iter()
+        .filter(|e| e.status == EntryStatus::CheckedIn)
+        .map(|e| (e.user_id.clone(), e.rating))
+        .collect();
+    next_occurrence(shared, &event).await?;
+    // A previous holder may have saved the state and died before the phase changed.
+    let stored = load(shared, &event.id).await?;
+    let live = match stored {
+        Some((_, live)) => Some(live),
+        None => match play::start(&event, &players, now) {
+            Ok(live) => {
+                if !save(shared, &event.id, 0, &live).await? {
+                    return Ok(());
+                }
+                Some(live)
+            }
+            Err(err) => {
+                tracing::info!(event = %event.id, error = %err, "event cannot start: cancelled");
+                None
+            }
+        },
+    };
+    let Some(live) = live else {
+        let change = PhaseChange {
+            from: Phase::Upcoming,
+            to: Phase::Cancelled,
+            current_round: 0,
+            rounds_total: 0,
+            champion: None,
+            cancel_reason: "fewer than two players checked in".into(),
+            ended_at_ms: now,
+        };
+        if shared.store.change_phase(&event.id, &change).await? {
+            tell_all(shared, &event, &entries, |_| {
+                Some(Notice::Cancelled {
+                    reason: change.cancel_reason.clone(),
+                })
+            })
+            .await;
+        }
+        return Ok(());
+    };
+    let (round, rounds) = live.rounds();
+    let change = PhaseChange {
+        from: Phase::Upcoming,
+        to: Phase::Running,
+        current_round: round,
+        rounds_total: rounds,
+        champion: None,
+        cancel_reason: String::new(),
+        ended_at_ms: 0,
+    };
+    if !shared.store.change_phase(&event.id, &change).await? {
+        return Ok(());
+    }
+    let updated: Vec<EntryRecord> = entries
+        .into_iter()
+        .map(|mut e| {
+            e.status = if e.status == EntryStatus::CheckedIn {
+                EntryStatus::Playing
+            } else {
+                EntryStatus::NotCheckedIn
+            };
+            e
+        })
+        .collect();
+    shared.store.update_entries(&updated).await?;
+    tell_all(shared, &event, &updated, |e| match e.status {
+        EntryStatus::Playing => Some(Notice::Starting),
+        _ => None,
+    })
+    .await;
+    let event = shared.store.get(&event.id).await?.unwrap_or(event);
+    advance(shared, event).await
+}
+
+/// Makes a series' next occurrence (once: its request id is the series and the start).
+async fn next_occurrence(shared: &EventsShared, event: &EventRecord) -> Result<()> {
+    let Some(recurrence) = &event.spec.recurrence else {
+        return Ok(());
+    };
+    let series = event.series_id.clone().unwrap_or_else(|| event.id.clone());
+    let start = recurrence.next_after(event.starts_at_ms)?;
+    let next = EventRecord {
+        id: uuid::Uuid::now_v7().to_string(),
+        series_id: Some(series.clone()),
+        request_id: Some(format!("series-{series}-{start}")),
+        starts_at_ms: start,
+        phase: Phase::Upcoming,
+        cancel_reason: String::new(),
+        champion: None,
+        current_round: 0,
+        rounds_total: 0,
+        ended_at_ms: 0,
+        version: 0,
+        registered: 0,
+        spec: event.spec.clone(),
+    };
+    shared.store.create(next).await?;
+    Ok(())
+}
+
+async fn tell_all<F>(shared: &EventsShared, event: &EventRecord, entries: &[EntryRecord], notice: F)
+where
+    F: Fn(&EntryRecord) -> Option<Notice>,
+{
+    for entry in entries {
+        if let Some(notice) = notice(entry) {
+            shared
+                .notices
+                .notify(&entry.user_id, &event.id, &event.spec.name, notice)
+                .await;
+        }
+    }
+}
+
+/// Steps a running event: rooms, results, the next round, the end.
+async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
+    let Some((version, mut live)) = load(shared, &event.id).await? else {
+        return Err(corrupt("a running event without a live state"));
+    };
+    let now = shared.now();
+    let mut changed = false;
+    // Arena players who came back (Register after a pause, or entered while running).
+    let entries = shared.store.entries(&event.id).await?;
+    changed |= sync_entries(&mut live, &event, &entries, now);
+    // Rooms for the matches that have none.
+    let mut ready = Vec::new();
+    for m in live
+        .matches
+        .iter_mut()
+        .filter(|m| !m.created && m.outcome.is_none())
+    {
+        match make_room(shared, &event, m).await {
+            Ok(()) => {
+                m.created = true;
+                m.ready_at_ms = now;
+                m.deadline_ms = now + event.spec.join_ms();
+                ready.push(m.clone());
+                changed = true;
+            }
+            Err(err) => {
+                tracing::warn!(event = %event.id, room = %m.room_id, error = %err, "event room not made: retried")
+            }
+        }
+    }
+    // Results of the matches in play.
+    let withdrawn: Vec<&str> = entries
+        .iter()
+        .filter(|e| matches!(e.status, EntryStatus::Withdrawn))
+        .map(|e| e.user_id.as_str())
+        .collect();
+    let in_play: Vec<LiveMatch> = live
+        .matches
+        .iter()
+        .filter(|m| m.created && m.outcome.is_none())
+        .cloned()
+        .collect();
+    for m in in_play {
+        let outcome = match result_of(shared, &m, &withdrawn, now).await {
+            Ok(outcome) => outcome,
+            Err(err) => {
+                tracing::warn!(event = %event.id, room = %m.room_id, error = %err, "event match result unknown: asked again");
+                None
+            }
+        };
+        if let Some(outcome) = outcome {
+            live.record(&event, &m.key, outcome, now).map_err(corrupt)?;
+            changed = true;
+        }
+    }
+    let finished = live.is_finished(now);
+    if changed {
+        if !save(shared, &event.id, version, &live).await? {
+            // Another replica holds the event now: its state wins.
+            return Ok(());
+        }
+        for m in &ready {
+            for user in &m.players {
+                shared
+                    .notices
+                    .notify(
+                        user,
+                        &event.id,
+                        &event.spec.name,
+                        Notice::MatchReady {
+                            room_id: m.room_id.clone(),
+                            deadline_ms: m.deadline_ms,
+                        },
+                    )
+                    .await;
+            }
+        }
+    }
+    record_results(shared, &event, version + u64::from(changed), &mut live, now).await?;
+    let (round, rounds) = live.rounds();
+    if finished {
+        finish(shared, &event, &live, &entries, now).await?;
+    } else if round != event.current_round || rounds != event.rounds_total {
+        let change = PhaseChange {
+            from: Phase::Running,
+            to: Phase::Running,
+            current_round: round,
+            rounds_total: rounds,
+            champion: None,
+            cancel_reason: String::new(),
+            ended_at_ms: 0,
+        };
+        shared.store.change_phase(&event.id, &change).await?;
+    }
+    Ok(())
+}
+
+/// Applies the entries' withdrawals and returns to the format. Whether anything changed.
+fn sync_entries(
+    live: &mut LiveEvent,
+    event: &EventRecord,
+    entries: &[EntryRecord],
+    now: Millis,
+) -> bool {
+    let mut changed = false;
+    for e in entries {
+        let known = live.ratings.contains_key(&e.user_id);
+        match e.status {
+            EntryStatus::Playing if event.is_arena() => {
+                let paused = match &live.play {
+                    play::Play::Arena(a) => a.players().iter().any(|p| {
+                        p.entrant.id == player_of(&e.user_id)
+                            && p.state == basra_events::arena::ArenaState::Paused
+                    }),
+                    _ => false,
+                };
+                if !known || paused {
+                    changed |= live.join_arena(&e.user_id, e.rating, now).is_ok();
+                }
+            }
+            EntryStatus::Paused if known && event.is_arena() => {
+                let playing = match &live.play {
+                    play::Play::Arena(a) => a.players().iter().any(|p| {
+                        p.entrant.id == player_of(&e.user_id)
+                            && !matches!(p.state, basra_events::arena::ArenaState::Paused)
+                    }),
+                    _ => false,
+                };
+                if playing {
+                    changed |= live.withdraw(&e.user_id, true);
+                }
+            }
+            // Swiss: never paired again (a second withdrawal changes nothing); knockout:
+            // the next match is forfeited (below).
+            EntryStatus::Withdrawn if known && !event.is_arena() => {
+                changed |= live.withdraw(&e.user_id, false);
+            }
+            _ => {}
+        }
+    }
+    if changed && event.is_arena() {
+        let _ = live.open_matches(event, now);
+    }
+    changed
+}
+
+async fn make_room(shared: &EventsShared, event: &EventRecord, m: &LiveMatch) -> Result<()> {
+    let seat = |user: &str| game::SeatAssignment {
+        occupant: Some(game::seat_assignment::Occupant::UserId(user.to_owned())),
+        fill: common::SeatFill::Unspecified as i32,
+        queue_wait_ms: 0,
+    };
+    let request = game::CreateRoomRequest {
+        room_id: m.room_id.clone(),
+        seats: vec![seat(&m.players[0]), seat(&m.players[1])],
+        settings: Some(basra_proto::convert::settings_to_pb(&event.spec.settings)),
+        ranked: event.spec.rated,
+        allow_spectators: event.spec.allow_spectators,
+        visibility: common::RoomVisibility::Private as i32,
+    };
+    shared.game.create_room(request).await.map_err(|status| {
+        if is_transient(&status) {
+            MatchmakingError::Unavailable(format!("game-session: {status}"))
+        } else {
+            MatchmakingError::Upstream {
+                context: "game-session CreateRoom (event)",
+                status,
+            }
+        }
+    })?;
+    Ok(())
+}
+
+/// What game-session says of one player's seat in a match's room.
+struct SeatView {
+    finished: bool,
+    winner_seat: Option<u32>,
+    joined: bool,
+}
+
+async fn seat_view(shared: &EventsShared, room: &str, user: &str) -> Result<SeatView> {
+    let answer = shared
+        .game
+        .get_seat(game::GetSeatRequest {
+            room_id: room.to_owned(),
+            user_id: user.to_owned(),
+        })
+        .await
+        .map_err(|status| MatchmakingError::Upstream {
+            context: "game-session GetSeat (event)",
+            status,
+        })?;
+    let status =
+        common::RoomStatus::try_from(answer.status).unwrap_or(common::RoomStatus::Unspecified);
+    Ok(SeatView {
+        finished: matches!(
+            status,
+            common::RoomStatus::Finished | common::RoomStatus::Closed
+        ),
+        winner_seat: answer.winner_seat,
+        joined: answer.joined,
+    })
+}
+
+/// The result of a match in play, if it has one now.
+async fn result_of(
+    shared: &EventsShared,
+    m: &LiveMatch,
+    withdrawn: &[&str],
+    now: Millis,
+) -> Result<Option<Outcome>> {
+    let gone: Vec<bool> = m
+        .players
+        .iter()
+        .map(|p| withdrawn.contains(&p.as_str()))
+        .collect();
+    let a = seat_view(shared, &m.room_id, &m.players[0]).await?;
+    let b = seat_view(shared, &m.room_id, &m.players[1]).await?;
+    let player = |i: usize| player_of(&m.players[i]);
+    if a.finished {
+        return Ok(Some(match a.winner_seat.or(b.winner_seat) {
+            Some(seat) if seat < 2 => Outcome::Won(player(seat as usize)),
+            _ => Outcome::BothAbsent,
+        }));
+    }
+    let absent = [
+        gone[0] || (!a.joined && now >= m.deadline_ms),
+        gone[1] || (!b.joined && now >= m.deadline_ms),
+    ];
+    Ok(match absent {
+        [true, true] => Some(Outcome::BothAbsent),
+        [true, false] => Some(Outcome::Forfeit { absent: player(0) }),
+        [false, true] => Some(Outcome::Forfeit { absent: player(1) }),
+        [false, false] => None,
+    })
+}
+
+/// Writes the results not yet in the durable store (each once: keyed by the match),
+/// then marks them written in the live state.
+async fn record_results(
+    shared: &EventsShared,
+    event: &EventRecord,
+    version: u64,
+    live: &mut LiveEvent,
+    now: Millis,
+) -> Result<()> {
+    let mut wrote = false;
+    for m in live
+        .matches
+        .iter_mut()
+        .filter(|m| m.outcome.is_some() && !m.recorded)
+    {
+        let outcome = match m.outcome {
+            Some(Outcome::Won(_)) => "won",
+            Some(Outcome::Forfeit { .. }) => "forfeit",
+            _ => "both_absent",
+        };
+        let result = ResultRecord {
+            event_id: event.id.clone(),
+            match_key: m.key.clone(),
+            room_id: m.room_id.clone(),
+            players: m.players.clone(),
+            winner: m.winner(),
+            outcome: outcome.to_owned(),
+            recorded_at_ms: now,
+        };
+        shared.store.record_result(&result).await?;
+        m.recorded = true;
+        wrote = true;
+    }
+    if wrote {
+        // Not saved (another holder): the next step writes them again, and the store
+        // keeps the first.
+        save(shared, &event.id, version, live).await?;
+    }
+    Ok(())
+}
+
+async fn finish(
+    shared: &EventsShared,
+    event: &EventRecord,
+    live: &LiveEvent,
+    entries: &[EntryRecord],
+    now: Millis,
+) -> Result<()> {
+    let standings = live.standings();
+    let updated: Vec<EntryRecord> = entries
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            if let Some(row) = standings.iter().find(|s| s.player == player_of(&e.user_id)) {
+                e.rank = row.rank;
+                e.points = row.points;
+                if e.status == EntryStatus::Playing
+                    && row.rank > 1
+                    && event.spec.format == super::spec::Format::Knockout
+                {
+                    e.status = EntryStatus::Eliminated;
+                }
+            }
+            e
+        })
+        .collect();
+    shared.store.update_entries(&updated).await?;
+    let (round, rounds) = live.rounds();
+    let change = PhaseChange {
+        from: Phase::Running,
+        to: Phase::Finished,
+        current_round: round,
+        rounds_total: rounds,
+        champion: live.champion(),
+        cancel_reason: String::new(),
+        ended_at_ms: now,
+    };
+    shared.store.change_phase(&event.id, &change).await?;
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! The durable state of events, one trait: definitions ([`EventRecord`]), entries
+//! ([`EntryRecord`]) and results ([`ResultRecord`]). PostgreSQL in production
+//! ([`PgEventStore`]), memory for `basra dev` and tests ([`MemoryEventStore`]); one
+//! contract suite runs on both (`tests/it/event_store_contract`).
+//!
+//! Every method that checks a rule (registration, withdrawal, check-in, a phase
+//! change) does the check and the change in one atomic step: PostgreSQL locks the
+//! event's row for the transaction, the memory store holds its lock. So the cap holds
+//! with any number of replicas registering at once, and a refusal changes nothing.
+
+use crate::clock::Millis;
+use crate::error::Result;
+
+use super::model::Refusal;
+pub use super::model::{EntryRecord, EntryStatus, EventRecord, Phase, ResultRecord};
+
+mod memory;
+mod pg;
+
+pub use memory::MemoryEventStore;
+pub use pg::PgEventStore;
+
+/// A page of events, and the offset of the next one.
+pub type Page<T> = (Vec<T>, Option<u64>);
+
+/// What [`EventStore::register`] and the other rule-checking calls answer: the change
+/// made, or the rule's refusal (nothing changed).
+pub type Ruled<T> = Result<std::result::Result<T, Refusal>>;
+
+/// A change of an event's phase by the clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhaseChange {
+    /// The phase the event must be in (otherwise nothing changes and `false` is
+    /// answered: another replica got there first).
+    pub from: Phase,
+    /// The new phase.
+    pub to: Phase,
+    /// The round now played.
+    pub current_round: u32,
+    /// The rounds in all.
+    pub rounds_total: u32,
+    /// The champion, if finished with one.
+    pub champion: Option<String>,
+    /// Why, if cancelled.
+    pub cancel_reason: String,
+    /// When it ended, if it did.
+    pub ended_at_ms: Millis,
+}
+
+/// The durable store of events.
+#[tonic::async_trait]
+pub trait EventStore: Send + Sync + 'static {
+    /// Stores a new event; an event with the same `request_id` already stored is
+    /// answered instead (and nothing is stored).
+    async fn create(&self, event: EventRecord) -> Result<EventRecord>;
+
+    /// One event.
+    async fn get(&self, id: &str) -> Result<Option<EventRecord>>;
+
+    /// Events in `phases`, by start (soonest first when `ascending`), from `offset`.
+    async fn list(
+        &self,
+        phases: &[Phase],
+        ascending: bool,
+        offset: u64,
+        limit: u32,
+    ) -> Result<Page<EventRecord>>;
+
+    /// Events not over whose start is at or before `before` or that are running: the
+    /// clock's work list.
+    async fn due(&self, before: Millis) -> Result<Vec<EventRecord>>;
+
+    /// Registers `user` with `rating` if [`admit`](super::model::admit) allows it.
+    async fn register(
+        &self,
+        event_id: &str,
+        user: &str,
+        rating: i32,
+        now: Millis,
+    ) -> Ruled<EntryRecord>;
+
+    /// Withdraws `user` ([`withdrawal`](super::model::withdrawal)): removes the entry
+    /// before the start (answering `None`), else sets its status.
+    async fn withdraw(&self, event_id: &str, user: &str) -> Ruled<Option<EntryRecord>>;
+
+    /// Checks `user` in ([`check_in`](super::model::check_in)).
+    async fn check_in(&self, event_id: &str, user: &str, now: Millis) -> Ruled<EntryRecord>;
+
+    /// One entry.
+    async fn entry(&self, event_id: &str, user: &str) -> Result<Option<EntryRecord>>;
+
+    /// Every entry of an event, by registration time.
+    async fn entries(&self, event_id: &str) -> Result<Vec<EntryRecord>>;
+
+    /// Sets entries' status, rank and points (the start, eliminations, the end).
+    async fn update_entries(&self, entries: &[EntryRecord]) -> Result<()>;
+
+    /// The events `user` registered for, newest start first.
+    async fn entries_of(&self, user: &str, offset: u64, limit: u32) -> Result<Page<EntryRecord>>;
+
+    /// Moves an event from `change.from` to `change.to`; `false` (nothing changed) when
+    /// it is not in `change.from` any more.
+    async fn change_phase(&self, event_id: &str, change: &PhaseChange) -> Result<bool>;
+
+    /// Cancels an event not over; answers it after (cancelled), or `Finished`.
+    async fn cancel(&self, event_id: &str, reason: &str, now: Millis) -> Ruled<EventRecord>;
+
+    /// Records a result once: `false` when the match already has one (nothing changed).
+    async fn record_result(&self, result: &ResultRecord) -> Result<bool>;
+
+    /// An event's results, in the order recorded.
+    async fn results(&self, event_id: &str) -> Result<Vec<ResultRecord>>;
+}

@@ -1,0 +1,356 @@
+//! The event stores' contracts: [`EventStore`] (definitions, entries, results) on memory
+//! and on PostgreSQL (a fresh database per test), and [`LiveStore`] (leases and the live
+//! state) on memory, Redis and a Redis Cluster, by
+//! [`store_contract!`](basra_testkit::store_contract).
+
+use std::sync::Arc;
+
+use basra_testkit::matchmaking::{cluster_prefix, test_prefix};
+use matchmaking::events::live::{LiveStore, MemoryLiveStore, RedisLiveStore};
+use matchmaking::events::model::{EntryStatus, EventRecord, Phase, Refusal, ResultRecord};
+use matchmaking::events::spec::{EventSpec, Format};
+use matchmaking::events::store::{EventStore, MemoryEventStore, PgEventStore, PhaseChange};
+use tokio::task::JoinSet;
+
+basra_testkit::store_contract! {
+    stores {
+        memory => Arc::new(MemoryEventStore::new()) as Arc<dyn EventStore>,
+        #[sqlx::test(migrations = "./migrations")]
+        postgres(pool: sqlx::PgPool) => Arc::new(PgEventStore::new(pool)) as Arc<dyn EventStore>,
+    }
+    cases {
+        registration_rules_hold_and_refusals_change_nothing,
+        the_cap_holds_under_concurrent_registrations,
+        withdrawals_and_check_in,
+        phases_change_once_and_results_are_recorded_once,
+        requests_are_idempotent_and_listings_page,
+    }
+}
+
+mod live {
+    use super::*;
+
+    basra_testkit::store_contract! {
+        stores {
+            memory => Arc::new(MemoryLiveStore::new()) as Arc<dyn LiveStore>,
+            redis => |run| {
+                let prefix = test_prefix();
+                let store = RedisLiveStore::connect(&prefix.url(), prefix.as_str()).await.expect("Redis");
+                run(Arc::new(store) as Arc<dyn LiveStore>).await;
+            },
+            redis_cluster => |run| {
+                let prefix = cluster_prefix();
+                let store = RedisLiveStore::connect(&prefix.url(), prefix.as_str()).await.expect("Redis Cluster");
+                run(Arc::new(store) as Arc<dyn LiveStore>).await;
+            },
+        }
+        cases {
+            one_holder_at_a_time_and_a_lapsed_lease_is_taken_over,
+            saves_are_fenced_by_the_lease_and_the_version,
+        }
+    }
+
+    async fn one_holder_at_a_time_and_a_lapsed_lease_is_taken_over(live: Arc<dyn LiveStore>) {
+        let event = uuid::Uuid::now_v7().to_string();
+        assert!(live.acquire(&event, "a", 0, 300).await.unwrap());
+        assert!(
+            !live.acquire(&event, "b", 0, 300).await.unwrap(),
+            "a holds it"
+        );
+        assert!(
+            live.acquire(&event, "a", 100, 300).await.unwrap(),
+            "a renews"
+        );
+        // a dies: its lease lapses (Redis by its own clock, memory by the one given).
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        assert!(
+            live.acquire(&event, "b", 1000, 300).await.unwrap(),
+            "b takes over"
+        );
+        assert!(!live.acquire(&event, "a", 1000, 300).await.unwrap());
+        live.release(&event, "a").await.unwrap();
+        assert!(
+            !live.acquire(&event, "a", 1000, 300).await.unwrap(),
+            "a cannot free b's"
+        );
+        live.release(&event, "b").await.unwrap();
+        assert!(
+            live.acquire(&event, "a", 1000, 300).await.unwrap(),
+            "released"
+        );
+    }
+
+    async fn saves_are_fenced_by_the_lease_and_the_version(live: Arc<dyn LiveStore>) {
+        let event = uuid::Uuid::now_v7().to_string();
+        assert_eq!(live.load(&event).await.unwrap(), None);
+        assert!(!live.save(&event, "a", 0, "x").await.unwrap(), "no lease");
+        assert!(live.acquire(&event, "a", 0, 10_000).await.unwrap());
+        assert!(live.save(&event, "a", 0, "one").await.unwrap());
+        assert!(
+            !live.save(&event, "a", 0, "stale").await.unwrap(),
+            "version 0 is gone"
+        );
+        assert!(live.save(&event, "a", 1, "two").await.unwrap());
+        let stored = live.load(&event).await.unwrap().unwrap();
+        assert_eq!((stored.version, stored.json.as_str()), (2, "two"));
+        assert!(
+            !live.save(&event, "b", 2, "theirs").await.unwrap(),
+            "b holds no lease"
+        );
+        assert_eq!(live.load(&event).await.unwrap().unwrap().json, "two");
+    }
+}
+
+const T0: i64 = 1_800_000_000_000;
+
+fn spec(cap: u32, band: Option<(i32, i32)>, check_in_seconds: u32) -> EventSpec {
+    EventSpec {
+        name: "test".into(),
+        format: Format::Knockout,
+        recurrence: None,
+        registration_opens_seconds_before: 3600,
+        cap,
+        rating_band: band,
+        check_in_seconds,
+        join_deadline_seconds: 60,
+        settings: Default::default(),
+        rated: false,
+        allow_spectators: true,
+    }
+}
+
+fn event(spec: EventSpec) -> EventRecord {
+    EventRecord {
+        id: uuid::Uuid::now_v7().to_string(),
+        series_id: None,
+        request_id: None,
+        spec,
+        starts_at_ms: T0 + 60_000,
+        phase: Phase::Upcoming,
+        cancel_reason: String::new(),
+        champion: None,
+        current_round: 0,
+        rounds_total: 0,
+        ended_at_ms: 0,
+        version: 0,
+        registered: 0,
+    }
+}
+
+fn user() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+async fn registration_rules_hold_and_refusals_change_nothing(store: Arc<dyn EventStore>) {
+    let e = store
+        .create(event(spec(2, Some((1000, 1600)), 0)))
+        .await
+        .unwrap();
+    let (a, b, c) = (user(), user(), user());
+    let entry = store.register(&e.id, &a, 1500, T0).await.unwrap().unwrap();
+    assert_eq!(entry.status, EntryStatus::CheckedIn);
+    let before = store.get(&e.id).await.unwrap().unwrap();
+    assert_eq!(
+        store.register(&e.id, &a, 1500, T0).await.unwrap(),
+        Err(Refusal::AlreadyRegistered)
+    );
+    assert_eq!(
+        store.register(&e.id, &b, 1700, T0).await.unwrap(),
+        Err(Refusal::RatingBand)
+    );
+    assert_eq!(
+        store
+            .register(&e.id, &b, 1500, T0 - 3_600_001)
+            .await
+            .unwrap(),
+        Err(Refusal::RegistrationNotOpen)
+    );
+    assert_eq!(
+        store.register(&e.id, &b, 1500, T0 + 60_000).await.unwrap(),
+        Err(Refusal::Started)
+    );
+    assert_eq!(
+        store.get(&e.id).await.unwrap().unwrap(),
+        before,
+        "refusals change nothing"
+    );
+    store.register(&e.id, &b, 1000, T0).await.unwrap().unwrap();
+    assert_eq!(
+        store.register(&e.id, &c, 1600, T0).await.unwrap(),
+        Err(Refusal::Full)
+    );
+    assert_eq!(store.entries(&e.id).await.unwrap().len(), 2);
+    store.cancel(&e.id, "why", T0).await.unwrap().unwrap();
+    assert_eq!(
+        store.register(&e.id, &c, 1500, T0).await.unwrap(),
+        Err(Refusal::Cancelled)
+    );
+    let after = store.get(&e.id).await.unwrap().unwrap();
+    assert_eq!((after.phase, after.registered), (Phase::Cancelled, 2));
+}
+
+async fn the_cap_holds_under_concurrent_registrations(store: Arc<dyn EventStore>) {
+    let e = store.create(event(spec(5, None, 0))).await.unwrap();
+    let mut tasks = JoinSet::new();
+    for _ in 0..20 {
+        let (store, id) = (store.clone(), e.id.clone());
+        tasks.spawn(async move { store.register(&id, &user(), 1500, T0).await.unwrap() });
+    }
+    let mut admitted = 0;
+    while let Some(done) = tasks.join_next().await {
+        match done.unwrap() {
+            Ok(_) => admitted += 1,
+            Err(refusal) => assert_eq!(refusal, Refusal::Full),
+        }
+    }
+    assert_eq!(admitted, 5);
+    assert_eq!(store.get(&e.id).await.unwrap().unwrap().registered, 5);
+    assert_eq!(store.entries(&e.id).await.unwrap().len(), 5);
+}
+
+async fn withdrawals_and_check_in(store: Arc<dyn EventStore>) {
+    let e = store.create(event(spec(8, None, 20))).await.unwrap();
+    let (a, b) = (user(), user());
+    assert_eq!(
+        store
+            .register(&e.id, &a, 1500, T0)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        EntryStatus::Registered
+    );
+    store.register(&e.id, &b, 1500, T0).await.unwrap().unwrap();
+    assert_eq!(
+        store.check_in(&e.id, &a, T0).await.unwrap(),
+        Err(Refusal::CheckInClosed),
+        "the window opens 20 s before the start"
+    );
+    let checked = store
+        .check_in(&e.id, &a, T0 + 40_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(checked.status, EntryStatus::CheckedIn);
+    assert_eq!(
+        store.check_in(&e.id, &user(), T0 + 40_000).await.unwrap(),
+        Err(Refusal::NotRegistered)
+    );
+    // Before the start a withdrawal removes the entry.
+    assert_eq!(store.withdraw(&e.id, &b).await.unwrap(), Ok(None));
+    assert_eq!(store.entry(&e.id, &b).await.unwrap(), None);
+    assert_eq!(store.get(&e.id).await.unwrap().unwrap().registered, 1);
+    assert_eq!(
+        store.withdraw(&e.id, &b).await.unwrap(),
+        Err(Refusal::NotRegistered)
+    );
+    // Once running, it marks the entry.
+    let running = PhaseChange {
+        from: Phase::Upcoming,
+        to: Phase::Running,
+        current_round: 1,
+        rounds_total: 1,
+        champion: None,
+        cancel_reason: String::new(),
+        ended_at_ms: 0,
+    };
+    assert!(store.change_phase(&e.id, &running).await.unwrap());
+    let gone = store.withdraw(&e.id, &a).await.unwrap().unwrap().unwrap();
+    assert_eq!(gone.status, EntryStatus::Withdrawn);
+    assert_eq!(
+        store.check_in(&e.id, &a, T0 + 50_000).await.unwrap(),
+        Err(Refusal::Started)
+    );
+    let mine = store.entries_of(&a, 0, 10).await.unwrap();
+    assert_eq!(mine.0.len(), 1);
+}
+
+async fn phases_change_once_and_results_are_recorded_once(store: Arc<dyn EventStore>) {
+    let e = store.create(event(spec(8, None, 0))).await.unwrap();
+    assert_eq!(
+        store.due(T0).await.unwrap().len(),
+        0,
+        "not due before its start"
+    );
+    assert_eq!(store.due(T0 + 60_000).await.unwrap().len(), 1);
+    let start = PhaseChange {
+        from: Phase::Upcoming,
+        to: Phase::Running,
+        current_round: 1,
+        rounds_total: 2,
+        champion: None,
+        cancel_reason: String::new(),
+        ended_at_ms: 0,
+    };
+    assert!(store.change_phase(&e.id, &start).await.unwrap());
+    assert!(
+        !store.change_phase(&e.id, &start).await.unwrap(),
+        "a start happens once"
+    );
+    let result = ResultRecord {
+        event_id: e.id.clone(),
+        match_key: "r1t1".into(),
+        room_id: "ev-r1t1".into(),
+        players: [user(), user()],
+        winner: None,
+        outcome: "both_absent".into(),
+        recorded_at_ms: T0,
+    };
+    assert!(store.record_result(&result).await.unwrap());
+    let mut again = result.clone();
+    again.outcome = "won".into();
+    assert!(
+        !store.record_result(&again).await.unwrap(),
+        "one result a match"
+    );
+    let results = store.results(&e.id).await.unwrap();
+    assert_eq!(results, vec![result]);
+    let end = PhaseChange {
+        from: Phase::Running,
+        to: Phase::Finished,
+        current_round: 2,
+        rounds_total: 2,
+        champion: Some("x".into()),
+        cancel_reason: String::new(),
+        ended_at_ms: T0 + 1,
+    };
+    assert!(store.change_phase(&e.id, &end).await.unwrap());
+    assert_eq!(
+        store.cancel(&e.id, "late", T0).await.unwrap(),
+        Err(Refusal::Finished)
+    );
+    assert!(store.due(T0 + 1_000_000).await.unwrap().is_empty());
+    let done = store.get(&e.id).await.unwrap().unwrap();
+    assert_eq!(
+        (done.phase, done.champion.as_deref()),
+        (Phase::Finished, Some("x"))
+    );
+}
+
+async fn requests_are_idempotent_and_listings_page(store: Arc<dyn EventStore>) {
+    let mut first = event(spec(8, None, 0));
+    first.request_id = Some(format!("op-{}", user()));
+    let made = store.create(first.clone()).await.unwrap();
+    let mut retry = first.clone();
+    retry.id = user();
+    assert_eq!(
+        store.create(retry).await.unwrap().id,
+        made.id,
+        "the same event"
+    );
+    for i in 1..=4 {
+        let mut e = event(spec(8, None, 0));
+        e.starts_at_ms += i * 1000;
+        store.create(e).await.unwrap();
+    }
+    let (page, next) = store.list(&[Phase::Upcoming], true, 0, 3).await.unwrap();
+    assert_eq!(page.len(), 3);
+    assert_eq!(page[0].id, made.id, "soonest first");
+    let (rest, end) = store
+        .list(&[Phase::Upcoming], true, next.unwrap(), 3)
+        .await
+        .unwrap();
+    assert_eq!((rest.len(), end), (2, None));
+    let (newest, _) = store.list(&[Phase::Upcoming], false, 0, 1).await.unwrap();
+    assert!(newest[0].starts_at_ms > made.starts_at_ms);
+}

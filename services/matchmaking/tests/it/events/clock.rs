@@ -1,0 +1,237 @@
+//! The event clock, served: a four-player knockout started on its second, rooms made in
+//! (the fake) game-session, "your match is ready" through GetMyMatch and the notices, a
+//! forfeit at the join deadline, the final, the champion and the standings; every
+//! result recorded once; the live standings on WatchEvent.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use basra_proto::basra::matchmaking::v1::{
+    EventStatus, GetMyMatchRequest, GetStandingsRequest, ListMyEventsRequest, PairingResult,
+    RegisterRequest, WatchEventRequest,
+};
+use basra_testkit::authed;
+use basra_testkit::matchmaking::{Player, TestApp};
+use matchmaking::events::EventDeps;
+use matchmaking::events::notices::{Notice, RecordedNotices};
+use tonic::Code;
+
+use super::{Operator, assert_refused, events_client, knockout};
+
+/// Waits (real time, up to 10 s) until `done` holds.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn room_of(app: &TestApp, key: &str) -> Option<String> {
+    app.game()
+        .created()
+        .into_iter()
+        .map(|r| r.room_id)
+        .find(|id| id.ends_with(key))
+}
+
+async fn my_match(app: &TestApp, p: &Player, event: &str) -> Result<(String, u32), tonic::Status> {
+    let m = events_client(app)
+        .get_my_match(authed(
+            GetMyMatchRequest {
+                event_id: event.into(),
+            },
+            &p.token,
+        ))
+        .await?
+        .into_inner();
+    Ok((m.room_id, m.seat))
+}
+
+/// Waits until the player's match is ready (the room is made before the state saying so
+/// is saved).
+async fn ready(app: &TestApp, p: &Player, event: &str) {
+    for _ in 0..500 {
+        if my_match(app, p, event).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no match ready");
+}
+
+#[tokio::test]
+async fn a_knockout_is_played_to_its_final_and_every_result_is_recorded_once() {
+    let notices = Arc::new(RecordedNotices::default());
+    let mut events = EventDeps::memory();
+    events.notices = notices.clone();
+    let app = TestApp::builder()
+        .memory()
+        .events(events)
+        .settings(|s| s.events.tick_millis = 20)
+        .spawn()
+        .await;
+    let op = Operator::of(&app);
+    let event = op.create(knockout(8)).await.unwrap().event_id;
+    // Seeds 1-4 by rating.
+    let seeds: Vec<Player> = (0..4).map(|_| app.player()).collect();
+    for (i, p) in seeds.iter().enumerate() {
+        app.ratings().set(p.id, 1900.0 - 100.0 * i as f64);
+        events_client(&app)
+            .register(authed(
+                RegisterRequest {
+                    event_id: event.clone(),
+                },
+                &p.token,
+            ))
+            .await
+            .expect("registered");
+    }
+    let mut watch = events_client(&app)
+        .watch_event(authed(
+            WatchEventRequest {
+                event_id: event.clone(),
+                last_seen_version: 0,
+            },
+            &seeds[0].token,
+        ))
+        .await
+        .expect("WatchEvent")
+        .into_inner();
+    let first = watch.message().await.unwrap().unwrap();
+    assert_eq!(
+        first.event.unwrap().status,
+        EventStatus::Registration as i32
+    );
+
+    // The start second: seed 1 meets seed 4 at table 1, seed 2 meets seed 3 at table 2.
+    app.clock().advance(60_000);
+    until("round 1's rooms", || app.game().created().len() >= 2).await;
+    let t1 = room_of(&app, "r1t1").expect("table 1");
+    let t2 = room_of(&app, "r1t2").expect("table 2");
+    ready(&app, &seeds[3], &event).await;
+    assert_eq!(
+        my_match(&app, &seeds[0], &event).await.unwrap(),
+        (t1.clone(), 0)
+    );
+    assert_eq!(
+        my_match(&app, &seeds[3], &event).await.unwrap(),
+        (t1.clone(), 1)
+    );
+    assert_eq!(
+        my_match(&app, &seeds[2], &event).await.unwrap(),
+        (t2.clone(), 1)
+    );
+    until("match-ready notices", || {
+        notices
+            .sent
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, _, n)| matches!(n, Notice::MatchReady { .. }))
+            .count()
+            == 4
+    })
+    .await;
+
+    // Table 1 is played: seed 1 wins. At table 2 only seed 3 joins: seed 2 forfeits at
+    // the join deadline.
+    for p in [&seeds[0], &seeds[3]] {
+        app.game().join(&t1, &p.id.to_string());
+    }
+    app.game().join(&t2, &seeds[2].id.to_string());
+    app.game().finish_won(&t1, 0);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        room_of(&app, "r2t1").is_none(),
+        "the final waits for table 2"
+    );
+    app.clock().advance(60_000);
+    until("the final's room", || room_of(&app, "r2t1").is_some()).await;
+    let fin = room_of(&app, "r2t1").unwrap();
+    ready(&app, &seeds[0], &event).await;
+    assert_eq!(
+        my_match(&app, &seeds[0], &event).await.unwrap(),
+        (fin.clone(), 0)
+    );
+    assert_eq!(
+        my_match(&app, &seeds[2], &event).await.unwrap(),
+        (fin.clone(), 1)
+    );
+    let out = my_match(&app, &seeds[1], &event).await.unwrap_err();
+    assert_refused(&out, Code::NotFound, None);
+
+    // Seed 3 wins the final.
+    for p in [&seeds[0], &seeds[2]] {
+        app.game().join(&fin, &p.id.to_string());
+    }
+    app.game().finish_won(&fin, 1);
+    let mut last = first.version;
+    let mut end = None;
+    while let Some(update) = tokio::time::timeout(Duration::from_secs(10), watch.message())
+        .await
+        .expect("an update")
+        .unwrap()
+    {
+        assert!(update.version > last, "versions rise");
+        last = update.version;
+        end = Some(update);
+    }
+    let end = end.expect("the last update");
+    let ended = end.event.unwrap();
+    assert_eq!(ended.status, EventStatus::Finished as i32);
+    assert_eq!(ended.champion, seeds[2].id.to_string());
+    assert_eq!(end.pairings.len(), 1);
+    assert_eq!(end.pairings[0].result, PairingResult::Won as i32);
+
+    let standings = events_client(&app)
+        .get_standings(authed(
+            GetStandingsRequest {
+                event_id: event.clone(),
+            },
+            &seeds[1].token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(standings.r#final);
+    let ranks: Vec<(String, u32)> = standings
+        .standings
+        .iter()
+        .map(|s| (s.user_id.clone(), s.rank))
+        .collect();
+    assert_eq!(ranks[0], (seeds[2].id.to_string(), 1));
+    assert_eq!(ranks[1], (seeds[0].id.to_string(), 2));
+    assert!(ranks[2..].iter().all(|(_, r)| *r == 3));
+
+    // Every result once; no room made twice; nobody paired twice in a round.
+    let results = app.events().store.results(&event).await.unwrap();
+    let mut keys: Vec<&str> = results.iter().map(|r| r.match_key.as_str()).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["r1t1", "r1t2", "r2t1"]);
+    let forfeit = results.iter().find(|r| r.match_key == "r1t2").unwrap();
+    assert_eq!(forfeit.outcome, "forfeit");
+    assert_eq!(
+        forfeit.winner.as_deref(),
+        Some(seeds[2].id.to_string().as_str())
+    );
+    let mut rooms: Vec<String> = app
+        .game()
+        .created()
+        .into_iter()
+        .map(|r| r.room_id)
+        .collect();
+    rooms.sort();
+    rooms.dedup();
+    assert_eq!(rooms.len(), 3);
+
+    // History: the champion's rank.
+    let mine = events_client(&app)
+        .list_my_events(authed(ListMyEventsRequest::default(), &seeds[2].token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(mine.events[0].rank, 1);
+}
