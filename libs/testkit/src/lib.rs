@@ -11,6 +11,8 @@
 //! - an S3-compatible server on a loopback port ([`moto::Moto`]: moto's, from PyPI);
 //! - hostile clients: silent sockets, hand-built HTTP/2 gRPC calls ([`hostile`]);
 //! - one suite of contract cases run on every backend of a store ([`store_contract!`]);
+//! - local stand-ins of FCM and APNs recording what they receive (feature `push`:
+//!   `push::FcmStandIn`, `push::ApnsStandIn`);
 //! - a server on a free port, stopped when dropped ([`Served`]), and each service started
 //!   for a test behind a feature named after it (its tests turn it on): `matchmaking`,
 //!   `accounts`, `game-session` (`spawn_app()`, its builders, clients, fixtures and
@@ -36,6 +38,8 @@ pub mod hostile;
 #[cfg(feature = "matchmaking")]
 pub mod matchmaking;
 pub mod moto;
+#[cfg(feature = "push")]
+pub mod push;
 pub mod redis;
 mod served;
 

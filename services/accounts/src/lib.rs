@@ -10,6 +10,8 @@
 //!   [`social`]: presence and the friends' feed (WatchFriends), in Redis.
 //! - [`deletion`]: what deleting an account leaves behind (anonymous keys, placeholders).
 //! - [`names`]: the rate limit of display name changes.
+//! - [`push`]: push notifications: which notices are pushed to which devices, and the
+//!   outbox worker sending them through `basra-push`.
 //! - [`oidc`]: sign-in with Apple and Google (OpenID Connect ID tokens, the providers'
 //!   keys cached).
 //! - [`rating`]: Glicko-2 changes of a match; match records are `basra-records`'s
@@ -38,6 +40,7 @@ pub mod metrics;
 pub mod names;
 pub mod oidc;
 pub mod password;
+pub mod push;
 pub mod rating;
 pub mod refresh;
 pub mod service;

@@ -54,6 +54,8 @@ pub struct AccountsMetrics {
     pub feeds_open: Gauge,
     /// Presence reports received from game-session and matchmaking.
     pub presence_reports: Counter,
+    /// Pushes by what became of them (`crate::push`).
+    pub pushes: crate::push::PushMetrics,
 }
 
 impl AccountsMetrics {
@@ -113,8 +115,10 @@ impl AccountsMetrics {
                 result: result.to_owned(),
             });
         }
+        let pushes = crate::push::PushMetrics::register(&mut registry);
         AccountsMetrics {
             registry: Arc::new(registry),
+            pushes,
             sign_ins,
             record_match,
             record_match_seconds,

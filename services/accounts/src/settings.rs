@@ -54,6 +54,8 @@ pub struct Settings {
     /// `[providers]`: sign-in with Apple and Google (each off unless configured).
     #[serde(default)]
     pub providers: crate::oidc::ProvidersSettings,
+    /// `[push]`: push notifications (off by default), their rules and providers.
+    pub push: crate::push::PushDeliverySettings,
 }
 
 /// `[database]`.
@@ -240,6 +242,7 @@ impl Validate for Settings {
         self.auth.validate()?;
         self.identity.validate()?;
         self.providers.validate()?;
+        self.push.validate()?;
         let tokens = &self.tokens;
         if !(1..=MAX_ACCESS_TTL_SECONDS).contains(&tokens.access_ttl_seconds) {
             return Err(format!(

@@ -49,8 +49,17 @@ fn mount_service<S: Store>(
         tokio::spawn(watch_pool(
             service.store().clone(),
             Arc::clone(service.metrics()),
-            shutdown,
+            shutdown.clone(),
         ));
+    }
+    if let Some(pushing) = service.pushing() {
+        crate::push::Worker::new(
+            service.store().clone(),
+            std::sync::Arc::clone(&pushing.pusher),
+            &pushing.settings,
+            service.metrics().pushes.clone(),
+        )
+        .spawn(shutdown);
     }
     let admin = service::AccountsAdmin::new(service.clone()).into_server();
     routes
@@ -145,6 +154,7 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
             tracing::info!(enabled = ?providers.enabled(), "sign-in with identity providers");
             providers
         },
+        push: crate::push::Pushing::from_settings(&settings.push)?,
     };
     // A bad or duplicate kid fails here, before any socket is bound.
     config

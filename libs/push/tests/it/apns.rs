@@ -4,137 +4,15 @@
 //! token verified with the key's public half, its reuse for 50 minutes, its replacement
 //! after `ExpiredProviderToken`, the classification of the answers, the limit in flight.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use basra_push::{
-    ApnsSettings, Clock as _, ManualClock, Notice, Outcome, Platform, Push, PushError,
-    PushSettings, Pusher,
+    ApnsSettings, Clock as _, Notice, Outcome, Platform, Push, PushError, PushSettings, Pusher,
 };
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-
-use crate::keys::Keys;
-use crate::standin::{Recorded, Reply, StandIn};
-
-const KEY_ID: &str = "ABC123DEFG";
-const TEAM_ID: &str = "DEF123GHIJ";
-const BUNDLE: &str = "online.basra.app";
-const DEVICE: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90";
-
-#[derive(Default)]
-struct Script {
-    replies: Mutex<VecDeque<Reply>>,
-    accepted: AtomicUsize,
-    delay_ms: AtomicU64,
-}
-
-struct Apns {
-    server: StandIn,
-    script: Arc<Script>,
-    keys: Keys,
-    clock: ManualClock,
-}
-
-impl Apns {
-    async fn start() -> Apns {
-        let keys = Keys::new();
-        keys.p256("AuthKey");
-        keys.certificate("apns");
-        let script = Arc::new(Script::default());
-        let s = Arc::clone(&script);
-        let server = StandIn::h2_tls(
-            Arc::new(move |_: &Recorded| {
-                let delay = Duration::from_millis(s.delay_ms.load(Ordering::SeqCst));
-                if let Some(reply) = s.replies.lock().unwrap().pop_front() {
-                    return reply.after(delay);
-                }
-                let n = s.accepted.fetch_add(1, Ordering::SeqCst) + 1;
-                Reply::new(200, "")
-                    .header("apns-id", format!("00000000-0000-0000-0000-{n:012}"))
-                    .after(delay)
-            }),
-            &keys.read("apns.crt"),
-            &keys.read("apns.key"),
-        )
-        .await;
-        Apns {
-            server,
-            script,
-            keys,
-            clock: ManualClock::new(SystemTime::now()),
-        }
-    }
-
-    fn settings(&self) -> ApnsSettings {
-        let mut apns = ApnsSettings::new(self.keys.path("AuthKey.p8"), KEY_ID, TEAM_ID);
-        apns.endpoint = self.server.url("https");
-        apns.ca_file = Some(self.keys.path("apns-ca.crt"));
-        apns
-    }
-
-    fn pusher_with(&self, apns: ApnsSettings) -> Pusher {
-        let settings = PushSettings {
-            apns: Some(apns),
-            ..PushSettings::default()
-        };
-        Pusher::with_clock(&settings, Arc::new(self.clock.clone())).unwrap()
-    }
-
-    fn pusher(&self) -> Pusher {
-        self.pusher_with(self.settings())
-    }
-
-    fn script(&self, replies: impl IntoIterator<Item = Reply>) {
-        self.script.replies.lock().unwrap().extend(replies);
-    }
-
-    fn requests(&self) -> Vec<Recorded> {
-        self.server.requests()
-    }
-
-    /// The provider tokens of the requests so far, in order.
-    fn bearers(&self) -> Vec<String> {
-        self.requests()
-            .iter()
-            .map(|r| {
-                r.header("authorization")
-                    .unwrap()
-                    .strip_prefix("bearer ")
-                    .expect("authorization: bearer <JWT>")
-                    .to_owned()
-            })
-            .collect()
-    }
-
-    /// `jwt`'s claims, after checking its header and its signature with the public key.
-    fn verify(&self, jwt: &str) -> serde_json::Value {
-        let header = jsonwebtoken::decode_header(jwt).unwrap();
-        assert_eq!(header.alg, Algorithm::ES256);
-        assert_eq!(header.kid.as_deref(), Some(KEY_ID));
-        let public =
-            DecodingKey::from_ec_pem(self.keys.read("AuthKey.pub.pem").as_bytes()).unwrap();
-        let mut validation = Validation::new(Algorithm::ES256);
-        validation.validate_exp = false;
-        validation.set_required_spec_claims(&["iss"]);
-        validation.set_issuer(&[TEAM_ID]);
-        let claims = jsonwebtoken::decode::<serde_json::Value>(jwt, &public, &validation)
-            .expect("the provider token verifies with the key's public half")
-            .claims;
-        let keys: Vec<_> = claims.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(keys, ["iat", "iss"], "Apple's claims, no others");
-        claims
-    }
-
-    fn now_secs(&self) -> u64 {
-        self.clock
-            .now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-    }
-}
+use basra_testkit::push::apns::{BUNDLE, DEVICE, KEY_ID, TEAM_ID, reason};
+use basra_testkit::push::{ApnsStandIn as Apns, FcmStandIn, Reply};
 
 fn push(locale: &str, notice: Notice) -> Push {
     Push {
@@ -156,10 +34,6 @@ fn ready() -> Push {
             event: "Cairo Cup".into(),
         },
     )
-}
-
-fn reason(status: u16, reason: &str) -> Reply {
-    Reply::new(status, format!(r#"{{"reason": "{reason}"}}"#))
 }
 
 #[tokio::test]
@@ -421,7 +295,7 @@ async fn at_most_max_in_flight_requests_on_the_connection() {
     let mut settings = apns.settings();
     settings.max_in_flight = 3;
     let pusher = Arc::new(apns.pusher_with(settings));
-    apns.script.delay_ms.store(100, Ordering::SeqCst);
+    apns.set_delay(Duration::from_millis(100));
     let sends: Vec<_> = (0..9)
         .map(|_| {
             let pusher = Arc::clone(&pusher);
@@ -475,7 +349,7 @@ async fn an_unusable_key_stops_the_pusher_at_its_start() {
 #[tokio::test]
 async fn one_pusher_routes_each_platform_to_its_provider() {
     let apns = Apns::start().await;
-    let fcm = crate::fcm::Fcm::start().await;
+    let fcm = FcmStandIn::start().await;
     let settings = PushSettings {
         fcm: Some(fcm.settings()),
         apns: Some(apns.settings()),

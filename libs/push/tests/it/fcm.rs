@@ -3,140 +3,16 @@
 //! (verified with the service account's public key), the access token's caching, every
 //! field of the message, the classification of the answers, the limit in flight.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
 
-use basra_push::{
-    FcmSettings, ManualClock, Notice, Outcome, Platform, Push, PushError, PushSettings, Pusher,
+use basra_push::{FcmSettings, Notice, Outcome, Platform, Push, PushError, PushSettings, Pusher};
+use basra_testkit::push::fcm::{
+    EMAIL, JWT_BEARER, KEY_ID, PROJECT, SCOPE, TOKEN_PATH, error, form,
 };
+use basra_testkit::push::{FcmStandIn as Fcm, Keys, Reply};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-
-use crate::keys::Keys;
-use crate::standin::{Recorded, Reply, StandIn};
-
-const PROJECT: &str = "basra-test";
-const SEND_PATH: &str = "/v1/projects/basra-test/messages:send";
-const TOKEN_PATH: &str = "/token";
-const EMAIL: &str = "push@basra-test.iam.gserviceaccount.com";
-const KEY_ID: &str = "0f1e2d3c4b5a";
-const SCOPE: &str = "https://www.googleapis.com/auth/firebase.messaging";
-const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
-
-/// What the stand-in answers: scripted replies first, then its defaults (a fresh token
-/// `access-N` living `expires_in` seconds; `200 {"name": …}` for a send).
-#[derive(Default)]
-pub(crate) struct Script {
-    token: Mutex<VecDeque<Reply>>,
-    send: Mutex<VecDeque<Reply>>,
-    issued: AtomicUsize,
-    sent: AtomicUsize,
-    expires_in: AtomicU64,
-    send_delay_ms: AtomicU64,
-}
-
-pub(crate) struct Fcm {
-    server: StandIn,
-    script: Arc<Script>,
-    keys: Keys,
-    clock: ManualClock,
-}
-
-impl Fcm {
-    pub(crate) async fn start() -> Fcm {
-        let script = Arc::new(Script::default());
-        script.expires_in.store(3599, Ordering::SeqCst);
-        let s = Arc::clone(&script);
-        let server = StandIn::http1(Arc::new(move |request: &Recorded| {
-            if request.path == TOKEN_PATH {
-                if let Some(reply) = s.token.lock().unwrap().pop_front() {
-                    return reply;
-                }
-                let n = s.issued.fetch_add(1, Ordering::SeqCst) + 1;
-                let body = serde_json::json!({
-                    "access_token": format!("access-{n}"),
-                    "expires_in": s.expires_in.load(Ordering::SeqCst),
-                    "token_type": "Bearer",
-                });
-                return Reply::new(200, body.to_string());
-            }
-            let delay = Duration::from_millis(s.send_delay_ms.load(Ordering::SeqCst));
-            if let Some(reply) = s.send.lock().unwrap().pop_front() {
-                // A scripted reply keeps its own delay.
-                return if reply.delay.is_zero() {
-                    reply.after(delay)
-                } else {
-                    reply
-                };
-            }
-            let n = s.sent.fetch_add(1, Ordering::SeqCst) + 1;
-            Reply::new(
-                200,
-                format!(r#"{{"name": "projects/{PROJECT}/messages/{n}"}}"#),
-            )
-            .after(delay)
-        }))
-        .await;
-        let keys = Keys::new();
-        keys.rsa("service");
-        let account = serde_json::json!({
-            "type": "service_account",
-            "project_id": PROJECT,
-            "private_key_id": KEY_ID,
-            "private_key": keys.read("service.pem"),
-            "client_email": EMAIL,
-            "client_id": "1234567890",
-            "auth_uri": "https://accounts.google.com/o/oauth2/auth",
-            "token_uri": format!("{}{TOKEN_PATH}", server.url("http")),
-        });
-        std::fs::write(keys.path("service-account.json"), account.to_string()).unwrap();
-        Fcm {
-            server,
-            script,
-            keys,
-            clock: ManualClock::new(SystemTime::now()),
-        }
-    }
-
-    pub(crate) fn settings(&self) -> FcmSettings {
-        let mut fcm = FcmSettings::new(self.keys.path("service-account.json"));
-        fcm.endpoint = self.server.url("http");
-        fcm
-    }
-
-    fn pusher_with(&self, fcm: FcmSettings) -> Pusher {
-        let settings = PushSettings {
-            fcm: Some(fcm),
-            ..PushSettings::default()
-        };
-        Pusher::with_clock(&settings, Arc::new(self.clock.clone())).unwrap()
-    }
-
-    fn pusher(&self) -> Pusher {
-        self.pusher_with(self.settings())
-    }
-
-    fn token_url(&self) -> String {
-        format!("{}{TOKEN_PATH}", self.server.url("http"))
-    }
-
-    fn tokens_requested(&self) -> usize {
-        self.server.requests_to(TOKEN_PATH).len()
-    }
-
-    pub(crate) fn sends(&self) -> Vec<Recorded> {
-        self.server.requests_to(SEND_PATH)
-    }
-
-    fn script_send(&self, replies: impl IntoIterator<Item = Reply>) {
-        self.script.send.lock().unwrap().extend(replies);
-    }
-
-    fn script_token(&self, replies: impl IntoIterator<Item = Reply>) {
-        self.script.token.lock().unwrap().extend(replies);
-    }
-}
 
 fn push(locale: &str, notice: Notice) -> Push {
     Push {
@@ -158,46 +34,6 @@ fn invite() -> Push {
             from: "Layla".into(),
         },
     )
-}
-
-/// The fields of an `application/x-www-form-urlencoded` body, decoded.
-fn form(body: &[u8]) -> BTreeMap<String, String> {
-    fn decode(text: &str) -> String {
-        let bytes = text.as_bytes();
-        let mut out = Vec::new();
-        let mut i = 0;
-        while i < bytes.len() {
-            match bytes[i] {
-                b'%' => {
-                    out.push(u8::from_str_radix(&text[i + 1..i + 3], 16).unwrap());
-                    i += 3;
-                }
-                b'+' => {
-                    out.push(b' ');
-                    i += 1;
-                }
-                b => {
-                    out.push(b);
-                    i += 1;
-                }
-            }
-        }
-        String::from_utf8(out).unwrap()
-    }
-    std::str::from_utf8(body)
-        .unwrap()
-        .split('&')
-        .map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap();
-            (decode(k), decode(v))
-        })
-        .collect()
-}
-
-fn error(status: u16, code: &str, fcm_code: &str, message: &str) -> Reply {
-    let body = serde_json::json!({"error": {"code": status, "message": message, "status": code,
-        "details": [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": fcm_code}]}});
-    Reply::new(status, body.to_string())
 }
 
 #[tokio::test]
@@ -236,7 +72,7 @@ async fn the_assertion_is_signed_by_the_service_account_with_the_claims_google_r
         .claims;
     assert_eq!(claims["scope"], SCOPE);
     let iat = claims["iat"].as_u64().unwrap();
-    let now = fcm.clock.now_secs();
+    let now = fcm.now_secs();
     assert!(iat == now, "iat {iat} is the clock's now {now}");
     assert_eq!(claims["exp"].as_u64().unwrap(), iat + 3600);
 
@@ -245,20 +81,6 @@ async fn the_assertion_is_signed_by_the_service_account_with_the_claims_google_r
     other.rsa("other");
     let wrong = DecodingKey::from_rsa_pem(other.read("other.pub.pem").as_bytes()).unwrap();
     assert!(jsonwebtoken::decode::<serde_json::Value>(assertion, &wrong, &validation).is_err());
-}
-
-trait NowSecs {
-    fn now_secs(&self) -> u64;
-}
-
-impl NowSecs for ManualClock {
-    fn now_secs(&self) -> u64 {
-        use basra_push::Clock as _;
-        self.now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-    }
 }
 
 #[tokio::test]
@@ -372,7 +194,7 @@ async fn one_token_request_serves_many_sends_until_shortly_before_it_expires() {
     let payload = jsonwebtoken::dangerous::insecure_decode::<serde_json::Value>(&assertion)
         .unwrap()
         .claims;
-    assert_eq!(payload["iat"].as_u64().unwrap(), fcm.clock.now_secs());
+    assert_eq!(payload["iat"].as_u64().unwrap(), fcm.now_secs());
 }
 
 #[tokio::test]
@@ -547,7 +369,7 @@ async fn at_most_max_in_flight_sends_at_once() {
     let pusher = Arc::new(fcm.pusher_with(settings));
     // Fetch the token first, so only sends are in flight below.
     pusher.push(&invite()).await;
-    fcm.script.send_delay_ms.store(100, Ordering::SeqCst);
+    fcm.set_send_delay(Duration::from_millis(100));
     let sends: Vec<_> = (0..8)
         .map(|_| {
             let pusher = Arc::clone(&pusher);

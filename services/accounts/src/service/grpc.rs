@@ -328,4 +328,30 @@ impl<S: Store> AccountsService for AccountsApi<S> {
             self.do_link_provider(caller, request.into_inner()).await?,
         ))
     }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn register_push_token(
+        &self,
+        request: Request<pb::RegisterPushTokenRequest>,
+    ) -> Result<Response<pb::RegisterPushTokenResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_register_push_token(caller, request.into_inner())
+                .await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn remove_push_token(
+        &self,
+        request: Request<pb::RemovePushTokenRequest>,
+    ) -> Result<Response<pb::RemovePushTokenResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_remove_push_token(caller, request.into_inner())
+                .await?,
+        ))
+    }
 }

@@ -38,6 +38,7 @@ use crate::store::{LeaderboardRules, Store};
 mod account;
 mod admin;
 mod admin_lookup;
+mod devices;
 mod export;
 mod feed;
 mod friends;
@@ -47,11 +48,13 @@ mod names;
 mod page_token;
 mod profile;
 mod provider;
+mod pushes;
 mod records;
 mod sign_in;
 
 pub use admin::{AccountsAdmin, MAX_REASON_CHARS};
 pub use admin_lookup::MAX_QUERY_CHARS;
+pub use devices::MAX_PUSH_TOKEN_BYTES;
 pub use export::{EXPORT_CHUNK_BYTES, EXPORT_FORMAT};
 pub use feed::{FeedStream, LOOK_AGAIN_EVERY, MAX_FEEDS_PER_PLAYER, MAX_REPORTS_PER_CALL, Social};
 pub use profile::{HISTORY_DEFAULT_PAGE, LEADERBOARD_DEFAULT_PAGE, MAX_PAGE};
@@ -114,6 +117,8 @@ pub struct ServiceConfig {
     pub name_changes: crate::names::NameChangeLimit,
     /// The identity providers whose ID tokens sign in (SignInWithProvider).
     pub providers: crate::oidc::Providers,
+    /// What is pushed and through what (`[push]`); `None`: pushing is off.
+    pub push: Option<crate::push::Pushing>,
 }
 
 impl ServiceConfig {
@@ -214,6 +219,11 @@ impl<S: Store> AccountsApi<S> {
     /// The service's Prometheus metrics.
     pub fn metrics(&self) -> &Arc<AccountsMetrics> {
         &self.inner.metrics
+    }
+
+    /// What is pushed and through what; `None`: pushing is off.
+    pub fn pushing(&self) -> Option<&crate::push::Pushing> {
+        self.inner.config.push.as_ref()
     }
 
     /// The token issuer.

@@ -315,6 +315,9 @@ impl<S: Store> AccountsApi<S> {
         req: pb::LogoutRequest,
     ) -> Result<pb::LogoutResponse> {
         let now = domain::now();
+        if !req.push_token.is_empty() {
+            super::devices::check_push_token("push_token", &req.push_token)?;
+        }
         if req.all_sessions {
             let caller = caller?.ok_or_else(|| {
                 AccountsError::Unauthenticated(
@@ -326,7 +329,8 @@ impl<S: Store> AccountsApi<S> {
                 .store
                 .revoke_user_refresh_tokens(caller.user_id, now)
                 .await?;
-            tracing::info!(user_id = %caller.user_id, revoked, "signed out everywhere");
+            let devices = self.inner.store.remove_push_devices(caller.user_id).await?;
+            tracing::info!(user_id = %caller.user_id, revoked, devices, "signed out everywhere");
         } else if req.refresh_token.is_empty() {
             return Err(AccountsError::invalid(
                 "refresh_token",
@@ -334,7 +338,17 @@ impl<S: Store> AccountsApi<S> {
             ));
         }
         if let Some(hash) = hash_presented(&req.refresh_token) {
-            self.inner.store.revoke_refresh_family(hash, now).await?;
+            let owner = self.inner.store.revoke_refresh_family(hash, now).await?;
+            // The device's push token goes with its sign-in, if it is the signed-out
+            // account's (no push for an account no longer signed in there).
+            if let Some(owner) = owner
+                && !req.push_token.is_empty()
+            {
+                self.inner
+                    .store
+                    .remove_push_device(owner, &req.push_token)
+                    .await?;
+            }
         }
         Ok(pb::LogoutResponse {})
     }

@@ -47,9 +47,14 @@ impl Inner {
                 .map(|(_, until)| *until - now)
                 .min()
         });
+        let online = self
+            .reports
+            .get(&user)
+            .is_some_and(|reports| reports[0].as_ref().is_some_and(|(_, until)| *until > now));
         Reported {
             presence: self.presence(user, now),
             lapses_in,
+            online,
         }
     }
 

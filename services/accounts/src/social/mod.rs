@@ -96,6 +96,9 @@ pub struct Reported {
     pub presence: Presence,
     /// Until one of the player's reports lapses; `None` when nothing is reported.
     pub lapses_in: Option<Duration>,
+    /// Whether the "online" report is live: a WatchFriends stream of the player's is
+    /// open (the app is open; nothing is pushed to them).
+    pub online: bool,
 }
 
 /// What a player's friends see.

@@ -168,6 +168,7 @@ impl RedisSocial {
                     .filter(|ms| **ms >= 0)
                     .min()
                     .map(|ms| Duration::from_millis(*ms as u64)),
+                online: values[0].is_some(),
             };
         }
         Ok(presence)

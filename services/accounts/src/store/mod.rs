@@ -9,6 +9,7 @@
 //! | social: friends and blocks | [`Friends`] | `friends.rs` |
 //! | match records | [`MatchRecords`] | `records.rs` |
 //! | moderation: deletions, audit | [`Moderation`] | `moderation.rs` |
+//! | push devices and the outbox | [`Pushes`] | `pushes.rs` |
 //!
 //! [`Store`] is all five and what only a whole store answers (row counts, the pool's
 //! state): the service takes one `S: Store`. A caller holding a concrete store calls the
@@ -32,6 +33,7 @@ mod memory;
 mod moderation;
 mod pg;
 mod profiles;
+pub mod pushes;
 mod records;
 mod sign_in;
 
@@ -40,6 +42,7 @@ pub use memory::MemoryStore;
 pub use moderation::{AuditEntry, DeletedAccount, Moderation};
 pub use pg::{MIGRATOR, PgStore};
 pub use profiles::{LeaderboardCursor, LeaderboardRow, LeaderboardRules, Profile, Profiles};
+pub use pushes::Pushes;
 pub use records::{HistoryCursor, HistoryEntry, MatchRecords, PlayedMatch, RatingChange, Recorded};
 pub use sign_in::{
     AccountRecords, GuestUpgrade, LinkedProvider, NewAccount, NewGuest, NewProviderAccount,
@@ -53,6 +56,7 @@ pub mod prelude {
     pub use super::MatchRecords as _;
     pub use super::Moderation as _;
     pub use super::Profiles as _;
+    pub use super::Pushes as _;
     pub use super::SignIn as _;
     pub use super::Store as _;
 }
@@ -105,7 +109,7 @@ pub struct PoolStats {
 ///
 /// Implementations are cheap to clone (a pool or an `Arc`) and safe to share.
 pub trait Store:
-    SignIn + Profiles + Friends + MatchRecords + Moderation + Clone + Send + Sync + 'static
+    SignIn + Profiles + Friends + MatchRecords + Moderation + Pushes + Clone + Send + Sync + 'static
 {
     /// The connection pool's state, for the metrics: `None` for a store without one.
     fn pool_stats(&self) -> Option<PoolStats> {

@@ -537,7 +537,7 @@ mod cases {
         );
         let logout = || pb::LogoutRequest {
             refresh_token: session.refresh_token.clone(),
-            all_sessions: false,
+            ..Default::default()
         };
         client.logout(logout()).await.unwrap();
         client.logout(logout()).await.unwrap();
@@ -547,8 +547,8 @@ mod cases {
         let (code, _) = failure(
             client
                 .logout(pb::LogoutRequest {
-                    refresh_token: String::new(),
                     all_sessions: true,
+                    ..Default::default()
                 })
                 .await,
         );
@@ -556,8 +556,8 @@ mod cases {
         client
             .logout(authed(
                 pb::LogoutRequest {
-                    refresh_token: String::new(),
                     all_sessions: true,
+                    ..Default::default()
                 },
                 &registered_session.access_token,
             ))

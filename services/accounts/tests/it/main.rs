@@ -24,6 +24,7 @@ macro_rules! on_both_stores {
 mod account;
 mod admin;
 mod admin_lookup;
+mod devices;
 mod export;
 mod feed;
 mod grpc;
@@ -32,6 +33,7 @@ mod link;
 mod oidc_issuer;
 mod provider;
 mod provider_tls;
+mod push;
 mod social_contract;
 mod startup;
 mod store_contract;

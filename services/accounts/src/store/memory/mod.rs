@@ -18,6 +18,7 @@ use crate::refresh::{RefreshTokenRecord, TokenHash};
 mod friends;
 mod moderation;
 mod profiles;
+mod pushes;
 mod records;
 mod sign_in;
 
@@ -51,6 +52,8 @@ struct Inner {
     clients: HashMap<Uuid, Vec<(ClientInfo, DateTime<Utc>)>>,
     /// The provider accounts, each with its user and when it was bound.
     providers: HashMap<crate::oidc::ProviderIdentity, (Uuid, DateTime<Utc>)>,
+    /// Push devices and the outbox.
+    pushes: pushes::PushBook,
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -24,6 +24,7 @@ impl Inner {
             self.username_keys.remove(&username.to_ascii_lowercase());
         }
         self.devices.retain(|_, owner| *owner != user_id);
+        self.pushes.forget_user(user_id);
         self.providers.retain(|_, (owner, _)| *owner != user_id);
         self.passwords.remove(&user_id);
         self.password_dates.remove(&user_id);

@@ -15,6 +15,7 @@ use crate::refresh::RefreshTokenRecord;
 mod friends;
 mod moderation;
 mod profiles;
+mod pushes;
 mod records;
 mod sign_in;
 

@@ -1,5 +1,5 @@
 //! The store contract: one suite, written once as generic functions in a module per
-//! role of the store (`sign_in`, `profiles`, `friends`, `records`), run against
+//! role of the store (`sign_in`, `profiles`, `friends`, `records`, `pushes`), run against
 //! [`MemoryStore`](accounts::MemoryStore) and against [`PgStore`](accounts::PgStore) on a
 //! fresh PostgreSQL database per test (`#[sqlx::test]`, which needs `DATABASE_URL` and
 //! fails when PostgreSQL is unreachable). Moderation (deletion, audit) is held to the same
@@ -22,6 +22,7 @@ use uuid::Uuid;
 
 mod friends;
 mod profiles;
+mod pushes;
 mod records;
 mod sign_in;
 
@@ -58,6 +59,11 @@ on_both_stores! {
         match_with_unknown_user_writes_nothing,
         match_history_newest_first_in_pages,
         each_seat_keeps_its_players_client_app_at_the_matchs_end,
+    }
+    cases in pushes {
+        push_devices_register_move_and_go,
+        the_outbox_is_claimed_by_lease_and_settled_under_its_claim,
+        the_per_player_limit_counts_notices_per_window,
     }
 }
 

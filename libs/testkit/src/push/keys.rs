@@ -21,28 +21,38 @@ fn openssl(dir: &Path, args: &[&str]) {
 }
 
 /// A directory of test keys.
-pub(crate) struct Keys {
-    pub(crate) dir: TempDir,
+pub struct Keys {
+    /// The directory (removed when dropped).
+    pub dir: TempDir,
+}
+
+impl Default for Keys {
+    fn default() -> Keys {
+        Keys::new()
+    }
 }
 
 impl Keys {
-    pub(crate) fn new() -> Keys {
+    /// A fresh empty directory.
+    pub fn new() -> Keys {
         Keys {
             dir: tempfile::tempdir().unwrap(),
         }
     }
 
-    pub(crate) fn path(&self, name: &str) -> PathBuf {
+    /// The path of `name` in it.
+    pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
-    pub(crate) fn read(&self, name: &str) -> String {
+    /// The text of `name`.
+    pub fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.path(name)).unwrap()
     }
 
     /// An RSA key in PKCS#8 PEM (`{name}.pem`, as a Google service account key holds it)
     /// and its public key (`{name}.pub.pem`).
-    pub(crate) fn rsa(&self, name: &str) {
+    pub fn rsa(&self, name: &str) {
         let (private, public) = (format!("{name}.pem"), format!("{name}.pub.pem"));
         let dir = self.dir.path();
         openssl(
@@ -62,7 +72,7 @@ impl Keys {
 
     /// A P-256 key in PKCS#8 PEM (`{name}.p8`, as Apple's .p8 key file) and its public
     /// key (`{name}.pub.pem`).
-    pub(crate) fn p256(&self, name: &str) {
+    pub fn p256(&self, name: &str) {
         let (private, public) = (format!("{name}.p8"), format!("{name}.pub.pem"));
         let dir = self.dir.path();
         openssl(
@@ -82,7 +92,7 @@ impl Keys {
 
     /// A test CA (`{name}-ca.crt`) and a server certificate it signed for 127.0.0.1
     /// (`{name}.crt`, key `{name}.key`).
-    pub(crate) fn certificate(&self, name: &str) {
+    pub fn certificate(&self, name: &str) {
         let dir = self.dir.path();
         let (ca_key, ca) = (format!("{name}-ca.key"), format!("{name}-ca.crt"));
         let (key, csr, cert, ext) = (

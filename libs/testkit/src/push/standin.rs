@@ -1,6 +1,9 @@
 //! A recording HTTP server for the tests: every request is kept (method, path, headers,
 //! body, HTTP version) and answered by the test's handler, after the handler's delay.
-//! It also counts connections and requests in flight, to check the client's limits.
+//! It also counts connections and requests in flight, to check the client's limits, and
+//! keeps the requests it finished answering apart ([`StandIn::answered`]): a request
+//! whose client went away while it waited (a replica killed mid-delivery) is received
+//! but never answered.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -18,35 +21,49 @@ use tokio::net::TcpListener;
 
 /// A request as the stand-in received it.
 #[derive(Debug, Clone)]
-pub(crate) struct Recorded {
-    pub(crate) method: Method,
-    pub(crate) path: String,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Bytes,
-    pub(crate) version: Version,
+pub struct Recorded {
+    /// The method.
+    pub method: Method,
+    /// The path (no query).
+    pub path: String,
+    /// Every header.
+    pub headers: HeaderMap,
+    /// The whole body.
+    pub body: Bytes,
+    /// HTTP/1.1 or HTTP/2.
+    pub version: Version,
+    /// When the stand-in had read it whole.
+    pub received: std::time::SystemTime,
 }
 
 impl Recorded {
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+    /// The header `name`, as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(|v| v.to_str().unwrap())
     }
 
-    pub(crate) fn json(&self) -> serde_json::Value {
+    /// The body as JSON.
+    pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap()
     }
 }
 
 /// The answer to a request.
 #[derive(Debug, Clone)]
-pub(crate) struct Reply {
-    pub(crate) status: u16,
-    pub(crate) headers: Vec<(&'static str, String)>,
-    pub(crate) body: String,
-    pub(crate) delay: Duration,
+pub struct Reply {
+    /// The status.
+    pub status: u16,
+    /// Headers to send.
+    pub headers: Vec<(&'static str, String)>,
+    /// The body.
+    pub body: String,
+    /// How long the stand-in waits before answering.
+    pub delay: Duration,
 }
 
 impl Reply {
-    pub(crate) fn new(status: u16, body: impl Into<String>) -> Reply {
+    /// `status` with `body`, at once.
+    pub fn new(status: u16, body: impl Into<String>) -> Reply {
         Reply {
             status,
             headers: Vec::new(),
@@ -55,41 +72,46 @@ impl Reply {
         }
     }
 
-    pub(crate) fn header(mut self, name: &'static str, value: impl Into<String>) -> Reply {
+    /// With the header `name`.
+    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Reply {
         self.headers.push((name, value.into()));
         self
     }
 
-    pub(crate) fn after(mut self, delay: Duration) -> Reply {
+    /// Answered after `delay`.
+    pub fn after(mut self, delay: Duration) -> Reply {
         self.delay = delay;
         self
     }
 }
 
-pub(crate) type Handler = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
+/// What answers each request.
+pub type Handler = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
 
 #[derive(Default)]
 struct Log {
     requests: Mutex<Vec<Recorded>>,
+    answered: Mutex<Vec<(Recorded, u16)>>,
     in_flight: AtomicUsize,
     most_in_flight: AtomicUsize,
     connections: AtomicUsize,
 }
 
 /// A running stand-in; it stops with the test's runtime.
-pub(crate) struct StandIn {
-    pub(crate) addr: SocketAddr,
+pub struct StandIn {
+    /// Where it listens.
+    pub addr: SocketAddr,
     log: Arc<Log>,
 }
 
 impl StandIn {
     /// Plain HTTP/1.1.
-    pub(crate) async fn http1(handler: Handler) -> StandIn {
+    pub async fn http1(handler: Handler) -> StandIn {
         StandIn::start(handler, None).await
     }
 
     /// HTTP/2 over TLS (ALPN `h2` only), with the certificate and key in PEM.
-    pub(crate) async fn h2_tls(handler: Handler, cert_pem: &str, key_pem: &str) -> StandIn {
+    pub async fn h2_tls(handler: Handler, cert_pem: &str, key_pem: &str) -> StandIn {
         use rustls::pki_types::pem::PemObject as _;
         use rustls::pki_types::{CertificateDer, PrivateKeyDer};
         let certs = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
@@ -147,31 +169,46 @@ impl StandIn {
     }
 
     /// `http://127.0.0.1:port` (or `https://…` for a TLS stand-in: the caller knows which).
-    pub(crate) fn url(&self, scheme: &str) -> String {
+    pub fn url(&self, scheme: &str) -> String {
         format!("{scheme}://{}", self.addr)
     }
 
     /// Every request so far, in arrival order.
-    pub(crate) fn requests(&self) -> Vec<Recorded> {
+    pub fn requests(&self) -> Vec<Recorded> {
         self.log.requests.lock().unwrap().clone()
     }
 
     /// The requests whose path is `path`.
-    pub(crate) fn requests_to(&self, path: &str) -> Vec<Recorded> {
+    pub fn requests_to(&self, path: &str) -> Vec<Recorded> {
         self.requests()
             .into_iter()
             .filter(|r| r.path == path)
             .collect()
     }
 
+    /// The requests answered (the reply written after its delay, the client still there),
+    /// with their status, in the order they were answered.
+    pub fn answered(&self) -> Vec<(Recorded, u16)> {
+        self.log.answered.lock().unwrap().clone()
+    }
+
     /// How many connections were accepted.
-    pub(crate) fn connections(&self) -> usize {
+    pub fn connections(&self) -> usize {
         self.log.connections.load(Ordering::SeqCst)
     }
 
     /// The most requests that were being answered at once.
-    pub(crate) fn most_in_flight(&self) -> usize {
+    pub fn most_in_flight(&self) -> usize {
         self.log.most_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+/// Counts a request out of flight however its answer ends.
+struct InFlight<'a>(&'a Log);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -194,11 +231,15 @@ async fn answer(
         headers: parts.headers,
         body,
         version: parts.version,
+        received: std::time::SystemTime::now(),
     };
     log.requests.lock().unwrap().push(recorded.clone());
     let reply = handler(&recorded);
+    // Dropped here when the client goes away meanwhile: not answered.
+    let in_flight = InFlight(&log);
     tokio::time::sleep(reply.delay).await;
-    log.in_flight.fetch_sub(1, Ordering::SeqCst);
+    drop(in_flight);
+    log.answered.lock().unwrap().push((recorded, reply.status));
     let mut response = Response::new(Full::new(Bytes::from(reply.body)));
     *response.status_mut() = StatusCode::from_u16(reply.status).unwrap();
     for (name, value) in reply.headers {
