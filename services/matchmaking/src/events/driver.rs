@@ -8,14 +8,14 @@
 //! 1. **Start** (upcoming, its second has come): the players checked in (everyone
 //!    registered when there is no check-in) are seeded and the first round paired;
 //!    fewer than two cancels the event. A recurring series makes its next occurrence.
-//! 2. **Rooms**: each match without a room gets one from game-session (its id is made
-//!    from the event and the match, so making it again after a takeover is harmless),
-//!    and both players are told "your match is ready".
-//! 3. **Results**: each match in play is asked of game-session (`GetSeat` for each
+//! 2. **Results**: each match in play is asked of game-session (`GetSeat` for each
 //!    player: whether they joined, and the winner once the match ended); a player who
 //!    has not joined by the join deadline, or has withdrawn, forfeits. A result goes into
 //!    the format, which refuses a second one for the same match and pairs the next round
 //!    once the last result of a round is in (arena: the two players again at once).
+//! 3. **Rooms**: each match without a room (those just paired included) gets one from
+//!    game-session (its id is made from the event and the match, so making it again
+//!    after a takeover is harmless), and both players are told "your match is ready".
 //! 4. **Save** the live state under the lease, checking the version read (fencing),
 //!    then write the new results to the durable store (once each: keyed by the match).
 //! 5. **End**: the standings become final, every entry gets its rank and points.
@@ -256,26 +256,6 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
     // Arena players who came back (Register after a pause, or entered while running).
     let entries = shared.store.entries(&event.id).await?;
     changed |= sync_entries(&mut live, &event, &entries, now);
-    // Rooms for the matches that have none.
-    let mut ready = Vec::new();
-    for m in live
-        .matches
-        .iter_mut()
-        .filter(|m| !m.created && m.outcome.is_none())
-    {
-        match make_room(shared, &event, m).await {
-            Ok(()) => {
-                m.created = true;
-                m.ready_at_ms = now;
-                m.deadline_ms = now + event.spec.join_ms();
-                ready.push(m.clone());
-                changed = true;
-            }
-            Err(err) => {
-                tracing::warn!(event = %event.id, room = %m.room_id, error = %err, "event room not made: retried")
-            }
-        }
-    }
     // Results of the matches in play.
     let withdrawn: Vec<&str> = entries
         .iter()
@@ -299,6 +279,26 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
         if let Some(outcome) = outcome {
             live.record(&event, &m.key, outcome, now).map_err(corrupt)?;
             changed = true;
+        }
+    }
+    // Rooms for the matches that have none (those the results just paired included).
+    let mut ready = Vec::new();
+    for m in live
+        .matches
+        .iter_mut()
+        .filter(|m| !m.created && m.outcome.is_none())
+    {
+        match make_room(shared, &event, m).await {
+            Ok(()) => {
+                m.created = true;
+                m.ready_at_ms = now;
+                m.deadline_ms = now + event.spec.join_ms();
+                ready.push(m.clone());
+                changed = true;
+            }
+            Err(err) => {
+                tracing::warn!(event = %event.id, room = %m.room_id, error = %err, "event room not made: retried")
+            }
         }
     }
     let finished = live.is_finished(now);

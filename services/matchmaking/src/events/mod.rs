@@ -140,3 +140,6 @@ pub(crate) fn mount(
         );
     (routes, clock)
 }
+
+#[cfg(test)]
+mod tests;

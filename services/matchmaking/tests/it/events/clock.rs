@@ -13,7 +13,9 @@ use basra_proto::basra::matchmaking::v1::{
 use basra_testkit::authed;
 use basra_testkit::matchmaking::{Player, TestApp};
 use matchmaking::events::EventDeps;
+use matchmaking::events::live::RedisLiveStore;
 use matchmaking::events::notices::{Notice, RecordedNotices};
+use matchmaking::events::store::PgEventStore;
 use tonic::Code;
 
 use super::{Operator, assert_refused, events_client, knockout};
@@ -64,8 +66,27 @@ async fn ready(app: &TestApp, p: &Player, event: &str) {
 
 #[tokio::test]
 async fn a_knockout_is_played_to_its_final_and_every_result_is_recorded_once() {
+    knockout_to_its_final(EventDeps::memory()).await;
+}
+
+/// The same on the production stores: PostgreSQL (a fresh database) and a Redis Cluster.
+#[sqlx::test(migrations = "./migrations")]
+async fn a_knockout_on_postgres_and_a_redis_cluster(pool: sqlx::PgPool) {
+    let prefix = basra_testkit::matchmaking::cluster_prefix();
+    let events = EventDeps {
+        store: Arc::new(PgEventStore::new(pool)),
+        live: Arc::new(
+            RedisLiveStore::connect(&prefix.url(), prefix.as_str())
+                .await
+                .expect("the Redis Cluster"),
+        ),
+        ..EventDeps::memory()
+    };
+    knockout_to_its_final(events).await;
+}
+
+async fn knockout_to_its_final(mut events: EventDeps) {
     let notices = Arc::new(RecordedNotices::default());
-    let mut events = EventDeps::memory();
     events.notices = notices.clone();
     let app = TestApp::builder()
         .memory()

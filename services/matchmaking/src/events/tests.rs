@@ -1,0 +1,409 @@
+//! The event clock stepped by hand (`driver::tick_once`) on two replicas sharing one set
+//! of stores and one game-session stand-in: exactly one drives an event at a time, a
+//! replica that dies is replaced once its lease lapses and nothing is advanced or
+//! recorded twice; a Swiss and an arena played to their end.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use basra_platform::stream_limit::StreamsPerAccount;
+use basra_proto::basra::common::v1::RoomStatus;
+use basra_proto::basra::game::v1 as game;
+use tokio_util::sync::CancellationToken;
+use tonic::Status;
+
+use super::live::MemoryLiveStore;
+use super::model::{EventRecord, Phase};
+use super::notices::RecordedNotices;
+use super::play::LiveEvent;
+use super::spec::{EventSpec, Format};
+use super::store::{EventStore, MemoryEventStore};
+use super::{EventsShared, LiveStore, driver};
+use crate::clock::{ManualClock, Millis};
+use crate::error::Result;
+use crate::settings::EventSettings;
+use crate::upstream::{GameRooms, NameSource, RatingSource};
+
+const T0: Millis = 1_800_000_000_000;
+const START: Millis = T0 + 60_000;
+
+/// game-session as the clock sees it: rooms made, who joined, who won.
+#[derive(Default)]
+struct Rooms {
+    made: Mutex<Vec<game::CreateRoomRequest>>,
+    won: Mutex<HashMap<String, u32>>,
+    joined: Mutex<HashSet<(String, String)>>,
+}
+
+impl Rooms {
+    fn ids(&self) -> Vec<String> {
+        self.made
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.room_id.clone())
+            .collect()
+    }
+
+    fn players(&self, room: &str) -> Vec<String> {
+        let made = self.made.lock().unwrap();
+        let r = made.iter().find(|r| r.room_id == room).expect("a room");
+        r.seats
+            .iter()
+            .map(|s| match &s.occupant {
+                Some(game::seat_assignment::Occupant::UserId(u)) => u.clone(),
+                _ => String::new(),
+            })
+            .collect()
+    }
+
+    /// Both players join and seat `seat` wins.
+    fn play(&self, room: &str, seat: u32) {
+        for p in self.players(room) {
+            self.joined.lock().unwrap().insert((room.to_owned(), p));
+        }
+        self.won.lock().unwrap().insert(room.to_owned(), seat);
+    }
+
+    fn open(&self) -> Vec<String> {
+        let won = self.won.lock().unwrap();
+        let mut ids = self.ids();
+        ids.dedup();
+        ids.into_iter().filter(|r| !won.contains_key(r)).collect()
+    }
+}
+
+#[tonic::async_trait]
+impl GameRooms for Rooms {
+    async fn create_room(
+        &self,
+        request: game::CreateRoomRequest,
+    ) -> std::result::Result<game::CreateRoomResponse, Status> {
+        let mut made = self.made.lock().unwrap();
+        let created = !made.iter().any(|r| r.room_id == request.room_id);
+        if created {
+            made.push(request.clone());
+        }
+        Ok(game::CreateRoomResponse {
+            room_id: request.room_id,
+            settings: request.settings,
+            created,
+        })
+    }
+
+    async fn seat_player(
+        &self,
+        _request: game::SeatPlayerRequest,
+    ) -> std::result::Result<game::SeatPlayerResponse, Status> {
+        Err(Status::unimplemented("events seat nobody"))
+    }
+
+    async fn get_seat(
+        &self,
+        request: game::GetSeatRequest,
+    ) -> std::result::Result<game::GetSeatResponse, Status> {
+        let winner = self.won.lock().unwrap().get(&request.room_id).copied();
+        Ok(game::GetSeatResponse {
+            status: if winner.is_some() {
+                RoomStatus::Finished
+            } else {
+                RoomStatus::InProgress
+            } as i32,
+            seat: None,
+            winner_seat: winner,
+            joined: self
+                .joined
+                .lock()
+                .unwrap()
+                .contains(&(request.room_id, request.user_id)),
+        })
+    }
+}
+
+struct Nobody;
+
+#[tonic::async_trait]
+impl NameSource for Nobody {
+    async fn names(&self, _: &[String]) -> Result<HashMap<String, String>> {
+        Ok(HashMap::new())
+    }
+}
+
+#[tonic::async_trait]
+impl RatingSource for Nobody {
+    async fn rating(&self, _: &str) -> Result<f64> {
+        Ok(1500.0)
+    }
+}
+
+/// Two replicas' shared state over one set of stores.
+struct World {
+    store: Arc<MemoryEventStore>,
+    live: Arc<MemoryLiveStore>,
+    rooms: Arc<Rooms>,
+    clock: ManualClock,
+}
+
+impl World {
+    fn new() -> World {
+        World {
+            store: Arc::new(MemoryEventStore::new()),
+            live: Arc::new(MemoryLiveStore::new()),
+            rooms: Arc::new(Rooms::default()),
+            clock: ManualClock::new(T0),
+        }
+    }
+
+    fn replica(&self, name: &str) -> EventsShared {
+        EventsShared {
+            settings: EventSettings::default(),
+            store: self.store.clone(),
+            live: self.live.clone(),
+            notices: Arc::new(RecordedNotices::default()),
+            game: self.rooms.clone(),
+            ratings: Arc::new(Nobody),
+            names: Arc::new(Nobody),
+            clock: Arc::new(self.clock.clone()),
+            holder: name.to_owned(),
+            watchers: StreamsPerAccount::new("WatchEvent", 4),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// An event of `format` with `players` registered (ratings falling by 10 a player).
+    async fn event(&self, format: Format, players: usize) -> (String, Vec<String>) {
+        let spec = EventSpec {
+            name: "t".into(),
+            format,
+            recurrence: None,
+            registration_opens_seconds_before: 3600,
+            cap: 64,
+            rating_band: None,
+            check_in_seconds: 0,
+            join_deadline_seconds: 60,
+            settings: Default::default(),
+            rated: false,
+            allow_spectators: true,
+        };
+        let id = uuid::Uuid::now_v7().to_string();
+        self.store
+            .create(EventRecord {
+                id: id.clone(),
+                series_id: None,
+                request_id: None,
+                spec,
+                starts_at_ms: START,
+                phase: Phase::Upcoming,
+                cancel_reason: String::new(),
+                champion: None,
+                current_round: 0,
+                rounds_total: 0,
+                ended_at_ms: 0,
+                version: 0,
+                registered: 0,
+            })
+            .await
+            .unwrap();
+        let mut users = Vec::new();
+        for i in 0..players {
+            let user = uuid::Uuid::now_v7().to_string();
+            self.store
+                .register(&id, &user, 2000 - 10 * i as i32, T0)
+                .await
+                .unwrap()
+                .unwrap();
+            users.push(user);
+        }
+        (id, users)
+    }
+
+    async fn phase(&self, id: &str) -> Phase {
+        self.store.get(id).await.unwrap().unwrap().phase
+    }
+
+    async fn live_state(&self, id: &str) -> LiveEvent {
+        serde_json::from_str(&self.live.load(id).await.unwrap().unwrap().json).unwrap()
+    }
+}
+
+/// No player in two matches of one round; every round's matches have distinct keys.
+fn assert_rounds_sound(live: &LiveEvent) {
+    let mut seen: HashSet<(u32, String)> = HashSet::new();
+    let mut keys = HashSet::new();
+    for m in &live.matches {
+        assert!(keys.insert(m.key.clone()), "match {} made twice", m.key);
+        if m.round > 0 {
+            for p in &m.players {
+                assert!(
+                    seen.insert((m.round, p.clone())),
+                    "{p} twice in round {}",
+                    m.round
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn one_replica_drives_an_event_and_another_takes_over_when_it_dies() {
+    let w = World::new();
+    let (a, b) = (w.replica("a"), w.replica("b"));
+    let (id, users) = w.event(Format::Knockout, 8).await;
+    driver::tick_once(&a).await.unwrap();
+    assert_eq!(w.phase(&id).await, Phase::Upcoming, "not before its second");
+
+    w.clock.set(START);
+    assert_eq!(driver::tick_once(&a).await.unwrap(), vec![id.clone()]);
+    assert_eq!(w.phase(&id).await, Phase::Running);
+    assert_eq!(w.rooms.ids().len(), 4, "round 1: four tables");
+    // b sees the event due but a holds it: b does nothing.
+    assert!(driver::tick_once(&b).await.unwrap().is_empty());
+    assert_eq!(w.rooms.ids().len(), 4);
+
+    // Two tables finish; a records them, then dies (never ticks again).
+    let round1 = w.rooms.ids();
+    w.rooms.play(&round1[0], 0);
+    w.rooms.play(&round1[1], 1);
+    driver::tick_once(&a).await.unwrap();
+    assert_eq!(w.store.results(&id).await.unwrap().len(), 2);
+
+    // The rest finish while nobody drives; b takes over once a's lease lapses.
+    w.rooms.play(&round1[2], 0);
+    w.rooms.play(&round1[3], 0);
+    w.clock.advance(1000);
+    assert!(
+        driver::tick_once(&b).await.unwrap().is_empty(),
+        "a's lease still runs"
+    );
+    w.clock
+        .advance(EventSettings::default().lease_millis as i64);
+    assert_eq!(driver::tick_once(&b).await.unwrap(), vec![id.clone()]);
+    assert_eq!(w.store.results(&id).await.unwrap().len(), 4);
+    assert_eq!(w.rooms.ids().len(), 6, "the semi-finals, once");
+    // a comes back (it was only paused): it cannot take the event back.
+    assert!(driver::tick_once(&a).await.unwrap().is_empty());
+
+    // Played out by b.
+    while w.phase(&id).await == Phase::Running {
+        for room in w.rooms.open() {
+            w.rooms.play(&room, 0);
+        }
+        driver::tick_once(&b).await.unwrap();
+        driver::tick_once(&a).await.unwrap();
+    }
+    assert_eq!(w.phase(&id).await, Phase::Finished);
+    let results = w.store.results(&id).await.unwrap();
+    assert_eq!(results.len(), 7, "4 + 2 + 1 matches, each recorded once");
+    let keys: HashSet<&str> = results.iter().map(|r| r.match_key.as_str()).collect();
+    assert_eq!(keys.len(), 7);
+    assert_eq!(w.rooms.ids().len(), 7, "no room made twice");
+    let live = w.live_state(&id).await;
+    assert_rounds_sound(&live);
+    let event = w.store.get(&id).await.unwrap().unwrap();
+    assert!(users.contains(event.champion.as_ref().unwrap()));
+    assert_eq!((event.current_round, event.rounds_total), (3, 3));
+}
+
+#[tokio::test]
+async fn a_player_who_does_not_join_forfeits_at_the_deadline() {
+    let w = World::new();
+    let a = w.replica("a");
+    let (id, users) = w.event(Format::Knockout, 2).await;
+    w.clock.set(START);
+    driver::tick_once(&a).await.unwrap();
+    let room = w.rooms.ids()[0].clone();
+    w.rooms
+        .joined
+        .lock()
+        .unwrap()
+        .insert((room.clone(), users[1].clone()));
+    w.clock.advance(59_000);
+    driver::tick_once(&a).await.unwrap();
+    assert_eq!(w.phase(&id).await, Phase::Running, "before the deadline");
+    w.clock.advance(1_000);
+    driver::tick_once(&a).await.unwrap();
+    assert_eq!(w.phase(&id).await, Phase::Finished);
+    let results = w.store.results(&id).await.unwrap();
+    assert_eq!(results[0].outcome, "forfeit");
+    assert_eq!(results[0].winner.as_deref(), Some(users[1].as_str()));
+}
+
+#[tokio::test]
+async fn too_few_players_cancel_the_event_at_its_start() {
+    let w = World::new();
+    let a = w.replica("a");
+    let (id, _) = w.event(Format::Knockout, 1).await;
+    w.clock.set(START);
+    driver::tick_once(&a).await.unwrap();
+    assert_eq!(w.phase(&id).await, Phase::Cancelled);
+    assert!(w.rooms.ids().is_empty());
+}
+
+#[tokio::test]
+async fn a_swiss_plays_its_rounds_without_rematches() {
+    let w = World::new();
+    let a = w.replica("a");
+    let (id, _) = w.event(Format::Swiss { rounds: 3 }, 5).await;
+    w.clock.set(START);
+    let mut turns = 0;
+    while w.phase(&id).await != Phase::Finished {
+        driver::tick_once(&a).await.unwrap();
+        for (i, room) in w.rooms.open().into_iter().enumerate() {
+            w.rooms.play(&room, (i % 2) as u32);
+        }
+        turns += 1;
+        assert!(turns < 20, "a Swiss of 3 rounds ends");
+    }
+    let live = w.live_state(&id).await;
+    assert_rounds_sound(&live);
+    // 5 players: 2 tables a round and a bye.
+    assert_eq!(w.store.results(&id).await.unwrap().len(), 6);
+    let mut met = HashSet::new();
+    for m in &live.matches {
+        let mut pair = m.players.clone();
+        pair.sort();
+        assert!(met.insert(pair), "no rematch");
+    }
+    let event = w.store.get(&id).await.unwrap().unwrap();
+    assert_eq!((event.current_round, event.rounds_total), (3, 3));
+}
+
+#[tokio::test]
+async fn an_arena_re_pairs_at_once_and_ends_with_its_window() {
+    let w = World::new();
+    let a = w.replica("a");
+    let (id, _) = w.event(Format::Arena { seconds: 60 }, 4).await;
+    w.clock.set(START);
+    driver::tick_once(&a).await.unwrap();
+    assert_eq!(w.rooms.ids().len(), 2);
+    for round in 0..3 {
+        for room in w.rooms.open() {
+            w.rooms.play(&room, 0);
+        }
+        w.clock.advance(5_000);
+        driver::tick_once(&a).await.unwrap();
+        assert_eq!(
+            w.rooms.open().len(),
+            2,
+            "round {round}: everyone paired again at once"
+        );
+    }
+    w.clock.set(START + 60_000);
+    driver::tick_once(&a).await.unwrap();
+    assert_eq!(
+        w.phase(&id).await,
+        Phase::Running,
+        "matches in play still count"
+    );
+    for room in w.rooms.open() {
+        w.rooms.play(&room, 1);
+    }
+    driver::tick_once(&a).await.unwrap();
+    assert_eq!(w.phase(&id).await, Phase::Finished);
+    assert_eq!(w.store.results(&id).await.unwrap().len(), 8);
+    assert!(w.rooms.open().is_empty(), "no pairing after the window");
+    // No player in two matches at once: each room's players were free when paired.
+    let live = w.live_state(&id).await;
+    let keys: HashSet<&str> = live.matches.iter().map(|m| m.key.as_str()).collect();
+    assert_eq!(keys.len(), live.matches.len());
+}
