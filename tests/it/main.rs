@@ -13,6 +13,7 @@ mod identity;
 mod key_roles;
 mod metrics;
 mod prometheus;
+mod reports;
 mod revocation;
 mod simulate;
 mod stream_limits;

@@ -547,7 +547,7 @@ fn assert_held(verdict: Verdict, what: &str) {
 
 /// `basra dev` with a signing key of the test's, so that it can mint an operator token
 /// (accounts trusts its own key for every role): (the key's file, the operator token).
-fn dev_operator() -> (tempfile::NamedTempFile, Vec<(String, String)>, String) {
+pub(crate) fn dev_operator() -> (tempfile::NamedTempFile, Vec<(String, String)>, String) {
     let key = SigningKey::generate();
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), key.private_pem()).unwrap();

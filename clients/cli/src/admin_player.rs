@@ -41,6 +41,13 @@ impl PlayerAdmin {
         })
     }
 
+    /// The client, for the other moderation commands (`admin_report`).
+    pub(crate) fn client(
+        &self,
+    ) -> AccountsAdminServiceClient<InterceptedService<Channel, OperatorToken>> {
+        self.client.clone()
+    }
+
     /// Bans `user_id` for `reason`, for `hours` (for good when `None`).
     pub async fn ban(
         &self,

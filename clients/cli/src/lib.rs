@@ -2,6 +2,8 @@
 //!
 //! - [`account`]: `basra account export|delete`, the player's own account.
 //! - [`admin`]: the operator's tool over `GameAdminService`, and operator tokens.
+//! - [`admin_player`], [`admin_report`]: `basra admin player …` and `basra admin report …`,
+//!   moderation over accounts' `AccountsAdminService`.
 //! - [`admin_output`]: what `basra admin` prints (ISO 8601 times, tables, `--json`).
 //! - [`analytics`]: `basra analytics export` and `basra simulate` (the `basra-analytics` crate).
 //! - [`dev`]: the whole backend in one process (`basra dev`).
@@ -22,6 +24,7 @@ pub mod account;
 pub mod admin;
 pub mod admin_output;
 pub mod admin_player;
+pub mod admin_report;
 pub mod analytics;
 pub mod dev;
 pub mod dev_settings;

@@ -156,6 +156,23 @@ enum Command {
         #[arg(value_name = "NEW_NAME")]
         new_name: String,
     },
+    /// Report a player to the moderators (their user id is shown at the match's end);
+    /// you hear later that the report was handled.
+    Report {
+        #[command(flatten)]
+        connection: Connection,
+        /// The player's user id.
+        user_id: String,
+        /// Why.
+        #[arg(long, value_enum)]
+        reason: ReportReasonArg,
+        /// The match it happened in.
+        #[arg(long = "match", default_value = "")]
+        match_id: String,
+        /// What happened (up to 500 characters).
+        #[arg(long, default_value = "")]
+        comment: String,
+    },
     /// Your account: export your data (one JSON document) or delete the account for good.
     Account {
         #[command(flatten)]
@@ -274,6 +291,49 @@ enum AdminCommand {
         #[command(subcommand)]
         command: PlayerCommand,
     },
+    /// Reports of players through accounts: list the open ones, show one player's,
+    /// resolve them (dismiss, rename, ban); showing and resolving are audited.
+    Report {
+        #[command(flatten)]
+        connection: PlayerConnection,
+        #[command(subcommand)]
+        command: ReportCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ReportCommand {
+    /// The players with open reports, most distinct reporters first.
+    List {
+        /// The most players to list (0: the server's default, 50).
+        #[arg(long, default_value_t = 0)]
+        limit: u32,
+    },
+    /// One player's reports: the names they had, the matches, earlier actions.
+    Show {
+        /// The player's user id.
+        user_id: String,
+        /// Why (kept in the audit).
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Resolve a player's open reports; each reporter is told it was handled.
+    Resolve {
+        /// The player's user id.
+        user_id: String,
+        /// What to do.
+        #[arg(value_enum)]
+        decision: basra::admin_report::Decision,
+        /// Why (kept in the audit; told to the player for a ban).
+        #[arg(long)]
+        reason: String,
+        /// rename: the new name (a neutral generated one without it).
+        #[arg(long)]
+        name: Option<String>,
+        /// ban: for this many hours (for good without it).
+        #[arg(long)]
+        hours: Option<u64>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -368,6 +428,31 @@ enum PlayerCommand {
         #[arg(long)]
         reason: String,
     },
+}
+
+/// Why a player is reported (`basra report --reason`).
+#[derive(Clone, Copy, ValueEnum)]
+enum ReportReasonArg {
+    /// Their display name is offensive.
+    OffensiveName,
+    /// They cheat.
+    Cheating,
+    /// They are abusive in chat.
+    ChatAbuse,
+    /// Something else (say what in --comment).
+    Other,
+}
+
+impl ReportReasonArg {
+    fn to_pb(self) -> basra_proto::basra::accounts::v1::ReportReason {
+        use basra_proto::basra::accounts::v1::ReportReason;
+        match self {
+            ReportReasonArg::OffensiveName => ReportReason::OffensiveName,
+            ReportReasonArg::Cheating => ReportReason::Cheating,
+            ReportReasonArg::ChatAbuse => ReportReason::ChatAbuse,
+            ReportReasonArg::Other => ReportReason::Other,
+        }
+    }
 }
 
 /// The computer's levels a player chooses from (the service's `BotLevel`).
@@ -468,6 +553,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .map_err(|status| anyhow::anyhow!("{}", status.message()))?
                 .into_inner();
             println!("{}", basra::render::name_change(&answer));
+            Ok(())
+        }
+        Command::Report {
+            connection,
+            user_id,
+            reason,
+            match_id,
+            comment,
+        } => {
+            let session = sign_in(&connection).await?;
+            session
+                .accounts()
+                .report_player(basra_proto::basra::accounts::v1::ReportPlayerRequest {
+                    user_id,
+                    reason: reason.to_pb() as i32,
+                    match_id,
+                    comment,
+                })
+                .await
+                .map_err(|status| anyhow::anyhow!("{}", status.message()))?;
+            println!("reported: thank you, a moderator will look at it");
             Ok(())
         }
         Command::Account {
@@ -821,6 +927,36 @@ async fn admin(command: AdminCommand, json: bool) -> anyhow::Result<()> {
                         "deleted {user_id}; {} recorded matches kept, the seat anonymous",
                         deleted.matches_kept
                     );
+                }
+            }
+        }
+        AdminCommand::Report {
+            connection,
+            command,
+        } => {
+            use basra::admin_report;
+            let admin =
+                basra::admin_player::PlayerAdmin::connect(&connection.server, &connection.token)
+                    .await?;
+            match command {
+                ReportCommand::List { limit } => {
+                    print!("{}", admin_report::list(&admin.reports(limit).await?));
+                }
+                ReportCommand::Show { user_id, reason } => {
+                    let context = admin.player_reports(&user_id, &reason).await?;
+                    print!("{}", admin_report::describe(&user_id, &context));
+                }
+                ReportCommand::Resolve {
+                    user_id,
+                    decision,
+                    reason,
+                    name,
+                    hours,
+                } => {
+                    let answer = admin
+                        .resolve(&user_id, decision, &reason, name.as_deref(), hours)
+                        .await?;
+                    println!("{}", admin_report::resolved(&user_id, decision, &answer));
                 }
             }
         }

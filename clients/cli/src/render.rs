@@ -230,9 +230,10 @@ fn describe(table: &Table, event: &PlayResponse) -> Option<String> {
                 None => format!("{} – {}", total(0), total(1)),
             };
             format!(
-                "match over: {verdict}, {score}{}. Seed {} (replay it to check every deal).",
+                "match over: {verdict}, {score}{}. Seed {} (replay it to check every deal).{}",
                 end_reason(table, ended),
-                basra_engine::deck::hex(&ended.seed)
+                basra_engine::deck::hex(&ended.seed),
+                report_hints(table, &ended.match_id)
             )
         }
         Event::ConnectionChanged(changed) => {
@@ -254,6 +255,22 @@ fn describe(table: &Table, event: &PlayResponse) -> Option<String> {
         Event::Rejected(rejected) => format!("not played: {}", rejected.message),
         _ => return None,
     })
+}
+
+/// How to report each other player of the match (`basra report`), a line each.
+fn report_hints(table: &Table, match_id: &str) -> String {
+    let mut hints = String::new();
+    for (seat, user_id) in table.players.iter().enumerate() {
+        if user_id.is_empty() || Some(seat as u32) == table.seat {
+            continue;
+        }
+        hints.push_str(&format!(
+            "\nreport {}: basra report {user_id} --match {match_id} --reason \
+             offensive-name|cheating|chat-abuse|other [--comment TEXT]",
+            who(table, seat as u32)
+        ));
+    }
+    hints
 }
 
 /// Why the match ended, as a clause after the score ("" when it was played out).

@@ -38,6 +38,8 @@ pub struct Table {
     pub turn_deadline: Option<i64>,
     /// Display names by seat.
     pub names: Vec<String>,
+    /// The players' user ids by seat (empty: a bot or an open seat), to report one.
+    pub players: Vec<String>,
     /// The end of the match, once it came.
     pub ended: Option<game::MatchEnded>,
     /// The seats whose player has been seen leaving (a later connection is a return).
@@ -70,6 +72,7 @@ impl Table {
                 self.totals = [0, 0];
                 self.settings = settings_from_pb(started.settings.as_ref())?;
                 self.names = names(&started.seats);
+                self.players = players(&started.seats);
             }
             Some(Event::SeatChanged(changed)) => {
                 if let Some(info) = &changed.seat {
@@ -78,6 +81,10 @@ impl Table {
                         self.names.resize(seat + 1, String::new());
                     }
                     self.names[seat] = display_name(info);
+                    if self.players.len() <= seat {
+                        self.players.resize(seat + 1, String::new());
+                    }
+                    self.players[seat] = info.user_id.clone();
                 }
             }
             Some(Event::RoundStarted(started)) => {
@@ -199,6 +206,7 @@ impl Table {
         self.turn = view.turn;
         self.turn_deadline = view.turn_deadline.as_ref().map(|d| d.seconds);
         self.names = names(&view.seats);
+        self.players = players(&view.seats);
         Ok(())
     }
 
@@ -240,6 +248,16 @@ fn display_name(info: &common::SeatInfo) -> String {
     } else {
         info.display_name.clone()
     }
+}
+
+fn players(seats: &[common::SeatInfo]) -> Vec<String> {
+    let mut players = vec![String::new(); seats.len()];
+    for info in seats {
+        if let Some(id) = players.get_mut(info.seat as usize) {
+            id.clone_from(&info.user_id);
+        }
+    }
+    players
 }
 
 fn names(seats: &[common::SeatInfo]) -> Vec<String> {

@@ -195,6 +195,17 @@ const en = {
   unblockFirst: "You block this player: unblock them first.",
   tooManyRequests: "Too many friend requests today.",
   notYourself: "That is you.",
+  report: "Report",
+  reportTitle: "Report {name} to the moderators",
+  reportReason: "Why",
+  reasonName: "Offensive name",
+  reasonCheating: "Cheating",
+  reasonChat: "Abuse in chat",
+  reasonOther: "Something else",
+  reportComment: "What happened (optional)",
+  reportSend: "Send report",
+  reportSent: "Thank you: a moderator will look at it.",
+  reportTooMany: "Too many reports for now: try again later.",
 };
 
 type Words = typeof en;
@@ -391,6 +402,17 @@ const ar: Words = {
   unblockFirst: "أنت تحظر هذا اللاعب: ارفع الحظر أولًا.",
   tooManyRequests: "طلبات صداقة كثيرة اليوم.",
   notYourself: "هذا أنت.",
+  report: "أبلغ",
+  reportTitle: "أبلغ المشرفين عن {name}",
+  reportReason: "السبب",
+  reasonName: "اسم مسيء",
+  reasonCheating: "غش",
+  reasonChat: "إساءة في الدردشة",
+  reasonOther: "سبب آخر",
+  reportComment: "ماذا حدث (اختياري)",
+  reportSend: "أرسل البلاغ",
+  reportSent: "شكرًا: سينظر فيه أحد المشرفين.",
+  reportTooMany: "بلاغات كثيرة الآن: حاول لاحقًا.",
 };
 
 const words: Record<Lang, Words> = { en, ar };

@@ -7,6 +7,7 @@ import { authed, currentUser, renew } from "./api";
 import { el, errorText, notices, screens, shared, Code, ConnectError } from "./shell";
 import { sitsOrSat } from "./table/rooms";
 import { inviteStands, requestVerdict, type Opening } from "./feed";
+import { reportButton } from "./report";
 import { bdi, t, tx } from "./i18n";
 import type { Friend, FriendPresence, Invite, ListFriendsResponse, WatchFriendsResponse } from "./gen/basra/accounts/v1/accounts_pb";
 import { Activity } from "./gen/basra/accounts/v1/accounts_pb";
@@ -322,6 +323,7 @@ export function friendsPanel(): HTMLElement {
       room ? el("button", { "data-testid": "watch", onclick: () => screens.table(room, { spectate: true }) }, t("watch")) : null,
       el("button", { class: "quiet", "aria-label": `${t("remove")}: ${f.displayName}`, onclick: act(() => api.accounts.removeFriend({ userId: f.userId })) }, t("remove")),
       el("button", { class: "quiet", "data-testid": "block", "aria-label": `${t("block")}: ${f.displayName}`, onclick: act(() => api.accounts.blockPlayer({ userId: f.userId })) }, t("block")),
+      reportButton(f.userId, f.displayName),
     );
   };
   const draw = () => {

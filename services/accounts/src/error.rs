@@ -80,6 +80,15 @@ pub enum AccountsError {
         /// When the next change is allowed.
         next_change_at: chrono::DateTime<chrono::Utc>,
     },
+    /// Too many reports (ReportPlayer) by one player within the rolling window.
+    #[error(
+        "too many reports: the next one is accepted at {}",
+        next_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    )]
+    ReportsLimited {
+        /// When the next report is accepted.
+        next_at: chrono::DateTime<chrono::Utc>,
+    },
     /// No such user.
     #[error("no such user")]
     UserNotFound,
@@ -201,7 +210,8 @@ impl ServiceError for AccountsError {
             | AccountsError::SignupLimited { .. }
             | AccountsError::Overloaded { .. }
             | AccountsError::TooManyStreams(_)
-            | AccountsError::NameChangesLimited { .. } => Code::ResourceExhausted,
+            | AccountsError::NameChangesLimited { .. }
+            | AccountsError::ReportsLimited { .. } => Code::ResourceExhausted,
             AccountsError::UserNotFound => Code::NotFound,
             AccountsError::Friend(refusal) => refusal.code(),
             AccountsError::PermissionDenied(_) | AccountsError::Banned(_) => Code::PermissionDenied,
@@ -233,8 +243,11 @@ impl ServiceError for AccountsError {
             | AccountsError::SignupLimited { retry_after }
             | AccountsError::Overloaded { retry_after, .. } => Some(*retry_after),
             AccountsError::TooManyStreams(refused) => refused.retry_after(),
-            AccountsError::NameChangesLimited { next_change_at } => Some(
-                (*next_change_at - chrono::Utc::now())
+            AccountsError::NameChangesLimited {
+                next_change_at: next_at,
+            }
+            | AccountsError::ReportsLimited { next_at } => Some(
+                (*next_at - chrono::Utc::now())
                     .to_std()
                     .unwrap_or(Duration::ZERO),
             ),

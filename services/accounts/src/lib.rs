@@ -12,6 +12,8 @@
 //! - [`names`]: the rate limit of display name changes.
 //! - [`push`]: push notifications: which notices are pushed to which devices, and the
 //!   outbox worker sending them through `basra-push`.
+//! - [`names`]: the rate limit of display name changes; [`reports`]: the rules of
+//!   reports of players (reasons, the per-reporter limit, hidden names).
 //! - [`oidc`]: sign-in with Apple and Google (OpenID Connect ID tokens, the providers'
 //!   keys cached).
 //! - [`rating`]: Glicko-2 changes of a match; match records are `basra-records`'s
@@ -43,6 +45,7 @@ pub mod password;
 pub mod push;
 pub mod rating;
 pub mod refresh;
+pub mod reports;
 pub mod service;
 pub mod settings;
 pub mod social;

@@ -48,6 +48,9 @@ pub struct Settings {
     pub friends: FriendSettings,
     /// `[display_names]`: how often a player may change their name.
     pub display_names: DisplayNameSettings,
+    /// `[reports]`: reports of players (ReportPlayer) and hidden names.
+    #[serde(default)]
+    pub reports: ReportSettings,
     /// Where Prometheus metrics are served.
     #[serde(default)]
     pub metrics: MetricsSettings,
@@ -199,6 +202,40 @@ pub struct DisplayNameSettings {
     pub window_seconds: u64,
 }
 
+/// `[reports]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReportSettings {
+    /// Reports one player may file within the window (at least 1).
+    pub max_per_window: u32,
+    /// The rolling window.
+    pub window_seconds: u64,
+    /// Distinct players whose open offensive-name reports hide a display name (at least
+    /// 1).
+    pub hide_name_reporters: u32,
+}
+
+impl Default for ReportSettings {
+    fn default() -> ReportSettings {
+        ReportSettings {
+            max_per_window: 10,
+            window_seconds: 3600,
+            hide_name_reporters: 3,
+        }
+    }
+}
+
+impl ReportSettings {
+    /// The rules they set.
+    pub fn rules(&self) -> crate::reports::ReportRules {
+        crate::reports::ReportRules {
+            max_per_window: self.max_per_window,
+            window: Duration::from_secs(self.window_seconds),
+            hide_name_reporters: self.hide_name_reporters,
+        }
+    }
+}
+
 /// The longest access token lifetime accepted: they cannot be revoked.
 pub const MAX_ACCESS_TTL_SECONDS: u64 = 24 * 3600;
 /// The longest refresh token lifetime accepted.
@@ -279,6 +316,17 @@ impl Validate for Settings {
             return Err(format!(
                 "display_names.window_seconds must be between 1 and {MAX_REFRESH_TTL_SECONDS}, not {}",
                 self.display_names.window_seconds
+            ));
+        }
+
+        let reports = &self.reports;
+        if reports.max_per_window == 0
+            || reports.hide_name_reporters == 0
+            || !(1..=MAX_REFRESH_TTL_SECONDS).contains(&reports.window_seconds)
+        {
+            return Err(format!(
+                "reports.max_per_window and hide_name_reporters must be at least 1, and \
+                 reports.window_seconds between 1 and {MAX_REFRESH_TTL_SECONDS}"
             ));
         }
 

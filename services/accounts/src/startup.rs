@@ -149,6 +149,7 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
             max_changes: settings.display_names.max_changes,
             window: Duration::from_secs(settings.display_names.window_seconds),
         },
+        reports: settings.reports.rules(),
         providers: {
             let providers = crate::oidc::Providers::new(&settings.providers)?;
             tracing::info!(enabled = ?providers.enabled(), "sign-in with identity providers");

@@ -3,7 +3,7 @@
 // way back to the lobby.
 
 import { el } from "../shell";
-import { t, tx } from "../i18n";
+import { bdi, t, tx } from "../i18n";
 import { currentUser } from "../api";
 import { sha256, hex } from "../sha256";
 import { ratingFor, ratingText } from "../account";
@@ -12,6 +12,7 @@ import { MatchEndReason } from "../gen/basra/common/v1/common_pb";
 import { sideOf, type TableState } from "./state";
 import { scoreLine, sideName } from "./words";
 import type { TableActions } from "./view";
+import { reportButton } from "../report";
 
 export function resultPanel(state: TableState, ended: MatchEnded, actions: TableActions): HTMLElement {
   const mySide = state.seat === undefined ? undefined : sideOf(state, state.seat);
@@ -35,6 +36,9 @@ export function resultPanel(state: TableState, ended: MatchEnded, actions: Table
       ? el("p", { "data-testid": "rating-change" }, ratingText(mine))
       : el("p", { "data-testid": "rating-change", "data-pending": "true" }, t("ratingPending"));
   const winnerName = ended.winnerSide === undefined ? null : sideName(state, ended.winnerSide);
+  // "Report" for each other player who sat in the match (not bots, not the reader).
+  const me = currentUser()?.userId;
+  const others = state.spectate ? [] : state.seats.filter((s) => s.userId && s.userId !== me);
   return el(
     "section",
     { class: "result card-panel", role: "region", "aria-label": title || t("result"), "data-testid": "result" },
@@ -47,6 +51,10 @@ export function resultPanel(state: TableState, ended: MatchEnded, actions: Table
     ended.seed.length ? el("p", { class: "seed", "data-testid": "seed" }, t("seedShown", { seed })) : null,
     check,
     state.closed ? el("p", { "data-testid": "room-closed" }, t("roomClosed")) : null,
+    others.length
+      ? el("ul", { class: "report-players", "data-testid": "report-players" },
+          ...others.map((s) => el("li", {}, bdi(s.displayName), " ", reportButton(s.userId, s.displayName, ended.matchId))))
+      : null,
     state.spectate || state.closed
       ? null
       : el("button", { "data-testid": "rematch", disabled: state.rematchAsked, onclick: () => actions.rematch() }, t("rematch")),

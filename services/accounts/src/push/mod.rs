@@ -137,9 +137,9 @@ impl PushMetrics {
     pub fn register(registry: &mut Registry) -> PushMetrics {
         let metrics = PushMetrics {
             outcomes: Family::default(),
-            delivery_seconds: Histogram::new(
-                [0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 15.0, 60.0, 300.0],
-            ),
+            delivery_seconds: Histogram::new([
+                0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 15.0, 60.0, 300.0,
+            ]),
         };
         registry.register(
             "pushes",

@@ -33,6 +33,7 @@ fn forever() -> DateTime<Utc> {
 
 /// Who acts: an operator's token's subject and the name it gives (empty for tokens
 /// minted before names).
+#[derive(Debug, Clone)]
 pub(super) struct Operator {
     id: Uuid,
     name: String,
@@ -60,7 +61,7 @@ impl<S: Store> AccountsAdmin<S> {
         &self.api
     }
 
-    fn operator<T>(request: &Request<T>) -> Result<Operator, Status> {
+    pub(super) fn operator<T>(request: &Request<T>) -> Result<Operator, Status> {
         let caller = auth::caller(request)?;
         auth::require_role(&caller, Role::Operator)?;
         Ok(Operator {
@@ -106,7 +107,7 @@ impl<S: Store> AccountsAdmin<S> {
             .await
     }
 
-    async fn ban(
+    pub(super) async fn ban(
         &self,
         operator: Operator,
         req: pb::BanPlayerRequest,
@@ -158,7 +159,7 @@ impl<S: Store> AccountsAdmin<S> {
         Ok(pb::UnbanPlayerResponse {})
     }
 
-    async fn rename(
+    pub(super) async fn rename(
         &self,
         operator: Operator,
         req: pb::RenamePlayerRequest,
@@ -301,6 +302,39 @@ impl<S: Store> AccountsAdminService for AccountsAdmin<S> {
         let operator = Self::operator(&request)?;
         Ok(Response::new(
             self.export(operator, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn list_reports(
+        &self,
+        request: Request<pb::ListReportsRequest>,
+    ) -> Result<Response<pb::ListReportsResponse>, Status> {
+        Self::operator(&request)?;
+        Ok(Response::new(
+            self.list_reports(request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn get_reports(
+        &self,
+        request: Request<pb::GetReportsRequest>,
+    ) -> Result<Response<pb::GetReportsResponse>, Status> {
+        let operator = Self::operator(&request)?;
+        Ok(Response::new(
+            self.get_reports(operator, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn resolve_reports(
+        &self,
+        request: Request<pb::ResolveReportsRequest>,
+    ) -> Result<Response<pb::ResolveReportsResponse>, Status> {
+        let operator = Self::operator(&request)?;
+        Ok(Response::new(
+            self.resolve_reports(operator, request.into_inner()).await?,
         ))
     }
 }

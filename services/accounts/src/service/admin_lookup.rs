@@ -43,7 +43,7 @@ fn found(user: User, matched_by: &str) -> pb::FoundPlayer {
 }
 
 /// A reason that may be empty (GetPlayer), bounded.
-fn optional_reason(raw: &str) -> Result<&str> {
+pub(super) fn optional_reason(raw: &str) -> Result<&str> {
     let reason = raw.trim();
     if reason.chars().count() > MAX_REASON_CHARS {
         return Err(AccountsError::invalid(
@@ -153,14 +153,7 @@ impl<S: Store> AccountsAdmin<S> {
             .audit_of(target)
             .await?
             .into_iter()
-            .map(|a| pb::AuditRecord {
-                at: Some(timestamp_to_proto(a.at)),
-                operator_id: a.operator_id.to_string(),
-                operator_name: a.operator_name,
-                action: a.action,
-                reason: a.reason,
-                detail: a.detail,
-            })
+            .map(audit_record)
             .collect();
         Ok(pb::GetPlayerResponse {
             profile,
@@ -191,6 +184,18 @@ impl<S: Store> AccountsAdmin<S> {
         Ok(Box::pin(stream.map(|piece| {
             piece.map(|p| pb::ExportPlayerDataResponse { data: p.data })
         })))
+    }
+}
+
+/// An audit entry as the API shows it.
+pub(super) fn audit_record(a: crate::store::AuditEntry) -> pb::AuditRecord {
+    pb::AuditRecord {
+        at: Some(timestamp_to_proto(a.at)),
+        operator_id: a.operator_id.to_string(),
+        operator_name: a.operator_name,
+        action: a.action,
+        reason: a.reason,
+        detail: a.detail,
     }
 }
 

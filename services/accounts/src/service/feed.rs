@@ -172,6 +172,7 @@ impl<S: Store> AccountsApi<S> {
         // The first events are read before the stream is answered, so a store that is
         // down is a status, not a stream that ends at once.
         let first = feed.opening().await?;
+        let first = self.shown(Some(feed.me), first).await?;
         let (tx, rx) = mpsc::channel(FEED_BUFFER);
         tokio::spawn(async move {
             for event in first {
@@ -644,6 +645,7 @@ impl<S: Store> Feed<S> {
                     Vec::new()
                 }
             };
+            let events = self.api.shown(Some(self.me), events).await?;
             for event in events {
                 if tx.send(Ok(event)).await.is_err() {
                     return Ok(());

@@ -103,8 +103,9 @@ impl<S: Store> AccountsService for AccountsApi<S> {
     ) -> Result<Response<pb::GetProfileResponse>, Status> {
         let caller = required_caller(&request)?;
         tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        let answer = self.do_get_profile(caller, request.into_inner()).await?;
         Ok(Response::new(
-            self.do_get_profile(caller, request.into_inner()).await?,
+            self.shown(Some(caller.user_id), answer).await?,
         ))
     }
 
@@ -128,8 +129,9 @@ impl<S: Store> AccountsService for AccountsApi<S> {
     ) -> Result<Response<pb::LeaderboardResponse>, Status> {
         let caller = required_caller(&request)?;
         tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        let answer = self.do_leaderboard(caller, request.into_inner()).await?;
         Ok(Response::new(
-            self.do_leaderboard(caller, request.into_inner()).await?,
+            self.shown(Some(caller.user_id), answer).await?,
         ))
     }
 
@@ -140,8 +142,9 @@ impl<S: Store> AccountsService for AccountsApi<S> {
     ) -> Result<Response<pb::MatchHistoryResponse>, Status> {
         let caller = required_caller(&request)?;
         tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        let answer = self.do_match_history(caller, request.into_inner()).await?;
         Ok(Response::new(
-            self.do_match_history(caller, request.into_inner()).await?,
+            self.shown(Some(caller.user_id), answer).await?,
         ))
     }
 
@@ -151,9 +154,9 @@ impl<S: Store> AccountsService for AccountsApi<S> {
         request: Request<pb::AddFriendRequest>,
     ) -> Result<Response<pb::AddFriendResponse>, Status> {
         let caller = self.friend_caller(&request)?;
-        Ok(Response::new(
-            self.do_add_friend(caller, request.into_inner()).await?,
-        ))
+        let viewer = Some(caller.user_id);
+        let answer = self.do_add_friend(caller, request.into_inner()).await?;
+        Ok(Response::new(self.shown(viewer, answer).await?))
     }
 
     #[tracing::instrument(skip_all, fields(user_id))]
@@ -228,7 +231,9 @@ impl<S: Store> AccountsService for AccountsApi<S> {
         request: Request<pb::ListFriendsRequest>,
     ) -> Result<Response<pb::ListFriendsResponse>, Status> {
         let caller = self.friend_caller(&request)?;
-        Ok(Response::new(self.do_list_friends(caller).await?))
+        let viewer = Some(caller.user_id);
+        let answer = self.do_list_friends(caller).await?;
+        Ok(Response::new(self.shown(viewer, answer).await?))
     }
 
     type WatchFriendsStream = FeedStream;
@@ -352,6 +357,18 @@ impl<S: Store> AccountsService for AccountsApi<S> {
         Ok(Response::new(
             self.do_remove_push_token(caller, request.into_inner())
                 .await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn report_player(
+        &self,
+        request: Request<pb::ReportPlayerRequest>,
+    ) -> Result<Response<pb::ReportPlayerResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_report_player(caller, request.into_inner()).await?,
         ))
     }
 }

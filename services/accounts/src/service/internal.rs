@@ -46,9 +46,9 @@ impl<S: Store> AccountsInternalService for AccountsApi<S> {
     ) -> Result<Response<pb::GetPlayersResponse>, Status> {
         let caller = auth::caller(&request)?;
         tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
-        Ok(Response::new(
-            self.do_get_players(caller, request.into_inner()).await?,
-        ))
+        let answer = self.do_get_players(caller, request.into_inner()).await?;
+        // Seat and lobby names: every player sees them alike.
+        Ok(Response::new(self.shown(None, answer).await?))
     }
 
     #[tracing::instrument(skip_all, fields(caller))]

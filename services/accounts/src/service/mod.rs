@@ -11,6 +11,8 @@
 //! - `records`, RecordMatch and RecordMatches;
 //! - `friends`, `feed` and `names`: friend requests, presence and the friends' feed,
 //!   display names;
+//! - `reports`, ReportPlayer; `reports_admin`, the moderators' ListReports, GetReports and
+//!   ResolveReports; `shown_names`, the one place a reported name is hidden from others;
 //! - `grpc`, the `AccountsService` trait: only glue (callers, span fields, metrics).
 //!
 //! This module holds what they all share: the service's state ([`AccountsApi`], its
@@ -50,6 +52,9 @@ mod profile;
 mod provider;
 mod pushes;
 mod records;
+mod reports;
+mod reports_admin;
+mod shown_names;
 mod sign_in;
 
 pub use admin::{AccountsAdmin, MAX_REASON_CHARS};
@@ -119,6 +124,8 @@ pub struct ServiceConfig {
     pub providers: crate::oidc::Providers,
     /// What is pushed and through what (`[push]`); `None`: pushing is off.
     pub push: Option<crate::push::Pushing>,
+    /// `[reports]`: the per-reporter limit and when a reported name is hidden.
+    pub reports: crate::reports::ReportRules,
 }
 
 impl ServiceConfig {

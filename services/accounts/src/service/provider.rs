@@ -14,7 +14,7 @@ use crate::oidc::{Provider, ProviderIdentity};
 use crate::store::{GuestUpgrade, NewProviderAccount, Store};
 
 /// The display name of a new provider account that did not choose one ("Basra 4821").
-fn random_member_name() -> DisplayName {
+pub(super) fn random_member_name() -> DisplayName {
     DisplayName::parse(&format!("Basra {:04}", rand::random_range(0..10_000u32)))
         .unwrap_or_else(|_| DisplayName::random_guest())
 }

@@ -10,8 +10,9 @@
 //! | match records | [`MatchRecords`] | `records.rs` |
 //! | moderation: deletions, audit | [`Moderation`] | `moderation.rs` |
 //! | push devices and the outbox | [`Pushes`] | `pushes.rs` |
+//! | reports of players | [`Reports`] | `reports.rs` |
 //!
-//! [`Store`] is all five and what only a whole store answers (row counts, the pool's
+//! [`Store`] is all of them and what only a whole store answers (row counts, the pool's
 //! state): the service takes one `S: Store`. A caller holding a concrete store calls the
 //! roles' methods with [`prelude`] in scope. One contract test suite
 //! (`tests/it/store_contract/`, a module per role) holds both backends to the same
@@ -35,6 +36,7 @@ mod pg;
 mod profiles;
 pub mod pushes;
 mod records;
+mod reports;
 mod sign_in;
 
 pub use friends::Friends;
@@ -44,6 +46,7 @@ pub use pg::{MIGRATOR, PgStore};
 pub use profiles::{LeaderboardCursor, LeaderboardRow, LeaderboardRules, Profile, Profiles};
 pub use pushes::Pushes;
 pub use records::{HistoryCursor, HistoryEntry, MatchRecords, PlayedMatch, RatingChange, Recorded};
+pub use reports::{Filing, NewReport, Report, ReportedTarget, Reports, Resolved};
 pub use sign_in::{
     AccountRecords, GuestUpgrade, LinkedProvider, NewAccount, NewGuest, NewProviderAccount,
     NewSession, Rotation, SignIn,
@@ -57,6 +60,7 @@ pub mod prelude {
     pub use super::Moderation as _;
     pub use super::Profiles as _;
     pub use super::Pushes as _;
+    pub use super::Reports as _;
     pub use super::SignIn as _;
     pub use super::Store as _;
 }
@@ -109,7 +113,17 @@ pub struct PoolStats {
 ///
 /// Implementations are cheap to clone (a pool or an `Arc`) and safe to share.
 pub trait Store:
-    SignIn + Profiles + Friends + MatchRecords + Moderation + Pushes + Clone + Send + Sync + 'static
+    SignIn
+    + Profiles
+    + Friends
+    + MatchRecords
+    + Moderation
+    + Pushes
+    + Reports
+    + Clone
+    + Send
+    + Sync
+    + 'static
 {
     /// The connection pool's state, for the metrics: `None` for a store without one.
     fn pool_stats(&self) -> Option<PoolStats> {

@@ -34,6 +34,7 @@ mod oidc_issuer;
 mod provider;
 mod provider_tls;
 mod push;
+mod reports;
 mod social_contract;
 mod startup;
 mod store_contract;

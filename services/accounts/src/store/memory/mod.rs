@@ -20,6 +20,7 @@ mod moderation;
 mod profiles;
 mod pushes;
 mod records;
+mod reports;
 mod sign_in;
 
 /// A [`Store`] in process memory.
@@ -46,6 +47,8 @@ struct Inner {
     name_changes: HashMap<Uuid, Vec<DateTime<Utc>>>,
     /// The operators' actions, in order.
     audit: Vec<super::AuditEntry>,
+    /// Reports of players, in filing order.
+    reports: Vec<super::Report>,
     /// SHA-256 of each deleted account's id, and when it was deleted.
     deleted: HashMap<[u8; 32], DateTime<Utc>>,
     /// Each user's sign-in clients, oldest first.

@@ -31,6 +31,7 @@ impl Inner {
         self.refresh.retain(|_, token| token.user_id != user_id);
         self.ratings.remove(&user_id);
         self.name_changes.remove(&user_id);
+        self.forget_reports(user_id);
         // As PostgreSQL's ON DELETE CASCADE; the seats keep their client apps.
         self.clients.remove(&user_id);
         let linked = self.friends.forget(user_id);

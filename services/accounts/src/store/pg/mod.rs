@@ -17,6 +17,7 @@ mod moderation;
 mod profiles;
 mod pushes;
 mod records;
+mod reports;
 mod sign_in;
 
 /// How long a call waits for a pooled connection before it is answered UNAVAILABLE:

@@ -1,5 +1,5 @@
 //! The store contract: one suite, written once as generic functions in a module per
-//! role of the store (`sign_in`, `profiles`, `friends`, `records`, `pushes`), run against
+//! role of the store (`sign_in`, `profiles`, `friends`, `records`, `pushes`, `reports`), run against
 //! [`MemoryStore`](accounts::MemoryStore) and against [`PgStore`](accounts::PgStore) on a
 //! fresh PostgreSQL database per test (`#[sqlx::test]`, which needs `DATABASE_URL` and
 //! fails when PostgreSQL is unreachable). Moderation (deletion, audit) is held to the same
@@ -24,6 +24,7 @@ mod friends;
 mod profiles;
 mod pushes;
 mod records;
+mod reports;
 mod sign_in;
 
 on_both_stores! {
@@ -64,6 +65,11 @@ on_both_stores! {
         push_devices_register_move_and_go,
         the_outbox_is_claimed_by_lease_and_settled_under_its_claim,
         the_per_player_limit_counts_notices_per_window,
+    }
+    cases in reports {
+        reports_are_filed_under_the_limit_and_refusals_store_nothing,
+        concurrent_reports_of_one_reporter_count_each_other,
+        open_reports_group_by_target_hide_names_and_resolve,
     }
 }
 
