@@ -312,7 +312,7 @@ impl<S: Store> AccountsAdminService for AccountsAdmin<S> {
     ) -> Result<Response<pb::ListReportsResponse>, Status> {
         Self::operator(&request)?;
         Ok(Response::new(
-            self.list_reports(request.into_inner()).await?,
+            self.open_reports(request.into_inner()).await?,
         ))
     }
 
@@ -323,7 +323,7 @@ impl<S: Store> AccountsAdminService for AccountsAdmin<S> {
     ) -> Result<Response<pb::GetReportsResponse>, Status> {
         let operator = Self::operator(&request)?;
         Ok(Response::new(
-            self.get_reports(operator, request.into_inner()).await?,
+            self.show_reports(operator, request.into_inner()).await?,
         ))
     }
 
@@ -334,7 +334,7 @@ impl<S: Store> AccountsAdminService for AccountsAdmin<S> {
     ) -> Result<Response<pb::ResolveReportsResponse>, Status> {
         let operator = Self::operator(&request)?;
         Ok(Response::new(
-            self.resolve_reports(operator, request.into_inner()).await?,
+            self.resolve(operator, request.into_inner()).await?,
         ))
     }
 }

@@ -103,10 +103,9 @@ impl<S: Store> AccountsService for AccountsApi<S> {
     ) -> Result<Response<pb::GetProfileResponse>, Status> {
         let caller = required_caller(&request)?;
         tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        let viewer = Some(caller.user_id);
         let answer = self.do_get_profile(caller, request.into_inner()).await?;
-        Ok(Response::new(
-            self.shown(Some(caller.user_id), answer).await?,
-        ))
+        Ok(Response::new(self.shown(viewer, answer).await?))
     }
 
     #[tracing::instrument(skip_all, fields(user_id))]
@@ -129,10 +128,9 @@ impl<S: Store> AccountsService for AccountsApi<S> {
     ) -> Result<Response<pb::LeaderboardResponse>, Status> {
         let caller = required_caller(&request)?;
         tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        let viewer = Some(caller.user_id);
         let answer = self.do_leaderboard(caller, request.into_inner()).await?;
-        Ok(Response::new(
-            self.shown(Some(caller.user_id), answer).await?,
-        ))
+        Ok(Response::new(self.shown(viewer, answer).await?))
     }
 
     #[tracing::instrument(skip_all, fields(user_id))]
@@ -142,10 +140,9 @@ impl<S: Store> AccountsService for AccountsApi<S> {
     ) -> Result<Response<pb::MatchHistoryResponse>, Status> {
         let caller = required_caller(&request)?;
         tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        let viewer = Some(caller.user_id);
         let answer = self.do_match_history(caller, request.into_inner()).await?;
-        Ok(Response::new(
-            self.shown(Some(caller.user_id), answer).await?,
-        ))
+        Ok(Response::new(self.shown(viewer, answer).await?))
     }
 
     #[tracing::instrument(skip_all, fields(user_id))]

@@ -53,7 +53,7 @@ impl<S: Store> AccountsAdmin<S> {
         Ok(!hidden.is_empty())
     }
 
-    pub(super) async fn list_reports(
+    pub(super) async fn open_reports(
         &self,
         req: pb::ListReportsRequest,
     ) -> Result<pb::ListReportsResponse> {
@@ -96,7 +96,7 @@ impl<S: Store> AccountsAdmin<S> {
         })
     }
 
-    pub(super) async fn get_reports(
+    pub(super) async fn show_reports(
         &self,
         operator: Operator,
         req: pb::GetReportsRequest,
@@ -151,7 +151,7 @@ impl<S: Store> AccountsAdmin<S> {
         })
     }
 
-    pub(super) async fn resolve_reports(
+    pub(super) async fn resolve(
         &self,
         operator: Operator,
         req: pb::ResolveReportsRequest,

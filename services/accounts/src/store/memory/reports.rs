@@ -151,7 +151,7 @@ impl Reports for MemoryStore {
             .iter()
             .filter(|id| {
                 by_target
-                    .get(id)
+                    .get(*id)
                     .is_some_and(|s| s.len() >= reporters as usize)
             })
             .copied()

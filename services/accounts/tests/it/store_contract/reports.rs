@@ -5,7 +5,7 @@
 
 use super::*;
 use accounts::reports::{ReportReason, ReportRules, Resolution};
-use accounts::store::{Filing, NewReport, Reports as _};
+use accounts::store::{Filing, NewReport};
 
 /// Two reports per hour; a name hidden by two reporters.
 const RULES: ReportRules = ReportRules {
