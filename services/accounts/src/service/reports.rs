@@ -9,7 +9,7 @@ use super::AccountsApi;
 use crate::domain;
 use crate::error::{AccountsError, Result};
 use crate::reports::{MAX_COMMENT_CHARS, MAX_MATCH_ID_CHARS, ReportReason};
-use crate::store::{Filing, NewReport, Store};
+use crate::store::{ClosedReport, Filing, NewReport, Store};
 
 /// The reason a request names.
 pub(super) fn reason_from_pb(raw: i32) -> Result<ReportReason> {
@@ -101,13 +101,13 @@ impl<S: Store> AccountsApi<S> {
 }
 
 impl<S: Store> AccountsApi<S> {
-    /// Tells each of `reporters` that their report was handled (never what was done);
-    /// answers how many were told. A notice that cannot be stored is logged, not
-    /// retried: the resolution stands.
-    pub(super) async fn tell_reporters(&self, reporters: &[Uuid]) -> u32 {
+    /// Tells each reporter of `closed` (reports about `target`) that their report was
+    /// handled (never what was done); answers how many were told. A notice that cannot
+    /// be stored is logged, not retried: the resolution stands.
+    pub(super) async fn tell_reporters(&self, target: Uuid, closed: &[ClosedReport]) -> u32 {
         // The players' inbox (issue 48 item 1) keeps the notice; until it exists, none is
         // stored.
-        let _ = reporters;
+        let _ = (target, closed);
         0
     }
 }

@@ -230,7 +230,7 @@ impl<S: Store> AccountsAdmin<S> {
             format!("{}: {} reports", resolution.as_str(), closed.reports),
         )
         .await?;
-        answer.reporters_notified = self.api().tell_reporters(&closed.reporters).await;
+        answer.reporters_notified = self.api().tell_reporters(target, &closed.reporters).await;
         Ok(answer)
     }
 }

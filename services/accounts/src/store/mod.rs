@@ -46,7 +46,7 @@ pub use pg::{MIGRATOR, PgStore};
 pub use profiles::{LeaderboardCursor, LeaderboardRow, LeaderboardRules, Profile, Profiles};
 pub use pushes::Pushes;
 pub use records::{HistoryCursor, HistoryEntry, MatchRecords, PlayedMatch, RatingChange, Recorded};
-pub use reports::{Filing, NewReport, Report, ReportedTarget, Reports, Resolved};
+pub use reports::{ClosedReport, Filing, NewReport, Report, ReportedTarget, Reports, Resolved};
 pub use sign_in::{
     AccountRecords, GuestUpgrade, LinkedProvider, NewAccount, NewGuest, NewProviderAccount,
     NewSession, Rotation, SignIn,

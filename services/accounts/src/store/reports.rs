@@ -96,8 +96,38 @@ pub struct ReportedTarget {
 pub struct Resolved {
     /// Open reports closed.
     pub reports: u32,
-    /// Their distinct reporters, ordered by id.
-    pub reporters: Vec<Uuid>,
+    /// Each distinct reporter's newest report of those, ordered by reporter.
+    pub reporters: Vec<ClosedReport>,
+}
+
+/// A reporter's report closed by a resolution (the one their notice names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClosedReport {
+    /// Who reported.
+    pub reporter_id: Uuid,
+    /// The report.
+    pub report_id: Uuid,
+    /// When it was filed.
+    pub at: DateTime<Utc>,
+}
+
+impl Resolved {
+    /// What closing `closed` (reporter, report, filed at; any order) did.
+    pub fn of(closed: impl IntoIterator<Item = ClosedReport>) -> Resolved {
+        let mut reports = 0;
+        let mut newest: std::collections::BTreeMap<Uuid, ClosedReport> = Default::default();
+        for report in closed {
+            reports += 1;
+            let kept = newest.entry(report.reporter_id).or_insert(report);
+            if (report.at, report.report_id) > (kept.at, kept.report_id) {
+                *kept = report;
+            }
+        }
+        Resolved {
+            reports,
+            reporters: newest.into_values().collect(),
+        }
+    }
 }
 
 /// Reports of players and their resolution.

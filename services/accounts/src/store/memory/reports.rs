@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::{Inner, MemoryStore};
 use crate::error::{AccountsError, Result};
 use crate::reports::{ReportReason, ReportRules, Resolution};
-use crate::store::{Filing, NewReport, Report, ReportedTarget, Reports, Resolved};
+use crate::store::{ClosedReport, Filing, NewReport, Report, ReportedTarget, Reports, Resolved};
 
 impl Inner {
     fn played(&self, user: Uuid, match_id: &str) -> bool {
@@ -116,22 +116,21 @@ impl Reports for MemoryStore {
         resolution: Resolution,
         at: DateTime<Utc>,
     ) -> Result<Resolved> {
-        let mut inner = self.lock();
-        let mut reporters = BTreeSet::new();
-        let mut reports = 0;
-        for r in inner
+        let mut closed = Vec::new();
+        for r in self
+            .lock()
             .reports
             .iter_mut()
             .filter(|r| r.target_id == target && r.resolved.is_none())
         {
             r.resolved = Some((at, resolution));
-            reporters.insert(r.reporter_id);
-            reports += 1;
+            closed.push(ClosedReport {
+                reporter_id: r.reporter_id,
+                report_id: r.id,
+                at: r.at,
+            });
         }
-        Ok(Resolved {
-            reports,
-            reporters: reporters.into_iter().collect(),
-        })
+        Ok(Resolved::of(closed))
     }
 
     async fn hidden_among(&self, ids: &[Uuid], reporters: u32) -> Result<Vec<Uuid>> {

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::PgStore;
 use crate::error::{AccountsError, Result};
 use crate::reports::{ReportReason, ReportRules, Resolution};
-use crate::store::{Filing, NewReport, Report, ReportedTarget, Reports, Resolved};
+use crate::store::{ClosedReport, Filing, NewReport, Report, ReportedTarget, Reports, Resolved};
 
 fn reason(raw: &str) -> Result<ReportReason> {
     ReportReason::parse(raw)
@@ -156,20 +156,27 @@ impl Reports for PgStore {
         resolution: Resolution,
         at: DateTime<Utc>,
     ) -> Result<Resolved> {
-        let mut reporters: Vec<Uuid> = sqlx::query_scalar(
+        let rows = sqlx::query(
             "UPDATE player_reports SET resolved_at = $2, resolution = $3
               WHERE target_id = $1 AND resolved_at IS NULL
-              RETURNING reporter_id",
+              RETURNING reporter_id, id, at",
         )
         .bind(target)
         .bind(at)
         .bind(resolution.as_str())
         .fetch_all(&self.pool)
         .await?;
-        let reports = u32::try_from(reporters.len()).unwrap_or(u32::MAX);
-        reporters.sort_unstable();
-        reporters.dedup();
-        Ok(Resolved { reports, reporters })
+        let closed = rows
+            .iter()
+            .map(|row| {
+                Ok(ClosedReport {
+                    reporter_id: row.try_get("reporter_id")?,
+                    report_id: row.try_get("id")?,
+                    at: row.try_get("at")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Resolved::of(closed))
     }
 
     async fn hidden_among(&self, ids: &[Uuid], reporters: u32) -> Result<Vec<Uuid>> {

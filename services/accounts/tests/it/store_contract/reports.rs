@@ -184,9 +184,20 @@ pub(super) async fn open_reports_group_by_target_hide_names_and_resolve<S: Store
         .await
         .unwrap();
     assert_eq!(resolved.reports, 4);
-    let mut expected = vec![a, b, c];
+    // Each reporter once, with their newest report (a reported twice).
+    let mut expected = vec![(a, at(2)), (b, at(3)), (c, at(4))];
     expected.sort_unstable();
-    assert_eq!(resolved.reporters, expected);
+    let got: Vec<(Uuid, DateTime<Utc>)> = resolved
+        .reporters
+        .iter()
+        .map(|r| (r.reporter_id, r.at))
+        .collect();
+    assert_eq!(got, expected);
+    let of_t = store.reports_of(t).await.unwrap();
+    assert!(resolved.reporters.iter().all(|r| {
+        of_t.iter()
+            .any(|k| k.id == r.report_id && k.reporter_id == r.reporter_id)
+    }));
     // Dismissed: the name is shown again, t leaves the list, the reports stay, resolved.
     assert_eq!(
         store.hidden_among(&[t], 2).await.unwrap(),
