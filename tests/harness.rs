@@ -32,8 +32,8 @@ pub struct Backend {
     pub endpoints: Endpoints,
     /// The test's own database (accounts' tables), when accounts uses PostgreSQL.
     pub db: Option<PgPool>,
-    /// The operator signing key game-session and accounts trust for `operator` tokens: (kid, PKCS#8
-    /// PEM) (`spawn_backend` only).
+    /// The operator signing key the services trust for `operator` tokens: (kid, PKCS#8
+    /// PEM) (`basra dev`'s one development key there).
     pub operator_key: Option<(String, String)>,
     /// Every signing key of the deployment, by whose it is (`accounts`, `game-session`,
     /// `matchmaking`, `operator`): (kid, PKCS#8 PEM) (`spawn_backend` only).
@@ -99,17 +99,20 @@ pub async fn spawn_dev_with(
     let token = shutdown.clone();
     let task = tokio::spawn(async move {
         basra::dev::run(options, token, move |started| {
-            let _ = tx.send(started.addr);
+            let _ = tx.send(started);
         })
         .await
         .expect("basra dev runs");
     });
-    let addr = rx.await?;
+    let started = rx.await?;
+    let addr = started.addr;
+    // The development key signs operator tokens too (`basra admin token`).
+    let operator_key = Some((started.kid, std::fs::read_to_string(&started.key_file)?));
     Ok(Backend {
         endpoints: Endpoints::single(&format!("http://{addr}")),
         db: None,
         metrics: None,
-        operator_key: None,
+        operator_key,
         signing_keys: Vec::new(),
         database: None,
         redis: None,
@@ -244,7 +247,7 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
         vec![
             player_key.clone(),
             matchmaking_identity.trusted_key(),
-            operator_trusted,
+            operator_trusted.clone(),
         ],
         &settings.auth.issuer,
         &settings.auth.audience,
@@ -288,7 +291,18 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
         presence: players.presence_reporter(shutdown.clone()),
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::new()),
-        events: matchmaking::events::EventDeps::memory(),
+        // Events on the test's database (their own tables) and its Redis prefix.
+        events: {
+            let store = matchmaking::events::store::PgEventStore::new(db.clone());
+            store.migrate().await?;
+            matchmaking::events::EventDeps {
+                store: Arc::new(store),
+                live: Arc::new(
+                    matchmaking::events::live::RedisLiveStore::connect(&redis_url, &prefix).await?,
+                ),
+                ..matchmaking::events::EventDeps::memory()
+            }
+        },
     };
     let matchmaking_metrics = serve_metrics(deps.metrics.registry(), shutdown.clone()).await?;
     let config = matchmaking::Config {
@@ -298,8 +312,9 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
         revocations: revocations.clone(),
         events: queue_settings.events.clone(),
     };
+    // Players, and operators for the event admin service.
     let matchmaking_verifier = TokenVerifier::trusting(
-        vec![player_key],
+        vec![player_key, operator_trusted],
         &settings.auth.issuer,
         &settings.auth.audience,
     )?;

@@ -8,6 +8,7 @@ mod deletion;
 mod deploy_config;
 mod deployed;
 mod e2e;
+mod events;
 mod hostile;
 mod identity;
 mod key_roles;

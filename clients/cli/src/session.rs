@@ -11,6 +11,7 @@ use basra_proto::basra::accounts::v1::{
     AuthTokens, GuestLoginRequest, RefreshRequest, accounts_service_client::AccountsServiceClient,
 };
 use basra_proto::basra::game::v1::game_service_client::GameServiceClient;
+use basra_proto::basra::matchmaking::v1::event_service_client::EventServiceClient;
 use basra_proto::basra::matchmaking::v1::matchmaking_service_client::MatchmakingServiceClient;
 use tonic::Request;
 use tonic::metadata::MetadataValue;
@@ -284,6 +285,11 @@ impl Session {
     /// The matchmaking service, signed in.
     pub fn matchmaking(&self) -> MatchmakingServiceClient<InterceptedService<Channel, Bearer>> {
         MatchmakingServiceClient::with_interceptor(self.matchmaking.clone(), self.bearer.clone())
+    }
+
+    /// The events (tournaments) service, signed in (served by matchmaking).
+    pub fn events(&self) -> EventServiceClient<InterceptedService<Channel, Bearer>> {
+        EventServiceClient::with_interceptor(self.matchmaking.clone(), self.bearer.clone())
     }
 }
 
