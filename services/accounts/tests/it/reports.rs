@@ -42,11 +42,15 @@ async fn app<S: Store>(store: S) -> TestApp<S> {
 }
 
 async fn record_duel<S: Store>(app: &TestApp<S>, match_id: &str, a: &str, b: &str) {
+    record(app, match_id, a, b, false).await;
+}
+
+async fn record<S: Store>(app: &TestApp<S>, match_id: &str, a: &str, b: &str, ranked: bool) {
     app.client()
         .await
         .record_match(authed(
             pb::RecordMatchRequest {
-                record: Some(match_record(match_id, a, b, false)),
+                record: Some(match_record(match_id, a, b, ranked)),
             },
             &app.service_token(),
         ))
@@ -139,7 +143,7 @@ async fn report_refusals_each_with_its_status<S: Store>(store: S) {
 }
 
 /// What `viewer` sees of `target`'s name: in their profile, in GetPlayers (seat and
-/// lobby names), in the viewer's match history and friend list.
+/// lobby names), in the viewer's match history, friend list and the leaderboard.
 async fn names_seen<S: Store>(
     app: &TestApp<S>,
     viewer: &pb::AuthTokens,
@@ -208,7 +212,21 @@ async fn names_seen<S: Store>(
         .find(|f| f.user_id == target.user_id)
         .map(|f| f.display_name.clone())
         .unwrap_or_default();
-    vec![profile, seat, in_history, as_friend]
+    let board = client
+        .leaderboard(authed(
+            pb::LeaderboardRequest::default(),
+            &viewer.access_token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let listed = board
+        .entries
+        .iter()
+        .find(|e| e.user_id == target.user_id)
+        .map(|e| e.display_name.clone())
+        .unwrap_or_default();
+    vec![profile, seat, in_history, as_friend, listed]
 }
 
 async fn a_name_reported_by_enough_players_is_hidden_from_others_until_dismissed<S: Store>(
@@ -225,7 +243,8 @@ async fn a_name_reported_by_enough_players_is_hidden_from_others_until_dismissed
         register(&app, "rep_3").await,
     ];
     let viewer = &reporters[0];
-    record_duel(&app, "m-1", &viewer.user_id, &rude.user_id).await;
+    // Ranked: both are on the leaderboard (the test settings list one ranked match).
+    record(&app, "m-1", &viewer.user_id, &rude.user_id, true).await;
     client
         .add_friend(authed(
             pb::AddFriendRequest {
@@ -239,8 +258,8 @@ async fn a_name_reported_by_enough_players_is_hidden_from_others_until_dismissed
     // themselves), the rest the name now.
     let shown = names_seen(&app, viewer, &rude).await;
     assert_eq!(
-        [&shown[0], &shown[1], &shown[3]],
-        ["rude_one", "rude_one", "rude_one"]
+        [&shown[0], &shown[1], &shown[3], &shown[4]],
+        ["rude_one", "rude_one", "rude_one", "rude_one"]
     );
     assert!(!shown[2].is_empty(), "{shown:?}");
 
@@ -270,7 +289,7 @@ async fn a_name_reported_by_enough_players_is_hidden_from_others_until_dismissed
     assert!(placeholder.starts_with("Player "), "{placeholder}");
     assert_eq!(
         names_seen(&app, viewer, &rude).await,
-        vec![placeholder.clone(); 4]
+        vec![placeholder.clone(); 5]
     );
     // ... but not from its owner, nor from the moderators.
     let own = client
