@@ -1,7 +1,7 @@
 //! The whole product through its public API: players sign up, meet in the queue, by a
 //! private code, in the public lobby or against the computer, play to the end over the
 //! streaming API, survive a dropped connection, and find the match rated, recorded and
-//! replayable.
+//! replayable; a player away finds what happened in their inbox.
 
 use std::time::Duration;
 
@@ -12,10 +12,12 @@ use basra::{friends, lobby};
 use basra_e2e::{Backend, spawn_backend, spawn_dev};
 use basra_engine::bot::{self, Policy};
 use basra_engine::{Action, Seat, Seed, Settings, replay};
+use basra_proto::basra::accounts::v1::notice::Body as NoticeBody;
 use basra_proto::basra::accounts::v1::watch_friends_response::Event as FeedEvent;
 use basra_proto::basra::accounts::v1::{
-    AcceptFriendRequest, Activity, AddFriendRequest, GetProfileRequest, LeaderboardRequest,
-    MatchHistoryRequest, RegisterRequest, WatchFriendsResponse, add_friend_request,
+    AcceptFriendRequest, Activity, AddFriendRequest, CountUnreadNoticesRequest, GetProfileRequest,
+    LeaderboardRequest, ListNoticesRequest, ListNoticesResponse, MatchHistoryRequest, NoticeKind,
+    RegisterRequest, WatchFriendsResponse, add_friend_request,
 };
 use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 use basra_proto::basra::game::v1::play_request::Kind;
@@ -92,6 +94,7 @@ scenarios!(
     players_meet_by_code_in_the_lobby_and_against_the_computer,
     a_dropped_connection_resumes_mid_match,
     friends_meet_by_invite_and_play_a_rematch,
+    a_player_away_finds_their_notices_in_the_inbox,
 );
 
 const GREEDY: Driver = Driver::Bot {
@@ -642,5 +645,119 @@ async fn friends_meet_by_invite_and_play_a_rematch(backend: Backend) {
     assert_eq!(a.totals, b.totals);
     let second = a.ended.expect("the rematch ended").match_id;
     assert_ne!(first, second, "a new match, not the old one again");
+    backend.stop().await.unwrap();
+}
+
+/// The kept notices of `session`, newest first, once they number `at_least`: a match's
+/// result reaches accounts through game-session's outbox (within 20 s).
+async fn inbox(session: &Session, at_least: usize) -> ListNoticesResponse {
+    for _ in 0..200 {
+        let page = session
+            .accounts()
+            .list_notices(ListNoticesRequest::default())
+            .await
+            .expect("ListNotices")
+            .into_inner();
+        if page.notices.len() >= at_least {
+            return page;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("fewer than {at_least} notices after 20 s");
+}
+
+/// Nobody holds a feed open: the friend request, the acceptance, the invite and the
+/// result of the match they play are each kept in the inbox, listed newest first, marked
+/// read, and replayed once on the feed opened afterwards.
+async fn a_player_away_finds_their_notices_in_the_inbox(backend: Backend) {
+    let ana = register(&backend, "inbox_ana").await;
+    let ben = register(&backend, "inbox_ben").await;
+    befriend(&ana, &ben, "inbox_ben").await;
+    let created = lobby::create_room(
+        &ana,
+        RoomVisibility::Private,
+        Vec::new(),
+        BotLevel::Unspecified,
+        short(30),
+    )
+    .await
+    .unwrap();
+    friends::invite(&ana, &created.room_id, &ben.user_id)
+        .await
+        .unwrap();
+    let page = inbox(&ben, 2).await;
+    let Some(NoticeBody::Invite(invite)) = &page.notices[0].body else {
+        panic!("the invite is the newest: {page:?}");
+    };
+    assert_eq!(invite.room_id, created.room_id);
+    let joined = lobby::join(&ben, Target::JoinCode(invite.join_code.clone()))
+        .await
+        .unwrap();
+    let (a, b) = tokio::join!(
+        play_room(&ana, &created.room_id, GREEDY),
+        play_room(&ben, &joined.room_id, GREEDY)
+    );
+    let played = a.unwrap().ended.expect("the match ended").match_id;
+    assert_eq!(b.unwrap().ended.expect("ended").match_id, played);
+
+    // ben's inbox: the match's result, the invite, the request; all unread.
+    let page = inbox(&ben, 3).await;
+    let kinds: Vec<NoticeKind> = page.notices.iter().map(|n| n.kind()).collect();
+    assert_eq!(
+        kinds,
+        [
+            NoticeKind::MatchResult,
+            NoticeKind::Invite,
+            NoticeKind::FriendRequest
+        ]
+    );
+    let Some(NoticeBody::MatchResult(result)) = &page.notices[0].body else {
+        panic!("a match result: {:?}", page.notices[0]);
+    };
+    assert_eq!(result.match_id, played);
+    assert_eq!(page.unread_count, 3);
+    // ana's: her match's result and ben's acceptance.
+    let hers = inbox(&ana, 2).await;
+    let kinds: Vec<NoticeKind> = hers.notices.iter().map(|n| n.kind()).collect();
+    assert_eq!(kinds, [NoticeKind::MatchResult, NoticeKind::FriendAdded]);
+
+    // `basra inbox read --all`, then the count is 0 and the list says read.
+    basra::inbox::run(
+        &ben,
+        Some(basra::inbox::InboxCommand::Read {
+            ids: Vec::new(),
+            all: true,
+        }),
+    )
+    .await
+    .unwrap();
+    let count = ben
+        .accounts()
+        .count_unread_notices(CountUnreadNoticesRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(count.unread_count, 0);
+    assert!(inbox(&ben, 3).await.notices.iter().all(|n| n.read));
+
+    // ben opens his feed from the start: each notice comes once, with its id, oldest
+    // first, after a snapshot that counts none unread.
+    let mut feed = friends::watch(&ben, 0).await.unwrap();
+    let mut seen = Vec::new();
+    while let Ok(message) = tokio::time::timeout(Duration::from_secs(1), feed.message()).await {
+        let Some(event) = message.expect("the feed goes on") else {
+            break;
+        };
+        if let Some(FeedEvent::Snapshot(snapshot)) = &event.event {
+            assert_eq!(snapshot.unread_notices, 0);
+            assert_eq!(snapshot.newest_notice_id, page.notices[0].id);
+        }
+        if event.notice_id != 0 {
+            seen.push(event.notice_id);
+        }
+    }
+    let mut oldest_first: Vec<u64> = page.notices.iter().map(|n| n.id).collect();
+    oldest_first.reverse();
+    assert_eq!(seen, oldest_first);
     backend.stop().await.unwrap();
 }

@@ -261,6 +261,9 @@ pub fn render_event(event: &pb::WatchFriendsResponse) -> Option<String> {
                     request.display_name, request.display_name
                 ));
             }
+            if let Some(unread) = crate::inbox::unread_line(snapshot.unread_notices) {
+                out.push_str(&format!("\n{unread}"));
+            }
             out
         }
         Event::PresenceChanged(friend) => render_presence(friend),
@@ -276,6 +279,7 @@ pub fn render_event(event: &pb::WatchFriendsResponse) -> Option<String> {
             name(&invite.from),
             invite.join_code
         ),
+        Event::Notice(notice) => crate::inbox::render_notice(notice),
     })
 }
 
@@ -362,6 +366,7 @@ mod tests {
         let invite = pb::WatchFriendsResponse {
             seq: 3,
             at: None,
+            notice_id: 3,
             event: Some(Event::Invite(pb::Invite {
                 from: Some(friend("Amira", false)),
                 join_code: "ABC234".into(),

@@ -8,6 +8,7 @@
 //! - [`analytics`]: `basra analytics export` and `basra simulate` (the `basra-analytics` crate).
 //! - [`dev`]: the whole backend in one process (`basra dev`).
 //! - [`friends`]: `basra friends …` (requests, friends, blocks).
+//! - [`inbox`]: `basra inbox …` (the notices kept while away, marked read; the unread count).
 //! - [`input`]: the player's typed lines, one reader for the whole process.
 //! - [`session`]: sign-in and the connection to the one client endpoint.
 //! - [`lobby`]: getting a seat (queue, computer, private code, public lobby).
@@ -29,6 +30,7 @@ pub mod analytics;
 pub mod dev;
 pub mod dev_settings;
 pub mod friends;
+pub mod inbox;
 pub mod input;
 pub mod lobby;
 pub mod player;

@@ -148,6 +148,13 @@ enum Command {
         #[command(subcommand)]
         command: basra::friends::FriendsCommand,
     },
+    /// Your inbox: the notices kept while you were away (list; read IDS or --all).
+    Inbox {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: Option<basra::inbox::InboxCommand>,
+    },
     /// Change the name other players see (a few times a week: the server says when).
     Name {
         #[command(flatten)]
@@ -539,6 +546,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let session = sign_in(&connection).await?;
             basra::friends::run(&session, command).await
         }
+        Command::Inbox {
+            connection,
+            command,
+        } => {
+            let session = sign_in(&connection).await?;
+            basra::inbox::run(&session, command).await
+        }
         Command::Name {
             connection,
             new_name,
@@ -716,6 +730,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 "signed in as {}",
                 basra::render::isolate(&session.display_name)
             );
+            if let Some(hint) = basra::inbox::unread_hint(&session).await {
+                println!("{hint}");
+            }
             let seat = match seat {
                 Some(seat) => seat,
                 None => menu().await?,

@@ -3,9 +3,10 @@
 // their presence, the requests waiting now) and then replays the kept notes after the
 // seq the page asked from; a note written before the snapshot stands only if the
 // snapshot agrees with it: a request answered since is no longer waiting, an invite
-// whose inviter is no longer at a table was to a room that has ended.
+// whose inviter is no longer at a table was to a room that has ended. The inbox's
+// unread count follows the feed too (`countNotice`).
 
-import type { Friend, FriendPresence, Invite } from "./gen/basra/accounts/v1/accounts_pb";
+import type { Friend, FriendPresence, Invite, WatchFriendsResponse } from "./gen/basra/accounts/v1/accounts_pb";
 import { Activity } from "./gen/basra/accounts/v1/accounts_pb";
 
 /** What the stream's snapshot said, and when (the server's clock, ms). */
@@ -48,4 +49,22 @@ export function inviteStands(invite: Invite, at: number, opening: Opening | unde
   if (!opening || !before(at, opening)) return true;
   const inviter = opening.presence.get(invite.from?.userId ?? "")?.presence;
   return inviter?.activity === Activity.IN_MATCH && (!inviter.roomId || inviter.roomId === invite.roomId);
+}
+
+/** The inbox's unread count as the feed tells it, and the newest notice id it knows. */
+export interface InboxCount {
+  unread: number;
+  newestId: bigint;
+}
+
+/**
+ * The count after `message`: a snapshot sets it; an event carrying a notice newer than
+ * any known adds one (a replayed note's notice was counted in the snapshot already).
+ */
+export function countNotice(count: InboxCount, message: WatchFriendsResponse): InboxCount {
+  if (message.event.case === "snapshot") {
+    return { unread: message.event.value.unreadNotices, newestId: message.event.value.newestNoticeId };
+  }
+  if (message.noticeId > count.newestId) return { unread: count.unread + 1, newestId: message.noticeId };
+  return count;
 }

@@ -6,7 +6,7 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { authed, currentUser, renew } from "./api";
 import { el, errorText, notices, screens, shared, Code, ConnectError } from "./shell";
 import { sitsOrSat } from "./table/rooms";
-import { inviteStands, requestVerdict, type Opening } from "./feed";
+import { countNotice, inviteStands, requestVerdict, type InboxCount, type Opening } from "./feed";
 import { reportButton } from "./report";
 import { bdi, t, tx } from "./i18n";
 import type { Friend, FriendPresence, Invite, ListFriendsResponse, WatchFriendsResponse } from "./gen/basra/accounts/v1/accounts_pb";
@@ -21,10 +21,12 @@ interface Social {
   lastSeq: bigint;
   /** What the stream's snapshot said: notes from before it are judged by it. */
   opening?: Opening;
+  /** The inbox's unread count (AccountsService.ListNotices) and its newest notice's id. */
+  inbox: InboxCount;
   abort?: AbortController;
 }
 
-const social: Social = { presence: new Map(), invites: [], requests: [], lastSeq: 0n };
+const social: Social = { presence: new Map(), invites: [], requests: [], lastSeq: 0n, inbox: { unread: 0, newestId: 0n } };
 /** Called when the friends' state changed (the friends tab redraws itself through it). */
 let onChange: () => void = () => {};
 /** Also called then: a waiting table redraws its friends to invite (table/controller.ts). */
@@ -84,6 +86,7 @@ export function startFeed(): void {
 async function take(message: WatchFriendsResponse): Promise<void> {
   const at = message.at ? timestampMs(message.at) : Date.now();
   const e = message.event;
+  social.inbox = countNotice(social.inbox, message);
   switch (e.case) {
     case "snapshot":
       social.presence = new Map(e.value.friends.map((f) => [f.friend?.userId ?? "", f]));
@@ -126,6 +129,7 @@ export function stopFeed(): void {
   social.lists = undefined;
   social.lastSeq = 0n;
   social.opening = undefined;
+  social.inbox = { unread: 0, newestId: 0n };
   delete document.documentElement.dataset.feed;
   delete document.documentElement.dataset.feedSeq;
 }
@@ -147,10 +151,20 @@ function drawNotices(): void {
 
 function renderNotices(): HTMLElement | null {
   const invites = social.invites.filter((i) => inviteStands(i, Infinity, undefined, Date.now(), sitsOrSat));
-  if (!invites.length && !social.requests.length) return null;
+  const unread = social.inbox.unread;
+  if (!invites.length && !social.requests.length && !unread) return null;
   return el(
     "div",
     { class: "notices", "data-testid": "notices", role: "status", "aria-live": "polite" },
+    unread
+      ? el(
+          "p",
+          { class: "notice", "data-testid": "inbox-unread" },
+          t("inboxUnread", { count: unread }),
+          " ",
+          el("button", { class: "quiet", "data-testid": "mark-read", onclick: () => markAllRead() }, t("markRead")),
+        )
+      : null,
     ...invites.map((invite) =>
       el(
         "p",
@@ -175,6 +189,20 @@ function renderNotices(): HTMLElement | null {
 }
 
 notices.render = renderNotices;
+
+/** Marks every notice up to the newest known read (MarkNoticesRead); the count is the server's answer. */
+async function markAllRead(): Promise<void> {
+  const api = shared.api;
+  const upToId = social.inbox.newestId;
+  if (!upToId) return;
+  try {
+    const answer = await authed(api, () => api.accounts.markNoticesRead({ upToId }));
+    social.inbox = { ...social.inbox, unread: answer.unreadCount };
+  } catch {
+    // unchanged: the next snapshot says how things are
+  }
+  drawNotices();
+}
 
 function dropInvite(invite: Invite): void {
   social.invites = social.invites.filter((i) => i !== invite);

@@ -92,6 +92,9 @@ pub enum AccountsError {
     /// No such user.
     #[error("no such user")]
     UserNotFound,
+    /// A notice id that is not one of the caller's kept notices.
+    #[error("no such notice: unknown, expired, dropped or not the caller's")]
+    NoticeNotFound,
     /// A friend action the rules refuse (its code is the refusal's).
     #[error(transparent)]
     Friend(#[from] crate::friends::Refusal),
@@ -212,7 +215,7 @@ impl ServiceError for AccountsError {
             | AccountsError::TooManyStreams(_)
             | AccountsError::NameChangesLimited { .. }
             | AccountsError::ReportsLimited { .. } => Code::ResourceExhausted,
-            AccountsError::UserNotFound => Code::NotFound,
+            AccountsError::UserNotFound | AccountsError::NoticeNotFound => Code::NotFound,
             AccountsError::Friend(refusal) => refusal.code(),
             AccountsError::PermissionDenied(_) | AccountsError::Banned(_) => Code::PermissionDenied,
             AccountsError::Unavailable(_)

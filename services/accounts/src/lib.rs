@@ -7,7 +7,9 @@
 //!   (PostgreSQL, migrations in `migrations/`) and [`MemoryStore`] (embedded dev mode).
 //! - [`service`]: the gRPC service over any store.
 //! - [`friends`]: the rules of friend requests, friendships and blocks;
-//!   [`social`]: presence and the friends' feed (WatchFriends), in Redis.
+//!   [`social`]: presence and the friends' feed (WatchFriends), in Redis;
+//!   [`inbox`]: the notices kept for each player (ListNotices, SendNotice), and the hook
+//!   that hears of each one.
 //! - [`deletion`]: what deleting an account leaves behind (anonymous keys, placeholders).
 //! - [`names`]: the rate limit of display name changes.
 //! - [`push`]: push notifications: which notices are pushed to which devices, and the
@@ -38,6 +40,7 @@ pub mod deletion;
 pub mod domain;
 pub mod error;
 pub mod friends;
+pub mod inbox;
 pub mod metrics;
 pub mod names;
 pub mod oidc;

@@ -59,6 +59,39 @@ pub struct Settings {
     pub providers: crate::oidc::ProvidersSettings,
     /// `[push]`: push notifications (off by default), their rules and providers.
     pub push: crate::push::PushDeliverySettings,
+    /// `[inbox]`: how many notices a player keeps, and for how long.
+    #[serde(default)]
+    pub inbox: InboxSettings,
+}
+
+/// `[inbox]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InboxSettings {
+    /// Notices kept per player (1..=10,000): past it the oldest is dropped, read or not.
+    pub keep: u32,
+    /// How long a notice is kept at most (60 s .. 365 days).
+    pub keep_seconds: u64,
+}
+
+impl Default for InboxSettings {
+    fn default() -> Self {
+        let limits = crate::inbox::InboxLimits::default();
+        InboxSettings {
+            keep: limits.keep,
+            keep_seconds: limits.keep_for.as_secs(),
+        }
+    }
+}
+
+impl InboxSettings {
+    /// The limits the service applies.
+    pub fn limits(&self) -> crate::inbox::InboxLimits {
+        crate::inbox::InboxLimits {
+            keep: self.keep,
+            keep_for: Duration::from_secs(self.keep_seconds),
+        }
+    }
 }
 
 /// `[database]`.
@@ -276,6 +309,18 @@ impl Validate for Settings {
             return Err("database.max_connections must be at least 1".into());
         }
 
+        if !(1..=10_000).contains(&self.inbox.keep) {
+            return Err(format!(
+                "inbox.keep must be between 1 and 10000, not {}",
+                self.inbox.keep
+            ));
+        }
+        if !(60..=365 * 24 * 3600).contains(&self.inbox.keep_seconds) {
+            return Err(format!(
+                "inbox.keep_seconds must be between 60 and 31536000 (365 days), not {}",
+                self.inbox.keep_seconds
+            ));
+        }
         self.auth.validate()?;
         self.identity.validate()?;
         self.providers.validate()?;

@@ -39,12 +39,14 @@ pub async fn serve<S: Store>(
     serve_routes(listener, routes, auth, shutdown, serving).await
 }
 
-/// Adds `service` to `routes` and keeps its pool gauges current until `shutdown`.
+/// Adds `service` to `routes` and, until `shutdown`, keeps its pool gauges current and
+/// drops expired notices.
 fn mount_service<S: Store>(
     service: AccountsApi<S>,
     routes: Routes,
     shutdown: CancellationToken,
 ) -> Routes {
+    tokio::spawn(sweep_notices(service.store().clone(), shutdown.clone()));
     if service.store().pool_stats().is_some() {
         tokio::spawn(watch_pool(
             service.store().clone(),
@@ -156,6 +158,8 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
             providers
         },
         push: crate::push::Pushing::from_settings(&settings.push)?,
+        inbox: settings.inbox.limits(),
+        notice_hook: None,
     };
     // A bad or duplicate kid fails here, before any socket is bound.
     config
@@ -304,6 +308,23 @@ async fn watch_pool<S: Store>(
         tokio::select! {
             () = shutdown.cancelled() => return,
             _ = tick.tick() => {}
+        }
+    }
+}
+
+/// Drops the expired inbox notices every [`crate::inbox::SWEEP_EVERY`] until `shutdown`
+/// (listing never shows them; this frees their rows).
+async fn sweep_notices<S: Store>(store: S, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(crate::inbox::SWEEP_EVERY);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        match store.drop_expired_notices(crate::domain::now()).await {
+            Ok(0) => {}
+            Ok(dropped) => tracing::debug!(dropped, "expired notices dropped"),
+            Err(err) => tracing::warn!(error = %err, "cannot drop expired notices; next time"),
         }
     }
 }

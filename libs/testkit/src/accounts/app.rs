@@ -59,6 +59,7 @@ pub struct Builder<S> {
     settings: Option<Settings>,
     env: Vec<(String, String)>,
     social: Option<Social>,
+    notice_hook: accounts::inbox::SharedNoticeHook,
 }
 
 impl<S: Store> Builder<S> {
@@ -83,6 +84,15 @@ impl<S: Store> Builder<S> {
         self
     }
 
+    /// `hook` told of every inbox notice kept (as push delivery is).
+    pub fn notice_hook(
+        mut self,
+        hook: std::sync::Arc<dyn accounts::inbox::NoticeHook>,
+    ) -> Builder<S> {
+        self.notice_hook = Some(hook);
+        self
+    }
+
     /// Starts it: a fresh signing key, a service key and an operator key each trusted
     /// for its role alone, and the server on a free port.
     pub async fn spawn(self) -> TestApp<S> {
@@ -97,6 +107,7 @@ impl<S: Store> Builder<S> {
         let key_pem = private_pem();
         let key = SigningKey::from_pem(KID, &key_pem).expect("a fresh PEM key");
         let mut config = accounts::service_config(&settings, key).expect("the service config");
+        config.notice_hook = self.notice_hook;
         let mut role_issuer = |role: Role| {
             let issuer = TokenIssuer::new(
                 SigningKey::generate(),
@@ -144,6 +155,7 @@ impl<S: Store> TestApp<S> {
             settings: None,
             env: Vec::new(),
             social: None,
+            notice_hook: None,
         }
     }
 

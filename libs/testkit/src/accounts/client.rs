@@ -84,4 +84,10 @@ impl AccountsClient {
         pb::SendInviteRequest,
         pb::SendInviteResponse
     );
+    internal_call!(
+        /// `SendNotice`: a notice for a player's inbox (a service token).
+        send_notice,
+        pb::SendNoticeRequest,
+        pb::SendNoticeResponse
+    );
 }

@@ -95,6 +95,12 @@ impl acc::accounts_internal_service_server::AccountsInternalService for FakeAcco
     ) -> Result<tonic::Response<acc::SendInviteResponse>, Status> {
         Err(Status::unimplemented("fake"))
     }
+    async fn send_notice(
+        &self,
+        _: Request<acc::SendNoticeRequest>,
+    ) -> Result<tonic::Response<acc::SendNoticeResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
 }
 
 impl FakeAccounts {

@@ -287,27 +287,34 @@ impl<S: Store> AccountsApi<S> {
                 ),
             });
         };
-        let seq = self
-            .push_note(
-                to,
-                pb::watch_friends_response::Event::Invite(pb::Invite {
-                    from: Some(friend_to_proto(inviter)),
-                    room_id: req.room_id,
-                    join_code: req.join_code,
-                    settings: req.settings,
-                    expires_at: req.expires_at,
-                }),
-            )
+        let invite = pb::Invite {
+            from: Some(friend_to_proto(inviter)),
+            room_id: req.room_id,
+            join_code: req.join_code,
+            settings: req.settings,
+            expires_at: req.expires_at,
+        };
+        let sent = self
+            .keep_notice(to, pb::notice::Body::Invite(invite), None, Some(from))
             .await?;
-        Ok(pb::SendInviteResponse { seq })
+        Ok(pb::SendInviteResponse {
+            seq: sent.seq.unwrap_or_default(),
+        })
     }
 
-    /// Keeps `event` on `user`'s feed; returns its seq.
-    async fn push_note(&self, user: Uuid, event: pb::watch_friends_response::Event) -> Result<u64> {
+    /// Keeps `event` (inbox notice `notice_id`, 0 for none) on `user`'s feed; returns
+    /// its seq.
+    pub(super) async fn push_note(
+        &self,
+        user: Uuid,
+        event: pb::watch_friends_response::Event,
+        notice_id: u64,
+    ) -> Result<u64> {
         let payload = pb::WatchFriendsResponse {
             seq: 0,
             at: Some(timestamp_to_proto(crate::domain::now())),
             event: Some(event),
+            notice_id,
         }
         .encode_to_vec();
         self.inner.social.store.push_note(user, &payload).await
@@ -338,22 +345,18 @@ impl<S: Store> AccountsApi<S> {
             match outcome {
                 Outcome::Requested => {
                     if let Some(entry) = me().await? {
-                        self.push_note(
-                            other,
-                            pb::watch_friends_response::Event::FriendRequest(friend_to_proto(
-                                entry,
-                            )),
-                        )
-                        .await?;
+                        let body = pb::notice::Body::FriendRequest(friend_to_proto(entry));
+                        self.keep_notice(other, body, None, Some(caller)).await?;
                     }
                 }
                 Outcome::BecameFriends => {
+                    // The note first (the feed shows "friends now", then their presence);
+                    // the friend lists change whatever became of it.
                     if let Some(entry) = me().await? {
-                        self.push_note(
-                            other,
-                            pb::watch_friends_response::Event::FriendAdded(friend_to_proto(entry)),
-                        )
-                        .await?;
+                        let body = pb::notice::Body::FriendAdded(friend_to_proto(entry));
+                        if let Err(err) = self.keep_notice(other, body, None, Some(caller)).await {
+                            tracing::warn!(error = %err, "an acceptance's notice was not kept");
+                        }
                     }
                     social.friends_changed(caller).await?;
                     social.friends_changed(other).await?;
@@ -454,6 +457,7 @@ impl<S: Store> Feed<S> {
             seq,
             at: Some(timestamp_to_proto(crate::domain::now())),
             event: Some(event),
+            notice_id: 0,
         }
     }
 
@@ -472,6 +476,12 @@ impl<S: Store> Feed<S> {
             self.note_lapse(player, &reported);
             self.shown.insert(player, reported.presence);
         }
+        let unread = self
+            .api
+            .inner
+            .store
+            .unread_notices(self.me, crate::domain::now())
+            .await?;
         let snapshot = pb::FriendsSnapshot {
             friends: self
                 .friends
@@ -479,6 +489,8 @@ impl<S: Store> Feed<S> {
                 .map(|friend| self.friend_presence(friend))
                 .collect(),
             incoming: list.incoming.into_iter().map(friend_to_proto).collect(),
+            unread_notices: unread.count,
+            newest_notice_id: unread.newest_id,
         };
         let mut events = vec![Self::event(
             0,
@@ -677,7 +689,8 @@ fn note_sender(event: &pb::WatchFriendsResponse) -> Option<Uuid> {
     let friend = match event.event.as_ref()? {
         Event::FriendRequest(friend) | Event::FriendAdded(friend) => friend,
         Event::Invite(invite) => invite.from.as_ref()?,
-        Event::Snapshot(_) | Event::PresenceChanged(_) => return None,
+        // Notices naming a player (those kinds come as the events above) go with them.
+        Event::Snapshot(_) | Event::PresenceChanged(_) | Event::Notice(_) => return None,
     };
     Uuid::parse_str(&friend.user_id).ok()
 }

@@ -368,4 +368,39 @@ impl<S: Store> AccountsService for AccountsApi<S> {
             self.do_report_player(caller, request.into_inner()).await?,
         ))
     }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn list_notices(
+        &self,
+        request: Request<pb::ListNoticesRequest>,
+    ) -> Result<Response<pb::ListNoticesResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_list_notices(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn mark_notices_read(
+        &self,
+        request: Request<pb::MarkNoticesReadRequest>,
+    ) -> Result<Response<pb::MarkNoticesReadResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_mark_notices_read(caller, request.into_inner())
+                .await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn count_unread_notices(
+        &self,
+        request: Request<pb::CountUnreadNoticesRequest>,
+    ) -> Result<Response<pb::CountUnreadNoticesResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(self.do_count_unread_notices(caller).await?))
+    }
 }

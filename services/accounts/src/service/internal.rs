@@ -117,4 +117,15 @@ impl<S: Store> AccountsInternalService for AccountsApi<S> {
         }
         Ok(Response::new(outcome?))
     }
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn send_notice(
+        &self,
+        request: Request<pb::SendNoticeRequest>,
+    ) -> Result<Response<pb::SendNoticeResponse>, Status> {
+        let caller = auth::caller(&request)?;
+        tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_send_notice(caller, request.into_inner()).await?,
+        ))
+    }
 }

@@ -13,6 +13,8 @@
 //!   display names;
 //! - `reports`, ReportPlayer; `reports_admin`, the moderators' ListReports, GetReports and
 //!   ResolveReports; `shown_names`, the one place a reported name is hidden from others;
+//!   display names; `inbox`: the notices kept per player (ListNotices, MarkNoticesRead,
+//!   CountUnreadNotices, SendNotice) and their delivery on the feed;
 //! - `grpc`, the `AccountsService` trait: only glue (callers, span fields, metrics).
 //!
 //! This module holds what they all share: the service's state ([`AccountsApi`], its
@@ -45,6 +47,7 @@ mod export;
 mod feed;
 mod friends;
 mod grpc;
+mod inbox;
 mod internal;
 mod names;
 mod page_token;
@@ -126,6 +129,10 @@ pub struct ServiceConfig {
     pub push: Option<crate::push::Pushing>,
     /// `[reports]`: the per-reporter limit and when a reported name is hidden.
     pub reports: crate::reports::ReportRules,
+    /// How many notices each player keeps, and for how long.
+    pub inbox: crate::inbox::InboxLimits,
+    /// Told of every notice kept (push delivery hooks in here; [`crate::inbox`]).
+    pub notice_hook: crate::inbox::SharedNoticeHook,
 }
 
 impl ServiceConfig {

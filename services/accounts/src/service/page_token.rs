@@ -1,4 +1,4 @@
-//! The page tokens of the Leaderboard and MatchHistory: the last row's sort key, written
+//! The page tokens of the Leaderboard, MatchHistory and ListNotices: the last row's sort key, written
 //! as text the client hands back unchanged. A token that does not parse is refused as
 //! one no response gave, whatever is wrong with it.
 
@@ -71,6 +71,19 @@ pub(super) fn decode_history_token(token: &str) -> Result<HistoryCursor> {
     Ok(HistoryCursor { ended_at, match_id })
 }
 
+/// `nt1.<the last notice's id>` (ListNotices: the next page holds smaller ids).
+pub(super) fn encode_notice_token(id: u64) -> String {
+    format!("nt1.{id}")
+}
+
+pub(super) fn decode_notice_token(token: &str) -> Result<u64> {
+    token
+        .strip_prefix("nt1.")
+        .and_then(|id| id.parse::<u64>().ok())
+        .filter(|id| *id > 0)
+        .ok_or_else(bad_page_token)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +107,9 @@ mod tests {
         assert_eq!(decode_history_token(&encode_history_token(&h)).unwrap(), h);
         assert!(decode_history_token("mh1.x.y").is_err());
         assert!(decode_history_token("mh1.1.").is_err());
+        assert_eq!(decode_notice_token(&encode_notice_token(42)).unwrap(), 42);
+        for bad in ["", "nt1.", "nt1.0", "nt1.-1", "nt2.5", "nt1.5.6"] {
+            assert!(decode_notice_token(bad).is_err(), "{bad}");
+        }
     }
 }

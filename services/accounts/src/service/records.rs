@@ -1,6 +1,8 @@
 //! RecordMatch and RecordMatches, the services' calls that record finished matches: each
 //! record checked by [`MatchRecord::from_proto`] (the `basra-records` rules), then stored
-//! with its rating changes in one transaction, exactly once per match id.
+//! with its rating changes in one transaction, exactly once per match id. A match
+//! recorded by RecordMatch (game-session's, not the bulk RecordMatches) leaves a "match
+//! result" notice in the inbox of each player who had no feed open.
 
 use basra_platform::auth::{Caller, Role};
 use basra_proto::basra::accounts::v1 as pb;
@@ -41,6 +43,10 @@ impl<S: Store> AccountsApi<S> {
             rated = !recorded.rating_changes.is_empty(),
             "match recorded"
         );
+        if !recorded.already_recorded {
+            self.keep_match_results(&record, &recorded.rating_changes)
+                .await;
+        }
         Ok(recorded_to_proto(&recorded))
     }
 

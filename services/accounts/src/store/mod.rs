@@ -11,6 +11,7 @@
 //! | moderation: deletions, audit | [`Moderation`] | `moderation.rs` |
 //! | push devices and the outbox | [`Pushes`] | `pushes.rs` |
 //! | reports of players | [`Reports`] | `reports.rs` |
+//! | the inbox: players' notices | [`Inbox`] | `inbox.rs` |
 //!
 //! [`Store`] is all of them and what only a whole store answers (row counts, the pool's
 //! state): the service takes one `S: Store`. A caller holding a concrete store calls the
@@ -30,6 +31,7 @@ use uuid::Uuid;
 use crate::error::Result;
 
 mod friends;
+mod inbox;
 mod memory;
 mod moderation;
 mod pg;
@@ -40,6 +42,7 @@ mod reports;
 mod sign_in;
 
 pub use friends::Friends;
+pub use inbox::Inbox;
 pub use memory::MemoryStore;
 pub use moderation::{AuditEntry, DeletedAccount, Moderation};
 pub use pg::{MIGRATOR, PgStore};
@@ -56,6 +59,7 @@ pub use sign_in::{
 /// ([`PgStore`], [`MemoryStore`]) be called by every role's methods.
 pub mod prelude {
     pub use super::Friends as _;
+    pub use super::Inbox as _;
     pub use super::MatchRecords as _;
     pub use super::Moderation as _;
     pub use super::Profiles as _;
@@ -120,6 +124,7 @@ pub trait Store:
     + Moderation
     + Pushes
     + Reports
+    + Inbox
     + Clone
     + Send
     + Sync

@@ -648,7 +648,15 @@ async fn dump(pool: &sqlx::PgPool) -> Vec<(String, String)> {
     .unwrap();
     let mut rows = Vec::new();
     for relation in relations {
-        let sql = format!("SELECT to_jsonb(t)::TEXT FROM {relation} t");
+        // A notice's payload is protobuf: its text shown as text, so names and ids in it
+        // count.
+        let sql = if relation == "public.notices" {
+            "SELECT (to_jsonb(t) || jsonb_build_object('payload', encode(t.payload, 'escape')))::TEXT
+             FROM public.notices t"
+                .to_owned()
+        } else {
+            format!("SELECT to_jsonb(t)::TEXT FROM {relation} t")
+        };
         let texts: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
             .fetch_all(pool)
             .await
@@ -735,6 +743,12 @@ async fn deletion_leaves_every_other_row_as_it_was(pool: sqlx::PgPool) {
     let holds_personal = |row: &str| personal.iter().any(|p| row.contains(p.as_str()));
     let before = dump(&pool).await;
     assert!(before.iter().any(|(_, row)| holds_personal(row)));
+    assert!(
+        before
+            .iter()
+            .any(|(relation, row)| relation == "public.notices" && holds_personal(row)),
+        "notices name the player (requests, match results)"
+    );
 
     client
         .delete_account(authed(delete_with_password(PASSWORD), &gone.access_token))

@@ -29,6 +29,7 @@ mod export;
 mod feed;
 mod grpc;
 mod helpers;
+mod inbox;
 mod link;
 mod oidc_issuer;
 mod provider;

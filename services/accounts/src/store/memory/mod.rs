@@ -16,6 +16,7 @@ use crate::rating::Rating;
 use crate::refresh::{RefreshTokenRecord, TokenHash};
 
 mod friends;
+mod inbox;
 mod moderation;
 mod profiles;
 mod pushes;
@@ -43,6 +44,8 @@ struct Inner {
     players: HashMap<Uuid, Vec<PlayerRow>>,
     changes: HashMap<String, Vec<RatingChange>>,
     friends: friends::FriendBook,
+    /// Every player's notices.
+    notices: inbox::Notices,
     /// The times of each user's display name changes (the recent ones).
     name_changes: HashMap<Uuid, Vec<DateTime<Utc>>>,
     /// The operators' actions, in order.

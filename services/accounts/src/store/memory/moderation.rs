@@ -35,6 +35,7 @@ impl Inner {
         // As PostgreSQL's ON DELETE CASCADE; the seats keep their client apps.
         self.clients.remove(&user_id);
         let linked = self.friends.forget(user_id);
+        self.notices.forget(user_id);
         let rows = self.players.remove(&user_id).unwrap_or_default();
         for row in &rows {
             if let Some(record) = self.matches.get_mut(&row.match_id) {

@@ -13,6 +13,7 @@ use crate::error::{AccountsError, Result};
 use crate::refresh::RefreshTokenRecord;
 
 mod friends;
+mod inbox;
 mod moderation;
 mod profiles;
 mod pushes;

@@ -101,8 +101,18 @@ impl Moderation for PgStore {
             .bind(anonymous_key)
             .execute(&mut *tx)
             .await?;
+        // Other players' match result notices name the player in their seats: they go
+        // (the notices naming them otherwise, and their own, go with the row below).
+        sqlx::query(
+            "DELETE FROM notices WHERE kind = 'match_result'
+               AND position(convert_to($1::UUID::TEXT, 'UTF8') IN payload) > 0",
+        )
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
         // Devices, password, refresh tokens, rating, friend links (both ways), request
-        // counts and name changes go with the row (ON DELETE CASCADE).
+        // counts, name changes, notices to them and naming them go with the row (ON
+        // DELETE CASCADE).
         sqlx::query("DELETE FROM users WHERE id = $1")
             .bind(user_id)
             .execute(&mut *tx)

@@ -1,5 +1,6 @@
 //! The store contract: one suite, written once as generic functions in a module per
-//! role of the store (`sign_in`, `profiles`, `friends`, `records`, `pushes`, `reports`), run against
+//! role of the store (`sign_in`, `profiles`, `friends`, `records`, `pushes`, `reports`,
+//! `inbox`), run against
 //! [`MemoryStore`](accounts::MemoryStore) and against [`PgStore`](accounts::PgStore) on a
 //! fresh PostgreSQL database per test (`#[sqlx::test]`, which needs `DATABASE_URL` and
 //! fails when PostgreSQL is unreachable). Moderation (deletion, audit) is held to the same
@@ -21,6 +22,7 @@ use tokio::task::JoinSet;
 use uuid::Uuid;
 
 mod friends;
+mod inbox;
 mod profiles;
 mod pushes;
 mod records;
@@ -52,6 +54,12 @@ on_both_stores! {
         friend_limits_hold,
         concurrent_requests_between_two_players_make_one_friendship,
         friend_codes_are_given_once_and_find_their_owner,
+    }
+    cases in inbox {
+        notices_are_kept_once_per_key_and_listed_newest_first_in_pages,
+        notices_are_marked_read_by_their_owner_only,
+        notices_expire_and_the_bound_drops_the_oldest,
+        a_deleted_account_takes_its_notices_and_those_naming_it,
     }
     cases in records {
         ranked_match_is_recorded_once_and_rates_once,
