@@ -376,9 +376,9 @@ impl<S: Store> AccountsService for AccountsApi<S> {
     ) -> Result<Response<pb::ListNoticesResponse>, Status> {
         let caller = required_caller(&request)?;
         tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
-        Ok(Response::new(
-            self.do_list_notices(caller, request.into_inner()).await?,
-        ))
+        let viewer = Some(caller.user_id);
+        let answer = self.do_list_notices(caller, request.into_inner()).await?;
+        Ok(Response::new(self.shown(viewer, answer).await?))
     }
 
     #[tracing::instrument(skip_all, fields(user_id))]

@@ -5,8 +5,8 @@
 //!
 //! Every answer that shows other players' names implements [`ShowsNames`] (which names
 //! it carries, and whose), and the glue passes it through [`AccountsApi::shown`] on its
-//! way out: profiles, the leaderboard, match histories, friend lists and the friends'
-//! feed (`grpc.rs`, `feed.rs`), and GetPlayers, whence matchmaking's lobby and
+//! way out: profiles, the leaderboard, match histories, friend lists, the friends'
+//! feed and the inbox (`grpc.rs`, `feed.rs`), and GetPlayers, whence matchmaking's lobby and
 //! game-session's seats take their names (`internal.rs`). Operators
 //! (AccountsAdminService) see names as they are.
 
@@ -166,7 +166,27 @@ impl ShowsNames for pb::WatchFriendsResponse {
             Some(Event::PresenceChanged(presence)) => presence.each_name(f),
             Some(Event::FriendRequest(friend) | Event::FriendAdded(friend)) => friend.each_name(f),
             Some(Event::Invite(invite)) => invite.from.each_name(f),
+            Some(Event::Notice(notice)) => notice.each_name(f),
             None => {}
         }
+    }
+}
+
+impl ShowsNames for pb::Notice {
+    fn each_name(&mut self, f: &mut dyn FnMut(&str, &mut String)) {
+        use pb::notice::Body;
+        match &mut self.body {
+            Some(Body::FriendRequest(friend) | Body::FriendAdded(friend)) => friend.each_name(f),
+            Some(Body::Invite(invite)) => invite.from.each_name(f),
+            Some(Body::MatchResult(summary)) => summary.each_name(f),
+            // Names without an id (an event's opponent) are the sender's to show.
+            Some(_) | None => {}
+        }
+    }
+}
+
+impl ShowsNames for pb::ListNoticesResponse {
+    fn each_name(&mut self, f: &mut dyn FnMut(&str, &mut String)) {
+        self.notices.each_name(f);
     }
 }
