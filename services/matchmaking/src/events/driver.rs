@@ -41,7 +41,37 @@ use super::play::{self, LiveEvent, LiveMatch, player_of};
 use super::store::PhaseChange;
 use crate::clock::Millis;
 use crate::error::{MatchmakingError, Result};
-use crate::upstream::is_transient;
+use crate::upstream::{GameRooms, is_transient};
+
+/// The most calls to game-session one event's step has in flight at once (rooms made,
+/// results asked): a round of 512 matches is made in a few round trips, not 512.
+const PARALLEL: usize = 64;
+
+/// Runs `f` over `items`, at most [`PARALLEL`] at once; the answers in any order.
+async fn in_parallel<T, F, Fut>(items: Vec<T>, f: F) -> Vec<Fut::Output>
+where
+    F: Fn(T) -> Fut,
+    Fut: std::future::Future + Send + 'static,
+    Fut::Output: Send + 'static,
+{
+    let limit = Arc::new(tokio::sync::Semaphore::new(PARALLEL));
+    let mut tasks = tokio::task::JoinSet::new();
+    for item in items {
+        let (limit, call) = (limit.clone(), f(item));
+        tasks.spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            call.await
+        });
+    }
+    let mut out = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        match done {
+            Ok(answer) => out.push(answer),
+            Err(err) => tracing::warn!(error = %err, "an event call panicked"),
+        }
+    }
+    out
+}
 
 /// Drives every due event this replica can lease, every `events.tick_millis`, until
 /// `shutdown`; gives its leases up on the way out.
@@ -256,20 +286,30 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
     // Arena players who came back (Register after a pause, or entered while running).
     let entries = shared.store.entries(&event.id).await?;
     changed |= sync_entries(&mut live, &event, &entries, now);
-    // Results of the matches in play.
-    let withdrawn: Vec<&str> = entries
-        .iter()
-        .filter(|e| matches!(e.status, EntryStatus::Withdrawn))
-        .map(|e| e.user_id.as_str())
-        .collect();
-    let in_play: Vec<LiveMatch> = live
+    // Results of the matches in play, asked of game-session in parallel.
+    let withdrawn: Arc<Vec<String>> = Arc::new(
+        entries
+            .iter()
+            .filter(|e| matches!(e.status, EntryStatus::Withdrawn))
+            .map(|e| e.user_id.clone())
+            .collect(),
+    );
+    let in_play: Vec<(usize, LiveMatch)> = live
         .matches
         .iter()
-        .filter(|m| m.created && m.outcome.is_none())
-        .cloned()
+        .enumerate()
+        .filter(|(_, m)| m.created && m.outcome.is_none())
+        .map(|(i, m)| (i, m.clone()))
         .collect();
-    for m in in_play {
-        let outcome = match result_of(shared, &m, &withdrawn, now).await {
+    let mut outcomes = in_parallel(in_play, |(i, m)| {
+        let (game, withdrawn) = (shared.game.clone(), withdrawn.clone());
+        async move { (i, result_of(&*game, &m, &withdrawn, now).await, m) }
+    })
+    .await;
+    // In the order the matches were made, whatever order the answers came in.
+    outcomes.sort_by_key(|(i, _, _)| *i);
+    for (_, outcome, m) in outcomes {
+        let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(err) => {
                 tracing::warn!(event = %event.id, room = %m.room_id, error = %err, "event match result unknown: asked again");
@@ -281,14 +321,24 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
             changed = true;
         }
     }
-    // Rooms for the matches that have none (those the results just paired included).
-    let mut ready = Vec::new();
-    for m in live
+    // Rooms for the matches that have none (those the results just paired included),
+    // made in parallel.
+    let to_make: Vec<(usize, LiveMatch)> = live
         .matches
-        .iter_mut()
-        .filter(|m| !m.created && m.outcome.is_none())
-    {
-        match make_room(shared, &event, m).await {
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| !m.created && m.outcome.is_none())
+        .map(|(i, m)| (i, m.clone()))
+        .collect();
+    let made = in_parallel(to_make, |(i, m)| {
+        let (game, event) = (shared.game.clone(), event.clone());
+        async move { (i, make_room(&*game, &event, &m).await) }
+    })
+    .await;
+    let mut ready = Vec::new();
+    for (i, answer) in made {
+        let m = &mut live.matches[i];
+        match answer {
             Ok(()) => {
                 m.created = true;
                 m.ready_at_ms = now;
@@ -392,7 +442,7 @@ fn sync_entries(
     changed
 }
 
-async fn make_room(shared: &EventsShared, event: &EventRecord, m: &LiveMatch) -> Result<()> {
+async fn make_room(game: &dyn GameRooms, event: &EventRecord, m: &LiveMatch) -> Result<()> {
     let seat = |user: &str| game::SeatAssignment {
         occupant: Some(game::seat_assignment::Occupant::UserId(user.to_owned())),
         fill: common::SeatFill::Unspecified as i32,
@@ -406,7 +456,7 @@ async fn make_room(shared: &EventsShared, event: &EventRecord, m: &LiveMatch) ->
         allow_spectators: event.spec.allow_spectators,
         visibility: common::RoomVisibility::Private as i32,
     };
-    shared.game.create_room(request).await.map_err(|status| {
+    game.create_room(request).await.map_err(|status| {
         if is_transient(&status) {
             MatchmakingError::Unavailable(format!("game-session: {status}"))
         } else {
@@ -426,9 +476,8 @@ struct SeatView {
     joined: bool,
 }
 
-async fn seat_view(shared: &EventsShared, room: &str, user: &str) -> Result<SeatView> {
-    let answer = shared
-        .game
+async fn seat_view(game: &dyn GameRooms, room: &str, user: &str) -> Result<SeatView> {
+    let answer = game
         .get_seat(game::GetSeatRequest {
             room_id: room.to_owned(),
             user_id: user.to_owned(),
@@ -452,18 +501,17 @@ async fn seat_view(shared: &EventsShared, room: &str, user: &str) -> Result<Seat
 
 /// The result of a match in play, if it has one now.
 async fn result_of(
-    shared: &EventsShared,
+    game: &dyn GameRooms,
     m: &LiveMatch,
-    withdrawn: &[&str],
+    withdrawn: &[String],
     now: Millis,
 ) -> Result<Option<Outcome>> {
-    let gone: Vec<bool> = m
-        .players
-        .iter()
-        .map(|p| withdrawn.contains(&p.as_str()))
-        .collect();
-    let a = seat_view(shared, &m.room_id, &m.players[0]).await?;
-    let b = seat_view(shared, &m.room_id, &m.players[1]).await?;
+    let gone: Vec<bool> = m.players.iter().map(|p| withdrawn.contains(p)).collect();
+    let (a, b) = tokio::join!(
+        seat_view(game, &m.room_id, &m.players[0]),
+        seat_view(game, &m.room_id, &m.players[1]),
+    );
+    let (a, b) = (a?, b?);
     let player = |i: usize| player_of(&m.players[i]);
     if a.finished {
         return Ok(Some(match a.winner_seat.or(b.winner_seat) {

@@ -177,7 +177,7 @@ impl World {
             format,
             recurrence: None,
             registration_opens_seconds_before: 3600,
-            cap: 64,
+            cap: 4096,
             rating_band: None,
             check_in_seconds: 0,
             join_deadline_seconds: 60,
@@ -406,4 +406,27 @@ async fn an_arena_re_pairs_at_once_and_ends_with_its_window() {
     let live = w.live_state(&id).await;
     let keys: HashSet<&str> = live.matches.iter().map(|m| m.key.as_str()).collect();
     assert_eq!(keys.len(), live.matches.len());
+}
+
+#[tokio::test]
+async fn a_1024_player_knockout_starts_with_every_room_in_one_step() {
+    let w = World::new();
+    let a = w.replica("a");
+    let (id, users) = w.event(Format::Knockout, 1024).await;
+    w.clock.set(START);
+    let started = std::time::Instant::now();
+    driver::tick_once(&a).await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(w.phase(&id).await, Phase::Running);
+    assert_eq!(
+        w.rooms.ids().len(),
+        512,
+        "every first-round room in the start's step"
+    );
+    let live = w.live_state(&id).await;
+    assert_rounds_sound(&live);
+    let paired: HashSet<&String> = live.matches.iter().flat_map(|m| &m.players).collect();
+    assert_eq!(paired.len(), users.len(), "nobody left out");
+    // The clock's own work (stores in memory, game-session answering at once).
+    eprintln!("1,024-player knockout: started, 512 rooms made, in {took:?}");
 }
