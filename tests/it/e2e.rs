@@ -16,11 +16,12 @@ use basra_proto::basra::accounts::v1::notice::Body as NoticeBody;
 use basra_proto::basra::accounts::v1::watch_friends_response::Event as FeedEvent;
 use basra_proto::basra::accounts::v1::{
     AcceptFriendRequest, Activity, AddFriendRequest, CountUnreadNoticesRequest, GetProfileRequest,
-    LeaderboardRequest, ListNoticesRequest, ListNoticesResponse, MatchHistoryRequest, NoticeKind,
-    RegisterRequest, WatchFriendsResponse, add_friend_request,
+    GetReplayRequest, LeaderboardRequest, ListNoticesRequest, ListNoticesResponse,
+    MatchHistoryRequest, NoticeKind, RegisterRequest, WatchFriendsResponse, add_friend_request,
 };
 use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 use basra_proto::basra::game::v1::play_request::Kind;
+use basra_proto::basra::game::v1::play_response::Event as GameEvent;
 use basra_proto::basra::game::v1::{AskRematchRequest, Join, PlayRequest};
 use basra_proto::basra::matchmaking::v1::join_room_request::Target;
 use basra_proto::basra::matchmaking::v1::{InviteFriendRequest, JoinRoomRequest};
@@ -203,12 +204,41 @@ async fn a_ranked_match_is_rated_recorded_and_replayable(backend: Backend) {
         .leaderboard(LeaderboardRequest {
             page_size: 50,
             page_token: String::new(),
+            ..Default::default()
         })
         .await
         .unwrap()
         .into_inner();
     let listed: Vec<&str> = board.entries.iter().map(|e| e.user_id.as_str()).collect();
     assert!(listed.contains(&alice.user_id.as_str()) && listed.contains(&bob.user_id.as_str()));
+    assert!(
+        board.season.is_some_and(|s| s.current),
+        "the current season's leaderboard"
+    );
+
+    // Each player replays it move by move as a spectator saw it (no hand shown), to the
+    // same end; the analysis of their plays comes beside it (pending or ready).
+    for player in [&alice, &bob] {
+        let replay = player
+            .accounts()
+            .get_replay(GetReplayRequest {
+                match_id: ended.match_id.clone(),
+                with_analysis: true,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let Some(GameEvent::MatchEnded(end)) = replay.events.last().and_then(|e| e.event.clone())
+        else {
+            panic!("a replay ends with the match's end");
+        };
+        assert_eq!(end.totals, ended.totals);
+        assert!(replay.events.iter().all(|e| match &e.event {
+            Some(GameEvent::HandDealt(deal)) => deal.cards.is_empty(),
+            _ => true,
+        }));
+        assert!(replay.analysis.is_some());
+    }
 
     // The stored record replays, from its seed and action log, to the same totals.
     let Some(db) = &backend.db else {

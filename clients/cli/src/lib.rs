@@ -19,7 +19,8 @@
 //! - [`table`]: the client's model of its game, rebuilt from the events.
 //! - [`web_page`]: the web client's page, served by `basra dev`.
 //! - [`tls`]: `http://` and `https://` servers, the `--ca-file` trusted.
-//! - [`render`]: the terminal picture and announcements.
+//! - [`render`]: the terminal picture and announcements; [`replay`]: `basra replay`, a
+//!   finished match move by move with the analysis of your plays.
 
 pub mod account;
 pub mod admin;
@@ -35,6 +36,7 @@ pub mod input;
 pub mod lobby;
 pub mod player;
 pub mod render;
+pub mod replay;
 pub mod session;
 pub mod simulate;
 pub mod table;

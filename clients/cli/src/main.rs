@@ -180,6 +180,17 @@ enum Command {
         #[arg(long, default_value = "")]
         comment: String,
     },
+    /// Replay a finished match of yours move by move, with the analysis of your plays
+    /// (Enter: next event, p: play / pause, q: quit).
+    Replay {
+        #[command(flatten)]
+        connection: Connection,
+        /// The match (its id in your match history).
+        match_id: String,
+        /// The pause between events while playing.
+        #[arg(long, default_value_t = 800)]
+        delay_ms: u64,
+    },
     /// Your account: export your data (one JSON document) or delete the account for good.
     Account {
         #[command(flatten)]
@@ -589,6 +600,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .map_err(|status| anyhow::anyhow!("{}", status.message()))?;
             println!("reported: thank you, a moderator will look at it");
             Ok(())
+        }
+        Command::Replay {
+            connection,
+            match_id,
+            delay_ms,
+        } => {
+            let session = sign_in(&connection).await?;
+            basra::replay::run(
+                &session,
+                &match_id,
+                std::time::Duration::from_millis(delay_ms),
+            )
+            .await
         }
         Command::Account {
             connection,

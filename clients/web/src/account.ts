@@ -6,6 +6,7 @@
 import { authed, currentUser, deleteMyAccount, exportMyData, logIn, register, setRememberedName } from "./api";
 import { el, errorText, screens, shared, Code, ConnectError } from "./shell";
 import { bdi, t, tx } from "./i18n";
+import { replayPanel } from "./replay";
 import type { RatingChange } from "./gen/basra/common/v1/common_pb";
 import { MatchEndReason } from "./gen/basra/common/v1/common_pb";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
@@ -273,14 +274,26 @@ export function rankedPanel(): HTMLElement {
             });
             const change = m.yourRatingChange;
             const when = m.endedAt ? new Date(timestampMs(m.endedAt)).toLocaleString() : "";
-            return el(
+            const row = el(
               "li",
               { "data-testid": "history-row", "data-ranked": String(m.ranked) },
               ...tx("historyRow", { result, opponents, scores: m.finalTotals.join(" – ") }),
               m.ranked ? ` · ${t("rankedTag")}` : "",
               change ? ` · ${ratingText(change)}` : "",
               when ? el("small", {}, ` · ${when}`) : null,
+              " ",
             );
+            const open = el("button", { type: "button", class: "link", "data-testid": "replay-open" }, t("replay"));
+            open.addEventListener("click", () => {
+              const panel = replayPanel(m.matchId, () => {
+                panel.remove();
+                open.hidden = false;
+              });
+              open.hidden = true;
+              row.append(panel);
+            });
+            row.append(open);
+            return row;
           })
         : [el("li", {}, t("historyEmpty"))]),
     );

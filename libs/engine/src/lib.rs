@@ -9,7 +9,8 @@
 //! - [`Game::view`] is the only client-facing projection; [`Event::for_viewer`] hides other
 //!   seats' cards in the event stream.
 //! - [`capture::largest_cover`] is the exact largest-capture search (docs/rules.md §6).
-//! - [`bot`] holds the bot policies, [`search`] the search bot behind the "hard" level;
+//! - [`bot`] holds the bot policies, [`search`] the search bot behind the "hard" level,
+//!   [`analysis`] a finished match's plays compared with the search bot's;
 //!   [`round::Round`] a single round, used by the rules tool.
 //!
 //! ```
@@ -22,6 +23,7 @@
 //! assert!(!events.is_empty());
 //! ```
 
+pub mod analysis;
 pub mod bot;
 pub mod capture;
 pub mod card;

@@ -122,43 +122,82 @@ pub fn best_card(
     memory: &Memory,
     budget: &Budget,
     rng: &mut impl RngCore,
-    mut stop: impl FnMut() -> bool,
+    stop: impl FnMut() -> bool,
 ) -> Option<Card> {
-    let seat = view.viewer.filter(|_| view.my_turn())?;
-    let settings = &view.settings;
-    let candidates = candidates(view);
-    let greedy = *candidates.first()?;
-    if candidates.len() == 1 {
-        return Some(greedy);
-    }
-    let Some(unseen) = Unseen::of(view, memory, seat) else {
-        return Some(greedy);
-    };
-    let side = seat.side();
-    let mut totals = vec![0i64; candidates.len()];
-    let mut events = Vec::with_capacity(16);
-    for _ in 0..budget.worlds {
-        if stop() {
-            break;
-        }
-        let world = unseen.deal(view, rng);
-        for (total, &card) in totals.iter_mut().zip(&candidates) {
-            let mut round = world.clone();
-            events.clear();
-            round
-                .play(settings, seat, card, None, &mut events)
-                .expect("the card is in the hand");
-            *total += rollout(round, settings, view.totals, side, &mut events);
-        }
-    }
+    let values = evaluate(view, memory, budget, rng, stop)?;
     // The first best: candidates are in greedy order, so a tie goes to the greedy card.
     let mut best = 0;
-    for (i, &total) in totals.iter().enumerate() {
-        if total > totals[best] {
+    for (i, &(_, total)) in values.iter().enumerate() {
+        if total > values[best].1 {
             best = i;
         }
     }
-    Some(candidates[best])
+    Some(values[best].0)
+}
+
+/// What the search bot expects each card of the hand to be worth, in points of the round
+/// for the viewer's side (± the match target when the round ends the match), from the
+/// same worlds as [`best_card`] (which plays the best of them): one value per card in
+/// hand, in hand order, cards that play alike valued alike. `None` when it is not the
+/// viewer's turn. With one card worth trying, or a view and memory that do not add up,
+/// every card is valued 0 (nothing to compare).
+pub fn card_values(
+    view: &View,
+    memory: &Memory,
+    budget: &Budget,
+    rng: &mut impl RngCore,
+) -> Option<Vec<(Card, f64)>> {
+    let values = evaluate(view, memory, budget, rng, || false)?;
+    let settings = &view.settings;
+    let value_of = |card: Card| {
+        values
+            .iter()
+            .find(|(tried, _)| play_class(*tried, settings) == play_class(card, settings))
+            .map_or(0.0, |&(_, total)| total as f64)
+    };
+    let worlds = f64::from(budget.worlds.max(1));
+    Some(
+        view.hand
+            .iter()
+            .map(|card| (card, value_of(card) / worlds))
+            .collect(),
+    )
+}
+
+/// Each card worth trying (best greedy card first) with its total worth over the worlds
+/// dealt; all totals 0 when there is nothing to search.
+fn evaluate(
+    view: &View,
+    memory: &Memory,
+    budget: &Budget,
+    rng: &mut impl RngCore,
+    mut stop: impl FnMut() -> bool,
+) -> Option<Vec<(Card, i64)>> {
+    let seat = view.viewer.filter(|_| view.my_turn())?;
+    let settings = &view.settings;
+    let candidates = candidates(view);
+    candidates.first()?;
+    let mut totals = vec![0i64; candidates.len()];
+    let unseen = Unseen::of(view, memory, seat).filter(|_| candidates.len() > 1);
+    if let Some(unseen) = unseen {
+        let side = seat.side();
+        let mut events = Vec::with_capacity(16);
+        for _ in 0..budget.worlds {
+            if stop() {
+                break;
+            }
+            let world = unseen.deal(view, rng);
+            for (total, &card) in totals.iter_mut().zip(&candidates) {
+                let mut round = world.clone();
+                events.clear();
+                round
+                    .play(settings, seat, card, None, &mut events)
+                    .expect("the card is in the hand");
+                *total += rollout(round, settings, view.totals, side, &mut events);
+            }
+        }
+    }
+    Some(candidates.into_iter().zip(totals).collect())
 }
 
 /// The hand's cards worth trying, best greedy card first: one card of each class that plays

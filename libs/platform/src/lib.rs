@@ -14,6 +14,7 @@
 //! | [`client_info`] | the client app behind a call (`basra-client: web/1.2.0`): platform and version, for analytics |
 //! | [`presence`] | telling accounts which players are in a match or in the queue (their friends see it) |
 //! | [`revocation`] | the banned and deleted accounts every service refuses, shared through Redis |
+//! | [`search_threads`] | threads at the lowest CPU priority for searches (hard bots, match analysis) |
 //! | [`stream_limit`] | per-account limits on open streams (RESOURCE_EXHAUSTED with a retry hint beyond them) |
 //! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts, sign-ups), on `governor` |
 //!
@@ -35,6 +36,7 @@ pub mod presence;
 pub mod ratelimit;
 pub mod redis;
 pub mod revocation;
+pub mod search_threads;
 pub mod serve;
 pub mod shutdown;
 pub mod stream_limit;

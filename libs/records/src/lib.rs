@@ -9,6 +9,8 @@
 //!   stores.
 //! - [`action_log`]: the compact binary form of the action log that accounts stores
 //!   instead of JSON since migration `20261201000003_action_log`.
+//! - [`spectator`]: what a viewer sees of a match (game-session's streams), and the
+//!   replay of a record: the events a spectator saw, rebuilt from its seed and log.
 //! - [`stored`]: a record as read back from storage (the analyst view), with the action
 //!   log of either form.
 //! - [`corpus`]: realistic records made by engine bots, for analysts' practice corpora
@@ -36,6 +38,7 @@ pub mod action_log;
 pub mod build;
 pub mod corpus;
 pub mod record;
+pub mod spectator;
 pub mod stored;
 pub mod wire;
 

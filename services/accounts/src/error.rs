@@ -95,6 +95,9 @@ pub enum AccountsError {
     /// A notice id that is not one of the caller's kept notices.
     #[error("no such notice: unknown, expired, dropped or not the caller's")]
     NoticeNotFound,
+    /// Something else the request names does not exist (the message says what).
+    #[error("{0}")]
+    NotFound(&'static str),
     /// A friend action the rules refuse (its code is the refusal's).
     #[error(transparent)]
     Friend(#[from] crate::friends::Refusal),
@@ -215,7 +218,9 @@ impl ServiceError for AccountsError {
             | AccountsError::TooManyStreams(_)
             | AccountsError::NameChangesLimited { .. }
             | AccountsError::ReportsLimited { .. } => Code::ResourceExhausted,
-            AccountsError::UserNotFound | AccountsError::NoticeNotFound => Code::NotFound,
+            AccountsError::UserNotFound
+            | AccountsError::NoticeNotFound
+            | AccountsError::NotFound(_) => Code::NotFound,
             AccountsError::Friend(refusal) => refusal.code(),
             AccountsError::PermissionDenied(_) | AccountsError::Banned(_) => Code::PermissionDenied,
             AccountsError::Unavailable(_)

@@ -10,6 +10,7 @@
 //!   [`social`]: presence and the friends' feed (WatchFriends), in Redis;
 //!   [`inbox`]: the notices kept for each player (ListNotices, SendNotice), and the hook
 //!   that hears of each one.
+//! - [`analysis`]: players' plays compared with the search bot's, off the runtime.
 //! - [`deletion`]: what deleting an account leaves behind (anonymous keys, placeholders).
 //! - [`names`]: the rate limit of display name changes.
 //! - [`push`]: push notifications: which notices are pushed to which devices, and the
@@ -20,7 +21,7 @@
 //!   keys cached).
 //! - [`rating`]: Glicko-2 changes of a match; match records are `basra-records`'s
 //!   (checked there, stored here with the action log in [`action_log`]'s binary form);
-//!   [`refresh`]: refresh tokens; [`password`]: argon2id.
+//!   [`seasons`]: the rating seasons, their soft reset and the tiers; [`refresh`]: refresh tokens; [`password`]: argon2id.
 //! - [`settings`]: typed settings; [`App`] (in `startup.rs`, the assembly): the service as
 //!   they describe it.
 //!
@@ -36,6 +37,7 @@
 //! # }
 //! ```
 
+pub mod analysis;
 pub mod deletion;
 pub mod domain;
 pub mod error;
@@ -49,6 +51,7 @@ pub mod push;
 pub mod rating;
 pub mod refresh;
 pub mod reports;
+pub mod seasons;
 pub mod service;
 pub mod settings;
 pub mod social;

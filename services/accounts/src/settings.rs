@@ -62,6 +62,12 @@ pub struct Settings {
     /// `[inbox]`: how many notices a player keeps, and for how long.
     #[serde(default)]
     pub inbox: InboxSettings,
+    /// `[seasons]`: the rating seasons, their soft reset and the tiers.
+    #[serde(default)]
+    pub seasons: crate::seasons::Calendar,
+    /// `[analysis]`: the analysis of players' plays (GetReplay).
+    #[serde(default)]
+    pub analysis: crate::analysis::AnalysisSettings,
 }
 
 /// `[inbox]`.
@@ -325,6 +331,8 @@ impl Validate for Settings {
         self.identity.validate()?;
         self.providers.validate()?;
         self.push.validate()?;
+        self.seasons.validate()?;
+        self.analysis.validate()?;
         let tokens = &self.tokens;
         if !(1..=MAX_ACCESS_TTL_SECONDS).contains(&tokens.access_ttl_seconds) {
             return Err(format!(

@@ -160,6 +160,8 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
         push: crate::push::Pushing::from_settings(&settings.push)?,
         inbox: settings.inbox.limits(),
         notice_hook: None,
+        calendar: Arc::new(settings.seasons.clone()),
+        analyst: crate::analysis::Analyst::new(&settings.analysis),
     };
     // A bad or duplicate kid fails here, before any socket is bound.
     config

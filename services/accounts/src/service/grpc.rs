@@ -403,4 +403,28 @@ impl<S: Store> AccountsService for AccountsApi<S> {
         tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
         Ok(Response::new(self.do_count_unread_notices(caller).await?))
     }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn list_seasons(
+        &self,
+        request: Request<pb::ListSeasonsRequest>,
+    ) -> Result<Response<pb::ListSeasonsResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_list_seasons(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id))]
+    async fn get_replay(
+        &self,
+        request: Request<pb::GetReplayRequest>,
+    ) -> Result<Response<pb::GetReplayResponse>, Status> {
+        let caller = required_caller(&request)?;
+        tracing::Span::current().record("user_id", tracing::field::display(caller.user_id));
+        Ok(Response::new(
+            self.do_get_replay(caller, request.into_inner()).await?,
+        ))
+    }
 }

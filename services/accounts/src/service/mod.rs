@@ -7,8 +7,9 @@
 //! - `sign_in`, GuestLogin, Register, Login, Refresh and Logout, with their rate limits;
 //!   `provider`, SignInWithProvider, LinkPassword and LinkProvider;
 //! - `profile`, GetProfile, Leaderboard, MatchHistory and GetPlayers, continued by the
-//!   page tokens of `page_token`;
-//! - `records`, RecordMatch and RecordMatches;
+//!   page tokens of `page_token`; `seasons`, ListSeasons and the closing of finished
+//!   seasons;
+//! - `records`, RecordMatch and RecordMatches; `replays`, GetReplay (with the analysis);
 //! - `friends`, `feed` and `names`: friend requests, presence and the friends' feed,
 //!   display names;
 //! - `reports`, ReportPlayer; `reports_admin`, the moderators' ListReports, GetReports and
@@ -55,8 +56,10 @@ mod profile;
 mod provider;
 mod pushes;
 mod records;
+mod replays;
 mod reports;
 mod reports_admin;
+mod seasons;
 mod shown_names;
 mod sign_in;
 
@@ -133,6 +136,10 @@ pub struct ServiceConfig {
     pub inbox: crate::inbox::InboxLimits,
     /// Told of every notice kept (push delivery hooks in here; [`crate::inbox`]).
     pub notice_hook: crate::inbox::SharedNoticeHook,
+    /// The rating seasons and tiers (the store holds the same calendar).
+    pub calendar: Arc<crate::seasons::Calendar>,
+    /// Analyses players' plays (GetReplay).
+    pub analyst: crate::analysis::Analyst,
 }
 
 impl ServiceConfig {
@@ -169,6 +176,8 @@ struct Inner<S> {
     verifier: TokenVerifier,
     config: ServiceConfig,
     metrics: Arc<AccountsMetrics>,
+    /// The finished seasons this replica knows are closed ([`seasons`]).
+    closed_seasons: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// A token for service-to-service calls (e.g. game-session's RecordMatch):
@@ -200,17 +209,19 @@ impl<S: Store> AccountsApi<S> {
         AccountsApi::with_social(store, social, config)
     }
 
-    /// A service on `store`, with presence and notifications in `social`.
+    /// A service on `store` (given the configuration's seasons), with presence and
+    /// notifications in `social`.
     pub fn with_social(store: S, social: Social, config: ServiceConfig) -> AccountsApi<S> {
         AccountsApi {
             inner: Arc::new(Inner {
-                store,
+                store: store.with_calendar(Arc::clone(&config.calendar)),
                 social,
                 verifier: config
                     .verifier()
                     .expect("trusted keys are checked by service_config"),
                 config,
                 metrics: Arc::default(),
+                closed_seasons: std::sync::Mutex::default(),
             }),
         }
     }

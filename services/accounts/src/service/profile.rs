@@ -1,4 +1,5 @@
-//! What players read about each other: GetProfile, the Leaderboard and MatchHistory
+//! What players read about each other: GetProfile (with the tier and the best season
+//! finish), the Leaderboard (of a season) and MatchHistory
 //! (pages of at most [`MAX_PAGE`], continued by [`super::page_token`]s), and GetPlayers,
 //! the services' batch look-up (matchmaking's ratings and blocks).
 
@@ -13,7 +14,9 @@ use super::AccountsApi;
 use super::page_token::{
     decode_history_token, decode_leaderboard_token, encode_history_token, encode_leaderboard_token,
 };
+use super::seasons::Board;
 use crate::error::{AccountsError, Result};
+use crate::seasons::Calendar;
 use crate::store::{HistoryEntry, LeaderboardRow, RatingChange, Store};
 
 /// Leaderboard page size when the request says 0.
@@ -45,6 +48,8 @@ impl<S: Store> AccountsApi<S> {
             .profile(user_id, self.inner.config.leaderboard)
             .await?
             .ok_or(AccountsError::UserNotFound)?;
+        let calendar = &self.inner.config.calendar;
+        let best_season_finish = self.best_season_finish(user_id).await?;
         let friend_code = if own {
             let code = self.inner.store.friend_code(user_id).await?;
             code.map(|c| c.to_string()).unwrap_or_default()
@@ -71,6 +76,9 @@ impl<S: Store> AccountsApi<S> {
                 leaderboard_rank: profile.leaderboard_rank,
                 created_at: Some(timestamp_to_proto(profile.user.created_at)),
                 friend_code,
+                tier: calendar.tier_name(profile.rating.rating).to_owned(),
+                best_season_finish,
+                season_id: calendar.id_at(crate::domain::now()).to_owned(),
             }),
         })
     }
@@ -88,11 +96,24 @@ impl<S: Store> AccountsApi<S> {
             (rank + 1, Some(cursor))
         };
         let rules = self.inner.config.leaderboard;
-        let mut rows = self
-            .inner
-            .store
-            .leaderboard(rules, after, limit + 1)
-            .await?;
+        let board = self.board(&req.season_id).await?;
+        let store = &self.inner.store;
+        let (mut rows, caller_row, season) = match board {
+            Board::Current(season) => (
+                store.leaderboard(rules, after, limit + 1).await?,
+                store.leaderboard_position(caller.user_id, rules).await?,
+                season,
+            ),
+            Board::Finished(season) => (
+                store
+                    .season_leaderboard(&season.id, rules, after, limit + 1)
+                    .await?,
+                store
+                    .season_position(caller.user_id, &season.id, rules)
+                    .await?,
+                Some(season),
+            ),
+        };
         let more = rows.len() > limit as usize;
         rows.truncate(limit as usize);
         let next_page_token = match rows.last() {
@@ -101,20 +122,16 @@ impl<S: Store> AccountsApi<S> {
             }
             _ => String::new(),
         };
-        let caller_row = self
-            .inner
-            .store
-            .leaderboard_position(caller.user_id, rules)
-            .await?
-            .map(|(rank, row)| leaderboard_entry(rank, row));
+        let calendar = &self.inner.config.calendar;
         Ok(pb::LeaderboardResponse {
             entries: rows
                 .into_iter()
                 .enumerate()
-                .map(|(i, row)| leaderboard_entry(first_rank + i as u32, row))
+                .map(|(i, row)| leaderboard_entry(first_rank + i as u32, row, calendar))
                 .collect(),
             next_page_token,
-            caller: caller_row,
+            caller: caller_row.map(|(rank, row)| leaderboard_entry(rank, row, calendar)),
+            season: season.map(|s| self.season_to_proto(s, crate::domain::now())),
         })
     }
 
@@ -201,11 +218,12 @@ fn page_size(requested: u32, default: u32) -> u32 {
     }
 }
 
-fn leaderboard_entry(rank: u32, row: LeaderboardRow) -> pb::LeaderboardEntry {
+fn leaderboard_entry(rank: u32, row: LeaderboardRow, calendar: &Calendar) -> pb::LeaderboardEntry {
     pb::LeaderboardEntry {
         rank,
         user_id: row.user_id.to_string(),
         display_name: row.display_name,
+        tier: calendar.tier_name(row.rating).to_owned(),
         rating: row.rating,
         ranked_matches: row.ranked_matches,
     }

@@ -12,6 +12,7 @@
 //! | push devices and the outbox | [`Pushes`] | `pushes.rs` |
 //! | reports of players | [`Reports`] | `reports.rs` |
 //! | the inbox: players' notices | [`Inbox`] | `inbox.rs` |
+//! | finished seasons' leaderboards | [`Seasons`] | `seasons.rs` |
 //!
 //! [`Store`] is all of them and what only a whole store answers (row counts, the pool's
 //! state): the service takes one `S: Store`. A caller holding a concrete store calls the
@@ -24,11 +25,13 @@
 //! a single call.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::error::Result;
+use crate::seasons::Calendar;
 
 mod friends;
 mod inbox;
@@ -39,6 +42,7 @@ mod profiles;
 pub mod pushes;
 mod records;
 mod reports;
+mod seasons;
 mod sign_in;
 
 pub use friends::Friends;
@@ -50,6 +54,7 @@ pub use profiles::{LeaderboardCursor, LeaderboardRow, LeaderboardRules, Profile,
 pub use pushes::Pushes;
 pub use records::{HistoryCursor, HistoryEntry, MatchRecords, PlayedMatch, RatingChange, Recorded};
 pub use reports::{ClosedReport, Filing, NewReport, Report, ReportedTarget, Reports, Resolved};
+pub use seasons::{SeasonFinish, Seasons};
 pub use sign_in::{
     AccountRecords, GuestUpgrade, LinkedProvider, NewAccount, NewGuest, NewProviderAccount,
     NewSession, Rotation, SignIn,
@@ -65,6 +70,7 @@ pub mod prelude {
     pub use super::Profiles as _;
     pub use super::Pushes as _;
     pub use super::Reports as _;
+    pub use super::Seasons as _;
     pub use super::SignIn as _;
     pub use super::Store as _;
 }
@@ -125,6 +131,7 @@ pub trait Store:
     + Pushes
     + Reports
     + Inbox
+    + Seasons
     + Clone
     + Send
     + Sync
@@ -137,4 +144,11 @@ pub trait Store:
 
     /// Row counts.
     fn counts(&self) -> impl Future<Output = Result<Counts>> + Send;
+
+    /// This store with these rating seasons (none by default): a rated match moves its
+    /// players' ratings to the season of its recording, and reads show a rating still
+    /// in an earlier season as the soft reset leaves it ([`Calendar::roll`]). The service
+    /// gives its store the calendar of its settings.
+    #[must_use]
+    fn with_calendar(self, calendar: Arc<Calendar>) -> Self;
 }

@@ -1,8 +1,9 @@
-//! Match records: finished matches stored once each with their rating changes, and
-//! each player's history of them.
+//! Match records: finished matches stored once each with their rating changes, each
+//! player's history of them, and the analyses of their plays (kept once computed).
 
 use std::future::Future;
 
+use basra_engine::analysis::PlayReview;
 use basra_platform::client_info::ClientInfo;
 use basra_records::{EndReason, MatchRecord, SeatRecord};
 use chrono::{DateTime, Utc};
@@ -179,4 +180,33 @@ pub trait MatchRecords: Send + Sync {
         after: Option<HistoryCursor>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<PlayedMatch>>> + Send;
+
+    /// The recorded match `match_id`, whole, if the user played in it (`None`: no such
+    /// match, or not theirs).
+    fn played_match(
+        &self,
+        user_id: Uuid,
+        match_id: &str,
+    ) -> impl Future<Output = Result<Option<PlayedMatch>>> + Send;
+
+    /// The analysis kept for `seat`'s plays of the match, if one was kept computed with
+    /// `worlds` worlds per play.
+    fn match_analysis(
+        &self,
+        match_id: &str,
+        seat: u8,
+        worlds: u32,
+    ) -> impl Future<Output = Result<Option<Vec<PlayReview>>>> + Send;
+
+    /// Keeps the analysis of `seat`'s plays of the match, computed with `worlds` worlds
+    /// per play: it replaces one computed with other worlds, never one with the same (two
+    /// replicas that computed it at once keep the first).
+    fn keep_match_analysis(
+        &self,
+        match_id: &str,
+        seat: u8,
+        worlds: u32,
+        reviews: &[PlayReview],
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<()>> + Send;
 }

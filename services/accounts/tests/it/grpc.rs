@@ -1479,6 +1479,7 @@ mod cases {
                     pb::LeaderboardRequest {
                         page_size: 2,
                         page_token: page_token.clone(),
+                        ..Default::default()
                     },
                     token,
                 ))
@@ -1527,6 +1528,7 @@ mod cases {
                         pb::LeaderboardRequest {
                             page_size: 0,
                             page_token: bad.into(),
+                            ..Default::default()
                         },
                         token,
                     ))

@@ -30,7 +30,7 @@ use tokio::sync::{Semaphore, oneshot};
 use crate::metrics::GameMetrics;
 use crate::room::{BotChoice, BotTurn};
 
-use super::search_threads::{SearchPriority, SearchThreads};
+use basra_platform::search_threads::{SearchPriority, SearchThreads};
 
 /// The `[bots]` section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -117,7 +117,7 @@ impl Bots {
             max_think: Duration::from_millis(settings.hard_max_ms),
             queue: Duration::from_millis(settings.queue_ms),
             slots: Arc::new(Semaphore::new(concurrent)),
-            threads: SearchThreads::start(concurrent, settings.search_priority),
+            threads: SearchThreads::start("hard-bot", concurrent, settings.search_priority),
         }
     }
 

@@ -35,7 +35,8 @@ pub mod drain;
 pub mod hub;
 pub mod lease;
 pub mod outbox;
-pub mod search_threads;
+/// The search threads, shared with accounts' analysis (`basra-platform`).
+pub use basra_platform::search_threads;
 pub mod shared_bytes;
 pub mod timers;
 pub mod walks;

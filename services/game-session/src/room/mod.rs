@@ -10,11 +10,11 @@
 
 use basra_engine::search::Memory;
 use basra_engine::{
-    Action, Card, CardSet, EndReason, Event, Game, MajorityTie, RoundScore, Seat, Seed, Settings,
-    View, bot,
+    Action, Card, CardSet, EndReason, Event, Game, RoundScore, Seat, Seed, Settings, View, bot,
 };
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1::RejectCode;
+use basra_records::spectator;
 use basra_records::{EndReason as MatchEndReason, SeatFill};
 use serde::{Deserialize, Serialize};
 
@@ -580,8 +580,8 @@ impl Room {
                         now,
                     );
                 }
-                Event::CardPlayed { basra, .. } => {
-                    let basra_points = basra.map_or(0, |kind| kind.points(&self.settings));
+                Event::CardPlayed { .. } => {
+                    let basra_points = spectator::basra_points(&event, &self.settings);
                     self.push(
                         LogEvent::CardPlayed {
                             played: event,
@@ -593,12 +593,7 @@ impl Room {
                     );
                 }
                 Event::RoundEnded(score) => {
-                    let tie = score.piles[0] == score.piles[1];
-                    self.carried = if tie && self.settings.majority_tie == MajorityTie::CarryOver {
-                        self.carried + self.settings.majority_points
-                    } else {
-                        0
-                    };
+                    self.carried = spectator::carried_after(self.carried, &score, &self.settings);
                     self.rounds.push(RoundRecord {
                         dealer: self.dealer,
                         score,

@@ -1,17 +1,17 @@
 //! Between the stored room and the protobuf API. Everything a client receives is made
 //! here, from the engine's per-seat [`View`](basra_engine::View) or an event passed
 //! through [`Event::for_viewer`]. Cards, rule settings and Basra kinds go through
-//! [`basra_proto::convert`], shared by every service; only what is specific to rooms,
-//! seats and the event log lives here.
+//! [`basra_proto::convert`], shared by every service, and a deal, a play and a round's end
+//! are projected by [`basra_records::spectator`], which accounts' replays share; only what
+//! is specific to rooms, seats and the event log lives here.
 
-use basra_engine::{CardSet, Event};
+use basra_engine::Event;
 use basra_proto::basra::common::v1 as pb;
 use basra_proto::basra::game::v1 as game;
 pub use basra_proto::convert::timestamp;
-use basra_proto::convert::{
-    basra_to_pb, bot_display_name, card_to_pb, cards_to_pb, player_display_name, settings_to_pb,
-};
+use basra_proto::convert::{bot_display_name, cards_to_pb, player_display_name, settings_to_pb};
 pub use basra_records::build::side_scores;
+use basra_records::spectator;
 
 use crate::room::events::{LogEvent, StoredEvent};
 use crate::room::{Occupant, Room, SeatSnapshot, Status};
@@ -175,60 +175,34 @@ pub fn project(
             deals,
             hand_counts,
             deck_remaining,
-        } => {
-            let mine = deals
-                .iter()
-                .map(|deal| deal.for_viewer(viewer_seat))
-                .find_map(|deal| match deal {
-                    Event::HandDealt {
-                        cards: Some(cards), ..
-                    } => Some(cards),
-                    _ => None,
-                })
-                .unwrap_or(CardSet::EMPTY);
-            E::HandDealt(game::HandDealt {
-                cards: cards_to_pb(mine),
-                hand_counts: hand_counts.clone(),
-                deck_remaining: *deck_remaining,
-            })
-        }
+        } => E::HandDealt(spectator::hand_dealt(
+            deals,
+            viewer_seat,
+            hand_counts.clone(),
+            *deck_remaining,
+        )),
         LogEvent::CardPlayed {
             played,
             basra_points,
             automatic,
             client_move_id,
-        } => match played.for_viewer(viewer_seat) {
-            Event::CardPlayed {
-                seat,
-                card,
-                taken,
-                basra,
-            } => E::CardPlayed(game::CardPlayed {
-                seat: u32::from(seat.0),
-                card: Some(card_to_pb(card)),
-                taken: cards_to_pb(taken),
-                basra: basra_to_pb(basra) as i32,
-                basra_points: *basra_points,
-                automatic: *automatic,
-                client_move_id: if viewer_seat == Some(seat) {
-                    client_move_id.clone()
-                } else {
-                    String::new()
-                },
-            }),
-            _ => unreachable!("a played card stays a played card"),
-        },
+        } => E::CardPlayed(
+            spectator::card_played(
+                played,
+                viewer_seat,
+                *basra_points,
+                *automatic,
+                client_move_id,
+            )
+            .expect("a played card stays a played card"),
+        ),
         LogEvent::TurnStarted { seat, deadline_ms } => E::TurnStarted(game::TurnStarted {
             seat: u32::from(seat.0),
             deadline: Some(timestamp(*deadline_ms)),
         }),
-        LogEvent::RoundEnded { score, carried } => E::RoundEnded(game::RoundEnded {
-            round: score.round + 1,
-            leftover: cards_to_pb(score.leftovers),
-            last_capturer: score.last_capturer.map(|s| u32::from(s.0)),
-            sides: side_scores(score),
-            carried_majority_points: *carried,
-        }),
+        LogEvent::RoundEnded { score, carried } => {
+            E::RoundEnded(spectator::round_ended(score, *carried))
+        }
         LogEvent::MatchEnded {
             match_id,
             winner_side,

@@ -14,6 +14,7 @@ use super::{Counts, RatingChange, Store, User};
 use crate::error::Result;
 use crate::rating::Rating;
 use crate::refresh::{RefreshTokenRecord, TokenHash};
+use crate::seasons::{Calendar, NO_SEASON};
 
 mod friends;
 mod inbox;
@@ -22,12 +23,15 @@ mod profiles;
 mod pushes;
 mod records;
 mod reports;
+mod seasons;
 mod sign_in;
 
 /// A [`Store`] in process memory.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore {
     inner: Arc<Mutex<Inner>>,
+    /// The rating seasons (none by default).
+    calendar: Arc<Calendar>,
 }
 
 #[derive(Debug, Default)]
@@ -60,12 +64,34 @@ struct Inner {
     providers: HashMap<crate::oidc::ProviderIdentity, (Uuid, DateTime<Utc>)>,
     /// Push devices and the outbox.
     pushes: pushes::PushBook,
+    /// The finished seasons' ratings, by season then user.
+    season_ratings: HashMap<String, HashMap<Uuid, RatingRow>>,
+    /// The closed seasons.
+    closed_seasons: HashMap<String, DateTime<Utc>>,
+    /// The analyses kept, by match and seat, each with its worlds per play.
+    analyses: HashMap<(String, u8), (u32, Vec<basra_engine::analysis::PlayReview>)>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct RatingRow {
     rating: Rating,
+    /// Rated matches over all seasons.
     ranked_matches: u32,
+    /// The season `rating` belongs to.
+    season: String,
+    /// Rated matches in `season`.
+    season_matches: u32,
+}
+
+impl RatingRow {
+    fn new() -> RatingRow {
+        RatingRow {
+            rating: Rating::default(),
+            ranked_matches: 0,
+            season: NO_SEASON.to_owned(),
+            season_matches: 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -87,6 +113,11 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
+    /// The id of the season running now.
+    fn current_season(&self) -> String {
+        self.calendar.id_at(crate::domain::now()).to_owned()
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock leaves no half-done step behind (each
         // method checks before it writes), so a poisoned lock is still usable.
@@ -96,18 +127,16 @@ impl MemoryStore {
 
 impl Inner {
     fn new_user(&mut self, user: User) {
-        self.ratings.insert(
-            user.id,
-            RatingRow {
-                rating: Rating::default(),
-                ranked_matches: 0,
-            },
-        );
+        self.ratings.insert(user.id, RatingRow::new());
         self.users.insert(user.id, user);
     }
 }
 
 impl Store for MemoryStore {
+    fn with_calendar(self, calendar: Arc<Calendar>) -> MemoryStore {
+        MemoryStore { calendar, ..self }
+    }
+
     async fn counts(&self) -> Result<Counts> {
         let inner = self.lock();
         Ok(Counts {

@@ -30,6 +30,9 @@ impl Inner {
         self.password_dates.remove(&user_id);
         self.refresh.retain(|_, token| token.user_id != user_id);
         self.ratings.remove(&user_id);
+        for season in self.season_ratings.values_mut() {
+            season.remove(&user_id);
+        }
         self.name_changes.remove(&user_id);
         self.forget_reports(user_id);
         // As PostgreSQL's ON DELETE CASCADE; the seats keep their client apps.

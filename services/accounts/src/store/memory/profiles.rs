@@ -1,5 +1,6 @@
-//! Profiles and names in the memory store ([`Profiles`]): the leaderboard is sorted
-//! afresh on each read.
+//! Profiles and names in the memory store ([`Profiles`]): the current season's
+//! leaderboard is sorted afresh on each read; a rating still in an earlier season is read
+//! as the soft reset leaves it.
 
 use basra_records::BasraCounts;
 use chrono::{DateTime, Utc};
@@ -13,18 +14,32 @@ use crate::rating::Rating;
 use crate::store::{LeaderboardCursor, LeaderboardRow, LeaderboardRules, Profile, Profiles, User};
 
 impl Inner {
-    fn listed(&self, rules: LeaderboardRules) -> Vec<LeaderboardRow> {
-        let mut rows: Vec<LeaderboardRow> = self
+    /// The current season's listed players, best first.
+    fn listed(&self, rules: LeaderboardRules, season: &str) -> Vec<LeaderboardRow> {
+        let rows = self
             .ratings
             .iter()
-            .filter(|(_, r)| r.ranked_matches >= rules.min_ranked_matches)
+            .filter(|(_, r)| r.season == season)
+            .map(|(id, r)| (*id, r));
+        self.listed_rows(rows, rules)
+    }
+
+    /// `rows` (each in the season listed) that `rules` list, as leaderboard rows, best
+    /// first; each with its rated matches in the season.
+    pub(super) fn listed_rows<'a>(
+        &self,
+        rows: impl Iterator<Item = (Uuid, &'a RatingRow)>,
+        rules: LeaderboardRules,
+    ) -> Vec<LeaderboardRow> {
+        let mut rows: Vec<LeaderboardRow> = rows
+            .filter(|(_, r)| r.season_matches >= rules.min_ranked_matches)
             .filter_map(|(id, r)| {
-                let user = self.users.get(id).filter(|u| !u.is_guest)?;
+                let user = self.users.get(&id).filter(|u| !u.is_guest)?;
                 Some(LeaderboardRow {
-                    user_id: *id,
+                    user_id: id,
                     display_name: user.display_name.clone(),
                     rating: r.rating.rating,
-                    ranked_matches: r.ranked_matches,
+                    ranked_matches: r.season_matches,
                 })
             })
             .collect();
@@ -52,7 +67,7 @@ impl Inner {
 }
 
 /// Whether `row` comes after `cursor` in leaderboard order.
-fn after_cursor(row: &LeaderboardRow, cursor: &LeaderboardCursor) -> bool {
+pub(super) fn after_cursor(row: &LeaderboardRow, cursor: &LeaderboardCursor) -> bool {
     row.rating < cursor.rating
         || (row.rating == cursor.rating
             && (row.ranked_matches < cursor.ranked_matches
@@ -90,6 +105,7 @@ impl Profiles for MemoryStore {
     }
 
     async fn players(&self, ids: &[Uuid]) -> Result<Vec<(User, Rating)>> {
+        let season = self.current_season();
         let inner = self.lock();
         let mut seen = std::collections::HashSet::new();
         Ok(ids
@@ -100,7 +116,7 @@ impl Profiles for MemoryStore {
                 let rating = inner
                     .ratings
                     .get(id)
-                    .map(|row| row.rating)
+                    .map(|row| self.calendar.roll(row.rating, &row.season, &season))
                     .unwrap_or_default();
                 Some((user, rating))
             })
@@ -108,14 +124,16 @@ impl Profiles for MemoryStore {
     }
 
     async fn profile(&self, user_id: Uuid, rules: LeaderboardRules) -> Result<Option<Profile>> {
+        let season = self.current_season();
         let inner = self.lock();
         let Some(user) = inner.users.get(&user_id).cloned() else {
             return Ok(None);
         };
-        let rating = inner.ratings.get(&user_id).copied().unwrap_or(RatingRow {
-            rating: Rating::default(),
-            ranked_matches: 0,
-        });
+        let rating = inner
+            .ratings
+            .get(&user_id)
+            .cloned()
+            .unwrap_or_else(RatingRow::new);
         let rows = inner
             .players
             .get(&user_id)
@@ -130,13 +148,13 @@ impl Profiles for MemoryStore {
                 komi: acc.komi + r.basras.komi,
             });
         let leaderboard_rank = inner
-            .listed(rules)
+            .listed(rules, &season)
             .iter()
             .position(|r| r.user_id == user_id)
             .map(|i| i as u32 + 1);
         Ok(Some(Profile {
             user,
-            rating: rating.rating,
+            rating: self.calendar.roll(rating.rating, &rating.season, &season),
             ranked_matches: rating.ranked_matches,
             matches_played: rows.len() as u32,
             wins: count(|r| r.won),
@@ -152,9 +170,10 @@ impl Profiles for MemoryStore {
         after: Option<LeaderboardCursor>,
         limit: u32,
     ) -> Result<Vec<LeaderboardRow>> {
+        let season = self.current_season();
         let inner = self.lock();
         Ok(inner
-            .listed(rules)
+            .listed(rules, &season)
             .into_iter()
             .filter(|row| after.as_ref().is_none_or(|c| after_cursor(row, c)))
             .take(limit as usize)
@@ -166,9 +185,10 @@ impl Profiles for MemoryStore {
         user_id: Uuid,
         rules: LeaderboardRules,
     ) -> Result<Option<(u32, LeaderboardRow)>> {
+        let season = self.current_season();
         let inner = self.lock();
         Ok(inner
-            .listed(rules)
+            .listed(rules, &season)
             .into_iter()
             .enumerate()
             .find(|(_, r)| r.user_id == user_id)

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use basra_engine::analysis::PlayReview;
 use basra_platform::client_info::ClientInfo;
 use basra_records::MatchRecord;
 use chrono::{DateTime, Utc};
@@ -11,6 +12,7 @@ use uuid::Uuid;
 use super::{Inner, MemoryStore, PlayerRow};
 use crate::error::{AccountsError, Result};
 use crate::rating::{Rating, rate};
+use crate::seasons::Calendar;
 use crate::store::{
     HistoryCursor, HistoryEntry, MatchRecords, PlayedMatch, RatingChange, Recorded,
 };
@@ -28,8 +30,9 @@ impl Inner {
             .map(|(client, _)| client.clone())
     }
 
-    /// Records one match whose players all exist (checked by the caller).
-    fn record_one(&mut self, record: &MatchRecord) -> Recorded {
+    /// Records one match whose players all exist (checked by the caller), rated in
+    /// `season`: a rated player's rating moves to it first ([`Inner::move_to_season`]).
+    fn record_one(&mut self, record: &MatchRecord, calendar: &Calendar, season: &str) -> Recorded {
         if self.matches.contains_key(&record.match_id) {
             return Recorded {
                 already_recorded: true,
@@ -42,14 +45,19 @@ impl Inner {
         }
         let current: HashMap<Uuid, Rating> = record
             .players()
-            .filter_map(|(_, id)| self.ratings.get(&id).map(|row| (id, row.rating)))
+            .filter_map(|(_, id)| {
+                let row = self.ratings.get(&id)?;
+                Some((id, calendar.roll(row.rating, &row.season, season)))
+            })
             .collect();
         let updates = rate(record, &current);
         let changes: Vec<RatingChange> = updates.iter().map(RatingChange::from).collect();
         for u in &updates {
+            self.move_to_season(u.user_id, calendar, season);
             if let Some(row) = self.ratings.get_mut(&u.user_id) {
                 row.rating = u.after;
                 row.ranked_matches += 1;
+                row.season_matches += 1;
             }
         }
         for (seat, user_id) in record.players() {
@@ -108,8 +116,9 @@ impl MatchRecords for MemoryStore {
     async fn record_matches(
         &self,
         records: &[MatchRecord],
-        _now: DateTime<Utc>,
+        now: DateTime<Utc>,
     ) -> Result<Vec<Recorded>> {
+        let season = self.calendar.id_at(now).to_owned();
         let mut inner = self.lock();
         // A seat of an account deleted while its match was played becomes a placeholder.
         let records: Vec<std::borrow::Cow<'_, MatchRecord>> = records
@@ -140,7 +149,7 @@ impl MatchRecords for MemoryStore {
         }
         Ok(records
             .iter()
-            .map(|record| inner.record_one(record))
+            .map(|record| inner.record_one(record, &self.calendar, &season))
             .collect())
     }
 
@@ -187,5 +196,58 @@ impl MatchRecords for MemoryStore {
                 ended_at: m.ended_at,
             })
             .collect())
+    }
+
+    async fn played_match(&self, user_id: Uuid, match_id: &str) -> Result<Option<PlayedMatch>> {
+        let inner = self.lock();
+        let Some(row) = inner
+            .players
+            .get(&user_id)
+            .and_then(|rows| rows.iter().find(|r| r.match_id == match_id))
+        else {
+            return Ok(None);
+        };
+        Ok(inner.matches.get(match_id).map(|record| PlayedMatch {
+            record: record.clone(),
+            your_seat: row.seat,
+            rating_change: row.change,
+            your_client: row.client.clone(),
+        }))
+    }
+
+    async fn match_analysis(
+        &self,
+        match_id: &str,
+        seat: u8,
+        worlds: u32,
+    ) -> Result<Option<Vec<PlayReview>>> {
+        Ok(self
+            .lock()
+            .analyses
+            .get(&(match_id.to_owned(), seat))
+            .filter(|(w, _)| *w == worlds)
+            .map(|(_, reviews)| reviews.clone()))
+    }
+
+    async fn keep_match_analysis(
+        &self,
+        match_id: &str,
+        seat: u8,
+        worlds: u32,
+        reviews: &[PlayReview],
+        _now: DateTime<Utc>,
+    ) -> Result<()> {
+        let mut inner = self.lock();
+        if !inner.matches.contains_key(match_id) {
+            return Ok(());
+        }
+        let kept = inner
+            .analyses
+            .entry((match_id.to_owned(), seat))
+            .or_insert_with(|| (worlds, reviews.to_vec()));
+        if kept.0 != worlds {
+            *kept = (worlds, reviews.to_vec());
+        }
+        Ok(())
     }
 }

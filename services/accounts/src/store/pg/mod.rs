@@ -3,6 +3,7 @@
 //! runtime API (no compile-time checking, so building needs no database); migrations are
 //! embedded from `migrations/` and run by [`PgStore::migrate`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::Row;
@@ -11,6 +12,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use super::{Counts, PoolStats, Store, User};
 use crate::error::{AccountsError, Result};
 use crate::refresh::RefreshTokenRecord;
+use crate::seasons::Calendar;
 
 mod friends;
 mod inbox;
@@ -19,6 +21,7 @@ mod profiles;
 mod pushes;
 mod records;
 mod reports;
+mod seasons;
 mod sign_in;
 
 /// How long a call waits for a pooled connection before it is answered UNAVAILABLE:
@@ -36,6 +39,8 @@ fn pool_options(max_connections: u32) -> PgPoolOptions {
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// The rating seasons (none by default).
+    calendar: Arc<Calendar>,
 }
 
 /// The migrations of `services/accounts/migrations`, embedded at build time.
@@ -44,13 +49,19 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 impl PgStore {
     /// A store on an existing pool (tests get one per fresh database).
     pub fn new(pool: PgPool) -> PgStore {
-        PgStore { pool }
+        PgStore {
+            pool,
+            calendar: Arc::default(),
+        }
     }
 
     /// Connects a pool of at most `max_connections` to `url`.
     pub async fn connect(url: &str, max_connections: u32) -> Result<PgStore> {
         let pool = pool_options(max_connections).connect(url).await?;
-        Ok(PgStore { pool })
+        Ok(PgStore {
+            pool,
+            calendar: Arc::default(),
+        })
     }
 
     /// Connects a pool of at most `max_connections` with `options`.
@@ -59,14 +70,20 @@ impl PgStore {
         max_connections: u32,
     ) -> Result<PgStore> {
         let pool = pool_options(max_connections).connect_with(options).await?;
-        Ok(PgStore { pool })
+        Ok(PgStore {
+            pool,
+            calendar: Arc::default(),
+        })
     }
 
     /// A store whose pool connects on first use: starts even while PostgreSQL is down,
     /// and answers UNAVAILABLE until it is back.
     pub fn connect_lazy(url: &str, max_connections: u32) -> Result<PgStore> {
         let pool = pool_options(max_connections).connect_lazy(url)?;
-        Ok(PgStore { pool })
+        Ok(PgStore {
+            pool,
+            calendar: Arc::default(),
+        })
     }
 
     /// Applies the pending migrations. Migrations recorded in the database that this
@@ -81,6 +98,11 @@ impl PgStore {
             .run(&self.pool)
             .await
             .map_err(|e| AccountsError::Internal(format!("database migration failed: {e}")))
+    }
+
+    /// The id of the season running now.
+    fn current_season(&self) -> String {
+        self.calendar.id_at(crate::domain::now()).to_owned()
     }
 
     /// The connection pool (tests and tools run their own queries on it).
@@ -129,6 +151,10 @@ fn to_u32(n: i64) -> u32 {
 }
 
 impl Store for PgStore {
+    fn with_calendar(self, calendar: Arc<Calendar>) -> PgStore {
+        PgStore { calendar, ..self }
+    }
+
     fn pool_stats(&self) -> Option<PoolStats> {
         Some(PoolStats {
             size: self.pool.size(),

@@ -1,4 +1,5 @@
-//! Profiles and names on PostgreSQL ([`Profiles`]): `users` with `ratings`, the
+//! Profiles and names on PostgreSQL ([`Profiles`]): `users` with `ratings` (a rating
+//! still in an earlier season read as the soft reset leaves it), the current season's
 //! leaderboard as keyset pages, and display name changes: the user's row locked
 //! (`FOR UPDATE`) so two changes of one player are serialized, the recent changes read,
 //! [`decide`] applied, and the name and the change written in the same transaction.
@@ -15,6 +16,20 @@ use crate::names::{NameChange, NameChangeLimit, decide};
 use crate::rating::Rating;
 use crate::store::{LeaderboardCursor, LeaderboardRow, LeaderboardRules, Profile, Profiles, User};
 
+impl PgStore {
+    /// The rating on `row` (its `rating`, `deviation`, `volatility` and `season_id`) as it
+    /// stands in `season`: the soft reset applied to one still in an earlier season.
+    fn rating_in(&self, row: &sqlx::postgres::PgRow, season: &str) -> Result<Rating> {
+        let rating = Rating {
+            rating: row.try_get("rating")?,
+            deviation: row.try_get("deviation")?,
+            volatility: row.try_get("volatility")?,
+        };
+        let from: String = row.try_get("season_id")?;
+        Ok(self.calendar.roll(rating, &from, season))
+    }
+}
+
 impl Profiles for PgStore {
     async fn user(&self, id: Uuid) -> Result<Option<User>> {
         let row = sqlx::query(
@@ -29,22 +44,16 @@ impl Profiles for PgStore {
     async fn players(&self, ids: &[Uuid]) -> Result<Vec<(User, Rating)>> {
         let rows = sqlx::query(
             "SELECT u.id, u.username, u.display_name, u.is_guest, u.created_at,
-                    r.rating, r.deviation, r.volatility
+                    r.rating, r.deviation, r.volatility, r.season_id
              FROM users u JOIN ratings r ON r.user_id = u.id
              WHERE u.id = ANY($1)",
         )
         .bind(ids)
         .fetch_all(&self.pool)
         .await?;
+        let season = self.current_season();
         rows.iter()
-            .map(|row| {
-                let rating = Rating {
-                    rating: row.try_get("rating")?,
-                    deviation: row.try_get("deviation")?,
-                    volatility: row.try_get("volatility")?,
-                };
-                Ok((user_from_row(row)?, rating))
-            })
+            .map(|row| Ok((user_from_row(row)?, self.rating_in(row, &season)?)))
             .collect()
     }
 
@@ -106,7 +115,7 @@ impl Profiles for PgStore {
     async fn profile(&self, user_id: Uuid, rules: LeaderboardRules) -> Result<Option<Profile>> {
         let Some(row) = sqlx::query(
             "SELECT u.id, u.username, u.display_name, u.is_guest, u.created_at,
-                    r.rating, r.deviation, r.volatility, r.ranked_matches,
+                    r.rating, r.deviation, r.volatility, r.ranked_matches, r.season_id,
                     s.played, s.wins, s.losses, s.basras, s.jack_basras, s.komi_basras
              FROM users u
              JOIN ratings r ON r.user_id = u.id
@@ -134,11 +143,7 @@ impl Profiles for PgStore {
             .map(|(rank, _)| rank);
         Ok(Some(Profile {
             user,
-            rating: Rating {
-                rating: row.try_get("rating")?,
-                deviation: row.try_get("deviation")?,
-                volatility: row.try_get("volatility")?,
-            },
+            rating: self.rating_in(&row, &self.current_season())?,
             ranked_matches: to_u32(i64::from(row.try_get::<i32, _>("ranked_matches")?)),
             matches_played: to_u32(row.try_get("played")?),
             wins: to_u32(row.try_get("wins")?),
@@ -158,16 +163,16 @@ impl Profiles for PgStore {
         after: Option<LeaderboardCursor>,
         limit: u32,
     ) -> Result<Vec<LeaderboardRow>> {
-        // Rating and ranked matches both descend, so "after the cursor" is a
-        // row comparison on them, with the user id (ascending) breaking ties.
+        // Rating and the season's rated matches both descend, so "after the cursor" is
+        // a row comparison on them, with the user id (ascending) breaking ties.
         let rows = sqlx::query(
-            "SELECT r.user_id, u.display_name, r.rating, r.ranked_matches
+            "SELECT r.user_id, u.display_name, r.rating, r.season_matches AS ranked_matches
              FROM ratings r JOIN users u ON u.id = r.user_id
-             WHERE NOT u.is_guest AND r.ranked_matches >= $1
+             WHERE r.season_id = $6 AND NOT u.is_guest AND r.season_matches >= $1
                AND ($2::DOUBLE PRECISION IS NULL
-                    OR (r.rating, r.ranked_matches) < ($2, $3)
-                    OR ((r.rating, r.ranked_matches) = ($2, $3) AND r.user_id > $4))
-             ORDER BY r.rating DESC, r.ranked_matches DESC, r.user_id
+                    OR (r.rating, r.season_matches) < ($2, $3)
+                    OR ((r.rating, r.season_matches) = ($2, $3) AND r.user_id > $4))
+             ORDER BY r.rating DESC, r.season_matches DESC, r.user_id
              LIMIT $5",
         )
         .bind(i32::try_from(rules.min_ranked_matches).unwrap_or(i32::MAX))
@@ -175,6 +180,7 @@ impl Profiles for PgStore {
         .bind(after.map(|c| i32::try_from(c.ranked_matches).unwrap_or(i32::MAX)))
         .bind(after.map(|c| c.user_id))
         .bind(i64::from(limit))
+        .bind(self.current_season())
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
@@ -195,17 +201,19 @@ impl Profiles for PgStore {
         rules: LeaderboardRules,
     ) -> Result<Option<(u32, LeaderboardRow)>> {
         let row = sqlx::query(
-            "SELECT me.user_id, u.display_name, me.rating, me.ranked_matches,
+            "SELECT me.user_id, u.display_name, me.rating, me.season_matches AS ranked_matches,
                     (SELECT count(*) FROM ratings r JOIN users ru ON ru.id = r.user_id
-                     WHERE NOT ru.is_guest AND r.ranked_matches >= $2
-                       AND ((r.rating, r.ranked_matches) > (me.rating, me.ranked_matches)
-                            OR ((r.rating, r.ranked_matches) = (me.rating, me.ranked_matches)
+                     WHERE r.season_id = $3 AND NOT ru.is_guest AND r.season_matches >= $2
+                       AND ((r.rating, r.season_matches) > (me.rating, me.season_matches)
+                            OR ((r.rating, r.season_matches) = (me.rating, me.season_matches)
                                 AND r.user_id < me.user_id))) AS ahead
              FROM ratings me JOIN users u ON u.id = me.user_id
-             WHERE me.user_id = $1 AND NOT u.is_guest AND me.ranked_matches >= $2",
+             WHERE me.user_id = $1 AND me.season_id = $3 AND NOT u.is_guest
+               AND me.season_matches >= $2",
         )
         .bind(user_id)
         .bind(i32::try_from(rules.min_ranked_matches).unwrap_or(i32::MAX))
+        .bind(self.current_season())
         .fetch_optional(&self.pool)
         .await?;
         row.map(|row| {

@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use basra_engine::analysis::PlayReview;
 use basra_platform::client_info::ClientInfo;
 use basra_records::stored::StoredLog;
 use basra_records::{
@@ -18,6 +19,7 @@ use uuid::Uuid;
 use super::{PgStore, to_u32};
 use crate::error::{AccountsError, Result};
 use crate::rating::{Rating, rate_in_order};
+use crate::seasons::NO_SEASON;
 use crate::store::{
     HistoryCursor, HistoryEntry, MatchRecords, PlayedMatch, RatingChange, Recorded,
 };
@@ -27,10 +29,10 @@ use crate::store::{
 /// seat) and the seat's columns [`seat_and_change`] reads. Binds: the player, the
 /// cursor's end and match id (both NULL for the first page), the page's size.
 macro_rules! history_page_sql {
-    ($columns:literal) => {
+    ($($columns:tt)+) => {
         concat!(
             "SELECT ",
-            $columns,
+            $($columns)+,
             ", p.seat, p.rating_before, p.rating_after, p.deviation_after
              FROM match_players p JOIN matches m ON m.match_id = p.match_id
              WHERE p.user_id = $1
@@ -38,6 +40,16 @@ macro_rules! history_page_sql {
              ORDER BY p.ended_at DESC, p.match_id DESC
              LIMIT $4"
         )
+    };
+}
+
+/// The columns [`played_from_row`] reads besides the seat's (`m`: the match, `p`: the
+/// player's seat).
+macro_rules! played_columns {
+    () => {
+        "m.match_id, m.room_id, m.ranked, m.settings, m.seats, m.seed, m.action_log,
+         m.actions, m.rounds, m.final_totals, m.basra_counts, m.winner_side,
+         m.end_reason, m.started_at, m.ended_at, p.client_platform, p.client_app_version"
     };
 }
 
@@ -113,62 +125,120 @@ impl MatchRecords for PgStore {
         after: Option<HistoryCursor>,
         limit: u32,
     ) -> Result<Vec<PlayedMatch>> {
-        let sql = history_page_sql!(
-            "m.match_id, m.room_id, m.ranked, m.settings, m.seats, m.seed, m.action_log,
-             m.actions, m.rounds, m.final_totals, m.basra_counts, m.winner_side,
-             m.end_reason, m.started_at, m.ended_at, p.client_platform, p.client_app_version"
-        );
+        let sql = history_page_sql!(played_columns!());
         let rows = self.history_page(sql, user_id, after, limit).await?;
         rows.iter()
-            .map(|row| {
-                let (your_seat, rating_change) = seat_and_change(row, user_id)?;
-                let binary: Option<Vec<u8>> = row.try_get("action_log")?;
-                let json: Option<Json<Vec<ActionRecord>>> = row.try_get("actions")?;
-                let log = match (&binary, json) {
-                    (Some(bytes), _) => StoredLog::Binary(bytes),
-                    (None, Some(actions)) => StoredLog::Json(actions.0),
-                    (None, None) => StoredLog::Json(Vec::new()),
-                };
-                let actions = log
-                    .decode()
-                    .map_err(|e| AccountsError::Internal(format!("stored action log: {e}")))?;
-                let seed: Vec<u8> = row.try_get("seed")?;
-                // Written together (both or neither).
-                let your_client = match (
-                    row.try_get::<Option<String>, _>("client_platform")?,
-                    row.try_get::<Option<String>, _>("client_app_version")?,
-                ) {
-                    (Some(platform), Some(version)) => Some(ClientInfo { platform, version }),
-                    _ => None,
-                };
-                Ok(PlayedMatch {
-                    record: MatchRecord {
-                        match_id: row.try_get("match_id")?,
-                        room_id: row.try_get("room_id")?,
-                        ranked: row.try_get("ranked")?,
-                        settings: row
-                            .try_get::<Json<basra_engine::Settings>, _>("settings")?
-                            .0,
-                        seats: row.try_get::<Json<Vec<SeatRecord>>, _>("seats")?.0,
-                        seed: seed.try_into().map_err(|_| {
-                            AccountsError::Internal("stored seed is not 32 bytes".into())
-                        })?,
-                        actions,
-                        rounds: row.try_get::<Json<Vec<RoundRecord>>, _>("rounds")?.0,
-                        final_totals: row.try_get::<Json<Vec<u32>>, _>("final_totals")?.0,
-                        basra_counts: row.try_get::<Json<Vec<BasraCounts>>, _>("basra_counts")?.0,
-                        winner_side: winner_side(row)?,
-                        end_reason: end_reason(row)?,
-                        started_at: row.try_get("started_at")?,
-                        ended_at: row.try_get("ended_at")?,
-                    },
-                    your_seat,
-                    rating_change,
-                    your_client,
-                })
-            })
+            .map(|row| played_from_row(row, user_id))
             .collect()
     }
+
+    async fn played_match(&self, user_id: Uuid, match_id: &str) -> Result<Option<PlayedMatch>> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            played_columns!(),
+            ", p.seat, p.rating_before, p.rating_after, p.deviation_after
+             FROM match_players p JOIN matches m ON m.match_id = p.match_id
+             WHERE p.user_id = $1 AND p.match_id = $2"
+        ))
+        .bind(user_id)
+        .bind(match_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| played_from_row(&row, user_id)).transpose()
+    }
+
+    async fn match_analysis(
+        &self,
+        match_id: &str,
+        seat: u8,
+        worlds: u32,
+    ) -> Result<Option<Vec<PlayReview>>> {
+        let kept: Option<Json<Vec<PlayReview>>> = sqlx::query_scalar(
+            "SELECT reviews FROM match_analyses
+             WHERE match_id = $1 AND seat = $2 AND worlds = $3",
+        )
+        .bind(match_id)
+        .bind(i16::from(seat))
+        .bind(i32::try_from(worlds).unwrap_or(i32::MAX))
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(kept.map(|k| k.0))
+    }
+
+    async fn keep_match_analysis(
+        &self,
+        match_id: &str,
+        seat: u8,
+        worlds: u32,
+        reviews: &[PlayReview],
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO match_analyses (match_id, seat, worlds, reviews, computed_at)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (match_id, seat) DO UPDATE
+                 SET worlds = EXCLUDED.worlds, reviews = EXCLUDED.reviews,
+                     computed_at = EXCLUDED.computed_at
+                 WHERE match_analyses.worlds <> EXCLUDED.worlds",
+        )
+        .bind(match_id)
+        .bind(i16::from(seat))
+        .bind(i32::try_from(worlds).unwrap_or(i32::MAX))
+        .bind(Json(reviews))
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}
+
+/// A whole match of one player from a row of [`played_columns!`] and the seat's columns.
+fn played_from_row(row: &PgRow, user_id: Uuid) -> Result<PlayedMatch> {
+    let (your_seat, rating_change) = seat_and_change(row, user_id)?;
+    let binary: Option<Vec<u8>> = row.try_get("action_log")?;
+    let json: Option<Json<Vec<ActionRecord>>> = row.try_get("actions")?;
+    let log = match (&binary, json) {
+        (Some(bytes), _) => StoredLog::Binary(bytes),
+        (None, Some(actions)) => StoredLog::Json(actions.0),
+        (None, None) => StoredLog::Json(Vec::new()),
+    };
+    let actions = log
+        .decode()
+        .map_err(|e| AccountsError::Internal(format!("stored action log: {e}")))?;
+    let seed: Vec<u8> = row.try_get("seed")?;
+    // Written together (both or neither).
+    let your_client = match (
+        row.try_get::<Option<String>, _>("client_platform")?,
+        row.try_get::<Option<String>, _>("client_app_version")?,
+    ) {
+        (Some(platform), Some(version)) => Some(ClientInfo { platform, version }),
+        _ => None,
+    };
+    Ok(PlayedMatch {
+        record: MatchRecord {
+            match_id: row.try_get("match_id")?,
+            room_id: row.try_get("room_id")?,
+            ranked: row.try_get("ranked")?,
+            settings: row
+                .try_get::<Json<basra_engine::Settings>, _>("settings")?
+                .0,
+            seats: row.try_get::<Json<Vec<SeatRecord>>, _>("seats")?.0,
+            seed: seed
+                .try_into()
+                .map_err(|_| AccountsError::Internal("stored seed is not 32 bytes".into()))?,
+            actions,
+            rounds: row.try_get::<Json<Vec<RoundRecord>>, _>("rounds")?.0,
+            final_totals: row.try_get::<Json<Vec<u32>>, _>("final_totals")?.0,
+            basra_counts: row.try_get::<Json<Vec<BasraCounts>>, _>("basra_counts")?.0,
+            winner_side: winner_side(row)?,
+            end_reason: end_reason(row)?,
+            started_at: row.try_get("started_at")?,
+            ended_at: row.try_get("ended_at")?,
+        },
+        your_seat,
+        rating_change,
+        your_client,
+    })
 }
 
 impl PgStore {
@@ -374,22 +444,27 @@ impl PgStore {
         ids.sort();
         ids.dedup();
         let rows = sqlx::query(
-            "SELECT user_id, rating, deviation, volatility FROM ratings
-             WHERE user_id = ANY($1) ORDER BY user_id FOR UPDATE",
+            "SELECT user_id, rating, deviation, volatility, season_id, season_matches
+             FROM ratings WHERE user_id = ANY($1) ORDER BY user_id FOR UPDATE",
         )
         .bind(&ids)
         .fetch_all(&mut *tx)
         .await?;
+        // Each player's rating as it stands in the season of `now` (the soft reset applied
+        // to one still in an earlier season), and the stored row it came from.
+        let season = self.calendar.id_at(now).to_owned();
         let mut current = HashMap::with_capacity(rows.len());
+        let mut stored_rows: HashMap<Uuid, (Rating, String, i32)> = HashMap::new();
         for row in &rows {
-            current.insert(
-                row.try_get::<Uuid, _>("user_id")?,
-                Rating {
-                    rating: row.try_get("rating")?,
-                    deviation: row.try_get("deviation")?,
-                    volatility: row.try_get("volatility")?,
-                },
-            );
+            let user_id: Uuid = row.try_get("user_id")?;
+            let rating = Rating {
+                rating: row.try_get("rating")?,
+                deviation: row.try_get("deviation")?,
+                volatility: row.try_get("volatility")?,
+            };
+            let from: String = row.try_get("season_id")?;
+            current.insert(user_id, self.calendar.roll(rating, &from, &season));
+            stored_rows.insert(user_id, (rating, from, row.try_get("season_matches")?));
         }
         for &(index, record) in &new {
             if let Some((seat, id)) = record.players().find(|(_, id)| !current.contains_key(id)) {
@@ -462,11 +537,51 @@ impl PgStore {
         if !rated.is_empty() {
             let mut users: Vec<Uuid> = rated.keys().copied().collect();
             users.sort();
+            // A rating that moves on to this season leaves its last value in its old one
+            // archived (the closing of that season may have archived it already).
+            let moving: Vec<(Uuid, &(Rating, String, i32))> = users
+                .iter()
+                .filter_map(|id| Some((*id, stored_rows.get(id)?)))
+                .filter(|(_, (_, from, matches))| {
+                    *from != season && from != NO_SEASON && *matches > 0
+                })
+                .collect();
+            if !moving.is_empty() {
+                sqlx::query(
+                    "INSERT INTO season_ratings (season_id, user_id, rating, deviation,
+                                                 volatility, season_matches)
+                     SELECT * FROM UNNEST($1::TEXT[], $2::UUID[], $3::DOUBLE PRECISION[],
+                                          $4::DOUBLE PRECISION[], $5::DOUBLE PRECISION[],
+                                          $6::INT[])
+                     ON CONFLICT (season_id, user_id) DO NOTHING",
+                )
+                .bind(moving.iter().map(|(_, r)| r.1.as_str()).collect::<Vec<_>>())
+                .bind(moving.iter().map(|(id, _)| *id).collect::<Vec<_>>())
+                .bind(moving.iter().map(|(_, r)| r.0.rating).collect::<Vec<_>>())
+                .bind(
+                    moving
+                        .iter()
+                        .map(|(_, r)| r.0.deviation)
+                        .collect::<Vec<_>>(),
+                )
+                .bind(
+                    moving
+                        .iter()
+                        .map(|(_, r)| r.0.volatility)
+                        .collect::<Vec<_>>(),
+                )
+                .bind(moving.iter().map(|(_, r)| r.2).collect::<Vec<_>>())
+                .execute(&mut *tx)
+                .await?;
+            }
             let finals: Vec<Rating> = users.iter().map(|id| current[id]).collect();
             sqlx::query(
                 "UPDATE ratings r
                  SET rating = n.rating, deviation = n.deviation, volatility = n.volatility,
-                     ranked_matches = r.ranked_matches + n.rated, updated_at = $1
+                     ranked_matches = r.ranked_matches + n.rated, updated_at = $1,
+                     season_matches = CASE WHEN r.season_id = $7 THEN r.season_matches + n.rated
+                                           ELSE n.rated END,
+                     season_id = $7
                  FROM UNNEST($2::UUID[], $3::DOUBLE PRECISION[], $4::DOUBLE PRECISION[],
                              $5::DOUBLE PRECISION[], $6::INT[])
                       AS n(user_id, rating, deviation, volatility, rated)
@@ -478,6 +593,7 @@ impl PgStore {
             .bind(finals.iter().map(|r| r.deviation).collect::<Vec<_>>())
             .bind(finals.iter().map(|r| r.volatility).collect::<Vec<_>>())
             .bind(users.iter().map(|id| rated[id]).collect::<Vec<_>>())
+            .bind(&season)
             .execute(&mut *tx)
             .await?;
         }

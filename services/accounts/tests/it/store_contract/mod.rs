@@ -1,6 +1,6 @@
 //! The store contract: one suite, written once as generic functions in a module per
 //! role of the store (`sign_in`, `profiles`, `friends`, `records`, `pushes`, `reports`,
-//! `inbox`), run against
+//! `inbox`, `seasons`), run against
 //! [`MemoryStore`](accounts::MemoryStore) and against [`PgStore`](accounts::PgStore) on a
 //! fresh PostgreSQL database per test (`#[sqlx::test]`, which needs `DATABASE_URL` and
 //! fails when PostgreSQL is unreachable). Moderation (deletion, audit) is held to the same
@@ -27,6 +27,7 @@ mod profiles;
 mod pushes;
 mod records;
 mod reports;
+mod seasons;
 mod sign_in;
 
 on_both_stores! {
@@ -78,6 +79,10 @@ on_both_stores! {
         reports_are_filed_under_the_limit_and_refusals_store_nothing,
         concurrent_reports_of_one_reporter_count_each_other,
         open_reports_group_by_target_hide_names_and_resolve,
+    }
+    cases in seasons {
+        seasons_reset_softly_once_and_keep_the_finished_leaderboard,
+        a_rating_moved_on_before_the_closing_keeps_its_finished_season_value,
     }
 }
 

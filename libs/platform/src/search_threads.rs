@@ -1,4 +1,5 @@
-//! The threads the hard bot's searches run on, apart from the runtime's.
+//! Threads of their own for searches (game-session's hard bot, accounts' match analysis),
+//! apart from the runtime's.
 //!
 //! A search is milliseconds of CPU. On tokio's blocking pool it competes with the
 //! runtime's worker threads as an equal, so on a replica whose cores are busy the players'
@@ -39,15 +40,15 @@ pub struct SearchThreads {
 }
 
 impl SearchThreads {
-    /// Starts `threads` threads at `priority`. A thread whose priority the system refuses
-    /// to lower runs at the normal one, and says so in the log.
-    pub fn start(threads: usize, priority: SearchPriority) -> SearchThreads {
+    /// Starts `threads` threads at `priority`, named `name-0`, `name-1`, …. A thread whose
+    /// priority the system refuses to lower runs at the normal one, and says so in the log.
+    pub fn start(name: &str, threads: usize, priority: SearchPriority) -> SearchThreads {
         let (jobs, queue) = channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
         for i in 0..threads.max(1) {
             let queue = Arc::clone(&queue);
             let spawned = std::thread::Builder::new()
-                .name(format!("hard-bot-{i}"))
+                .name(format!("{name}-{i}"))
                 .spawn(move || {
                     if priority == SearchPriority::Low {
                         lower_priority();
@@ -55,7 +56,7 @@ impl SearchThreads {
                     run(&queue);
                 });
             if let Err(err) = spawned {
-                tracing::error!(%err, "could not start a hard bot search thread");
+                tracing::error!(%err, "could not start a search thread");
             }
         }
         SearchThreads { jobs }
@@ -72,10 +73,7 @@ fn lower_priority() {
     if let Err(err) =
         thread_priority::set_current_thread_priority(thread_priority::ThreadPriority::Min)
     {
-        tracing::warn!(
-            ?err,
-            "a hard bot search thread runs at the normal CPU priority"
-        );
+        tracing::warn!(?err, "a search thread runs at the normal CPU priority");
     }
 }
 
@@ -119,18 +117,18 @@ mod tests {
     fn low_priority_threads_run_at_nice_19_and_normal_ones_as_the_process() {
         let process = thread_nice().expect("Linux says a thread's nice value");
         assert_eq!(
-            nice_on(&SearchThreads::start(1, SearchPriority::Low)),
+            nice_on(&SearchThreads::start("hard-bot", 1, SearchPriority::Low)),
             Some(19)
         );
         assert_eq!(
-            nice_on(&SearchThreads::start(1, SearchPriority::Normal)),
+            nice_on(&SearchThreads::start("hard-bot", 1, SearchPriority::Normal)),
             Some(process)
         );
     }
 
     #[test]
     fn every_job_runs_once_on_the_threads() {
-        let threads = SearchThreads::start(2, SearchPriority::Low);
+        let threads = SearchThreads::start("hard-bot", 2, SearchPriority::Low);
         let (tx, rx) = channel();
         for i in 0..50 {
             let tx = tx.clone();
