@@ -300,7 +300,7 @@ pub async fn spawn_backend_with(service_token_ttl: Duration) -> anyhow::Result<B
                 live: Arc::new(
                     matchmaking::events::live::RedisLiveStore::connect(&redis_url, &prefix).await?,
                 ),
-                ..matchmaking::events::EventDeps::memory()
+                notices: Arc::new(players.clone()),
             }
         },
     };

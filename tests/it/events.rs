@@ -11,6 +11,7 @@ use basra::player::{Driver, play_room};
 use basra::session::Session;
 use basra_e2e::{Backend, spawn_backend, spawn_dev};
 use basra_engine::bot::Policy;
+use basra_proto::basra::accounts::v1::{EventMatchReadyNotice, ListNoticesRequest, notice};
 use basra_proto::basra::common::v1::RuleSettings;
 use basra_proto::basra::matchmaking::v1::event_admin_service_client::EventAdminServiceClient;
 use basra_proto::basra::matchmaking::v1::{
@@ -181,5 +182,22 @@ async fn a_knockout_is_played_to_its_final(backend: Backend) {
     assert_eq!(standings.standings[0].user_id, ended.champion);
     assert_eq!(standings.standings[0].rank, 1);
     assert_eq!(standings.standings.len(), 4);
+    // "Your match is ready" reached the player's inbox in accounts, once a match.
+    let notices = watcher
+        .accounts()
+        .list_notices(ListNoticesRequest::default())
+        .await
+        .expect("ListNotices")
+        .into_inner()
+        .notices;
+    let ready: Vec<&EventMatchReadyNotice> = notices
+        .iter()
+        .filter_map(|n| match &n.body {
+            Some(notice::Body::EventMatchReady(ready)) => Some(ready),
+            _ => None,
+        })
+        .collect();
+    assert!(!ready.is_empty(), "a match-ready notice: {notices:?}");
+    assert!(ready.iter().all(|r| r.event_id == event && r.round >= 1));
     backend.stop().await.expect("stopped");
 }

@@ -178,7 +178,7 @@ impl App {
             presence: players.presence_reporter(CancellationToken::new()),
             clock: Arc::new(SystemClock),
             metrics: Arc::new(Metrics::new()),
-            events: event_deps(&settings).await?,
+            events: event_deps(&settings, &players).await?,
         };
         let revocations = basra_platform::revocation::Revocations::connect(
             &settings.redis.url,
@@ -258,9 +258,14 @@ pub const SERVICE_NAMES: [&str; 3] = [
 
 /// The event stores the settings name: PostgreSQL (`[events] database_url`, migrated
 /// when `migrate`) or memory, and the live state in `[redis]` (or memory).
-async fn event_deps(settings: &Settings) -> Result<crate::events::EventDeps> {
+async fn event_deps(
+    settings: &Settings,
+    players: &GrpcPlayers,
+) -> Result<crate::events::EventDeps> {
     use secrecy::ExposeSecret as _;
     let mut deps = crate::events::EventDeps::memory();
+    // Players are told through accounts' inbox.
+    deps.notices = Arc::new(players.clone());
     if !settings.events.is_memory() {
         let store = crate::events::store::PgEventStore::connect_lazy(
             settings.events.database_url.expose_secret(),

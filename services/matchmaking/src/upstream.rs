@@ -282,6 +282,20 @@ pub trait Invites: Send + Sync + 'static {
     async fn send_invite(&self, request: SendInviteRequest) -> Result<SendInviteResponse, Status>;
 }
 
+impl GrpcPlayers {
+    /// `AccountsInternalService/SendNotice` (a notice in a player's inbox).
+    pub async fn send_notice(
+        &self,
+        request: basra_proto::basra::accounts::v1::SendNoticeRequest,
+    ) -> Result<basra_proto::basra::accounts::v1::SendNoticeResponse, Status> {
+        let mut request = Request::new(request);
+        request
+            .metadata_mut()
+            .insert("authorization", authorization(&self.credentials)?);
+        Ok(self.client.clone().send_notice(request).await?.into_inner())
+    }
+}
+
 #[tonic::async_trait]
 impl Invites for GrpcPlayers {
     async fn send_invite(&self, request: SendInviteRequest) -> Result<SendInviteResponse, Status> {

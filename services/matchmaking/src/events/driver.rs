@@ -227,11 +227,6 @@ async fn start(shared: &EventsShared, event: EventRecord) -> Result<()> {
         })
         .collect();
     shared.store.update_entries(&updated).await?;
-    tell_all(shared, &event, &updated, |e| match e.status {
-        EntryStatus::Playing => Some(Notice::Starting),
-        _ => None,
-    })
-    .await;
     let event = shared.store.get(&event.id).await?.unwrap_or(event);
     advance(shared, event).await
 }
@@ -366,7 +361,14 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
                         &event.id,
                         &event.spec.name,
                         Notice::MatchReady {
+                            round: m.round,
                             room_id: m.room_id.clone(),
+                            opponent: m
+                                .players
+                                .iter()
+                                .find(|p| *p != user)
+                                .cloned()
+                                .unwrap_or_default(),
                             deadline_ms: m.deadline_ms,
                         },
                     )

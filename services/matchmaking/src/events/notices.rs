@@ -1,5 +1,5 @@
-//! What players are told about their events, through accounts' inbox (issue 48) once
-//! it is there: "your match is ready", "the event is starting", "the event was
+//! What players are told about their events, through accounts' inbox (issue 48,
+//! `SendNotice`): "your match is ready", "the event is starting", "the event was
 //! cancelled". Behind a trait so that tests and `basra dev` can watch them; a notice that
 //! cannot be delivered is logged and dropped (the player still sees their match with
 //! GetMyMatch and WatchEvent).
@@ -13,13 +13,21 @@ use crate::clock::Millis;
 pub enum Notice {
     /// The player's match is ready: join the room by the deadline.
     MatchReady {
+        /// The round (arena: 0).
+        round: u32,
         /// The room.
         room_id: String,
+        /// The opponent (a user id).
+        opponent: String,
         /// Join by then or forfeit.
         deadline_ms: Millis,
     },
-    /// The event has started with the player.
-    Starting,
+    /// The event starts at `starts_at_ms` with the player (accounts keeps only a notice
+    /// about a start still to come).
+    Starting {
+        /// The start.
+        starts_at_ms: Millis,
+    },
     /// The event was cancelled.
     Cancelled {
         /// Why.
@@ -65,5 +73,66 @@ impl Notices for RecordedNotices {
             event_id.to_owned(),
             notice,
         ));
+    }
+}
+
+/// Notices kept in the players' inboxes by accounts (`AccountsInternalService/SendNotice`,
+/// with matchmaking's service credentials). Each has a key (`event:ID:…`) that accounts
+/// keeps it once by, so a step repeated after a takeover tells nobody twice.
+#[tonic::async_trait]
+impl Notices for crate::upstream::GrpcPlayers {
+    async fn notify(&self, user: &str, event_id: &str, event_name: &str, notice: Notice) {
+        use basra_proto::basra::accounts::v1 as acc;
+        use basra_proto::basra::accounts::v1::send_notice_request::Body;
+        use basra_proto::convert::timestamp;
+        let (key, body) = match notice {
+            Notice::MatchReady {
+                round,
+                room_id,
+                opponent,
+                deadline_ms,
+            } => {
+                let opponent_name =
+                    crate::upstream::NameSource::names(self, std::slice::from_ref(&opponent))
+                        .await
+                        .ok()
+                        .and_then(|mut names| names.remove(&opponent))
+                        .unwrap_or_default();
+                (
+                    format!("event:{event_id}:{room_id}:ready"),
+                    Body::EventMatchReady(acc::EventMatchReadyNotice {
+                        event_id: event_id.to_owned(),
+                        event_name: event_name.to_owned(),
+                        round,
+                        room_id,
+                        opponent_name,
+                        join_deadline: Some(timestamp(deadline_ms)),
+                    }),
+                )
+            }
+            Notice::Starting { starts_at_ms } => (
+                format!("event:{event_id}:starting"),
+                Body::EventStarting(acc::EventStartingNotice {
+                    event_id: event_id.to_owned(),
+                    event_name: event_name.to_owned(),
+                    starts_at: Some(timestamp(starts_at_ms)),
+                }),
+            ),
+            Notice::Cancelled { .. } => (
+                format!("event:{event_id}:cancelled"),
+                Body::EventCancelled(acc::EventCancelledNotice {
+                    event_id: event_id.to_owned(),
+                    event_name: event_name.to_owned(),
+                }),
+            ),
+        };
+        let request = acc::SendNoticeRequest {
+            to_user_id: user.to_owned(),
+            dedupe_key: key,
+            body: Some(body),
+        };
+        if let Err(status) = self.send_notice(request).await {
+            tracing::warn!(user, event = event_id, error = %status, "event notice not delivered");
+        }
     }
 }
