@@ -16,7 +16,8 @@ use basra::player::{Driver, play_room};
 use basra::session::{Endpoints, Session};
 use basra_engine::bot::Policy;
 use basra_proto::basra::accounts::v1::{
-    GetProfileRequest, MatchHistoryRequest, RegisterRequest, ReportPlayerRequest, ReportReason,
+    GetProfileRequest, ListNoticesRequest, MatchHistoryRequest, RegisterRequest,
+    ReportPlayerRequest, ReportReason, notice,
 };
 use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 use basra_proto::basra::matchmaking::v1::join_room_request::Target;
@@ -158,7 +159,13 @@ async fn reports_reach_moderators(endpoints: &Endpoints, operator: &str) {
     // not from its owner.
     let mut with_match = report(&rude, ReportReason::OffensiveName, &match_id);
     with_match.comment = "the name at the table".into();
-    ana.accounts().report_player(with_match).await.unwrap();
+    let ana_report = ana
+        .accounts()
+        .report_player(with_match)
+        .await
+        .unwrap()
+        .into_inner()
+        .report_id;
     ben.accounts()
         .report_player(report(&rude, ReportReason::OffensiveName, ""))
         .await
@@ -227,6 +234,23 @@ async fn reports_reach_moderators(endpoints: &Endpoints, operator: &str) {
         .await
         .unwrap();
     assert_eq!(resolved.resolved, 3);
+    assert_eq!(resolved.reporters_notified, 3);
+    // The reporter's notice: their report was handled (never what was done).
+    let notices = ana
+        .accounts()
+        .list_notices(ListNoticesRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .notices;
+    let handled: Vec<(String, String)> = notices
+        .into_iter()
+        .filter_map(|n| match n.body {
+            Some(notice::Body::ReportHandled(h)) => Some((h.report_id, h.target_user_id)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(handled, [(ana_report, rude.user_id.clone())]);
     assert!(resolved.display_name.starts_with("Basra "), "{resolved:?}");
     assert_eq!(name_seen(&cat, &rude).await, resolved.display_name);
     assert!(

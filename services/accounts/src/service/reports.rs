@@ -3,6 +3,7 @@
 
 use basra_platform::auth::{Caller, Role};
 use basra_proto::basra::accounts::v1 as pb;
+use basra_records::wire::timestamp_to_proto;
 use uuid::Uuid;
 
 use super::AccountsApi;
@@ -104,10 +105,27 @@ impl<S: Store> AccountsApi<S> {
     /// Tells each reporter of `closed` (reports about `target`) that their report was
     /// handled (never what was done); answers how many were told. A notice that cannot
     /// be stored is logged, not retried: the resolution stands.
+    /// The notice is the inbox's `report_handled` (their newest report about `target`
+    /// that the resolution closed), kept once per report.
     pub(super) async fn tell_reporters(&self, target: Uuid, closed: &[ClosedReport]) -> u32 {
-        // The players' inbox (issue 48 item 1) keeps the notice; until it exists, none is
-        // stored.
-        let _ = (target, closed);
-        0
+        let mut told = 0;
+        for report in closed {
+            let body = pb::notice::Body::ReportHandled(pb::ReportHandledNotice {
+                report_id: report.report_id.to_string(),
+                target_user_id: target.to_string(),
+                reported_at: Some(timestamp_to_proto(report.at)),
+            });
+            let dedupe_key = format!("report-handled:{}", report.report_id);
+            match self
+                .keep_notice(report.reporter_id, body, Some(dedupe_key), Some(target))
+                .await
+            {
+                Ok(_) => told += 1,
+                Err(err) => {
+                    tracing::warn!(error = %err, reporter = %report.reporter_id, "a reporter was not told their report was handled");
+                }
+            }
+        }
+        told
     }
 }

@@ -30,6 +30,29 @@ fn report(user_id: &str, reason: pb::ReportReason) -> pb::ReportPlayerRequest {
     }
 }
 
+/// The `report_handled` notices in `player`'s inbox: (report id, target).
+async fn handled_notices<S: Store>(
+    app: &TestApp<S>,
+    player: &pb::AuthTokens,
+) -> Vec<(String, String)> {
+    app.client()
+        .await
+        .list_notices(authed(
+            pb::ListNoticesRequest::default(),
+            &player.access_token,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .notices
+        .into_iter()
+        .filter_map(|n| match n.body {
+            Some(pb::notice::Body::ReportHandled(h)) => Some((h.report_id, h.target_user_id)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// At most 3 reports an hour per reporter; names hidden by 3 distinct reporters.
 async fn app<S: Store>(store: S) -> TestApp<S> {
     TestApp::builder(store)
@@ -343,17 +366,21 @@ async fn moderators_list_see_and_resolve_reports_with_their_audit<S: Store>(stor
     let mut named = report(&rude.user_id, pb::ReportReason::OffensiveName);
     named.match_id = "m-rude".into();
     named.comment = "look at that name".into();
-    client
+    let a_first = client
         .report_player(authed(named, &a.access_token))
         .await
-        .unwrap();
-    client
+        .unwrap()
+        .into_inner()
+        .report_id;
+    let b_first = client
         .report_player(authed(
             report(&rude.user_id, pb::ReportReason::ChatAbuse),
             &b.access_token,
         ))
         .await
-        .unwrap();
+        .unwrap()
+        .into_inner()
+        .report_id;
     client
         .report_player(authed(
             report(&cheat.user_id, pb::ReportReason::Cheating),
@@ -481,6 +508,18 @@ async fn moderators_list_see_and_resolve_reports_with_their_audit<S: Store>(stor
         .unwrap()
         .into_inner();
     assert_eq!(renamed.resolved, 2);
+    assert_eq!(renamed.reporters_notified, 2);
+    // Each reporter is told their report was handled (the notice names the report, not
+    // what was done); the reported player is told nothing.
+    assert_eq!(
+        handled_notices(&app, &a).await,
+        [(a_first.clone(), rude.user_id.clone())]
+    );
+    assert_eq!(
+        handled_notices(&app, &b).await,
+        [(b_first, rude.user_id.clone())]
+    );
+    assert!(handled_notices(&app, &rude).await.is_empty());
     assert!(renamed.display_name.starts_with("Basra "), "{renamed:?}");
     let profile = client
         .get_profile(authed(pb::GetProfileRequest::default(), &rude.access_token))
@@ -510,7 +549,12 @@ async fn moderators_list_see_and_resolve_reports_with_their_audit<S: Store>(stor
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(banned.resolved, 1);
+    assert_eq!((banned.resolved, banned.reporters_notified), (1, 1));
+    assert_eq!(
+        handled_notices(&app, &a).await.len(),
+        2,
+        "one per resolution"
+    );
     assert!(banned.ban_until.is_some());
     let (code, _) = failure(
         client
