@@ -20,3 +20,4 @@ mod simulate;
 mod stream_limits;
 mod traces;
 mod web_client;
+mod web_events;

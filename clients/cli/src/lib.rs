@@ -4,6 +4,7 @@
 //! - [`admin`]: the operator's tool over `GameAdminService`, and operator tokens.
 //! - [`admin_player`], [`admin_report`]: `basra admin player …` and `basra admin report …`,
 //!   moderation over accounts' `AccountsAdminService`.
+//! - [`admin_tournament`]: `basra admin tournament create|list|cancel` (events, for operators).
 //! - [`admin_output`]: what `basra admin` prints (ISO 8601 times, tables, `--json`).
 //! - [`analytics`]: `basra analytics export` and `basra simulate` (the `basra-analytics` crate).
 //! - [`dev`]: the whole backend in one process (`basra dev`).
@@ -16,6 +17,7 @@
 //!   after a dropped connection.
 //! - [`simulate`]: `basra simulate`, through the real services (bots as guests) or fast
 //!   (engine-made records in `RecordMatches` batches).
+//! - [`tournament`]: `basra tournament list|join|watch|standings|withdraw` (events).
 //! - [`table`]: the client's model of its game, rebuilt from the events.
 //! - [`web_page`]: the web client's page, served by `basra dev`.
 //! - [`tls`]: `http://` and `https://` servers, the `--ca-file` trusted.
@@ -27,6 +29,7 @@ pub mod admin;
 pub mod admin_output;
 pub mod admin_player;
 pub mod admin_report;
+pub mod admin_tournament;
 pub mod analytics;
 pub mod dev;
 pub mod dev_settings;
@@ -41,4 +44,5 @@ pub mod session;
 pub mod simulate;
 pub mod table;
 pub mod tls;
+pub mod tournament;
 pub mod web_page;

@@ -155,6 +155,14 @@ enum Command {
         #[command(subcommand)]
         command: Option<basra::inbox::InboxCommand>,
     },
+    /// Tournaments: list the events, join one (register, check in, play each match as it
+    /// is ready), watch one live, its standings, withdraw.
+    Tournament {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: basra::tournament::TournamentCommand,
+    },
     /// Change the name other players see (a few times a week: the server says when).
     Name {
         #[command(flatten)]
@@ -301,6 +309,11 @@ enum AdminCommand {
         #[command(flatten)]
         connection: AdminConnection,
     },
+    /// Events (tournaments) through matchmaking: create, list, cancel.
+    Tournament {
+        #[command(subcommand)]
+        command: TournamentAdminCommand,
+    },
     /// Moderate a player through accounts (find, show, export, ban, unban, rename,
     /// delete), each but find audited.
     Player {
@@ -351,6 +364,46 @@ enum ReportCommand {
         /// ban: for this many hours (for good without it).
         #[arg(long)]
         hours: Option<u64>,
+    },
+}
+
+#[derive(clap::Args)]
+struct EventConnection {
+    /// matchmaking's gRPC address (`basra dev`: its one port).
+    #[arg(
+        long,
+        env = "BASRA_EVENTS_ADMIN_SERVER",
+        default_value = "http://127.0.0.1:50052"
+    )]
+    server: String,
+    /// An operator token (`basra admin token`).
+    #[arg(long, env = "BASRA_OPERATOR_TOKEN", hide_env_values = true)]
+    token: String,
+}
+
+#[derive(Subcommand)]
+enum TournamentAdminCommand {
+    /// Create an event (once: --start-at or --in; recurring: --cron and --time-zone).
+    Create {
+        #[command(flatten)]
+        connection: EventConnection,
+        #[command(flatten)]
+        args: basra::admin_tournament::CreateArgs,
+    },
+    /// List every event, newest start first.
+    List {
+        #[command(flatten)]
+        connection: EventConnection,
+    },
+    /// Cancel an event: every registered player is told the reason.
+    Cancel {
+        #[command(flatten)]
+        connection: EventConnection,
+        /// The event.
+        event_id: String,
+        /// Why (told to the players).
+        #[arg(long)]
+        reason: String,
     },
 }
 
@@ -563,6 +616,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let session = sign_in(&connection).await?;
             basra::inbox::run(&session, command).await
+        }
+        Command::Tournament {
+            connection,
+            command,
+        } => {
+            let session = sign_in(&connection).await?;
+            basra::tournament::run(&session, command).await
         }
         Command::Name {
             connection,
@@ -998,6 +1058,49 @@ async fn admin(command: AdminCommand, json: bool) -> anyhow::Result<()> {
                         .resolve(&user_id, decision, &reason, name.as_deref(), hours)
                         .await?;
                     println!("{}", admin_report::resolved(&user_id, decision, &answer));
+                }
+            }
+        }
+        AdminCommand::Tournament { command } => {
+            use basra::admin_tournament::{
+                EventAdmin, definition, event_json, event_row, list_text,
+            };
+            match command {
+                TournamentAdminCommand::Create { connection, args } => {
+                    let admin = EventAdmin::connect(&connection.server, &connection.token).await?;
+                    let def = definition(&args, chrono::Utc::now())?;
+                    let event = admin.create(def, &args.request_id).await?;
+                    if json {
+                        println!("{}", event_json(&event));
+                    } else {
+                        println!("created {}", event_row(&event));
+                    }
+                }
+                TournamentAdminCommand::List { connection } => {
+                    let admin = EventAdmin::connect(&connection.server, &connection.token).await?;
+                    println!("{}", list_text(&admin.list().await?, json))
+                }
+                TournamentAdminCommand::Cancel {
+                    connection,
+                    event_id,
+                    reason,
+                } => {
+                    let admin = EventAdmin::connect(&connection.server, &connection.token).await?;
+                    let cancelled = admin.cancel(&event_id, &reason).await?;
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::json!({
+                                "event": cancelled.event.as_ref().map(event_json),
+                                "notified": cancelled.notified,
+                            })
+                        );
+                    } else {
+                        println!(
+                            "cancelled {event_id}: {} registered players told",
+                            cancelled.notified
+                        );
+                    }
                 }
             }
         }

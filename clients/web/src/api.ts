@@ -10,6 +10,7 @@ import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { AccountsService, type AuthTokens } from "./gen/basra/accounts/v1/accounts_pb";
 import { MatchmakingService } from "./gen/basra/matchmaking/v1/matchmaking_pb";
 import { GameService } from "./gen/basra/game/v1/game_pb";
+import { EventService } from "./gen/basra/matchmaking/v1/events_pb";
 
 export { ConnectError, Code };
 
@@ -56,6 +57,7 @@ export interface Api {
   accounts: ReturnType<typeof createClient<typeof AccountsService>>;
   matchmaking: ReturnType<typeof createClient<typeof MatchmakingService>>;
   game: ReturnType<typeof createClient<typeof GameService>>;
+  events: ReturnType<typeof createClient<typeof EventService>>;
 }
 
 export async function connect(): Promise<Api> {
@@ -68,6 +70,7 @@ export async function connect(): Promise<Api> {
     accounts: createClient(AccountsService, transport),
     matchmaking: createClient(MatchmakingService, transport),
     game: createClient(GameService, transport),
+    events: createClient(EventService, transport),
   };
   return client;
 }

@@ -6,12 +6,15 @@ import { authed, connect, currentUser, logIn, resume, signIn, signOut } from "./
 import { app, el, errorText, header, screens, shared, view } from "./shell";
 import { applyDirection, t } from "./i18n";
 import { friendsPanel, startFeed, stopFeed } from "./social";
+import { eventsPanel } from "./events/panel";
+import { startEvents, stopEvents } from "./events/follow";
+import { w } from "./events/words";
 import { NAME_MAX, nameError, nameProblem, profilePanel, rankedPanel, refuseLongPaste, signInError } from "./account";
 import { ROOM_KEY, showTable } from "./table/controller";
 import type { RuleSettings } from "./gen/basra/common/v1/common_pb";
 import { BotLevel, RoomVisibility, SeatOccupant } from "./gen/basra/common/v1/common_pb";
 
-type Tab = "play" | "friends" | "ranked" | "profile";
+type Tab = "play" | "events" | "friends" | "ranked" | "profile";
 let tab: Tab = "play";
 
 // ---------------------------------------------------------------------------------------
@@ -36,6 +39,7 @@ function showSignIn(): void {
         try {
           await signIn(shared.api, input.value.trim());
           startFeed();
+          void startEvents();
           showLobby();
         } catch (err) {
           problem.textContent = nameError(err);
@@ -66,6 +70,7 @@ function profileSignInOnly(): Node {
         try {
           await logIn(shared.api, user.value.trim(), pass.value);
           startFeed();
+          void startEvents();
           showLobby();
         } catch (err) {
           message.textContent = signInError(err);
@@ -89,6 +94,7 @@ function showLobby(notice = ""): void {
   view.redraw = () => showLobby(notice);
   const tabs: [Tab, string][] = [
     ["play", t("tabPlay")],
+    ["events", w("tab")],
     ["friends", t("tabFriends")],
     ["ranked", t("tabRanked")],
     ["profile", t("tabProfile")],
@@ -112,7 +118,7 @@ function showLobby(notice = ""): void {
     ),
   );
   const body =
-    tab === "friends" ? friendsPanel() : tab === "ranked" ? rankedPanel() : tab === "profile" ? profilePanel() : playPanel(notice);
+    tab === "events" ? eventsPanel() : tab === "friends" ? friendsPanel() : tab === "ranked" ? rankedPanel() : tab === "profile" ? profilePanel() : playPanel(notice);
   app.replaceChildren(
     header(),
     el(
@@ -127,6 +133,7 @@ function showLobby(notice = ""): void {
           "data-testid": "sign-out",
           onclick: async () => {
             stopFeed();
+            stopEvents();
             await signOut(shared.api);
             tab = "play";
             showSignIn();
@@ -295,6 +302,7 @@ screens.lobby = showLobby;
 screens.signIn = showSignIn;
 screens.signedOut = () => {
   stopFeed();
+  stopEvents();
   tab = "play";
   showSignIn();
 };
@@ -306,6 +314,7 @@ async function start(): Promise<void> {
   const back = await resume(shared.api).catch(() => false);
   if (!back || !currentUser()) return showSignIn();
   startFeed();
+  void startEvents();
   const room = localStorage.getItem(ROOM_KEY);
   if (room) showTable(room);
   else showLobby();

@@ -13,3 +13,4 @@ mod simulate_fast;
 mod table;
 mod terminal;
 mod tls;
+mod tournament;

@@ -1,0 +1,178 @@
+// The Tournaments tab's words in English and Arabic, in the language i18n.ts chose (kept
+// apart from i18n.ts's dictionary: the tab is one feature, its words one file).
+
+import { lang } from "../i18n";
+
+const en = {
+  tab: "Tournaments",
+  title: "Tournaments",
+  none: "No tournament is open or running right now.",
+  refresh: "Refresh",
+  knockout: "Knockout",
+  swiss: "Swiss",
+  arena: "Arena",
+  scheduled: "Registration opens {when}",
+  registration: "Starts {when}",
+  running: "Running",
+  runningRound: "Round {round} of {total}",
+  finished: "Finished",
+  cancelled: "Cancelled: {reason}",
+  players: "{n} of {cap} players",
+  target: "to {target}",
+  rated: "rated",
+  open: "Open",
+  back: "All tournaments",
+  register: "Register",
+  withdraw: "Withdraw",
+  checkIn: "Check in",
+  checkInOpens: "Check-in opens {when}.",
+  checkInNow: "Check in now: only checked-in players are paired at the start.",
+  entryRegistered: "You are registered.",
+  entryCheckedIn: "You are checked in: you will be paired at the start.",
+  entryPlaying: "You are playing.",
+  entryEliminated: "You are out of this tournament.",
+  entryWithdrawn: "You withdrew.",
+  entryPaused: "You paused: register again to play on.",
+  entryNotCheckedIn: "You did not check in in time.",
+  matchReady: "Your match is ready: {event}, against {name}. Join by {time}.",
+  joinMatch: "Join the match",
+  dismiss: "Dismiss",
+  wasCancelled: "{event} was cancelled: {reason}",
+  bracket: "Bracket",
+  round: "Round {n}",
+  pairings: "Matches",
+  standings: "Standings",
+  finalStandings: "Final standings",
+  noResults: "No result yet.",
+  rank: "#",
+  player: "Player",
+  points: "Points",
+  played: "Played",
+  reached: "Round",
+  tiebreak: "Buchholz",
+  perf: "Performance",
+  bye: "bye",
+  playing: "playing",
+  watch: "Watch",
+  won: "{name} won",
+  forfeit: "{name} won by forfeit",
+  bothAbsent: "neither joined",
+  champion: "Champion: {name}",
+  you: "you",
+  myEvents: "My tournaments",
+  myRank: "finished #{rank}, {points} points",
+  inSeconds: "in {n} s",
+  inMinutes: "in {n} min",
+  inHours: "in {h} h {m} min",
+  inDays: "in {n} days",
+  now: "now",
+  EVENT_ALREADY_REGISTERED: "You are registered already.",
+  EVENT_REGISTRATION_NOT_OPEN: "Registration is not open yet.",
+  EVENT_FULL: "The tournament is full.",
+  EVENT_RATING_BAND: "Your rating is outside this tournament's band.",
+  EVENT_STARTED: "The tournament has started.",
+  EVENT_CANCELLED: "The tournament was cancelled.",
+  EVENT_FINISHED: "The tournament is over.",
+  EVENT_CHECK_IN_CLOSED: "Check-in is not open.",
+  EVENT_WITHDRAWN: "You withdrew from this tournament.",
+  guestRated: "Guests cannot play rated tournaments: register an account in the profile tab.",
+};
+
+export type EventWord = keyof typeof en;
+
+const ar: Record<EventWord, string> = {
+  tab: "البطولات",
+  title: "البطولات",
+  none: "لا بطولة مفتوحة أو جارية الآن.",
+  refresh: "حدّث",
+  knockout: "خروج المغلوب",
+  swiss: "سويسري",
+  arena: "ساحة",
+  scheduled: "يفتح التسجيل {when}",
+  registration: "تبدأ {when}",
+  running: "جارية",
+  runningRound: "الجولة {round} من {total}",
+  finished: "انتهت",
+  cancelled: "أُلغيت: {reason}",
+  players: "{n} من {cap} لاعبين",
+  target: "حتى {target}",
+  rated: "مصنَّفة",
+  open: "افتح",
+  back: "كل البطولات",
+  register: "سجّل",
+  withdraw: "انسحب",
+  checkIn: "أكّد حضورك",
+  checkInOpens: "يبدأ تأكيد الحضور {when}.",
+  checkInNow: "أكّد حضورك الآن: لا يُقرن عند البدء إلا من أكّد.",
+  entryRegistered: "أنت مسجَّل.",
+  entryCheckedIn: "أكّدت حضورك: ستُقرن عند البدء.",
+  entryPlaying: "أنت تلعب.",
+  entryEliminated: "خرجت من هذه البطولة.",
+  entryWithdrawn: "انسحبت.",
+  entryPaused: "أوقفت اللعب: سجّل مجددًا لتكمل.",
+  entryNotCheckedIn: "لم تؤكّد حضورك في الوقت.",
+  matchReady: "مباراتك جاهزة: {event}، ضد {name}. ادخل قبل {time}.",
+  joinMatch: "ادخل المباراة",
+  dismiss: "تجاهل",
+  wasCancelled: "أُلغيت {event}: {reason}",
+  bracket: "الجدول",
+  round: "الجولة {n}",
+  pairings: "المباريات",
+  standings: "الترتيب",
+  finalStandings: "الترتيب النهائي",
+  noResults: "لا نتيجة بعد.",
+  rank: "#",
+  player: "اللاعب",
+  points: "النقاط",
+  played: "لعب",
+  reached: "الجولة",
+  tiebreak: "بوخهولز",
+  perf: "الأداء",
+  bye: "تأهل دون لعب",
+  playing: "تُلعب",
+  watch: "شاهد",
+  won: "فاز {name}",
+  forfeit: "فاز {name} لغياب خصمه",
+  bothAbsent: "لم يحضر أحد",
+  champion: "البطل: {name}",
+  you: "أنت",
+  myEvents: "بطولاتي",
+  myRank: "المركز {rank}، {points} نقطة",
+  inSeconds: "بعد {n} ث",
+  inMinutes: "بعد {n} د",
+  inHours: "بعد {h} س {m} د",
+  inDays: "بعد {n} أيام",
+  now: "الآن",
+  EVENT_ALREADY_REGISTERED: "أنت مسجَّل بالفعل.",
+  EVENT_REGISTRATION_NOT_OPEN: "لم يُفتح التسجيل بعد.",
+  EVENT_FULL: "البطولة مكتملة.",
+  EVENT_RATING_BAND: "تصنيفك خارج حدود هذه البطولة.",
+  EVENT_STARTED: "بدأت البطولة.",
+  EVENT_CANCELLED: "أُلغيت البطولة.",
+  EVENT_FINISHED: "انتهت البطولة.",
+  EVENT_CHECK_IN_CLOSED: "تأكيد الحضور غير مفتوح.",
+  EVENT_WITHDRAWN: "انسحبت من هذه البطولة.",
+  guestRated: "لا يلعب الضيوف البطولات المصنَّفة: أنشئ حسابًا في تبويب الملف.",
+};
+
+const words: Record<"en" | "ar", Record<EventWord, string>> = { en, ar };
+
+/** The tab's phrase `key` in the reader's language, `{name}` placeholders filled. */
+export function w(key: EventWord, values: Record<string, string | number> = {}): string {
+  return words[lang()][key].replace(/\{(\w+)\}/g, (_, name) => String(values[name] ?? ""));
+}
+
+/** The phrase `key` as nodes: a Node value (a name in `<bdi>`) goes in as it is. */
+export function wx(key: EventWord, values: Record<string, string | number | Node> = {}): Node[] {
+  const parts = words[lang()][key].split(/\{(\w+)\}/);
+  return parts.map((part, i) => {
+    if (i % 2 === 0) return document.createTextNode(part);
+    const value = values[part] ?? "";
+    return value instanceof Node ? value : document.createTextNode(String(value));
+  });
+}
+
+/** Whether `key` is one of the tab's words (a refusal's ErrorInfo reason). */
+export function isEventWord(key: string): key is EventWord {
+  return Object.hasOwn(en, key);
+}

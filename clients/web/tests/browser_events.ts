@@ -1,0 +1,144 @@
+// A small knockout played to its final between browsers, in headless Chromium (Debian's,
+// through playwright-core) against a running `basra dev` that serves the page, on an event
+// an operator made (tests/it/web_events.rs: three players at most, check-in open from now,
+// the start a few seconds ahead, matches to 1). Three players sign in (one reads the page
+// in Arabic), open the Tournaments tab, find the event, register and check in; at the
+// start the top seed has a bye and the other two get "your match is ready" above the
+// screen and join with one tap; they play by clicking; the winner goes back to the event
+// and, with the seed, gets the final's notice and plays it; every page ends on the final
+// standings with the champion named, the bracket showing both rounds. No console errors.
+// Usage: node tests/run.mjs tests/browser_events.ts PAGE_URL ARTIFACT_DIR EVENT_ID EVENT_NAME [CHROMIUM]
+// Prints one JSON line with what it saw; exits non-zero on the first failed check.
+import { chromium, type Browser, type Page } from "playwright-core";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+const [pageUrl, artifacts, eventId, eventName, executable = "/usr/bin/chromium"] = process.argv.slice(2);
+if (!pageUrl || !artifacts || !eventId || !eventName) {
+  console.error("usage: node tests/run.mjs tests/browser_events.ts PAGE_URL ARTIFACT_DIR EVENT_ID EVENT_NAME [CHROMIUM]");
+  process.exit(2);
+}
+mkdirSync(artifacts, { recursive: true });
+
+const problems: string[] = [];
+const report: Record<string, unknown> = {};
+
+function check(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new Error(`check failed: ${message}`);
+}
+
+async function open(browser: Browser, locale = "en-US"): Promise<Page> {
+  const context = await browser.newContext({ locale, viewport: { width: 1000, height: 900 } });
+  const page = await context.newPage();
+  page.on("console", (m) => {
+    if (m.type() === "error") problems.push(`console: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`page error: ${e}`));
+  await page.goto(pageUrl, { waitUntil: "load" });
+  return page;
+}
+
+/** Signs in, opens the Tournaments tab and the event, registers and checks in. */
+async function enter(page: Page, name: string): Promise<string> {
+  await page.getByTestId("name").fill(name);
+  await page.getByTestId("sign-in").click();
+  await page.getByTestId("tab-events").click();
+  const tab = await page.getByTestId("tab-events").innerText();
+  const row = page.locator(`[data-testid=event][data-event-id="${eventId}"]`);
+  await row.waitFor();
+  check((await row.innerText()).includes(eventName), `the list names the event: ${await row.innerText()}`);
+  await row.getByTestId("event-open").click();
+  await page.getByTestId("event-register").click();
+  await page.locator("[data-testid=event-entry][data-entry=entryRegistered]").waitFor();
+  // Check-in is open from the start of the test: the button is there.
+  await page.getByTestId("event-check-in").click();
+  await page.locator("[data-testid=event-entry][data-entry=entryCheckedIn]").waitFor();
+  return tab;
+}
+
+/**
+ * Plays the event on every page until each shows the final standings: a page with "your
+ * match is ready" joins; a table plays a playable card; a finished match goes back to
+ * the event. Answers how many matches each page joined.
+ */
+async function playEvent(pages: Page[], seconds = 420): Promise<number[]> {
+  const deadline = Date.now() + seconds * 1000;
+  const joined = pages.map(() => 0);
+  for (;;) {
+    let done = 0;
+    for (const [i, page] of pages.entries()) {
+      try {
+        const ready = page.getByTestId("event-join-match");
+        if (await ready.count()) {
+          if (joined[i] === 0) await page.screenshot({ path: join(artifacts, `match-ready-${i}.png`) });
+          await ready.first().click({ timeout: 1500 });
+          joined[i] += 1;
+          continue;
+        }
+        if (await page.getByTestId("result").count()) {
+          await page.getByTestId("back").click({ timeout: 1500 });
+          continue;
+        }
+        const card = page.locator("[data-testid=hand-card]:not([disabled])").first();
+        const option = page.getByTestId("capture-option").first();
+        if (await option.count()) await option.click({ timeout: 1500 });
+        else if (await card.count()) await card.click({ timeout: 1500 });
+        else if (await page.locator("[data-testid=event-standings][data-final=true]").count()) done += 1;
+      } catch {
+        // Redrawn under the pointer: look again.
+      }
+    }
+    if (done === pages.length) return joined;
+    check(Date.now() < deadline, `the event ended within ${seconds} s (joined ${joined})`);
+    await pages[0].waitForTimeout(60);
+  }
+}
+
+async function main(): Promise<void> {
+  const browser = await chromium.launch({ executablePath: executable, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  try {
+    const pages = [await open(browser), await open(browser), await open(browser, "ar-EG")];
+    const names = ["Amal", "Badr", "Camil"];
+    const tabs = await Promise.all(pages.map((page, i) => enter(page, names[i])));
+    report.tabs = tabs;
+    check(tabs[0] === "Tournaments" && tabs[2] === "البطولات", `the tab in English and Arabic: ${tabs}`);
+    check((await pages[2].evaluate(() => document.documentElement.dir)) === "rtl", "the Arabic page is right to left");
+    await pages[0].screenshot({ path: join(artifacts, "event-checked-in.png") });
+    const joined = await playEvent(pages);
+    report.joined = joined;
+    check(joined.reduce((a, b) => a + b, 0) === 4, `two matches of two players were joined: ${joined}`);
+    check(joined.filter((n) => n === 2).length === 1 && joined.filter((n) => n === 1).length === 2, `one player played twice: ${joined}`);
+    const finalist = joined.indexOf(2);
+    for (const [i, page] of pages.entries()) {
+      const champion = await page.getByTestId("event-champion").innerText();
+      const rows = await page.getByTestId("standing").evaluateAll((rows) => rows.map((r) => [r.getAttribute("data-rank"), (r.children[1] as HTMLElement).innerText]));
+      const rounds = await page.locator("[data-testid=bracket] .round").count();
+      const status = await page.getByTestId("event-status").getAttribute("data-status");
+      report[names[i]] = { champion, rows, rounds, status };
+      check(status === "FINISHED", `${names[i]} sees the event finished: ${status}`);
+      check(rows.length === 3 && rows[0][0] === "1", `${names[i]} sees three ranked players: ${JSON.stringify(rows)}`);
+      check(rounds === 2, `${names[i]} sees both rounds in the bracket: ${rounds}`);
+      check(names.some((n) => champion.includes(n)), `a champion is named: ${champion}`);
+    }
+    const champion = (report[names[0]] as { champion: string }).champion;
+    report.champion = names.find((n) => champion.includes(n));
+    report.finalist = names[finalist];
+    await pages[0].screenshot({ path: join(artifacts, "event-final.png"), fullPage: true });
+    await pages[2].screenshot({ path: join(artifacts, "event-final-ar.png"), fullPage: true });
+    // The finished event is in each player's own list, with their rank.
+    await pages[0].getByTestId("events-back").click();
+    await pages[0].locator(`[data-testid=my-events] [data-event-id="${eventId}"]`).waitFor();
+    report.history = await pages[0].locator(`[data-testid=my-events] [data-event-id="${eventId}"]`).innerText();
+  } finally {
+    await browser.close();
+  }
+  check(problems.length === 0, `no console errors: ${problems.join("; ")}`);
+}
+
+main().then(
+  () => console.log(JSON.stringify({ ok: true, ...report })),
+  (err) => {
+    console.log(JSON.stringify({ ok: false, error: String(err), problems, ...report }));
+    process.exit(1);
+  },
+);
