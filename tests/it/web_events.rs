@@ -1,6 +1,6 @@
 //! A small knockout played to its final between browsers (issue 47): `basra dev` (in-memory
 //! stores) serves the built page (`make web`); an operator creates a three-player knockout
-//! through `EventAdminService` (check-in open from now, the start 30 s ahead, matches to
+//! through `EventAdminService` (check-in open from now, the start 45 s ahead, matches to
 //! 1); `clients/web/tests/browser_events.ts` drives three Chromium pages (one in Arabic)
 //! through playwright-core: each finds the event in the Tournaments tab, registers and
 //! checks in; at the start the two unseeded players get "your match is ready" and join
@@ -79,7 +79,7 @@ async fn browsers_play_a_knockout_to_its_final() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs()
-        + 30;
+        + 45;
     let event = admin
         .create(
             pb::EventDefinition {

@@ -27,6 +27,8 @@ export function isOver(event: Event | undefined): boolean {
 /**
  * The rounds seen so far, the current round's pairings (a knockout's or Swiss') put in
  * at their round: a live bracket, each round once, the newest result of each table kept.
+ * WatchEvent sends the current round only, so a round's last result may come only with
+ * the next round: in a knockout whoever plays on won their earlier match.
  */
 export function withRound(rounds: ReadonlyMap<number, Pairing[]>, update: WatchEventResponse): Map<number, Pairing[]> {
   const next = new Map(rounds);
@@ -37,6 +39,19 @@ export function withRound(rounds: ReadonlyMap<number, Pairing[]>, update: WatchE
     tables.push(p);
     tables.sort((a, b) => a.table - b.table);
     next.set(p.round, tables);
+  }
+  if (format !== EventFormat.KNOCKOUT) return next;
+  const latest = Math.max(0, ...next.keys());
+  for (const [round, pairings] of next) {
+    if (round >= latest) continue;
+    const later = new Set([...next].filter(([r]) => r > round).flatMap(([, ps]) => ps.flatMap((p) => p.userIds)));
+    next.set(
+      round,
+      pairings.map((p) => {
+        const winner = p.userIds.find((u) => later.has(u));
+        return p.result === PairingResult.UNSPECIFIED && winner && p.userIds.length === 2 ? { ...p, result: PairingResult.WON, winner } : p;
+      }),
+    );
   }
   return next;
 }

@@ -347,7 +347,7 @@ function standings(f: Followed, rows: Standing[], format: EventFormat, final: bo
     rows.length
       ? el(
           "table",
-          { class: "standings", "data-testid": "event-standings", "data-final": final },
+          { class: "standings", "data-testid": "event-standings", "data-final": final ? "true" : "false" },
           el("thead", {}, el("tr", {}, ...[w("rank"), w("player"), w("points"), w("played"), extra].map((h) => el("th", {}, h)))),
           el(
             "tbody",

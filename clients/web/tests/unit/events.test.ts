@@ -66,6 +66,10 @@ test("the bracket keeps every round seen, each table's newest result", () => {
   assert.deepEqual([...rounds.keys()], [1, 2]);
   assert.deepEqual(rounds.get(1)?.map((p) => p.winner), ["a", "d"]);
   assert.equal(rounds.get(2)?.[0].roomId, "r3");
+  // A round's last result that came only with the next round: whoever plays on won.
+  const skipped = withRound(withRound(new Map(), round1), final);
+  assert.deepEqual(skipped.get(1)?.map((p) => [p.result, p.winner]), [[PairingResult.WON, "a"], [PairingResult.WON, "d"]]);
+  assert.equal(round1.pairings[0].result, PairingResult.UNSPECIFIED, "the update given is left as it was");
   const arena = create(WatchEventResponseSchema, { event: event(EventStatus.RUNNING, EventFormat.ARENA), pairings: [pairing(0, 7, ["a", "b"], "r9")] });
   assert.equal(withRound(new Map(), arena).size, 0, "an arena has no bracket");
   const names = namesOf([create(StandingSchema, { userId: "a", displayName: "Amal" }), create(StandingSchema, { userId: "b" })], new Map([["c", "Camil"]]));
