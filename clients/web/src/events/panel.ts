@@ -8,7 +8,7 @@ import { el, errorText, screens, shared, Code, ConnectError } from "../shell";
 import { bdi } from "../i18n";
 import type { Entry, Event, EventWithEntry, Pairing, Standing } from "../gen/basra/matchmaking/v1/events_pb";
 import { EventFormat, EventStatus, PairingResult } from "../gen/basra/matchmaking/v1/events_pb";
-import { actions, entryWord, errorReason, ms, until } from "./model";
+import { actions, entryWord, errorReason, isOver, ms, until } from "./model";
 import { follow, onEventsChange, unfollowUnlessMine, type Followed } from "./follow";
 import { isEventWord, w, wx } from "./words";
 
@@ -90,7 +90,7 @@ function eventList(): HTMLElement {
   };
   const row = (e: EventWithEntry, extra: Node[] = []) => {
     const event = e.event!;
-    const entry = entryWord(e.entry);
+    const entry = isOver(event) ? null : entryWord(e.entry);
     return el(
       "li",
       { "data-testid": "event", "data-event-id": event.eventId },
@@ -189,7 +189,8 @@ function eventPage(eventId: string): HTMLElement {
     const shown = f.last?.event ?? event;
     if (!shown) return;
     const can = actions(shown, entry, Date.now());
-    const word = entryWord(entry);
+    // Once the event is over, the standings say where the player finished.
+    const word = isOver(shown) ? null : entryWord(entry);
     const act = (call: () => Promise<unknown>) => async () => {
       problem.textContent = "";
       try {
