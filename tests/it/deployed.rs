@@ -88,6 +88,12 @@ async fn bind() -> (TcpListener, String) {
 /// the PostgreSQL at `DATABASE_URL` (a fresh database, migrated as the migration Job
 /// does) and the Redis at `REDIS_URL`.
 pub(crate) async fn spawn_deployed() -> Deployed {
+    spawn_deployed_with(|_| {}).await
+}
+
+/// [`spawn_deployed`] with accounts' settings changed by `adjust` first (a test's own
+/// `[push]` providers).
+pub(crate) async fn spawn_deployed_with(adjust: impl FnOnce(&mut accounts::Settings)) -> Deployed {
     let redis_url = basra_testkit::redis_url();
     let tag = format!("dep-{}", uuid::Uuid::now_v7().simple());
     let database = basra_e2e::TestDatabase::create(&tag.replace('-', "_"))
@@ -108,6 +114,7 @@ pub(crate) async fn spawn_deployed() -> Deployed {
     accounts.metrics.listen.clear();
     keys.identity(&mut accounts.identity);
     keys.trusted(&mut accounts.auth.trusted_keys);
+    adjust(&mut accounts);
     accounts::migrate(&accounts).await.expect("migrated");
 
     let mut game: game_session::Settings =

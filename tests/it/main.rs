@@ -14,6 +14,7 @@ mod identity;
 mod key_roles;
 mod metrics;
 mod prometheus;
+mod push;
 mod reports;
 mod revocation;
 mod simulate;
