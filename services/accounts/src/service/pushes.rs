@@ -50,4 +50,13 @@ impl<S: Store> AccountsApi<S> {
             }
         }
     }
+
+    /// [`enqueue_pushes`](Self::enqueue_pushes) for a notice whose cause stands whatever
+    /// happens here (a friend request, an invite): a failure is logged.
+    pub(super) async fn push_notice(&self, player: Uuid, notice: PushNotice) {
+        if let Err(err) = self.enqueue_pushes(player, &notice).await {
+            let kind = notice.notice.kind().as_str();
+            tracing::warn!(error = %err, kind, "a notice's pushes were not queued");
+        }
+    }
 }
