@@ -23,15 +23,23 @@ async fn basra_dev_pushes_to_a_closed_app() {
     let fcm = FcmStandIn::start().await;
     let mut env = vec![
         ("BASRA_ACCOUNTS_PUSH__ENABLED".to_owned(), "true".to_owned()),
-        ("BASRA_ACCOUNTS_PUSH__QUIET_START".to_owned(), "00:00".to_owned()),
-        ("BASRA_ACCOUNTS_PUSH__QUIET_END".to_owned(), "00:00".to_owned()),
+        (
+            "BASRA_ACCOUNTS_PUSH__QUIET_START".to_owned(),
+            "00:00".to_owned(),
+        ),
+        (
+            "BASRA_ACCOUNTS_PUSH__QUIET_END".to_owned(),
+            "00:00".to_owned(),
+        ),
     ];
     env.extend(
         fcm.env()
             .into_iter()
             .map(|(k, v)| (k.replacen("BASRA_", "BASRA_ACCOUNTS_", 1), v)),
     );
-    let backend = basra_e2e::spawn_dev_with(None, env).await.expect("basra dev");
+    let backend = basra_e2e::spawn_dev_with(None, env)
+        .await
+        .expect("basra dev");
     a_closed_app_gets_requests_and_invites_as_pushes(&backend.endpoints, &fcm).await;
     backend.stop().await.unwrap();
 }
@@ -87,7 +95,11 @@ async fn on_feed<T>(
 ) -> T {
     tokio::time::timeout(Duration::from_secs(10), async {
         loop {
-            let event = feed.message().await.expect("the feed goes on").expect("open");
+            let event = feed
+                .message()
+                .await
+                .expect("the feed goes on")
+                .expect("open");
             if let Some(found) = pick(&event) {
                 return found;
             }
@@ -98,8 +110,8 @@ async fn on_feed<T>(
 }
 
 async fn a_closed_app_gets_requests_and_invites_as_pushes(endpoints: &Endpoints, fcm: &FcmStandIn) {
-    let tag = &uuid::Uuid::now_v7().simple().to_string()[20..];
-    let (ana_name, ben_name) = (format!("push_ana_{tag}"), format!("push_ben_{tag}"));
+    let tag = &uuid::Uuid::now_v7().simple().to_string()[22..];
+    let (ana_name, ben_name) = (format!("pa_{tag}"), format!("pb_{tag}"));
     let ana = register(endpoints, &ana_name).await;
     let ben = register(endpoints, &ben_name).await;
     ben.accounts()
@@ -146,17 +158,29 @@ async fn a_closed_app_gets_requests_and_invites_as_pushes(endpoints: &Endpoints,
         target_score: Some(30),
         ..Default::default()
     };
-    let room = lobby::create_room(&ana, RoomVisibility::Private, Vec::new(), BotLevel::Unspecified, rules)
+    let room = lobby::create_room(
+        &ana,
+        RoomVisibility::Private,
+        Vec::new(),
+        BotLevel::Unspecified,
+        rules,
+    )
+    .await
+    .unwrap();
+    friends::invite(&ana, &room.room_id, &ben.user_id)
         .await
         .unwrap();
-    friends::invite(&ana, &room.room_id, &ben.user_id).await.unwrap();
     on_feed(&mut ben_feed, "the invite", |e| match &e.event {
         Some(FeedEvent::Invite(i)) => Some(i.room_id.clone()),
         _ => None,
     })
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(fcm.sends().len(), 1, "nothing pushed while the feed is open");
+    assert_eq!(
+        fcm.sends().len(),
+        1,
+        "nothing pushed while the feed is open"
+    );
 
     // Ben closes the app: once his friends see him offline, the next invite is pushed.
     drop(ben_feed);
@@ -171,7 +195,9 @@ async fn a_closed_app_gets_requests_and_invites_as_pushes(endpoints: &Endpoints,
         _ => None,
     })
     .await;
-    friends::invite(&ana, &room.room_id, &ben.user_id).await.unwrap();
+    friends::invite(&ana, &room.room_id, &ben.user_id)
+        .await
+        .unwrap();
     let message = accepted(fcm, 2).await;
     assert_eq!(message["data"]["kind"], "room_invite");
     assert_eq!(message["data"]["room_id"], room.room_id.as_str());
