@@ -61,7 +61,10 @@ fn mount_service<S: Store>(
             &pushing.settings,
             service.metrics().pushes.clone(),
         )
-        .spawn(shutdown);
+        .spawn(shutdown.clone());
+        if let Some(queue) = pushing.take_queue() {
+            tokio::spawn(service.clone().forward_notices(queue, shutdown));
+        }
     }
     let admin = service::AccountsAdmin::new(service.clone()).into_server();
     routes
@@ -112,6 +115,10 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
     let issuer = TokenIssuer::new(key, &settings.auth.issuer, &settings.auth.audience);
     let trusted_keys = basra_platform::auth::load_trusted(&settings.auth.trusted_keys)
         .map_err(|e| AccountsError::bad_setting(format!("auth.trusted_keys: {e}")))?;
+    let push = crate::push::Pushing::from_settings(&settings.push)?;
+    let push_hook = push
+        .as_ref()
+        .map(|p| std::sync::Arc::clone(&p.hook) as std::sync::Arc<dyn crate::inbox::NoticeHook>);
     let config = ServiceConfig {
         trusted_keys,
         issuer,
@@ -157,9 +164,9 @@ pub fn service_config(settings: &Settings, key: SigningKey) -> Result<ServiceCon
             tracing::info!(enabled = ?providers.enabled(), "sign-in with identity providers");
             providers
         },
-        push: crate::push::Pushing::from_settings(&settings.push)?,
+        push,
         inbox: settings.inbox.limits(),
-        notice_hook: None,
+        notice_hook: push_hook,
         calendar: Arc::new(settings.seasons.clone()),
         analyst: crate::analysis::Analyst::new(&settings.analysis),
     };

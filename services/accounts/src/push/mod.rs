@@ -15,9 +15,11 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`settings`] | `[push]`: on or off, the kinds, limits, quiet hours, the worker's lease and pace, the providers' credentials (files from Secrets) |
+//! | [`hook`] | the inbox's hook: each kept notice queued for the service's forwarding task, and what its push says and carries (pure) |
 //! | [`plan`] | pure: a notice and a player's devices → the outbox rows (kinds, quiet hours, expiry) |
 //! | [`worker`] | the outbox's delivery loop: claim, send, act on the [`basra_push::Outcome`] |
 
+pub mod hook;
 pub mod plan;
 pub mod settings;
 pub mod worker;
@@ -63,6 +65,12 @@ pub struct Pushing {
     pub settings: PushDeliverySettings,
     /// Sends through FCM and APNs.
     pub pusher: std::sync::Arc<basra_push::Pusher>,
+    /// The inbox's hook (its queue's sending end).
+    pub hook: std::sync::Arc<hook::PushHook>,
+    /// The hook's queue, taken once by the task that forwards notices to the outbox.
+    queue: std::sync::Arc<
+        std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<crate::inbox::KeptNotice>>>,
+    >,
 }
 
 impl Pushing {
@@ -76,11 +84,19 @@ impl Pushing {
         let rules = settings.rules().map_err(bad)?;
         let pusher =
             basra_push::Pusher::new(&settings.providers()).map_err(|e| bad(e.to_string()))?;
+        let (hook, queue) = hook::PushHook::new();
         Ok(Some(Pushing {
             rules,
             settings: settings.clone(),
             pusher: std::sync::Arc::new(pusher),
+            hook: std::sync::Arc::new(hook),
+            queue: std::sync::Arc::new(std::sync::Mutex::new(Some(queue))),
         }))
+    }
+
+    /// The hook's queue, the first time it is asked for (the forwarding task's).
+    pub fn take_queue(&self) -> Option<tokio::sync::mpsc::Receiver<crate::inbox::KeptNotice>> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
 

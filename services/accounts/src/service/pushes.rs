@@ -59,4 +59,37 @@ impl<S: Store> AccountsApi<S> {
             tracing::warn!(error = %err, kind, "a notice's pushes were not queued");
         }
     }
+
+    /// Makes the pushes of every notice the inbox's hook queued (at most
+    /// [`FORWARDING`] at once), until `shutdown` or the queue closes.
+    pub(crate) async fn forward_notices(
+        self,
+        mut queue: tokio::sync::mpsc::Receiver<crate::inbox::KeptNotice>,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) {
+        let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(FORWARDING));
+        loop {
+            let kept = tokio::select! {
+                () = shutdown.cancelled() => return,
+                kept = queue.recv() => match kept {
+                    Some(kept) => kept,
+                    None => return,
+                },
+            };
+            let Some(notice) = crate::push::hook::push_notice(&kept.notice) else {
+                continue;
+            };
+            let Ok(slot) = std::sync::Arc::clone(&slots).acquire_owned().await else {
+                return;
+            };
+            let api = self.clone();
+            tokio::spawn(async move {
+                api.push_notice(kept.user_id, notice).await;
+                drop(slot);
+            });
+        }
+    }
 }
+
+/// Notices whose pushes are being made at once.
+const FORWARDING: usize = 64;
