@@ -46,7 +46,7 @@ pub(crate) fn pod_env(service: &str) -> Vec<(String, String)> {
         if name == CONFIG_FILE_VAR {
             continue;
         }
-        let value = if name.ends_with("DATABASE__URL") {
+        let value = if name.ends_with("DATABASE__URL") || name.ends_with("__DATABASE_URL") {
             "postgres://basra@postgres:5432/basra".to_owned()
         } else if name.ends_with("__URL") {
             "redis://redis:6379".to_owned()

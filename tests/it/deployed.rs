@@ -132,6 +132,7 @@ pub(crate) async fn spawn_deployed_with(adjust: impl FnOnce(&mut accounts::Setti
         load_with_env(matchmaking::settings::DEFAULTS, pod_env("matchmaking"))
             .expect("matchmaking");
     redis(&mut queue.redis, &redis_url, &tag);
+    queue.events.database_url = database.url.clone().into();
     queue.accounts.url = accounts_url.clone();
     queue.game.url = game_url.clone();
     queue.metrics.listen.clear();
@@ -204,6 +205,11 @@ pub(crate) async fn spawn_deployed_with(adjust: impl FnOnce(&mut accounts::Setti
 }
 
 impl Deployed {
+    /// The deployment's PostgreSQL (accounts' tables and matchmaking's events).
+    pub(crate) fn database_url(&self) -> String {
+        self.database.url.clone()
+    }
+
     /// Stops the services, drops the database and deletes the test's Redis keys.
     pub(crate) async fn stop(self) {
         self.shutdown.cancel();

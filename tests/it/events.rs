@@ -8,10 +8,12 @@ use std::time::{Duration, SystemTime};
 
 use basra::admin::operator_token;
 use basra::player::{Driver, play_room};
-use basra::session::Session;
+use basra::session::{Endpoints, Session};
 use basra_e2e::{Backend, spawn_backend, spawn_dev};
 use basra_engine::bot::Policy;
-use basra_proto::basra::accounts::v1::{EventMatchReadyNotice, ListNoticesRequest, notice};
+use basra_proto::basra::accounts::v1::{
+    EventMatchReadyNotice, GuestLoginRequest, ListNoticesRequest, notice,
+};
 use basra_proto::basra::common::v1::RuleSettings;
 use basra_proto::basra::matchmaking::v1::event_admin_service_client::EventAdminServiceClient;
 use basra_proto::basra::matchmaking::v1::{
@@ -25,12 +27,63 @@ const AUD: &str = "basra";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_knockout_is_played_to_its_final_on_separate_services() {
-    a_knockout_is_played_to_its_final(spawn_backend().await.expect("backend")).await;
+    let backend = spawn_backend().await.expect("backend");
+    let token = operator(&backend);
+    a_knockout_is_played_to_its_final(&backend.endpoints, token).await;
+    backend.stop().await.expect("stopped");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_knockout_is_played_to_its_final_on_basra_dev() {
-    a_knockout_is_played_to_its_final(spawn_dev().await.expect("basra dev")).await;
+    let backend = spawn_dev().await.expect("basra dev");
+    let token = operator(&backend);
+    a_knockout_is_played_to_its_final(&backend.endpoints, token).await;
+    backend.stop().await.expect("stopped");
+}
+
+/// With the settings `deploy/` ships: matchmaking keeps events in the deployment's
+/// PostgreSQL (`BASRA_EVENTS__DATABASE_URL` from the Secret basra-database) and trusts
+/// the operators' key for EventAdminService.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_knockout_is_played_to_its_final_on_the_services_as_deployed() {
+    let deployed = crate::deployed::spawn_deployed().await;
+    let event =
+        a_knockout_is_played_to_its_final(&deployed.endpoints, deployed.operator.clone()).await;
+    let pool = sqlx::PgPool::connect(&deployed.database_url())
+        .await
+        .expect("the deployment's database");
+    let (stored,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM event_results WHERE event_id::text = $1")
+            .bind(&event)
+            .fetch_one(&pool)
+            .await
+            .expect("event_results");
+    assert_eq!(
+        stored, 3,
+        "a four-player knockout's three results, in PostgreSQL"
+    );
+    pool.close().await;
+    deployed.stop().await;
+}
+
+fn operator(backend: &Backend) -> String {
+    let (kid, pem) = backend.operator_key.clone().expect("an operator key");
+    operator_token(&pem, &kid, ISS, AUD, "ops-events", Duration::from_secs(600))
+        .expect("an operator token")
+}
+
+async fn guest(endpoints: &Endpoints, device: String) -> Session {
+    Session::sign_in(endpoints, |mut accounts| async move {
+        let response = accounts
+            .guest_login(GuestLoginRequest {
+                device_id: device,
+                display_name: String::new(),
+            })
+            .await?;
+        Ok(response.into_inner().tokens)
+    })
+    .await
+    .expect("signed in")
 }
 
 fn now_ms() -> i64 {
@@ -93,11 +146,9 @@ async fn play_the_event(session: Session, event: String) {
     }
 }
 
-async fn a_knockout_is_played_to_its_final(backend: Backend) {
-    let (kid, pem) = backend.operator_key.clone().expect("an operator key");
-    let token = operator_token(&pem, &kid, ISS, AUD, "ops-events", Duration::from_secs(600))
-        .expect("an operator token");
-    let channel = tonic::transport::Endpoint::from_shared(backend.endpoints.matchmaking.clone())
+/// Plays the knockout and answers its id.
+async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String) -> String {
+    let channel = tonic::transport::Endpoint::from_shared(endpoints.matchmaking.clone())
         .unwrap()
         .connect()
         .await
@@ -139,10 +190,7 @@ async fn a_knockout_is_played_to_its_final(backend: Backend) {
     let tag = uuid::Uuid::now_v7().simple().to_string();
     let mut players = Vec::new();
     for i in 0..4 {
-        let session = backend
-            .guest(&format!("ev-{tag}-{i}"))
-            .await
-            .expect("signed in");
+        let session = guest(endpoints, format!("ev-{tag}-{i}")).await;
         session
             .events()
             .register(RegisterRequest {
@@ -199,5 +247,5 @@ async fn a_knockout_is_played_to_its_final(backend: Backend) {
         .collect();
     assert!(!ready.is_empty(), "a match-ready notice: {notices:?}");
     assert!(ready.iter().all(|r| r.event_id == event && r.round >= 1));
-    backend.stop().await.expect("stopped");
+    event
 }
