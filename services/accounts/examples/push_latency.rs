@@ -76,6 +76,9 @@ async fn bench(
         ("BASRA_PUSH__QUIET_START", "00:00"),
         ("BASRA_PUSH__QUIET_END", "00:00"),
         ("BASRA_PUSH__MAX_PER_PLAYER", "1000"),
+        // The players sign up from one address, at once.
+        ("BASRA_SIGNUP_LIMITS__PER_ADDRESS_MAX", "100000"),
+        ("BASRA_SIGNUP_LIMITS__GLOBAL_MAX", "100000"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
