@@ -33,7 +33,7 @@ pub(crate) fn event(e: &EventRecord, now: Millis) -> pb::Event {
         definition: Some(e.spec.to_pb(e.starts_at_ms)),
         status: status as i32,
         starts_at: Some(timestamp(e.starts_at_ms)),
-        registration_opens_at: Some(timestamp(e.spec.registration_opens_at(e.starts_at_ms))),
+        registration_opens_at: e.spec.registration_opens_at(e.starts_at_ms).map(timestamp),
         check_in_opens_at: Some(timestamp(e.spec.check_in_opens_at(e.starts_at_ms))),
         ends_at,
         registered: e.registered,

@@ -102,7 +102,12 @@ impl EventRecord {
     /// The status at `now`.
     pub fn status(&self, now: Millis) -> Status {
         match self.phase {
-            Phase::Upcoming if now < self.spec.registration_opens_at(self.starts_at_ms) => {
+            Phase::Upcoming
+                if self
+                    .spec
+                    .registration_opens_at(self.starts_at_ms)
+                    .is_some_and(|opens| now < opens) =>
+            {
                 Status::Scheduled
             }
             Phase::Upcoming => Status::Registration,
@@ -312,7 +317,11 @@ pub fn admit(
             _ => Err(Refusal::AlreadyRegistered),
         };
     }
-    if event.phase == Phase::Upcoming && now < event.spec.registration_opens_at(event.starts_at_ms)
+    if event.phase == Phase::Upcoming
+        && event
+            .spec
+            .registration_opens_at(event.starts_at_ms)
+            .is_some_and(|opens| now < opens)
     {
         return Err(Refusal::RegistrationNotOpen);
     }

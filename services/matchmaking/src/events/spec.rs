@@ -190,9 +190,11 @@ impl EventSpec {
         Ok((spec, start))
     }
 
-    /// When registration opens for an occurrence starting at `start`.
-    pub fn registration_opens_at(&self, start: Millis) -> Millis {
-        start - i64::from(self.registration_opens_seconds_before) * 1000
+    /// When registration opens for an occurrence starting at `start`: `None` when it is
+    /// open from the event's creation (`registration_opens_seconds_before` 0).
+    pub fn registration_opens_at(&self, start: Millis) -> Option<Millis> {
+        (self.registration_opens_seconds_before > 0)
+            .then(|| start - i64::from(self.registration_opens_seconds_before) * 1000)
     }
 
     /// When check-in opens (the start itself when there is no check-in).

@@ -216,3 +216,39 @@ async fn check_in_only_in_its_window() {
         .into_inner();
     assert_eq!(mine.events.len(), 1);
 }
+
+/// `registration_opens_seconds_before` 0 means registration is open from the event's
+/// creation, as the .proto says: the event is in REGISTRATION at once, with no opening
+/// time, and a player registers before the start.
+#[tokio::test]
+async fn registration_opens_at_once_when_no_lead_time_is_set() {
+    let app = TestApp::builder().memory().spawn().await;
+    let op = Operator::of(&app);
+    let mut definition = knockout(2);
+    definition.registration_opens_seconds_before = 0;
+    let event = op.create(definition).await.unwrap().event_id;
+    let p = app.player();
+    let shown = events_client(&app)
+        .get_event(authed(
+            GetEventRequest {
+                event_id: event.clone(),
+            },
+            &p.token,
+        ))
+        .await
+        .expect("GetEvent")
+        .into_inner()
+        .event
+        .unwrap()
+        .event
+        .unwrap();
+    assert_eq!(
+        shown.status,
+        basra_proto::basra::matchmaking::v1::EventStatus::Registration as i32
+    );
+    assert_eq!(shown.registration_opens_at, None);
+    register(&app, &p, &event)
+        .await
+        .expect("registered at once");
+    assert_eq!(registered(&app, &p, &event).await, 1);
+}
