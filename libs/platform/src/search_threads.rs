@@ -6,7 +6,7 @@
 //! plays wait behind the computer's thinking. These threads can run at the lowest CPU
 //! priority instead (`[bots] search_priority = "low"`, nice 19): the kernel then gives the
 //! workers the CPU whenever they want it, and the searches the rest. A search that cannot
-//! start in time makes the bot play greedy ([`Bots`](crate::replica::bots::Bots)' queue), so a busy
+//! start in time makes the bot play greedy (game-session's `Bots` queue), so a busy
 //! replica trades the computer's strength for its players' latency, not the reverse. A
 //! nice-19 thread yields to every thread of its CPU group: on Kubernetes its own pod's; on
 //! a host shared with busy processes, theirs too, and the bots then mostly play greedy

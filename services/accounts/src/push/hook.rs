@@ -1,5 +1,5 @@
 //! The inbox's hook into the push outbox: [`PushHook`] is the inbox's
-//! [`NoticeHook`](crate::inbox::NoticeHook); it hands each kept notice of a pushable kind,
+//! [`NoticeHook`]; it hands each kept notice of a pushable kind,
 //! without blocking, to a queue that a task of the service drains
 //! (`AccountsApi::forward_notices`: presence, devices, the outbox). [`push_notice`] says,
 //! as pure logic, what a notice's pushes say and carry.

@@ -1,6 +1,6 @@
 //! Rating seasons: ListSeasons, the season a Leaderboard lists, the tiers and best
 //! finishes GetProfile shows, and the closing of finished seasons (once per season
-//! across replicas: [`Seasons::close_season`]; this replica remembers which it saw
+//! across replicas: [`Seasons::close_season`](crate::store::Seasons::close_season); this replica remembers which it saw
 //! closed, so each costs it one store call).
 
 use basra_platform::auth::{Caller, Role};
