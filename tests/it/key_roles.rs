@@ -53,6 +53,7 @@ async fn call(channel: Channel, service: &str, role: Role, token: &str) -> Outco
     use game::game_admin_service_client::GameAdminServiceClient;
     use game::game_internal_service_client::GameInternalServiceClient;
     use game::game_service_client::GameServiceClient;
+    use mm::event_admin_service_client::EventAdminServiceClient;
     use mm::matchmaking_service_client::MatchmakingServiceClient;
     match (service, role) {
         ("accounts", Role::Player) => outcome(
@@ -85,6 +86,11 @@ async fn call(channel: Channel, service: &str, role: Role, token: &str) -> Outco
                 .list_rooms(authed(game::ListRoomsRequest::default(), token))
                 .await,
         ),
+        ("matchmaking", Role::Operator) => outcome(
+            EventAdminServiceClient::new(channel)
+                .list_all_events(authed(mm::ListAllEventsRequest::default(), token))
+                .await,
+        ),
         ("matchmaking", Role::Player) => outcome(
             MatchmakingServiceClient::new(channel)
                 .list_public_rooms(authed(mm::ListPublicRoomsRequest::default(), token))
@@ -101,7 +107,11 @@ fn trusted(service: &str, key: &str, role: Role) -> bool {
         (_, "accounts", Role::Player)
             | ("accounts", "game-session" | "matchmaking", Role::Service)
             | ("game-session", "matchmaking", Role::Service)
-            | ("accounts" | "game-session", "operator", Role::Operator)
+            | (
+                "accounts" | "game-session" | "matchmaking",
+                "operator",
+                Role::Operator
+            )
     )
 }
 
@@ -151,7 +161,11 @@ async fn check(
             &endpoints.game,
             &[Role::Player, Role::Service, Role::Operator][..],
         ),
-        ("matchmaking", &endpoints.matchmaking, &[Role::Player][..]),
+        (
+            "matchmaking",
+            &endpoints.matchmaking,
+            &[Role::Player, Role::Operator][..],
+        ),
     ];
     let mut checked = 0;
     let mut wrong = Vec::new();
@@ -193,7 +207,7 @@ async fn check(
             }
         }
     }
-    assert_eq!(checked, 4 * 3 * 7);
+    assert_eq!(checked, 4 * 3 * 8);
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 
     // A player token signed with the right key but not valid for an hour yet (nbf) is
