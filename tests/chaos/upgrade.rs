@@ -86,11 +86,18 @@ async fn answers(url: &str, players: &[Player]) -> anyhow::Result<String> {
     let mut client = AccountsServiceClient::new(bots::channel(url)?);
     let mut text = String::new();
     for player in players {
-        let profile = client
+        let mut profile = client
             .get_profile(bots::authed(GetProfileRequest::default(), &player.bearer))
             .await
             .context("GetProfile")?
             .into_inner();
+        // Fields this release added (seasons: the tier, the best finish, the season): the
+        // previous release does not send them; every field both send must be equal.
+        if let Some(profile) = profile.profile.as_mut() {
+            profile.tier.clear();
+            profile.best_season_finish = None;
+            profile.season_id.clear();
+        }
         let friends = client
             .list_friends(bots::authed(ListFriendsRequest::default(), &player.bearer))
             .await
