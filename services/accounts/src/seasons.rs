@@ -205,15 +205,17 @@ impl Calendar {
     }
 
     /// How many season starts lie after season `from` up to and including season `to`
-    /// (0 when `to` is not after `from`). An unknown `from` counts as [`NO_SEASON`].
+    /// (0 when `to` is not after `from`). A rating with no known season ([`NO_SEASON`]:
+    /// recorded before seasons existed, or by the previous release during a rolling
+    /// upgrade, which leaves the column at its default) is taken as `to`'s: no reset, so a
+    /// match the previous release recorded this season never costs its players half their
+    /// distance from the mean.
     fn starts_between(&self, from: &str, to: &str) -> usize {
-        let position = |id: &str| -> isize {
-            self.list
-                .iter()
-                .position(|s| s.id == id)
-                .map_or(-1, |i| i as isize)
-        };
-        (position(to) - position(from)).max(0) as usize
+        let position = |id: &str| self.list.iter().position(|s| s.id == id);
+        match (position(from), position(to)) {
+            (Some(from), Some(to)) => to.saturating_sub(from),
+            _ => 0,
+        }
     }
 
     /// `rating`, stored in season `from`, as it stands in season `to`: the soft reset
@@ -313,8 +315,9 @@ mod tests {
         assert_eq!(twice.rating, 1600.0);
         assert_eq!(c.roll(r, "b", "b"), r);
         assert_eq!(c.roll(r, "c", "a"), r, "never backwards");
-        // From before the seasons: one reset into the first.
-        assert_eq!(c.roll(r, NO_SEASON, "a").rating, 1700.0);
+        // With no known season (before seasons, or the previous release's write): no reset.
+        assert_eq!(c.roll(r, NO_SEASON, "a"), r);
+        assert_eq!(c.roll(r, NO_SEASON, "c"), r);
         // A new player is left alone; the deviation never passes a new player's.
         assert_eq!(c.roll(Rating::default(), "a", "c"), Rating::default());
     }
