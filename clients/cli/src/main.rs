@@ -226,19 +226,62 @@ enum Command {
     },
 }
 
+/// A service an operator command talks to: the variable and default of its address.
+trait OperatorService {
+    /// What `--server` is, for `--help`.
+    const HELP: &'static str;
+    /// The variable that sets `--server`.
+    const ENV: &'static str;
+    /// `--server` when neither says.
+    const DEFAULT: &'static str;
+}
+
+/// game-session (`GameAdminService`).
+struct GameSessionAdmin;
+
+impl OperatorService for GameSessionAdmin {
+    const HELP: &'static str =
+        "A game-session replica's gRPC address (e.g. a `kubectl port-forward` to a pod)";
+    const ENV: &'static str = "BASRA_ADMIN_SERVER";
+    const DEFAULT: &'static str = "http://127.0.0.1:50053";
+}
+
+/// matchmaking (`EventAdminService`).
+struct EventsAdmin;
+
+impl OperatorService for EventsAdmin {
+    const HELP: &'static str = "matchmaking's gRPC address (`basra dev`: its one port)";
+    const ENV: &'static str = "BASRA_EVENTS_ADMIN_SERVER";
+    const DEFAULT: &'static str = "http://127.0.0.1:50052";
+}
+
+/// accounts (`AccountsAdminService`).
+struct AccountsAdmin;
+
+impl OperatorService for AccountsAdmin {
+    const HELP: &'static str = "accounts' gRPC address";
+    const ENV: &'static str = "BASRA_ACCOUNTS_ADMIN_SERVER";
+    const DEFAULT: &'static str = "http://127.0.0.1:50051";
+}
+
+/// Where an operator command reaches service `S`, and the operator token it shows.
 #[derive(clap::Args)]
-struct AdminConnection {
-    /// A game-session replica's gRPC address (e.g. a `kubectl port-forward` to a pod).
-    #[arg(
-        long,
-        env = "BASRA_ADMIN_SERVER",
-        default_value = "http://127.0.0.1:50053"
-    )]
+struct OperatorConnection<S: OperatorService> {
+    #[arg(long, env = S::ENV, default_value = S::DEFAULT, help = S::HELP)]
     server: String,
     /// An operator token (`basra admin token`).
     #[arg(long, env = "BASRA_OPERATOR_TOKEN", hide_env_values = true)]
     token: String,
+    #[arg(skip)]
+    service: std::marker::PhantomData<S>,
 }
+
+/// game-session's rooms and drains.
+type AdminConnection = OperatorConnection<GameSessionAdmin>;
+/// matchmaking's events.
+type EventConnection = OperatorConnection<EventsAdmin>;
+/// accounts' players and reports.
+type PlayerConnection = OperatorConnection<AccountsAdmin>;
 
 #[derive(Subcommand)]
 enum AdminCommand {
@@ -367,20 +410,6 @@ enum ReportCommand {
     },
 }
 
-#[derive(clap::Args)]
-struct EventConnection {
-    /// matchmaking's gRPC address (`basra dev`: its one port).
-    #[arg(
-        long,
-        env = "BASRA_EVENTS_ADMIN_SERVER",
-        default_value = "http://127.0.0.1:50052"
-    )]
-    server: String,
-    /// An operator token (`basra admin token`).
-    #[arg(long, env = "BASRA_OPERATOR_TOKEN", hide_env_values = true)]
-    token: String,
-}
-
 #[derive(Subcommand)]
 enum TournamentAdminCommand {
     /// Create an event (once: --start-at or --in; recurring: --cron and --time-zone).
@@ -405,20 +434,6 @@ enum TournamentAdminCommand {
         #[arg(long)]
         reason: String,
     },
-}
-
-#[derive(clap::Args)]
-struct PlayerConnection {
-    /// accounts' gRPC address.
-    #[arg(
-        long,
-        env = "BASRA_ACCOUNTS_ADMIN_SERVER",
-        default_value = "http://127.0.0.1:50051"
-    )]
-    server: String,
-    /// An operator token (`basra admin token`).
-    #[arg(long, env = "BASRA_OPERATOR_TOKEN", hide_env_values = true)]
-    token: String,
 }
 
 #[derive(Subcommand)]

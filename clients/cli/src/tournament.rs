@@ -18,7 +18,10 @@ use clap::Subcommand;
 use crate::admin_output::iso;
 use crate::player::{Driver, play_room};
 use crate::render::isolate;
-use crate::session::Session;
+use crate::session::{Bearer, Session};
+use basra_proto::basra::matchmaking::v1::event_service_client::EventServiceClient;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
 
 /// `basra tournament …`.
 #[derive(Subcommand, Debug, Clone)]
@@ -64,20 +67,15 @@ pub async fn run(session: &Session, command: TournamentCommand) -> anyhow::Resul
     let now = chrono::Utc::now().timestamp_millis();
     match command {
         TournamentCommand::List { mine: false } => {
-            let answer = session
-                .with_refresh(|| {
-                    let mut client = session.events();
-                    async move {
-                        client
-                            .list_events(ListEventsRequest {
-                                page_size: 100,
-                                page_token: String::new(),
-                            })
-                            .await
-                    }
-                })
-                .await?
-                .into_inner();
+            let answer = call(
+                session,
+                ListEventsRequest {
+                    page_size: PAGE,
+                    page_token: String::new(),
+                },
+                |mut c, r| async move { c.list_events(r).await },
+            )
+            .await?;
             if answer.events.is_empty() {
                 println!("no event is open or running now");
             }
@@ -88,20 +86,15 @@ pub async fn run(session: &Session, command: TournamentCommand) -> anyhow::Resul
             }
         }
         TournamentCommand::List { mine: true } => {
-            let answer = session
-                .with_refresh(|| {
-                    let mut client = session.events();
-                    async move {
-                        client
-                            .list_my_events(ListMyEventsRequest {
-                                page_size: 100,
-                                page_token: String::new(),
-                            })
-                            .await
-                    }
-                })
-                .await?
-                .into_inner();
+            let answer = call(
+                session,
+                ListMyEventsRequest {
+                    page_size: PAGE,
+                    page_token: String::new(),
+                },
+                |mut c, r| async move { c.list_my_events(r).await },
+            )
+            .await?;
             if answer.events.is_empty() {
                 println!("you have not registered for any event");
             }
@@ -141,14 +134,11 @@ pub async fn run(session: &Session, command: TournamentCommand) -> anyhow::Resul
             .await?;
         }
         TournamentCommand::Standings { event_id } => {
-            let answer = session
-                .with_refresh(|| {
-                    let mut client = session.events();
-                    let event_id = event_id.clone();
-                    async move { client.get_standings(GetStandingsRequest { event_id }).await }
-                })
-                .await?
-                .into_inner();
+            let request = GetStandingsRequest { event_id };
+            let answer = call(session, request, |mut c, r| async move {
+                c.get_standings(r).await
+            })
+            .await?;
             if let Some(event) = &answer.event {
                 println!("{}", event_line(event, None, now));
             }
@@ -166,14 +156,15 @@ pub async fn run(session: &Session, command: TournamentCommand) -> anyhow::Resul
             );
         }
         TournamentCommand::Withdraw { event_id } => {
-            let answer = session
-                .with_refresh(|| {
-                    let mut client = session.events();
-                    let event_id = event_id.clone();
-                    async move { client.withdraw(WithdrawRequest { event_id }).await }
-                })
-                .await?
-                .into_inner();
+            let request = WithdrawRequest {
+                event_id: event_id.clone(),
+            };
+            let answer = call(
+                session,
+                request,
+                |mut c, r| async move { c.withdraw(r).await },
+            )
+            .await?;
             match answer.entry.map(|e| e.status()) {
                 None => println!("withdrawn: your place went to the next to register"),
                 Some(EntryStatus::Paused) => {
@@ -328,16 +319,17 @@ pub async fn join(
     driver: Driver,
     mut say: impl FnMut(&str),
 ) -> anyhow::Result<JoinOutcome> {
-    let registered = session
-        .with_refresh(|| {
-            let mut client = session.events();
-            let event_id = event_id.to_owned();
-            async move { client.register(RegisterRequest { event_id }).await }
-        })
-        .await;
+    let request = RegisterRequest {
+        event_id: event_id.to_owned(),
+    };
+    let registered = call(
+        session,
+        request,
+        |mut c, r| async move { c.register(r).await },
+    )
+    .await;
     match registered {
         Ok(answer) => {
-            let answer = answer.into_inner();
             if let Some(event) = &answer.event {
                 say(&format!(
                     "registered for {} ({} players so far); it starts {}",
@@ -359,22 +351,8 @@ pub async fn join(
     let mut failures = 0u32;
     let mut told_wait = false;
     loop {
-        let mut stream = match session
-            .with_refresh(|| {
-                let mut client = session.events();
-                let event_id = event_id.to_owned();
-                async move {
-                    client
-                        .watch_event(WatchEventRequest {
-                            event_id,
-                            last_seen_version: seen,
-                        })
-                        .await
-                }
-            })
-            .await
-        {
-            Ok(stream) => stream.into_inner(),
+        let mut stream = match open_watch(session, event_id, seen).await {
+            Ok(stream) => stream,
             Err(status) if retryable(&status) && failures < 8 => {
                 failures += 1;
                 tokio::time::sleep(Duration::from_millis(200 * u64::from(failures))).await;
@@ -410,29 +388,30 @@ pub async fn join(
             };
             match step {
                 Next::CheckIn => {
-                    session
-                        .with_refresh(|| {
-                            let mut client = session.events();
-                            let event_id = event_id.to_owned();
-                            async move { client.check_in(CheckInRequest { event_id }).await }
-                        })
-                        .await
-                        .map_err(refusal)?;
+                    let request = CheckInRequest {
+                        event_id: event_id.to_owned(),
+                    };
+                    call(
+                        session,
+                        request,
+                        |mut c, r| async move { c.check_in(r).await },
+                    )
+                    .await
+                    .map_err(refusal)?;
                     say("checked in: you will be paired at the start");
                     continue;
                 }
                 Next::Play(room) => {
                     done.insert(room.clone());
-                    let ready = session
-                        .with_refresh(|| {
-                            let mut client = session.events();
-                            let event_id = event_id.to_owned();
-                            async move { client.get_my_match(GetMyMatchRequest { event_id }).await }
-                        })
-                        .await;
+                    let request = GetMyMatchRequest {
+                        event_id: event_id.to_owned(),
+                    };
+                    let ready = call(session, request, |mut c, r| async move {
+                        c.get_my_match(r).await
+                    })
+                    .await;
                     let room = match ready {
                         Ok(ready) => {
-                            let ready = ready.into_inner();
                             let names = names_of(last.as_ref());
                             say(&match_ready_text(&ready, &names));
                             ready.room_id
@@ -505,22 +484,8 @@ pub async fn watch(
     let mut failures = 0u32;
     loop {
         let seen = last.as_ref().map_or(0, |u| u.version);
-        let opened = session
-            .with_refresh(|| {
-                let mut client = session.events();
-                let event_id = event_id.to_owned();
-                async move {
-                    client
-                        .watch_event(WatchEventRequest {
-                            event_id,
-                            last_seen_version: seen,
-                        })
-                        .await
-                }
-            })
-            .await;
-        let mut stream = match opened {
-            Ok(stream) => stream.into_inner(),
+        let mut stream = match open_watch(session, event_id, seen).await {
+            Ok(stream) => stream,
             Err(status) if retryable(&status) && failures < 8 => {
                 failures += 1;
                 tokio::time::sleep(Duration::from_millis(200 * u64::from(failures))).await;
@@ -562,15 +527,55 @@ pub async fn watch(
 }
 
 async fn my_entry(session: &Session, event_id: &str) -> anyhow::Result<Option<pb::Entry>> {
-    let answer = session
-        .with_refresh(|| {
-            let mut client = session.events();
-            let event_id = event_id.to_owned();
-            async move { client.get_event(GetEventRequest { event_id }).await }
-        })
-        .await?
-        .into_inner();
+    let request = GetEventRequest {
+        event_id: event_id.to_owned(),
+    };
+    let answer = call(
+        session,
+        request,
+        |mut c, r| async move { c.get_event(r).await },
+    )
+    .await?;
     Ok(answer.event.and_then(|e| e.entry))
+}
+
+/// How many events a list shows (its first page).
+const PAGE: u32 = 100;
+
+/// The events service signed in as `session`'s player.
+type Events = EventServiceClient<InterceptedService<Channel, Bearer>>;
+
+/// `method` of the events service with `request`, its answer's message; called once more
+/// after a refresh when the access token had expired ([`Session::with_refresh`]).
+async fn call<Req, T, Fut>(
+    session: &Session,
+    request: Req,
+    method: impl Fn(Events, Req) -> Fut,
+) -> Result<T, tonic::Status>
+where
+    Req: Clone,
+    Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+{
+    session
+        .with_refresh(|| method(session.events(), request.clone()))
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+/// The event's live stream from after version `seen`.
+async fn open_watch(
+    session: &Session,
+    event_id: &str,
+    seen: u64,
+) -> Result<tonic::Streaming<WatchEventResponse>, tonic::Status> {
+    let request = WatchEventRequest {
+        event_id: event_id.to_owned(),
+        last_seen_version: seen,
+    };
+    call(session, request, |mut c, r| async move {
+        c.watch_event(r).await
+    })
+    .await
 }
 
 async fn sleep_for(wait: Option<Duration>) {
