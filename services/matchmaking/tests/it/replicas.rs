@@ -147,6 +147,18 @@ async fn a_thousand_tickets_across_two_replicas() {
     let mut offsets = vec![0i64, 2_000, 5_000, 10_000, 20_000, 40_000];
     let planned = offsets.len();
     let mut matched_at_phase = Vec::new();
+    // A bound on the whole run, so that a stuck search fails the test with
+    // what it saw instead of hanging CI (a quiet run takes well under a
+    // minute; a heavily loaded machine a few).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15 * 60);
+    let check_deadline = |what: &str| {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "15 minutes passed waiting for {what}: {} searches in, {} players matched",
+            started.load(std::sync::atomic::Ordering::SeqCst),
+            seen.lock().unwrap().len(),
+        );
+    };
     for p in 0.. {
         if p >= planned {
             let now = t0 + offsets[p - 1];
@@ -163,11 +175,13 @@ async fn a_thousand_tickets_across_two_replicas() {
         // Every search is in before time moves (opening 1,000 streams takes
         // a while in a debug build: each token is verified).
         while started.load(std::sync::atomic::Ordering::SeqCst) < PLAYERS {
+            check_deadline("every search to be in");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let mut last = usize::MAX;
         let mut stable_since = tokio::time::Instant::now();
         loop {
+            check_deadline("the replicas to settle");
             tokio::time::sleep(Duration::from_millis(100)).await;
             let n = seen.lock().unwrap().len();
             if n != last {
