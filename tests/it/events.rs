@@ -162,6 +162,14 @@ async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String)
             Ok(request)
         },
     );
+    // The players sign in before the event is made, so that the few
+    // seconds before its start are left to registration alone (signing in
+    // is the slow part on a loaded machine).
+    let tag = uuid::Uuid::now_v7().simple().to_string();
+    let mut players = Vec::new();
+    for i in 0..4 {
+        players.push(guest(endpoints, format!("ev-{tag}-{i}")).await);
+    }
     let start = now_ms() + 4_000;
     let event = admin
         .create_event(CreateEventRequest {
@@ -187,10 +195,7 @@ async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String)
         .event
         .unwrap()
         .event_id;
-    let tag = uuid::Uuid::now_v7().simple().to_string();
-    let mut players = Vec::new();
-    for i in 0..4 {
-        let session = guest(endpoints, format!("ev-{tag}-{i}")).await;
+    for session in &players {
         session
             .events()
             .register(RegisterRequest {
@@ -198,7 +203,6 @@ async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String)
             })
             .await
             .expect("registered");
-        players.push(session);
     }
     let watcher = players[0].clone();
     let tasks: Vec<_> = players
