@@ -52,9 +52,11 @@ pub use moderation::{AuditEntry, DeletedAccount, Moderation};
 pub use pg::{MIGRATOR, PgStore};
 pub use profiles::{LeaderboardCursor, LeaderboardRow, LeaderboardRules, Profile, Profiles};
 pub use pushes::Pushes;
-pub use records::{HistoryCursor, HistoryEntry, MatchRecords, PlayedMatch, RatingChange, Recorded};
+pub use records::{
+    HistoryCursor, HistoryEntry, KeptAnalysis, MatchRecords, PlayedMatch, RatingChange, Recorded,
+};
 pub use reports::{ClosedReport, Filing, NewReport, Report, ReportedTarget, Reports, Resolved};
-pub use seasons::{SeasonFinish, Seasons};
+pub use seasons::{SeasonFinish, SeasonRating, Seasons};
 pub use sign_in::{
     AccountRecords, GuestUpgrade, LinkedProvider, NewAccount, NewGuest, NewProviderAccount,
     NewSession, Rotation, SignIn,

@@ -22,6 +22,9 @@ pub struct Profile {
     pub rating: Rating,
     /// Ranked matches that changed the rating.
     pub ranked_matches: u32,
+    /// Of those, the ones in the current season (0 while the rating is still in an
+    /// earlier one).
+    pub season_matches: u32,
     /// Recorded matches.
     pub matches_played: u32,
     /// Matches won.

@@ -123,6 +123,19 @@ impl PlayedMatch {
     }
 }
 
+/// An analysis kept for one seat of a match ([`MatchRecords::kept_analyses`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeptAnalysis {
+    /// The match.
+    pub match_id: String,
+    /// The seat whose plays it reviews.
+    pub seat: u8,
+    /// The search's worlds per play it was computed with.
+    pub worlds: u32,
+    /// The verdict on each play.
+    pub reviews: Vec<PlayReview>,
+}
+
 /// Finished matches and the ratings they change.
 pub trait MatchRecords: Send + Sync {
     /// Records a finished match and, if it is rated, applies its Glicko-2
@@ -209,4 +222,11 @@ pub trait MatchRecords: Send + Sync {
         reviews: &[PlayReview],
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<()>> + Send;
+
+    /// The analyses kept for these (match, seat) pairs, whatever worlds they were computed
+    /// with (any order; a pair without one is left out): ExportMyData's.
+    fn kept_analyses(
+        &self,
+        seats: &[(String, u8)],
+    ) -> impl Future<Output = Result<Vec<KeptAnalysis>>> + Send;
 }

@@ -150,6 +150,9 @@ pub trait Reports: Send + Sync {
     /// Every report about `target`, newest first (then by id).
     fn reports_of(&self, target: Uuid) -> impl Future<Output = Result<Vec<Report>>> + Send;
 
+    /// Every report `reporter` filed, newest first (then by id): ExportMyData's.
+    fn reports_by(&self, reporter: Uuid) -> impl Future<Output = Result<Vec<Report>>> + Send;
+
     /// Resolves every open report about `target` as `resolution` at `at`; answers how
     /// many it closed and their reporters (none: there were none open).
     fn resolve_reports(

@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::{LeaderboardCursor, LeaderboardRow, LeaderboardRules};
 use crate::error::Result;
+use crate::rating::Rating;
 
 /// A player's place in a finished season.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +25,17 @@ pub struct SeasonFinish {
     pub rating: f64,
     /// Their rated matches in it.
     pub ranked_matches: u32,
+}
+
+/// A player's last rating in a finished season, as archived, listed or not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeasonRating {
+    /// The season.
+    pub season_id: String,
+    /// Their Glicko-2 state at its end.
+    pub rating: Rating,
+    /// Their rated matches in it.
+    pub season_matches: u32,
 }
 
 /// The finished seasons' leaderboards.
@@ -65,4 +77,11 @@ pub trait Seasons: Send + Sync {
         user_id: Uuid,
         rules: LeaderboardRules,
     ) -> impl Future<Output = Result<Vec<SeasonFinish>>> + Send;
+
+    /// Every archived rating of the user (one per finished season they played rated
+    /// matches in, whether or not its leaderboard lists them), by season id.
+    fn season_ratings(
+        &self,
+        user_id: Uuid,
+    ) -> impl Future<Output = Result<Vec<SeasonRating>>> + Send;
 }

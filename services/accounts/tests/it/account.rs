@@ -1,7 +1,8 @@
 //! ChangePassword and DeleteAccount through real tonic clients, on PostgreSQL (a fresh
-//! database per test) and on the memory store; and, on PostgreSQL, the deletion checked
-//! row by row: nothing of the deleted player left in any table or analyst view, every
-//! other player's rows byte-for-byte as they were.
+//! database per test) and on the memory store (the deleted player's notices, push devices
+//! and reports gone, the moderators' audit of them kept); and, on PostgreSQL, the deletion
+//! checked row by row: nothing of the deleted player left in any table or analyst view,
+//! every other player's rows byte-for-byte as they were.
 
 use std::time::Duration;
 
@@ -10,6 +11,8 @@ use basra_proto::basra::accounts::v1 as pb;
 use tokio_stream::StreamExt as _;
 use tonic::Code;
 
+use crate::admin::admin;
+use crate::devices::fcm;
 use crate::grpc::{failure, guest_req, login_req, match_record, register, register_req};
 use crate::helpers::{FriendLinks, TestApp, authed, spawn_app, tokens};
 
@@ -242,6 +245,63 @@ async fn delete_account_removes_the_player_and_keeps_the_matches<S: Store>(store
         Some(pb::watch_friends_response::Event::Snapshot(_))
     ));
 
+    // alice's push device; a report she filed, one about her (dismissed by a moderator:
+    // audited), and one between others.
+    client
+        .register_push_token(authed(fcm("alice-device-token", "en"), &alice.access_token))
+        .await
+        .unwrap();
+    let report = |target: &pb::AuthTokens, comment: &str| pb::ReportPlayerRequest {
+        user_id: target.user_id.clone(),
+        reason: pb::ReportReason::Other as i32,
+        match_id: String::new(),
+        comment: comment.into(),
+    };
+    for (by, req) in [
+        (&alice, report(&carol, "by alice")),
+        (&bob, report(&alice, "about alice")),
+        (&bob, report(&carol, "between others")),
+    ] {
+        client
+            .report_player(authed(req, &by.access_token))
+            .await
+            .unwrap();
+    }
+    admin(&app)
+        .await
+        .resolve_reports(authed(
+            pb::ResolveReportsRequest {
+                user_id: alice.user_id.clone(),
+                action: pb::ReportAction::Dismiss as i32,
+                reason: "nothing wrong".into(),
+                ..Default::default()
+            },
+            &app.named_operator_token(uuid::Uuid::now_v7(), "ops-deletion"),
+        ))
+        .await
+        .unwrap();
+    let store = app.store();
+    let (alice_id, carol_id) = (
+        uuid::Uuid::parse_str(&alice.user_id).unwrap(),
+        uuid::Uuid::parse_str(&carol.user_id).unwrap(),
+    );
+    let now = chrono::Utc::now();
+    let page = accounts::inbox::NoticePage {
+        before: None,
+        unread_only: false,
+        limit: 100,
+    };
+    assert_eq!(store.push_devices(alice_id).await.unwrap().len(), 1);
+    assert_eq!(store.reports_by(alice_id).await.unwrap().len(), 1);
+    assert_eq!(store.reports_of(alice_id).await.unwrap().len(), 1);
+    assert_eq!(store.reports_of(carol_id).await.unwrap().len(), 2);
+    assert!(
+        store.notices(alice_id, page, now).await.unwrap().len() >= 2,
+        "dave's request and bob's invite"
+    );
+    let audit_before = store.audit_of(alice_id).await.unwrap();
+    assert!(!audit_before.is_empty(), "the resolution is audited");
+
     let others = [&bob, &carol, &dave, &erin];
     let before = views(&app, &others).await;
     let bob_history_before = history(&app, &bob).await;
@@ -372,6 +432,18 @@ async fn delete_account_removes_the_player_and_keeps_the_matches<S: Store>(store
             .iter()
             .all(|e| e.user_id != alice.user_id && e.display_name != "alice")
     );
+
+    // Her notices, push devices and reports (filed and about her) went; the others'
+    // report stays, and so does the moderators' audit of what they did about her.
+    assert!(store.notices(alice_id, page, now).await.unwrap().is_empty());
+    assert_eq!(store.unread_notices(alice_id, now).await.unwrap().count, 0);
+    assert!(store.push_devices(alice_id).await.unwrap().is_empty());
+    assert!(store.reports_by(alice_id).await.unwrap().is_empty());
+    assert!(store.reports_of(alice_id).await.unwrap().is_empty());
+    let about_carol = store.reports_of(carol_id).await.unwrap();
+    assert_eq!(about_carol.len(), 1, "{about_carol:?}");
+    assert_eq!(about_carol[0].comment, "between others");
+    assert_eq!(store.audit_of(alice_id).await.unwrap(), audit_before);
 
     // The username is free again.
     let again = register(&app, "alice").await;
@@ -734,11 +806,39 @@ async fn deletion_leaves_every_other_row_as_it_was(pool: sqlx::PgPool) {
             .await
             .unwrap();
     }
+    // A push device of theirs and one of another's; a report they filed, one about
+    // them, and one between the others.
+    for (token, who) in [
+        ("zeinab-device-token", &gone),
+        ("yusuf-device-token", &others[0]),
+    ] {
+        client
+            .register_push_token(authed(fcm(token, "en"), &who.access_token))
+            .await
+            .unwrap();
+    }
+    let report = |target: &pb::AuthTokens, comment: &str| pb::ReportPlayerRequest {
+        user_id: target.user_id.clone(),
+        reason: pb::ReportReason::Other as i32,
+        match_id: String::new(),
+        comment: comment.into(),
+    };
+    for (by, req) in [
+        (&gone, report(&others[0], "filed by the deleted player")),
+        (&others[1], report(&gone, "about the deleted player")),
+        (&others[0], report(&others[1], "between the others")),
+    ] {
+        client
+            .report_player(authed(req, &by.access_token))
+            .await
+            .unwrap();
+    }
     let personal = [
         gone.user_id.clone(),
         "zeinab".to_owned(),
         "Zeinab".to_owned(),
         code.clone(),
+        "the deleted player".to_owned(),
     ];
     let holds_personal = |row: &str| personal.iter().any(|p| row.contains(p.as_str()));
     let before = dump(&pool).await;
@@ -761,6 +861,19 @@ async fn deletion_leaves_every_other_row_as_it_was(pool: sqlx::PgPool) {
         .filter(|(_, row)| holds_personal(row))
         .collect();
     assert!(left.is_empty(), "personal data left: {left:#?}");
+    let relation_rows = |relation: &str| {
+        after
+            .iter()
+            .filter(|(r, _)| r == relation)
+            .map(|(_, row)| row.clone())
+            .collect::<Vec<_>>()
+    };
+    let reports = relation_rows("public.player_reports");
+    assert_eq!(reports.len(), 1, "{reports:#?}");
+    assert!(reports[0].contains("between the others"));
+    let devices = relation_rows("public.push_devices");
+    assert_eq!(devices.len(), 1, "{devices:#?}");
+    assert!(devices[0].contains("yusuf-device-token"));
     // Every row that held nothing of the deleted player is still there, unchanged.
     let untouched: Vec<&(String, String)> = before
         .iter()

@@ -1,18 +1,22 @@
 //! ExportMyData through a real tonic client, on PostgreSQL and the memory store: the
-//! document holds exactly the caller's data, none of another player's private data, and
-//! comes in pieces of at most 64 KiB when large.
+//! document holds exactly the caller's data (the account, friends, matches, and the inbox,
+//! push devices, reports filed, seasons and analyses), none of another player's private
+//! data, and comes in pieces of at most 64 KiB when large.
 
 use accounts::store::Store;
 use basra_proto::basra::accounts::v1 as pb;
 use tokio_stream::StreamExt as _;
 use tonic::Code;
 
+use crate::admin::admin;
+use crate::devices::fcm;
 use crate::grpc::{failure, guest_req, login_req, match_record, register, register_req};
-use crate::helpers::{FriendLinks, TestApp, authed, spawn_app, tokens};
+use crate::helpers::{FriendLinks, TestApp, authed, duel, spawn_app, test_settings, tokens};
 
 on_both_stores! {
     cases {
         the_export_holds_the_callers_data_and_no_one_elses_private_data,
+        the_export_holds_the_callers_inbox_devices_reports_seasons_and_analyses_only,
         a_large_export_comes_in_pieces,
         export_needs_a_players_token,
     }
@@ -206,12 +210,272 @@ async fn the_export_holds_the_callers_data_and_no_one_elses_private_data<S: Stor
     }
     assert!(!text.contains("theirs"), "a match the caller did not play");
     assert!(!text.contains("9.8.7"), "another player's client app");
-    // The stranger appears only as the caller's opponent in mine-2 (their id), never
-    // as the friend's outgoing request.
-    assert_eq!(text.matches(&stranger.user_id).count(), 1, "{text}");
-    // The asker appears as the caller's incoming request only, not as blocked by the
-    // friend.
-    assert_eq!(text.matches(&asker.user_id).count(), 1, "{text}");
+    // The stranger appears only as the caller's opponent in mine-2 (their id; again in
+    // the caller's notice of that match's result), never as the friend's outgoing
+    // request.
+    let mut outside_inbox = doc.clone();
+    let inbox = outside_inbox
+        .as_object_mut()
+        .unwrap()
+        .remove("inbox")
+        .unwrap();
+    let outside_inbox = outside_inbox.to_string();
+    assert_eq!(
+        outside_inbox.matches(&stranger.user_id).count(),
+        1,
+        "{text}"
+    );
+    let results: Vec<&serde_json::Value> = inbox["notices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "match_result")
+        .collect();
+    assert_eq!(results.len(), 2, "{inbox}");
+    assert_eq!(
+        inbox.to_string().matches(&stranger.user_id).count(),
+        1,
+        "in mine-2's result only: {inbox}"
+    );
+    // The asker appears as the caller's incoming request (and its notice) only, not as
+    // blocked by the friend.
+    assert_eq!(outside_inbox.matches(&asker.user_id).count(), 1, "{text}");
+    assert_eq!(
+        inbox.to_string().matches(&asker.user_id).count(),
+        1,
+        "{inbox}"
+    );
+}
+
+async fn the_export_holds_the_callers_inbox_devices_reports_seasons_and_analyses_only<S: Store>(
+    store: S,
+) {
+    use basra_engine::Card;
+    use basra_engine::analysis::{PlayReview, Quality};
+    use chrono::{Duration, Utc};
+    use uuid::Uuid;
+    let mut settings = test_settings(&[]);
+    settings.seasons = crate::seasons::calendar();
+    let app = TestApp::builder(store).settings(settings).spawn().await;
+    let mut client = app.client().await;
+    let me = register(&app, "nadia").await;
+    let other = register(&app, "omar").await;
+    let third = register(&app, "pavel").await;
+    let id = |t: &pb::AuthTokens| Uuid::parse_str(&t.user_id).unwrap();
+
+    // The inbox: omar asks nadia (her notice); nadia asks pavel (his notice, not hers).
+    FriendLinks::new()
+        .request(&other, &me)
+        .request(&me, &third)
+        .make(&mut client)
+        .await;
+    // Push devices: one of hers, one of omar's.
+    for (token, who) in [
+        ("nadia-secret-device-token-XYZ789", &me),
+        ("omar-secret-device-token-QQQ111", &other),
+    ] {
+        client
+            .register_push_token(authed(fcm(token, "ar-EG"), &who.access_token))
+            .await
+            .unwrap();
+    }
+    // Reports: two by nadia (one handled), one about her, one between the others.
+    let report = |target: &pb::AuthTokens, reason: pb::ReportReason, comment: &str| {
+        pb::ReportPlayerRequest {
+            user_id: target.user_id.clone(),
+            reason: reason as i32,
+            match_id: String::new(),
+            comment: comment.into(),
+        }
+    };
+    for (by, req) in [
+        (
+            &me,
+            report(&third, pb::ReportReason::Cheating, "nadia-on-pavel"),
+        ),
+        (
+            &me,
+            report(&other, pb::ReportReason::OffensiveName, "nadia-on-omar"),
+        ),
+        (
+            &other,
+            report(&me, pb::ReportReason::Other, "omar-on-nadia"),
+        ),
+        (
+            &other,
+            report(&third, pb::ReportReason::ChatAbuse, "omar-on-pavel"),
+        ),
+    ] {
+        client
+            .report_player(authed(req, &by.access_token))
+            .await
+            .unwrap();
+    }
+    admin(&app)
+        .await
+        .resolve_reports(authed(
+            pb::ResolveReportsRequest {
+                user_id: other.user_id.clone(),
+                action: pb::ReportAction::Dismiss as i32,
+                reason: "moderators-own-words".into(),
+                ..Default::default()
+            },
+            &app.named_operator_token(Uuid::now_v7(), "ops-export"),
+        ))
+        .await
+        .unwrap();
+    // Seasons: nadia wins twice in s1 (finished), loses once in s2 (current); omar and
+    // pavel play in s1 without her.
+    let in_s1 = Utc::now() - Duration::days(10);
+    for (match_id, a, b, when) in [
+        ("s1-0", id(&me), id(&third), in_s1),
+        ("s1-1", id(&me), id(&third), in_s1),
+        ("s1-theirs", id(&other), id(&third), in_s1),
+        ("s2-0", id(&other), id(&me), Utc::now()),
+    ] {
+        app.store()
+            .record_match(&duel(match_id, a, b, 0, true, 1), when)
+            .await
+            .unwrap();
+    }
+    // Analyses kept of both seats of s2-0: nadia's (seat 1) and omar's (seat 0).
+    let review = |loss: f64| PlayReview {
+        action: 1,
+        played: Card::from_index(5).unwrap(),
+        best: Card::from_index(9).unwrap(),
+        loss,
+        quality: Quality::Good,
+    };
+    app.store()
+        .keep_match_analysis("s2-0", 1, 100, &[review(9.5)], Utc::now())
+        .await
+        .unwrap();
+    app.store()
+        .keep_match_analysis(
+            "s2-0",
+            0,
+            100,
+            &[review(0.123456789), review(0.5)],
+            Utc::now(),
+        )
+        .await
+        .unwrap();
+
+    let (doc, _) = export(&app, &me.access_token).await;
+    let text = doc.to_string();
+
+    // The inbox: omar's request and the "report handled" notice, both unread.
+    let inbox = &doc["inbox"];
+    let notices = inbox["notices"].as_array().unwrap();
+    let kinds: Vec<&str> = notices
+        .iter()
+        .map(|n| n["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["report_handled", "friend_request"], "{inbox:#}");
+    assert_eq!(inbox["unread"], 2);
+    assert_eq!(
+        notices[1]["friend_request"]["user_id"],
+        other.user_id.as_str()
+    );
+    assert_eq!(notices[1]["read"], false);
+    assert!(notices[1]["id"].as_u64().unwrap() > 0);
+    assert!(notices[1]["created_at"].is_string() && notices[1]["expires_at"].is_string());
+    assert_eq!(
+        notices[0]["report_handled"]["target_user_id"],
+        other.user_id.as_str()
+    );
+
+    // Her push device, without its token.
+    let devices = doc["push_devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 1, "{devices:#?}");
+    assert_eq!(devices[0]["platform"], "fcm");
+    assert_eq!(devices[0]["token_ends_with"], "XYZ789");
+    assert_eq!(devices[0]["locale"], "ar-EG");
+    assert_eq!(devices[0]["app_id"], "online.basra.app");
+    assert!(devices[0]["registered_at"].is_string());
+    assert!(
+        !text.contains("secret-device-token"),
+        "a push token in full"
+    );
+    assert!(!text.contains("QQQ111"), "another player's device");
+
+    // The reports she filed: target, reason, comment, time, state; not what was done.
+    let filed = doc["reports_filed"].as_array().unwrap();
+    let seen: Vec<(&str, &str, &str, &str)> = filed
+        .iter()
+        .map(|r| {
+            (
+                r["target_user_id"].as_str().unwrap(),
+                r["reason"].as_str().unwrap(),
+                r["comment"].as_str().unwrap(),
+                r["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (
+                other.user_id.as_str(),
+                "offensive_name",
+                "nadia-on-omar",
+                "handled"
+            ),
+            (third.user_id.as_str(), "cheating", "nadia-on-pavel", "open"),
+        ],
+        "newest first"
+    );
+    assert!(filed.iter().all(|r| r["reported_at"].is_string()));
+    assert!(filed[0]["handled_at"].is_string() && filed[1]["handled_at"].is_null());
+    assert!(!text.contains("omar-on-"), "a report someone else filed");
+    assert!(
+        !text.contains("dismiss") && !text.contains("moderators-own-words"),
+        "how it was handled"
+    );
+
+    // Seasons: s2 now with one rated match; s1 finished, her rating, tier and rank.
+    let seasons = &doc["seasons"];
+    assert_eq!(seasons["current"]["season_id"], "s2");
+    assert_eq!(seasons["current"]["name"], "Season s2");
+    assert_eq!(seasons["current"]["ranked_matches"], 1);
+    let finished = seasons["finished"].as_array().unwrap();
+    assert_eq!(finished.len(), 1, "{seasons:#}");
+    assert_eq!(finished[0]["season_id"], "s1");
+    assert_eq!(finished[0]["ranked_matches"], 2);
+    assert_eq!(finished[0]["rank"], 1);
+    assert_eq!(finished[0]["tier"], "Gold");
+    assert!(finished[0]["rating"].as_f64().unwrap() > 1500.0);
+    assert!(finished[0]["deviation"].is_number() && finished[0]["volatility"].is_number());
+
+    // The analysis of her plays, marked as GetReplay marks them; not omar's.
+    let matches = doc["matches"].as_array().unwrap();
+    let s2 = matches.iter().find(|m| m["match_id"] == "s2-0").unwrap();
+    let analysis = &s2["your_analysis"];
+    assert_eq!(analysis["worlds"], 100);
+    let plays = analysis["plays"].as_array().unwrap();
+    assert_eq!(plays.len(), 1, "{analysis:#}");
+    assert_eq!(plays[0]["expected_loss"], 9.5);
+    assert_eq!(plays[0]["mark"], "blunder");
+    assert!(
+        matches
+            .iter()
+            .filter(|m| m["match_id"] != "s2-0")
+            .all(|m| m["your_analysis"].is_null())
+    );
+    assert!(!text.contains("0.123456789"), "another player's analysis");
+    assert!(
+        !text.contains("s1-theirs"),
+        "a match the caller did not play"
+    );
+
+    // Omar's export holds his own: his device, his two reports, the report about him
+    // never, nadia's request to pavel never.
+    let (theirs, _) = export(&app, &other.access_token).await;
+    assert_eq!(theirs["push_devices"][0]["token_ends_with"], "QQQ111");
+    assert_eq!(theirs["reports_filed"].as_array().unwrap().len(), 2);
+    assert!(!theirs.to_string().contains("nadia-on-omar"));
+    assert_eq!(theirs["inbox"]["notices"].as_array().unwrap().len(), 0);
+    assert_eq!(theirs["seasons"]["finished"][0]["ranked_matches"], 1);
 }
 
 async fn a_large_export_comes_in_pieces<S: Store>(store: S) {

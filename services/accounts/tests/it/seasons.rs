@@ -19,7 +19,7 @@ on_both_stores! {
 }
 
 /// `s1` ended a day ago, `s2` is current, `s3` starts in a month; three tiers.
-fn calendar() -> Calendar {
+pub(crate) fn calendar() -> Calendar {
     let now = Utc::now();
     let season = |id: &str, days: i64| Season {
         id: id.into(),

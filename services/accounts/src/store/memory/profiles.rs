@@ -156,6 +156,11 @@ impl Profiles for MemoryStore {
             user,
             rating: self.calendar.roll(rating.rating, &rating.season, &season),
             ranked_matches: rating.ranked_matches,
+            season_matches: if rating.season == season {
+                rating.season_matches
+            } else {
+                0
+            },
             matches_played: rows.len() as u32,
             wins: count(|r| r.won),
             losses: count(|r| r.lost),

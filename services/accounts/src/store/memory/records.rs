@@ -14,7 +14,7 @@ use crate::error::{AccountsError, Result};
 use crate::rating::{Rating, rate};
 use crate::seasons::Calendar;
 use crate::store::{
-    HistoryCursor, HistoryEntry, MatchRecords, PlayedMatch, RatingChange, Recorded,
+    HistoryCursor, HistoryEntry, KeptAnalysis, MatchRecords, PlayedMatch, RatingChange, Recorded,
 };
 
 impl Inner {
@@ -249,5 +249,21 @@ impl MatchRecords for MemoryStore {
             *kept = (worlds, reviews.to_vec());
         }
         Ok(())
+    }
+
+    async fn kept_analyses(&self, seats: &[(String, u8)]) -> Result<Vec<KeptAnalysis>> {
+        let inner = self.lock();
+        Ok(seats
+            .iter()
+            .filter_map(|key| {
+                let (worlds, reviews) = inner.analyses.get(key)?;
+                Some(KeptAnalysis {
+                    match_id: key.0.clone(),
+                    seat: key.1,
+                    worlds: *worlds,
+                    reviews: reviews.clone(),
+                })
+            })
+            .collect())
     }
 }

@@ -23,6 +23,13 @@ impl Inner {
         self.reports
             .retain(|r| r.reporter_id != user && r.target_id != user);
     }
+
+    /// The reports that `keep` takes, newest first (then by id).
+    fn reports_where(&self, keep: impl Fn(&Report) -> bool) -> Vec<Report> {
+        let mut out: Vec<Report> = self.reports.iter().filter(|r| keep(r)).cloned().collect();
+        out.sort_by(|a, b| b.at.cmp(&a.at).then(b.id.cmp(&a.id)));
+        out
+    }
 }
 
 impl Reports for MemoryStore {
@@ -99,15 +106,11 @@ impl Reports for MemoryStore {
     }
 
     async fn reports_of(&self, target: Uuid) -> Result<Vec<Report>> {
-        let mut out: Vec<Report> = self
-            .lock()
-            .reports
-            .iter()
-            .filter(|r| r.target_id == target)
-            .cloned()
-            .collect();
-        out.sort_by(|a, b| b.at.cmp(&a.at).then(b.id.cmp(&a.id)));
-        Ok(out)
+        Ok(self.lock().reports_where(|r| r.target_id == target))
+    }
+
+    async fn reports_by(&self, reporter: Uuid) -> Result<Vec<Report>> {
+        Ok(self.lock().reports_where(|r| r.reporter_id == reporter))
     }
 
     async fn resolve_reports(

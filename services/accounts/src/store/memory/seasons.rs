@@ -7,7 +7,9 @@ use uuid::Uuid;
 use super::{Inner, MemoryStore, RatingRow};
 use crate::error::Result;
 use crate::seasons::{Calendar, NO_SEASON};
-use crate::store::{LeaderboardCursor, LeaderboardRow, LeaderboardRules, SeasonFinish, Seasons};
+use crate::store::{
+    LeaderboardCursor, LeaderboardRow, LeaderboardRules, SeasonFinish, SeasonRating, Seasons,
+};
 
 impl Inner {
     /// Moves `user_id`'s rating to `season` if it is in an earlier one: its last value
@@ -129,5 +131,23 @@ impl Seasons for MemoryStore {
                 })
             })
             .collect())
+    }
+
+    async fn season_ratings(&self, user_id: Uuid) -> Result<Vec<SeasonRating>> {
+        let inner = self.lock();
+        let mut out: Vec<SeasonRating> = inner
+            .season_ratings
+            .iter()
+            .filter_map(|(season, rows)| {
+                let row = rows.get(&user_id)?;
+                Some(SeasonRating {
+                    season_id: season.clone(),
+                    rating: row.rating,
+                    season_matches: row.season_matches,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.season_id.cmp(&b.season_id));
+        Ok(out)
     }
 }

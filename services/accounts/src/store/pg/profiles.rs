@@ -116,7 +116,7 @@ impl Profiles for PgStore {
         let Some(row) = sqlx::query(
             "SELECT u.id, u.username, u.display_name, u.is_guest, u.created_at,
                     r.rating, r.deviation, r.volatility, r.ranked_matches, r.season_id,
-                    s.played, s.wins, s.losses, s.basras, s.jack_basras, s.komi_basras
+                    r.season_matches, s.played, s.wins, s.losses, s.basras, s.jack_basras, s.komi_basras
              FROM users u
              JOIN ratings r ON r.user_id = u.id
              CROSS JOIN LATERAL (
@@ -141,10 +141,17 @@ impl Profiles for PgStore {
             .leaderboard_position(user_id, rules)
             .await?
             .map(|(rank, _)| rank);
+        let season = self.current_season();
+        let in_season = row.try_get::<String, _>("season_id")? == season;
         Ok(Some(Profile {
             user,
-            rating: self.rating_in(&row, &self.current_season())?,
+            rating: self.rating_in(&row, &season)?,
             ranked_matches: to_u32(i64::from(row.try_get::<i32, _>("ranked_matches")?)),
+            season_matches: if in_season {
+                to_u32(i64::from(row.try_get::<i32, _>("season_matches")?))
+            } else {
+                0
+            },
             matches_played: to_u32(row.try_get("played")?),
             wins: to_u32(row.try_get("wins")?),
             losses: to_u32(row.try_get("losses")?),

@@ -21,7 +21,7 @@ use crate::error::{AccountsError, Result};
 use crate::rating::{Rating, rate_in_order};
 use crate::seasons::NO_SEASON;
 use crate::store::{
-    HistoryCursor, HistoryEntry, MatchRecords, PlayedMatch, RatingChange, Recorded,
+    HistoryCursor, HistoryEntry, KeptAnalysis, MatchRecords, PlayedMatch, RatingChange, Recorded,
 };
 
 /// The query of a page of one player's matches after a cursor, newest first (ended_at,
@@ -189,6 +189,38 @@ impl MatchRecords for PgStore {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+
+    async fn kept_analyses(&self, seats: &[(String, u8)]) -> Result<Vec<KeptAnalysis>> {
+        if seats.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = seats.iter().map(|(id, _)| id.as_str()).collect();
+        let numbers: Vec<i16> = seats.iter().map(|(_, seat)| i16::from(*seat)).collect();
+        let rows = sqlx::query(
+            "SELECT a.match_id, a.seat, a.worlds, a.reviews
+             FROM match_analyses a
+             JOIN unnest($1::TEXT[], $2::SMALLINT[]) AS k (match_id, seat)
+               ON a.match_id = k.match_id AND a.seat = k.seat",
+        )
+        .bind(&ids)
+        .bind(&numbers)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let seat: i16 = row.try_get("seat")?;
+                let worlds: i32 = row.try_get("worlds")?;
+                let reviews: Json<Vec<PlayReview>> = row.try_get("reviews")?;
+                Ok(KeptAnalysis {
+                    match_id: row.try_get("match_id")?,
+                    seat: u8::try_from(seat)
+                        .map_err(|_| AccountsError::Internal(format!("stored seat {seat}")))?,
+                    worlds: to_u32(i64::from(worlds)),
+                    reviews: reviews.0,
+                })
+            })
+            .collect()
     }
 }
 

@@ -150,6 +150,20 @@ impl Reports for PgStore {
         .collect()
     }
 
+    async fn reports_by(&self, reporter: Uuid) -> Result<Vec<Report>> {
+        sqlx::query(
+            "SELECT id, reporter_id, target_id, reason, match_id, comment, display_name, at,
+                    resolved_at, resolution
+               FROM player_reports WHERE reporter_id = $1 ORDER BY at DESC, id DESC",
+        )
+        .bind(reporter)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(report_from_row)
+        .collect()
+    }
+
     async fn resolve_reports(
         &self,
         target: Uuid,

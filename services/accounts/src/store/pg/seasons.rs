@@ -9,7 +9,10 @@ use uuid::Uuid;
 
 use super::{PgStore, to_u32};
 use crate::error::Result;
-use crate::store::{LeaderboardCursor, LeaderboardRow, LeaderboardRules, SeasonFinish, Seasons};
+use crate::rating::Rating;
+use crate::store::{
+    LeaderboardCursor, LeaderboardRow, LeaderboardRules, SeasonFinish, SeasonRating, Seasons,
+};
 
 fn min_matches(rules: LeaderboardRules) -> i32 {
     i32::try_from(rules.min_ranked_matches).unwrap_or(i32::MAX)
@@ -143,6 +146,29 @@ impl Seasons for PgStore {
                     rank: to_u32(row.try_get::<i64, _>("ahead")? + 1),
                     rating: row.try_get("rating")?,
                     ranked_matches: to_u32(i64::from(row.try_get::<i32, _>("season_matches")?)),
+                })
+            })
+            .collect()
+    }
+
+    async fn season_ratings(&self, user_id: Uuid) -> Result<Vec<SeasonRating>> {
+        let rows = sqlx::query(
+            "SELECT season_id, rating, deviation, volatility, season_matches
+             FROM season_ratings WHERE user_id = $1 ORDER BY season_id",
+        )
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(SeasonRating {
+                    season_id: row.try_get("season_id")?,
+                    rating: Rating {
+                        rating: row.try_get("rating")?,
+                        deviation: row.try_get("deviation")?,
+                        volatility: row.try_get("volatility")?,
+                    },
+                    season_matches: to_u32(i64::from(row.try_get::<i32, _>("season_matches")?)),
                 })
             })
             .collect()

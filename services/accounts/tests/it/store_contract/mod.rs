@@ -69,6 +69,7 @@ on_both_stores! {
         match_with_unknown_user_writes_nothing,
         match_history_newest_first_in_pages,
         each_seat_keeps_its_players_client_app_at_the_matchs_end,
+        analyses_are_kept_per_seat_and_read_back_whatever_their_worlds,
     }
     cases in pushes {
         push_devices_register_move_and_go,

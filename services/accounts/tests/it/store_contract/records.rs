@@ -324,3 +324,55 @@ pub(super) async fn each_seat_keeps_its_players_client_app_at_the_matchs_end<S: 
     assert_eq!(clients(&store, key).await, alice);
     assert!(store.sign_in_clients(a.id).await.unwrap().is_empty());
 }
+
+pub(super) async fn analyses_are_kept_per_seat_and_read_back_whatever_their_worlds<S: Store>(
+    store: S,
+) {
+    use basra_engine::Card;
+    use basra_engine::analysis::{PlayReview, Quality};
+    let a = new_account(&store, "alice").await;
+    let b = new_account(&store, "bob").await;
+    for id in ["m-1", "m-2"] {
+        store
+            .record_match(&duel(id, a.id, b.id, 0, false, 1), at(2))
+            .await
+            .unwrap();
+    }
+    let review = |action: usize, loss: f64| PlayReview {
+        action,
+        played: Card::from_index(3).unwrap(),
+        best: Card::from_index(40).unwrap(),
+        loss,
+        quality: Quality::Mistake,
+    };
+    let alices = vec![review(0, 0.0), review(2, 4.5)];
+    store
+        .keep_match_analysis("m-1", 0, 100, &alices, at(3))
+        .await
+        .unwrap();
+    store
+        .keep_match_analysis("m-1", 1, 7, &[review(1, 9.0)], at(3))
+        .await
+        .unwrap();
+    let mut kept = store
+        .kept_analyses(&[
+            ("m-1".to_owned(), 0),
+            ("m-1".to_owned(), 1),
+            ("m-2".to_owned(), 0),
+            ("m-9".to_owned(), 0),
+        ])
+        .await
+        .unwrap();
+    kept.sort_by_key(|k| k.seat);
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert_eq!(
+        (kept[0].match_id.as_str(), kept[0].seat, kept[0].worlds),
+        ("m-1", 0, 100)
+    );
+    assert_eq!(kept[0].reviews, alices);
+    assert_eq!((kept[1].seat, kept[1].worlds), (1, 7), "other worlds too");
+    let only = store.kept_analyses(&[("m-1".to_owned(), 1)]).await.unwrap();
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0].seat, 1);
+    assert!(store.kept_analyses(&[]).await.unwrap().is_empty());
+}

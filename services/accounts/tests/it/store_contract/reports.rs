@@ -221,11 +221,39 @@ pub(super) async fn open_reports_group_by_target_hide_names_and_resolve<S: Store
         .unwrap();
     assert_eq!((again.reports, again.reporters.len()), (0, 0));
 
+    // Each reporter's own filings, newest first, resolved or not; nobody else's.
+    let by_a = store.reports_by(a).await.unwrap();
+    assert_eq!(by_a.len(), 2, "{by_a:?}");
+    assert!(by_a.iter().all(|r| r.reporter_id == a && r.target_id == t));
+    assert!(by_a[0].at > by_a[1].at, "newest first");
+    let by_b = store.reports_by(b).await.unwrap();
+    assert_eq!(
+        by_b.iter()
+            .map(|r| (r.target_id, r.resolved.is_some()))
+            .collect::<Vec<_>>(),
+        vec![(u, false), (t, true)]
+    );
+    assert!(
+        store.reports_by(t).await.unwrap().is_empty(),
+        "t filed none"
+    );
+
     // An account's deletion takes the reports it filed and those about it.
+    assert_eq!(store.reports_by(c).await.unwrap().len(), 2);
     store
         .delete_account(c, Uuid::now_v7(), at(20))
         .await
         .unwrap();
+    assert!(store.reports_by(c).await.unwrap().is_empty());
+    assert!(
+        store
+            .reports_of(t)
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r.reporter_id != c),
+        "c's reports went with c"
+    );
     let open = store.open_reports(10).await.unwrap();
     assert_eq!(open[0].target_id, u);
     assert_eq!(open[0].reporters, 1);

@@ -119,6 +119,18 @@ pub(super) async fn seasons_reset_softly_once_and_keep_the_finished_leaderboard<
             .unwrap()
             .is_empty()
     );
+    // Every archived rating of a player's, listed or not: a's s1 one, nobody else's.
+    let archived = store.season_ratings(a.id).await.unwrap();
+    assert_eq!(archived.len(), 1, "{archived:?}");
+    assert_eq!(
+        (archived[0].season_id.as_str(), archived[0].season_matches),
+        ("s1", 3)
+    );
+    assert_eq!(archived[0].rating.rating, a_s1);
+    assert!(archived[0].rating.deviation < 350.0);
+    let late = new_account(&store, "dina").await;
+    assert!(store.season_ratings(late.id).await.unwrap().is_empty());
+    assert_eq!(pa.season_matches, 0, "no rated match in s2 yet");
 
     // The first s2 match starts from the reset rating; the s1 leaderboard stays.
     let m = store
@@ -132,6 +144,8 @@ pub(super) async fn seasons_reset_softly_once_and_keep_the_finished_leaderboard<
     let pa = store.profile(a.id, RULES).await.unwrap().unwrap();
     assert_eq!(pa.rating.rating, m.rating_changes[0].rating_after);
     assert_eq!((pa.ranked_matches, pa.leaderboard_rank), (4, Some(1)));
+    assert_eq!(pa.season_matches, 1, "one rated match in s2");
+    assert_eq!(store.season_ratings(a.id).await.unwrap(), archived);
     assert_eq!(
         store
             .season_leaderboard("s1", RULES, None, 10)

@@ -1,22 +1,26 @@
 //! ExportMyData: everything the service holds about the caller, as one JSON document
-//! streamed in pieces. The account part is read before the stream is answered (a store
-//! that is down is a status); the matches follow a page at a time, so a player with
-//! thousands of matches never sits whole in memory.
+//! streamed in pieces. The account part (the account, friends, inbox, push devices,
+//! reports filed, seasons) is read before the stream is answered (a store that is down
+//! is a status); the matches follow a page at a time with the analyses kept of the
+//! caller's plays, so a player with thousands of matches never sits whole in memory. The
+//! JSON form of each part is `parts.rs`'s.
+
+mod parts;
 
 use std::pin::Pin;
 
 use basra_platform::auth::{Caller, Role};
-use basra_platform::client_info::ClientInfo;
 use basra_proto::basra::accounts::v1 as pb;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tonic::Status;
 use uuid::Uuid;
 
+use self::parts::{client, filed_report, friend, notice, played, push_device, seasons, time};
 use super::AccountsApi;
 use crate::error::{AccountsError, Result};
-use crate::friends::FriendEntry;
-use crate::store::{HistoryCursor, PlayedMatch, Store};
+use crate::inbox::{self, NoticePage};
+use crate::store::{HistoryCursor, Store};
 
 /// The most bytes of the document in one message.
 pub const EXPORT_CHUNK_BYTES: usize = 64 * 1024;
@@ -28,50 +32,6 @@ pub const EXPORT_FORMAT: &str = "basra-account-export/1";
 /// The stream ExportMyData answers.
 pub(super) type ExportStream =
     Pin<Box<dyn tokio_stream::Stream<Item = Result<pb::ExportMyDataResponse, Status>> + Send>>;
-
-fn time(t: chrono::DateTime<chrono::Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-}
-
-fn friend(entry: &FriendEntry) -> Value {
-    json!({
-        "user_id": entry.user_id,
-        "display_name": entry.display_name,
-        "is_guest": entry.is_guest,
-        "since": time(entry.since),
-    })
-}
-
-fn played(m: &PlayedMatch) -> Value {
-    let r = &m.record;
-    json!({
-        "match_id": r.match_id,
-        "room_id": r.room_id,
-        "ranked": r.ranked,
-        "settings": r.settings,
-        "seats": r.seats,
-        "your_seat": m.your_seat,
-        "seed": r.seed.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-        "actions": r.actions,
-        "rounds": r.rounds,
-        "final_totals": r.final_totals,
-        "basra_counts": r.basra_counts,
-        "winner_side": r.winner_side,
-        "end_reason": r.end_reason.as_str(),
-        "started_at": time(r.started_at),
-        "ended_at": time(r.ended_at),
-        "your_rating_change": m.rating_change.map(|c| json!({
-            "rating_before": c.rating_before,
-            "rating_after": c.rating_after,
-            "deviation_after": c.deviation_after,
-        })),
-        "your_client": m.your_client.as_ref().map(client),
-    })
-}
-
-fn client(c: &ClientInfo) -> Value {
-    json!({ "platform": c.platform, "version": c.version })
-}
 
 /// Cuts the document into messages of at most [`EXPORT_CHUNK_BYTES`].
 struct Chunker {
@@ -142,7 +102,8 @@ impl<S: Store> AccountsApi<S> {
         Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }
 
-    /// The document up to the matches: `{"format": …, "account": …, "friends": …`.
+    /// The document up to the matches: `{"format": …, "account": …, "friends": …,
+    /// "inbox": …, "push_devices": …, "reports_filed": …, "seasons": …`.
     pub(super) async fn export_head(&self, user_id: Uuid) -> Result<String> {
         let store = &self.inner.store;
         let profile = store
@@ -204,14 +165,76 @@ impl<S: Store> AccountsApi<S> {
             "outgoing_requests": list.outgoing.iter().map(friend).collect::<Vec<_>>(),
             "blocked": list.blocked.iter().map(friend).collect::<Vec<_>>(),
         });
+        let inbox = self.export_inbox(user_id).await?;
+        let devices = store.push_devices(user_id).await?;
+        let reports = store.reports_by(user_id).await?;
+        let seasons = self
+            .export_seasons(user_id, &self.inner.config.calendar, profile.season_matches)
+            .await?;
         Ok(format!(
-            "{{\"format\":{},\"exported_at\":{},\"account\":{account},\"friends\":{friends}",
+            "{{\"format\":{},\"exported_at\":{},\"account\":{account},\"friends\":{friends},\
+             \"inbox\":{inbox},\"push_devices\":{},\"reports_filed\":{},\"seasons\":{seasons}",
             json!(EXPORT_FORMAT),
             json!(time(crate::domain::now())),
+            Value::Array(devices.iter().map(push_device).collect()),
+            Value::Array(reports.iter().map(filed_report).collect()),
         ))
     }
 
-    /// Writes `head`, the matches a page at a time and the rating history.
+    /// Every notice of the caller's inbox not expired, newest first, names shown as
+    /// ListNotices shows them; and how many are unread.
+    async fn export_inbox(&self, user_id: Uuid) -> Result<Value> {
+        let store = &self.inner.store;
+        let now = crate::domain::now();
+        let mut kept = Vec::new();
+        let mut before = None;
+        loop {
+            let page = NoticePage {
+                before,
+                unread_only: false,
+                limit: inbox::MAX_IDS as u32,
+            };
+            let notices = store.notices(user_id, page, now).await?;
+            let full = notices.len() == inbox::MAX_IDS;
+            before = notices.last().map(|n| n.id);
+            kept.extend(notices.iter().map(|n| n.to_proto()));
+            if !full {
+                break;
+            }
+        }
+        let kept = self.shown(Some(user_id), kept).await?;
+        Ok(json!({
+            "unread": store.unread_notices(user_id, now).await?.count,
+            "notices": kept.iter().map(notice).collect::<Vec<_>>(),
+        }))
+    }
+
+    /// The caller's seasons: every finished season closed first (as GetProfile does), so
+    /// that each one's rating is in the archive.
+    async fn export_seasons(
+        &self,
+        user_id: Uuid,
+        calendar: &crate::seasons::Calendar,
+        current_matches: u32,
+    ) -> Result<Value> {
+        self.close_finished_seasons().await?;
+        let store = &self.inner.store;
+        let archived = store.season_ratings(user_id).await?;
+        let finishes = store
+            .season_finishes(user_id, self.inner.config.leaderboard)
+            .await?;
+        let current = calendar.id_at(crate::domain::now());
+        Ok(seasons(
+            calendar,
+            current,
+            current_matches,
+            &archived,
+            &finishes,
+        ))
+    }
+
+    /// Writes `head`, the matches a page at a time (each with the analysis kept of the
+    /// caller's plays) and the rating history.
     async fn export_body(&self, user_id: Uuid, head: String, out: &mut Chunker) -> Result<()> {
         if !out.write(head.as_bytes()).await || !out.write(b",\"matches\":[").await {
             return Ok(());
@@ -221,15 +244,23 @@ impl<S: Store> AccountsApi<S> {
         // Newest first in `matches`; the rating history is written oldest first.
         let mut ratings: Vec<Value> = Vec::new();
         loop {
-            let page = self
-                .inner
-                .store
+            let store = &self.inner.store;
+            let page = store
                 .played_matches(user_id, after.clone(), MATCH_PAGE)
                 .await?;
+            let seats: Vec<(String, u8)> = page
+                .iter()
+                .map(|m| (m.record.match_id.clone(), m.your_seat))
+                .collect();
+            let analyses = store.kept_analyses(&seats).await?;
+            let marks = &self.inner.config.analyst.thresholds;
             for m in &page {
                 let mut bytes = if first { Vec::new() } else { vec![b','] };
                 first = false;
-                serde_json::to_writer(&mut bytes, &played(m))
+                let analysis = analyses
+                    .iter()
+                    .find(|a| a.match_id == m.record.match_id && a.seat == m.your_seat);
+                serde_json::to_writer(&mut bytes, &played(m, analysis, marks))
                     .map_err(|e| AccountsError::Internal(format!("export: {e}")))?;
                 if !out.write(&bytes).await {
                     return Ok(());
