@@ -15,12 +15,15 @@ use basra_proto::basra::accounts::v1::{
     EventMatchReadyNotice, GuestLoginRequest, ListNoticesRequest, notice,
 };
 use basra_proto::basra::common::v1::RuleSettings;
+use basra_proto::basra::game::v1::{Join, PlayRequest, ResignRequest, WatchRequest, play_request};
 use basra_proto::basra::matchmaking::v1::event_admin_service_client::EventAdminServiceClient;
 use basra_proto::basra::matchmaking::v1::{
-    CreateEventRequest, EventDefinition, EventFormat, EventStatus, GetEventRequest,
+    CreateEventRequest, EntryStatus, EventDefinition, EventFormat, EventStatus, GetEventRequest,
     GetMyMatchRequest, GetStandingsRequest, RegisterRequest,
 };
+use basra_proto::basra::matchmaking::v1::{GetMyMatchResponse, JoinRoomRequest, join_room_request};
 use basra_proto::convert::timestamp;
+use tokio_stream::wrappers::ReceiverStream;
 
 const ISS: &str = "basra-accounts";
 const AUD: &str = "basra";
@@ -146,8 +149,14 @@ async fn play_the_event(session: Session, event: String) {
     }
 }
 
-/// Plays the knockout and answers its id.
-async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String) -> String {
+/// Creates, as the operator `token`, a four-player knockout to 11 starting in
+/// `start_in_ms`; answers its id.
+async fn create_knockout(
+    endpoints: &Endpoints,
+    token: String,
+    start_in_ms: i64,
+    allow_spectators: bool,
+) -> String {
     let channel = tonic::transport::Endpoint::from_shared(endpoints.matchmaking.clone())
         .unwrap()
         .connect()
@@ -162,21 +171,12 @@ async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String)
             Ok(request)
         },
     );
-    // The players sign in before the event is made, so that the few
-    // seconds before its start are left to registration alone (signing in
-    // is the slow part on a loaded machine).
-    let tag = uuid::Uuid::now_v7().simple().to_string();
-    let mut players = Vec::new();
-    for i in 0..4 {
-        players.push(guest(endpoints, format!("ev-{tag}-{i}")).await);
-    }
-    let start = now_ms() + 4_000;
-    let event = admin
+    admin
         .create_event(CreateEventRequest {
             definition: Some(EventDefinition {
                 name: "e2e knockout".into(),
                 format: EventFormat::Knockout as i32,
-                start_at: Some(timestamp(start)),
+                start_at: Some(timestamp(now_ms() + start_in_ms)),
                 registration_opens_seconds_before: 3600,
                 cap: 4,
                 join_deadline_seconds: 60,
@@ -184,7 +184,7 @@ async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String)
                     target_score: Some(11),
                     ..RuleSettings::default()
                 }),
-                allow_spectators: true,
+                allow_spectators,
                 ..EventDefinition::default()
             }),
             request_id: String::new(),
@@ -194,16 +194,39 @@ async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String)
         .into_inner()
         .event
         .unwrap()
-        .event_id;
-    for session in &players {
+        .event_id
+}
+
+/// `count` guests, signed in. They sign in before the event is made, so that the few
+/// seconds before its start are left to registration alone (signing in is the slow
+/// part on a loaded machine).
+async fn guests(endpoints: &Endpoints, count: usize) -> Vec<Session> {
+    let tag = uuid::Uuid::now_v7().simple().to_string();
+    let mut players = Vec::new();
+    for i in 0..count {
+        players.push(guest(endpoints, format!("ev-{tag}-{i}")).await);
+    }
+    players
+}
+
+/// Registers each of `players` for `event`.
+async fn register_all(players: &[Session], event: &str) {
+    for session in players {
         session
             .events()
             .register(RegisterRequest {
-                event_id: event.clone(),
+                event_id: event.to_owned(),
             })
             .await
             .expect("registered");
     }
+}
+
+/// Plays the knockout and answers its id.
+async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String) -> String {
+    let players = guests(endpoints, 4).await;
+    let event = create_knockout(endpoints, token, 4_000, true).await;
+    register_all(&players, &event).await;
     let watcher = players[0].clone();
     let tasks: Vec<_> = players
         .into_iter()
@@ -234,6 +257,31 @@ async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String)
     assert_eq!(standings.standings[0].user_id, ended.champion);
     assert_eq!(standings.standings[0].rank, 1);
     assert_eq!(standings.standings.len(), 4);
+    // The watcher's entry ends with their place: the champion FINISHED, others out.
+    let entry = watcher
+        .events()
+        .get_event(GetEventRequest {
+            event_id: event.clone(),
+        })
+        .await
+        .expect("GetEvent")
+        .into_inner()
+        .event
+        .unwrap()
+        .entry
+        .expect("an entry");
+    let row = standings
+        .standings
+        .iter()
+        .find(|s| s.user_id == watcher.user_id)
+        .expect("the watcher's row");
+    assert_eq!(entry.rank, row.rank);
+    let expected = if watcher.user_id == ended.champion {
+        EntryStatus::Finished
+    } else {
+        EntryStatus::Eliminated
+    };
+    assert_eq!(entry.status, expected as i32, "{entry:?}");
     // "Your match is ready" reached the player's inbox in accounts, once a match.
     let notices = watcher
         .accounts()
@@ -252,4 +300,144 @@ async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String)
     assert!(!ready.is_empty(), "a match-ready notice: {notices:?}");
     assert!(ready.iter().all(|r| r.event_id == event && r.round >= 1));
     event
+}
+
+/// The status `session`'s Play stream ends with when it joins `room` (as a player, or
+/// as a spectator): the refusal comes as the call's status or as the stream's first.
+async fn play_refusal(session: &Session, room: &str, spectate: bool) -> tonic::Status {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tx.send(PlayRequest {
+        kind: Some(play_request::Kind::Join(Join {
+            room_id: room.to_owned(),
+            last_seen_seq: None,
+            spectate,
+        })),
+    })
+    .await
+    .unwrap();
+    let status = match session.game().play(ReceiverStream::new(rx)).await {
+        Err(status) => status,
+        Ok(stream) => stream
+            .into_inner()
+            .message()
+            .await
+            .expect_err("the join is refused"),
+    };
+    drop(tx);
+    status
+}
+
+/// The player's match of the current round, waited for (up to 30 s).
+async fn match_of(session: &Session, event: &str) -> GetMyMatchResponse {
+    for _ in 0..150 {
+        match session
+            .events()
+            .get_my_match(GetMyMatchRequest {
+                event_id: event.to_owned(),
+            })
+            .await
+        {
+            Ok(answer) => return answer.into_inner(),
+            Err(status) => assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("no match for the player within 30 s");
+}
+
+/// "Joining another player's event match" (issue 47, bad input): an event's room seats
+/// its two players only, so a player of another match of the event, or anyone else,
+/// is refused with PERMISSION_DENIED by game-session however they try (Play, its
+/// browser shape, an action, spectating an event without spectators), and
+/// matchmaking's JoinRoom does not know the room (NOT_FOUND); the match is then played
+/// by its own two players as if nothing had happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nobody_but_its_two_players_joins_an_event_match() {
+    let backend = spawn_backend().await.expect("backend");
+    let endpoints = backend.endpoints.clone();
+    let players = guests(&endpoints, 4).await;
+    let outsider = guest(&endpoints, format!("ev-out-{}", uuid::Uuid::now_v7())).await;
+    let event = create_knockout(&endpoints, operator(&backend), 4_000, false).await;
+    register_all(&players, &event).await;
+    let mine = match_of(&players[0], &event).await;
+    let mut theirs = None;
+    for p in &players[1..] {
+        let m = match_of(p, &event).await;
+        if m.room_id != mine.room_id {
+            theirs = Some(m);
+            break;
+        }
+    }
+    let theirs = theirs.expect("a second first-round match");
+    let room = theirs.room_id.clone();
+    let owners = theirs.pairing.clone().unwrap().user_ids;
+    assert_eq!(owners.len(), 2);
+
+    for intruder in [&players[0], &outsider] {
+        let refused = play_refusal(intruder, &room, false).await;
+        assert_eq!(refused.code(), tonic::Code::PermissionDenied, "{refused:?}");
+        let spectating = play_refusal(intruder, &room, true).await;
+        assert_eq!(
+            spectating.code(),
+            tonic::Code::PermissionDenied,
+            "the event allows no spectators: {spectating:?}"
+        );
+        let watched = match intruder
+            .game()
+            .watch(WatchRequest {
+                room_id: room.clone(),
+                last_seen_seq: None,
+                spectate: false,
+            })
+            .await
+        {
+            Err(status) => status,
+            Ok(stream) => stream.into_inner().message().await.expect_err("refused"),
+        };
+        assert_eq!(watched.code(), tonic::Code::PermissionDenied, "{watched:?}");
+        let resigned = intruder
+            .game()
+            .resign(ResignRequest {
+                room_id: room.clone(),
+            })
+            .await
+            .expect_err("not their match");
+        assert_eq!(
+            resigned.code(),
+            tonic::Code::PermissionDenied,
+            "{resigned:?}"
+        );
+        let joined = intruder
+            .matchmaking()
+            .join_room(JoinRoomRequest {
+                target: Some(join_room_request::Target::RoomId(room.clone())),
+                preferred_seat: None,
+            })
+            .await
+            .expect_err("an event room is no lobby room");
+        assert_eq!(joined.code(), tonic::Code::NotFound, "{joined:?}");
+    }
+    // Nothing changed: the intruder's own match is still theirs, and the room's two
+    // players play it to its end.
+    assert_eq!(match_of(&players[0], &event).await.room_id, mine.room_id);
+    let mut plays = Vec::new();
+    for p in players.iter().filter(|p| owners.contains(&p.user_id)) {
+        let (p, room) = (p.clone(), room.clone());
+        plays.push(tokio::spawn(async move {
+            let driver = Driver::Bot {
+                policy: Policy::Greedy,
+                delay: Duration::ZERO,
+            };
+            play_room(&p, &room, driver).await.expect("played")
+        }));
+    }
+    assert_eq!(plays.len(), 2, "both owners are among the players");
+    for play in plays {
+        let table = tokio::time::timeout(Duration::from_secs(60), play)
+            .await
+            .expect("the match ends within a minute")
+            .expect("a player's task");
+        assert!(table.ended.is_some(), "played to its end");
+    }
+    backend.stop().await.expect("stopped");
 }

@@ -291,7 +291,8 @@ pub fn next_step(
             EntryStatus::Eliminated
             | EntryStatus::Withdrawn
             | EntryStatus::Paused
-            | EntryStatus::NotCheckedIn,
+            | EntryStatus::NotCheckedIn
+            | EntryStatus::Finished,
         ) => Next::Out,
         Some(_) => Next::Wait,
     }
@@ -667,6 +668,7 @@ pub fn entry_word(status: EntryStatus) -> &'static str {
         EntryStatus::Withdrawn => "withdrawn",
         EntryStatus::Paused => "paused",
         EntryStatus::NotCheckedIn => "not checked in",
+        EntryStatus::Finished => "finished",
         EntryStatus::Unspecified => "not registered",
     }
 }
@@ -886,7 +888,7 @@ mod tests {
     fn entry(status: EntryStatus) -> pb::Entry {
         pb::Entry {
             status: status as i32,
-            registered_at: None,
+            ..Default::default()
         }
     }
 

@@ -54,10 +54,12 @@ pub(crate) fn entry(e: &EntryRecord) -> pb::Entry {
         EntryStatus::Withdrawn => pb::EntryStatus::Withdrawn,
         EntryStatus::Paused => pb::EntryStatus::Paused,
         EntryStatus::NotCheckedIn => pb::EntryStatus::NotCheckedIn,
+        EntryStatus::Finished => pb::EntryStatus::Finished,
     };
     pb::Entry {
         status: status as i32,
         registered_at: Some(timestamp(e.registered_at_ms)),
+        rank: e.rank,
     }
 }
 

@@ -18,7 +18,10 @@
 //!    after a takeover is harmless), and both players are told "your match is ready".
 //! 4. **Save** the live state under the lease, checking the version read (fencing),
 //!    then write the new results to the durable store (once each: keyed by the match).
-//! 5. **End**: the standings become final, every entry gets its rank and points.
+//!    A knockout's losers are ELIMINATED as soon as their results are in.
+//! 5. **End**: the standings become final, every entry gets its place and points, and
+//!    everyone still in (a knockout's champion, every Swiss or arena player who did not
+//!    withdraw) is FINISHED ([`EntryRecord::finish`]).
 //!
 //! Why results are polled: game-session records a finished match to accounts, not to
 //! matchmaking; asking it (`GetSeat`, which now says whether a player joined and who won)
@@ -376,10 +379,11 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
             }
         }
     }
+    eliminate(shared, &live, &entries).await?;
     record_results(shared, &event, version + u64::from(changed), &mut live, now).await?;
     let (round, rounds) = live.rounds();
     if finished {
-        finish(shared, &event, &live, &entries, now).await?;
+        finish(shared, &event, &live, now).await?;
     } else if round != event.current_round || rounds != event.rounds_total {
         let change = PhaseChange {
             from: Phase::Running,
@@ -391,6 +395,24 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
             ended_at_ms: 0,
         };
         shared.store.change_phase(&event.id, &change).await?;
+    }
+    Ok(())
+}
+
+/// Marks a knockout's losers ELIMINATED as soon as their result is in (a state, not a
+/// step's news: a successor that took over after the result was saved still does it).
+async fn eliminate(shared: &EventsShared, live: &LiveEvent, entries: &[EntryRecord]) -> Result<()> {
+    let out = live.knocked_out();
+    let eliminated: Vec<EntryRecord> = entries
+        .iter()
+        .filter(|e| e.status == EntryStatus::Playing && out.contains(&e.user_id))
+        .map(|e| EntryRecord {
+            status: EntryStatus::Eliminated,
+            ..e.clone()
+        })
+        .collect();
+    if !eliminated.is_empty() {
+        shared.store.update_entries(&eliminated).await?;
     }
     Ok(())
 }
@@ -578,25 +600,20 @@ async fn finish(
     shared: &EventsShared,
     event: &EventRecord,
     live: &LiveEvent,
-    entries: &[EntryRecord],
     now: Millis,
 ) -> Result<()> {
     let standings = live.standings();
+    let knockout = event.spec.format == super::spec::Format::Knockout;
+    // The entries as they are now (this step may have eliminated some).
+    let entries = shared.store.entries(&event.id).await?;
     let updated: Vec<EntryRecord> = entries
         .iter()
         .map(|e| {
-            let mut e = e.clone();
-            if let Some(row) = standings.iter().find(|s| s.player == player_of(&e.user_id)) {
-                e.rank = row.rank;
-                e.points = row.points;
-                if e.status == EntryStatus::Playing
-                    && row.rank > 1
-                    && event.spec.format == super::spec::Format::Knockout
-                {
-                    e.status = EntryStatus::Eliminated;
-                }
-            }
-            e
+            let place = standings
+                .iter()
+                .find(|s| s.player == player_of(&e.user_id))
+                .map(|row| (row.rank, row.points));
+            e.finish(place, knockout)
         })
         .collect();
     shared.store.update_entries(&updated).await?;

@@ -148,6 +148,8 @@ pub enum EntryStatus {
     Paused,
     /// Did not check in before the start.
     NotCheckedIn,
+    /// Played to the end of a finished event (see [`EntryRecord::finish`]).
+    Finished,
 }
 
 impl EntryStatus {
@@ -161,6 +163,7 @@ impl EntryStatus {
             EntryStatus::Withdrawn => "withdrawn",
             EntryStatus::Paused => "paused",
             EntryStatus::NotCheckedIn => "not_checked_in",
+            EntryStatus::Finished => "finished",
         }
     }
 
@@ -174,6 +177,7 @@ impl EntryStatus {
             "withdrawn" => EntryStatus::Withdrawn,
             "paused" => EntryStatus::Paused,
             "not_checked_in" => EntryStatus::NotCheckedIn,
+            "finished" => EntryStatus::Finished,
             _ => return None,
         })
     }
@@ -196,6 +200,30 @@ pub struct EntryRecord {
     pub rank: u32,
     /// Their points (final once the event finished).
     pub points: u32,
+}
+
+impl EntryRecord {
+    /// The entry once its event has finished, given the player's row of the final
+    /// standings (`place`: rank and points), if they have one. A player still in
+    /// (playing, or an arena player paused) has finished, in their place; a knockout
+    /// player still "playing" below first place lost their last match (the clock
+    /// eliminates losers as their results come, so this is only a safety net);
+    /// eliminated and withdrawn players keep their status and get their place; whoever
+    /// did not play keeps theirs, without a place.
+    pub fn finish(&self, place: Option<(u32, u32)>, knockout: bool) -> EntryRecord {
+        let mut entry = self.clone();
+        let Some((rank, points)) = place else {
+            return entry;
+        };
+        entry.rank = rank;
+        entry.points = points;
+        entry.status = match self.status {
+            EntryStatus::Playing if knockout && rank > 1 => EntryStatus::Eliminated,
+            EntryStatus::Playing | EntryStatus::Paused => EntryStatus::Finished,
+            other => other,
+        };
+        entry
+    }
 }
 
 /// One match's result, recorded once.

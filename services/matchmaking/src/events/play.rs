@@ -67,6 +67,22 @@ impl LiveMatch {
     }
 }
 
+impl LiveMatch {
+    /// The players who lost the match (a forfeit's absent player, both when neither
+    /// joined); none before its result.
+    pub fn losers(&self) -> Vec<String> {
+        if self.outcome.is_none() {
+            return Vec::new();
+        }
+        let winner = self.winner();
+        self.players
+            .iter()
+            .filter(|p| winner.as_ref() != Some(*p))
+            .cloned()
+            .collect()
+    }
+}
+
 /// The live state of a running event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LiveEvent {
@@ -284,6 +300,15 @@ impl LiveEvent {
                 .first()
                 .filter(|s| s.rank == 1 && s.points > 0)
                 .map(|s| user_of(s.player)),
+        }
+    }
+
+    /// A knockout's players out of it so far: every loser of a match with a result
+    /// (none in the other formats, where nobody is knocked out).
+    pub fn knocked_out(&self) -> std::collections::HashSet<String> {
+        match self.play {
+            Play::Knockout(_) => self.matches.iter().flat_map(LiveMatch::losers).collect(),
+            _ => Default::default(),
         }
     }
 

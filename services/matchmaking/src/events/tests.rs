@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
 use super::live::MemoryLiveStore;
-use super::model::{EventRecord, Phase};
+use super::model::{EntryStatus, EventRecord, Phase};
 use super::notices::RecordedNotices;
 use super::play::LiveEvent;
 use super::spec::{EventSpec, Format};
@@ -226,6 +226,36 @@ impl World {
     }
 }
 
+/// Once the event has finished, every entry is in its final state with its place, the
+/// standings' own: a knockout's champion FINISHED first and everyone else ELIMINATED;
+/// every Swiss or arena player FINISHED.
+async fn assert_final_entries(w: &World, id: &str) {
+    let event = w.store.get(id).await.unwrap().unwrap();
+    assert_eq!(event.phase, Phase::Finished);
+    let standings = w.live_state(id).await.standings();
+    let entries = w.store.entries(id).await.unwrap();
+    assert_eq!(entries.len(), standings.len(), "everyone played");
+    for e in &entries {
+        let row = standings
+            .iter()
+            .find(|s| super::play::user_of(s.player) == e.user_id)
+            .expect("a row");
+        assert_eq!((e.rank, e.points), (row.rank, row.points), "{e:?}");
+        let expected = match event.spec.format {
+            Format::Knockout if event.champion.as_ref() == Some(&e.user_id) => {
+                assert_eq!(e.rank, 1, "the champion is first");
+                EntryStatus::Finished
+            }
+            Format::Knockout => {
+                assert!(e.rank > 1, "{e:?}");
+                EntryStatus::Eliminated
+            }
+            _ => EntryStatus::Finished,
+        };
+        assert_eq!(e.status, expected, "{e:?}");
+    }
+}
+
 /// No player in two matches of one round; every round's matches have distinct keys.
 fn assert_rounds_sound(live: &LiveEvent) {
     let mut seen: HashSet<(u32, String)> = HashSet::new();
@@ -280,6 +310,21 @@ async fn one_replica_drives_an_event_and_another_takes_over_when_it_dies() {
     assert_eq!(driver::tick_once(&b).await.unwrap(), vec![id.clone()]);
     assert_eq!(w.store.results(&id).await.unwrap().len(), 4);
     assert_eq!(w.rooms.ids().len(), 6, "the semi-finals, once");
+    // The four first-round losers are out as soon as their results are in.
+    let statuses: Vec<EntryStatus> = w
+        .store
+        .entries(&id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.status)
+        .collect();
+    let out = statuses
+        .iter()
+        .filter(|s| **s == EntryStatus::Eliminated)
+        .count();
+    assert_eq!(out, 4, "{statuses:?}");
+    assert_eq!(w.phase(&id).await, Phase::Running);
     // a comes back (it was only paused): it cannot take the event back.
     assert!(driver::tick_once(&a).await.unwrap().is_empty());
 
@@ -302,6 +347,22 @@ async fn one_replica_drives_an_event_and_another_takes_over_when_it_dies() {
     let event = w.store.get(&id).await.unwrap().unwrap();
     assert!(users.contains(event.champion.as_ref().unwrap()));
     assert_eq!((event.current_round, event.rounds_total), (3, 3));
+    assert_final_entries(&w, &id).await;
+    let ranks: Vec<u32> = w
+        .store
+        .entries(&id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.rank)
+        .collect();
+    let mut ranks = ranks;
+    ranks.sort_unstable();
+    assert_eq!(
+        ranks,
+        [1, 2, 3, 3, 5, 5, 5, 5],
+        "places by the round reached"
+    );
 }
 
 #[tokio::test]
@@ -326,6 +387,7 @@ async fn a_player_who_does_not_join_forfeits_at_the_deadline() {
     let results = w.store.results(&id).await.unwrap();
     assert_eq!(results[0].outcome, "forfeit");
     assert_eq!(results[0].winner.as_deref(), Some(users[1].as_str()));
+    assert_final_entries(&w, &id).await;
 }
 
 #[tokio::test]
@@ -366,6 +428,7 @@ async fn a_swiss_plays_its_rounds_without_rematches() {
     }
     let event = w.store.get(&id).await.unwrap().unwrap();
     assert_eq!((event.current_round, event.rounds_total), (3, 3));
+    assert_final_entries(&w, &id).await;
 }
 
 #[tokio::test]
@@ -406,6 +469,34 @@ async fn an_arena_re_pairs_at_once_and_ends_with_its_window() {
     let live = w.live_state(&id).await;
     let keys: HashSet<&str> = live.matches.iter().map(|m| m.key.as_str()).collect();
     assert_eq!(keys.len(), live.matches.len());
+    assert_final_entries(&w, &id).await;
+}
+
+#[tokio::test]
+async fn an_arena_player_paused_at_its_end_finishes_in_their_place() {
+    let w = World::new();
+    let a = w.replica("a");
+    let (id, users) = w.event(Format::Arena { seconds: 60 }, 4).await;
+    w.clock.set(START);
+    driver::tick_once(&a).await.unwrap();
+    for room in w.rooms.open() {
+        w.rooms.play(&room, 0);
+    }
+    w.clock.advance(5_000);
+    driver::tick_once(&a).await.unwrap();
+    // A player pauses (Withdraw in an arena) and is not paired again.
+    let paused = w.store.withdraw(&id, &users[3]).await.unwrap().unwrap();
+    assert_eq!(paused.unwrap().status, EntryStatus::Paused);
+    w.clock.set(START + 60_000);
+    for _ in 0..3 {
+        for room in w.rooms.open() {
+            w.rooms.play(&room, 1);
+        }
+        driver::tick_once(&a).await.unwrap();
+    }
+    assert_final_entries(&w, &id).await;
+    let entry = w.store.entry(&id, &users[3]).await.unwrap().unwrap();
+    assert!(entry.rank > 0, "a place: {entry:?}");
 }
 
 #[tokio::test]
