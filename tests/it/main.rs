@@ -20,5 +20,7 @@ mod revocation;
 mod simulate;
 mod stream_limits;
 mod traces;
+mod web;
 mod web_client;
 mod web_events;
+mod web_inbox;

@@ -19,13 +19,37 @@ const REASONS: [ReportReason, "reasonName" | "reasonCheating" | "reasonChat" | "
 ];
 
 /**
+ * The Reports whose form was opened, by player and match, while they are on the screen:
+ * the screens redraw on every event (a friend's presence, the rating, a rematch offer),
+ * and a redraw asking for the same Report gets the same element back, with the reason
+ * chosen, the comment typed and the focus (or the word that it was sent).
+ */
+const opened = new Map<string, HTMLElement>();
+
+/**
  * A "Report" button for the player `userId` (shown as `name`); `matchId` names the match
  * it happened in. A click opens the form in place of the button.
  */
 export function reportButton(userId: string, name: string, matchId = ""): HTMLElement {
+  const key = `${userId}/${matchId}`;
+  const kept = opened.get(key);
+  if (kept?.isConnected) {
+    // Moved into the new screen by the redraw under way: the focus comes back after it.
+    const focused = document.activeElement;
+    if (focused instanceof HTMLElement && kept.contains(focused)) queueMicrotask(() => focused.isConnected && focused.focus());
+    return kept;
+  }
+  opened.delete(key);
   const holder = el("span", { class: "report", "data-testid": "report-holder" });
   const button: HTMLButtonElement = el("button", { class: "quiet", "data-testid": "report", "aria-label": `${t("report")}: ${name}` }, t("report"));
-  button.addEventListener("click", () => holder.replaceChildren(reportForm(userId, name, matchId, () => holder.replaceChildren(button))));
+  const close = () => {
+    opened.delete(key);
+    holder.replaceChildren(button);
+  };
+  button.addEventListener("click", () => {
+    opened.set(key, holder);
+    holder.replaceChildren(reportForm(userId, name, matchId, close));
+  });
   holder.append(button);
   return holder;
 }
