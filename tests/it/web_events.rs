@@ -6,73 +6,27 @@
 //! checks in; at the start the two unseeded players get "your match is ready" and join
 //! with one tap, the winner meets the seed in the final; every page ends on the final
 //! standings with the champion and both rounds of the bracket. The event's standings,
-//! asked of the server afterwards, name the same champion.
+//! asked of the server afterwards, name the same champion. Then a finalist opens the
+//! final's Replay from their match history and goes through it with Play, Pause and
+//! Step: the plays it shows and the final score are those of the match as accounts
+//! recorded it (its export, asked by an operator).
 //! Screenshots are kept in `$CARGO_TARGET_TMPDIR/web-events` (the path is printed).
 //!
-//! Needs what `web_client` needs (Node.js, Debian's `chromium`, the built page, `npm ci`
-//! in `clients/web`); fails, never skips, without them.
-use std::path::PathBuf;
-use std::process::Command;
-use std::time::Duration;
+//! Needs what every browser suite needs (`web.rs`: Node.js, Debian's `chromium`, the built
+//! page, `npm ci` in `clients/web`); fails, never skips, without them.
 
+use basra::admin_player::PlayerAdmin;
 use basra::admin_tournament::EventAdmin;
-use basra::web_page::{WebOptions, is_built};
 use basra_proto::basra::common::v1::RuleSettings;
 use basra_proto::basra::matchmaking::v1 as pb;
-use tokio_util::sync::CancellationToken;
 
-fn web_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/web")
-}
+use crate::web::WebDev;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browsers_play_a_knockout_to_its_final() {
-    let web = web_dir();
-    assert!(
-        is_built(&web.join("dist")),
-        "the page is not built: run `make web` (npm ci and npm run build in clients/web)"
-    );
-    assert!(
-        web.join("node_modules/playwright-core").exists(),
-        "playwright-core is missing: run `npm ci --prefix clients/web`"
-    );
-    let shutdown = CancellationToken::new();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let options = basra::dev::DevOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        database_url: None,
-        redis_url: None,
-        bot_delay: Some(Duration::from_millis(30)),
-        settings: basra::dev_settings::DevSettings::from_env(std::iter::empty()).unwrap(),
-        web: Some(WebOptions {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            dir: web.join("dist"),
-        }),
-        tls: None,
-        token_leeway: None,
-    };
-    let dev = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move {
-            basra::dev::run(options, shutdown, move |started| {
-                let _ = tx.send(started);
-            })
-            .await
-        }
-    });
-    let started = rx.await.unwrap();
-    let page = started.web_addr.expect("the page is served");
-    let pem = std::fs::read_to_string(&started.key_file).unwrap();
-    let token = basra::admin::operator_token(
-        &pem,
-        &started.kid,
-        "basra-accounts",
-        "basra",
-        "web-events-test",
-        Duration::from_secs(900),
-    )
-    .unwrap();
-    let server = format!("http://{}", started.addr);
+    let dev = WebDev::start(&[], None).await;
+    let token = dev.operator_token("web-events-test");
+    let server = dev.server();
     let admin = EventAdmin::connect(&server, &token).await.unwrap();
     let name = "Browser cup";
     let start = std::time::SystemTime::now()
@@ -103,34 +57,10 @@ async fn browsers_play_a_knockout_to_its_final() {
         .await
         .unwrap();
 
-    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-events");
-    println!("screenshots: {}", artifacts.display());
-    let runner = web.join("tests/run.mjs");
-    let script = web.join("tests/browser_events.ts");
-    let url = format!("http://{page}/");
     let event_id = event.event_id.clone();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg(runner)
-            .arg(script)
-            .arg(url)
-            .arg(&artifacts)
-            .arg(event_id)
-            .arg(name)
-            .output()
-            .expect("node runs (Debian's nodejs)")
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let line = stdout.lines().last().unwrap_or_default();
-    let report: serde_json::Value = serde_json::from_str(line)
-        .unwrap_or_else(|err| panic!("one JSON line from the browser ({err}): {stdout}\n{stderr}"));
-    assert!(
-        output.status.success() && report["ok"] == true,
-        "the browser run failed: {report:#}\n{stderr}"
-    );
+    let report = dev
+        .run("browser_events.ts", "web-events", &[&event_id, name])
+        .await;
     let joined: Vec<u64> = report["joined"]
         .as_array()
         .unwrap()
@@ -150,6 +80,37 @@ async fn browsers_play_a_knockout_to_its_final() {
     assert_eq!(finished.rounds_total, 2, "{finished:?}");
     assert!(!finished.champion.is_empty());
     println!("champion {champion}, history: {}", report["history"]);
-    shutdown.cancel();
-    dev.await.unwrap().unwrap();
+
+    // The final's replay showed the final as recorded: every play, the final score.
+    let finalist = report["finalist"].as_str().expect("a finalist").to_owned();
+    let players = PlayerAdmin::connect(&server, &token).await.unwrap();
+    let found = players.find(&finalist, 5).await.unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let mut export = Vec::new();
+    players
+        .export(&found[0].user_id, "web-events replay", &mut export)
+        .await
+        .unwrap();
+    let export: serde_json::Value = serde_json::from_slice(&export).unwrap();
+    let matches = export["matches"].as_array().unwrap();
+    assert_eq!(matches.len(), 2, "the finalist played two matches");
+    let last = &matches[0];
+    let plays = last["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["action"].get("play").is_some())
+        .count();
+    let replay = &report["replay"];
+    println!(
+        "replay: {replay}; recorded: {plays} plays, {}",
+        last["final_totals"]
+    );
+    assert_eq!(replay["plays"].as_u64(), Some(plays as u64), "{replay}");
+    assert_eq!(replay["totals"], last["final_totals"], "{replay}");
+    assert!(
+        replay["pausedAt"].as_u64().unwrap() >= 2,
+        "Play went on by itself before Pause: {replay}"
+    );
+    dev.stop().await;
 }

@@ -55,6 +55,12 @@ export function replayPanel(matchId: string, close: () => void): HTMLElement {
       }
     }
     status.textContent = shown >= answer.events.length ? t("replayEnd") : t("replayAt", { n: shown, of: answer.events.length });
+    // What is shown, for tests and assistive tools alike: the events shown of all, the
+    // kind of the last one, the totals so far.
+    status.dataset.shown = String(shown);
+    status.dataset.events = String(answer.events.length);
+    mark.dataset.kind = event?.event.case ?? "";
+    board.dataset.totals = state.totals.join(",");
     step.disabled = shown >= answer.events.length;
     if (shown >= answer.events.length) stop();
   };

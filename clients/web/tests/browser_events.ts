@@ -6,7 +6,10 @@
 // start the top seed has a bye and the other two get "your match is ready" above the
 // screen and join with one tap; they play by clicking; the winner goes back to the event
 // and, with the seed, gets the final's notice and plays it; every page ends on the final
-// standings with the champion named, the bracket showing both rounds. No console errors.
+// standings with the champion named, the bracket showing both rounds. Then the finalist
+// opens the final's Replay from the match history: Play runs it by itself, Pause holds it,
+// Step shows one event at a time to the end; the plays shown and the final totals are
+// reported (the test compares them with the match as recorded). No console errors.
 // Usage: node tests/run.mjs tests/browser_events.ts PAGE_URL ARTIFACT_DIR EVENT_ID EVENT_NAME [CHROMIUM]
 // Prints one JSON line with what it saw; exits non-zero on the first failed check.
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -94,6 +97,84 @@ async function playEvent(pages: Page[], seconds = 420): Promise<number[]> {
   }
 }
 
+/** What the replay panel shows now. */
+interface ReplayLook {
+  shown: number;
+  events: number;
+  kind: string;
+  text: string;
+  totals: string;
+  stepDisabled: boolean;
+}
+
+/**
+ * Opens the newest match of `page`'s history (the final) in the Replay, lets Play run a
+ * few events, pauses (nothing moves while paused), then steps to the end, counting the
+ * plays as each event appears. Answers the plays shown, the events, where Pause held and
+ * the totals at the end.
+ */
+async function watchReplay(page: Page): Promise<Record<string, unknown>> {
+  await page.getByTestId("tab-ranked").click();
+  const row = page.getByTestId("history-row").first();
+  await row.waitFor();
+  const rows = await page.getByTestId("history-row").count();
+  await row.getByTestId("replay-open").click();
+  await page.locator("[data-testid=replay-status][data-events]").waitFor();
+  const look = (): Promise<ReplayLook> =>
+    page.evaluate(() => {
+      const status = document.querySelector("[data-testid=replay-status]") as HTMLElement;
+      const mark = document.querySelector("[data-testid=replay-mark]") as HTMLElement;
+      const board = document.querySelector("[data-testid=replay-board]") as HTMLElement;
+      const step = document.querySelector("[data-testid=replay-step]") as HTMLButtonElement;
+      return {
+        shown: Number(status.dataset.shown),
+        events: Number(status.dataset.events),
+        kind: mark.dataset.kind ?? "",
+        text: mark.innerText,
+        totals: board.dataset.totals ?? "",
+        stepDisabled: step.disabled,
+      };
+    });
+  let shown = 0;
+  let plays = 0;
+  const take = (v: ReplayLook) => {
+    check(v.shown === shown || v.shown === shown + 1, `one event at a time: ${shown} then ${v.shown}`);
+    if (v.shown === shown + 1 && v.kind === "cardPlayed") {
+      plays += 1;
+      check(/played|لعب/.test(v.text), `a play is named: ${v.text}`);
+    }
+    shown = v.shown;
+  };
+  const first = await look();
+  check(first.shown === 0 && first.events > 0, `the replay opens before the first event: ${JSON.stringify(first)}`);
+  // Play: the panel moves by itself, one event a second.
+  await page.getByTestId("replay-play").click();
+  const until = Date.now() + 15000;
+  while (shown < 3) {
+    take(await look());
+    check(Date.now() < until, `Play moved the replay on: ${shown}`);
+    await page.waitForTimeout(50);
+  }
+  await page.getByTestId("replay-play").click();
+  take(await look());
+  const pausedAt = shown;
+  await page.waitForTimeout(2500);
+  const held = await look();
+  check(held.shown === pausedAt, `nothing moves while paused: ${pausedAt} then ${held.shown}`);
+  await page.screenshot({ path: join(artifacts, "replay-paused.png") });
+  // Step: one event a click, to the end.
+  while (shown < first.events) {
+    await page.getByTestId("replay-step").click();
+    const v = await look();
+    check(v.shown === shown + 1, `a step shows the next event: ${shown} then ${v.shown}`);
+    take(v);
+  }
+  const end = await look();
+  check(end.stepDisabled, "Step is done at the end");
+  await page.screenshot({ path: join(artifacts, "replay-end.png") });
+  return { plays, events: first.events, pausedAt, totals: end.totals.split(",").map(Number), historyRows: rows };
+}
+
 async function main(): Promise<void> {
   const browser = await chromium.launch({ executablePath: executable, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
   try {
@@ -129,6 +210,8 @@ async function main(): Promise<void> {
     await pages[0].getByTestId("events-back").click();
     await pages[0].locator(`[data-testid=my-events] [data-event-id="${eventId}"]`).waitFor();
     report.history = await pages[0].locator(`[data-testid=my-events] [data-event-id="${eventId}"]`).innerText();
+    // The finalist replays the final from their match history.
+    report.replay = await watchReplay(pages[finalist]);
   } finally {
     await browser.close();
   }
