@@ -149,14 +149,26 @@ async fn play_the_event(session: Session, event: String) {
     }
 }
 
-/// Creates, as the operator `token`, a four-player knockout to 11 starting in
-/// `start_in_ms`; answers its id.
-async fn create_knockout(
-    endpoints: &Endpoints,
-    token: String,
-    start_in_ms: i64,
-    allow_spectators: bool,
-) -> String {
+/// A four-player knockout to 11 starting in `start_in_ms`.
+fn knockout(start_in_ms: i64, allow_spectators: bool) -> EventDefinition {
+    EventDefinition {
+        name: "e2e knockout".into(),
+        format: EventFormat::Knockout as i32,
+        start_at: Some(timestamp(now_ms() + start_in_ms)),
+        registration_opens_seconds_before: 3600,
+        cap: 4,
+        join_deadline_seconds: 60,
+        settings: Some(RuleSettings {
+            target_score: Some(11),
+            ..RuleSettings::default()
+        }),
+        allow_spectators,
+        ..EventDefinition::default()
+    }
+}
+
+/// Creates `definition` as the operator `token`; answers the event's id.
+async fn create_event(endpoints: &Endpoints, token: String, definition: EventDefinition) -> String {
     let channel = tonic::transport::Endpoint::from_shared(endpoints.matchmaking.clone())
         .unwrap()
         .connect()
@@ -173,20 +185,7 @@ async fn create_knockout(
     );
     admin
         .create_event(CreateEventRequest {
-            definition: Some(EventDefinition {
-                name: "e2e knockout".into(),
-                format: EventFormat::Knockout as i32,
-                start_at: Some(timestamp(now_ms() + start_in_ms)),
-                registration_opens_seconds_before: 3600,
-                cap: 4,
-                join_deadline_seconds: 60,
-                settings: Some(RuleSettings {
-                    target_score: Some(11),
-                    ..RuleSettings::default()
-                }),
-                allow_spectators,
-                ..EventDefinition::default()
-            }),
+            definition: Some(definition),
             request_id: String::new(),
         })
         .await
@@ -225,7 +224,7 @@ async fn register_all(players: &[Session], event: &str) {
 /// Plays the knockout and answers its id.
 async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String) -> String {
     let players = guests(endpoints, 4).await;
-    let event = create_knockout(endpoints, token, 4_000, true).await;
+    let event = create_event(endpoints, token, knockout(4_000, true)).await;
     register_all(&players, &event).await;
     let watcher = players[0].clone();
     let tasks: Vec<_> = players
@@ -357,7 +356,7 @@ async fn nobody_but_its_two_players_joins_an_event_match() {
     let endpoints = backend.endpoints.clone();
     let players = guests(&endpoints, 4).await;
     let outsider = guest(&endpoints, format!("ev-out-{}", uuid::Uuid::now_v7())).await;
-    let event = create_knockout(&endpoints, operator(&backend), 4_000, false).await;
+    let event = create_event(&endpoints, operator(&backend), knockout(4_000, false)).await;
     register_all(&players, &event).await;
     let mine = match_of(&players[0], &event).await;
     let mut theirs = None;
@@ -438,6 +437,67 @@ async fn nobody_but_its_two_players_joins_an_event_match() {
             .expect("the match ends within a minute")
             .expect("a player's task");
         assert!(table.ended.is_some(), "played to its end");
+    }
+    backend.stop().await.expect("stopped");
+}
+
+/// The "event starting" notices of `event` in the player's accounts inbox.
+async fn starting_notices(session: &Session, event: &str) -> usize {
+    session
+        .accounts()
+        .list_notices(ListNoticesRequest {
+            page_size: 100,
+            ..ListNoticesRequest::default()
+        })
+        .await
+        .expect("ListNotices")
+        .into_inner()
+        .notices
+        .iter()
+        .filter(|n| matches!(&n.body, Some(notice::Body::EventStarting(s)) if s.event_id == event))
+        .count()
+}
+
+/// Waits (up to `seconds`) until the player has an "event starting" notice of `event`.
+async fn until_told(session: &Session, event: &str, seconds: u64) {
+    for _ in 0..seconds * 5 {
+        if starting_notices(session, event).await > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("no \"event starting\" notice within {seconds} s");
+}
+
+/// "Event starting" (issue 47): the players registered are told, in their inbox in
+/// accounts, when check-in opens (matchmaking's clock, `SendNotice`); a player who
+/// registers after that is told at once; each has the notice once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registered_players_are_told_once_that_the_event_starts_soon() {
+    let backend = spawn_backend().await.expect("backend");
+    let endpoints = backend.endpoints.clone();
+    let players = guests(&endpoints, 3).await;
+    // Check-in opens 10 s from now, the start 30 s later.
+    let definition = EventDefinition {
+        check_in_seconds: 30,
+        ..knockout(40_000, false)
+    };
+    let event = create_event(&endpoints, operator(&backend), definition).await;
+    register_all(&players[..2], &event).await;
+    assert_eq!(
+        starting_notices(&players[0], &event).await,
+        0,
+        "not before check-in opens"
+    );
+    for p in &players[..2] {
+        until_told(p, &event, 20).await;
+    }
+    register_all(&players[2..], &event).await;
+    until_told(&players[2], &event, 5).await;
+    // A few more ticks of the clock (500 ms each) tell nobody again.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for p in &players {
+        assert_eq!(starting_notices(p, &event).await, 1);
     }
     backend.stop().await.expect("stopped");
 }

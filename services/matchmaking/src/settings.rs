@@ -69,6 +69,10 @@ pub struct EventSettings {
     pub watch_poll_millis: u64,
     /// Most WatchEvent streams one account holds open at once on this replica.
     pub max_watchers_per_account: usize,
+    /// How long before the start registered players are told an event without a
+    /// check-in window starts soon, in seconds (an event with one tells them when
+    /// check-in opens). At most a day.
+    pub starting_notice_seconds: u32,
 }
 
 impl Default for EventSettings {
@@ -81,6 +85,7 @@ impl Default for EventSettings {
             lease_millis: 5000,
             watch_poll_millis: 250,
             max_watchers_per_account: 4,
+            starting_notice_seconds: 300,
         }
     }
 }
@@ -105,6 +110,9 @@ impl EventSettings {
             || self.max_watchers_per_account == 0
         {
             return Err("events.max_connections, tick_millis, watch_poll_millis and max_watchers_per_account must be at least 1".into());
+        }
+        if self.starting_notice_seconds > crate::events::spec::MAX_CHECK_IN_SECONDS {
+            return Err("events.starting_notice_seconds must be at most 86400 (a day)".into());
         }
         if self.lease_millis <= self.tick_millis * 2 {
             return Err("events.lease_millis must exceed two ticks (events.tick_millis)".into());

@@ -58,6 +58,7 @@ impl EventAdminService for EventsApi {
                 ended_at_ms: 0,
                 version: 0,
                 registered: 0,
+                starting_told: false,
             })
             .await?;
         tracing::info!(operator, event = %event.id, name = %event.spec.name, "event created");

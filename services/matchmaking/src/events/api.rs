@@ -12,6 +12,7 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use super::model::{EntryRecord, EventRecord, Phase};
+use super::notices::Notice;
 use super::play::LiveEvent;
 use super::{EventsApi, EventsShared, convert};
 use crate::error::{MatchmakingError, Result};
@@ -226,6 +227,21 @@ impl EventService for EventsApi {
             .await?
             .map_err(MatchmakingError::from)?;
         let event = inner.event(&event.id).await?;
+        if event.starting_soon(inner.now(), inner.settings.starting_notice_seconds) {
+            // Its players were told (or are being told) already: this one too, at once
+            // (the same key: told once however the two meet).
+            inner
+                .notices
+                .notify(
+                    &user,
+                    &event.id,
+                    &event.spec.name,
+                    Notice::Starting {
+                        starts_at_ms: event.starts_at_ms,
+                    },
+                )
+                .await;
+        }
         Ok(Response::new(pb::RegisterResponse {
             entry: Some(convert::entry(&entry)),
             event: Some(convert::event(&event, inner.now())),

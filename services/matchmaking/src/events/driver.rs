@@ -5,6 +5,12 @@
 //! stored state.
 //!
 //! One step of an event ([`step`]):
+//! 0. **Starting soon** (upcoming, its notice time come: check-in opening, or
+//!    `events.starting_notice_seconds` before the start without a check-in window):
+//!    every registered player is told (accounts' inbox, keyed `event:ID:starting`), then
+//!    the event is marked told by compare-and-set. A driver that dies between the two
+//!    is followed by one that tells them again under the same keys: accounts keeps each
+//!    player's notice once. A player who registers later is told by Register.
 //! 1. **Start** (upcoming, its second has come): the players checked in (everyone
 //!    registered when there is no check-in) are seeded and the first round paired;
 //!    fewer than two cancels the event. A recurring series makes its next occurrence.
@@ -101,8 +107,18 @@ pub(crate) async fn run(shared: Arc<EventsShared>, shutdown: CancellationToken) 
 /// events it holds.
 pub(crate) async fn tick_once(shared: &EventsShared) -> Result<Vec<String>> {
     let now = shared.now();
+    let lead = shared.settings.starting_notice_seconds;
+    // The longest a notice comes before a start: a day's check-in, or the setting.
+    let horizon = i64::from(super::spec::MAX_CHECK_IN_SECONDS.max(lead)) * 1000;
     let mut held = Vec::new();
-    for event in shared.store.due(now).await? {
+    for event in shared.store.due(now, horizon).await? {
+        if event.phase == Phase::Upcoming
+            && now < event.starts_at_ms
+            && !event.starting_notice_due(now, lead)
+        {
+            // Nothing to do before its notice time.
+            continue;
+        }
         let took = shared
             .live
             .acquire(
@@ -126,6 +142,7 @@ pub(crate) async fn tick_once(shared: &EventsShared) -> Result<Vec<String>> {
 /// One step of one event whose lease this replica holds.
 pub(crate) async fn step(shared: &EventsShared, event: EventRecord) -> Result<()> {
     match event.phase {
+        Phase::Upcoming if shared.now() < event.starts_at_ms => tell_starting(shared, &event).await,
         Phase::Upcoming => start(shared, event).await,
         Phase::Running => advance(shared, event).await,
         Phase::Finished | Phase::Cancelled => Ok(()),
@@ -234,6 +251,25 @@ async fn start(shared: &EventsShared, event: EventRecord) -> Result<()> {
     advance(shared, event).await
 }
 
+/// Tells an upcoming event's registered players that it starts soon, once its notice
+/// time has come, then marks it told.
+async fn tell_starting(shared: &EventsShared, event: &EventRecord) -> Result<()> {
+    if !event.starting_notice_due(shared.now(), shared.settings.starting_notice_seconds) {
+        return Ok(());
+    }
+    let entries = shared.store.entries(&event.id).await?;
+    tell_all(shared, event, &entries, |e| {
+        matches!(e.status, EntryStatus::Registered | EntryStatus::CheckedIn).then_some(
+            Notice::Starting {
+                starts_at_ms: event.starts_at_ms,
+            },
+        )
+    })
+    .await;
+    shared.store.mark_starting_told(&event.id).await?;
+    Ok(())
+}
+
 /// Makes a series' next occurrence (once: its request id is the series and the start).
 async fn next_occurrence(shared: &EventsShared, event: &EventRecord) -> Result<()> {
     let Some(recurrence) = &event.spec.recurrence else {
@@ -254,24 +290,32 @@ async fn next_occurrence(shared: &EventsShared, event: &EventRecord) -> Result<(
         ended_at_ms: 0,
         version: 0,
         registered: 0,
+        starting_told: false,
         spec: event.spec.clone(),
     };
     shared.store.create(next).await?;
     Ok(())
 }
 
+/// Tells each entry's player what `notice` says for them (nothing for `None`), a few at
+/// a time ([`PARALLEL`]).
 async fn tell_all<F>(shared: &EventsShared, event: &EventRecord, entries: &[EntryRecord], notice: F)
 where
     F: Fn(&EntryRecord) -> Option<Notice>,
 {
-    for entry in entries {
-        if let Some(notice) = notice(entry) {
-            shared
-                .notices
-                .notify(&entry.user_id, &event.id, &event.spec.name, notice)
-                .await;
-        }
-    }
+    let told: Vec<(String, Notice)> = entries
+        .iter()
+        .filter_map(|e| notice(e).map(|n| (e.user_id.clone(), n)))
+        .collect();
+    let (id, name) = (
+        Arc::new(event.id.clone()),
+        Arc::new(event.spec.name.clone()),
+    );
+    in_parallel(told, |(user, notice)| {
+        let (notices, id, name) = (shared.notices.clone(), id.clone(), name.clone());
+        async move { notices.notify(&user, &id, &name, notice).await }
+    })
+    .await;
 }
 
 /// Steps a running event: rooms, results, the next round, the end.

@@ -81,6 +81,10 @@ pub struct EventRecord {
     pub version: u64,
     /// Players registered now.
     pub registered: u32,
+    /// Whether its registered players were told it starts soon (the clock's
+    /// compare-and-set: told once, whichever replica drives it).
+    #[serde(default)]
+    pub starting_told: bool,
 }
 
 /// The API's status of an event, from its phase and the time.
@@ -120,6 +124,23 @@ impl EventRecord {
     /// Whether it is an arena.
     pub fn is_arena(&self) -> bool {
         matches!(self.spec.format, Format::Arena { .. })
+    }
+
+    /// Whether its players are to be told now that it starts soon: upcoming, not told
+    /// yet, its notice time ([`EventSpec::starting_notice_at`]) come and its start not.
+    pub fn starting_notice_due(&self, now: Millis, lead_seconds: u32) -> bool {
+        !self.starting_told && self.starting_soon(now, lead_seconds)
+    }
+
+    /// Whether it is upcoming, its notice time come and its start not: a player who
+    /// registers now is told at once that it starts soon.
+    pub fn starting_soon(&self, now: Millis, lead_seconds: u32) -> bool {
+        self.phase == Phase::Upcoming
+            && now
+                >= self
+                    .spec
+                    .starting_notice_at(self.starts_at_ms, lead_seconds)
+            && now < self.starts_at_ms
     }
 
     /// An arena's end.

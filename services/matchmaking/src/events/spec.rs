@@ -202,6 +202,17 @@ impl EventSpec {
         start - i64::from(self.check_in_seconds) * 1000
     }
 
+    /// When the registered players of an occurrence starting at `start` are told it
+    /// starts soon: when check-in opens, or `lead_seconds` before the start when there
+    /// is no check-in window (`events.starting_notice_seconds`).
+    pub fn starting_notice_at(&self, start: Millis, lead_seconds: u32) -> Millis {
+        if self.check_in_seconds > 0 {
+            self.check_in_opens_at(start)
+        } else {
+            start - i64::from(lead_seconds) * 1000
+        }
+    }
+
     /// The join deadline in milliseconds.
     pub fn join_ms(&self) -> Millis {
         i64::from(self.join_deadline_seconds) * 1000

@@ -14,7 +14,7 @@ use tonic::Status;
 
 use super::live::MemoryLiveStore;
 use super::model::{EntryStatus, EventRecord, Phase};
-use super::notices::RecordedNotices;
+use super::notices::{Notice, RecordedNotices};
 use super::play::LiveEvent;
 use super::spec::{EventSpec, Format};
 use super::store::{EventStore, MemoryEventStore};
@@ -142,6 +142,8 @@ struct World {
     live: Arc<MemoryLiveStore>,
     rooms: Arc<Rooms>,
     clock: ManualClock,
+    /// What every replica told the players.
+    notices: Arc<RecordedNotices>,
 }
 
 impl World {
@@ -151,6 +153,7 @@ impl World {
             live: Arc::new(MemoryLiveStore::new()),
             rooms: Arc::new(Rooms::default()),
             clock: ManualClock::new(T0),
+            notices: Arc::new(RecordedNotices::default()),
         }
     }
 
@@ -159,7 +162,7 @@ impl World {
             settings: EventSettings::default(),
             store: self.store.clone(),
             live: self.live.clone(),
-            notices: Arc::new(RecordedNotices::default()),
+            notices: self.notices.clone(),
             game: self.rooms.clone(),
             ratings: Arc::new(Nobody),
             names: Arc::new(Nobody),
@@ -172,14 +175,26 @@ impl World {
 
     /// An event of `format` with `players` registered (ratings falling by 10 a player).
     async fn event(&self, format: Format, players: usize) -> (String, Vec<String>) {
+        self.event_at(format, players, START, 0).await
+    }
+
+    /// An event of `format` starting at `start` with a check-in window of
+    /// `check_in_seconds`, and `players` registered.
+    async fn event_at(
+        &self,
+        format: Format,
+        players: usize,
+        start: Millis,
+        check_in_seconds: u32,
+    ) -> (String, Vec<String>) {
         let spec = EventSpec {
             name: "t".into(),
             format,
             recurrence: None,
-            registration_opens_seconds_before: 3600,
+            registration_opens_seconds_before: 86_400,
             cap: 4096,
             rating_band: None,
-            check_in_seconds: 0,
+            check_in_seconds,
             join_deadline_seconds: 60,
             settings: Default::default(),
             rated: false,
@@ -192,7 +207,7 @@ impl World {
                 series_id: None,
                 request_id: None,
                 spec,
-                starts_at_ms: START,
+                starts_at_ms: start,
                 phase: Phase::Upcoming,
                 cancel_reason: String::new(),
                 champion: None,
@@ -201,6 +216,7 @@ impl World {
                 ended_at_ms: 0,
                 version: 0,
                 registered: 0,
+                starting_told: false,
             })
             .await
             .unwrap();
@@ -215,6 +231,17 @@ impl World {
             users.push(user);
         }
         (id, users)
+    }
+
+    /// The "starts soon" notices sent so far, by player.
+    fn starting_told(&self) -> HashMap<String, usize> {
+        let mut told = HashMap::new();
+        for (user, _, notice) in self.notices.sent.lock().unwrap().iter() {
+            if matches!(notice, Notice::Starting { .. }) {
+                *told.entry(user.clone()).or_default() += 1;
+            }
+        }
+        told
     }
 
     async fn phase(&self, id: &str) -> Phase {
@@ -497,6 +524,69 @@ async fn an_arena_player_paused_at_its_end_finishes_in_their_place() {
     assert_final_entries(&w, &id).await;
     let entry = w.store.entry(&id, &users[3]).await.unwrap().unwrap();
     assert!(entry.rank > 0, "a place: {entry:?}");
+}
+
+#[tokio::test]
+async fn registered_players_are_told_once_when_check_in_opens() {
+    let w = World::new();
+    let (a, b) = (w.replica("a"), w.replica("b"));
+    // Starts in two hours; check-in (and the notice) an hour before.
+    let start = T0 + 7_200_000;
+    let opens = start - 3_600_000;
+    let (id, users) = w.event_at(Format::Knockout, 3, start, 3600).await;
+    // One withdraws before: not told.
+    w.store.withdraw(&id, &users[2]).await.unwrap().unwrap();
+    for replica in [&a, &b] {
+        assert!(driver::tick_once(replica).await.unwrap().is_empty());
+    }
+    w.clock.set(opens - 1);
+    driver::tick_once(&a).await.unwrap();
+    assert!(w.starting_told().is_empty(), "not before check-in opens");
+
+    w.clock.set(opens);
+    // Both replicas tick, again and again: one drives (the lease), once (the flag).
+    for _ in 0..3 {
+        driver::tick_once(&a).await.unwrap();
+        driver::tick_once(&b).await.unwrap();
+        w.clock.advance(1_000);
+    }
+    let told = w.starting_told();
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert!(told.values().all(|n| *n == 1), "{told:?}");
+    assert!(!told.contains_key(&users[2]));
+    let event = w.store.get(&id).await.unwrap().unwrap();
+    assert!(event.starting_told);
+    assert_eq!(event.phase, Phase::Upcoming, "told, not started");
+    // The lease lapses and b takes over: still nobody told twice.
+    w.clock
+        .advance(EventSettings::default().lease_millis as i64);
+    driver::tick_once(&b).await.unwrap();
+    assert_eq!(w.starting_told(), told);
+}
+
+#[tokio::test]
+async fn without_check_in_players_are_told_the_set_lead_before_the_start() {
+    let w = World::new();
+    let a = w.replica("a");
+    let start = T0 + 3_600_000;
+    let lead = i64::from(EventSettings::default().starting_notice_seconds) * 1000;
+    let (id, users) = w.event_at(Format::Swiss { rounds: 1 }, 2, start, 0).await;
+    w.clock.set(start - lead - 1);
+    driver::tick_once(&a).await.unwrap();
+    assert!(w.starting_told().is_empty());
+    w.clock.set(start - lead);
+    driver::tick_once(&a).await.unwrap();
+    let told = w.starting_told();
+    assert_eq!(told.len(), 2);
+    assert!(users.iter().all(|u| told.get(u) == Some(&1)));
+    let sent = w.notices.sent.lock().unwrap().clone();
+    assert!(sent.iter().all(|(_, event, notice)| *event == id
+        && *notice
+            == Notice::Starting {
+                starts_at_ms: start
+            }));
+    // A store that already says told: a second mark changes nothing.
+    assert!(!w.store.mark_starting_told(&id).await.unwrap());
 }
 
 #[tokio::test]

@@ -24,6 +24,8 @@ basra_testkit::store_contract! {
         withdrawals_and_check_in,
         phases_change_once_and_results_are_recorded_once,
         requests_are_idempotent_and_listings_page,
+        the_starting_notice_is_due_once,
+        finished_entries_keep_their_status_and_place,
     }
 }
 
@@ -134,6 +136,7 @@ fn event(spec: EventSpec) -> EventRecord {
         ended_at_ms: 0,
         version: 0,
         registered: 0,
+        starting_told: false,
     }
 }
 
@@ -268,11 +271,11 @@ async fn withdrawals_and_check_in(store: Arc<dyn EventStore>) {
 async fn phases_change_once_and_results_are_recorded_once(store: Arc<dyn EventStore>) {
     let e = store.create(event(spec(8, None, 0))).await.unwrap();
     assert_eq!(
-        store.due(T0).await.unwrap().len(),
+        store.due(T0, 0).await.unwrap().len(),
         0,
         "not due before its start"
     );
-    assert_eq!(store.due(T0 + 60_000).await.unwrap().len(), 1);
+    assert_eq!(store.due(T0 + 60_000, 0).await.unwrap().len(), 1);
     let start = PhaseChange {
         from: Phase::Upcoming,
         to: Phase::Running,
@@ -319,12 +322,61 @@ async fn phases_change_once_and_results_are_recorded_once(store: Arc<dyn EventSt
         store.cancel(&e.id, "late", T0).await.unwrap(),
         Err(Refusal::Finished)
     );
-    assert!(store.due(T0 + 1_000_000).await.unwrap().is_empty());
+    assert!(
+        store
+            .due(T0 + 1_000_000, 86_400_000)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let done = store.get(&e.id).await.unwrap().unwrap();
     assert_eq!(
         (done.phase, done.champion.as_deref()),
         (Phase::Finished, Some("x"))
     );
+}
+
+async fn the_starting_notice_is_due_once(store: Arc<dyn EventStore>) {
+    let e = store.create(event(spec(8, None, 0))).await.unwrap();
+    assert!(!e.starting_told);
+    assert!(
+        store.due(T0, 59_999).await.unwrap().is_empty(),
+        "its start is beyond the horizon"
+    );
+    let due = store.due(T0, 60_000).await.unwrap();
+    assert_eq!(due.len(), 1, "within the horizon, not told yet");
+    assert!(store.mark_starting_told(&e.id).await.unwrap());
+    assert!(!store.mark_starting_told(&e.id).await.unwrap(), "told once");
+    assert!(store.get(&e.id).await.unwrap().unwrap().starting_told);
+    assert!(
+        store.due(T0, 60_000).await.unwrap().is_empty(),
+        "told: nothing to do before its start"
+    );
+    assert_eq!(
+        store.due(T0 + 60_000, 60_000).await.unwrap().len(),
+        1,
+        "its start is still due"
+    );
+    let other = store.create(event(spec(8, None, 0))).await.unwrap();
+    store.cancel(&other.id, "no", T0).await.unwrap().unwrap();
+    assert!(
+        !store.mark_starting_told(&other.id).await.unwrap(),
+        "no longer upcoming"
+    );
+}
+
+async fn finished_entries_keep_their_status_and_place(store: Arc<dyn EventStore>) {
+    let e = store.create(event(spec(8, None, 0))).await.unwrap();
+    let a = user();
+    let mut entry = store.register(&e.id, &a, 1500, T0).await.unwrap().unwrap();
+    entry.status = EntryStatus::Finished;
+    entry.rank = 1;
+    entry.points = 3;
+    store
+        .update_entries(std::slice::from_ref(&entry))
+        .await
+        .unwrap();
+    assert_eq!(store.entry(&e.id, &a).await.unwrap(), Some(entry));
 }
 
 async fn requests_are_idempotent_and_listings_page(store: Arc<dyn EventStore>) {

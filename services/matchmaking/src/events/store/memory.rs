@@ -88,19 +88,32 @@ impl EventStore for MemoryEventStore {
         Ok(page(rows, offset, limit))
     }
 
-    async fn due(&self, before: Millis) -> Result<Vec<EventRecord>> {
+    async fn due(&self, before: Millis, notice_horizon_ms: Millis) -> Result<Vec<EventRecord>> {
         let inner = self.lock();
         let mut rows: Vec<EventRecord> = inner
             .events
             .values()
             .filter(|e| {
                 e.phase == Phase::Running
-                    || (e.phase == Phase::Upcoming && e.starts_at_ms <= before)
+                    || (e.phase == Phase::Upcoming
+                        && (e.starts_at_ms <= before
+                            || (!e.starting_told && e.starts_at_ms <= before + notice_horizon_ms)))
             })
             .cloned()
             .collect();
         rows.sort_by_key(|e| e.starts_at_ms);
         Ok(rows)
+    }
+
+    async fn mark_starting_told(&self, event_id: &str) -> Result<bool> {
+        let mut inner = self.lock();
+        Ok(match inner.events.get_mut(event_id) {
+            Some(event) if event.phase == Phase::Upcoming && !event.starting_told => {
+                event.starting_told = true;
+                true
+            }
+            _ => false,
+        })
     }
 
     async fn register(

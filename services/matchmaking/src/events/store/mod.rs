@@ -66,9 +66,15 @@ pub trait EventStore: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Page<EventRecord>>;
 
-    /// Events not over whose start is at or before `before` or that are running: the
-    /// clock's work list.
-    async fn due(&self, before: Millis) -> Result<Vec<EventRecord>>;
+    /// The clock's work list: events not over whose start is at or before `before` or
+    /// that are running, and upcoming events whose players have not been told they start
+    /// soon and whose start is within `notice_horizon_ms` after `before` (the clock sees
+    /// which of these are due a notice: [`EventRecord::starting_notice_due`]).
+    async fn due(&self, before: Millis, notice_horizon_ms: Millis) -> Result<Vec<EventRecord>>;
+
+    /// Records that an upcoming event's players were told it starts soon: `false`
+    /// (nothing changed) when it was already, or the event is no longer upcoming.
+    async fn mark_starting_told(&self, event_id: &str) -> Result<bool>;
 
     /// Registers `user` with `rating` if [`admit`](super::model::admit) allows it.
     async fn register(

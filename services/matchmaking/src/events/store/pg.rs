@@ -26,7 +26,7 @@ pub struct PgEventStore {
 }
 
 const EVENT_COLUMNS: &str = "id, series_id, request_id, spec, starts_at_ms, phase, cancel_reason, \
-     champion, current_round, rounds_total, ended_at_ms, version, registered";
+     champion, current_round, rounds_total, ended_at_ms, version, registered, starting_told";
 const ENTRY_COLUMNS: &str = "event_id, user_id, rating, status, registered_at_ms, rank, points";
 
 impl PgEventStore {
@@ -76,6 +76,7 @@ fn event_row(row: &PgRow) -> Result<EventRecord> {
         ended_at_ms: row.try_get("ended_at_ms")?,
         version: row.try_get::<i64, _>("version")? as u64,
         registered: row.try_get::<i32, _>("registered")? as u32,
+        starting_told: row.try_get("starting_told")?,
     })
 }
 
@@ -166,7 +167,7 @@ impl EventStore for PgEventStore {
     async fn create(&self, event: EventRecord) -> Result<EventRecord> {
         let inserted = sqlx::query(sqlx::AssertSqlSafe(format!(
             "INSERT INTO event_events ({EVENT_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
              ON CONFLICT (request_id) DO NOTHING"
         )))
         .bind(&event.id)
@@ -182,6 +183,7 @@ impl EventStore for PgEventStore {
         .bind(event.ended_at_ms)
         .bind(event.version as i64)
         .bind(event.registered as i32)
+        .bind(event.starting_told)
         .execute(&self.pool)
         .await?;
         if inserted.rows_affected() == 1 {
@@ -228,16 +230,29 @@ impl EventStore for PgEventStore {
         Ok(page(rows, offset, limit))
     }
 
-    async fn due(&self, before: Millis) -> Result<Vec<EventRecord>> {
+    async fn due(&self, before: Millis, notice_horizon_ms: Millis) -> Result<Vec<EventRecord>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {EVENT_COLUMNS} FROM event_events \
-             WHERE phase = 'running' OR (phase = 'upcoming' AND starts_at_ms <= $1) \
+             WHERE phase = 'running' OR (phase = 'upcoming' AND (starts_at_ms <= $1 \
+               OR (NOT starting_told AND starts_at_ms <= $2))) \
              ORDER BY starts_at_ms"
         )))
         .bind(before)
+        .bind(before.saturating_add(notice_horizon_ms))
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(event_row).collect()
+    }
+
+    async fn mark_starting_told(&self, event_id: &str) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE event_events SET starting_told = true \
+             WHERE id = $1 AND phase = 'upcoming' AND NOT starting_told",
+        )
+        .bind(event_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     async fn register(

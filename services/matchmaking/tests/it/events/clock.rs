@@ -19,6 +19,9 @@ use matchmaking::events::store::PgEventStore;
 use tonic::Code;
 
 use super::{Operator, assert_refused, events_client, knockout};
+use basra_proto::convert::timestamp;
+use basra_testkit::matchmaking::CLOCK_START;
+use std::collections::HashMap;
 
 /// Waits (real time, up to 10 s) until `done` holds.
 async fn until(what: &str, mut done: impl FnMut() -> bool) {
@@ -255,4 +258,79 @@ async fn knockout_to_its_final(mut events: EventDeps) {
         .unwrap()
         .into_inner();
     assert_eq!(mine.events[0].rank, 1);
+}
+
+async fn register(app: &TestApp, p: &Player, event: &str) {
+    events_client(app)
+        .register(authed(
+            RegisterRequest {
+                event_id: event.into(),
+            },
+            &p.token,
+        ))
+        .await
+        .expect("registered");
+}
+
+/// The "starts soon" notices sent, by player.
+fn starting(notices: &RecordedNotices) -> HashMap<String, usize> {
+    let mut told = HashMap::new();
+    for (user, _, notice) in notices.sent.lock().unwrap().iter() {
+        if matches!(notice, Notice::Starting { .. }) {
+            *told.entry(user.clone()).or_default() += 1;
+        }
+    }
+    told
+}
+
+/// "The event starts soon": the registered players are told by the clock when check-in
+/// opens, once each; a player who registers after that is told at once by Register.
+#[tokio::test]
+async fn players_are_told_once_that_the_event_starts_soon() {
+    let notices = Arc::new(RecordedNotices::default());
+    let events = EventDeps {
+        notices: notices.clone(),
+        ..EventDeps::memory()
+    };
+    let app = TestApp::builder()
+        .memory()
+        .events(events)
+        .settings(|s| s.events.tick_millis = 20)
+        .spawn()
+        .await;
+    let mut definition = knockout(8);
+    definition.start_at = Some(timestamp(CLOCK_START + 7_200_000));
+    definition.registration_opens_seconds_before = 86_400;
+    definition.check_in_seconds = 3600;
+    let event = Operator::of(&app)
+        .create(definition)
+        .await
+        .unwrap()
+        .event_id;
+    let early: Vec<Player> = (0..2).map(|_| app.player()).collect();
+    for p in &early {
+        register(&app, p, &event).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        starting(&notices).is_empty(),
+        "nobody is told before check-in opens"
+    );
+    app.clock().advance(3_600_000);
+    until("the clock tells the registered", || {
+        starting(&notices).len() == 2
+    })
+    .await;
+    let late = app.player();
+    register(&app, &late, &event).await;
+    assert_eq!(
+        starting(&notices).get(&late.id.to_string()),
+        Some(&1),
+        "told by Register itself"
+    );
+    // More ticks tell nobody again.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let told = starting(&notices);
+    assert_eq!(told.len(), 3, "{told:?}");
+    assert!(told.values().all(|n| *n == 1), "{told:?}");
 }
