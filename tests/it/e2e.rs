@@ -1,7 +1,8 @@
 //! The whole product through its public API: players sign up, meet in the queue, by a
 //! private code, in the public lobby or against the computer, play to the end over the
 //! streaming API, survive a dropped connection, and find the match rated, recorded and
-//! replayable; a player away finds what happened in their inbox.
+//! replayable (by anyone when its room allowed spectators); a player away finds what
+//! happened in their inbox.
 
 use std::time::Duration;
 
@@ -96,6 +97,7 @@ scenarios!(
     a_dropped_connection_resumes_mid_match,
     friends_meet_by_invite_and_play_a_rematch,
     a_player_away_finds_their_notices_in_the_inbox,
+    anyone_replays_a_match_that_allowed_spectators_not_a_private_one,
 );
 
 const GREEDY: Driver = Driver::Bot {
@@ -371,6 +373,91 @@ async fn players_meet_by_code_in_the_lobby_and_against_the_computer(backend: Bac
     let table = play_room(&ana, &computer.room_id, GREEDY).await.unwrap();
     assert!(table.totals.iter().any(|&t| t >= 30));
     assert_eq!(table.names[1], "Bot (easy)");
+    backend.stop().await.unwrap();
+}
+
+/// Plays a match in a new room of `visibility` between `host` and `guest` (the public room
+/// from the lobby, the private one by its code); answers its match id once recorded.
+async fn played_in(visibility: RoomVisibility, host: &Session, other: &Session) -> String {
+    let created = lobby::create_room(
+        host,
+        visibility,
+        Vec::new(),
+        BotLevel::Unspecified,
+        short(30),
+    )
+    .await
+    .unwrap();
+    let target = match &created.join_code {
+        Some(code) => Target::JoinCode(code.clone()),
+        None => Target::RoomId(created.room_id.clone()),
+    };
+    let joined = lobby::join(other, target).await.unwrap();
+    let (a, b) = tokio::join!(
+        play_room(host, &created.room_id, GREEDY),
+        play_room(other, &joined.room_id, RANDOM)
+    );
+    b.unwrap();
+    let match_id = a.unwrap().ended.expect("the match ended").match_id;
+    for _ in 0..200 {
+        if history(host).await.iter().any(|m| m.match_id == match_id) {
+            return match_id;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("match {match_id} never reached accounts");
+}
+
+async fn anyone_replays_a_match_that_allowed_spectators_not_a_private_one(backend: Backend) {
+    let tag = &uuid::Uuid::now_v7().simple().to_string()[20..];
+    let ana = guest(&backend, &format!("e2e-watched-ana-{tag}")).await;
+    let ben = guest(&backend, &format!("e2e-watched-ben-{tag}")).await;
+    let cara = guest(&backend, &format!("e2e-watched-cara-{tag}")).await;
+    // A public room allows spectators (the lobby's rule); a private one does not.
+    let public = played_in(RoomVisibility::Public, &ana, &ben).await;
+    let private = played_in(RoomVisibility::Private, &ana, &ben).await;
+    let replay = |session: &Session, match_id: &str| {
+        let mut accounts = session.accounts();
+        let request = GetReplayRequest {
+            match_id: match_id.to_owned(),
+            with_analysis: true,
+        };
+        async move { accounts.get_replay(request).await.map(|r| r.into_inner()) }
+    };
+
+    // Cara, who did not play, replays the public match as its spectators saw it: the
+    // same events as its players get, no analysis.
+    let watched = replay(&cara, &public)
+        .await
+        .expect("a public match replays");
+    assert!(watched.spectator);
+    assert!(watched.analysis.is_none());
+    let played = replay(&ana, &public).await.unwrap();
+    assert!(!played.spectator);
+    assert!(played.analysis.is_some());
+    assert_eq!(watched.events, played.events);
+    assert!(matches!(
+        watched.events.last().and_then(|e| e.event.clone()),
+        Some(GameEvent::MatchEnded(_))
+    ));
+    // The private match is its players' alone.
+    let refused = replay(&cara, &private).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied, "{refused}");
+    assert!(!replay(&ben, &private).await.unwrap().spectator);
+
+    // What the database keeps says who may replay.
+    if let Some(db) = &backend.db {
+        for (match_id, allowed) in [(&public, true), (&private, false)] {
+            let (allow, event): (bool, Option<String>) = sqlx::query_as(
+                "SELECT allow_spectators, event_id FROM matches WHERE match_id = $1",
+            )
+            .bind(match_id)
+            .fetch_one(db)
+            .await
+            .unwrap();
+            assert_eq!((allow, event), (allowed, None));
+        }
+    }
     backend.stop().await.unwrap();
 }
 

@@ -12,7 +12,7 @@ use basra::session::{Endpoints, Session};
 use basra_e2e::{Backend, spawn_backend, spawn_dev};
 use basra_engine::bot::Policy;
 use basra_proto::basra::accounts::v1::{
-    EventMatchReadyNotice, GuestLoginRequest, ListNoticesRequest, notice,
+    EventMatchReadyNotice, GetReplayRequest, GuestLoginRequest, ListNoticesRequest, notice,
 };
 use basra_proto::basra::common::v1::RuleSettings;
 use basra_proto::basra::game::v1::{Join, PlayRequest, ResignRequest, WatchRequest, play_request};
@@ -349,7 +349,8 @@ async fn match_of(session: &Session, event: &str) -> GetMyMatchResponse {
 /// is refused with PERMISSION_DENIED by game-session however they try (Play, its
 /// browser shape, an action, spectating an event without spectators), and
 /// matchmaking's JoinRoom does not know the room (NOT_FOUND); the match is then played
-/// by its own two players as if nothing had happened.
+/// by its own two players as if nothing had happened, and once recorded anyone replays
+/// it (an event match, though it allowed no spectators), as a spectator.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nobody_but_its_two_players_joins_an_event_match() {
     let backend = spawn_backend().await.expect("backend");
@@ -431,13 +432,47 @@ async fn nobody_but_its_two_players_joins_an_event_match() {
         }));
     }
     assert_eq!(plays.len(), 2, "both owners are among the players");
+    let mut match_id = String::new();
     for play in plays {
         let table = tokio::time::timeout(Duration::from_secs(60), play)
             .await
             .expect("the match ends within a minute")
             .expect("a player's task");
-        assert!(table.ended.is_some(), "played to its end");
+        match_id = table.ended.expect("played to its end").match_id;
     }
+    // The outsider replays it once accounts has it (NOT_FOUND until then).
+    let mut replayed = None;
+    for _ in 0..100 {
+        let answer = outsider
+            .accounts()
+            .get_replay(GetReplayRequest {
+                match_id: match_id.clone(),
+                with_analysis: true,
+            })
+            .await;
+        match answer {
+            Ok(replay) => {
+                replayed = Some(replay.into_inner());
+                break;
+            }
+            Err(status) => assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let replay = replayed.expect("the event match is recorded and replays for anyone");
+    assert!(replay.spectator && replay.analysis.is_none());
+    assert!(!replay.events.is_empty());
+    let db = backend
+        .db
+        .as_ref()
+        .expect("the separate services keep PostgreSQL");
+    let (allowed, kept): (bool, Option<String>) =
+        sqlx::query_as("SELECT allow_spectators, event_id FROM matches WHERE match_id = $1")
+            .bind(&match_id)
+            .fetch_one(db)
+            .await
+            .unwrap();
+    assert_eq!((allowed, kept.as_deref()), (false, Some(event.as_str())));
     backend.stop().await.expect("stopped");
 }
 

@@ -1,7 +1,8 @@
 //! `basra replay MATCH_ID`: a finished match of yours, move by move as a spectator saw it
-//! (GetReplay), with the analysis of your plays beside them. Enter steps one event, `p`
-//! plays or pauses (one event every `--delay-ms`), `q` quits. The events go through the
-//! same [`Table`] and announcements as a live match.
+//! (GetReplay), with the analysis of your plays beside them; or someone else's event match
+//! or match that allowed spectators, without analysis. Enter steps one event, `p` plays or
+//! pauses (one event every `--delay-ms`), `q` quits. The events go through the same
+//! [`Table`] and announcements as a live match.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -82,12 +83,8 @@ pub fn mark_line(verdict: &pb::PlayVerdict) -> String {
 /// Fetches the replay (waiting for its analysis while it is computed), then shows it.
 pub async fn run(session: &Session, match_id: &str, delay: Duration) -> anyhow::Result<()> {
     let answer = fetch(session, match_id).await?;
-    let pending = answer
-        .analysis
-        .as_ref()
-        .is_none_or(|a| a.state != AnalysisState::Ready as i32);
-    if pending {
-        println!("(the analysis is not ready yet: your plays are shown without marks)");
+    if let Some(note) = note(&answer) {
+        println!("{note}");
     }
     let mut replay = Replay::new(answer);
     let mut table = Table::default();
@@ -126,6 +123,20 @@ pub async fn run(session: &Session, match_id: &str, delay: Duration) -> anyhow::
     Ok(())
 }
 
+/// What is said before the replay when it comes without (ready) marks.
+pub fn note(answer: &pb::GetReplayResponse) -> Option<&'static str> {
+    if answer.spectator {
+        return Some(
+            "(you did not play in this match: it is shown as its spectators saw it, without analysis)",
+        );
+    }
+    let pending = answer
+        .analysis
+        .as_ref()
+        .is_none_or(|a| a.state != AnalysisState::Ready as i32);
+    pending.then_some("(the analysis is not ready yet: your plays are shown without marks)")
+}
+
 /// GetReplay with the analysis, asked again while it is pending (up to [`ANALYSIS_WAIT`]).
 async fn fetch(session: &Session, match_id: &str) -> anyhow::Result<pb::GetReplayResponse> {
     let started = tokio::time::Instant::now();
@@ -147,7 +158,8 @@ async fn fetch(session: &Session, match_id: &str) -> anyhow::Result<pb::GetRepla
             .analysis
             .as_ref()
             .is_some_and(|a| a.state == AnalysisState::Ready as i32);
-        if ready || started.elapsed() > ANALYSIS_WAIT {
+        // A spectator gets no analysis to wait for.
+        if ready || answer.spectator || started.elapsed() > ANALYSIS_WAIT {
             return Ok(answer);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -192,5 +204,34 @@ mod tests {
         );
         assert!(replay.done());
         assert!(replay.step().is_none());
+    }
+
+    #[test]
+    fn a_replay_says_why_it_has_no_marks() {
+        let ready = pb::GetReplayResponse {
+            analysis: Some(pb::MatchAnalysis {
+                state: AnalysisState::Ready as i32,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(note(&ready), None);
+        let pending = pb::GetReplayResponse {
+            analysis: Some(pb::MatchAnalysis {
+                state: AnalysisState::Pending as i32,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert!(note(&pending).unwrap().contains("not ready yet"));
+        let watched = pb::GetReplayResponse {
+            spectator: true,
+            ..Default::default()
+        };
+        assert!(
+            note(&watched)
+                .unwrap()
+                .contains("did not play in this match")
+        );
     }
 }

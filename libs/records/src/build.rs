@@ -42,6 +42,10 @@ pub struct MatchFacts {
     pub started_at_ms: i64,
     /// When it ended (Unix milliseconds).
     pub ended_at_ms: i64,
+    /// Whether the room let anyone watch it.
+    pub allow_spectators: bool,
+    /// The event (tournament) it was played in, if any.
+    pub event_id: Option<String>,
 }
 
 /// The record of `game`, finished (or stopped: resigned, abandoned, closed), whose action
@@ -92,6 +96,8 @@ pub fn match_record<'a>(
         end_reason: facts.end_reason as i32,
         started_at: Some(timestamp(facts.started_at_ms)),
         ended_at: Some(timestamp(facts.ended_at_ms)),
+        allow_spectators: facts.allow_spectators,
+        event_id: facts.event_id.unwrap_or_default(),
     }
 }
 

@@ -305,6 +305,8 @@ impl Corpus {
                 end_reason,
                 started_at_ms: started_at.timestamp_millis(),
                 ended_at_ms: at.timestamp_millis(),
+                allow_spectators: false,
+                event_id: None,
             },
             &game,
             actions,

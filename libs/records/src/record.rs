@@ -263,6 +263,13 @@ pub struct MatchRecord {
     pub started_at: DateTime<Utc>,
     /// When it ended.
     pub ended_at: DateTime<Utc>,
+    /// Whether the room let anyone watch the match live; then anyone may replay it too.
+    /// `false` in a record that does not say (made by a release before the field): not
+    /// allowed.
+    pub allow_spectators: bool,
+    /// The event (tournament) the match was played in, if any: anyone may replay an event
+    /// match.
+    pub event_id: Option<String>,
 }
 
 /// The number of scoring sides: always two (2 players, or 2 partnerships).
@@ -277,6 +284,12 @@ impl MatchRecord {
     /// Whether the match changes ratings: ranked, and won by a side.
     pub fn is_rated(&self) -> bool {
         self.ranked && self.winner_side.is_some() && self.end_reason != EndReason::Closed
+    }
+
+    /// Whether someone who did not play in the match may replay it: an event match, or
+    /// one whose room allowed spectators (they saw it live; a replay shows no more).
+    pub fn is_public(&self) -> bool {
+        self.allow_spectators || self.event_id.is_some()
     }
 
     /// The human seats.

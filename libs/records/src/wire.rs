@@ -273,6 +273,11 @@ impl MatchRecord {
             ));
         }
 
+        let event_id = match record.event_id.as_str() {
+            "" => None,
+            id => Some(opaque_id("record.event_id", id)?),
+        };
+
         Ok(MatchRecord {
             match_id,
             room_id,
@@ -288,6 +293,8 @@ impl MatchRecord {
             end_reason,
             started_at,
             ended_at,
+            allow_spectators: record.allow_spectators,
+            event_id,
         })
     }
 }
@@ -485,6 +492,42 @@ mod tests {
             assert_eq!(SeatFill::from_proto(fill.to_proto()), Some(fill));
             let name = serde_json::to_value(fill).unwrap();
             assert_eq!(name, fill.as_str());
+        }
+    }
+
+    #[test]
+    fn a_record_keeps_who_may_replay_it_and_one_that_does_not_say_is_private() {
+        // As the previous release sends it: neither field (proto3 defaults).
+        let old = record();
+        assert!(!old.allow_spectators && old.event_id.is_empty());
+        let checked = MatchRecord::from_proto(old.clone()).unwrap();
+        assert_eq!(
+            (checked.allow_spectators, checked.event_id.as_deref()),
+            (false, None)
+        );
+        assert!(
+            !checked.is_public(),
+            "not allowed when the record does not say"
+        );
+
+        let mut event = old.clone();
+        event.event_id = "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b".into();
+        let checked = MatchRecord::from_proto(event).unwrap();
+        assert_eq!(
+            checked.event_id.as_deref(),
+            Some("0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b")
+        );
+        assert!(checked.is_public() && !checked.allow_spectators);
+
+        let mut watched = old.clone();
+        watched.allow_spectators = true;
+        assert!(MatchRecord::from_proto(watched).unwrap().is_public());
+
+        for bad in ["x".repeat(65), "an event".into(), "é".into()] {
+            let mut refused = old.clone();
+            refused.event_id = bad.clone();
+            let err = MatchRecord::from_proto(refused).unwrap_err();
+            assert_eq!(err.field, "record.event_id", "{bad:?}");
         }
     }
 

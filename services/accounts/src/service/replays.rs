@@ -1,17 +1,19 @@
-//! GetReplay: a finished match of the caller's, move by move as a spectator saw it
+//! GetReplay: a finished match move by move as a spectator saw it
 //! ([`basra_records::spectator::replay`], the projection game-session's streams use), with
 //! the analysis of the caller's plays ([`crate::analysis::Analyst`]) when asked.
 //!
-//! Who may replay: a player of the match, and nobody else (a spectator of a live match
-//! could watch only rooms that allowed it, and the record does not keep whether this one
-//! did); to anyone else the match does not exist (NOT_FOUND, as an unknown id).
+//! Who may replay: a player of the match; and anyone, as a spectator, when the match is
+//! public ([`MatchRecord::is_public`]: an event match, or its room allowed spectators,
+//! who saw it live). Such a caller gets the events alone, never an analysis (there are no
+//! plays of theirs to judge), and `spectator` says so. Anyone else is refused
+//! PERMISSION_DENIED; an unknown id is NOT_FOUND.
 
 use basra_engine::analysis::{PlayReview, Quality};
 use basra_platform::auth::{Caller, Role};
 use basra_proto::basra::accounts::v1 as pb;
 use basra_proto::basra::game::v1::play_response::Event as E;
 use basra_proto::convert::card_to_pb;
-use basra_records::ActionKind;
+use basra_records::{ActionKind, MatchRecord};
 
 use super::AccountsApi;
 use super::profile::match_summary;
@@ -35,18 +37,15 @@ impl<S: Store> AccountsApi<S> {
                 format!("must be 1 to {MATCH_ID_MAX} characters long"),
             ));
         }
-        let played = self
-            .inner
-            .store
-            .played_match(caller.user_id, &req.match_id)
-            .await?
-            .ok_or(AccountsError::NotFound(
-                "no match of this id among the caller's",
-            ))?;
+        let store = &self.inner.store;
+        let (played, spectator) = match store.played_match(caller.user_id, &req.match_id).await? {
+            Some(played) => (played, false),
+            None => (watched(store.recorded_match(&req.match_id).await?)?, true),
+        };
         let events = basra_records::spectator::replay(&played.record).map_err(|e| {
             AccountsError::Internal(format!("match {} does not replay: {e}", req.match_id))
         })?;
-        let analysis = if req.with_analysis {
+        let analysis = if req.with_analysis && !spectator {
             let analyst = &self.inner.config.analyst;
             let outcome = analyst
                 .analyse(&self.inner.store, &played.record, played.your_seat)
@@ -59,6 +58,7 @@ impl<S: Store> AccountsApi<S> {
             summary: Some(match_summary(history_entry(&played))),
             events,
             analysis,
+            spectator,
         })
     }
 
@@ -119,6 +119,24 @@ fn quality_to_proto(quality: Quality) -> pb::PlayQuality {
         Quality::Mistake => pb::PlayQuality::Mistake,
         Quality::Blunder => pb::PlayQuality::Blunder,
     }
+}
+
+/// A recorded match of others as its replay to someone who did not play in it: allowed
+/// when the match is public, with no seat of the caller's and no rating change.
+fn watched(record: Option<MatchRecord>) -> Result<PlayedMatch> {
+    let record = record.ok_or(AccountsError::NotFound("no match of this id"))?;
+    if !record.is_public() {
+        return Err(AccountsError::PermissionDenied(
+            "only its players may replay this match: it was not an event match and its room \
+             did not allow spectators",
+        ));
+    }
+    Ok(PlayedMatch {
+        record,
+        your_seat: 0,
+        rating_change: None,
+        your_client: None,
+    })
 }
 
 /// The match as the player's history shows it.

@@ -202,6 +202,13 @@ pub trait MatchRecords: Send + Sync {
         match_id: &str,
     ) -> impl Future<Output = Result<Option<PlayedMatch>>> + Send;
 
+    /// The recorded match `match_id`, whole, whoever played in it (`None`: no such match).
+    /// GetReplay serves it to someone who did not play when [`MatchRecord::is_public`].
+    fn recorded_match(
+        &self,
+        match_id: &str,
+    ) -> impl Future<Output = Result<Option<MatchRecord>>> + Send;
+
     /// The analysis kept for `seat`'s plays of the match, if one was kept computed with
     /// `worlds` worlds per play.
     fn match_analysis(

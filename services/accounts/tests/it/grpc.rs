@@ -257,6 +257,7 @@ pub(crate) fn match_record(match_id: &str, a: &str, b: &str, ranked: bool) -> pb
         end_reason: common_pb::MatchEndReason::TargetReached as i32,
         started_at: Some(ts(1_800_000_000)),
         ended_at: Some(ts(1_800_000_600)),
+        ..Default::default()
     }
 }
 

@@ -91,6 +91,8 @@ pub(crate) fn record(
         },
         started_at: at(ended.saturating_sub(20)),
         ended_at: at(ended),
+        allow_spectators: false,
+        event_id: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! GetReplay through the service (both stores): a player's finished match move by move
 //! as a spectator saw it, the analysis of their plays (pending, then ready and kept),
-//! and the documented statuses: only the match's players may replay it.
+//! others' event matches and matches that allowed spectators replayed as a spectator (no
+//! analysis), and the documented statuses: a private match only by its players.
 
 use crate::grpc::{failure, register};
 use crate::helpers::{TestApp, authed, test_settings};
@@ -15,6 +16,7 @@ use uuid::Uuid;
 on_both_stores! {
     cases {
         a_player_replays_their_match_with_its_analysis,
+        anyone_replays_an_event_match_or_one_that_allowed_spectators,
         replay_statuses,
     }
 }
@@ -167,6 +169,104 @@ async fn a_player_replays_their_match_with_its_analysis<S: Store>(store: S) {
     assert_eq!(again, ready);
 }
 
+async fn anyone_replays_an_event_match_or_one_that_allowed_spectators<S: Store>(store: S) {
+    let app = app(store, "3000").await;
+    let mut client = app.client().await;
+    let (players, record) = a_recorded_match(&app).await;
+    let outsider = players
+        .iter()
+        .find(|p| !record.players().any(|(_, id)| id.to_string() == p.user_id))
+        .unwrap();
+    let player = players
+        .iter()
+        .find(|p| record.players().any(|(_, id)| id.to_string() == p.user_id))
+        .unwrap();
+    // The same match three more times: in an event, in a room that allowed spectators,
+    // and in one that allowed them in an event.
+    let mut kept = Vec::new();
+    for (suffix, event_id, allow_spectators) in [
+        ("event", Some("0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"), false),
+        ("watched", None, true),
+        ("both", Some("e-2"), true),
+    ] {
+        let mut public = record.clone();
+        public.match_id = format!("{}-{suffix}", record.match_id);
+        public.event_id = event_id.map(str::to_owned);
+        public.allow_spectators = allow_spectators;
+        app.store()
+            .record_match(&public, chrono::Utc::now())
+            .await
+            .unwrap();
+        let stored = app
+            .store()
+            .recorded_match(&public.match_id)
+            .await
+            .unwrap()
+            .expect("recorded");
+        assert_eq!(
+            (stored.event_id.as_deref(), stored.allow_spectators),
+            (event_id, allow_spectators),
+            "the store keeps who may replay"
+        );
+        kept.push(public);
+    }
+    for public in &kept {
+        let expected = basra_records::spectator::replay(public).unwrap();
+        let request = pb::GetReplayRequest {
+            match_id: public.match_id.clone(),
+            with_analysis: true,
+        };
+        let replay = client
+            .get_replay(authed(request.clone(), &outsider.access_token))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(replay.spectator, "{}", public.match_id);
+        assert!(replay.analysis.is_none(), "no analysis for an outsider");
+        assert_eq!(replay.events, expected, "what its spectators saw");
+        let summary = replay.summary.unwrap();
+        assert_eq!(summary.match_id, public.match_id);
+        assert_eq!((summary.your_seat, summary.your_rating_change), (0, None));
+        assert_eq!(summary.seats.len(), record.seats.len());
+        // Its player replays it as their own, with the analysis.
+        let own = client
+            .get_replay(authed(request, &player.access_token))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!own.spectator);
+        assert!(own.analysis.is_some());
+    }
+    // Nothing was analysed for the outsider: no seat of theirs.
+    for seat in 0..2 {
+        for public in &kept {
+            let analysed = app
+                .store()
+                .match_analysis(&public.match_id, seat, 4)
+                .await
+                .unwrap();
+            let theirs = record
+                .players()
+                .any(|(s, id)| s.seat == seat && id.to_string() == player.user_id);
+            assert!(analysed.is_none() || theirs);
+        }
+    }
+    // The private match, for comparison: its players only.
+    let (code, message) = failure(
+        client
+            .get_replay(authed(
+                pb::GetReplayRequest {
+                    match_id: record.match_id.clone(),
+                    with_analysis: false,
+                },
+                &outsider.access_token,
+            ))
+            .await,
+    );
+    assert_eq!(code, Code::PermissionDenied, "{message}");
+    assert!(message.contains("only its players"), "{message}");
+}
+
 async fn replay_statuses<S: Store>(store: S) {
     let app = app(store, "3000").await;
     let mut client = app.client().await;
@@ -183,7 +283,7 @@ async fn replay_statuses<S: Store>(store: S) {
         (
             record.match_id.as_str(),
             &outsider.access_token,
-            Code::NotFound,
+            Code::PermissionDenied,
         ),
         ("no-such-match", &players[0].access_token, Code::NotFound),
         ("", &players[0].access_token, Code::InvalidArgument),

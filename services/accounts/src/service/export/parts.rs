@@ -66,6 +66,8 @@ pub(super) fn played(
         "end_reason": r.end_reason.as_str(),
         "started_at": time(r.started_at),
         "ended_at": time(r.ended_at),
+        "allow_spectators": r.allow_spectators,
+        "event_id": r.event_id,
         "your_rating_change": m.rating_change.map(|c| json!({
             "rating_before": c.rating_before,
             "rating_after": c.rating_after,

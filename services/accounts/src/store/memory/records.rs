@@ -215,6 +215,10 @@ impl MatchRecords for MemoryStore {
         }))
     }
 
+    async fn recorded_match(&self, match_id: &str) -> Result<Option<MatchRecord>> {
+        Ok(self.lock().matches.get(match_id).cloned())
+    }
+
     async fn match_analysis(
         &self,
         match_id: &str,

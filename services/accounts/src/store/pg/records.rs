@@ -43,13 +43,23 @@ macro_rules! history_page_sql {
     };
 }
 
+/// The columns [`record_from_row`] reads (`m`: the match).
+macro_rules! record_columns {
+    () => {
+        "m.match_id, m.room_id, m.ranked, m.settings, m.seats, m.seed, m.action_log,
+         m.actions, m.rounds, m.final_totals, m.basra_counts, m.winner_side,
+         m.end_reason, m.started_at, m.ended_at, m.allow_spectators, m.event_id"
+    };
+}
+
 /// The columns [`played_from_row`] reads besides the seat's (`m`: the match, `p`: the
 /// player's seat).
 macro_rules! played_columns {
     () => {
-        "m.match_id, m.room_id, m.ranked, m.settings, m.seats, m.seed, m.action_log,
-         m.actions, m.rounds, m.final_totals, m.basra_counts, m.winner_side,
-         m.end_reason, m.started_at, m.ended_at, p.client_platform, p.client_app_version"
+        concat!(
+            record_columns!(),
+            ", p.client_platform, p.client_app_version"
+        )
     };
 }
 
@@ -147,6 +157,18 @@ impl MatchRecords for PgStore {
         row.map(|row| played_from_row(&row, user_id)).transpose()
     }
 
+    async fn recorded_match(&self, match_id: &str) -> Result<Option<MatchRecord>> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            record_columns!(),
+            " FROM matches m WHERE m.match_id = $1"
+        ))
+        .bind(match_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| record_from_row(&row)).transpose()
+    }
+
     async fn match_analysis(
         &self,
         match_id: &str,
@@ -227,6 +249,24 @@ impl MatchRecords for PgStore {
 /// A whole match of one player from a row of [`played_columns!`] and the seat's columns.
 fn played_from_row(row: &PgRow, user_id: Uuid) -> Result<PlayedMatch> {
     let (your_seat, rating_change) = seat_and_change(row, user_id)?;
+    // Written together (both or neither).
+    let your_client = match (
+        row.try_get::<Option<String>, _>("client_platform")?,
+        row.try_get::<Option<String>, _>("client_app_version")?,
+    ) {
+        (Some(platform), Some(version)) => Some(ClientInfo { platform, version }),
+        _ => None,
+    };
+    Ok(PlayedMatch {
+        record: record_from_row(row)?,
+        your_seat,
+        rating_change,
+        your_client,
+    })
+}
+
+/// A whole match from a row of [`record_columns!`].
+fn record_from_row(row: &PgRow) -> Result<MatchRecord> {
     let binary: Option<Vec<u8>> = row.try_get("action_log")?;
     let json: Option<Json<Vec<ActionRecord>>> = row.try_get("actions")?;
     let log = match (&binary, json) {
@@ -238,38 +278,27 @@ fn played_from_row(row: &PgRow, user_id: Uuid) -> Result<PlayedMatch> {
         .decode()
         .map_err(|e| AccountsError::Internal(format!("stored action log: {e}")))?;
     let seed: Vec<u8> = row.try_get("seed")?;
-    // Written together (both or neither).
-    let your_client = match (
-        row.try_get::<Option<String>, _>("client_platform")?,
-        row.try_get::<Option<String>, _>("client_app_version")?,
-    ) {
-        (Some(platform), Some(version)) => Some(ClientInfo { platform, version }),
-        _ => None,
-    };
-    Ok(PlayedMatch {
-        record: MatchRecord {
-            match_id: row.try_get("match_id")?,
-            room_id: row.try_get("room_id")?,
-            ranked: row.try_get("ranked")?,
-            settings: row
-                .try_get::<Json<basra_engine::Settings>, _>("settings")?
-                .0,
-            seats: row.try_get::<Json<Vec<SeatRecord>>, _>("seats")?.0,
-            seed: seed
-                .try_into()
-                .map_err(|_| AccountsError::Internal("stored seed is not 32 bytes".into()))?,
-            actions,
-            rounds: row.try_get::<Json<Vec<RoundRecord>>, _>("rounds")?.0,
-            final_totals: row.try_get::<Json<Vec<u32>>, _>("final_totals")?.0,
-            basra_counts: row.try_get::<Json<Vec<BasraCounts>>, _>("basra_counts")?.0,
-            winner_side: winner_side(row)?,
-            end_reason: end_reason(row)?,
-            started_at: row.try_get("started_at")?,
-            ended_at: row.try_get("ended_at")?,
-        },
-        your_seat,
-        rating_change,
-        your_client,
+    Ok(MatchRecord {
+        match_id: row.try_get("match_id")?,
+        room_id: row.try_get("room_id")?,
+        ranked: row.try_get("ranked")?,
+        settings: row
+            .try_get::<Json<basra_engine::Settings>, _>("settings")?
+            .0,
+        seats: row.try_get::<Json<Vec<SeatRecord>>, _>("seats")?.0,
+        seed: seed
+            .try_into()
+            .map_err(|_| AccountsError::Internal("stored seed is not 32 bytes".into()))?,
+        actions,
+        rounds: row.try_get::<Json<Vec<RoundRecord>>, _>("rounds")?.0,
+        final_totals: row.try_get::<Json<Vec<u32>>, _>("final_totals")?.0,
+        basra_counts: row.try_get::<Json<Vec<BasraCounts>>, _>("basra_counts")?.0,
+        winner_side: winner_side(row)?,
+        end_reason: end_reason(row)?,
+        started_at: row.try_get("started_at")?,
+        ended_at: row.try_get("ended_at")?,
+        allow_spectators: row.try_get("allow_spectators")?,
+        event_id: row.try_get("event_id")?,
     })
 }
 
@@ -418,12 +447,13 @@ impl PgStore {
         let inserted: Vec<String> = sqlx::query_scalar(
             "INSERT INTO matches (match_id, room_id, ranked, settings, seats, seed, action_log,
                                   rounds, final_totals, basra_counts, winner_side, end_reason,
-                                  started_at, ended_at, plays, automatic_plays, recorded_at)
-             SELECT m.*, $17 FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BOOLEAN[], $4::JSONB[],
+                                  started_at, ended_at, plays, automatic_plays,
+                                  allow_spectators, event_id, recorded_at)
+             SELECT m.*, $19 FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BOOLEAN[], $4::JSONB[],
                                          $5::JSONB[], $6::BYTEA[], $7::BYTEA[], $8::JSONB[],
                                          $9::JSONB[], $10::JSONB[], $11::SMALLINT[], $12::TEXT[],
                                          $13::TIMESTAMPTZ[], $14::TIMESTAMPTZ[], $15::INT[],
-                                         $16::INT[]) AS m
+                                         $16::INT[], $17::BOOLEAN[], $18::TEXT[]) AS m
              ORDER BY 1
              ON CONFLICT (match_id) DO NOTHING
              RETURNING match_id",
@@ -454,6 +484,8 @@ impl PgStore {
                 .map(|c| i32::try_from(c.1).unwrap_or(i32::MAX))
                 .collect::<Vec<_>>(),
         )
+        .bind(column(&candidates, |r| r.allow_spectators))
+        .bind(column(&candidates, |r| r.event_id.as_deref()))
         .bind(now)
         .fetch_all(&mut *tx)
         .await?;
