@@ -55,15 +55,16 @@ pub fn ask_confirmation(input: &mut dyn BufRead, output: &mut dyn Write) -> anyh
     Ok(confirms(&line))
 }
 
-/// Deletes the signed-in guest's account, proving it is them with `device_id`; answers
-/// how many recorded matches were kept (anonymous).
-pub async fn delete_guest(session: &Session, device_id: &str) -> anyhow::Result<u32> {
+/// Deletes the signed-in player's account, proving it is them with `proof` (a guest's
+/// device id, an account's password); answers how many recorded matches were kept
+/// (anonymous).
+pub async fn delete(session: &Session, proof: Proof) -> anyhow::Result<u32> {
     let response = session
         .with_refresh(|| async {
             session
                 .accounts()
                 .delete_account(DeleteAccountRequest {
-                    proof: Some(Proof::DeviceId(device_id.to_owned())),
+                    proof: Some(proof.clone()),
                 })
                 .await
         })

@@ -11,6 +11,8 @@
 //! - [`friends`]: `basra friends …` (requests, friends, blocks).
 //! - [`inbox`]: `basra inbox …` (the notices kept while away, marked read; the unread count).
 //! - [`input`]: the player's typed lines, one reader for the whole process.
+//! - [`ranked`]: `basra profile`, `basra leaderboard [--season ID]`, `basra seasons`: the
+//!   rating with its tier and best season finish, a season's leaderboard, the seasons.
 //! - [`session`]: sign-in and the connection to the one client endpoint.
 //! - [`lobby`]: getting a seat (queue, computer, private code, public lobby).
 //! - [`player`]: playing a room over the `Play` stream, for a person or a bot, resuming
@@ -38,6 +40,7 @@ pub mod inbox;
 pub mod input;
 pub mod lobby;
 pub mod player;
+pub mod ranked;
 pub mod render;
 pub mod replay;
 pub mod session;

@@ -45,6 +45,15 @@ struct Connection {
     /// Sign in as this device's guest instead of this machine's (kept in ~/.config/basra).
     #[arg(long, global = true)]
     device_id: Option<String>,
+    /// Sign in to this account (made with a password, in the web page's profile) instead
+    /// of as a guest; the password is read from BASRA_PASSWORD.
+    #[arg(
+        long,
+        global = true,
+        env = "BASRA_USERNAME",
+        conflicts_with = "device_id"
+    )]
+    username: Option<String>,
 }
 
 /// How to get a seat.
@@ -188,8 +197,32 @@ enum Command {
         #[arg(long, default_value = "")]
         comment: String,
     },
-    /// Replay a finished match of yours move by move, with the analysis of your plays
-    /// (Enter: next event, p: play / pause, q: quit).
+    /// Your profile: rating, tier, record, place on the leaderboard, best season finish.
+    Profile {
+        #[command(flatten)]
+        connection: Connection,
+    },
+    /// The leaderboard of the current season, or of a finished one (`--season`), as it
+    /// was kept at its end.
+    Leaderboard {
+        #[command(flatten)]
+        connection: Connection,
+        /// A season's id (`basra seasons` lists them); the current season without it.
+        #[arg(long, value_name = "ID", default_value = "")]
+        season: String,
+        /// How many rows (at most 100).
+        #[arg(long, default_value_t = 20)]
+        rows: u32,
+    },
+    /// The rating seasons: the current one, the finished ones (their leaderboards are
+    /// kept), the next one.
+    Seasons {
+        #[command(flatten)]
+        connection: Connection,
+    },
+    /// Replay a finished match of yours move by move, with the analysis of your plays, or
+    /// another's event match or match that allowed spectators (Enter: next event, p: play
+    /// / pause, q: quit).
     Replay {
         #[command(flatten)]
         connection: Connection,
@@ -676,6 +709,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("reported: thank you, a moderator will look at it");
             Ok(())
         }
+        Command::Profile { connection } => {
+            basra::ranked::profile(&sign_in(&connection).await?).await
+        }
+        Command::Leaderboard {
+            connection,
+            season,
+            rows,
+        } => basra::ranked::leaderboard(&sign_in(&connection).await?, &season, rows).await,
+        Command::Seasons { connection } => {
+            basra::ranked::seasons(&sign_in(&connection).await?).await
+        }
         Command::Replay {
             connection,
             match_id,
@@ -693,9 +737,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             connection,
             command,
         } => {
-            let device = match &connection.device_id {
-                Some(id) => id.clone(),
-                None => device_id()?,
+            use basra_proto::basra::accounts::v1::delete_account_request::Proof;
+            let proof = match (&connection.username, &connection.device_id) {
+                (Some(_), _) => Proof::Password(password()?),
+                (None, Some(id)) => Proof::DeviceId(id.clone()),
+                (None, None) => Proof::DeviceId(device_id()?),
             };
             let session = sign_in(&connection).await?;
             match command {
@@ -717,7 +763,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     if !confirmed {
                         anyhow::bail!("not confirmed: nothing was deleted");
                     }
-                    let kept = basra::account::delete_guest(&session, &device)
+                    let kept = basra::account::delete(&session, proof)
                         .await
                         .map_err(|e| anyhow::anyhow!("the account was not deleted: {e}"))?;
                     println!(
@@ -1149,7 +1195,16 @@ fn seat_name(seat: &Seat) -> &'static str {
     }
 }
 
+/// The password of `--username`'s account.
+fn password() -> anyhow::Result<String> {
+    std::env::var("BASRA_PASSWORD")
+        .map_err(|_| anyhow::anyhow!("--username needs the password in BASRA_PASSWORD"))
+}
+
 async fn sign_in(connection: &Connection) -> anyhow::Result<Session> {
+    if let Some(username) = &connection.username {
+        return Session::login(&connection.server, username, &password()?).await;
+    }
     let device = match &connection.device_id {
         Some(id) => id.clone(),
         None => device_id()?,

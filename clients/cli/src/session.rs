@@ -1,5 +1,6 @@
 //! A signed-in connection to the backend: one gRPC channel to the single client endpoint
-//! (`basra dev`, or the ingress in production), a guest sign-in remembered per device, and
+//! (`basra dev`, or the ingress in production), a guest sign-in remembered per device (or a username and
+//! password), and
 //! the access token attached to every call, refreshed a third of its lifetime (at most a
 //! minute) before it expires and once when a call answers UNAUTHENTICATED.
 
@@ -8,7 +9,8 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
 use basra_proto::basra::accounts::v1::{
-    AuthTokens, GuestLoginRequest, RefreshRequest, accounts_service_client::AccountsServiceClient,
+    AuthTokens, GuestLoginRequest, LoginRequest, RefreshRequest,
+    accounts_service_client::AccountsServiceClient,
 };
 use basra_proto::basra::game::v1::game_service_client::GameServiceClient;
 use basra_proto::basra::matchmaking::v1::event_service_client::EventServiceClient;
@@ -202,6 +204,28 @@ impl Session {
                     display_name: name.to_owned(),
                 })
                 .await?;
+            Ok(response.into_inner().tokens)
+        })
+        .await
+    }
+
+    /// Connects to `server` (every service behind it) and signs in with a username and
+    /// password (an account made with Register or LinkPassword).
+    pub async fn login(server: &str, username: &str, password: &str) -> anyhow::Result<Session> {
+        let endpoints = Endpoints::single(server);
+        Session::sign_in(&endpoints, |mut accounts| async move {
+            let response = accounts
+                .login(LoginRequest {
+                    username: username.to_owned(),
+                    password: password.to_owned(),
+                })
+                .await
+                .map_err(|status| match status.code() {
+                    tonic::Code::Unauthenticated => {
+                        anyhow::anyhow!("wrong username or password")
+                    }
+                    _ => anyhow::anyhow!("{}", status.message()),
+                })?;
             Ok(response.into_inner().tokens)
         })
         .await

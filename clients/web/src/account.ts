@@ -7,6 +7,9 @@ import { authed, currentUser, deleteMyAccount, exportMyData, logIn, register, se
 import { el, errorText, screens, shared, Code, ConnectError } from "./shell";
 import { bdi, t, tx } from "./i18n";
 import { replayPanel } from "./replay";
+import { leaderboardSection } from "./leaderboard";
+import { standing } from "./seasons";
+import type { Profile } from "./gen/basra/accounts/v1/accounts_pb";
 import type { RatingChange } from "./gen/basra/common/v1/common_pb";
 import { MatchEndReason } from "./gen/basra/common/v1/common_pb";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
@@ -77,6 +80,7 @@ export function profilePanel(): HTMLElement {
   const api = shared.api;
   const panel = el("section", { class: "card-panel", "data-testid": "profile-panel", "aria-labelledby": "profile-title" });
   const stats = el("p", { "data-testid": "profile-stats" });
+  const season = el("p", { "data-testid": "profile-season" });
   const nameInput = el("input", { id: "display-name", "data-testid": "display-name", maxlength: NAME_MAX, value: me?.name ?? "", autocomplete: "nickname", "aria-describedby": "name-rules" });
   const nameMessage = el("p", { role: "status", "data-testid": "name-message" });
   refuseLongPaste(nameInput, (text) => (nameMessage.textContent = text));
@@ -96,6 +100,7 @@ export function profilePanel(): HTMLElement {
     el("h2", { id: "profile-title" }, t("profileTitle")),
     el("p", { "data-testid": "account-kind" }, me?.isGuest ? t("guestNote") : ""),
     stats,
+    season,
     el(
       "form",
       {
@@ -140,10 +145,11 @@ export function profilePanel(): HTMLElement {
   void authed(api, () => api.accounts.getProfile({})).then(({ profile }) => {
     if (!profile) return;
     stats.replaceChildren(
-      t("rating", { r: Math.round(profile.rating) }),
+      ratingWithTier(profile),
       " · ",
       t("record", { played: profile.matchesPlayed, wins: profile.wins, losses: profile.losses }),
     );
+    season.textContent = bestFinishText(profile);
     if (!profile.isGuest) panel.querySelector("[data-testid=account-kind]")!.textContent = t("accountNote", { username: profile.username });
   }).catch(() => {});
   return panel;
@@ -247,20 +253,10 @@ export function rankedPanel(): HTMLElement {
   const api = shared.api;
   const me = currentUser();
   const rating = el("p", { "data-testid": "my-rating" }, "…");
-  const board = el("ol", { class: "board", "data-testid": "leaderboard" });
   const history = el("ul", { class: "history", "data-testid": "history" });
   void authed(api, () => api.accounts.getProfile({})).then(({ profile }) => {
-    if (profile) rating.textContent = t("rating", { r: Math.round(profile.rating) });
+    if (profile) rating.textContent = ratingWithTier(profile);
   }).catch(() => {});
-  void authed(api, () => api.accounts.leaderboard({ pageSize: 20 })).then((answer) => {
-    board.replaceChildren(
-      ...(answer.entries.length
-        ? answer.entries.map((e) =>
-            el("li", { value: e.rank, class: e.userId === me?.userId ? "me" : "", "data-testid": "leader" }, bdi(e.displayName), ` — ${Math.round(e.rating)}`),
-          )
-        : [el("li", {}, t("leaderboardEmpty"))]),
-    );
-  }).catch((err) => board.replaceChildren(el("li", {}, errorText(err))));
   void authed(api, () => api.accounts.matchHistory({ pageSize: 20 })).then((answer) => {
     history.replaceChildren(
       ...(answer.matches.length
@@ -303,11 +299,24 @@ export function rankedPanel(): HTMLElement {
     { class: "card-panel", "data-testid": "ranked-panel", "aria-labelledby": "ranked-title" },
     el("h2", { id: "ranked-title" }, t("tabRanked")),
     rating,
-    el("h3", {}, t("leaderboard")),
-    board,
+    leaderboardSection(me?.userId),
     el("h3", {}, t("history")),
     history,
   );
+}
+
+/** "Rating: 1612 · Gold" (the tier when the server names one). */
+export function ratingWithTier(profile: Profile): string {
+  const r = Math.round(profile.rating);
+  const { tier } = standing(profile);
+  return tier ? t("ratingTier", { r, tier }) : t("rating", { r });
+}
+
+/** The profile's best finish on a finished season's leaderboard, in words. */
+export function bestFinishText(profile: Profile): string {
+  const best = standing(profile).best;
+  if (!best) return t("noBestFinish");
+  return best.tier ? t("bestFinish", { ...best }) : t("bestFinishNoTier", { ...best });
 }
 
 export function ratingText(change: RatingChange): string {

@@ -13,7 +13,7 @@ use sqlx::PgPool;
 use crate::simulate_fast::{accounts_service, options};
 
 /// The URL of the test's own database (`#[sqlx::test]` makes one per test).
-fn database_url(pool: &PgPool) -> String {
+pub(crate) fn database_url(pool: &PgPool) -> String {
     let base = std::env::var("DATABASE_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let name = pool.connect_options().get_database().unwrap().to_owned();

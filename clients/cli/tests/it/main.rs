@@ -9,6 +9,7 @@ mod hostile;
 mod jvm_client;
 mod refresh;
 mod sdk;
+mod seasons;
 mod simulate_fast;
 mod table;
 mod terminal;
