@@ -199,11 +199,13 @@ impl EventAdmin {
         }
     }
 
-    /// Cancels `event_id` for `reason`.
+    /// Cancels `event_id` for `reason` (`series`: its recurring series too, with every
+    /// occurrence made that has not started).
     pub async fn cancel(
         &self,
         event_id: &str,
         reason: &str,
+        series: bool,
     ) -> anyhow::Result<CancelEventResponse> {
         Ok(self
             .client
@@ -211,6 +213,7 @@ impl EventAdmin {
             .cancel_event(CancelEventRequest {
                 event_id: event_id.to_owned(),
                 reason: reason.to_owned(),
+                series,
             })
             .await?
             .into_inner())

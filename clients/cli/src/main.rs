@@ -466,6 +466,10 @@ enum TournamentAdminCommand {
         /// Why (told to the players).
         #[arg(long)]
         reason: String,
+        /// End its recurring series too: every occurrence already made that has not
+        /// started is cancelled (its players told) and no further one is made.
+        #[arg(long)]
+        series: bool,
     },
 }
 
@@ -1145,15 +1149,17 @@ async fn admin(command: AdminCommand, json: bool) -> anyhow::Result<()> {
                     connection,
                     event_id,
                     reason,
+                    series,
                 } => {
                     let admin = EventAdmin::connect(&connection.server, &connection.token).await?;
-                    let cancelled = admin.cancel(&event_id, &reason).await?;
+                    let cancelled = admin.cancel(&event_id, &reason, series).await?;
                     if json {
                         println!(
                             "{}",
                             serde_json::json!({
                                 "event": cancelled.event.as_ref().map(event_json),
                                 "notified": cancelled.notified,
+                                "series_cancelled": cancelled.series_cancelled.iter().map(event_json).collect::<Vec<_>>(),
                             })
                         );
                     } else {
@@ -1161,6 +1167,9 @@ async fn admin(command: AdminCommand, json: bool) -> anyhow::Result<()> {
                             "cancelled {event_id}: {} registered players told",
                             cancelled.notified
                         );
+                        for other in &cancelled.series_cancelled {
+                            println!("cancelled with its series: {}", event_row(other));
+                        }
                     }
                 }
             }

@@ -104,14 +104,18 @@ impl EventAdminService for EventsApi {
         }
         let inner = &self.inner;
         let before = inner.event(&r.event_id).await?;
-        let event = inner
+        let cancelled = inner
             .store
-            .cancel(&before.id, reason, inner.now())
+            .cancel(&before.id, reason, inner.now(), r.series)
             .await?
             .map_err(MatchmakingError::from)?;
+        let mut told: Vec<&EventRecord> = cancelled.series.iter().collect();
+        if cancelled.now {
+            told.insert(0, &cancelled.event);
+        }
         let mut notified = 0;
-        if before.phase != Phase::Cancelled {
-            tracing::info!(operator, event = %event.id, reason, "event cancelled");
+        for event in told {
+            tracing::info!(operator, event = %event.id, reason, series = r.series, "event cancelled");
             for entry in inner.store.entries(&event.id).await? {
                 inner
                     .notices
@@ -127,9 +131,15 @@ impl EventAdminService for EventsApi {
                 notified += 1;
             }
         }
+        let now = inner.now();
         Ok(Response::new(pb::CancelEventResponse {
-            event: Some(convert::event(&event, inner.now())),
+            event: Some(convert::event(&cancelled.event, now)),
             notified,
+            series_cancelled: cancelled
+                .series
+                .iter()
+                .map(|e| convert::event(e, now))
+                .collect(),
         }))
     }
 }

@@ -13,7 +13,9 @@
 //!    player's notice once. A player who registers later is told by Register.
 //! 1. **Start** (upcoming, its second has come): the players checked in (everyone
 //!    registered when there is no check-in) are seeded and the first round paired;
-//!    fewer than two cancels the event. A recurring series makes its next occurrence.
+//!    fewer than two cancels the event. A recurring series makes its next occurrence
+//!    (not when the series was cancelled meanwhile: the store checks it under the
+//!    series' lock).
 //! 2. **Results**: each match in play is asked of game-session (`GetSeat` for each
 //!    player: whether they joined, and the winner once the match ended); a player who
 //!    has not joined by the join deadline, or has withdrawn, forfeits. A result goes into
@@ -270,7 +272,8 @@ async fn tell_starting(shared: &EventsShared, event: &EventRecord) -> Result<()>
     Ok(())
 }
 
-/// Makes a series' next occurrence (once: its request id is the series and the start).
+/// Makes a series' next occurrence (once: its request id is the series and the start),
+/// unless the series was cancelled (this occurrence with it: the store refuses then).
 async fn next_occurrence(shared: &EventsShared, event: &EventRecord) -> Result<()> {
     let Some(recurrence) = &event.spec.recurrence else {
         return Ok(());
@@ -293,7 +296,14 @@ async fn next_occurrence(shared: &EventsShared, event: &EventRecord) -> Result<(
         starting_told: false,
         spec: event.spec.clone(),
     };
-    shared.store.create(next).await?;
+    if shared
+        .store
+        .create_occurrence(&event.id, next)
+        .await?
+        .is_none()
+    {
+        tracing::info!(event = %event.id, series, "series cancelled: no next occurrence");
+    }
     Ok(())
 }
 

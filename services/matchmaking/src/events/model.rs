@@ -418,6 +418,30 @@ pub fn withdrawal(
     }
 }
 
+/// What cancelling `event` does (`series`: the operator ends its series too): whether
+/// the event itself is cancelled now (not when it is already, or finished), and whether
+/// its series ends (a recurring event's, asked for or cancelled before its start: its
+/// occurrences made and not started are cancelled with it). A finished event is refused
+/// unless its series ends.
+pub fn cancellation(event: &EventRecord, series: bool) -> Result<(bool, bool), Refusal> {
+    let ends_series = event.series_id.is_some() && (series || event.phase == Phase::Upcoming);
+    match event.phase {
+        Phase::Finished if !ends_series => Err(Refusal::Finished),
+        Phase::Finished | Phase::Cancelled => Ok((false, ends_series)),
+        Phase::Upcoming | Phase::Running => Ok((true, ends_series)),
+    }
+}
+
+impl EventRecord {
+    /// Cancels it (the store's change, once [`cancellation`] allows it).
+    pub fn cancel(&mut self, reason: &str, now: Millis) {
+        self.phase = Phase::Cancelled;
+        self.cancel_reason = reason.to_owned();
+        self.ended_at_ms = now;
+        self.version += 1;
+    }
+}
+
 /// Whether the entry may check in at `now`.
 pub fn check_in(event: &EventRecord, entry: &EntryRecord, now: Millis) -> Result<(), Refusal> {
     match event.phase {

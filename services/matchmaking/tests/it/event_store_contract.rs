@@ -26,6 +26,8 @@ basra_testkit::store_contract! {
         requests_are_idempotent_and_listings_page,
         the_starting_notice_is_due_once,
         finished_entries_keep_their_status_and_place,
+        cancelling_a_series_cancels_its_occurrences_not_started,
+        an_occurrence_is_not_made_after_its_series_was_cancelled,
     }
 }
 
@@ -183,7 +185,11 @@ async fn registration_rules_hold_and_refusals_change_nothing(store: Arc<dyn Even
         Err(Refusal::Full)
     );
     assert_eq!(store.entries(&e.id).await.unwrap().len(), 2);
-    store.cancel(&e.id, "why", T0).await.unwrap().unwrap();
+    store
+        .cancel(&e.id, "why", T0, false)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         store.register(&e.id, &c, 1500, T0).await.unwrap(),
         Err(Refusal::Cancelled)
@@ -319,7 +325,7 @@ async fn phases_change_once_and_results_are_recorded_once(store: Arc<dyn EventSt
     };
     assert!(store.change_phase(&e.id, &end).await.unwrap());
     assert_eq!(
-        store.cancel(&e.id, "late", T0).await.unwrap(),
+        store.cancel(&e.id, "late", T0, false).await.unwrap(),
         Err(Refusal::Finished)
     );
     assert!(
@@ -358,7 +364,11 @@ async fn the_starting_notice_is_due_once(store: Arc<dyn EventStore>) {
         "its start is still due"
     );
     let other = store.create(event(spec(8, None, 0))).await.unwrap();
-    store.cancel(&other.id, "no", T0).await.unwrap().unwrap();
+    store
+        .cancel(&other.id, "no", T0, false)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(
         !store.mark_starting_told(&other.id).await.unwrap(),
         "no longer upcoming"
@@ -377,6 +387,177 @@ async fn finished_entries_keep_their_status_and_place(store: Arc<dyn EventStore>
         .await
         .unwrap();
     assert_eq!(store.entry(&e.id, &a).await.unwrap(), Some(entry));
+}
+
+/// A series' occurrence starting at `start`, made when the one before it starts.
+fn occurrence(series: &str, start: i64) -> EventRecord {
+    EventRecord {
+        series_id: Some(series.to_owned()),
+        request_id: Some(format!("series-{series}-{start}")),
+        starts_at_ms: start,
+        ..event(spec(8, None, 0))
+    }
+}
+
+/// A series' first occurrence, started, and its next one made.
+async fn running_series(store: &Arc<dyn EventStore>) -> (EventRecord, EventRecord) {
+    let mut first = event(spec(8, None, 0));
+    first.series_id = Some(first.id.clone());
+    let first = store.create(first).await.unwrap();
+    let next = store
+        .create_occurrence(&first.id, occurrence(&first.id, T0 + 86_400_000))
+        .await
+        .unwrap()
+        .expect("made while the first is upcoming");
+    let start = PhaseChange {
+        from: Phase::Upcoming,
+        to: Phase::Running,
+        current_round: 1,
+        rounds_total: 1,
+        champion: None,
+        cancel_reason: String::new(),
+        ended_at_ms: 0,
+    };
+    assert!(store.change_phase(&first.id, &start).await.unwrap());
+    (first, next)
+}
+
+async fn cancelling_a_series_cancels_its_occurrences_not_started(store: Arc<dyn EventStore>) {
+    // A running occurrence alone: the series goes on.
+    let (first, next) = running_series(&store).await;
+    let alone = store
+        .cancel(&first.id, "rain", T0, false)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(alone.now);
+    assert_eq!(alone.event.phase, Phase::Cancelled);
+    assert!(alone.series.is_empty());
+    assert_eq!(
+        store.get(&next.id).await.unwrap().unwrap().phase,
+        Phase::Upcoming
+    );
+    // The series, from the cancelled occurrence: the next one goes with it, once.
+    let ended = store
+        .cancel(&first.id, "over", T0 + 1, true)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!ended.now, "cancelled already");
+    assert_eq!(ended.series.len(), 1);
+    assert_eq!(ended.series[0].id, next.id);
+    assert_eq!(
+        (
+            ended.series[0].phase,
+            ended.series[0].cancel_reason.as_str()
+        ),
+        (Phase::Cancelled, "over")
+    );
+    let again = store
+        .cancel(&first.id, "over", T0 + 2, true)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(again.series.is_empty(), "nothing left to cancel");
+
+    // A finished occurrence: refused alone, ends its series with `series`.
+    let (first, next) = running_series(&store).await;
+    let end = PhaseChange {
+        from: Phase::Running,
+        to: Phase::Finished,
+        current_round: 1,
+        rounds_total: 1,
+        champion: None,
+        cancel_reason: String::new(),
+        ended_at_ms: T0,
+    };
+    assert!(store.change_phase(&first.id, &end).await.unwrap());
+    assert_eq!(
+        store.cancel(&first.id, "x", T0, false).await.unwrap(),
+        Err(Refusal::Finished)
+    );
+    let ended = store
+        .cancel(&first.id, "x", T0, true)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ended.event.phase, Phase::Finished, "it stays finished");
+    assert_eq!(
+        ended.series.iter().map(|e| &e.id).collect::<Vec<_>>(),
+        [&next.id]
+    );
+
+    // An occurrence not started: cancelling it ends the series, one made already too.
+    let (first, next) = running_series(&store).await;
+    let later = store
+        .create_occurrence(&next.id, occurrence(&first.id, T0 + 2 * 86_400_000))
+        .await
+        .unwrap()
+        .expect("made while the next is upcoming");
+    let ended = store
+        .cancel(&next.id, "x", T0, false)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(ended.now);
+    assert_eq!(
+        ended.series.iter().map(|e| &e.id).collect::<Vec<_>>(),
+        [&later.id]
+    );
+    assert_eq!(
+        store.get(&first.id).await.unwrap().unwrap().phase,
+        Phase::Running
+    );
+    // A one-off finished event with `series`: still refused.
+    let one_off = store.create(event(spec(8, None, 0))).await.unwrap();
+    let ended = PhaseChange {
+        from: Phase::Upcoming,
+        ..end
+    };
+    assert!(store.change_phase(&one_off.id, &ended).await.unwrap());
+    assert_eq!(
+        store.cancel(&one_off.id, "x", T0, true).await.unwrap(),
+        Err(Refusal::Finished)
+    );
+}
+
+async fn an_occurrence_is_not_made_after_its_series_was_cancelled(store: Arc<dyn EventStore>) {
+    let (first, next) = running_series(&store).await;
+    store
+        .cancel(&next.id, "x", T0, false)
+        .await
+        .unwrap()
+        .unwrap();
+    // The next occurrence's start, seen by a clock that read it before the cancellation.
+    let made = store
+        .create_occurrence(&next.id, occurrence(&first.id, T0 + 2 * 86_400_000))
+        .await
+        .unwrap();
+    assert_eq!(made, None, "the series was cancelled");
+    let (events, _) = store.list(&[Phase::Upcoming], true, 0, 100).await.unwrap();
+    assert!(
+        events
+            .iter()
+            .all(|e| e.series_id.as_deref() != Some(first.id.as_str()))
+    );
+    // Made twice (a driver retried after a takeover): the first one is answered.
+    let (first, next) = running_series(&store).await;
+    let again = store
+        .create_occurrence(&first.id, occurrence(&first.id, T0 + 86_400_000))
+        .await
+        .unwrap();
+    assert_eq!(again, None, "the first has started: nothing made");
+    let retried = store
+        .create_occurrence(&next.id, occurrence(&first.id, T0 + 2 * 86_400_000))
+        .await
+        .unwrap()
+        .unwrap();
+    let same = store
+        .create_occurrence(&next.id, occurrence(&first.id, T0 + 2 * 86_400_000))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(same.id, retried.id);
 }
 
 async fn requests_are_idempotent_and_listings_page(store: Arc<dyn EventStore>) {

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-use super::{EventStore, Page, PhaseChange, Ruled};
+use super::{Cancelled, EventStore, Page, PhaseChange, Ruled};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::events::model::{
@@ -23,6 +23,22 @@ struct Inner {
     /// By event, by user.
     entries: HashMap<String, BTreeMap<String, EntryRecord>>,
     results: HashMap<String, Vec<ResultRecord>>,
+}
+
+impl Inner {
+    /// Stores `event`, or answers the one stored with its request id.
+    fn insert(&mut self, event: EventRecord) -> EventRecord {
+        if let Some(key) = &event.request_id
+            && let Some(existing) = self
+                .events
+                .values()
+                .find(|e| e.request_id.as_ref() == Some(key))
+        {
+            return existing.clone();
+        }
+        self.events.insert(event.id.clone(), event.clone());
+        event
+    }
 }
 
 impl MemoryEventStore {
@@ -50,17 +66,23 @@ fn page<T: Clone>(rows: Vec<T>, offset: u64, limit: u32) -> Page<T> {
 #[tonic::async_trait]
 impl EventStore for MemoryEventStore {
     async fn create(&self, event: EventRecord) -> Result<EventRecord> {
+        Ok(self.lock().insert(event))
+    }
+
+    async fn create_occurrence(
+        &self,
+        after: &str,
+        next: EventRecord,
+    ) -> Result<Option<EventRecord>> {
         let mut inner = self.lock();
-        if let Some(key) = &event.request_id
-            && let Some(existing) = inner
-                .events
-                .values()
-                .find(|e| e.request_id.as_ref() == Some(key))
+        if inner
+            .events
+            .get(after)
+            .is_none_or(|e| e.phase != Phase::Upcoming)
         {
-            return Ok(existing.clone());
+            return Ok(None);
         }
-        inner.events.insert(event.id.clone(), event.clone());
-        Ok(event)
+        Ok(Some(inner.insert(next)))
     }
 
     async fn get(&self, id: &str) -> Result<Option<EventRecord>> {
@@ -293,21 +315,40 @@ impl EventStore for MemoryEventStore {
         Ok(true)
     }
 
-    async fn cancel(&self, event_id: &str, reason: &str, now: Millis) -> Ruled<EventRecord> {
+    async fn cancel(
+        &self,
+        event_id: &str,
+        reason: &str,
+        now: Millis,
+        series: bool,
+    ) -> Ruled<Cancelled> {
         let mut inner = self.lock();
         let Some(event) = inner.events.get_mut(event_id) else {
             return Ok(Err(Refusal::NotRegistered));
         };
-        match event.phase {
-            Phase::Finished => return Ok(Err(Refusal::Finished)),
-            Phase::Cancelled => return Ok(Ok(event.clone())),
-            Phase::Upcoming | Phase::Running => {}
+        let (cancel_it, ends_series) = match model::cancellation(event, series) {
+            Ok(decided) => decided,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        if cancel_it {
+            event.cancel(reason, now);
         }
-        event.phase = Phase::Cancelled;
-        event.cancel_reason = reason.to_owned();
-        event.ended_at_ms = now;
-        event.version += 1;
-        Ok(Ok(event.clone()))
+        let event = event.clone();
+        let mut others: Vec<EventRecord> = Vec::new();
+        if ends_series {
+            for other in inner.events.values_mut().filter(|e| {
+                e.id != event.id && e.series_id == event.series_id && e.phase == Phase::Upcoming
+            }) {
+                other.cancel(reason, now);
+                others.push(other.clone());
+            }
+        }
+        others.sort_by_key(|e| e.starts_at_ms);
+        Ok(Ok(Cancelled {
+            event,
+            now: cancel_it,
+            series: others,
+        }))
     }
 
     async fn record_result(&self, result: &ResultRecord) -> Result<bool> {

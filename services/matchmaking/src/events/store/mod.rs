@@ -47,12 +47,34 @@ pub struct PhaseChange {
     pub ended_at_ms: Millis,
 }
 
+/// What [`EventStore::cancel`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cancelled {
+    /// The event, after.
+    pub event: EventRecord,
+    /// Whether it was cancelled by this call (not before; not a finished one).
+    pub now: bool,
+    /// Its series' other occurrences this call cancelled (made, not started), by start.
+    pub series: Vec<EventRecord>,
+}
+
 /// The durable store of events.
 #[tonic::async_trait]
 pub trait EventStore: Send + Sync + 'static {
     /// Stores a new event; an event with the same `request_id` already stored is
     /// answered instead (and nothing is stored).
     async fn create(&self, event: EventRecord) -> Result<EventRecord>;
+
+    /// Stores a series' next occurrence `next`, made when the occurrence `after` starts,
+    /// unless `after` is no longer upcoming (cancelled: the series ended); `None` then,
+    /// nothing stored. Atomic with [`cancel`](Self::cancel) of the series (both hold the
+    /// series' lock: its first occurrence's row), so an occurrence is never made after its
+    /// series was cancelled. One with the same `request_id` already stored is answered.
+    async fn create_occurrence(
+        &self,
+        after: &str,
+        next: EventRecord,
+    ) -> Result<Option<EventRecord>>;
 
     /// One event.
     async fn get(&self, id: &str) -> Result<Option<EventRecord>>;
@@ -108,8 +130,17 @@ pub trait EventStore: Send + Sync + 'static {
     /// it is not in `change.from` any more.
     async fn change_phase(&self, event_id: &str, change: &PhaseChange) -> Result<bool>;
 
-    /// Cancels an event not over; answers it after (cancelled), or `Finished`.
-    async fn cancel(&self, event_id: &str, reason: &str, now: Millis) -> Ruled<EventRecord>;
+    /// Cancels an event not over and, when its series ends
+    /// ([`cancellation`](super::model::cancellation): `series`, or an occurrence not
+    /// started), the series' other occurrences not started, in one atomic step holding
+    /// the series' lock; or refuses (`Finished`).
+    async fn cancel(
+        &self,
+        event_id: &str,
+        reason: &str,
+        now: Millis,
+        series: bool,
+    ) -> Ruled<Cancelled>;
 
     /// Records a result once: `false` when the match already has one (nothing changed).
     async fn record_result(&self, result: &ResultRecord) -> Result<bool>;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use sqlx::Row;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 
-use super::{EventStore, Page, PhaseChange, Ruled};
+use super::{Cancelled, EventStore, Page, PhaseChange, Ruled};
 use crate::clock::Millis;
 use crate::error::{MatchmakingError, Result};
 use crate::events::model::{
@@ -130,6 +130,51 @@ async fn entry_in(tx: &mut Tx<'_>, event_id: &str, user: &str) -> Result<Option<
     row.as_ref().map(entry_row).transpose()
 }
 
+/// Stores `event`, or answers the one stored with its request id.
+async fn insert_event(conn: &mut sqlx::PgConnection, event: EventRecord) -> Result<EventRecord> {
+    let inserted = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO event_events ({EVENT_COLUMNS}) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+         ON CONFLICT (request_id) DO NOTHING"
+    )))
+    .bind(&event.id)
+    .bind(&event.series_id)
+    .bind(&event.request_id)
+    .bind(serde_json::to_string(&event.spec)?)
+    .bind(event.starts_at_ms)
+    .bind(event.phase.as_str())
+    .bind(&event.cancel_reason)
+    .bind(&event.champion)
+    .bind(event.current_round as i32)
+    .bind(event.rounds_total as i32)
+    .bind(event.ended_at_ms)
+    .bind(event.version as i64)
+    .bind(event.registered as i32)
+    .bind(event.starting_told)
+    .execute(&mut *conn)
+    .await?;
+    if inserted.rows_affected() == 1 {
+        return Ok(event);
+    }
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {EVENT_COLUMNS} FROM event_events WHERE request_id = $1"
+    )))
+    .bind(&event.request_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    event_row(&row)
+}
+
+/// The series' lock for the transaction: its first occurrence's row (`series_id`), taken
+/// before any other event row, by the making of an occurrence and by a cancellation.
+async fn lock_series(tx: &mut Tx<'_>, series_id: &str) -> Result<()> {
+    sqlx::query("SELECT 1 FROM event_events WHERE id = $1 FOR UPDATE")
+        .bind(series_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 async fn bump(tx: &mut Tx<'_>, event_id: &str, registered_by: i32) -> Result<()> {
     sqlx::query(
         "UPDATE event_events SET version = version + 1, registered = registered + $2 WHERE id = $1",
@@ -165,37 +210,29 @@ fn page<T>(mut rows: Vec<T>, offset: u64, limit: u32) -> Page<T> {
 #[tonic::async_trait]
 impl EventStore for PgEventStore {
     async fn create(&self, event: EventRecord) -> Result<EventRecord> {
-        let inserted = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO event_events ({EVENT_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
-             ON CONFLICT (request_id) DO NOTHING"
-        )))
-        .bind(&event.id)
-        .bind(&event.series_id)
-        .bind(&event.request_id)
-        .bind(serde_json::to_string(&event.spec)?)
-        .bind(event.starts_at_ms)
-        .bind(event.phase.as_str())
-        .bind(&event.cancel_reason)
-        .bind(&event.champion)
-        .bind(event.current_round as i32)
-        .bind(event.rounds_total as i32)
-        .bind(event.ended_at_ms)
-        .bind(event.version as i64)
-        .bind(event.registered as i32)
-        .bind(event.starting_told)
-        .execute(&self.pool)
-        .await?;
-        if inserted.rows_affected() == 1 {
-            return Ok(event);
+        let mut conn = self.pool.acquire().await?;
+        insert_event(&mut conn, event).await
+    }
+
+    async fn create_occurrence(
+        &self,
+        after: &str,
+        next: EventRecord,
+    ) -> Result<Option<EventRecord>> {
+        let mut tx = self.pool.begin().await?;
+        let series = next.series_id.clone().unwrap_or_else(|| after.to_owned());
+        lock_series(&mut tx, &series).await?;
+        let phase: Option<String> =
+            sqlx::query_scalar("SELECT phase FROM event_events WHERE id = $1")
+                .bind(after)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if phase.as_deref() != Some(Phase::Upcoming.as_str()) {
+            return Ok(None);
         }
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {EVENT_COLUMNS} FROM event_events WHERE request_id = $1"
-        )))
-        .bind(&event.request_id)
-        .fetch_one(&self.pool)
-        .await?;
-        event_row(&row)
+        let event = insert_event(&mut tx, next).await?;
+        tx.commit().await?;
+        Ok(Some(event))
     }
 
     async fn get(&self, id: &str) -> Result<Option<EventRecord>> {
@@ -429,31 +466,68 @@ impl EventStore for PgEventStore {
         Ok(done.rows_affected() == 1)
     }
 
-    async fn cancel(&self, event_id: &str, reason: &str, now: Millis) -> Ruled<EventRecord> {
+    async fn cancel(
+        &self,
+        event_id: &str,
+        reason: &str,
+        now: Millis,
+        series: bool,
+    ) -> Ruled<Cancelled> {
         let mut tx = self.pool.begin().await?;
+        // The series' lock first, as the making of an occurrence takes it.
+        let series_id: Option<Option<String>> =
+            sqlx::query_scalar("SELECT series_id FROM event_events WHERE id = $1")
+                .bind(event_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(series_id) = series_id else {
+            return Ok(Err(Refusal::NotRegistered));
+        };
+        if let Some(series_id) = &series_id {
+            lock_series(&mut tx, series_id).await?;
+        }
         let Some(mut event) = locked_event(&mut tx, event_id).await? else {
             return Ok(Err(Refusal::NotRegistered));
         };
-        match event.phase {
-            Phase::Finished => return Ok(Err(Refusal::Finished)),
-            Phase::Cancelled => return Ok(Ok(event)),
-            Phase::Upcoming | Phase::Running => {}
+        let (cancel_it, ends_series) = match model::cancellation(&event, series) {
+            Ok(decided) => decided,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        if cancel_it {
+            sqlx::query(
+                "UPDATE event_events SET phase = 'cancelled', cancel_reason = $2, \
+                 ended_at_ms = $3, version = version + 1 WHERE id = $1",
+            )
+            .bind(event_id)
+            .bind(reason)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            event.cancel(reason, now);
         }
-        sqlx::query(
-            "UPDATE event_events SET phase = 'cancelled', cancel_reason = $2, ended_at_ms = $3, \
-             version = version + 1 WHERE id = $1",
-        )
-        .bind(event_id)
-        .bind(reason)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
+        let mut others = Vec::new();
+        if ends_series {
+            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE event_events SET phase = 'cancelled', cancel_reason = $3, \
+                 ended_at_ms = $4, version = version + 1 \
+                 WHERE series_id = $1 AND id <> $2 AND phase = 'upcoming' \
+                 RETURNING {EVENT_COLUMNS}"
+            )))
+            .bind(&event.series_id)
+            .bind(event_id)
+            .bind(reason)
+            .bind(now)
+            .fetch_all(&mut *tx)
+            .await?;
+            others = rows.iter().map(event_row).collect::<Result<Vec<_>>>()?;
+            others.sort_by_key(|e| e.starts_at_ms);
+        }
         tx.commit().await?;
-        event.phase = Phase::Cancelled;
-        event.cancel_reason = reason.to_owned();
-        event.ended_at_ms = now;
-        event.version += 1;
-        Ok(Ok(event))
+        Ok(Ok(Cancelled {
+            event,
+            now: cancel_it,
+            series: others,
+        }))
     }
 
     async fn record_result(&self, result: &ResultRecord) -> Result<bool> {

@@ -1,13 +1,19 @@
 //! `EventAdminService`: operators only; create, list, cancel; bad definitions refused
 //! with nothing made.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use basra_proto::basra::matchmaking::v1::{
-    CancelEventRequest, EventFormat, EventStatus, ListAllEventsRequest, ListEventsRequest,
-    RatingBand, Recurrence,
+    CancelEventRequest, EventFormat, EventStatus, GetEventRequest, ListAllEventsRequest,
+    ListEventsRequest, RatingBand, Recurrence, RegisterRequest,
 };
 use basra_proto::convert::timestamp;
 use basra_testkit::authed;
+use basra_testkit::matchmaking::Player;
 use basra_testkit::matchmaking::{CLOCK_START, TestApp};
+use matchmaking::events::EventDeps;
+use matchmaking::events::notices::{Notice, RecordedNotices};
 use tonic::Code;
 
 use super::{Operator, assert_refused, events_client, knockout};
@@ -55,6 +61,7 @@ async fn operators_create_list_and_cancel_events() {
             CancelEventRequest {
                 event_id: event.event_id.clone(),
                 reason: reason.into(),
+                ..Default::default()
             },
             &op.token,
         )
@@ -182,4 +189,118 @@ async fn bad_definitions_are_refused_and_nothing_is_made() {
     let first = op.create(series).await.expect("a series");
     assert_eq!(first.series_id, first.event_id);
     assert!(first.starts_at.unwrap().seconds * 1000 > CLOCK_START);
+}
+
+async fn register(app: &TestApp, p: &Player, event: &str) {
+    events_client(app)
+        .register(authed(
+            RegisterRequest {
+                event_id: event.into(),
+            },
+            &p.token,
+        ))
+        .await
+        .expect("registered");
+}
+
+/// Cancelling a recurring series: the occurrence already made (when the running one
+/// started) is cancelled with it and its registered players are told; no further
+/// occurrence is made at its start.
+#[tokio::test]
+async fn cancelling_a_series_cancels_its_next_occurrence_and_tells_its_players() {
+    let notices = Arc::new(RecordedNotices::default());
+    let app = TestApp::builder()
+        .memory()
+        .events(EventDeps {
+            notices: notices.clone(),
+            ..EventDeps::memory()
+        })
+        .settings(|s| s.events.tick_millis = 20)
+        .spawn()
+        .await;
+    let op = Operator::of(&app);
+    let mut hourly = knockout(8);
+    hourly.start_at = None;
+    hourly.recurrence = Some(Recurrence {
+        cron: "0 * * * *".into(),
+        time_zone: "UTC".into(),
+    });
+    hourly.registration_opens_seconds_before = 0;
+    let first = op.create(hourly).await.unwrap();
+    let players: Vec<Player> = (0..3).map(|_| app.player()).collect();
+    for p in &players[..2] {
+        register(&app, p, &first.event_id).await;
+    }
+    // Its start: it runs, and the next occurrence is made.
+    let starts = first.starts_at.unwrap().seconds * 1000;
+    app.clock().advance(starts - CLOCK_START);
+    let mut next = None;
+    for _ in 0..500 {
+        next = all_events(&op)
+            .await
+            .into_iter()
+            .find(|e| e.event_id != first.event_id);
+        if next.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let next = next.expect("the next occurrence");
+    assert_eq!(next.series_id, first.event_id);
+    register(&app, &players[2], &next.event_id).await;
+
+    let cancelled = op
+        .client
+        .clone()
+        .cancel_event(authed(
+            CancelEventRequest {
+                event_id: first.event_id.clone(),
+                reason: "the series ends".into(),
+                series: true,
+            },
+            &op.token,
+        ))
+        .await
+        .expect("cancelled")
+        .into_inner();
+    assert_eq!(
+        cancelled.event.unwrap().status,
+        EventStatus::Cancelled as i32
+    );
+    let with_it: Vec<&str> = cancelled
+        .series_cancelled
+        .iter()
+        .map(|e| e.event_id.as_str())
+        .collect();
+    assert_eq!(with_it, [next.event_id.as_str()]);
+    assert_eq!(cancelled.notified, 3, "both occurrences' players");
+    let told: Vec<(String, String)> = notices
+        .sent
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, _, n)| matches!(n, Notice::Cancelled { .. }))
+        .map(|(user, event, _)| (user.clone(), event.clone()))
+        .collect();
+    assert!(told.contains(&(players[2].id.to_string(), next.event_id.clone())));
+    let status = events_client(&app)
+        .get_event(authed(
+            GetEventRequest {
+                event_id: next.event_id.clone(),
+            },
+            &players[2].token,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .event
+        .unwrap()
+        .event
+        .unwrap()
+        .status;
+    assert_eq!(status, EventStatus::Cancelled as i32);
+    // Past the next one's start: nothing more is made.
+    app.clock().advance(3_600_000);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(all_events(&op).await.len(), 2, "the series ended");
 }

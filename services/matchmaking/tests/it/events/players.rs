@@ -125,6 +125,7 @@ async fn registration_not_open_yet_and_cancelled_events_are_refused() {
             CancelEventRequest {
                 event_id: event.clone(),
                 reason: "no venue".into(),
+                ..Default::default()
             },
             &op.token,
         ))
