@@ -327,12 +327,6 @@ pub fn check_sent_body(body: &pb::notice::Body, now: DateTime<Utc>) -> Result<()
                 &ready.opponent_name,
                 false,
             )?;
-            if ready.round == 0 {
-                return Err(AccountsError::invalid(
-                    "event_match_ready.round",
-                    "is 0: rounds count from 1",
-                ));
-            }
             future(
                 "event_match_ready.join_deadline",
                 ready.join_deadline.as_ref(),
@@ -423,7 +417,11 @@ mod tests {
             check_sent_body(&ready(now, 1), now).is_err(),
             "deadline now"
         );
-        assert!(check_sent_body(&ready(later, 0), now).is_err(), "round 0");
+        // Found by the fault suite's arena (scenario k): every arena notice was refused.
+        assert!(
+            check_sent_body(&ready(later, 0), now).is_ok(),
+            "round 0: an arena match"
+        );
         let long = pb::notice::Body::EventCancelled(pb::EventCancelledNotice {
             event_id: "e".repeat(129),
             event_name: "x".into(),
