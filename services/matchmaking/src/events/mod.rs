@@ -88,7 +88,9 @@ pub(crate) struct EventsShared {
     pub(crate) ratings: Arc<dyn RatingSource>,
     pub(crate) names: Arc<dyn NameSource>,
     pub(crate) clock: Arc<dyn Clock>,
-    /// This replica's name as a lease holder.
+    /// This replica's name as a lease holder: `mm-<process id>-<uuid>`, so that an
+    /// operator (or the fault suite) reading an event's lease in Redis can tell which
+    /// process drives it.
     pub(crate) holder: String,
     pub(crate) watchers: StreamsPerAccount,
     pub(crate) shutdown: CancellationToken,
@@ -125,7 +127,7 @@ pub(crate) fn mount(
         ratings: deps.ratings.clone(),
         names: deps.names.clone(),
         clock: deps.clock.clone(),
-        holder: format!("mm-{}", uuid::Uuid::now_v7()),
+        holder: format!("mm-{}-{}", std::process::id(), uuid::Uuid::now_v7()),
         shutdown: shutdown.clone(),
     });
     let clock = tokio::spawn(driver::run(shared.clone(), shutdown));
