@@ -23,11 +23,17 @@
 //!    once the last result of a round is in (arena: the two players again at once).
 //! 3. **Rooms**: each match without a room (those just paired included) gets one from
 //!    game-session (its id is made from the event and the match, so making it again
-//!    after a takeover is harmless), and both players are told "your match is ready".
-//! 4. **Save** the live state under the lease, checking the version read (fencing),
-//!    then write the new results to the durable store (once each: keyed by the match).
-//!    A knockout's losers are ELIMINATED as soon as their results are in.
-//! 5. **End**: the standings become final, every entry gets its place and points, and
+//!    after a takeover is harmless).
+//! 4. **Save** the live state under the lease, checking the version read (fencing).
+//! 5. **Tell**: both players of every match made, unfinished and not yet told (those
+//!    of this step, and those of a holder that died between its save and its telling)
+//!    are told "your match is ready", [`PARALLEL`] at a time, then the matches are
+//!    saved told. A holder that dies before that save is followed by one that tells
+//!    them again under the same keys (`event:ID:ROOM:ready`): accounts keeps each
+//!    player's notice once.
+//! 6. **Record** the new results in the durable store (once each: keyed by the match). A
+//!    knockout's losers are ELIMINATED as soon as their results are in.
+//! 7. **End**: the standings become final, every entry gets its place and points, and
 //!    everyone still in (a knockout's champion, every Swiss or arena player who did not
 //!    withdraw) is FINISHED ([`EntryRecord::finish`]).
 //!
@@ -54,8 +60,9 @@ use crate::clock::Millis;
 use crate::error::{MatchmakingError, Result};
 use crate::upstream::{GameRooms, is_transient};
 
-/// The most calls to game-session one event's step has in flight at once (rooms made,
-/// results asked): a round of 512 matches is made in a few round trips, not 512.
+/// The most calls one event's step has in flight at once (rooms made and results asked
+/// of game-session, players told through accounts): a round of 512 matches is made in a
+/// few round trips, not 512.
 const PARALLEL: usize = 64;
 
 /// Runs `f` over `items`, at most [`PARALLEL`] at once; the answers in any order.
@@ -387,7 +394,6 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
         async move { (i, make_room(&*game, &event, &m).await) }
     })
     .await;
-    let mut ready = Vec::new();
     for (i, answer) in made {
         let m = &mut live.matches[i];
         match answer {
@@ -395,7 +401,6 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
                 m.created = true;
                 m.ready_at_ms = now;
                 m.deadline_ms = now + event.spec.join_ms();
-                ready.push(m.clone());
                 changed = true;
             }
             Err(err) => {
@@ -404,37 +409,22 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
         }
     }
     let finished = live.is_finished(now);
+    let mut version = version;
     if changed {
         if !save(shared, &event.id, version, &live).await? {
             // Another replica holds the event now: its state wins.
             return Ok(());
         }
-        for m in &ready {
-            for user in &m.players {
-                shared
-                    .notices
-                    .notify(
-                        user,
-                        &event.id,
-                        &event.spec.name,
-                        Notice::MatchReady {
-                            round: m.round,
-                            room_id: m.room_id.clone(),
-                            opponent: m
-                                .players
-                                .iter()
-                                .find(|p| *p != user)
-                                .cloned()
-                                .unwrap_or_default(),
-                            deadline_ms: m.deadline_ms,
-                        },
-                    )
-                    .await;
-            }
+        version += 1;
+    }
+    if tell_ready(shared, &event, &mut live, now).await {
+        if !save(shared, &event.id, version, &live).await? {
+            return Ok(());
         }
+        version += 1;
     }
     eliminate(shared, &live, &entries).await?;
-    record_results(shared, &event, version + u64::from(changed), &mut live, now).await?;
+    record_results(shared, &event, version, &mut live, now).await?;
     let (round, rounds) = live.rounds();
     if finished {
         finish(shared, &event, &live, now).await?;
@@ -451,6 +441,47 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
         shared.store.change_phase(&event.id, &change).await?;
     }
     Ok(())
+}
+
+/// Tells both players of every match made, unfinished and untold (step 5), [`PARALLEL`]
+/// at a time, and marks those matches told (the caller saves them). Whether any was.
+/// A match whose join deadline has passed is not told: its players forfeit it.
+async fn tell_ready(
+    shared: &EventsShared,
+    event: &EventRecord,
+    live: &mut LiveEvent,
+    now: Millis,
+) -> bool {
+    let mut told = Vec::new();
+    for m in live
+        .matches
+        .iter_mut()
+        .filter(|m| m.created && m.outcome.is_none() && !m.told && now < m.deadline_ms)
+    {
+        m.told = true;
+        for (i, user) in m.players.iter().enumerate() {
+            let notice = Notice::MatchReady {
+                round: m.round,
+                room_id: m.room_id.clone(),
+                opponent: m.players[1 - i].clone(),
+                deadline_ms: m.deadline_ms,
+            };
+            told.push((user.clone(), notice));
+        }
+    }
+    if told.is_empty() {
+        return false;
+    }
+    let (id, name) = (
+        Arc::new(event.id.clone()),
+        Arc::new(event.spec.name.clone()),
+    );
+    in_parallel(told, |(user, notice)| {
+        let (notices, id, name) = (shared.notices.clone(), id.clone(), name.clone());
+        async move { notices.notify(&user, &id, &name, notice).await }
+    })
+    .await;
+    true
 }
 
 /// Marks a knockout's losers ELIMINATED as soon as their result is in (a state, not a

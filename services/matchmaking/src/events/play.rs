@@ -42,7 +42,7 @@ pub struct LiveMatch {
     pub room_id: String,
     /// Whether game-session has made the room.
     pub created: bool,
-    /// When the room was made (the players were told).
+    /// When the room was made.
     pub ready_at_ms: Millis,
     /// Join by then or forfeit.
     pub deadline_ms: Millis,
@@ -50,6 +50,11 @@ pub struct LiveMatch {
     pub outcome: Option<Outcome>,
     /// Whether the result is in the durable store.
     pub recorded: bool,
+    /// Whether both players were told "your match is ready" (after the room was made and
+    /// saved). Absent from a state saved by a release without it: read as untold, so the
+    /// successor tells again (accounts keeps the notice once per player and key).
+    #[serde(default)]
+    pub told: bool,
 }
 
 impl LiveMatch {
@@ -208,6 +213,7 @@ impl LiveEvent {
                 deadline_ms: now + event.spec.join_ms(),
                 outcome: None,
                 recorded: false,
+                told: false,
             });
         }
         Ok(())

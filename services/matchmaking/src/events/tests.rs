@@ -14,7 +14,7 @@ use tonic::Status;
 
 use super::live::MemoryLiveStore;
 use super::model::{EntryStatus, EventRecord, Phase};
-use super::notices::{Notice, RecordedNotices};
+use super::notices::{Notice, Notices, RecordedNotices};
 use super::play::LiveEvent;
 use super::spec::{EventSpec, Format};
 use super::store::{EventStore, MemoryEventStore};
@@ -136,6 +136,16 @@ impl RatingSource for Nobody {
     }
 }
 
+/// Notices that never complete: the step telling them waits until it is dropped.
+struct Stalled;
+
+#[tonic::async_trait]
+impl Notices for Stalled {
+    async fn notify(&self, _: &str, _: &str, _: &str, _: Notice) {
+        std::future::pending::<()>().await;
+    }
+}
+
 /// Two replicas' shared state over one set of stores.
 struct World {
     store: Arc<MemoryEventStore>,
@@ -171,6 +181,26 @@ impl World {
             watchers: StreamsPerAccount::new("WatchEvent", 4),
             shutdown: CancellationToken::new(),
         }
+    }
+
+    /// A replica whose notices never get through: it stops (is dropped) while telling,
+    /// as a process dies between its save and its telling.
+    fn stalling_replica(&self, name: &str) -> EventsShared {
+        EventsShared {
+            notices: Arc::new(Stalled),
+            ..self.replica(name)
+        }
+    }
+
+    /// The "your match is ready" notices sent so far, by player and room.
+    fn ready_told(&self) -> HashMap<(String, String), usize> {
+        let mut told = HashMap::new();
+        for (user, _, notice) in self.notices.sent.lock().unwrap().iter() {
+            if let Notice::MatchReady { room_id, .. } = notice {
+                *told.entry((user.clone(), room_id.clone())).or_default() += 1;
+            }
+        }
+        told
     }
 
     /// An event of `format` with `players` registered (ratings falling by 10 a player).
@@ -610,4 +640,54 @@ async fn a_1024_player_knockout_starts_with_every_room_in_one_step() {
     assert_eq!(paired.len(), users.len(), "nobody left out");
     // The clock's own work (stores in memory, game-session answering at once).
     eprintln!("1,024-player knockout: started, 512 rooms made, in {took:?}");
+}
+
+/// Issue 47: a driver that dies after saving the rooms made and before telling the
+/// players is followed by one that tells each of them once (the rooms are saved untold,
+/// and told only after the telling), and a state saved by a release without `told`
+/// still reads (as untold).
+#[tokio::test]
+async fn players_whose_driver_died_before_telling_them_are_told_once_by_its_successor() {
+    let w = World::new();
+    let (a, b) = (w.stalling_replica("a"), w.replica("b"));
+    let (id, users) = w.event(Format::Knockout, 8).await;
+    w.clock.set(START);
+    // a makes and saves the four rooms, then stops while telling (never returns).
+    let stopped =
+        tokio::time::timeout(std::time::Duration::from_millis(500), driver::tick_once(&a)).await;
+    assert!(stopped.is_err(), "a stalls while telling");
+    assert_eq!(w.phase(&id).await, Phase::Running);
+    let live = w.live_state(&id).await;
+    assert_eq!(live.matches.len(), 4);
+    assert!(
+        live.matches.iter().all(|m| m.created && !m.told),
+        "{live:?}"
+    );
+    assert!(w.ready_told().is_empty(), "nobody told by a");
+
+    // b takes over once a's lease lapses and tells every player once, however often
+    // it ticks.
+    w.clock
+        .advance(EventSettings::default().lease_millis as i64 + 1);
+    for _ in 0..3 {
+        assert_eq!(driver::tick_once(&b).await.unwrap(), vec![id.clone()]);
+        w.clock.advance(1_000);
+    }
+    let told = w.ready_told();
+    assert_eq!(told.len(), users.len(), "{told:?}");
+    assert!(told.values().all(|n| *n == 1), "{told:?}");
+    for m in &w.live_state(&id).await.matches {
+        assert!(m.told);
+        for user in &m.players {
+            assert_eq!(told.get(&(user.clone(), m.room_id.clone())), Some(&1));
+        }
+    }
+    assert_eq!(w.rooms.ids().len(), 4, "no room made twice");
+
+    // The previous release's state (no `told`): read as untold.
+    let stored = w.live.load(&id).await.unwrap().unwrap().json;
+    let old = stored.replace(",\"told\":true", "");
+    assert_ne!(old, stored);
+    let read: LiveEvent = serde_json::from_str(&old).unwrap();
+    assert!(read.matches.iter().all(|m| m.created && !m.told));
 }
