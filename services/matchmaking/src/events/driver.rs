@@ -16,9 +16,10 @@
 //!    fewer than two cancels the event. A recurring series makes its next occurrence
 //!    (not when the series was cancelled meanwhile: the store checks it under the
 //!    series' lock).
-//! 2. **Results**: each match in play is asked of game-session (`GetSeat` for each
-//!    player: whether they joined, and the winner once the match ended); a player who
-//!    has not joined by the join deadline, or has withdrawn, forfeits. A result goes into
+//! 2. **Results**: each match in play is asked of game-session (`GetSeat`: the winner
+//!    once the match ended, and whether the player joined; one seat before the join
+//!    deadline, both from then on); a player who has not joined by the join deadline,
+//!    or has withdrawn, forfeits. A result goes into
 //!    the format, which refuses a second one for the same match and pairs the next round
 //!    once the last result of a round is in (arena: the two players again at once).
 //! 3. **Rooms**: each match without a room (those just paired included) gets one from
@@ -91,19 +92,28 @@ where
     out
 }
 
-/// Drives every due event this replica can lease, every `events.tick_millis`, until
-/// `shutdown`; gives its leases up on the way out.
+/// Drives every due event this replica can lease, every `events.tick_millis` and at
+/// the second an event starts (a start within the next tick is waited for exactly, not
+/// rounded up to the tick), until `shutdown`; gives its leases up on the way out.
 pub(crate) async fn run(shared: Arc<EventsShared>, shutdown: CancellationToken) {
-    let mut tick = tokio::time::interval(Duration::from_millis(shared.settings.tick_millis));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let every = Duration::from_millis(shared.settings.tick_millis);
     let mut held: Vec<String> = Vec::new();
+    let mut wake = tokio::time::Instant::now() + every;
     loop {
         tokio::select! {
             () = shutdown.cancelled() => break,
-            _ = tick.tick() => {}
+            () = tokio::time::sleep_until(wake) => {}
         }
-        match tick_once(&shared).await {
-            Ok(now_held) => held = now_held,
+        let ticked = tokio::time::Instant::now();
+        wake = ticked + every;
+        match tick(&shared).await {
+            Ok((now_held, next_start)) => {
+                held = now_held;
+                if let Some(at) = next_start {
+                    let until = Duration::from_millis((at - shared.now()).max(0) as u64);
+                    wake = wake.min(tokio::time::Instant::now() + until);
+                }
+            }
             Err(err) => tracing::warn!(error = %err, "event clock tick failed"),
         }
     }
@@ -114,19 +124,32 @@ pub(crate) async fn run(shared: Arc<EventsShared>, shutdown: CancellationToken) 
 
 /// One tick: every due event whose lease this replica holds or takes is stepped. The
 /// events it holds.
+#[cfg(test)]
 pub(crate) async fn tick_once(shared: &EventsShared) -> Result<Vec<String>> {
+    Ok(tick(shared).await?.0)
+}
+
+/// [`tick_once`], and the earliest start within the next tick, if any (the clock wakes
+/// then).
+async fn tick(shared: &EventsShared) -> Result<(Vec<String>, Option<Millis>)> {
     let now = shared.now();
     let lead = shared.settings.starting_notice_seconds;
     // The longest a notice comes before a start: a day's check-in, or the setting.
     let horizon = i64::from(super::spec::MAX_CHECK_IN_SECONDS.max(lead)) * 1000;
     let mut held = Vec::new();
-    for event in shared.store.due(now, horizon).await? {
-        if event.phase == Phase::Upcoming
-            && now < event.starts_at_ms
-            && !event.starting_notice_due(now, lead)
-        {
-            // Nothing to do before its notice time.
-            continue;
+    let mut next_start: Option<Millis> = None;
+    let soon = now + shared.settings.tick_millis as i64;
+    for event in shared.store.due(soon, horizon).await? {
+        if event.phase == Phase::Upcoming && now < event.starts_at_ms {
+            // One starting before the next tick is woken for.
+            if event.starts_at_ms <= soon {
+                let at = event.starts_at_ms;
+                next_start = Some(next_start.map_or(at, |n| n.min(at)));
+            }
+            if !event.starting_notice_due(now, lead) {
+                // Nothing to do before its notice time.
+                continue;
+            }
         }
         let took = shared
             .live
@@ -145,7 +168,7 @@ pub(crate) async fn tick_once(shared: &EventsShared) -> Result<Vec<String>> {
             tracing::warn!(event = %event.id, error = %err, "event step failed: retried next tick");
         }
     }
-    Ok(held)
+    Ok((held, next_start))
 }
 
 /// One step of one event whose lease this replica holds.
@@ -608,7 +631,10 @@ async fn seat_view(game: &dyn GameRooms, room: &str, user: &str) -> Result<SeatV
     })
 }
 
-/// The result of a match in play, if it has one now.
+/// The result of a match in play, if it has one now. The room's end is the same seen
+/// from either seat: before the join deadline one question (the first player's seat)
+/// tells it; from the deadline on, the second player's seat is asked too (whether each
+/// joined).
 async fn result_of(
     game: &dyn GameRooms,
     m: &LiveMatch,
@@ -616,21 +642,25 @@ async fn result_of(
     now: Millis,
 ) -> Result<Option<Outcome>> {
     let gone: Vec<bool> = m.players.iter().map(|p| withdrawn.contains(p)).collect();
-    let (a, b) = tokio::join!(
-        seat_view(game, &m.room_id, &m.players[0]),
-        seat_view(game, &m.room_id, &m.players[1]),
-    );
-    let (a, b) = (a?, b?);
     let player = |i: usize| player_of(&m.players[i]);
+    let a = seat_view(game, &m.room_id, &m.players[0]).await?;
+    let due = now >= m.deadline_ms;
+    let b = if a.finished || due {
+        Some(seat_view(game, &m.room_id, &m.players[1]).await?)
+    } else {
+        None
+    };
     if a.finished {
-        return Ok(Some(match a.winner_seat.or(b.winner_seat) {
+        let winner = a.winner_seat.or(b.and_then(|b| b.winner_seat));
+        return Ok(Some(match winner {
             Some(seat) if seat < 2 => Outcome::Won(player(seat as usize)),
             _ => Outcome::BothAbsent,
         }));
     }
+    let joined = [a.joined, b.is_none_or(|b| b.joined)];
     let absent = [
-        gone[0] || (!a.joined && now >= m.deadline_ms),
-        gone[1] || (!b.joined && now >= m.deadline_ms),
+        gone[0] || (!joined[0] && due),
+        gone[1] || (!joined[1] && due),
     ];
     Ok(match absent {
         [true, true] => Some(Outcome::BothAbsent),
