@@ -10,7 +10,7 @@ export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 
-.PHONY: help deps run web web-test api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak sdk chaos-upgrade
+.PHONY: help deps run web web-test api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak sdk chaos-upgrade capacity capacity-long capacity-pods
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -143,6 +143,27 @@ chaos-upgrade: ## Only the rolling upgrade from the previous release (accounts o
 soak: ## Bots play through the real services for MINUTES (default 30); RSS, errors, matches, outbox lag
 	$(chaos_build)
 	$(CHAOS_BIN_DIR)/examples/chaos --bin-dir $(CHAOS_BIN_DIR) --soak $(MINUTES)
+
+# The whole system under simulated players (tests/capacity): the service binaries and the
+# simulator built with CAPACITY_PROFILE (release: the figures of docs/performance.md).
+CAPACITY_PROFILE ?= release
+CAPACITY_BIN_DIR := $(CARGO_TARGET_DIR_OR_TARGET)/$(if $(filter dev,$(CAPACITY_PROFILE)),debug,$(CAPACITY_PROFILE))
+CAPACITY_FLAGS ?=
+define capacity_build
+	$(CARGO) build --quiet --profile $(CAPACITY_PROFILE) -p accounts -p game-session -p matchmaking -p basra-capacity --bins
+endef
+
+capacity: ## Whole-system short form: 150 simulated players through every service, ~3 minutes; prints the headline
+	$(capacity_build)
+	$(CAPACITY_BIN_DIR)/capacity --bin-dir $(CAPACITY_BIN_DIR) --short $(CAPACITY_FLAGS)
+
+capacity-long: ## Whole-system long form: PLAYERS (default 20000) at human pace for 12 minutes (10 measured)
+	$(capacity_build)
+	$(CAPACITY_BIN_DIR)/capacity --bin-dir $(CAPACITY_BIN_DIR) --players $(or $(PLAYERS),20000) --session-s 1200 --seconds 720 --warmup 120 --ramp-s 300 --connections 400 $(CAPACITY_FLAGS)
+
+capacity-pods: ## Scale-out: the short form with 1, 2 and 4 game-session replicas, each under a CPU quota of QUOTA cores (default 0.25)
+	$(capacity_build)
+	for n in 1 2 4; do $(CAPACITY_BIN_DIR)/capacity --bin-dir $(CAPACITY_BIN_DIR) --short --games $$n --game-quota $(or $(QUOTA),0.25) $(CAPACITY_FLAGS) || exit 1; done
 
 redis-cluster: ## Start the local Redis Cluster the tests use (127.0.0.1:7001-7006)
 	scripts/redis-cluster.sh start

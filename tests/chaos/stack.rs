@@ -94,6 +94,12 @@ impl Redis {
         wait_port(self.port, "redis-server", Duration::from_secs(20)).await
     }
 
+    /// Its process id, while it runs (the capacity simulator reads its `/proc`).
+    #[allow(dead_code)]
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// SIGKILL: no shutdown, the AOF is what survives.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -583,6 +589,12 @@ impl Service {
         let text = std::fs::read_to_string(&self.config)?;
         std::fs::write(&self.config, change(text))?;
         Ok(())
+    }
+
+    /// Its process id, while it runs (the capacity simulator reads its `/proc`).
+    #[allow(dead_code)]
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// Resident memory in KiB (`/proc/<pid>/status`), while it runs.

@@ -24,34 +24,54 @@ use prometheus_client::{
 /// every architecture's user-space ABI.
 const USER_HZ: f64 = 100.0;
 
-/// The figures of one read of `/proc/self`; each `None` when unreadable.
+/// The figures of one read of a process's `/proc` files; each `None` when unreadable.
+/// Public so that load tools (the whole-system simulator, `tests/capacity`) read the
+/// services' processes as the services read themselves.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub(crate) struct ProcessSample {
-    pub(crate) cpu_seconds: Option<f64>,
-    pub(crate) resident_bytes: Option<i64>,
-    pub(crate) virtual_bytes: Option<i64>,
-    pub(crate) open_fds: Option<i64>,
-    pub(crate) max_fds: Option<i64>,
-    pub(crate) threads: Option<i64>,
-    pub(crate) start_time_seconds: Option<f64>,
+pub struct ProcessSample {
+    /// User and system CPU time, in seconds.
+    pub cpu_seconds: Option<f64>,
+    /// Resident set size, in bytes.
+    pub resident_bytes: Option<i64>,
+    /// Virtual memory size, in bytes.
+    pub virtual_bytes: Option<i64>,
+    /// Open file descriptors.
+    pub open_fds: Option<i64>,
+    /// The soft limit of open file descriptors.
+    pub max_fds: Option<i64>,
+    /// OS threads.
+    pub threads: Option<i64>,
+    /// Start, in seconds since the Unix epoch.
+    pub start_time_seconds: Option<f64>,
 }
 
 impl ProcessSample {
     /// Reads `/proc/self` now.
-    pub(crate) fn read() -> ProcessSample {
-        let text = |path: &str| std::fs::read_to_string(path).ok();
-        let stat = text("/proc/self/stat").and_then(|s| parse_stat(&s));
-        let status = text("/proc/self/status");
+    pub fn read() -> ProcessSample {
+        ProcessSample::read_dir("/proc/self")
+    }
+
+    /// Reads `/proc/<pid>` now (all `None` once the process is gone).
+    pub fn read_pid(pid: u32) -> ProcessSample {
+        ProcessSample::read_dir(&format!("/proc/{pid}"))
+    }
+
+    fn read_dir(proc_dir: &str) -> ProcessSample {
+        let text = |file: &str| std::fs::read_to_string(format!("{proc_dir}/{file}")).ok();
+        let stat = text("stat").and_then(|s| parse_stat(&s));
+        let status = text("status");
         let status_kib = |key: &str| status.as_deref().and_then(|s| status_field(s, key));
-        let boot = text("/proc/stat").and_then(|s| boot_time(&s));
+        let boot = std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|s| boot_time(&s));
         ProcessSample {
             cpu_seconds: stat.map(|s| (s.utime + s.stime) as f64 / USER_HZ),
             resident_bytes: status_kib("VmRSS:").map(|kib| kib * 1024),
             virtual_bytes: status_kib("VmSize:").map(|kib| kib * 1024),
-            open_fds: std::fs::read_dir("/proc/self/fd")
+            open_fds: std::fs::read_dir(format!("{proc_dir}/fd"))
                 .ok()
                 .map(|dir| dir.count() as i64),
-            max_fds: text("/proc/self/limits").and_then(|s| max_open_files(&s)),
+            max_fds: text("limits").and_then(|s| max_open_files(&s)),
             threads: status_kib("Threads:"),
             start_time_seconds: stat
                 .zip(boot)
@@ -60,18 +80,33 @@ impl ProcessSample {
     }
 }
 
-/// The fields of `/proc/self/stat` used here, in clock ticks.
+/// The open sockets of process `pid` (its file descriptors that are sockets: connections
+/// and listeners); `None` when its `/proc/<pid>/fd` is unreadable. Apart from
+/// [`ProcessSample`] because it reads a link per descriptor: for load tools, not scrapes.
+pub fn open_sockets(pid: u32) -> Option<i64> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    let sockets = dir
+        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+        .filter(|target| target.to_string_lossy().starts_with("socket:"))
+        .count();
+    Some(sockets as i64)
+}
+
+/// The fields of `/proc/<pid>/stat` used here, in clock ticks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Stat {
-    pub(crate) utime: u64,
-    pub(crate) stime: u64,
-    pub(crate) start_ticks: u64,
+pub struct Stat {
+    /// User CPU time.
+    pub utime: u64,
+    /// System CPU time.
+    pub stime: u64,
+    /// Start, after boot.
+    pub start_ticks: u64,
 }
 
 /// Parses `/proc/<pid>/stat`: fields 14 (utime), 15 (stime) and 22 (starttime). The
 /// command name (field 2) is in parentheses and may hold spaces and parentheses, so the
 /// fields are counted from the last `)`.
-pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
+pub fn parse_stat(text: &str) -> Option<Stat> {
     let rest = &text[text.rfind(')')? + 1..];
     // After the name: field 3 (state) is index 0.
     let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -84,7 +119,7 @@ pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
 }
 
 /// The number after `key` in `/proc/<pid>/status` (`VmRSS:  1234 kB` → 1234).
-pub(crate) fn status_field(text: &str, key: &str) -> Option<i64> {
+pub fn status_field(text: &str, key: &str) -> Option<i64> {
     text.lines()
         .find_map(|line| line.strip_prefix(key))?
         .split_whitespace()
@@ -235,6 +270,13 @@ mod tests {
         assert!(sample.open_fds.unwrap() >= 3, "{sample:?}");
         assert!(sample.threads.unwrap() >= 1, "{sample:?}");
         assert!(sample.cpu_seconds.unwrap() >= 0.0, "{sample:?}");
+        // This test's own listener is a socket of this process.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        assert!(open_sockets(std::process::id()).unwrap() >= 1);
+        drop(listener);
+        assert_eq!(open_sockets(u32::MAX), None);
+        assert!(ProcessSample::read_pid(std::process::id()).threads.unwrap() >= 1);
+        assert_eq!(ProcessSample::read_pid(u32::MAX), ProcessSample::default());
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
