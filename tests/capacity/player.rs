@@ -346,7 +346,12 @@ async fn queue(
         let mut stream = match answer {
             Ok(stream) => stream.into_inner(),
             Err(status) => {
+                let code = status.code();
                 sim.rec.rpc::<()>(open_name, scheduled, &Err(status));
+                if code == tonic::Code::FailedPrecondition {
+                    // Seated elsewhere: the session settles that seat first.
+                    return Err("FindMatch: seated in another room".into());
+                }
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }

@@ -7,6 +7,7 @@
 use std::time::{Duration, Instant};
 
 use basra_engine::CardSet;
+use basra_proto::basra::common::v1::RoomStatus;
 use basra_proto::basra::game::v1::game_service_client::GameServiceClient;
 use basra_proto::basra::game::v1::play_request::Kind;
 use basra_proto::basra::game::v1::play_response::Event;
@@ -174,6 +175,16 @@ pub async fn play(
                             humans =
                                 view.seats.iter().filter(|s| !s.user_id.is_empty()).count() as u32;
                         }
+                        let over = [RoomStatus::Finished, RoomStatus::Closed]
+                            .map(|status| status as i32)
+                            .contains(&view.status);
+                        if over {
+                            // Ended while this seat was away (a resume, a restart).
+                            if let Some(id) = &match_id {
+                                lock(&sim.ended).entry(id.clone()).or_insert((humans, now));
+                            }
+                            break Ended::Match(match_id.clone());
+                        }
                         if view.turn.is_some() && view.turn == my_seat && !hand.is_empty() {
                             play_at = Some(think());
                         }
@@ -241,6 +252,11 @@ pub async fn play(
                     if let Some(id) = &id {
                         lock(&sim.ended).entry(id.clone()).or_insert((humans, now));
                     }
+                    // Leave the table: declines the rematch, so the seat is free for the
+                    // next search at once.
+                    let _ = tx.try_send(PlayRequest {
+                        kind: Some(Kind::Leave(Leave {})),
+                    });
                     break Ended::Match(id);
                 }
                 Some(Event::Rejected(reject)) => {
