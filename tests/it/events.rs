@@ -19,7 +19,7 @@ use basra_proto::basra::game::v1::{Join, PlayRequest, ResignRequest, WatchReques
 use basra_proto::basra::matchmaking::v1::event_admin_service_client::EventAdminServiceClient;
 use basra_proto::basra::matchmaking::v1::{
     CreateEventRequest, EntryStatus, EventDefinition, EventFormat, EventStatus, GetEventRequest,
-    GetMyMatchRequest, GetStandingsRequest, RegisterRequest,
+    GetMyMatchRequest, GetStandingsRequest, RegisterRequest, WatchEventRequest,
 };
 use basra_proto::basra::matchmaking::v1::{GetMyMatchResponse, JoinRoomRequest, join_room_request};
 use basra_proto::convert::timestamp;
@@ -534,5 +534,94 @@ async fn registered_players_are_told_once_that_the_event_starts_soon() {
     for p in &players {
         assert_eq!(starting_notices(p, &event).await, 1);
     }
+    backend.stop().await.expect("stopped");
+}
+
+/// Names in a big event (issue 47): accounts' GetPlayers takes at most 100 ids a call,
+/// so matchmaking asks for the names of a longer field in calls of 100 and merges the
+/// answers. The standings of a 130-player knockout, from GetStandings and from
+/// WatchEvent's first snapshot, name every player with the name accounts gave them
+/// (they showed no name at all when the one call was refused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_standings_of_an_event_of_more_than_100_players_name_every_player() {
+    const FIELD: usize = 130;
+    let backend = spawn_backend().await.expect("backend");
+    let endpoints = backend.endpoints.clone();
+    // Each player signs in and registers at once (a connection left without a call
+    // for 10 s is closed by the server); on a loaded machine (debug build) the 130 take
+    // seconds: the start leaves them 40.
+    let definition = EventDefinition {
+        cap: FIELD as u32,
+        ..knockout(40_000, false)
+    };
+    let event = create_event(&endpoints, operator(&backend), definition).await;
+    let tag = uuid::Uuid::now_v7().simple().to_string();
+    let entering: Vec<_> = (0..10)
+        .map(|chunk| {
+            let (endpoints, event, tag) = (endpoints.clone(), event.clone(), tag.clone());
+            tokio::spawn(async move {
+                let mut entered = Vec::new();
+                for i in (chunk..FIELD).step_by(10) {
+                    let player = guest(&endpoints, format!("ev-{tag}-{i}")).await;
+                    register_all(std::slice::from_ref(&player), &event).await;
+                    entered.push(player);
+                }
+                entered
+            })
+        })
+        .collect();
+    let mut players = Vec::new();
+    for chunk in entering {
+        players.extend(chunk.await.expect("signed in and registered"));
+    }
+    let watcher = players[0].clone();
+    let mut started = false;
+    for _ in 0..300 {
+        if status(&watcher, &event).await == EventStatus::Running as i32 {
+            started = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(started, "the event started within a minute");
+
+    let expected: std::collections::HashMap<String, String> = players
+        .iter()
+        .map(|p| (p.user_id.clone(), p.display_name.clone()))
+        .collect();
+    assert!(expected.values().all(|name| !name.is_empty()));
+    let named = |standings: &[basra_proto::basra::matchmaking::v1::Standing]| {
+        let shown: std::collections::HashMap<String, String> = standings
+            .iter()
+            .map(|s| (s.user_id.clone(), s.display_name.clone()))
+            .collect();
+        assert_eq!(shown, expected, "every player of the {FIELD} by their name");
+    };
+    let standings = watcher
+        .events()
+        .get_standings(GetStandingsRequest {
+            event_id: event.clone(),
+        })
+        .await
+        .expect("standings")
+        .into_inner()
+        .standings;
+    named(&standings);
+    let mut stream = watcher
+        .events()
+        .watch_event(WatchEventRequest {
+            event_id: event.clone(),
+            last_seen_version: 0,
+        })
+        .await
+        .expect("WatchEvent")
+        .into_inner();
+    let snapshot = stream
+        .message()
+        .await
+        .expect("a snapshot")
+        .expect("the stream is open");
+    named(&snapshot.standings);
+    drop(stream);
     backend.stop().await.expect("stopped");
 }

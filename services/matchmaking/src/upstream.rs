@@ -191,9 +191,44 @@ impl GrpcPlayers {
     }
 
     /// Those of `user_ids` that exist (with whom each blocks, when `include_blocks`).
+    /// accounts answers at most [`GET_PLAYERS_MAX_IDS`] ids a call: a longer list (the
+    /// standings of a big event) is asked in calls of that many, a few at once
+    /// ([`GET_PLAYERS_IN_FLIGHT`]), and the answers merged; any call failing fails all.
     async fn players(
         &self,
         user_ids: &[String],
+        include_blocks: bool,
+    ) -> Result<Vec<PlayerSummary>> {
+        let mut ids = user_ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() <= GET_PLAYERS_MAX_IDS {
+            return self.players_call(ids, include_blocks).await;
+        }
+        let mut chunks = ids.chunks(GET_PLAYERS_MAX_IDS).map(<[String]>::to_vec);
+        let mut calls = tokio::task::JoinSet::new();
+        let mut found = Vec::with_capacity(ids.len());
+        loop {
+            while calls.len() < GET_PLAYERS_IN_FLIGHT {
+                let Some(chunk) = chunks.next() else { break };
+                let this = self.clone();
+                calls.spawn(async move { this.players_call(chunk, include_blocks).await });
+            }
+            match calls.join_next().await {
+                Some(answer) => found.extend(answer.map_err(|err| {
+                    MatchmakingError::Unavailable(format!(
+                        "accounts is unavailable (players): a call was lost ({err})"
+                    ))
+                })??),
+                None => return Ok(found),
+            }
+        }
+    }
+
+    /// One GetPlayers call (at most [`GET_PLAYERS_MAX_IDS`] ids).
+    async fn players_call(
+        &self,
+        user_ids: Vec<String>,
         include_blocks: bool,
     ) -> Result<Vec<PlayerSummary>> {
         let upstream = |status: Status| {
@@ -210,7 +245,7 @@ impl GrpcPlayers {
             }
         };
         let mut request = Request::new(GetPlayersRequest {
-            user_ids: user_ids.to_vec(),
+            user_ids,
             include_blocks,
         });
         request.metadata_mut().insert(
@@ -227,6 +262,12 @@ impl GrpcPlayers {
             .players)
     }
 }
+
+/// The most user ids accounts' `GetPlayers` takes in one call (its .proto: 1 to 100).
+pub const GET_PLAYERS_MAX_IDS: usize = 100;
+
+/// How many `GetPlayers` calls of one long list are in flight at once.
+const GET_PLAYERS_IN_FLIGHT: usize = 4;
 
 impl GrpcPlayers {
     /// The player's summary; FAILED_PRECONDITION when accounts does not know them.
