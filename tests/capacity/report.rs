@@ -62,7 +62,7 @@ pub fn groups_table(groups: &[GroupRow], seconds: f64, player_hours: f64) -> Str
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| process | CPU s | cores (mean) | CPU s per player-hour | RSS start → end MiB (peak) | sockets end (peak) | throttled periods |"
+        "| process | CPU s | cores (mean) | CPU s per player-hour | RSS start → end MiB (peak) | sockets end (peak) | throttled periods (whole run) |"
     );
     let _ = writeln!(out, "|---|---:|---:|---:|---|---|---:|");
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
