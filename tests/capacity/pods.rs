@@ -107,4 +107,37 @@ mod tests {
         // The kernel refuses a quota under 1 ms.
         assert_eq!(quota_us(0.001), 1_000);
     }
+
+    #[test]
+    fn a_busy_process_is_held_to_its_quota() {
+        let mut busy = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let pod = match Pod::confine("test", 0.1, busy.id()) {
+            Ok(pod) => pod,
+            Err(err) => {
+                // Not root, or no cpu controller: nothing to check on this machine.
+                eprintln!("skipped: {err:#}");
+                busy.kill().unwrap();
+                busy.wait().unwrap();
+                return;
+            }
+        };
+        let cpu = || {
+            basra_platform::metrics::process::ProcessSample::read_pid(busy.id())
+                .cpu_seconds
+                .unwrap()
+        };
+        let before = cpu();
+        std::thread::sleep(std::time::Duration::from_millis(1_500));
+        let used = cpu() - before;
+        let throttled = pod.throttled_periods();
+        busy.kill().unwrap();
+        busy.wait().unwrap();
+        drop(pod);
+        // 0.1 core for 1.5 s is 0.15 CPU seconds (ticks of 10 ms, some slack).
+        assert!(used <= 0.3, "{used} CPU seconds under a 0.1-core quota");
+        assert!(throttled > 0, "never throttled");
+    }
 }
