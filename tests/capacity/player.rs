@@ -20,8 +20,8 @@ use basra_proto::basra::common::v1::{BotLevel, RoomVisibility, RuleSettings};
 use basra_proto::basra::matchmaking::v1::find_match_response::Update;
 use basra_proto::basra::matchmaking::v1::matchmaking_service_client::MatchmakingServiceClient;
 use basra_proto::basra::matchmaking::v1::{
-    CreateRoomRequest, FindMatchRequest, GetCurrentSeatRequest, InviteFriendRequest,
-    JoinRoomRequest, MatchPreset, join_room_request,
+    CancelFindRequest, CancelFindResponse, CreateRoomRequest, FindMatchRequest,
+    GetCurrentSeatRequest, InviteFriendRequest, JoinRoomRequest, MatchPreset, join_room_request,
 };
 use rand::Rng as _;
 
@@ -340,7 +340,30 @@ async fn queue(
     let matched = 'search: loop {
         attempts += 1;
         if attempts > 3 {
-            return Err("FindMatch: gave up after 3 broken streams".into());
+            // Give the search up as a client leaving the queue does: CancelFind, which
+            // answers with the match if one was made meanwhile.
+            let now = Instant::now();
+            let answer = mm
+                .cancel_find(authed(
+                    CancelFindRequest {
+                        ticket_id: request.ticket_id.clone(),
+                    },
+                    &player.bearer,
+                ))
+                .await;
+            if matches!(&answer, Err(status) if status.code() == tonic::Code::NotFound) {
+                // No ticket was made (every open was refused): nothing to cancel.
+                sim.rec.record("CancelFind", now, Instant::now(), Ok(()));
+            } else {
+                sim.rec.rpc("CancelFind", now, &answer);
+            }
+            match answer.map(tonic::Response::into_inner) {
+                Ok(CancelFindResponse {
+                    cancelled: false,
+                    matched: Some(matched),
+                }) => break 'search matched,
+                _ => return Err("FindMatch: gave up after 3 broken streams".into()),
+            }
         }
         let answer = mm.find_match(authed(request.clone(), &player.bearer)).await;
         let mut stream = match answer {
