@@ -29,7 +29,7 @@
 //! 5. **Tell**: both players of every match made, unfinished and not yet told (those
 //!    of this step, and those of a holder that died between its save and its telling)
 //!    are told "your match is ready", [`PARALLEL`] at a time, then the matches are
-//!    saved told. A holder that dies before that save is followed by one that tells
+//!    saved told (a match accounts could not take a notice of is told again next step). A holder that dies before that save is followed by one that tells
 //!    them again under the same keys (`event:ID:ROOM:ready`): accounts keeps each
 //!    player's notice once.
 //! 6. **Record** the new results in the durable store (once each: keyed by the match). A
@@ -467,8 +467,10 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
 }
 
 /// Tells both players of every match made, unfinished and untold (step 5), [`PARALLEL`]
-/// at a time, and marks those matches told (the caller saves them). Whether any was.
-/// A match whose join deadline has passed is not told: its players forfeit it.
+/// at a time, and marks told the matches whose two notices are done (the caller saves
+/// them; one that accounts could not take is told again next step). Whether any match
+/// was marked. A match whose join deadline has passed is not told: its players forfeit
+/// it.
 async fn tell_ready(
     shared: &EventsShared,
     event: &EventRecord,
@@ -476,12 +478,10 @@ async fn tell_ready(
     now: Millis,
 ) -> bool {
     let mut told = Vec::new();
-    for m in live
-        .matches
-        .iter_mut()
-        .filter(|m| m.created && m.outcome.is_none() && !m.told && now < m.deadline_ms)
-    {
-        m.told = true;
+    for (at, m) in live.matches.iter().enumerate() {
+        if !(m.created && m.outcome.is_none() && !m.told && now < m.deadline_ms) {
+            continue;
+        }
         for (i, user) in m.players.iter().enumerate() {
             let notice = Notice::MatchReady {
                 round: m.round,
@@ -489,7 +489,7 @@ async fn tell_ready(
                 opponent: m.players[1 - i].clone(),
                 deadline_ms: m.deadline_ms,
             };
-            told.push((user.clone(), notice));
+            told.push((at, user.clone(), notice));
         }
     }
     if told.is_empty() {
@@ -499,12 +499,23 @@ async fn tell_ready(
         Arc::new(event.id.clone()),
         Arc::new(event.spec.name.clone()),
     );
-    in_parallel(told, |(user, notice)| {
+    let answers = in_parallel(told, |(at, user, notice)| {
         let (notices, id, name) = (shared.notices.clone(), id.clone(), name.clone());
-        async move { notices.notify(&user, &id, &name, notice).await }
+        async move { (at, notices.notify(&user, &id, &name, notice).await) }
     })
     .await;
-    true
+    let mut done: std::collections::HashMap<usize, u8> = std::collections::HashMap::new();
+    for (at, delivered) in answers {
+        *done.entry(at).or_default() += u8::from(delivered);
+    }
+    let mut marked = false;
+    for (at, delivered) in done {
+        if delivered == 2 {
+            live.matches[at].told = true;
+            marked = true;
+        }
+    }
+    marked
 }
 
 /// Marks a knockout's losers ELIMINATED as soon as their result is in (a state, not a

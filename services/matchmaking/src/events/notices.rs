@@ -1,8 +1,9 @@
 //! What players are told about their events, through accounts' inbox (issue 48,
 //! `SendNotice`): "your match is ready", "the event is starting", "the event was
 //! cancelled". Behind a trait so that tests and `basra dev` can watch them; a notice that
-//! cannot be delivered is logged and dropped (the player still sees their match with
-//! GetMyMatch and WatchEvent).
+//! cannot be delivered is logged; the clock tells "your match is ready" again next tick
+//! when accounts could not be reached (a transient status), and drops the rest (the
+//! player still sees their match with GetMyMatch and WatchEvent).
 
 use std::sync::Mutex;
 
@@ -39,7 +40,9 @@ pub enum Notice {
 #[tonic::async_trait]
 pub trait Notices: Send + Sync + 'static {
     /// Tells `user` about `event_id` (named `event_name`); never fails the caller.
-    async fn notify(&self, user: &str, event_id: &str, event_name: &str, notice: Notice);
+    /// Whether it is done: delivered, or refused for good (`false`: try again later,
+    /// accounts could not be reached).
+    async fn notify(&self, user: &str, event_id: &str, event_name: &str, notice: Notice) -> bool;
 }
 
 /// Notices logged only (no inbox to deliver them to).
@@ -48,13 +51,14 @@ pub struct LoggedNotices;
 
 #[tonic::async_trait]
 impl Notices for LoggedNotices {
-    async fn notify(&self, user: &str, event_id: &str, _event_name: &str, notice: Notice) {
+    async fn notify(&self, user: &str, event_id: &str, _event_name: &str, notice: Notice) -> bool {
         tracing::debug!(
             user,
             event = event_id,
             ?notice,
             "event notice (no inbox configured)"
         );
+        true
     }
 }
 
@@ -67,12 +71,13 @@ pub struct RecordedNotices {
 
 #[tonic::async_trait]
 impl Notices for RecordedNotices {
-    async fn notify(&self, user: &str, event_id: &str, _event_name: &str, notice: Notice) {
+    async fn notify(&self, user: &str, event_id: &str, _event_name: &str, notice: Notice) -> bool {
         self.sent.lock().unwrap_or_else(|p| p.into_inner()).push((
             user.to_owned(),
             event_id.to_owned(),
             notice,
         ));
+        true
     }
 }
 
@@ -81,7 +86,7 @@ impl Notices for RecordedNotices {
 /// keeps it once by, so a step repeated after a takeover tells nobody twice.
 #[tonic::async_trait]
 impl Notices for crate::upstream::GrpcPlayers {
-    async fn notify(&self, user: &str, event_id: &str, event_name: &str, notice: Notice) {
+    async fn notify(&self, user: &str, event_id: &str, event_name: &str, notice: Notice) -> bool {
         use basra_proto::basra::accounts::v1 as acc;
         use basra_proto::basra::accounts::v1::send_notice_request::Body;
         use basra_proto::convert::timestamp;
@@ -131,8 +136,12 @@ impl Notices for crate::upstream::GrpcPlayers {
             dedupe_key: key,
             body: Some(body),
         };
-        if let Err(status) = self.send_notice(request).await {
-            tracing::warn!(user, event = event_id, error = %status, "event notice not delivered");
+        match self.send_notice(request).await {
+            Ok(_) => true,
+            Err(status) => {
+                tracing::warn!(user, event = event_id, error = %status, "event notice not delivered");
+                !crate::upstream::is_transient(&status)
+            }
         }
     }
 }

@@ -141,8 +141,25 @@ struct Stalled;
 
 #[tonic::async_trait]
 impl Notices for Stalled {
-    async fn notify(&self, _: &str, _: &str, _: &str, _: Notice) {
-        std::future::pending::<()>().await;
+    async fn notify(&self, _: &str, _: &str, _: &str, _: Notice) -> bool {
+        std::future::pending::<bool>().await
+    }
+}
+
+/// Notices that accounts cannot take the first time for each player (a transient
+/// status), then can.
+struct FlakyOnce {
+    refused: Mutex<HashSet<String>>,
+    then: Arc<RecordedNotices>,
+}
+
+#[tonic::async_trait]
+impl Notices for FlakyOnce {
+    async fn notify(&self, user: &str, event: &str, name: &str, notice: Notice) -> bool {
+        if self.refused.lock().unwrap().insert(user.to_owned()) {
+            return false;
+        }
+        self.then.notify(user, event, name, notice).await
     }
 }
 
@@ -690,4 +707,31 @@ async fn players_whose_driver_died_before_telling_them_are_told_once_by_its_succ
     assert_ne!(old, stored);
     let read: LiveEvent = serde_json::from_str(&old).unwrap();
     assert!(read.matches.iter().all(|m| m.created && !m.told));
+}
+
+/// A "your match is ready" accounts could not take (a transient status) is told again
+/// at the next step, and each player is told once in the end.
+#[tokio::test]
+async fn a_notice_accounts_could_not_take_is_told_again_next_step() {
+    let w = World::new();
+    let a = EventsShared {
+        notices: Arc::new(FlakyOnce {
+            refused: Mutex::default(),
+            then: w.notices.clone(),
+        }),
+        ..w.replica("a")
+    };
+    let (id, users) = w.event(Format::Knockout, 4).await;
+    w.clock.set(START);
+    driver::tick_once(&a).await.unwrap();
+    assert!(w.ready_told().is_empty(), "accounts took none");
+    assert!(w.live_state(&id).await.matches.iter().all(|m| !m.told));
+    for _ in 0..3 {
+        w.clock.advance(500);
+        driver::tick_once(&a).await.unwrap();
+    }
+    let told = w.ready_told();
+    assert_eq!(told.len(), users.len(), "{told:?}");
+    assert!(told.values().all(|n| *n == 1), "{told:?}");
+    assert!(w.live_state(&id).await.matches.iter().all(|m| m.told));
 }

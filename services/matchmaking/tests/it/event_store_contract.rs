@@ -387,6 +387,23 @@ async fn finished_entries_keep_their_status_and_place(store: Arc<dyn EventStore>
         .await
         .unwrap();
     assert_eq!(store.entry(&e.id, &a).await.unwrap(), Some(entry));
+    // Many at once (an event's start sets them all, in one statement on PostgreSQL):
+    // each as given, the entries not given unchanged.
+    let (b, c) = (user(), user());
+    let mut b_entry = store.register(&e.id, &b, 1400, T0).await.unwrap().unwrap();
+    let c_entry = store.register(&e.id, &c, 1300, T0).await.unwrap().unwrap();
+    let mut a_entry = store.entry(&e.id, &a).await.unwrap().unwrap();
+    a_entry.status = EntryStatus::Eliminated;
+    a_entry.rank = 2;
+    b_entry.status = EntryStatus::Playing;
+    b_entry.points = 7;
+    store
+        .update_entries(&[a_entry.clone(), b_entry.clone()])
+        .await
+        .unwrap();
+    assert_eq!(store.entry(&e.id, &a).await.unwrap(), Some(a_entry));
+    assert_eq!(store.entry(&e.id, &b).await.unwrap(), Some(b_entry));
+    assert_eq!(store.entry(&e.id, &c).await.unwrap(), Some(c_entry));
 }
 
 /// A series' occurrence starting at `start`, made when the one before it starts.

@@ -419,9 +419,23 @@ impl EventStore for PgEventStore {
 
     async fn update_entries(&self, entries: &[EntryRecord]) -> Result<()> {
         let mut tx = self.pool.begin().await?;
-        for entry in entries {
-            set_status(&mut tx, entry).await?;
-        }
+        // One statement for them all (an event's start sets thousands), not one each.
+        let column = |f: fn(&EntryRecord) -> String| entries.iter().map(f).collect::<Vec<_>>();
+        let number =
+            |f: fn(&EntryRecord) -> u32| entries.iter().map(|e| f(e) as i32).collect::<Vec<_>>();
+        sqlx::query(
+            "UPDATE event_entries AS n SET status = u.status, rank = u.rank, points = u.points \
+             FROM UNNEST($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::INTEGER[], $5::INTEGER[]) \
+               AS u (event_id, user_id, status, rank, points) \
+             WHERE n.event_id = u.event_id AND n.user_id = u.user_id",
+        )
+        .bind(column(|e| e.event_id.clone()))
+        .bind(column(|e| e.user_id.clone()))
+        .bind(column(|e| e.status.as_str().to_owned()))
+        .bind(number(|e| e.rank))
+        .bind(number(|e| e.points))
+        .execute(&mut *tx)
+        .await?;
         let mut events: Vec<&str> = entries.iter().map(|e| e.event_id.as_str()).collect();
         events.sort_unstable();
         events.dedup();
