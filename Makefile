@@ -10,7 +10,7 @@ export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 
-.PHONY: help deps run web web-test api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak sdk chaos-upgrade capacity capacity-long capacity-pods
+.PHONY: help deps run web web-test api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak sdk chaos-upgrade capacity capacity-long capacity-pods bench-events bench-events-short
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -90,12 +90,30 @@ bench: ## Run the benchmarks (figures in docs/performance.md)
 	REDIS_URL=memory $(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 1000 --seconds 10
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 250 --seconds 10 --spectators 4
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --join-storm 2000
+	$(MAKE) --no-print-directory bench-events-short
 
 bench-streams: ## One replica holding 20,000 paced streams (19,900 connections: the fd limit here is 20,000), then a storm of 19,800 joins, then 40,000 streams on 400 connections as behind a proxy (docs/performance.md)
 	$(CARGO) build --quiet --release -p game-session --example load
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 10000 --connections 19900 --think-ms 3500 --seconds 30 --warmup 5 --idle-seconds 10
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --join-storm 19800
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 20000 --connections 400 --think-ms 2000-5000 --seconds 30 --warmup 5 --idle-seconds 10
+
+# Events start on time (issue 47): the real service binaries, one replica each, on a
+# private PostgreSQL and Redis (tests/events_bench; docs/performance.md, "Events: start on time").
+EVENTS_BENCH_PROFILE ?= release
+EVENTS_BENCH_DIR := $(CARGO_TARGET_DIR_OR_TARGET)/$(if $(filter dev,$(EVENTS_BENCH_PROFILE)),debug,$(EVENTS_BENCH_PROFILE))
+define events_bench_build
+	$(CARGO) build --quiet --profile $(EVENTS_BENCH_PROFILE) -p accounts -p game-session -p matchmaking --bins
+	$(CARGO) build --quiet --profile $(EVENTS_BENCH_PROFILE) -p basra-e2e --example events_bench
+endef
+
+bench-events: ## A knockout of 1,024 and an arena of 4,096 start at their second (every player told on their feed), 1,000 watchers of the knockout see results (docs/performance.md, "Events: start on time")
+	$(events_bench_build)
+	$(EVENTS_BENCH_DIR)/examples/events_bench --bin-dir $(EVENTS_BENCH_DIR)
+
+bench-events-short: ## The same with 64, 128 and 50 (under a minute once built; part of make bench)
+	$(events_bench_build)
+	$(EVENTS_BENCH_DIR)/examples/events_bench --bin-dir $(EVENTS_BENCH_DIR) --short
 
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := engine_actions rules_tool client_messages tokens
