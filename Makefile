@@ -143,15 +143,15 @@ define previous_release_build
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR_OR_TARGET) tests/chaos/previous-release.sh $(PREVIOUS_RELEASE) $(PREVIOUS_DIR) $(CHAOS_PROFILE)
 endef
 
-chaos: ## The fault suite, long form: 100 matches per scenario, PostgreSQL down 30 s (private stores), the rolling upgrade
+chaos: ## The fault suite, long form: 100 matches per scenario, PostgreSQL down 30 s (private stores), 256-player events, the rolling upgrade
 	$(chaos_build)
 	$(previous_release_build)
-	$(CHAOS_BIN_DIR)/examples/chaos --bin-dir $(CHAOS_BIN_DIR) --only abcdefghru --old-bin-dir $(PREVIOUS_DIR)/bin $(CHAOS_FLAGS)
+	$(CHAOS_BIN_DIR)/examples/chaos --bin-dir $(CHAOS_BIN_DIR) --only abcdefghklmru --old-bin-dir $(PREVIOUS_DIR)/bin $(CHAOS_FLAGS)
 
-chaos-short: ## The fault suite, short form: a few matches per scenario and the rolling upgrade from the previous release, ~3 minutes (CI runs it)
+chaos-short: ## The fault suite, short form: a few matches per scenario, 16-player events and the rolling upgrade from the previous release, ~5 minutes (CI runs it)
 	$(chaos_build)
 	$(previous_release_build)
-	$(CHAOS_BIN_DIR)/examples/chaos --bin-dir $(CHAOS_BIN_DIR) --short --only abcdefghru --old-bin-dir $(PREVIOUS_DIR)/bin $(CHAOS_FLAGS)
+	$(CHAOS_BIN_DIR)/examples/chaos --bin-dir $(CHAOS_BIN_DIR) --short --only abcdefghklmru --old-bin-dir $(PREVIOUS_DIR)/bin $(CHAOS_FLAGS)
 
 chaos-upgrade: ## Only the rolling upgrade from the previous release (accounts on the new schema, mixed game-session replicas)
 	$(chaos_build)

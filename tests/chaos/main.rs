@@ -3,7 +3,9 @@
 //! game-session replica SIGKILLed, PostgreSQL stopped, Redis SIGKILLed and restarted,
 //! latency, resets and blackholes on the store links, a matchmaking replica SIGKILLed,
 //! saturation, the resume storm of a replica's thousands of streams, and a Redis Cluster
-//! primary SIGKILLed, Redis restored from a backup; and, apart (`make chaos-upgrade`),
+//! primary SIGKILLed, Redis restored from a backup; events (a knockout and an arena,
+//! [`events`]) with the matchmaking replica driving them or a game-session replica
+//! SIGKILLed in their middle; and, apart (`make chaos-upgrade`),
 //! the rolling upgrade from the
 //! previous release (scenario u, [`upgrade`]). Prints a table (scenario, matches, events checked, lost,
 //! duplicated, recorded twice or not at all, DISCONNECTED announced for connected
@@ -13,9 +15,10 @@
 //! ```text
 //! cargo build -p accounts -p game-session -p matchmaking -p basra-e2e --example chaos
 //! target/debug/examples/chaos --bin-dir target/debug [--short] [--matches N]
-//!     [--saturation N] [--pg-down S] [--blackhole S] [--target-score N] [--storm N] [--only abcdefghr]
+//!     [--saturation N] [--pg-down S] [--blackhole S] [--target-score N] [--storm N]
+//!     [--event-players N] [--arena-seconds S] [--only abcdefghklmr]
 //! target/debug/examples/chaos --bin-dir target/debug --soak MINUTES
-//! target/debug/examples/chaos --bin-dir target/debug --only abcdefghru --old-bin-dir DIR   # make chaos(-short)
+//! target/debug/examples/chaos --bin-dir target/debug --only abcdefghklmru --old-bin-dir DIR   # make chaos(-short)
 //! target/debug/examples/chaos --bin-dir target/debug --only u --old-bin-dir DIR   # make chaos-upgrade
 //! ```
 //!
@@ -25,6 +28,9 @@
 #![allow(missing_docs, unreachable_pub)]
 
 mod bots;
+mod event_checks;
+mod event_players;
+mod events;
 mod proxy;
 mod report;
 mod scenarios;
@@ -60,6 +66,9 @@ fn parse_args() -> anyhow::Result<Args> {
                 blackhole: Duration::from_secs(3),
                 target_score: 101,
                 storm_streams: 200,
+                event_players: 16,
+                arena_seconds: 60,
+                event_target_score: 1,
             }
         } else {
             Size {
@@ -69,9 +78,12 @@ fn parse_args() -> anyhow::Result<Args> {
                 blackhole: Duration::from_secs(10),
                 target_score: 101,
                 storm_streams: 2000,
+                event_players: 256,
+                arena_seconds: 120,
+                event_target_score: 11,
             }
         },
-        only: "abcdefghr".into(),
+        only: "abcdefghklmr".into(),
         soak_minutes: None,
         old_bin_dir: None,
     };
@@ -94,13 +106,15 @@ fn parse_args() -> anyhow::Result<Args> {
             "--blackhole" => args.size.blackhole = Duration::from_secs(number()?),
             "--target-score" => args.size.target_score = number()? as u32,
             "--storm" => args.size.storm_streams = number()? as usize,
+            "--event-players" => args.size.event_players = number()? as usize,
+            "--arena-seconds" => args.size.arena_seconds = number()? as u32,
             "--only" => args.only = value,
             "--soak" => args.soak_minutes = Some(number()?),
             "--old-bin-dir" => args.old_bin_dir = Some(PathBuf::from(&value)),
             other => bail!(
                 "unknown flag {other}; flags: --bin-dir DIR --short --matches N --saturation N \
-                 --pg-down S --blackhole S --target-score N --storm N --only abcdefghru --soak MINUTES \
-                 --old-bin-dir DIR"
+                 --pg-down S --blackhole S --target-score N --storm N --event-players N \
+                 --arena-seconds S --only abcdefghklmru --soak MINUTES --old-bin-dir DIR"
             ),
         }
     }
@@ -151,13 +165,18 @@ async fn run(args: Args) -> anyhow::Result<()> {
             'g' => scenarios::resume_storm(&mut stack, args.size.storm_streams).await,
             'h' => scenarios::kill_cluster_primary(&mut stack, &db, &args.size).await,
             'r' => scenarios::restore_redis(&mut stack, &db, &args.size).await,
+            'k' => events::knockout_kill_driver(&mut stack, &db, &args.size).await,
+            'l' => events::knockout_kill_game(&mut stack, &db, &args.size).await,
+            'm' => events::arena_kill_driver_then_game(&mut stack, &db, &args.size).await,
             'u' => match &args.old_bin_dir {
                 Some(old) => upgrade::rolling_upgrade(&mut stack, &db, &args.size, old).await,
                 None => bail!(
                     "scenario u needs --old-bin-dir (tests/chaos/previous-release.sh builds it)"
                 ),
             },
-            other => bail!("no scenario {other}; scenarios: abcdefghr, and u (with --old-bin-dir)"),
+            other => {
+                bail!("no scenario {other}; scenarios: abcdefghklmr, and u (with --old-bin-dir)")
+            }
         };
         let mut row = row.unwrap_or_else(|err| {
             let mut row = report::Row::new(&format!("{letter}. (did not run)"), 0);

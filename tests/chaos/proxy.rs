@@ -182,3 +182,68 @@ async fn pump(
         }
     }
 }
+
+/// A Kubernetes Service in front of replicas, as far as a client can tell: each new
+/// connection goes to the next replica in turn that accepts it, so a dead replica's
+/// clients reconnect to a live one (its connections close with it).
+pub struct Balancer {
+    /// Where clients connect.
+    pub addr: SocketAddr,
+    stop: CancellationToken,
+}
+
+impl Balancer {
+    /// Listens on a free local port and spreads connections over `upstreams`.
+    pub async fn start(upstreams: Vec<SocketAddr>) -> anyhow::Result<Balancer> {
+        anyhow::ensure!(!upstreams.is_empty(), "a balancer needs an upstream");
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let stop = CancellationToken::new();
+        let token = stop.clone();
+        tokio::spawn(async move {
+            let mut next = 0usize;
+            loop {
+                let accepted = tokio::select! {
+                    _ = token.cancelled() => return,
+                    accepted = listener.accept() => accepted,
+                };
+                let Ok((client, _)) = accepted else { continue };
+                let first = next;
+                next = next.wrapping_add(1);
+                let (upstreams, token) = (upstreams.clone(), token.clone());
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = token.cancelled() => {}
+                        _ = balanced(client, &upstreams, first) => {}
+                    }
+                });
+            }
+        });
+        Ok(Balancer { addr, stop })
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+// Linger zero closes with RST at once (see `connection`).
+#[allow(deprecated)]
+/// Forwards `client` to the first of `upstreams` (from `first` on, in turn) that accepts.
+async fn balanced(mut client: TcpStream, upstreams: &[SocketAddr], first: usize) {
+    for i in 0..upstreams.len() {
+        let upstream = upstreams[(first + i) % upstreams.len()];
+        let Ok(Ok(mut server)) =
+            tokio::time::timeout(Duration::from_secs(1), TcpStream::connect(upstream)).await
+        else {
+            continue;
+        };
+        let _ = client.set_nodelay(true);
+        let _ = server.set_nodelay(true);
+        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+        return;
+    }
+    let _ = client.set_linger(Some(Duration::ZERO));
+}

@@ -37,6 +37,12 @@ pub struct Size {
     pub target_score: u32,
     /// Streams of the resume storm.
     pub storm_streams: usize,
+    /// Players of each event scenario (a knockout's: a power of two).
+    pub event_players: usize,
+    /// The arena scenario's window (at least 60 s).
+    pub arena_seconds: u32,
+    /// Target score of the event matches.
+    pub event_target_score: u32,
 }
 
 /// Signs in two guests per match, creates each room on replica `i % 2` and starts both of

@@ -3,7 +3,10 @@
 //! (the shared stores of the other test suites are never touched), a fault proxy in front
 //! of each, and the real service binaries (`accounts`, two `game-session`, two
 //! `matchmaking`) as child processes with settings files written here, so a scenario can
-//! SIGKILL any of them and start it again.
+//! SIGKILL any of them and start it again. matchmaking trusts an operator key of the
+//! run's; for the event scenarios ([`Stack::serve_events`]) it keeps its events in the
+//! private PostgreSQL and reaches game-session through a [`Balancer`] (as through a
+//! Kubernetes Service: a dead replica's share goes to the other).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -13,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use basra_platform::auth::{ServiceIdentity, SigningKey};
 
-use crate::proxy::Proxy;
+use crate::proxy::{Balancer, Proxy};
 
 /// Token issuer and audience, as the services' defaults.
 pub const ISSUER: &str = "basra-accounts";
@@ -640,6 +643,11 @@ pub struct Stack {
     pub matchmakers: Vec<Service>,
     /// matchmaking's identity: the driver creates rooms with it as matchmaking does.
     pub room_maker: ServiceIdentity,
+    /// matchmaking's way to game-session once it serves events: either replica,
+    /// whichever accepts.
+    game_service: Balancer,
+    /// Whether matchmaking serves events ([`Stack::serve_events`]).
+    events_served: bool,
     /// The settings the services run with.
     pub tuning: Tuning,
     /// The run's scratch directory and the service binaries (for services a scenario
@@ -654,6 +662,7 @@ struct Keys {
     accounts: (String, PathBuf, PathBuf),
     game: (String, PathBuf, PathBuf),
     matchmaking: (String, PathBuf, PathBuf),
+    operator: (String, PathBuf, PathBuf),
 }
 
 fn write_key(dir: &Path, name: &str) -> anyhow::Result<(String, PathBuf, PathBuf, SigningKey)> {
@@ -693,10 +702,12 @@ impl Stack {
         let (a_kid, a_priv, a_pub, _) = write_key(dir, "accounts")?;
         let (g_kid, g_priv, g_pub, _) = write_key(dir, "game")?;
         let (m_kid, m_priv, m_pub, m_key) = write_key(dir, "matchmaking")?;
+        let (o_kid, o_priv, o_pub, _) = write_key(dir, "operator")?;
         let keys = Keys {
             accounts: (a_kid, a_priv, a_pub),
             game: (g_kid, g_priv, g_pub),
             matchmaking: (m_kid, m_priv, m_pub),
+            operator: (o_kid, o_priv, o_pub),
         };
         let room_maker = ServiceIdentity::new(m_key, ISSUER, AUDIENCE, Duration::from_secs(300));
 
@@ -714,6 +725,13 @@ impl Stack {
             game.start().await?;
             games.push(game);
         }
+        let game_service = Balancer::start(
+            games
+                .iter()
+                .map(|g| SocketAddr::from(([127, 0, 0, 1], g.port)))
+                .collect(),
+        )
+        .await?;
         let mut matchmakers = Vec::new();
         for (i, game) in games.iter().enumerate() {
             let config = matchmaking_config(&keys, &redis_url, &accounts.url(), &game.url());
@@ -730,6 +748,8 @@ impl Stack {
             games,
             matchmakers,
             room_maker,
+            game_service,
+            events_served: false,
             tuning,
             dir: dir.to_owned(),
             bin_dir: bin_dir.to_owned(),
@@ -777,6 +797,44 @@ impl Stack {
             service.start().await?;
         }
         Ok(())
+    }
+
+    /// The operator key matchmaking trusts (EventAdminService): its kid and its
+    /// private key (PKCS#8 PEM).
+    pub fn operator_key(&self) -> anyhow::Result<(String, String)> {
+        let (kid, private, _) = &self.keys.operator;
+        Ok((kid.clone(), std::fs::read_to_string(private)?))
+    }
+
+    /// From now on (once), matchmaking serves events as deployed: both replicas keep
+    /// them in the private PostgreSQL (`[events] database_url`; memory before, each
+    /// replica its own) and reach game-session through [`Balancer`], so an event's clock
+    /// goes on on whichever replica holds its lease when a game-session replica dies.
+    /// Restarts both replicas.
+    pub async fn serve_events(&mut self) -> anyhow::Result<()> {
+        if self.events_served {
+            return Ok(());
+        }
+        let pg_url = format!("postgres://postgres@{}/postgres", self.pg_proxy.addr);
+        let balanced = format!("url = \"http://{}\"", self.game_service.addr);
+        let games = self.game_urls();
+        for mm in &mut self.matchmakers {
+            mm.edit_config(|mut text| {
+                for game in &games {
+                    text = text.replace(&format!("url = \"{game}\""), &balanced);
+                }
+                format!("{text}\n[events]\ndatabase_url = \"{pg_url}\"\nmax_connections = 8\n")
+            })?;
+            mm.terminate(Duration::from_secs(5)).await;
+            mm.start().await?;
+        }
+        self.events_served = true;
+        Ok(())
+    }
+
+    /// The matchmaking URLs, in replica order.
+    pub fn matchmaking_urls(&self) -> Vec<String> {
+        self.matchmakers.iter().map(Service::url).collect()
     }
 
     /// The game-session URLs, in replica order.
@@ -892,6 +950,10 @@ prefix = "chaos:mm"
 kid = "{a_kid}"
 public_key_file = {a_pub}
 role = "player"
+[[auth.trusted_keys]]
+kid = "{o_kid}"
+public_key_file = {o_pub}
+role = "operator"
 
 [game]
 url = "{game}"
@@ -911,5 +973,7 @@ key_id = "{m_kid}"
         a_pub = toml_path(&keys.accounts.2),
         m_priv = toml_path(&keys.matchmaking.1),
         m_kid = keys.matchmaking.0,
+        o_kid = keys.operator.0,
+        o_pub = toml_path(&keys.operator.2),
     )
 }
