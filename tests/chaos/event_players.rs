@@ -81,6 +81,7 @@ pub async fn event_status(url: &str, player: &Player, event: &str) -> Result<See
         .get_event(bots::authed(
             GetEventRequest {
                 event_id: event.to_owned(),
+                with_state: false,
             },
             &player.bearer,
         ))

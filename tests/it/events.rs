@@ -19,7 +19,7 @@ use basra_proto::basra::game::v1::{Join, PlayRequest, ResignRequest, WatchReques
 use basra_proto::basra::matchmaking::v1::event_admin_service_client::EventAdminServiceClient;
 use basra_proto::basra::matchmaking::v1::{
     CreateEventRequest, EntryStatus, EventDefinition, EventFormat, EventStatus, GetEventRequest,
-    GetMyMatchRequest, GetStandingsRequest, RegisterRequest, WatchEventRequest,
+    GetMyMatchRequest, GetStandingsRequest, PairingResult, RegisterRequest, WatchEventRequest,
 };
 use basra_proto::basra::matchmaking::v1::{GetMyMatchResponse, JoinRoomRequest, join_room_request};
 use basra_proto::convert::timestamp;
@@ -101,6 +101,7 @@ async fn status(session: &Session, event: &str) -> i32 {
         .events()
         .get_event(GetEventRequest {
             event_id: event.into(),
+            with_state: false,
         })
         .await
         .expect("GetEvent")
@@ -261,6 +262,7 @@ async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String)
         .events()
         .get_event(GetEventRequest {
             event_id: event.clone(),
+            with_state: false,
         })
         .await
         .expect("GetEvent")
@@ -298,7 +300,65 @@ async fn a_knockout_is_played_to_its_final(endpoints: &Endpoints, token: String)
         .collect();
     assert!(!ready.is_empty(), "a match-ready notice: {notices:?}");
     assert!(ready.iter().all(|r| r.event_id == event && r.round >= 1));
+    whole_bracket_after_the_end(&watcher, &event, &ended.champion).await;
     event
+}
+
+/// A client opening the finished event (a page reloaded) gets the whole bracket: round
+/// 1's two matches with their results in `earlier_pairings`, the final in `pairings`,
+/// alike from GetEvent `with_state` and a new WatchEvent stream's first message.
+async fn whole_bracket_after_the_end(session: &Session, event: &str, champion: &str) {
+    let state = session
+        .events()
+        .get_event(GetEventRequest {
+            event_id: event.into(),
+            with_state: true,
+        })
+        .await
+        .expect("GetEvent")
+        .into_inner()
+        .state
+        .expect("the state, asked for");
+    let round1: Vec<(u32, u32)> = state
+        .earlier_pairings
+        .iter()
+        .map(|p| (p.round, p.table))
+        .collect();
+    assert_eq!(round1, [(1, 1), (1, 2)], "{state:?}");
+    for p in &state.earlier_pairings {
+        assert_eq!(p.user_ids.len(), 2, "{p:?}");
+        assert_ne!(p.result, PairingResult::Unspecified as i32, "{p:?}");
+        assert!(
+            p.winner.is_empty() || p.user_ids.contains(&p.winner),
+            "{p:?}"
+        );
+    }
+    assert_eq!(state.pairings.len(), 1, "{state:?}");
+    assert_eq!(state.pairings[0].round, 2);
+    assert_eq!(state.pairings[0].winner, champion);
+    // The finalists are round 1's winners.
+    for finalist in &state.pairings[0].user_ids {
+        assert!(
+            state.earlier_pairings.iter().any(|p| &p.winner == finalist),
+            "{finalist} won in round 1: {state:?}"
+        );
+    }
+    let mut watch = session
+        .events()
+        .watch_event(WatchEventRequest {
+            event_id: event.into(),
+            last_seen_version: 0,
+        })
+        .await
+        .expect("WatchEvent")
+        .into_inner();
+    let first = tokio::time::timeout(Duration::from_secs(10), watch.message())
+        .await
+        .expect("a first message")
+        .expect("no error")
+        .expect("a message");
+    assert_eq!(first.earlier_pairings, state.earlier_pairings);
+    assert_eq!(first.pairings, state.pairings);
 }
 
 /// The status `session`'s Play stream ends with when it joins `room` (as a player, or

@@ -24,3 +24,4 @@ mod web;
 mod web_client;
 mod web_events;
 mod web_inbox;
+mod web_seasons;

@@ -5,7 +5,10 @@
 //! through playwright-core: each finds the event in the Tournaments tab, registers and
 //! checks in; at the start the two unseeded players get "your match is ready" and join
 //! with one tap, the winner meets the seed in the final; every page ends on the final
-//! standings with the champion and both rounds of the bracket. The event's standings,
+//! standings with the champion and both rounds of the bracket. While the final is played,
+//! the page of the player knocked out in round 1 is reloaded and opens the event again:
+//! its bracket draws round 1 with its result and winner (WatchEvent's first message
+//! carries the earlier rounds). The event's standings,
 //! asked of the server afterwards, name the same champion. Then a finalist opens the
 //! final's Replay from their match history and goes through it with Play, Pause and
 //! Step: the plays it shows and the final score are those of the match as accounts
@@ -69,6 +72,16 @@ async fn browsers_play_a_knockout_to_its_final() {
         .collect();
     assert_eq!(joined.iter().sum::<u64>(), 4, "{report}");
     let champion = report["champion"].as_str().expect("a champion").to_owned();
+    // The reload in the middle of the knockout drew round 1 with its winner.
+    let reload = &report["reload"];
+    println!("reloaded mid-knockout: {reload}");
+    assert_eq!(reload["status"], "RUNNING", "{reload}");
+    assert_eq!(reload["match"]["round"], "1", "{reload}");
+    assert_eq!(
+        reload["match"]["winners"].as_array().map(Vec::len),
+        Some(1),
+        "{reload}"
+    );
 
     // The server says the same: finished, the champion the pages named.
     let events = admin.list().await.unwrap();

@@ -530,6 +530,7 @@ pub async fn watch(
 async fn my_entry(session: &Session, event_id: &str) -> anyhow::Result<Option<pb::Entry>> {
     let request = GetEventRequest {
         event_id: event_id.to_owned(),
+        with_state: false,
     };
     let answer = call(
         session,
@@ -909,6 +910,7 @@ mod tests {
             event: Some(event),
             standings: vec![],
             pairings,
+            earlier_pairings: vec![],
         }
     }
 

@@ -6,7 +6,7 @@
 import { authed } from "./api";
 import { el, errorText, shared } from "./shell";
 import { bdi, t } from "./i18n";
-import { boardHeading, boardRows, LastPick, seasonChoices, type BoardHeading } from "./seasons";
+import { boardHeading, boardView, LastPick, seasonChoices, type BoardHeading } from "./seasons";
 import type { LeaderboardResponse } from "./gen/basra/accounts/v1/accounts_pb";
 
 /** How many rows the board shows. */
@@ -33,31 +33,36 @@ export function leaderboardSection(me: string | undefined): HTMLElement {
   const picker = el("select", { id: "season-picker", "data-testid": "season-picker", hidden: true });
   const label = el("label", { for: "season-picker", hidden: true }, t("season"));
   const board = el("ol", { class: "board", "data-testid": "leaderboard", "aria-labelledby": "board-title", "aria-live": "polite" });
+  // Said beside the list (a list item would be numbered "1.").
+  const note = el("p", { class: "hint-text", "data-testid": "leaderboard-note", role: "status", hidden: true });
   const picks = new LastPick();
 
+  const say = (text: string | null) => {
+    note.textContent = text ?? "";
+    note.hidden = text === null;
+    board.hidden = text !== null;
+  };
   const draw = (answer: LeaderboardResponse) => {
     heading.textContent = headingText(boardHeading(answer));
-    const rows = boardRows(answer, me);
-    const finished = answer.season !== undefined && !answer.season.current;
+    const view = boardView(answer, me);
     board.replaceChildren(
-      ...(rows.length
-        ? rows.map(({ entry, mine, gap }) =>
-            el(
-              "li",
-              { value: entry.rank, class: [mine ? "me" : "", gap ? "gap" : ""].join(" ").trim(), "data-testid": "leader" },
-              bdi(entry.displayName),
-              ` — ${Math.round(entry.rating)}`,
-              entry.tier ? ` · ${entry.tier}` : "",
-            ),
-          )
-        : [el("li", {}, finished ? t("leaderboardEmptySeason") : t("leaderboardEmpty"))]),
+      ...view.rows.map(({ entry, mine, gap }) =>
+        el(
+          "li",
+          { value: entry.rank, class: [mine ? "me" : "", gap ? "gap" : ""].join(" ").trim(), "data-testid": "leader" },
+          bdi(entry.displayName),
+          ` — ${Math.round(entry.rating)}`,
+          entry.tier ? ` · ${entry.tier}` : "",
+        ),
+      ),
     );
+    say(view.empty && t(view.empty));
   };
   const show = (seasonId: string) => {
     const ticket = picks.take();
     void authed(api, () => api.accounts.leaderboard({ pageSize: ROWS, seasonId }))
       .then((answer) => picks.current(ticket) && draw(answer))
-      .catch((err) => picks.current(ticket) && board.replaceChildren(el("li", {}, errorText(err))));
+      .catch((err) => picks.current(ticket) && (board.replaceChildren(), say(errorText(err))));
   };
   picker.addEventListener("change", () => show(picker.value));
 
@@ -76,5 +81,5 @@ export function leaderboardSection(me: string | undefined): HTMLElement {
     })
     .catch(() => {});
   show("");
-  return el("section", { "data-testid": "leaderboard-section" }, heading, el("p", {}, label, " ", picker), board);
+  return el("section", { "data-testid": "leaderboard-section" }, heading, el("p", {}, label, " ", picker), board, note);
 }

@@ -1,7 +1,8 @@
 // The seasons' pure parts (no DOM, no words): the ranked tab's season picker (ListSeasons:
 // the current season, then the finished ones, newest first), what a leaderboard's heading
 // says (the current season live, a finished one's kept board), the rows with the caller's
-// own appended when it is not among them, the profile's tier and best season finish, and
+// own appended when it is not among them (an empty board's words apart from the list),
+// the profile's tier and best season finish, and
 // which of several leaderboard answers may still be drawn (the last season picked). The
 // panels (leaderboard.ts, account.ts) draw them; tests/unit/seasons.test.ts checks them.
 
@@ -52,6 +53,21 @@ export interface BoardRow {
   mine: boolean;
   /** Rows were left out before this one (the caller's, far below the page). */
   gap: boolean;
+}
+
+/**
+ * What the board shows: its rows (an ordered list, numbered by rank), or, with no row at
+ * all, the words that say it is empty — beside the list, never as its item (a list item
+ * is numbered: the empty board read "1. Nobody is ranked yet").
+ */
+export type BoardView = { rows: BoardRow[]; empty: null } | { rows: []; empty: "leaderboardEmpty" | "leaderboardEmptySeason" };
+
+/** The view of `answer` for the reader `me`. */
+export function boardView(answer: LeaderboardResponse, me: string | undefined): BoardView {
+  const rows = boardRows(answer, me);
+  if (rows.length) return { rows, empty: null };
+  const finished = answer.season !== undefined && !answer.season.current;
+  return { rows: [], empty: finished ? "leaderboardEmptySeason" : "leaderboardEmpty" };
 }
 
 /** The page's rows, and the caller's own row after them when it is not on the page. */

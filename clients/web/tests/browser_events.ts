@@ -6,7 +6,9 @@
 // start the top seed has a bye and the other two get "your match is ready" above the
 // screen and join with one tap; they play by clicking; the winner goes back to the event
 // and, with the seed, gets the final's notice and plays it; every page ends on the final
-// standings with the champion named, the bracket showing both rounds. Then the finalist
+// standings with the champion named, the bracket showing both rounds. While the final is
+// played, the page of the player knocked out in round 1 is reloaded: opened again, its
+// bracket draws round 1 with its result and winner beside the final. Then the finalist
 // opens the final's Replay from the match history: Play runs it by itself, Pause holds it,
 // Step shows one event at a time to the end; the plays shown and the final totals are
 // reported (the test compares them with the match as recorded). No console errors.
@@ -60,16 +62,64 @@ async function enter(page: Page, name: string): Promise<string> {
 }
 
 /**
+ * Reloads the page of the player knocked out in round 1 while the final is played, and
+ * opens the event again: the bracket has round 1 drawn with its result and winner (the
+ * stream's first message brings the earlier rounds), beside the final. Answers what it
+ * saw.
+ */
+async function reloadMidKnockout(page: Page, name: string): Promise<Record<string, unknown>> {
+  await page.reload({ waitUntil: "load" });
+  // This browser's guest signs in again by itself; its Tournaments tab, the event.
+  await page.getByTestId("tab-events").click();
+  const row = page.locator(`[data-testid=event][data-event-id="${eventId}"]`);
+  await row.getByTestId("event-open").click();
+  const rounds = page.locator("[data-testid=bracket] .round");
+  await rounds.nth(1).waitFor();
+  const status = await page.getByTestId("event-status").getAttribute("data-status");
+  const first = rounds.first();
+  const heading = await first.locator("h3").innerText();
+  const matches = await first.getByTestId("event-match").evaluateAll((ms) =>
+    ms.map((m) => ({
+      round: m.getAttribute("data-round"),
+      result: m.getAttribute("data-result"),
+      players: [...m.querySelectorAll("[data-testid=bracket-player]")].map((p) => (p as HTMLElement).innerText),
+      winners: [...m.querySelectorAll("[data-testid=bracket-player].winner")].map((p) => (p as HTMLElement).innerText),
+      text: (m as HTMLElement).innerText,
+    })),
+  );
+  await page.screenshot({ path: join(artifacts, `reloaded-${name}.png`), fullPage: true });
+  check(matches.length === 1, `round 1's one match is drawn after the reload: ${JSON.stringify(matches)}`);
+  const [m] = matches;
+  check(m.round === "1" && (m.result === "WON" || m.result === "FORFEIT"), `round 1's match has its result: ${JSON.stringify(m)}`);
+  check(m.players.length === 2 && m.winners.length === 1, `its two players, one the winner: ${JSON.stringify(m)}`);
+  check(!m.winners[0].includes(name), `${name}, knocked out, is not its winner: ${JSON.stringify(m)}`);
+  check(/Round 1|الجولة 1/.test(heading), `round 1 is named: ${heading}`);
+  check(/won|فاز/.test(m.text), `the result is said: ${m.text}`);
+  return { status, heading, match: m };
+}
+
+/**
  * Plays the event on every page until each shows the final standings: a page with "your
  * match is ready" joins; a table plays a playable card; a finished match goes back to
- * the event. Answers how many matches each page joined.
+ * the event. The page of the player knocked out in round 1 is reloaded while the final
+ * is played (`reloadMidKnockout`, its report in `report.reload`). Answers how many
+ * matches each page joined.
  */
-async function playEvent(pages: Page[], seconds = 420): Promise<number[]> {
+async function playEvent(pages: Page[], names: string[], seconds = 420): Promise<number[]> {
   const deadline = Date.now() + seconds * 1000;
   const joined = pages.map(() => 0);
   for (;;) {
     let done = 0;
     for (const [i, page] of pages.entries()) {
+      if (
+        !report.reload &&
+        joined[i] === 1 &&
+        (await page.locator("[data-testid=event-entry][data-entry=entryEliminated]").count()) &&
+        (await page.locator("[data-testid=event-status][data-status=RUNNING]").count())
+      ) {
+        report.reload = { name: names[i], ...(await reloadMidKnockout(page, names[i])) };
+        continue;
+      }
       try {
         const ready = page.getByTestId("event-join-match");
         if (await ready.count()) {
@@ -185,8 +235,9 @@ async function main(): Promise<void> {
     check(tabs[0] === "Tournaments" && tabs[2] === "البطولات", `the tab in English and Arabic: ${tabs}`);
     check((await pages[2].evaluate(() => document.documentElement.dir)) === "rtl", "the Arabic page is right to left");
     await pages[0].screenshot({ path: join(artifacts, "event-checked-in.png") });
-    const joined = await playEvent(pages);
+    const joined = await playEvent(pages, names);
     report.joined = joined;
+    check(report.reload, "a page was reloaded while the final was played");
     check(joined.reduce((a, b) => a + b, 0) === 4, `two matches of two players were joined: ${joined}`);
     check(joined.filter((n) => n === 2).length === 1 && joined.filter((n) => n === 1).length === 2, `one player played twice: ${joined}`);
     const finalist = joined.indexOf(2);

@@ -25,16 +25,19 @@ export function isOver(event: Event | undefined): boolean {
 }
 
 /**
- * The rounds seen so far, the current round's pairings (a knockout's or Swiss') put in
- * at their round: a live bracket, each round once, the newest result of each table kept.
- * WatchEvent sends the current round only, so a round's last result may come only with
- * the next round: in a knockout whoever plays on won their earlier match.
+ * The rounds seen so far, the update's pairings (a knockout's or Swiss') put in at their
+ * round: a live bracket, each round once, the newest result of each table kept. A
+ * stream's first update (after a reload too) brings every earlier round with its results
+ * (`earlierPairings`), a later one the round just ended when a new one starts, so the
+ * bracket is whole. A server of the previous release sends the current round only: a
+ * round's last result may then come only with the next round, and in a knockout whoever
+ * plays on won their earlier match.
  */
 export function withRound(rounds: ReadonlyMap<number, Pairing[]>, update: WatchEventResponse): Map<number, Pairing[]> {
   const next = new Map(rounds);
   const format = update.event?.definition?.format;
   if (format === EventFormat.ARENA) return next;
-  for (const p of update.pairings) {
+  for (const p of [...update.earlierPairings, ...update.pairings]) {
     const tables = [...(next.get(p.round) ?? [])].filter((q) => q.table !== p.table);
     tables.push(p);
     tables.sort((a, b) => a.table - b.table);

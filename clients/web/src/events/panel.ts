@@ -1,6 +1,7 @@
 // The Tournaments tab: the events upcoming and running (ListEvents) and mine (ListMyEvents);
-// one event's page: register, check in, withdraw, the live bracket (knockout) or the
-// round's matches, the standings, the champion and final standings once it is over.
+// one event's page: register, check in, withdraw, the live bracket (knockout) or rounds
+// (Swiss), every earlier round included after a reload, or the arena's matches; the
+// standings, the champion and final standings once it is over.
 // The live state is follow.ts' (WatchEvent); "your match is ready" is its notice.
 
 import { authed, currentUser } from "../api";
@@ -218,7 +219,9 @@ function eventPage(eventId: string): HTMLElement {
     const format = update.event.definition?.format;
     const final = update.event.status === EventStatus.FINISHED;
     const parts: Node[] = [];
-    if (format === EventFormat.KNOCKOUT && f.rounds.size) parts.push(bracket(f, update.event));
+    // A knockout's bracket, a Swiss' rounds: every round, the earlier ones too after a
+    // reload (the stream's first update brings them).
+    if ((format === EventFormat.KNOCKOUT || format === EventFormat.SWISS) && f.rounds.size) parts.push(bracket(f, update.event));
     else if (update.pairings.length) parts.push(matches(f, update.event, update.pairings));
     parts.push(standings(f, update.standings, format ?? EventFormat.UNSPECIFIED, final));
     live.replaceChildren(...parts);
@@ -308,13 +311,14 @@ function match(f: Followed, event: Event, p: Pairing): HTMLElement {
   );
 }
 
-/** A knockout's rounds seen, side by side. */
+/** A knockout's (or Swiss') rounds, side by side. */
 function bracket(f: Followed, event: Event): HTMLElement {
   const rounds = [...f.rounds.entries()].sort(([a], [b]) => a - b);
+  const knockout = event.definition?.format === EventFormat.KNOCKOUT;
   return el(
     "section",
     { class: "card-panel", "aria-labelledby": "bracket-title" },
-    el("h2", { id: "bracket-title" }, w("bracket")),
+    el("h2", { id: "bracket-title" }, w(knockout ? "bracket" : "rounds")),
     el(
       "div",
       { class: "bracket", "data-testid": "bracket" },
@@ -325,7 +329,7 @@ function bracket(f: Followed, event: Event): HTMLElement {
   );
 }
 
-/** The current round's matches (Swiss) or the matches in progress and last results (arena). */
+/** The matches in progress and the last results (arena). */
 function matches(f: Followed, event: Event, pairings: Pairing[]): HTMLElement {
   return el(
     "section",

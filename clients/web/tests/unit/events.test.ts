@@ -76,6 +76,42 @@ test("the bracket keeps every round seen, each table's newest result", () => {
   assert.deepEqual([...names.entries()].sort(), [["a", "Amal"], ["c", "Camil"]]);
 });
 
+test("after a reload, the first update's earlier rounds make the whole bracket", () => {
+  // A page reloaded in a four-round knockout's round 3: its stream's first update.
+  const reloaded = create(WatchEventResponseSchema, {
+    version: 9n,
+    event: event(EventStatus.RUNNING),
+    pairings: [pairing(3, 1, ["a", "e"], "r3t1")],
+    earlierPairings: [
+      pairing(1, 1, ["a", "b"], "r1t1", PairingResult.WON, "a"),
+      pairing(1, 2, ["c", "d"], "r1t2", PairingResult.BOTH_ABSENT),
+      pairing(1, 3, ["e", "f"], "r1t3", PairingResult.FORFEIT, "e"),
+      pairing(2, 1, ["a", "g"], "r2t1", PairingResult.WON, "a"),
+      pairing(2, 2, ["e", "h"], "r2t2", PairingResult.WON, "e"),
+    ],
+  });
+  let rounds = withRound(new Map(), reloaded);
+  assert.deepEqual([...rounds.keys()].sort(), [1, 2, 3]);
+  assert.deepEqual(rounds.get(1)?.map((p) => [p.table, p.result, p.winner]), [
+    [1, PairingResult.WON, "a"],
+    [2, PairingResult.BOTH_ABSENT, ""],
+    [3, PairingResult.FORFEIT, "e"],
+  ]);
+  assert.deepEqual(rounds.get(2)?.map((p) => p.winner), ["a", "e"]);
+  // The next update has no earlier rounds (the client has them): they stay; the final's
+  // update brings round 3 whole with the final.
+  rounds = withRound(rounds, create(WatchEventResponseSchema, { event: event(EventStatus.RUNNING), pairings: [pairing(3, 1, ["a", "e"], "r3t1", PairingResult.WON, "e")] }));
+  assert.deepEqual([...rounds.keys()].sort(), [1, 2, 3]);
+  assert.equal(rounds.get(3)?.[0].winner, "e");
+  // Swiss too: every round is kept by its number.
+  const swiss = create(WatchEventResponseSchema, {
+    event: event(EventStatus.RUNNING, EventFormat.SWISS),
+    pairings: [pairing(2, 1, ["a", "c"], "s2")],
+    earlierPairings: [pairing(1, 1, ["a", "b"], "s1", PairingResult.WON, "a")],
+  });
+  assert.deepEqual([...withRound(new Map(), swiss).keys()].sort(), [1, 2]);
+});
+
 test("register, check in once its window opens, withdraw", () => {
   const registered = create(EntrySchema, { status: EntryStatus.REGISTERED });
   const open = event(EventStatus.REGISTRATION, EventFormat.KNOCKOUT, 60, 10_000);

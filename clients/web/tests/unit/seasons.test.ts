@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { boardHeading, boardRows, LastPick, seasonChoices, standing } from "../../src/seasons";
+import { boardHeading, boardRows, boardView, LastPick, seasonChoices, standing } from "../../src/seasons";
 import {
   LeaderboardEntrySchema,
   LeaderboardResponseSchema,
@@ -76,6 +76,24 @@ test("the caller's row is marked on the page, and added after a gap when not on 
   );
   assert.equal(boardRows(create(LeaderboardResponseSchema, { entries: [entry(1, "a")] }), "me").length, 1, "not listed: no row of mine");
   assert.equal(boardRows(create(LeaderboardResponseSchema, {}), undefined).length, 0);
+});
+
+test("an empty board says so beside its list, not as a numbered row", () => {
+  // No row: no list item (it read "1. Nobody is ranked yet"), the words apart.
+  assert.deepEqual(boardView(create(LeaderboardResponseSchema, {}), "me"), { rows: [], empty: "leaderboardEmpty" });
+  const current = create(LeaderboardResponseSchema, { season: season("s2", "Spring", true) });
+  assert.deepEqual(boardView(current, "me"), { rows: [], empty: "leaderboardEmpty" });
+  const finished = create(LeaderboardResponseSchema, { season: season("s1", "Winter", false, 0) });
+  assert.deepEqual(boardView(finished, undefined), { rows: [], empty: "leaderboardEmptySeason" });
+  // Only the caller (not on the page's rows): their row, numbered by their rank.
+  const mine = boardView(create(LeaderboardResponseSchema, { caller: entry(7, "me") }), "me");
+  assert.equal(mine.empty, null);
+  assert.deepEqual(
+    mine.rows.map((r) => [r.entry.rank, r.mine]),
+    [[7, true]],
+  );
+  const some = boardView(create(LeaderboardResponseSchema, { entries: [entry(1, "a")] }), "me");
+  assert.deepEqual([some.empty, some.rows.length], [null, 1]);
 });
 
 test("the profile's standing: its tier and best season finish, rounded", () => {

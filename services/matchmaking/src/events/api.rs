@@ -14,7 +14,7 @@ use tonic::{Request, Response, Status};
 use super::model::{EntryRecord, EventRecord, Phase};
 use super::notices::Notice;
 use super::play::LiveEvent;
-use super::{EventsApi, EventsShared, convert};
+use super::{EventsApi, EventsShared, bracket, convert};
 use crate::error::{MatchmakingError, Result};
 
 /// The WatchEvent stream.
@@ -130,16 +130,17 @@ impl EventsShared {
         self.names.names(&users).await.unwrap_or_default()
     }
 
-    /// The whole state of an event for a watcher.
-    pub(crate) async fn snapshot(&self, id: &str) -> Result<pb::WatchEventResponse> {
+    /// The whole state of an event for a watcher, its earlier rounds apart
+    /// ([`State::earlier`]): a stream sends them on its first message only.
+    pub(crate) async fn state(&self, id: &str) -> Result<State> {
         let event = self.event(id).await?;
         let live = self.live_state(id).await?;
         let standings = self
             .standings(&event, live.as_ref().map(|(_, l)| l))
             .await?;
-        let pairings = live
-            .as_ref()
-            .map(|(_, l)| {
+        let version = event.version + live.as_ref().map_or(0, |(v, _)| *v);
+        let (pairings, round, rounds) = match live {
+            Some((_, l)) => {
                 let current = l.rounds().0;
                 let mut rows: Vec<pb::Pairing> = l
                     .matches
@@ -150,15 +151,74 @@ impl EventsShared {
                 if rows.len() > 200 {
                     rows.drain(..rows.len() - 200);
                 }
-                rows
-            })
-            .unwrap_or_default();
-        Ok(pb::WatchEventResponse {
-            version: event.version + live.as_ref().map_or(0, |(v, _)| *v),
-            event: Some(convert::event(&event, self.now())),
-            standings,
-            pairings,
+                (rows, current, Rounds::Live(l))
+            }
+            // Its live state expired: a finished knockout's or Swiss' rounds are in
+            // its stored results.
+            None if event.phase == Phase::Finished && !event.is_arena() => {
+                let results = self.store.results(&event.id).await?;
+                let (now, before) = bracket::from_results(&results, event.current_round);
+                (now, event.current_round, Rounds::Stored(before))
+            }
+            None => (Vec::new(), 0, Rounds::None),
+        };
+        Ok(State {
+            update: pb::WatchEventResponse {
+                version,
+                event: Some(convert::event(&event, self.now())),
+                standings,
+                pairings,
+                earlier_pairings: Vec::new(),
+            },
+            round,
+            rounds,
         })
+    }
+}
+
+/// Where an event's earlier rounds come from.
+pub(crate) enum Rounds {
+    /// Its live state.
+    Live(LiveEvent),
+    /// A finished event's stored results, as pairings.
+    Stored(Vec<pb::Pairing>),
+    /// Not started (or an arena: no rounds).
+    None,
+}
+
+/// An event's state at one version: the update without its earlier rounds, the current
+/// round, and where the earlier rounds are.
+pub(crate) struct State {
+    /// The update, `earlier_pairings` empty.
+    pub(crate) update: pb::WatchEventResponse,
+    /// The current round (0: none).
+    pub(crate) round: u32,
+    rounds: Rounds,
+}
+
+impl State {
+    /// The pairings of rounds `from` up to the current one (excluded).
+    pub(crate) fn earlier(&self, from: u32) -> Vec<pb::Pairing> {
+        match &self.rounds {
+            Rounds::Live(live) => bracket::earlier(live, from, self.round),
+            Rounds::Stored(rows) => rows.iter().filter(|p| p.round >= from).cloned().collect(),
+            Rounds::None => Vec::new(),
+        }
+    }
+
+    /// The update a stream sends after one of round `sent` (`None`: its first), with
+    /// the rounds the client has not had whole: every earlier one on a first message,
+    /// those from `sent` on when the round has moved past it, none otherwise.
+    pub(crate) fn message(self, sent: Option<u32>) -> pb::WatchEventResponse {
+        let earlier = match sent {
+            None => self.earlier(0),
+            Some(r) if self.round > r => self.earlier(r),
+            Some(_) => Vec::new(),
+        };
+        pb::WatchEventResponse {
+            earlier_pairings: earlier,
+            ..self.update
+        }
     }
 }
 
@@ -201,8 +261,14 @@ impl EventService for EventsApi {
             .store
             .entry(&event.id, &caller.user_id.to_string())
             .await?;
+        let state = if request.get_ref().with_state {
+            Some(inner.state(&event.id).await?.message(None))
+        } else {
+            None
+        };
         Ok(Response::new(pb::GetEventResponse {
             event: Some(inner.with_entry(&event, entry.as_ref())),
+            state,
         }))
     }
 
@@ -290,7 +356,7 @@ impl EventService for EventsApi {
         let r = request.into_inner();
         let inner = self.inner.clone();
         // Refuse an unknown event before the stream opens.
-        let first = inner.snapshot(&r.event_id).await?;
+        let first = inner.state(&r.event_id).await?;
         let slot = inner
             .watchers
             .open(caller.user_id)
@@ -300,18 +366,23 @@ impl EventService for EventsApi {
         tokio::spawn(async move {
             let _slot = slot;
             let mut seen = r.last_seen_version;
+            // The current round of the last message sent (none yet: the first carries
+            // every earlier round).
+            let mut sent: Option<u32> = None;
             let mut next = Some(first);
             loop {
-                if let Some(update) = next.take() {
-                    let over = update.event.as_ref().is_some_and(|e| {
+                if let Some(state) = next.take() {
+                    let over = state.update.event.as_ref().is_some_and(|e| {
                         e.status == pb::EventStatus::Finished as i32
                             || e.status == pb::EventStatus::Cancelled as i32
                     });
-                    if update.version > seen {
-                        seen = update.version;
-                        if tx.send(Ok(update)).await.is_err() {
+                    if state.update.version > seen {
+                        seen = state.update.version;
+                        let round = state.round;
+                        if tx.send(Ok(state.message(sent))).await.is_err() {
                             return;
                         }
+                        sent = Some(sent.map_or(round, |r| r.max(round)));
                     }
                     if over {
                         return;
@@ -325,7 +396,7 @@ impl EventService for EventsApi {
                     () = tx.closed() => return,
                     () = tokio::time::sleep(poll) => {}
                 }
-                match inner.snapshot(&r.event_id).await {
+                match inner.state(&r.event_id).await {
                     Ok(update) => next = Some(update),
                     Err(err) => {
                         let _ = tx.send(Err(err.into())).await;

@@ -13,7 +13,7 @@
 //! | [`play`] | a running event's live state and its changes (pure) |
 //! | `driver` | the event clock: leases, starts, rooms, results, rounds, the end |
 //! | [`notices`] | what players are told (accounts' inbox) |
-//! | `api`, `admin` | the gRPC services; `convert` the API forms |
+//! | `api`, `admin` | the gRPC services; `convert` the API forms, `bracket` the earlier rounds |
 
 use std::sync::Arc;
 
@@ -31,6 +31,7 @@ use crate::upstream::{GameRooms, NameSource, RatingSource};
 
 mod admin;
 mod api;
+mod bracket;
 mod convert;
 mod driver;
 pub mod live;

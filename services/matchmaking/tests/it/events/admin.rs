@@ -287,6 +287,7 @@ async fn cancelling_a_series_cancels_its_next_occurrence_and_tells_its_players()
         .get_event(authed(
             GetEventRequest {
                 event_id: next.event_id.clone(),
+                with_state: false,
             },
             &players[2].token,
         ))

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use basra_proto::basra::matchmaking::v1::{
-    EventStatus, GetMyMatchRequest, GetStandingsRequest, ListMyEventsRequest, PairingResult,
-    RegisterRequest, WatchEventRequest,
+    EventStatus, GetEventRequest, GetMyMatchRequest, GetStandingsRequest, ListMyEventsRequest,
+    Pairing, PairingResult, RegisterRequest, WatchEventRequest, WatchEventResponse,
 };
 use basra_testkit::authed;
 use basra_testkit::matchmaking::{Player, TestApp};
@@ -21,7 +21,7 @@ use tonic::Code;
 use super::{Operator, assert_refused, events_client, knockout};
 use basra_proto::convert::timestamp;
 use basra_testkit::matchmaking::CLOCK_START;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Waits (real time, up to 10 s) until `done` holds.
 async fn until(what: &str, mut done: impl FnMut() -> bool) {
@@ -72,6 +72,58 @@ async fn a_knockout_is_played_to_its_final_and_every_result_is_recorded_once() {
     knockout_to_its_final(EventDeps::memory()).await;
 }
 
+/// The whole state a client that does not stream asks for (GetEvent `with_state`).
+async fn state(app: &TestApp, p: &Player, event: &str) -> WatchEventResponse {
+    events_client(app)
+        .get_event(authed(
+            GetEventRequest {
+                event_id: event.into(),
+                with_state: true,
+            },
+            &p.token,
+        ))
+        .await
+        .expect("GetEvent")
+        .into_inner()
+        .state
+        .expect("the state, asked for")
+}
+
+/// A pairing's round, table, result and winner.
+type Row = (u32, u32, i32, String);
+
+fn rows(pairings: &[Pairing]) -> Vec<Row> {
+    pairings
+        .iter()
+        .map(|p| (p.round, p.table, p.result, p.winner.clone()))
+        .collect()
+}
+
+/// The first message of a WatchEvent stream opened with `last_seen_version`.
+async fn first_message(
+    app: &TestApp,
+    p: &Player,
+    event: &str,
+    last_seen_version: u64,
+) -> WatchEventResponse {
+    let mut watch = events_client(app)
+        .watch_event(authed(
+            WatchEventRequest {
+                event_id: event.into(),
+                last_seen_version,
+            },
+            &p.token,
+        ))
+        .await
+        .expect("WatchEvent")
+        .into_inner();
+    tokio::time::timeout(Duration::from_secs(10), watch.message())
+        .await
+        .expect("a first message")
+        .expect("no error")
+        .expect("not the end")
+}
+
 /// The same on the production stores: PostgreSQL (a fresh database) and a Redis Cluster.
 #[sqlx::test(migrations = "./migrations")]
 async fn a_knockout_on_postgres_and_a_redis_cluster(pool: sqlx::PgPool) {
@@ -85,10 +137,29 @@ async fn a_knockout_on_postgres_and_a_redis_cluster(pool: sqlx::PgPool) {
         ),
         ..EventDeps::memory()
     };
-    knockout_to_its_final(events).await;
+    let (app, event, whole) = knockout_to_its_final(events).await;
+    // Its live state expired (kept 7 days): the finished knockout's rounds are rebuilt
+    // from the results stored in PostgreSQL.
+    let key = format!("{}:{{ev:{event}}}:state", prefix.as_str());
+    let redis = basra_platform::redis::Redis::connect(&prefix.url())
+        .await
+        .unwrap();
+    let removed: i64 = redis::cmd("DEL")
+        .arg(&key)
+        .query_async(&mut redis.conn())
+        .await
+        .unwrap();
+    assert_eq!(removed, 1, "{key}");
+    let asked = state(&app, &app.player(), &event).await;
+    assert_eq!(rows(&asked.earlier_pairings), whole[..2]);
+    assert_eq!(rows(&asked.pairings), whole[2..]);
+    assert!(asked.earlier_pairings.iter().all(|p| !p.room_id.is_empty()));
+    assert_eq!(first_message(&app, &app.player(), &event, 0).await, asked);
 }
 
-async fn knockout_to_its_final(mut events: EventDeps) {
+/// Plays a four-player knockout to its final; answers the app, the event and its
+/// bracket's rows (round 1's two matches, then the final).
+async fn knockout_to_its_final(mut events: EventDeps) -> (TestApp, String, Vec<Row>) {
     let notices = Arc::new(RecordedNotices::default());
     events.notices = notices.clone();
     let app = TestApp::builder()
@@ -187,12 +258,85 @@ async fn knockout_to_its_final(mut events: EventDeps) {
     let out = my_match(&app, &seeds[1], &event).await.unwrap_err();
     assert_refused(&out, Code::NotFound, None);
 
+    // A client that (re)opens now, mid-knockout, gets round 1 whole with its results:
+    // on a new stream's first message and from GetEvent with_state alike.
+    let round1 = vec![
+        (1, 1, PairingResult::Won as i32, seeds[0].id.to_string()),
+        (1, 2, PairingResult::Forfeit as i32, seeds[2].id.to_string()),
+    ];
+    let asked = state(&app, &seeds[1], &event).await;
+    assert_eq!(rows(&asked.earlier_pairings), round1);
+    assert_eq!(
+        rows(&asked.pairings),
+        [(2, 1, PairingResult::Unspecified as i32, String::new())]
+    );
+    assert_eq!(asked.earlier_pairings[0].room_id, t1);
+    assert_eq!(
+        asked.earlier_pairings[0].user_ids,
+        [seeds[0].id.to_string(), seeds[3].id.to_string()]
+    );
+    let reopened = first_message(&app, &seeds[1], &event, 0).await;
+    assert_eq!(reopened.version, asked.version);
+    assert_eq!(reopened.earlier_pairings, asked.earlier_pairings);
+    assert_eq!(reopened.pairings, asked.pairings);
+    // Without the state, GetEvent answers as before.
+    let plain = events_client(&app)
+        .get_event(authed(
+            GetEventRequest {
+                event_id: event.clone(),
+                with_state: false,
+            },
+            &seeds[1].token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(plain.state.is_none());
+    // Reopened after a break at that version, the first message is the next change
+    // (the final's result) and it has round 1 too.
+    let resumed_at = reopened.version;
+    let resumed = tokio::spawn({
+        let app_events = events_client(&app);
+        let token = seeds[1].token.clone();
+        let event = event.clone();
+        async move {
+            let mut client = app_events;
+            let mut watch = client
+                .watch_event(authed(
+                    WatchEventRequest {
+                        event_id: event,
+                        last_seen_version: resumed_at,
+                    },
+                    &token,
+                ))
+                .await
+                .expect("WatchEvent")
+                .into_inner();
+            watch.message().await.expect("no error").expect("a message")
+        }
+    });
+
     // Seed 3 wins the final.
     for p in [&seeds[0], &seeds[2]] {
         app.game().join(&fin, &p.id.to_string());
     }
     app.game().finish_won(&fin, 1);
+    let resumed = tokio::time::timeout(Duration::from_secs(10), resumed)
+        .await
+        .expect("the resumed stream's first message")
+        .unwrap();
+    assert!(resumed.version > resumed_at, "{resumed:?}");
+    assert_eq!(rows(&resumed.earlier_pairings), round1);
+    assert_eq!(resumed.pairings[0].round, 2);
+
+    // The stream open from the start: its first message (before the start) had no
+    // rounds; later ones carry the earlier rounds only when the round has moved on
+    // since the message before, so keeping each table's newest pairing gives the
+    // whole bracket.
+    assert!(first.earlier_pairings.is_empty() && first.pairings.is_empty());
     let mut last = first.version;
+    let mut last_round = 0;
+    let mut bracket: BTreeMap<(u32, u32), Pairing> = BTreeMap::new();
     let mut end = None;
     while let Some(update) = tokio::time::timeout(Duration::from_secs(10), watch.message())
         .await
@@ -201,14 +345,37 @@ async fn knockout_to_its_final(mut events: EventDeps) {
     {
         assert!(update.version > last, "versions rise");
         last = update.version;
+        let round = update.pairings.iter().map(|p| p.round).max().unwrap_or(0);
+        if round > last_round {
+            let earlier: Vec<u32> = update.earlier_pairings.iter().map(|p| p.round).collect();
+            assert!(
+                earlier
+                    .iter()
+                    .all(|r| (last_round.max(1)..round).contains(r)),
+                "only the rounds since round {last_round}: {earlier:?}"
+            );
+        } else {
+            assert!(update.earlier_pairings.is_empty(), "{update:?}");
+        }
+        last_round = last_round.max(round);
+        for p in update.earlier_pairings.iter().chain(&update.pairings) {
+            bracket.insert((p.round, p.table), p.clone());
+        }
         end = Some(update);
     }
+    let mut whole = round1.clone();
+    whole.push((2, 1, PairingResult::Won as i32, seeds[2].id.to_string()));
+    assert_eq!(rows(&bracket.into_values().collect::<Vec<_>>()), whole);
     let end = end.expect("the last update");
     let ended = end.event.unwrap();
     assert_eq!(ended.status, EventStatus::Finished as i32);
     assert_eq!(ended.champion, seeds[2].id.to_string());
     assert_eq!(end.pairings.len(), 1);
     assert_eq!(end.pairings[0].result, PairingResult::Won as i32);
+    // Finished: asked again, the whole bracket.
+    let done = state(&app, &seeds[3], &event).await;
+    assert_eq!(rows(&done.earlier_pairings), round1);
+    assert_eq!(rows(&done.pairings), &whole[2..]);
 
     let standings = events_client(&app)
         .get_standings(authed(
@@ -258,6 +425,7 @@ async fn knockout_to_its_final(mut events: EventDeps) {
         .unwrap()
         .into_inner();
     assert_eq!(mine.events[0].rank, 1);
+    (app, event, whole)
 }
 
 async fn register(app: &TestApp, p: &Player, event: &str) {

@@ -31,6 +31,7 @@ async fn registered(app: &TestApp, p: &Player, event: &str) -> u32 {
         .get_event(authed(
             GetEventRequest {
                 event_id: event.into(),
+                with_state: false,
             },
             &p.token,
         ))
@@ -233,6 +234,7 @@ async fn registration_opens_at_once_when_no_lead_time_is_set() {
         .get_event(authed(
             GetEventRequest {
                 event_id: event.clone(),
+                with_state: false,
             },
             &p.token,
         ))
