@@ -164,11 +164,51 @@ async fn tick(shared: &EventsShared) -> Result<(Vec<String>, Option<Millis>)> {
             continue;
         }
         held.push(event.id.clone());
-        if let Err(err) = step(shared, event.clone()).await {
+        if let Err(err) = step_leased(shared, event.clone()).await {
             tracing::warn!(event = %event.id, error = %err, "event step failed: retried next tick");
         }
     }
     Ok((held, next_start))
+}
+
+/// [`step`] while the lease is renewed every third of `events.lease_millis`: a step
+/// that outlasts the lease (slow calls on a loaded machine) keeps it, so no other
+/// replica takes the event meanwhile. Once a renewal finds another holder (or none has
+/// succeeded for a whole lease), the step is dropped where it stands, as if this
+/// replica had died there (every step is safe to cut at any point, and its saves are
+/// fenced): two replicas never act on one event at once.
+async fn step_leased(shared: &EventsShared, event: EventRecord) -> Result<()> {
+    let lease = shared.settings.lease_millis;
+    let every = Duration::from_millis((lease / 3).max(1));
+    let renew = async {
+        let mut renewed = tokio::time::Instant::now();
+        loop {
+            tokio::time::sleep(every).await;
+            let now = shared.now();
+            match shared
+                .live
+                .acquire(&event.id, &shared.holder, now, lease as i64)
+                .await
+            {
+                Ok(true) => renewed = tokio::time::Instant::now(),
+                Ok(false) => return "another replica holds its lease",
+                Err(err) => {
+                    tracing::warn!(event = %event.id, error = %err, "event lease not renewed");
+                    if renewed.elapsed() >= Duration::from_millis(lease) {
+                        return "its lease could not be renewed for a whole lease";
+                    }
+                }
+            }
+        }
+    };
+    tokio::select! {
+        biased;
+        done = step(shared, event.clone()) => done,
+        why = renew => {
+            tracing::warn!(event = %event.id, why, "event step abandoned");
+            Ok(())
+        }
+    }
 }
 
 /// One step of one event whose lease this replica holds.

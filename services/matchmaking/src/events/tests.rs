@@ -19,7 +19,7 @@ use super::play::LiveEvent;
 use super::spec::{EventSpec, Format};
 use super::store::{EventStore, MemoryEventStore};
 use super::{EventsShared, LiveStore, driver};
-use crate::clock::{ManualClock, Millis};
+use crate::clock::{Clock, ManualClock, Millis};
 use crate::error::Result;
 use crate::settings::EventSettings;
 use crate::upstream::{GameRooms, NameSource, RatingSource};
@@ -707,6 +707,51 @@ async fn players_whose_driver_died_before_telling_them_are_told_once_by_its_succ
     assert_ne!(old, stored);
     let read: LiveEvent = serde_json::from_str(&old).unwrap();
     assert!(read.matches.iter().all(|m| m.created && !m.told));
+}
+
+/// A step that outlasts its lease keeps it while it runs (renewed every third of the
+/// lease: no other replica takes the event meanwhile), and stops where it stands once
+/// another replica holds the lease: two replicas never act on one event at once. Found
+/// by the fault suite on a loaded machine, where slow notices made a step outlast the
+/// lease and the lease went back and forth between two live replicas.
+#[tokio::test]
+async fn a_long_step_keeps_its_lease_and_stops_once_another_holds_it() {
+    let w = World::new();
+    let mut a = w.stalling_replica("a");
+    a.settings.tick_millis = 100;
+    a.settings.lease_millis = 300;
+    let a = Arc::new(a);
+    let b = w.replica("b");
+    let (id, _) = w.event(Format::Knockout, 8).await;
+    w.clock.set(START);
+    let stepping = tokio::spawn({
+        let a = a.clone();
+        async move { driver::tick_once(&a).await }
+    });
+    // a stalls while telling, for ten of its leases; b, ticking all along, never takes
+    // the event.
+    for _ in 0..10 {
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        w.clock.advance(150);
+        assert!(driver::tick_once(&b).await.unwrap().is_empty());
+    }
+    assert!(!stepping.is_finished(), "a is still stepping");
+    // The lease lapses and b takes it (as when a stalls longer than its lease): a's
+    // step stops at its next renewal, without telling anyone.
+    w.clock.advance(1_000);
+    assert!(
+        w.live
+            .acquire(&id, "b", w.clock.now_ms(), 60_000)
+            .await
+            .unwrap()
+    );
+    let held = tokio::time::timeout(std::time::Duration::from_secs(2), stepping)
+        .await
+        .expect("a's step stops once b holds the lease")
+        .unwrap()
+        .unwrap();
+    assert_eq!(held, vec![id]);
+    assert!(w.ready_told().is_empty());
 }
 
 /// A "your match is ready" accounts could not take (a transient status) is told again
