@@ -129,8 +129,9 @@ pub(crate) async fn tick_once(shared: &EventsShared) -> Result<Vec<String>> {
     Ok(tick(shared).await?.0)
 }
 
-/// [`tick_once`], and the earliest start within the next tick, if any (the clock wakes
-/// then).
+/// One tick: every due event whose lease this replica holds or takes is stepped. The
+/// events it holds, and the earliest start within the next tick, if any (the clock
+/// wakes then).
 async fn tick(shared: &EventsShared) -> Result<(Vec<String>, Option<Millis>)> {
     let now = shared.now();
     let lead = shared.settings.starting_notice_seconds;
