@@ -854,7 +854,15 @@ pub fn update_text(update: &WatchEventResponse) -> String {
         }
         out.push('\n');
     }
-    for p in &update.pairings {
+    // The earlier rounds (a stream's first message, or a new round), each under its
+    // number, then the current one under its own when there are earlier ones.
+    let mut round = None;
+    let headed = !update.earlier_pairings.is_empty();
+    for p in update.earlier_pairings.iter().chain(&update.pairings) {
+        if headed && round != Some(p.round) {
+            round = Some(p.round);
+            out.push_str(&format!("round {}:\n", p.round));
+        }
         out.push_str(&pairing_text(p, &names));
         out.push('\n');
     }
@@ -978,6 +986,44 @@ mod tests {
         );
         let u = update(event(EventStatus::Cancelled, 0, 0), vec![]);
         assert_eq!(next_step(&u, "me", None, &HashSet::new(), 0), Next::Over);
+    }
+
+    #[test]
+    fn earlier_rounds_are_shown_under_their_numbers_before_the_current_one() {
+        let mut u = update(
+            event(EventStatus::Running, 0, 0),
+            vec![pairing(&["a", "c"], "r3", PairingResult::Unspecified)],
+        );
+        u.pairings[0].round = 2;
+        u.earlier_pairings = vec![
+            pairing(&["a", "b"], "r1", PairingResult::Won),
+            pairing(&["c", "d"], "r2", PairingResult::Won),
+        ];
+        u.earlier_pairings[0].winner = "a".into();
+        u.earlier_pairings[1].winner = "c".into();
+        u.earlier_pairings[1].table = 2;
+        // Names are isolated for right-to-left terminals; the order is what is checked.
+        let text = update_text(&u).replace(['\u{2068}', '\u{2069}'], "");
+        let lines: Vec<&str> = text.lines().collect();
+        let at = |needle: &str| {
+            lines
+                .iter()
+                .position(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("{needle:?} not in {text}"))
+        };
+        let order = [
+            "round 1:",
+            "table 1: a v b — a won",
+            "table 2: c v d — c won",
+            "round 2:",
+            "table 1: a v c — playing",
+        ];
+        let places: Vec<usize> = order.iter().map(|n| at(n)).collect();
+        assert!(places.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert_eq!(text.matches("round 1:").count(), 1);
+        // Without earlier rounds (an arena, a later message), no headings.
+        u.earlier_pairings.clear();
+        assert!(!update_text(&u).contains("round 2:"));
     }
 
     #[test]
