@@ -34,6 +34,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
+use basra::admin::OperatorToken;
 use basra_platform::auth::SigningKey;
 use basra_proto::basra::common::v1::RuleSettings;
 use basra_proto::basra::matchmaking::v1::event_admin_service_client::EventAdminServiceClient;
@@ -179,31 +180,15 @@ async fn one_replica_each(stack: &mut Stack, tick_millis: Option<u64>) -> anyhow
     )
 }
 
-/// An operator's bearer token on every request.
-#[derive(Clone)]
-struct Operator(tonic::metadata::MetadataValue<tonic::metadata::Ascii>);
-
-impl tonic::service::Interceptor for Operator {
-    fn call(
-        &mut self,
-        mut request: tonic::Request<()>,
-    ) -> Result<tonic::Request<()>, tonic::Status> {
-        request
-            .metadata_mut()
-            .insert("authorization", self.0.clone());
-        Ok(request)
-    }
-}
-
 type Admin = EventAdminServiceClient<
-    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Operator>,
+    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, OperatorToken>,
 >;
 
 fn admin(url: &str, token: &str) -> anyhow::Result<Admin> {
     let bearer = format!("Bearer {token}").parse()?;
     Ok(EventAdminServiceClient::with_interceptor(
         bots::channel(url)?,
-        Operator(bearer),
+        OperatorToken::new(bearer),
     ))
 }
 
