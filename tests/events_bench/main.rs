@@ -367,7 +367,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
             None => rooms.push((t.room.clone(), vec![&t.user])),
         }
     }
-    // The last tables first: a watcher's update lists the current round's last 200.
+    // The last tables first (builds before 6 Dec 2026 listed only the current round's
+    // last 200 pairings: so that their runs compare).
     let table = |room: &str| -> u32 {
         room.rsplit('t')
             .next()

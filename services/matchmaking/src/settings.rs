@@ -65,7 +65,9 @@ pub struct EventSettings {
     /// How long an event's lease lasts without renewal: a replica that died is replaced
     /// as driver after this long.
     pub lease_millis: u64,
-    /// How long a WatchEvent stream waits between looks at its event.
+    /// How often a watched event's versions are read (by one poller per event on this
+    /// replica, whatever its number of WatchEvent streams); the clock's saves on this
+    /// replica make it look at once.
     pub watch_poll_millis: u64,
     /// Most WatchEvent streams one account holds open at once on this replica.
     pub max_watchers_per_account: usize,

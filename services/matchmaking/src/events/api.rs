@@ -1,9 +1,8 @@
 //! `EventService`: what players do with events. Translation and checks only; the rules
-//! are in `model` (applied atomically by the store) and the clock in `driver`.
+//! are in `model` (applied atomically by the store), the clock in `driver`, and what
+//! WatchEvent streams show in `snapshot` (one per watched event, shared through `hub`).
 
-use std::collections::HashMap;
 use std::pin::Pin;
-use std::time::Duration;
 
 use basra_platform::{Caller, auth};
 use basra_proto::basra::matchmaking::v1::{self as pb, event_service_server::EventService};
@@ -14,7 +13,7 @@ use tonic::{Request, Response, Status};
 use super::model::{EntryRecord, EventRecord, Phase};
 use super::notices::Notice;
 use super::play::LiveEvent;
-use super::{EventsApi, EventsShared, bracket, convert};
+use super::{EventsApi, EventsShared, convert};
 use crate::error::{MatchmakingError, Result};
 
 /// The WatchEvent stream.
@@ -50,6 +49,11 @@ fn player<T>(request: &Request<T>) -> std::result::Result<Caller, Status> {
     auth::player(request)
 }
 
+/// How a WatchEvent stream ends when the replica drains.
+fn draining() -> Status {
+    Status::unavailable("the server is draining: reopen with last_seen_version")
+}
+
 fn event_id(id: &str) -> Result<&str> {
     if id.is_empty() || id.len() > 64 {
         return Err(MatchmakingError::InvalidArgument(
@@ -80,144 +84,6 @@ impl EventsShared {
         pb::EventWithEntry {
             event: Some(convert::event(event, self.now())),
             entry: entry.map(convert::entry),
-        }
-    }
-
-    /// The standings: the live state's while it is kept, else the final ranks stored.
-    async fn standings(
-        &self,
-        event: &EventRecord,
-        live: Option<&LiveEvent>,
-    ) -> Result<Vec<pb::Standing>> {
-        let rows: Vec<basra_events::Standing> = match live {
-            Some(live) => live.standings(),
-            None => Vec::new(),
-        };
-        if rows.is_empty() && event.phase == Phase::Finished {
-            let mut entries: Vec<EntryRecord> = self
-                .store
-                .entries(&event.id)
-                .await?
-                .into_iter()
-                .filter(|e| e.rank > 0)
-                .collect();
-            entries.sort_by_key(|e| e.rank);
-            let names = self
-                .names_of(entries.iter().map(|e| e.user_id.clone()))
-                .await;
-            return Ok(entries
-                .iter()
-                .map(|e| pb::Standing {
-                    rank: e.rank,
-                    display_name: names.get(&e.user_id).cloned().unwrap_or_default(),
-                    user_id: e.user_id.clone(),
-                    points: e.points,
-                    ..Default::default()
-                })
-                .collect());
-        }
-        let names = self
-            .names_of(rows.iter().map(|s| super::play::user_of(s.player)))
-            .await;
-        Ok(rows.iter().map(|s| convert::standing(s, &names)).collect())
-    }
-
-    async fn names_of(&self, users: impl Iterator<Item = String>) -> HashMap<String, String> {
-        let users: Vec<String> = users.collect();
-        if users.is_empty() {
-            return HashMap::new();
-        }
-        self.names.names(&users).await.unwrap_or_default()
-    }
-
-    /// The whole state of an event for a watcher, its earlier rounds apart
-    /// ([`State::earlier`]): a stream sends them on its first message only.
-    pub(crate) async fn state(&self, id: &str) -> Result<State> {
-        let event = self.event(id).await?;
-        let live = self.live_state(id).await?;
-        let standings = self
-            .standings(&event, live.as_ref().map(|(_, l)| l))
-            .await?;
-        let version = event.version + live.as_ref().map_or(0, |(v, _)| *v);
-        let (pairings, round, rounds) = match live {
-            Some((_, l)) => {
-                let current = l.rounds().0;
-                let mut rows: Vec<pb::Pairing> = l
-                    .matches
-                    .iter()
-                    .filter(|m| event.is_arena() || m.round == current)
-                    .map(convert::pairing)
-                    .collect();
-                if rows.len() > 200 {
-                    rows.drain(..rows.len() - 200);
-                }
-                (rows, current, Rounds::Live(l))
-            }
-            // Its live state expired: a finished knockout's or Swiss' rounds are in
-            // its stored results.
-            None if event.phase == Phase::Finished && !event.is_arena() => {
-                let results = self.store.results(&event.id).await?;
-                let (now, before) = bracket::from_results(&results, event.current_round);
-                (now, event.current_round, Rounds::Stored(before))
-            }
-            None => (Vec::new(), 0, Rounds::None),
-        };
-        Ok(State {
-            update: pb::WatchEventResponse {
-                version,
-                event: Some(convert::event(&event, self.now())),
-                standings,
-                pairings,
-                earlier_pairings: Vec::new(),
-            },
-            round,
-            rounds,
-        })
-    }
-}
-
-/// Where an event's earlier rounds come from.
-pub(crate) enum Rounds {
-    /// Its live state.
-    Live(LiveEvent),
-    /// A finished event's stored results, as pairings.
-    Stored(Vec<pb::Pairing>),
-    /// Not started (or an arena: no rounds).
-    None,
-}
-
-/// An event's state at one version: the update without its earlier rounds, the current
-/// round, and where the earlier rounds are.
-pub(crate) struct State {
-    /// The update, `earlier_pairings` empty.
-    pub(crate) update: pb::WatchEventResponse,
-    /// The current round (0: none).
-    pub(crate) round: u32,
-    rounds: Rounds,
-}
-
-impl State {
-    /// The pairings of rounds `from` up to the current one (excluded).
-    pub(crate) fn earlier(&self, from: u32) -> Vec<pb::Pairing> {
-        match &self.rounds {
-            Rounds::Live(live) => bracket::earlier(live, from, self.round),
-            Rounds::Stored(rows) => rows.iter().filter(|p| p.round >= from).cloned().collect(),
-            Rounds::None => Vec::new(),
-        }
-    }
-
-    /// The update a stream sends after one of round `sent` (`None`: its first), with
-    /// the rounds the client has not had whole: every earlier one on a first message,
-    /// those from `sent` on when the round has moved past it, none otherwise.
-    pub(crate) fn message(self, sent: Option<u32>) -> pb::WatchEventResponse {
-        let earlier = match sent {
-            None => self.earlier(0),
-            Some(r) if self.round > r => self.earlier(r),
-            Some(_) => Vec::new(),
-        };
-        pb::WatchEventResponse {
-            earlier_pairings: earlier,
-            ..self.update
         }
     }
 }
@@ -262,7 +128,7 @@ impl EventService for EventsApi {
             .entry(&event.id, &caller.user_id.to_string())
             .await?;
         let state = if request.get_ref().with_state {
-            Some(inner.state(&event.id).await?.message(None))
+            Some(inner.state(&event.id).await?.message(None, inner.now()))
         } else {
             None
         };
@@ -354,53 +220,60 @@ impl EventService for EventsApi {
     ) -> std::result::Result<Response<Self::WatchEventStream>, Status> {
         let caller = player(&request)?;
         let r = request.into_inner();
+        event_id(&r.event_id)?;
         let inner = self.inner.clone();
-        // Refuse an unknown event before the stream opens.
-        let first = inner.state(&r.event_id).await?;
+        // The event's snapshots, shared with its other watchers on this replica (the
+        // first of them starts its poller). An unknown event is refused before the
+        // stream opens.
+        let mut snapshots = inner.hub.subscribe(&inner, &r.event_id).await?;
         let slot = inner
             .watchers
             .open(caller.user_id)
             .map_err(MatchmakingError::from)?;
         let (tx, rx) = tokio::sync::mpsc::channel(4);
-        let poll = Duration::from_millis(inner.settings.watch_poll_millis);
         tokio::spawn(async move {
             let _slot = slot;
-            let mut seen = r.last_seen_version;
+            // The version the client has (none on a first stream: even a new event's
+            // version 0 is sent, as its first whole state).
+            let mut seen = (r.last_seen_version > 0).then_some(r.last_seen_version);
             // The current round of the last message sent (none yet: the first carries
             // every earlier round).
             let mut sent: Option<u32> = None;
-            let mut next = Some(first);
             loop {
-                if let Some(state) = next.take() {
-                    let over = state.update.event.as_ref().is_some_and(|e| {
-                        e.status == pb::EventStatus::Finished as i32
-                            || e.status == pb::EventStatus::Cancelled as i32
-                    });
-                    if state.update.version > seen {
-                        seen = state.update.version;
-                        let round = state.round;
-                        if tx.send(Ok(state.message(sent))).await.is_err() {
+                let published = snapshots.borrow_and_update().clone();
+                match published {
+                    Some(Ok(state)) => {
+                        if seen.is_none_or(|v| state.version() > v) {
+                            seen = Some(state.version());
+                            let message = state.message(sent, inner.now());
+                            if tx.send(Ok(message)).await.is_err() {
+                                return;
+                            }
+                            sent = Some(sent.map_or(state.round(), |r| r.max(state.round())));
+                        }
+                        if state.is_over() {
                             return;
                         }
-                        sent = Some(sent.map_or(round, |r| r.max(round)));
                     }
-                    if over {
+                    Some(Err(status)) => {
+                        let _ = tx.send(Err(status)).await;
                         return;
                     }
+                    None => {}
                 }
                 tokio::select! {
                     () = inner.shutdown.cancelled() => {
-                        let _ = tx.send(Err(Status::unavailable("the server is draining: reopen with last_seen_version"))).await;
+                        let _ = tx.send(Err(draining())).await;
                         return;
                     }
                     () = tx.closed() => return,
-                    () = tokio::time::sleep(poll) => {}
-                }
-                match inner.state(&r.event_id).await {
-                    Ok(update) => next = Some(update),
-                    Err(err) => {
-                        let _ = tx.send(Err(err.into())).await;
-                        return;
+                    changed = snapshots.changed() => {
+                        if changed.is_err() {
+                            // The poller stopped without a last snapshot or an error:
+                            // the replica is stopping.
+                            let _ = tx.send(Err(draining())).await;
+                            return;
+                        }
                     }
                 }
             }

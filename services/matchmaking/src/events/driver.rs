@@ -243,10 +243,15 @@ async fn save(
     live: &LiveEvent,
 ) -> Result<bool> {
     let json = serde_json::to_string(live)?;
-    shared
+    let saved = shared
         .live
         .save(event_id, &shared.holder, version, &json)
-        .await
+        .await?;
+    if saved {
+        // This replica's watchers of the event see it now, not at their next poll.
+        shared.hub.wake(event_id);
+    }
+    Ok(saved)
 }
 
 async fn start(shared: &EventsShared, event: EventRecord) -> Result<()> {

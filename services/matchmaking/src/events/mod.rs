@@ -14,6 +14,7 @@
 //! | `driver` | the event clock: leases, starts, rooms, results, rounds, the end |
 //! | [`notices`] | what players are told (accounts' inbox) |
 //! | `api`, `admin` | the gRPC services; `convert` the API forms, `bracket` the earlier rounds |
+//! | `snapshot`, `hub`, `names` | what WatchEvent streams show: one snapshot per watched event per replica, shared by its watchers, rebuilt when the event changes (the clock's saves wake it), names kept a minute |
 
 use std::sync::Arc;
 
@@ -34,10 +35,13 @@ mod api;
 mod bracket;
 mod convert;
 mod driver;
+mod hub;
 pub mod live;
 pub mod model;
+mod names;
 pub mod notices;
 pub mod play;
+mod snapshot;
 pub mod spec;
 pub mod store;
 
@@ -94,12 +98,27 @@ pub(crate) struct EventsShared {
     /// process drives it.
     pub(crate) holder: String,
     pub(crate) watchers: StreamsPerAccount,
+    /// The snapshots of the events watched on this replica, shared by their watchers.
+    pub(crate) hub: hub::Hub<EventsShared>,
+    /// Display names for the standings.
+    pub(crate) name_cache: names::NameCache,
     pub(crate) shutdown: CancellationToken,
 }
 
 impl EventsShared {
     pub(crate) fn now(&self) -> Millis {
         self.clock.now_ms()
+    }
+
+    /// The watchers' hub of a replica stopping at `shutdown`.
+    pub(crate) fn new_hub(
+        settings: &EventSettings,
+        shutdown: &CancellationToken,
+    ) -> hub::Hub<EventsShared> {
+        hub::Hub::new(
+            std::time::Duration::from_millis(settings.watch_poll_millis),
+            shutdown.clone(),
+        )
     }
 }
 
@@ -120,6 +139,8 @@ pub(crate) fn mount(
 ) -> (Routes, JoinHandle<()>) {
     let shared = Arc::new(EventsShared {
         watchers: StreamsPerAccount::new("WatchEvent", settings.max_watchers_per_account),
+        hub: EventsShared::new_hub(&settings, &shutdown),
+        name_cache: names::NameCache::default(),
         settings,
         store: events.store,
         live: events.live,

@@ -196,6 +196,8 @@ impl World {
             clock: Arc::new(self.clock.clone()),
             holder: name.to_owned(),
             watchers: StreamsPerAccount::new("WatchEvent", 4),
+            hub: EventsShared::new_hub(&EventSettings::default(), &CancellationToken::new()),
+            name_cache: Default::default(),
             shutdown: CancellationToken::new(),
         }
     }
@@ -779,4 +781,72 @@ async fn a_notice_accounts_could_not_take_is_told_again_next_step() {
     assert_eq!(told.len(), users.len(), "{told:?}");
     assert!(told.values().all(|n| *n == 1), "{told:?}");
     assert!(w.live_state(&id).await.matches.iter().all(|m| m.told));
+}
+
+/// The first snapshot `watch` gets that `f` accepts, within a second.
+async fn until_snapshot(
+    watch: &mut super::hub::Subscription<super::snapshot::Snapshot>,
+    what: &str,
+    f: impl Fn(&super::snapshot::Snapshot) -> bool,
+) -> Arc<super::snapshot::Snapshot> {
+    let got = tokio::time::timeout(
+        std::time::Duration::from_secs(1),
+        watch.wait_for(|p| matches!(p, Some(Ok(s)) if f(s))),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{what} within a second"))
+    .expect("watched");
+    match &*got {
+        Some(Ok(s)) => s.clone(),
+        _ => unreachable!(),
+    }
+}
+
+/// The clock's saves reach this replica's watchers of the event at once (their poll is
+/// an hour here: only the wake explains a change seen), and a knockout's snapshot lists
+/// its whole current round (256 matches: more than an arena's 200).
+#[tokio::test]
+async fn the_clocks_saves_wake_this_replicas_watchers() {
+    let w = World::new();
+    let a = Arc::new(EventsShared {
+        hub: super::hub::Hub::new(
+            std::time::Duration::from_secs(3600),
+            CancellationToken::new(),
+        ),
+        ..w.replica("a")
+    });
+    let (id, _) = w.event(Format::Knockout, 512).await;
+    let mut watch = a.hub.subscribe(&a, &id).await.expect("watched");
+    let first = until_snapshot(&mut watch, "the first snapshot", |_| true).await;
+    assert_eq!(first.round(), 0);
+    assert!(first.message(None, w.clock.now_ms()).pairings.is_empty());
+
+    w.clock.set(START);
+    driver::tick_once(&a).await.unwrap();
+    let started = until_snapshot(&mut watch, "round 1 made", |s| {
+        s.round() == 1
+            && s.message(None, START)
+                .pairings
+                .iter()
+                .all(|p| !p.room_id.is_empty())
+    })
+    .await;
+    let round1 = started.message(None, START).pairings;
+    assert_eq!(round1.len(), 256, "the whole round");
+    assert!(started.version() > first.version());
+
+    let room = round1[0].room_id.clone();
+    w.rooms.play(&room, 0);
+    w.clock.advance(500);
+    driver::tick_once(&a).await.unwrap();
+    let ended = until_snapshot(&mut watch, "the result", |s| {
+        s.message(Some(1), START)
+            .pairings
+            .iter()
+            .any(|p| p.room_id == room && !p.winner.is_empty())
+    })
+    .await;
+    assert!(ended.version() > started.version());
+    assert_eq!(a.hub.polled(), 1);
+    drop(watch);
 }

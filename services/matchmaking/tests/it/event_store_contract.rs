@@ -28,6 +28,7 @@ basra_testkit::store_contract! {
         finished_entries_keep_their_status_and_place,
         cancelling_a_series_cancels_its_occurrences_not_started,
         an_occurrence_is_not_made_after_its_series_was_cancelled,
+        the_version_is_read_alone,
     }
 }
 
@@ -51,7 +52,23 @@ mod live {
         cases {
             one_holder_at_a_time_and_a_lapsed_lease_is_taken_over,
             saves_are_fenced_by_the_lease_and_the_version,
+            the_state_version_is_read_alone,
         }
+    }
+
+    async fn the_state_version_is_read_alone(live: Arc<dyn LiveStore>) {
+        let event = uuid::Uuid::now_v7().to_string();
+        assert_eq!(live.version(&event).await.unwrap(), None, "nothing saved");
+        assert!(live.acquire(&event, "a", 0, 10_000).await.unwrap());
+        assert!(live.save(&event, "a", 0, "one").await.unwrap());
+        assert_eq!(live.version(&event).await.unwrap(), Some(1));
+        assert!(live.save(&event, "a", 1, "two").await.unwrap());
+        assert!(!live.save(&event, "a", 1, "stale").await.unwrap());
+        assert_eq!(live.version(&event).await.unwrap(), Some(2));
+        assert_eq!(
+            live.version(&event).await.unwrap(),
+            live.load(&event).await.unwrap().map(|s| s.version)
+        );
     }
 
     async fn one_holder_at_a_time_and_a_lapsed_lease_is_taken_over(live: Arc<dyn LiveStore>) {
@@ -603,4 +620,20 @@ async fn requests_are_idempotent_and_listings_page(store: Arc<dyn EventStore>) {
     assert_eq!((rest.len(), end), (2, None));
     let (newest, _) = store.list(&[Phase::Upcoming], false, 0, 1).await.unwrap();
     assert!(newest[0].starts_at_ms > made.starts_at_ms);
+}
+
+/// An event's version alone is its record's, rising with each change.
+async fn the_version_is_read_alone(store: Arc<dyn EventStore>) {
+    assert_eq!(store.version("no-such-event").await.unwrap(), None);
+    let e = store.create(event(spec(8, None, 0))).await.unwrap();
+    let before = store.version(&e.id).await.unwrap().expect("a version");
+    assert_eq!(before, e.version);
+    store
+        .register(&e.id, &user(), 1500, T0)
+        .await
+        .unwrap()
+        .unwrap();
+    let after = store.version(&e.id).await.unwrap().expect("a version");
+    assert!(after > before, "a registration changes it");
+    assert_eq!(after, store.get(&e.id).await.unwrap().unwrap().version);
 }

@@ -69,6 +69,13 @@ impl LiveStore for MemoryLiveStore {
         Ok(self.lock().get(event_id).and_then(|s| s.state.clone()))
     }
 
+    async fn version(&self, event_id: &str) -> Result<Option<u64>> {
+        Ok(self
+            .lock()
+            .get(event_id)
+            .and_then(|s| s.state.as_ref().map(|s| s.version)))
+    }
+
     async fn save(&self, event_id: &str, holder: &str, expected: u64, json: &str) -> Result<bool> {
         let mut inner = self.lock();
         let slot = inner.entry(event_id.to_owned()).or_default();

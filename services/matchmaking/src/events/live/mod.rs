@@ -50,6 +50,10 @@ pub trait LiveStore: Send + Sync + 'static {
     /// The event's state, if any was saved.
     async fn load(&self, event_id: &str) -> Result<Option<Stored>>;
 
+    /// The version of the event's state alone (a watcher's cheap look: has it
+    /// changed?), if any was saved.
+    async fn version(&self, event_id: &str) -> Result<Option<u64>>;
+
     /// Saves `json` as version `expected + 1` if `holder` holds the lease and the stored
     /// version is `expected` (0: none stored); `false` (nothing written) otherwise.
     async fn save(&self, event_id: &str, holder: &str, expected: u64, json: &str) -> Result<bool>;

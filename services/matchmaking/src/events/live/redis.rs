@@ -115,6 +115,16 @@ impl LiveStore for RedisLiveStore {
         })
     }
 
+    async fn version(&self, event_id: &str) -> Result<Option<u64>> {
+        let key = format!("{}:state", self.slot(event_id));
+        let v: Option<u64> = redis::cmd("HGET")
+            .arg(&key)
+            .arg("v")
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(v)
+    }
+
     async fn save(&self, event_id: &str, holder: &str, expected: u64, json: &str) -> Result<bool> {
         let saved: i64 = self
             .save

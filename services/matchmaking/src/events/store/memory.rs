@@ -89,6 +89,10 @@ impl EventStore for MemoryEventStore {
         Ok(self.lock().events.get(id).cloned())
     }
 
+    async fn version(&self, id: &str) -> Result<Option<u64>> {
+        Ok(self.lock().events.get(id).map(|e| e.version))
+    }
+
     async fn list(
         &self,
         phases: &[Phase],

@@ -79,6 +79,10 @@ pub trait EventStore: Send + Sync + 'static {
     /// One event.
     async fn get(&self, id: &str) -> Result<Option<EventRecord>>;
 
+    /// One event's [`version`](EventRecord::version) alone (a watcher's cheap look:
+    /// has it changed?); `None` when there is no such event.
+    async fn version(&self, id: &str) -> Result<Option<u64>>;
+
     /// Events in `phases`, by start (soonest first when `ascending`), from `offset`.
     async fn list(
         &self,

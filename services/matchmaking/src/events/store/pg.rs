@@ -245,6 +245,15 @@ impl EventStore for PgEventStore {
         row.as_ref().map(event_row).transpose()
     }
 
+    async fn version(&self, id: &str) -> Result<Option<u64>> {
+        let version: Option<i64> =
+            sqlx::query_scalar("SELECT version FROM event_events WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(version.map(|v| v as u64))
+    }
+
     async fn list(
         &self,
         phases: &[Phase],

@@ -1,11 +1,13 @@
 //! Events (issue 47) through the API: `EventAdminService` (create, list, cancel, and
 //! the definitions it refuses), `EventService` (register, withdraw, check in, and every
-//! refusal the .proto documents, each leaving the event as it was), and a knockout
-//! played to its final by the event clock against the fake game-session.
+//! refusal the .proto documents, each leaving the event as it was), a knockout
+//! played to its final by the event clock against the fake game-session, and
+//! `WatchEvent`'s statuses and shared streams.
 
 mod admin;
 mod clock;
 mod players;
+mod watch;
 
 use basra_proto::basra::common::v1::RuleSettings;
 use basra_proto::basra::matchmaking::v1::{
