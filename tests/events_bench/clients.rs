@@ -225,6 +225,10 @@ pub async fn register_all(
                 );
                 match client.register(request).await {
                     Ok(_) => return Ok(()),
+                    // A retry after an attempt that registered but answered too late.
+                    Err(status) if status.code() == tonic::Code::AlreadyExists && failures > 0 => {
+                        return Ok(());
+                    }
                     Err(status) if status.code() == tonic::Code::Unavailable && failures < 20 => {
                         failures += 1;
                         tokio::time::sleep(crate::bots::backoff(failures)).await;

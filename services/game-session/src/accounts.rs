@@ -76,7 +76,12 @@ pub struct KnownPlayer {
     pub guest: bool,
 }
 
-/// The players of `user_ids` that accounts knows (user id → name and guest flag).
+/// The most user ids accounts' `GetPlayers` takes in one call.
+const LOOKUP_BATCH: usize = 100;
+
+/// The players of `user_ids` that accounts knows (user id → name and guest flag): one
+/// `GetPlayers` per 100 ids, all at once (CreateRooms seats a round's
+/// players in a few calls). A call that fails or is late leaves its players out.
 pub async fn known_players(
     link: Option<&AccountsLink>,
     user_ids: &[String],
@@ -84,11 +89,30 @@ pub async fn known_players(
     let Some(link) = link else {
         return HashMap::new();
     };
+    if user_ids.len() <= LOOKUP_BATCH {
+        return lookup(link, user_ids.to_vec()).await;
+    }
+    let mut calls = tokio::task::JoinSet::new();
+    for ids in user_ids.chunks(LOOKUP_BATCH) {
+        let (link, ids) = (link.clone(), ids.to_vec());
+        calls.spawn(async move { lookup(&link, ids).await });
+    }
+    let mut known = HashMap::with_capacity(user_ids.len());
+    while let Some(done) = calls.join_next().await {
+        if let Ok(part) = done {
+            known.extend(part);
+        }
+    }
+    known
+}
+
+/// One `GetPlayers` of at most [`LOOKUP_BATCH`] ids.
+async fn lookup(link: &AccountsLink, user_ids: Vec<String>) -> HashMap<String, KnownPlayer> {
     if user_ids.is_empty() {
         return HashMap::new();
     }
     let mut request = tonic::Request::new(GetPlayersRequest {
-        user_ids: user_ids.to_vec(),
+        user_ids,
         include_blocks: false,
     });
     request.set_timeout(LOOKUP_TIMEOUT);

@@ -75,3 +75,8 @@ pub const DRAINED_SERVICES: &[&str] = &[
 
 /// The largest client message accepted (a Play message is a few dozen bytes).
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
+/// The largest `GameInternalService` request accepted: a CreateRooms of its 256 rooms or
+/// a GetSeats of its 1,000 seats, with room to spare (the service takes a service token
+/// only, and the gateway does not route it).
+pub const MAX_INTERNAL_MESSAGE_BYTES: usize = 256 * 1024;

@@ -125,7 +125,7 @@ impl GameSession {
     pub fn add_to(&self, routes: tonic::service::Routes) -> tonic::service::Routes {
         let api = api::GameApi::new(Arc::clone(&self.replica));
         let internal = GameInternalServiceServer::new(api.clone())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES);
+            .max_decoding_message_size(crate::MAX_INTERNAL_MESSAGE_BYTES);
         let game = api::play_route::GameRoutes::new(api);
         let admin =
             GameAdminServiceServer::new(api::admin::AdminService::new(Arc::clone(&self.replica)))

@@ -13,8 +13,9 @@ use basra_proto::basra::{
         accounts_internal_service_client::AccountsInternalServiceClient,
     },
     game::v1::{
-        CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, SeatPlayerRequest,
-        SeatPlayerResponse, game_internal_service_client::GameInternalServiceClient,
+        CreateRoomRequest, CreateRoomResponse, CreateRoomsRequest, GetSeatRequest, GetSeatResponse,
+        GetSeatsRequest, SeatPlayerRequest, SeatPlayerResponse,
+        game_internal_service_client::GameInternalServiceClient,
     },
 };
 use tokio_util::sync::CancellationToken;
@@ -35,7 +36,38 @@ pub trait GameRooms: Send + Sync + 'static {
     async fn seat_player(&self, request: SeatPlayerRequest) -> Result<SeatPlayerResponse, Status>;
     /// `Game/GetSeat`: a room's status and the player's seat there.
     async fn get_seat(&self, request: GetSeatRequest) -> Result<GetSeatResponse, Status>;
+
+    /// `Game/CreateRooms`: many rooms in one call (an event's round), answered in order.
+    /// By default one [`create_room`](Self::create_room) after another (stand-ins).
+    async fn create_rooms(
+        &self,
+        rooms: Vec<CreateRoomRequest>,
+    ) -> Result<Vec<CreateRoomResponse>, Status> {
+        let mut answers = Vec::with_capacity(rooms.len());
+        for room in rooms {
+            answers.push(self.create_room(room).await?);
+        }
+        Ok(answers)
+    }
+
+    /// `Game/GetSeats`: many seats in one call, answered in order, each item GetSeat's
+    /// answer or its own failure (an unknown room: NOT_FOUND); `Err` when the whole call
+    /// failed. By default one [`get_seat`](Self::get_seat) after another (stand-ins).
+    async fn get_seats(&self, seats: Vec<GetSeatRequest>) -> Result<Vec<SeatAnswer>, Status> {
+        let mut answers = Vec::with_capacity(seats.len());
+        for seat in seats {
+            answers.push(self.get_seat(seat).await);
+        }
+        Ok(answers)
+    }
 }
+
+/// One item of [`GameRooms::get_seats`]: GetSeat's answer, or that item's failure.
+pub type SeatAnswer = Result<GetSeatResponse, Status>;
+
+/// How many single calls the fallback of a bulk call has in flight (a game-session of a
+/// release without CreateRooms or GetSeats, during an upgrade).
+const FALLBACK_PARALLEL: usize = 64;
 
 /// Whether a game-session failure is transient (retry later) rather than a
 /// refusal.
@@ -113,6 +145,92 @@ impl GameRooms for GrpcGame {
         let mut client = self.client.clone();
         Ok(client.get_seat(self.request(request)?).await?.into_inner())
     }
+
+    async fn create_rooms(
+        &self,
+        rooms: Vec<CreateRoomRequest>,
+    ) -> Result<Vec<CreateRoomResponse>, Status> {
+        let mut client = self.client.clone();
+        let request = CreateRoomsRequest {
+            rooms: rooms.clone(),
+        };
+        match client.create_rooms(self.request(request)?).await {
+            Ok(answer) => Ok(answer.into_inner().rooms),
+            Err(status) if status.code() == Code::Unimplemented => {
+                let game = self.clone();
+                one_by_one(rooms, move |room| {
+                    let game = game.clone();
+                    async move { game.create_room(room).await }
+                })
+                .await
+                .into_iter()
+                .collect()
+            }
+            Err(status) => Err(status),
+        }
+    }
+
+    async fn get_seats(&self, seats: Vec<GetSeatRequest>) -> Result<Vec<SeatAnswer>, Status> {
+        let mut client = self.client.clone();
+        let request = GetSeatsRequest {
+            seats: seats.clone(),
+        };
+        match client.get_seats(self.request(request)?).await {
+            Ok(answer) => Ok(answer
+                .into_inner()
+                .seats
+                .into_iter()
+                .map(|item| match (Code::from_i32(item.code), item.seat) {
+                    (Code::Ok, Some(seat)) => Ok(seat),
+                    (Code::Ok, None) => {
+                        Err(Status::internal("GetSeats: an answer without its seat"))
+                    }
+                    (code, _) => Err(Status::new(code, item.message)),
+                })
+                .collect()),
+            Err(status) if status.code() == Code::Unimplemented => {
+                let game = self.clone();
+                Ok(one_by_one(seats, move |seat| {
+                    let game = game.clone();
+                    async move { game.get_seat(seat).await }
+                })
+                .await)
+            }
+            Err(status) => Err(status),
+        }
+    }
+}
+
+/// The single calls in place of a bulk one that game-session does not serve yet (an
+/// older release, UNIMPLEMENTED): [`FALLBACK_PARALLEL`] at a time, the answers in the
+/// order of `items`.
+async fn one_by_one<T, R, F, Fut>(items: Vec<T>, call: F) -> Vec<Result<R, Status>>
+where
+    T: Send + 'static,
+    R: Send + 'static,
+    F: Fn(T) -> Fut,
+    Fut: std::future::Future<Output = Result<R, Status>> + Send + 'static,
+{
+    let limit = Arc::new(tokio::sync::Semaphore::new(FALLBACK_PARALLEL));
+    let mut calls = tokio::task::JoinSet::new();
+    let count = items.len();
+    for (i, item) in items.into_iter().enumerate() {
+        let (limit, answer) = (limit.clone(), call(item));
+        calls.spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            (i, answer.await)
+        });
+    }
+    let mut answers: Vec<Option<Result<R, Status>>> = (0..count).map(|_| None).collect();
+    while let Some(done) = calls.join_next().await {
+        if let Ok((i, answer)) = done {
+            answers[i] = Some(answer);
+        }
+    }
+    answers
+        .into_iter()
+        .map(|answer| answer.unwrap_or_else(|| Err(Status::internal("a call panicked"))))
+        .collect()
 }
 
 /// What the queue needs to know of a searching player.

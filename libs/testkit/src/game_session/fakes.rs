@@ -23,7 +23,7 @@ pub fn fake_name(user_id: &str) -> String {
 }
 
 /// A fake accounts server: records RecordMatch calls by match id, names players
-/// ([`fake_name`]) and keeps the presence reports.
+/// ([`fake_name`], 1 to 100 a GetPlayers as accounts does) and keeps the presence reports.
 #[derive(Debug, Default, Clone)]
 pub struct FakeAccounts {
     /// Each match recorded, by match id, with how many times it was.
@@ -32,6 +32,8 @@ pub struct FakeAccounts {
     pub calls: Arc<Mutex<u32>>,
     /// Every presence report received, in order.
     pub presence: Arc<Mutex<Vec<acc::PresenceReport>>>,
+    /// How many user ids each GetPlayers asked for, in order.
+    pub lookups: Arc<Mutex<Vec<usize>>>,
 }
 
 #[tonic::async_trait]
@@ -42,9 +44,13 @@ impl acc::accounts_internal_service_server::AccountsInternalService for FakeAcco
     ) -> Result<tonic::Response<acc::GetPlayersResponse>, Status> {
         let caller = basra_platform::auth::caller(&request)?;
         basra_platform::auth::require_role(&caller, Role::Service)?;
-        let players = request
-            .into_inner()
-            .user_ids
+        let user_ids = request.into_inner().user_ids;
+        self.lookups.lock().unwrap().push(user_ids.len());
+        if user_ids.is_empty() || user_ids.len() > 100 {
+            // As accounts: 1 to 100 ids a call.
+            return Err(Status::invalid_argument("1 to 100 user ids"));
+        }
+        let players = user_ids
             .into_iter()
             .map(|user_id| acc::PlayerSummary {
                 display_name: fake_name(&user_id),

@@ -1,5 +1,5 @@
 //! Stand-ins for what matchmaking talks to, as a test wants them: game-session over real
-//! gRPC ([`FakeGame`]: records CreateRoom and SeatPlayer, answers like the real one, or
+//! gRPC ([`FakeGame`]: records CreateRoom (and CreateRooms' rooms) and SeatPlayer, answers like the real one, or
 //! UNAVAILABLE, or makes the room and loses the reply), and accounts' names, ratings,
 //! blocks and invites in memory.
 
@@ -17,8 +17,9 @@ use basra_proto::basra::{
     accounts::v1::{SendInviteRequest, SendInviteResponse},
     common::v1::RoomStatus,
     game::v1::{
-        CreateRoomRequest, CreateRoomResponse, GetSeatRequest, GetSeatResponse, SeatPlayerRequest,
-        SeatPlayerResponse,
+        CreateRoomRequest, CreateRoomResponse, CreateRoomsRequest, CreateRoomsResponse,
+        GetSeatRequest, GetSeatResponse, GetSeatsItem, GetSeatsRequest, GetSeatsResponse,
+        SeatPlayerRequest, SeatPlayerResponse,
         game_internal_service_server::{GameInternalService, GameInternalServiceServer},
         seat_assignment::Occupant as SeatOccupant,
     },
@@ -41,6 +42,10 @@ pub struct FakeGame {
     pub unavailable: AtomicBool,
     /// CreateRoom makes the room and answers as if the deadline had passed.
     pub lose_replies: AtomicBool,
+    /// CreateRooms and GetSeats answer UNIMPLEMENTED (a release before them).
+    pub no_bulk: AtomicBool,
+    /// CreateRooms and GetSeats calls served.
+    pub bulk_served: AtomicU64,
     /// Every CreateRoom that got past the checks, in order.
     pub created: Mutex<Vec<CreateRoomRequest>>,
     /// Every SeatPlayer that got past the checks, in order.
@@ -89,6 +94,12 @@ impl FakeGame {
     /// had passed.
     pub fn set_lose_replies(&self, lose: bool) {
         self.lose_replies.store(lose, Ordering::SeqCst);
+    }
+
+    /// CreateRooms and GetSeats answer UNIMPLEMENTED (`true`), as a game-session of a
+    /// release before them, or are served again (`false`).
+    pub fn set_no_bulk(&self, none: bool) {
+        self.no_bulk.store(none, Ordering::SeqCst);
     }
 
     /// Every CreateRoom so far.
@@ -163,24 +174,12 @@ impl GameInternalService for FakeGameService {
         if self.0.unavailable.load(Ordering::SeqCst) {
             return Err(Status::unavailable("fake game-session is down"));
         }
-        let request = request.into_inner();
-        self.0.created.lock().unwrap().push(request.clone());
-        let created = self
-            .0
-            .rooms
-            .lock()
-            .unwrap()
-            .insert(request.room_id.clone(), request.clone())
-            .is_none();
+        let answer = self.make(request.into_inner());
         if self.0.lose_replies.load(Ordering::SeqCst) {
             // tonic's answer when the client's timeout fires first.
             return Err(Status::cancelled("Timeout expired"));
         }
-        Ok(Response::new(CreateRoomResponse {
-            room_id: request.room_id,
-            settings: request.settings,
-            created,
-        }))
+        Ok(Response::new(answer))
     }
 
     async fn seat_player(
@@ -216,9 +215,88 @@ impl GameInternalService for FakeGameService {
         }
         self.get_seat_answer(request.get_ref()).map(Response::new)
     }
+
+    async fn create_rooms(
+        &self,
+        request: Request<CreateRoomsRequest>,
+    ) -> Result<Response<CreateRoomsResponse>, Status> {
+        auth::require_role(&auth::caller(&request)?, Role::Service)?;
+        self.0.calls.fetch_add(1, Ordering::SeqCst);
+        if self.0.unavailable.load(Ordering::SeqCst) {
+            return Err(Status::unavailable("fake game-session is down"));
+        }
+        if self.0.no_bulk.load(Ordering::SeqCst) {
+            return Err(Status::unimplemented(
+                "a game-session before the bulk calls",
+            ));
+        }
+        self.0.bulk_served.fetch_add(1, Ordering::SeqCst);
+        let rooms = request
+            .into_inner()
+            .rooms
+            .into_iter()
+            .map(|room| self.make(room))
+            .collect();
+        if self.0.lose_replies.load(Ordering::SeqCst) {
+            return Err(Status::cancelled("Timeout expired"));
+        }
+        Ok(Response::new(CreateRoomsResponse { rooms }))
+    }
+
+    async fn get_seats(
+        &self,
+        request: Request<GetSeatsRequest>,
+    ) -> Result<Response<GetSeatsResponse>, Status> {
+        auth::require_role(&auth::caller(&request)?, Role::Service)?;
+        self.0.calls.fetch_add(1, Ordering::SeqCst);
+        if self.0.unavailable.load(Ordering::SeqCst) {
+            return Err(Status::unavailable("fake game-session is down"));
+        }
+        if self.0.no_bulk.load(Ordering::SeqCst) {
+            return Err(Status::unimplemented(
+                "a game-session before the bulk calls",
+            ));
+        }
+        self.0.bulk_served.fetch_add(1, Ordering::SeqCst);
+        let seats = request
+            .get_ref()
+            .seats
+            .iter()
+            .map(|seat| match self.get_seat_answer(seat) {
+                Ok(answer) => GetSeatsItem {
+                    code: tonic::Code::Ok as i32,
+                    message: String::new(),
+                    seat: Some(answer),
+                },
+                Err(status) => GetSeatsItem {
+                    code: status.code() as i32,
+                    message: status.message().to_owned(),
+                    seat: None,
+                },
+            })
+            .collect();
+        Ok(Response::new(GetSeatsResponse { seats }))
+    }
 }
 
 impl FakeGameService {
+    /// Records a room CreateRoom (or an item of CreateRooms) got past the checks with.
+    fn make(&self, request: CreateRoomRequest) -> CreateRoomResponse {
+        self.0.created.lock().unwrap().push(request.clone());
+        let created = self
+            .0
+            .rooms
+            .lock()
+            .unwrap()
+            .insert(request.room_id.clone(), request.clone())
+            .is_none();
+        CreateRoomResponse {
+            room_id: request.room_id,
+            settings: request.settings,
+            created,
+        }
+    }
+
     fn get_seat_answer(&self, request: &GetSeatRequest) -> Result<GetSeatResponse, Status> {
         let seats = self
             .0

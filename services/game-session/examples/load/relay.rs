@@ -318,4 +318,18 @@ impl GameInternalService for Relay {
     ) -> Result<Response<game::GetSeatResponse>, Status> {
         unimplemented()
     }
+
+    async fn create_rooms(
+        &self,
+        _request: Request<game::CreateRoomsRequest>,
+    ) -> Result<Response<game::CreateRoomsResponse>, Status> {
+        unimplemented()
+    }
+
+    async fn get_seats(
+        &self,
+        _request: Request<game::GetSeatsRequest>,
+    ) -> Result<Response<game::GetSeatsResponse>, Status> {
+        unimplemented()
+    }
 }

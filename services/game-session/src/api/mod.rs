@@ -5,7 +5,8 @@
 //!   [`play_route`] (shared bytes); `stream` admits a Play stream and reads its join
 //!   before the stream's session opens (`crate::stream`); [`web`] holds the browser
 //!   shape (`Watch` and one unary call per action).
-//! - `internal`: `GameInternalService`, matchmaking's room set-up (service token).
+//! - `internal`: `GameInternalService`, matchmaking's room set-up (service token); `bulk`
+//!   its calls for many rooms at once (an event's round).
 //! - [`admin`]: `GameAdminService`, the operators' calls.
 //!
 //! Each file turns requests into calls of the [`Replica`], the streams and the room's
@@ -21,6 +22,7 @@ use crate::error::GameError;
 use crate::replica::Replica;
 
 pub mod admin;
+mod bulk;
 mod game;
 mod internal;
 pub mod play_route;

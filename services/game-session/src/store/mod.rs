@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use crate::error::Result;
+use crate::error::{GameError, Result};
 use crate::room::events::StoredEvent;
 use crate::room::{ActionRecord, PendingActions, Room};
 
@@ -206,6 +206,23 @@ pub struct OutboxEntry {
 pub trait RoomStore: Send + Sync + 'static {
     /// The room, if it exists.
     async fn load(&self, room_id: &str) -> Result<Option<Loaded>>;
+
+    /// Many rooms at once, answered in the order of `room_ids` (matchmaking's GetSeats):
+    /// `Ok(None)` for a room that does not exist, an `Err` item (INTERNAL) for one whose
+    /// stored state cannot be read; a store failure fails the whole call. By default one
+    /// [`load`](Self::load) after another; the Redis store reads them in one pipeline per
+    /// shard, all shards at once.
+    async fn load_many(&self, room_ids: &[String]) -> Result<Vec<Result<Option<Loaded>>>> {
+        let mut out = Vec::with_capacity(room_ids.len());
+        for id in room_ids {
+            out.push(match self.load(id).await {
+                Err(GameError::Corrupt(why)) => Err(GameError::Corrupt(why)),
+                Err(other) => return Err(other),
+                Ok(loaded) => Ok(loaded),
+            });
+        }
+        Ok(out)
+    }
 
     /// How many plain plays a room may keep after its snapshot (on its tail) before a
     /// commit writes the whole room again; 0: every commit writes the whole room.

@@ -49,6 +49,45 @@ use super::{
 use crate::error::{GameError, Result};
 use crate::room::{ActionRecord, Status};
 
+/// What the load script answers for a room that exists: its version, its snapshot, and
+/// the seq its plain plays follow with those plays (`lua/load.lua`).
+type StoredRoom = (u64, Vec<u8>, Option<u64>, Vec<Vec<u8>>);
+
+/// A room as the load script read it: its snapshot with its plain plays replayed.
+fn loaded(room_id: &str, (version, data, from, tail): StoredRoom) -> Result<Loaded> {
+    let mut room = super::decode_room(&data)?;
+    let corrupt = |what: String| GameError::Corrupt(format!("room {room_id}: {what}"));
+    if from.is_some_and(|from| from != room.seq) {
+        return Err(corrupt(format!(
+            "its plain plays follow seq {from:?}, its snapshot is at {}",
+            room.seq
+        )));
+    }
+    let mut plays = 0;
+    for entry in &tail {
+        if entry.first() != Some(&plain_play::CARD_PLAYED) {
+            continue; // a deal or a turn: made again by the play before it
+        }
+        let action = plain_play::decode_action(entry)?;
+        room.replay(&action).map_err(|reject| {
+            corrupt(format!("a plain play does not replay: {}", reject.message))
+        })?;
+        plays += 1;
+    }
+    if room.seq != from.unwrap_or(room.seq) + tail.len() as u64 {
+        return Err(corrupt(format!(
+            "its plain plays replayed to seq {}, its log holds {} events after {from:?}",
+            room.seq,
+            tail.len()
+        )));
+    }
+    Ok(Loaded {
+        room,
+        version,
+        tail: plays,
+    })
+}
+
 /// The consumer group of the outbox.
 const OUTBOX_GROUP: &str = "forwarder";
 
@@ -313,6 +352,14 @@ impl RedisStore {
         shard_of(room_id)
     }
 
+    /// The load script's call for one room (`lua/load.lua`).
+    fn load_call(&self, room_id: &str) -> redis::Cmd {
+        let mut call = script_call(&self.scripts.load, 2, 2, 2 * (room_id.len() + 48));
+        call.arg(self.room_key(room_id, "state"))
+            .arg(self.room_key(room_id, "log"));
+        call
+    }
+
     fn room_key(&self, room_id: &str, name: &str) -> String {
         // Built in one allocation: a play's commit names eight keys.
         let tag = shard_tag(Self::room_shard(room_id));
@@ -446,45 +493,55 @@ fn parse_outbox_id(id: &str) -> Result<(u32, &str)> {
 #[tonic::async_trait]
 impl RoomStore for RedisStore {
     async fn load(&self, room_id: &str) -> Result<Option<Loaded>> {
-        let mut call = script_call(&self.scripts.load, 2, 2, 2 * (room_id.len() + 48));
-        call.arg(self.room_key(room_id, "state"))
-            .arg(self.room_key(room_id, "log"));
-        let stored: Option<(u64, Vec<u8>, Option<u64>, Vec<Vec<u8>>)> =
+        let call = self.load_call(room_id);
+        let stored: Option<StoredRoom> =
             run_script(&self.scripts.load, &call, &mut self.conn()).await?;
-        let Some((version, data, from, tail)) = stored else {
-            return Ok(None);
-        };
-        let mut room = super::decode_room(&data)?;
-        let corrupt = |what: String| GameError::Corrupt(format!("room {room_id}: {what}"));
-        if from.is_some_and(|from| from != room.seq) {
-            return Err(corrupt(format!(
-                "its plain plays follow seq {from:?}, its snapshot is at {}",
-                room.seq
-            )));
+        stored.map(|stored| loaded(room_id, stored)).transpose()
+    }
+
+    async fn load_many(&self, room_ids: &[String]) -> Result<Vec<Result<Option<Loaded>>>> {
+        // One pipeline of load scripts per shard (a cluster pipeline stays in one slot),
+        // all at once, as `room_heads`.
+        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); SHARDS as usize];
+        for (i, id) in room_ids.iter().enumerate() {
+            by_shard[Self::room_shard(id) as usize].push(i);
         }
-        let mut plays = 0;
-        for entry in &tail {
-            if entry.first() != Some(&plain_play::CARD_PLAYED) {
-                continue; // a deal or a turn: made again by the play before it
+        let mut calls = tokio::task::JoinSet::new();
+        for indexes in by_shard.into_iter().filter(|ix| !ix.is_empty()) {
+            let mut pipe = redis::pipe();
+            for &i in &indexes {
+                pipe.add_command(self.load_call(&room_ids[i]));
             }
-            let action = plain_play::decode_action(entry)?;
-            room.replay(&action).map_err(|reject| {
-                corrupt(format!("a plain play does not replay: {}", reject.message))
-            })?;
-            plays += 1;
+            let (mut conn, script) = (self.conn(), self.scripts.load.clone());
+            calls.spawn(async move {
+                let first: redis::RedisResult<Vec<Option<StoredRoom>>> =
+                    pipe.query_async(&mut conn).await;
+                let rooms = match first {
+                    // A server without the script (restarted, failed over): given it,
+                    // the pipeline is sent again, as `run_script` does for one call.
+                    Err(err)
+                        if err.kind()
+                            == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                    {
+                        script.load_async(&mut conn).await?;
+                        pipe.query_async(&mut conn).await
+                    }
+                    other => other,
+                };
+                rooms.map(|rooms| (indexes, rooms))
+            });
         }
-        if room.seq != from.unwrap_or(room.seq) + tail.len() as u64 {
-            return Err(corrupt(format!(
-                "its plain plays replayed to seq {}, its log holds {} events after {from:?}",
-                room.seq,
-                tail.len()
-            )));
+        let mut out: Vec<Result<Option<Loaded>>> = room_ids.iter().map(|_| Ok(None)).collect();
+        while let Some(joined) = calls.join_next().await {
+            let (indexes, rooms) =
+                joined.map_err(|err| GameError::Unavailable(format!("room loads: {err}")))??;
+            for (i, stored) in indexes.into_iter().zip(rooms) {
+                out[i] = stored
+                    .map(|stored| loaded(&room_ids[i], stored))
+                    .transpose();
+            }
         }
-        Ok(Some(Loaded {
-            room,
-            version,
-            tail: plays,
-        }))
+        Ok(out)
     }
 
     fn tail_limit(&self) -> usize {

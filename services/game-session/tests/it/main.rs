@@ -5,6 +5,7 @@
 //! a started two-player room, players, a fake accounts). `tests/failover.rs` stays a binary of its
 //! own: it moves the shared cluster's primaries, which no other test may use meanwhile.
 
+mod bulk;
 mod game;
 mod held_state;
 mod hostile;

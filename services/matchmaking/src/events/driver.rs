@@ -16,15 +16,15 @@
 //!    fewer than two cancels the event. A recurring series makes its next occurrence
 //!    (not when the series was cancelled meanwhile: the store checks it under the
 //!    series' lock).
-//! 2. **Results**: each match in play is asked of game-session (`GetSeat`: the winner
-//!    once the match ended, and whether the player joined; one seat before the join
-//!    deadline, both from then on); a player who has not joined by the join deadline,
+//! 2. **Results**: each match in play is asked of game-session (`GetSeats`, a thousand
+//!    seats a call: the winner once the match ended, and whether the player joined; one
+//!    seat before the join deadline, both from then on); a player who has not joined by the join deadline,
 //!    or has withdrawn, forfeits. A result goes into
 //!    the format, which refuses a second one for the same match and pairs the next round
 //!    once the last result of a round is in (arena: the two players again at once).
 //! 3. **Rooms**: each match without a room (those just paired included) gets one from
-//!    game-session (its id is made from the event and the match, so making it again
-//!    after a takeover is harmless).
+//!    game-session (`CreateRooms`, [`ROOMS_PER_CALL`] rooms a call; its id is made from
+//!    the event and the match, so making it again after a takeover is harmless).
 //! 4. **Save** the live state under the lease, checking the version read (fencing).
 //! 5. **Tell**: both players of every match made, unfinished and not yet told (those
 //!    of this step, and those of a holder that died between its save and its telling)
@@ -39,8 +39,8 @@
 //!    withdraw) is FINISHED ([`EntryRecord::finish`]).
 //!
 //! Why results are polled: game-session records a finished match to accounts, not to
-//! matchmaking; asking it (`GetSeat`, which now says whether a player joined and who won)
-//! for the few rooms in play needs no new path between the services and survives the
+//! matchmaking; asking it (`GetSeats`: for each seat asked, whether the player joined and
+//! who won) for the rooms in play needs no new path between the services and survives the
 //! loss of any replica on either side: the room's state is in Redis, and the question is
 //! simply asked again next tick.
 
@@ -61,10 +61,22 @@ use crate::clock::Millis;
 use crate::error::{MatchmakingError, Result};
 use crate::upstream::{GameRooms, is_transient};
 
-/// The most calls one event's step has in flight at once (rooms made and results asked
-/// of game-session, players told through accounts): a round of 512 matches is made in a
-/// few round trips, not 512.
+/// The most calls one event's step has in flight at once (players told through
+/// accounts; game-session is asked in bulk, [`BULK_PARALLEL`]).
 const PARALLEL: usize = 64;
+
+/// Rooms asked of game-session in one CreateRooms (it takes up to 256): a round of 512
+/// matches is 8 calls, each short enough to finish well within matchmaking's per-call
+/// timeout on a loaded machine, so a slow step still keeps the rooms of the calls that
+/// finished.
+const ROOMS_PER_CALL: usize = 64;
+
+/// Seats asked of game-session in one GetSeats (it takes up to 1,000): an arena of 4,096
+/// in play is 3 calls a step before the join deadline.
+const SEATS_PER_CALL: usize = 1000;
+
+/// Bulk calls (CreateRooms, GetSeats) one event's step has in flight at once.
+const BULK_PARALLEL: usize = 4;
 
 /// Runs `f` over `items`, at most [`PARALLEL`] at once; the answers in any order.
 async fn in_parallel<T, F, Fut>(items: Vec<T>, f: F) -> Vec<Fut::Output>
@@ -73,7 +85,17 @@ where
     Fut: std::future::Future + Send + 'static,
     Fut::Output: Send + 'static,
 {
-    let limit = Arc::new(tokio::sync::Semaphore::new(PARALLEL));
+    in_parallel_at(PARALLEL, items, f).await
+}
+
+/// Runs `f` over `items`, at most `parallel` at once; the answers in any order.
+async fn in_parallel_at<T, F, Fut>(parallel: usize, items: Vec<T>, f: F) -> Vec<Fut::Output>
+where
+    F: Fn(T) -> Fut,
+    Fut: std::future::Future + Send + 'static,
+    Fut::Output: Send + 'static,
+{
+    let limit = Arc::new(tokio::sync::Semaphore::new(parallel));
     let mut tasks = tokio::task::JoinSet::new();
     for item in items {
         let (limit, call) = (limit.clone(), f(item));
@@ -414,29 +436,21 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
     // Arena players who came back (Register after a pause, or entered while running).
     let entries = shared.store.entries(&event.id).await?;
     changed |= sync_entries(&mut live, &event, &entries, now);
-    // Results of the matches in play, asked of game-session in parallel.
-    let withdrawn: Arc<Vec<String>> = Arc::new(
-        entries
-            .iter()
-            .filter(|e| matches!(e.status, EntryStatus::Withdrawn))
-            .map(|e| e.user_id.clone())
-            .collect(),
-    );
-    let in_play: Vec<(usize, LiveMatch)> = live
+    // Results of the matches in play, asked of game-session in bulk.
+    let withdrawn: Vec<String> = entries
+        .iter()
+        .filter(|e| matches!(e.status, EntryStatus::Withdrawn))
+        .map(|e| e.user_id.clone())
+        .collect();
+    let in_play: Vec<LiveMatch> = live
         .matches
         .iter()
-        .enumerate()
-        .filter(|(_, m)| m.created && m.outcome.is_none())
-        .map(|(i, m)| (i, m.clone()))
+        .filter(|m| m.created && m.outcome.is_none())
+        .cloned()
         .collect();
-    let mut outcomes = in_parallel(in_play, |(i, m)| {
-        let (game, withdrawn) = (shared.game.clone(), withdrawn.clone());
-        async move { (i, result_of(&*game, &m, &withdrawn, now).await, m) }
-    })
-    .await;
-    // In the order the matches were made, whatever order the answers came in.
-    outcomes.sort_by_key(|(i, _, _)| *i);
-    for (_, outcome, m) in outcomes {
+    // In the order the matches were made.
+    let outcomes = results_of(&shared.game, &in_play, &withdrawn, now).await;
+    for (m, outcome) in in_play.iter().zip(outcomes) {
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(err) => {
@@ -450,20 +464,20 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
         }
     }
     // Rooms for the matches that have none (those the results just paired included),
-    // made in parallel.
-    let to_make: Vec<(usize, LiveMatch)> = live
+    // made in a few bulk calls.
+    let to_make: Vec<usize> = live
         .matches
         .iter()
         .enumerate()
         .filter(|(_, m)| !m.created && m.outcome.is_none())
-        .map(|(i, m)| (i, m.clone()))
+        .map(|(i, _)| i)
         .collect();
-    let made = in_parallel(to_make, |(i, m)| {
-        let (game, event) = (shared.game.clone(), event.clone());
-        async move { (i, make_room(&*game, &event, &m).await) }
-    })
-    .await;
-    for (i, answer) in made {
+    let requests = to_make
+        .iter()
+        .map(|&i| room_request(&event, &live.matches[i]))
+        .collect();
+    let made = make_rooms(&shared.game, requests).await;
+    for (i, answer) in to_make.into_iter().zip(made) {
         let m = &mut live.matches[i];
         match answer {
             Ok(()) => {
@@ -631,100 +645,221 @@ fn sync_entries(
     changed
 }
 
-async fn make_room(game: &dyn GameRooms, event: &EventRecord, m: &LiveMatch) -> Result<()> {
+/// The CreateRoom of a match's room: its two players, the event's rules, private.
+fn room_request(event: &EventRecord, m: &LiveMatch) -> game::CreateRoomRequest {
     let seat = |user: &str| game::SeatAssignment {
         occupant: Some(game::seat_assignment::Occupant::UserId(user.to_owned())),
         fill: common::SeatFill::Unspecified as i32,
         queue_wait_ms: 0,
     };
-    let request = game::CreateRoomRequest {
+    game::CreateRoomRequest {
         room_id: m.room_id.clone(),
         seats: vec![seat(&m.players[0]), seat(&m.players[1])],
         settings: Some(basra_proto::convert::settings_to_pb(&event.spec.settings)),
         ranked: event.spec.rated,
         allow_spectators: event.spec.allow_spectators,
         visibility: common::RoomVisibility::Private as i32,
-    };
-    game.create_room(request).await.map_err(|status| {
-        if is_transient(&status) {
-            MatchmakingError::Unavailable(format!("game-session: {status}"))
-        } else {
-            MatchmakingError::Upstream {
-                context: "game-session CreateRoom (event)",
-                status,
+    }
+}
+
+/// Makes the rooms of `requests` (step 3) with game-session's CreateRooms,
+/// [`ROOMS_PER_CALL`] a call, [`BULK_PARALLEL`] calls at once: whether each was made,
+/// in the order of `requests`. A call that fails leaves its rooms to the next step
+/// (making a room again is harmless); the others count.
+async fn make_rooms(
+    game: &Arc<dyn GameRooms>,
+    requests: Vec<game::CreateRoomRequest>,
+) -> Vec<Result<()>> {
+    let chunks: Vec<(usize, Vec<game::CreateRoomRequest>)> = requests
+        .chunks(ROOMS_PER_CALL)
+        .map(<[_]>::to_vec)
+        .enumerate()
+        .collect();
+    let mut answers = in_parallel_at(BULK_PARALLEL, chunks, |(at, rooms)| {
+        let game = game.clone();
+        async move {
+            let count = rooms.len();
+            let answer = game.create_rooms(rooms).await.map_err(|status| {
+                if is_transient(&status) {
+                    MatchmakingError::Unavailable(format!("game-session: {status}"))
+                } else {
+                    MatchmakingError::Upstream {
+                        context: "game-session CreateRooms (event)",
+                        status,
+                    }
+                }
+            });
+            (at, count, answer)
+        }
+    })
+    .await;
+    answers.sort_by_key(|(at, _, _)| *at);
+    let mut made = Vec::with_capacity(requests.len());
+    for (_, count, answer) in answers {
+        match answer {
+            Ok(rooms) if rooms.len() == count => made.extend((0..count).map(|_| Ok(()))),
+            Ok(rooms) => made.extend((0..count).map(|_| {
+                Err(corrupt(format!(
+                    "CreateRooms answered {} rooms for {count}",
+                    rooms.len()
+                )))
+            })),
+            Err(err) => {
+                let why = err.to_string();
+                made.push(Err(err));
+                made.extend((1..count).map(|_| Err(MatchmakingError::Unavailable(why.clone()))));
             }
         }
-    })?;
-    Ok(())
+    }
+    made
 }
 
 /// What game-session says of one player's seat in a match's room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct SeatView {
     finished: bool,
     winner_seat: Option<u32>,
     joined: bool,
 }
 
-async fn seat_view(game: &dyn GameRooms, room: &str, user: &str) -> Result<SeatView> {
-    let answer = game
-        .get_seat(game::GetSeatRequest {
-            room_id: room.to_owned(),
-            user_id: user.to_owned(),
-        })
-        .await
-        .map_err(|status| MatchmakingError::Upstream {
-            context: "game-session GetSeat (event)",
-            status,
-        })?;
-    let status =
-        common::RoomStatus::try_from(answer.status).unwrap_or(common::RoomStatus::Unspecified);
-    Ok(SeatView {
-        finished: matches!(
-            status,
-            common::RoomStatus::Finished | common::RoomStatus::Closed
-        ),
-        winner_seat: answer.winner_seat,
-        joined: answer.joined,
-    })
+impl SeatView {
+    fn of(answer: &game::GetSeatResponse) -> SeatView {
+        let status =
+            common::RoomStatus::try_from(answer.status).unwrap_or(common::RoomStatus::Unspecified);
+        SeatView {
+            finished: matches!(
+                status,
+                common::RoomStatus::Finished | common::RoomStatus::Closed
+            ),
+            winner_seat: answer.winner_seat,
+            joined: answer.joined,
+        }
+    }
 }
 
-/// The result of a match in play, if it has one now. The room's end is the same seen
-/// from either seat: before the join deadline one question (the first player's seat)
-/// tells it; from the deadline on, the second player's seat is asked too (whether each
-/// joined).
-async fn result_of(
-    game: &dyn GameRooms,
-    m: &LiveMatch,
+/// The results of the matches in play (step 2), in their order, asked of game-session
+/// with GetSeats, [`SEATS_PER_CALL`] seats a call, [`BULK_PARALLEL`] calls at once: the
+/// first player's seat of each match, and from its join deadline on the second's too
+/// (whether each joined). A match whose seats could not be read (the call failed, or
+/// an item's room is unknown) has its result unknown: asked again next step.
+async fn results_of(
+    game: &Arc<dyn GameRooms>,
+    in_play: &[LiveMatch],
     withdrawn: &[String],
     now: Millis,
-) -> Result<Option<Outcome>> {
-    let gone: Vec<bool> = m.players.iter().map(|p| withdrawn.contains(p)).collect();
+) -> Vec<Result<Option<Outcome>>> {
+    // (match, seat) of each question, in order.
+    let mut asked: Vec<(usize, usize)> = Vec::new();
+    for (i, m) in in_play.iter().enumerate() {
+        asked.push((i, 0));
+        if now >= m.deadline_ms {
+            asked.push((i, 1));
+        }
+    }
+    let chunks: Vec<(usize, Vec<game::GetSeatRequest>)> = asked
+        .chunks(SEATS_PER_CALL)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .map(|&(i, seat)| game::GetSeatRequest {
+                    room_id: in_play[i].room_id.clone(),
+                    user_id: in_play[i].players[seat].clone(),
+                })
+                .collect()
+        })
+        .enumerate()
+        .collect();
+    let mut answers = in_parallel_at(BULK_PARALLEL, chunks, |(at, seats)| {
+        let game = game.clone();
+        async move {
+            let count = seats.len();
+            (at, count, game.get_seats(seats).await)
+        }
+    })
+    .await;
+    answers.sort_by_key(|(at, _, _)| *at);
+    let mut views: Vec<[Option<Result<SeatView>>; 2]> =
+        in_play.iter().map(|_| [None, None]).collect();
+    let mut next = asked.into_iter();
+    for (_, count, answer) in answers {
+        let items: Vec<Result<SeatView>> = match answer {
+            Ok(items) if items.len() == count => items
+                .into_iter()
+                .map(|item| {
+                    item.map(|a| SeatView::of(&a))
+                        .map_err(|status| MatchmakingError::Upstream {
+                            context: "game-session GetSeats (event)",
+                            status,
+                        })
+                })
+                .collect(),
+            Ok(items) => (0..count)
+                .map(|_| {
+                    Err(corrupt(format!(
+                        "GetSeats answered {} seats for {count}",
+                        items.len()
+                    )))
+                })
+                .collect(),
+            Err(status) => (0..count)
+                .map(|_| {
+                    Err(MatchmakingError::Upstream {
+                        context: "game-session GetSeats (event)",
+                        status: status.clone(),
+                    })
+                })
+                .collect(),
+        };
+        for (item, (i, seat)) in items.into_iter().zip(next.by_ref()) {
+            views[i][seat] = Some(item);
+        }
+    }
+    in_play
+        .iter()
+        .zip(views)
+        .map(|(m, [a, b])| {
+            let a = a.unwrap_or_else(|| Err(corrupt("a seat not asked")))?;
+            let b = b.transpose()?;
+            let gone = [
+                withdrawn.contains(&m.players[0]),
+                withdrawn.contains(&m.players[1]),
+            ];
+            Ok(outcome_of(m, a, b, gone, now))
+        })
+        .collect()
+}
+
+/// The result of a match in play from what its seats say, if it has one now (pure). The
+/// room's end is the same seen from either seat: the first player's seat `a` tells it;
+/// `b`, the second player's, is asked from the join deadline on (whether each joined);
+/// `gone`: which of the two withdrew.
+fn outcome_of(
+    m: &LiveMatch,
+    a: SeatView,
+    b: Option<SeatView>,
+    gone: [bool; 2],
+    now: Millis,
+) -> Option<Outcome> {
     let player = |i: usize| player_of(&m.players[i]);
-    let a = seat_view(game, &m.room_id, &m.players[0]).await?;
     let due = now >= m.deadline_ms;
-    let b = if a.finished || due {
-        Some(seat_view(game, &m.room_id, &m.players[1]).await?)
-    } else {
-        None
-    };
     if a.finished {
         let winner = a.winner_seat.or(b.and_then(|b| b.winner_seat));
-        return Ok(Some(match winner {
+        return Some(match winner {
             Some(seat) if seat < 2 => Outcome::Won(player(seat as usize)),
             _ => Outcome::BothAbsent,
-        }));
+        });
     }
     let joined = [a.joined, b.is_none_or(|b| b.joined)];
     let absent = [
         gone[0] || (!joined[0] && due),
         gone[1] || (!joined[1] && due),
     ];
-    Ok(match absent {
+    match absent {
         [true, true] => Some(Outcome::BothAbsent),
         [true, false] => Some(Outcome::Forfeit { absent: player(0) }),
         [false, true] => Some(Outcome::Forfeit { absent: player(1) }),
         [false, false] => None,
-    })
+    }
 }
 
 /// Writes the results not yet in the durable store (each once: keyed by the match),

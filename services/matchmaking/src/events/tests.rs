@@ -22,17 +22,24 @@ use super::{EventsShared, LiveStore, driver};
 use crate::clock::{Clock, ManualClock, Millis};
 use crate::error::Result;
 use crate::settings::EventSettings;
-use crate::upstream::{GameRooms, NameSource, RatingSource};
+use crate::upstream::{GameRooms, NameSource, RatingSource, SeatAnswer};
 
 const T0: Millis = 1_800_000_000_000;
 const START: Millis = T0 + 60_000;
 
-/// game-session as the clock sees it: rooms made, who joined, who won.
+/// game-session as the clock sees it: rooms made, who joined, who won; and the calls it
+/// was asked (the bulk ones with their sizes).
 #[derive(Default)]
 struct Rooms {
     made: Mutex<Vec<game::CreateRoomRequest>>,
     won: Mutex<HashMap<String, u32>>,
     joined: Mutex<HashSet<(String, String)>>,
+    /// Rooms game-session does not know (GetSeat: NOT_FOUND).
+    lost: Mutex<HashSet<String>>,
+    /// Each bulk call: its method and how many items it carried.
+    bulk: Mutex<Vec<(&'static str, usize)>>,
+    /// Single CreateRoom and GetSeat calls.
+    single: Mutex<usize>,
 }
 
 impl Rooms {
@@ -65,43 +72,38 @@ impl Rooms {
         self.won.lock().unwrap().insert(room.to_owned(), seat);
     }
 
-    fn open(&self) -> Vec<String> {
-        let won = self.won.lock().unwrap();
-        let mut ids = self.ids();
-        ids.dedup();
-        ids.into_iter().filter(|r| !won.contains_key(r)).collect()
+    /// The sizes of the bulk calls of `method` so far, and forgets them.
+    fn bulk_calls(&self, method: &str) -> Vec<usize> {
+        let mut bulk = self.bulk.lock().unwrap();
+        let sizes = bulk
+            .iter()
+            .filter(|(m, _)| *m == method)
+            .map(|(_, n)| *n)
+            .collect();
+        bulk.retain(|(m, _)| *m != method);
+        sizes
     }
-}
 
-#[tonic::async_trait]
-impl GameRooms for Rooms {
-    async fn create_room(
-        &self,
-        request: game::CreateRoomRequest,
-    ) -> std::result::Result<game::CreateRoomResponse, Status> {
+    fn make(&self, request: game::CreateRoomRequest) -> game::CreateRoomResponse {
         let mut made = self.made.lock().unwrap();
         let created = !made.iter().any(|r| r.room_id == request.room_id);
         if created {
             made.push(request.clone());
         }
-        Ok(game::CreateRoomResponse {
+        game::CreateRoomResponse {
             room_id: request.room_id,
             settings: request.settings,
             created,
-        })
+        }
     }
 
-    async fn seat_player(
-        &self,
-        _request: game::SeatPlayerRequest,
-    ) -> std::result::Result<game::SeatPlayerResponse, Status> {
-        Err(Status::unimplemented("events seat nobody"))
-    }
-
-    async fn get_seat(
+    fn seat(
         &self,
         request: game::GetSeatRequest,
     ) -> std::result::Result<game::GetSeatResponse, Status> {
+        if self.lost.lock().unwrap().contains(&request.room_id) {
+            return Err(Status::not_found("no such room"));
+        }
         let winner = self.won.lock().unwrap().get(&request.room_id).copied();
         Ok(game::GetSeatResponse {
             status: if winner.is_some() {
@@ -117,6 +119,55 @@ impl GameRooms for Rooms {
                 .unwrap()
                 .contains(&(request.room_id, request.user_id)),
         })
+    }
+
+    fn open(&self) -> Vec<String> {
+        let won = self.won.lock().unwrap();
+        let mut ids = self.ids();
+        ids.dedup();
+        ids.into_iter().filter(|r| !won.contains_key(r)).collect()
+    }
+}
+
+#[tonic::async_trait]
+impl GameRooms for Rooms {
+    async fn create_room(
+        &self,
+        request: game::CreateRoomRequest,
+    ) -> std::result::Result<game::CreateRoomResponse, Status> {
+        *self.single.lock().unwrap() += 1;
+        Ok(self.make(request))
+    }
+
+    async fn seat_player(
+        &self,
+        _request: game::SeatPlayerRequest,
+    ) -> std::result::Result<game::SeatPlayerResponse, Status> {
+        Err(Status::unimplemented("events seat nobody"))
+    }
+
+    async fn get_seat(
+        &self,
+        request: game::GetSeatRequest,
+    ) -> std::result::Result<game::GetSeatResponse, Status> {
+        *self.single.lock().unwrap() += 1;
+        self.seat(request)
+    }
+
+    async fn create_rooms(
+        &self,
+        rooms: Vec<game::CreateRoomRequest>,
+    ) -> std::result::Result<Vec<game::CreateRoomResponse>, Status> {
+        self.bulk.lock().unwrap().push(("CreateRooms", rooms.len()));
+        Ok(rooms.into_iter().map(|r| self.make(r)).collect())
+    }
+
+    async fn get_seats(
+        &self,
+        seats: Vec<game::GetSeatRequest>,
+    ) -> std::result::Result<Vec<SeatAnswer>, Status> {
+        self.bulk.lock().unwrap().push(("GetSeats", seats.len()));
+        Ok(seats.into_iter().map(|s| self.seat(s)).collect())
     }
 }
 
@@ -659,6 +710,67 @@ async fn a_1024_player_knockout_starts_with_every_room_in_one_step() {
     assert_eq!(paired.len(), users.len(), "nobody left out");
     // The clock's own work (stores in memory, game-session answering at once).
     eprintln!("1,024-player knockout: started, 512 rooms made, in {took:?}");
+    // In bulk: 8 CreateRooms of 64 rooms, not 512 CreateRoom.
+    assert_eq!(w.rooms.bulk_calls("CreateRooms"), vec![64; 8]);
+    assert_eq!(*w.rooms.single.lock().unwrap(), 0, "no single call");
+    // A step asks every match in play in one GetSeats: the first player's seat before
+    // the join deadline, both from then on (1,024 seats: two calls).
+    w.clock.advance(500);
+    driver::tick_once(&a).await.unwrap();
+    assert_eq!(w.rooms.bulk_calls("GetSeats"), vec![512]);
+    w.clock.advance(60_000);
+    driver::tick_once(&a).await.unwrap();
+    let mut asked = w.rooms.bulk_calls("GetSeats");
+    asked.sort_unstable();
+    assert_eq!(asked, vec![24, 1000]);
+    assert_eq!(*w.rooms.single.lock().unwrap(), 0, "no single call");
+}
+
+/// The answers of a bulk GetSeats go to their own matches (each match's winner is its
+/// room's, whatever the order), and a room game-session does not know (NOT_FOUND in its
+/// item) leaves that match's result unknown, asked again next step, while the others'
+/// results count.
+#[tokio::test]
+async fn bulk_answers_go_to_their_matches_and_an_unknown_room_is_asked_again() {
+    let w = World::new();
+    let a = w.replica("a");
+    let (id, _) = w.event(Format::Knockout, 16).await;
+    w.clock.set(START);
+    driver::tick_once(&a).await.unwrap();
+    let rooms = w.rooms.ids();
+    assert_eq!(rooms.len(), 8);
+    w.rooms.lost.lock().unwrap().insert(rooms[3].clone());
+    for (i, room) in rooms.iter().enumerate() {
+        w.rooms.play(room, (i % 2) as u32);
+    }
+    w.clock.advance(500);
+    driver::tick_once(&a).await.unwrap();
+    let results = w.store.results(&id).await.unwrap();
+    assert_eq!(results.len(), 7, "every match but the unknown room's");
+    let expect_winner = |room: &str| {
+        let i = rooms.iter().position(|r| r == room).unwrap();
+        w.rooms.players(room)[i % 2].clone()
+    };
+    for r in &results {
+        assert_ne!(r.room_id, rooms[3]);
+        assert_eq!(
+            r.winner.as_deref(),
+            Some(expect_winner(&r.room_id).as_str())
+        );
+    }
+    // game-session knows it again: its result comes in.
+    w.rooms.lost.lock().unwrap().clear();
+    w.clock.advance(500);
+    driver::tick_once(&a).await.unwrap();
+    let results = w.store.results(&id).await.unwrap();
+    let late = results
+        .iter()
+        .find(|r| r.room_id == rooms[3])
+        .expect("recorded");
+    assert_eq!(
+        late.winner.as_deref(),
+        Some(expect_winner(&rooms[3]).as_str())
+    );
 }
 
 /// Issue 47: a driver that dies after saving the rooms made and before telling the

@@ -4,6 +4,7 @@
 //! result recorded once; the live standings on WatchEvent.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use basra_proto::basra::matchmaking::v1::{
@@ -69,7 +70,20 @@ async fn ready(app: &TestApp, p: &Player, event: &str) {
 
 #[tokio::test]
 async fn a_knockout_is_played_to_its_final_and_every_result_is_recorded_once() {
-    knockout_to_its_final(EventDeps::memory()).await;
+    let (app, _, _) = knockout_to_its_final(EventDeps::memory(), true).await;
+    assert!(
+        app.game().bulk_served.load(Ordering::SeqCst) > 0,
+        "rooms made and results asked with CreateRooms and GetSeats"
+    );
+}
+
+/// The same against a game-session of a release before CreateRooms and GetSeats (they
+/// answer UNIMPLEMENTED during an upgrade): the clock falls back to CreateRoom and
+/// GetSeat, and the knockout plays exactly the same.
+#[tokio::test]
+async fn a_knockout_is_played_the_same_against_a_game_session_without_the_bulk_calls() {
+    let (app, _, _) = knockout_to_its_final(EventDeps::memory(), false).await;
+    assert_eq!(app.game().bulk_served.load(Ordering::SeqCst), 0);
 }
 
 /// The whole state a client that does not stream asks for (GetEvent `with_state`).
@@ -137,7 +151,7 @@ async fn a_knockout_on_postgres_and_a_redis_cluster(pool: sqlx::PgPool) {
         ),
         ..EventDeps::memory()
     };
-    let (app, event, whole) = knockout_to_its_final(events).await;
+    let (app, event, whole) = knockout_to_its_final(events, true).await;
     // Its live state expired (kept 7 days): the finished knockout's rounds are rebuilt
     // from the results stored in PostgreSQL.
     let key = format!("{}:{{ev:{event}}}:state", prefix.as_str());
@@ -157,9 +171,10 @@ async fn a_knockout_on_postgres_and_a_redis_cluster(pool: sqlx::PgPool) {
     assert_eq!(first_message(&app, &app.player(), &event, 0).await, asked);
 }
 
-/// Plays a four-player knockout to its final; answers the app, the event and its
-/// bracket's rows (round 1's two matches, then the final).
-async fn knockout_to_its_final(mut events: EventDeps) -> (TestApp, String, Vec<Row>) {
+/// Plays a four-player knockout to its final, against a game-session serving the bulk
+/// calls (`bulk`) or one before them; answers the app, the event and its bracket's rows
+/// (round 1's two matches, then the final).
+async fn knockout_to_its_final(mut events: EventDeps, bulk: bool) -> (TestApp, String, Vec<Row>) {
     let notices = Arc::new(RecordedNotices::default());
     events.notices = notices.clone();
     let app = TestApp::builder()
@@ -168,6 +183,7 @@ async fn knockout_to_its_final(mut events: EventDeps) -> (TestApp, String, Vec<R
         .settings(|s| s.events.tick_millis = 20)
         .spawn()
         .await;
+    app.game().set_no_bulk(!bulk);
     let op = Operator::of(&app);
     let event = op.create(knockout(8)).await.unwrap().event_id;
     // Seeds 1-4 by rating.
