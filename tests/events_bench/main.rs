@@ -288,8 +288,9 @@ async fn start_event(
     })
 }
 
-/// Prints a start's figures; an error when a player was never told.
-fn report_start(what: &str, players: &[Player], start: &Start) -> anyhow::Result<()> {
+/// Prints a start's figures; how many players were never told (the run goes on, so
+/// that the phases after it are measured, and fails at its end).
+fn report_start(what: &str, players: &[Player], start: &Start) -> usize {
     let mut after: Vec<i64> = start
         .told
         .values()
@@ -303,14 +304,14 @@ fn report_start(what: &str, players: &[Player], start: &Start) -> anyhow::Result
         rooms.len(),
         summary(&mut after)
     );
-    if start.told.len() < players.len() {
-        bail!(
-            "{what}: {} of {} players were never told within 60 s",
-            players.len() - start.told.len(),
+    let missing = players.len() - start.told.len();
+    if missing > 0 {
+        println!(
+            "events_bench: {what}: {missing} of {} players were never told within 60 s",
             players.len()
         );
     }
-    Ok(())
+    missing
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
@@ -352,7 +353,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         per_player_ms,
     )
     .await?;
-    report_start("knockout", knockout, &start)?;
+    let mut never_told = report_start("knockout", knockout, &start);
 
     // Its watchers, and matches ended one after another (300 ms apart, so that the
     // ends fall at every point of the clock's tick).
@@ -375,6 +376,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
             .and_then(|t| t.parse().ok())
             .unwrap_or(0)
     };
+    // A room one of whose players was never told is not played.
+    rooms.retain(|(_, users)| users.len() == 2);
     rooms.sort_by_key(|(room, _)| std::cmp::Reverse(table(room)));
     let game = bots::channel(&game_url)?;
     let mut ends = tokio::task::JoinSet::new();
@@ -437,7 +440,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         per_player_ms,
     )
     .await?;
-    report_start("arena", arena, &start)?;
+    never_told += report_start("arena", arena, &start);
     drop(feeds);
 
     println!(
@@ -448,6 +451,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     );
     if missing > 0 {
         bail!("{missing} (watcher, result) pairs never shown within 30 s");
+    }
+    if never_told > 0 {
+        bail!("{never_told} players were never told their match was ready within 60 s");
     }
     drop(stack);
     let _ = std::fs::remove_dir_all(&dir);
