@@ -2,7 +2,8 @@
 //! register, the event starts on its second, each match is played to its end over the
 //! Play stream by the players' own clients (a greedy bot at the keys), the winners meet
 //! in the final, and the standings are final with a champion — against the services on
-//! their own ports (PostgreSQL and Redis) and against `basra dev`.
+//! their own ports (PostgreSQL and Redis) and against `basra dev`; then each pairing of
+//! a match played names its match, which GetReplay answers.
 
 use std::time::{Duration, SystemTime};
 
@@ -20,8 +21,11 @@ use basra_proto::basra::matchmaking::v1::event_admin_service_client::EventAdminS
 use basra_proto::basra::matchmaking::v1::{
     CreateEventRequest, EntryStatus, EventDefinition, EventFormat, EventStatus, GetEventRequest,
     GetMyMatchRequest, GetStandingsRequest, PairingResult, RegisterRequest, WatchEventRequest,
+    WatchEventResponse,
 };
-use basra_proto::basra::matchmaking::v1::{GetMyMatchResponse, JoinRoomRequest, join_room_request};
+use basra_proto::basra::matchmaking::v1::{
+    FindMatchRequest, GetMyMatchResponse, JoinRoomRequest, join_room_request,
+};
 use basra_proto::convert::timestamp;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -359,6 +363,65 @@ async fn whole_bracket_after_the_end(session: &Session, event: &str, champion: &
         .expect("a message");
     assert_eq!(first.earlier_pairings, state.earlier_pairings);
     assert_eq!(first.pairings, state.pairings);
+    every_played_match_replays(session, &state).await;
+}
+
+/// Each pairing of a match played to its end (a WON result) carries the id of its match,
+/// which GetReplay answers for `session` (a player of the event, of that match or not):
+/// the match of the pairing's room, its two players, its winner. A pairing without a
+/// match played (a forfeit, an absence) carries none.
+async fn every_played_match_replays(session: &Session, state: &WatchEventResponse) {
+    let mut replayed = 0;
+    for p in state.earlier_pairings.iter().chain(&state.pairings) {
+        if p.result != PairingResult::Won as i32 {
+            assert!(p.match_id.is_empty(), "no match played: {p:?}");
+            continue;
+        }
+        assert!(!p.match_id.is_empty(), "a played match's id: {p:?}");
+        // Recorded by accounts from game-session's outbox: NOT_FOUND until then.
+        let mut answer = None;
+        for _ in 0..100 {
+            match session
+                .accounts()
+                .get_replay(GetReplayRequest {
+                    match_id: p.match_id.clone(),
+                    with_analysis: false,
+                })
+                .await
+            {
+                Ok(replay) => {
+                    answer = Some(replay.into_inner());
+                    break;
+                }
+                Err(status) => assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let replay = answer.unwrap_or_else(|| panic!("{} is never recorded", p.match_id));
+        let summary = replay.summary.expect("a summary");
+        assert_eq!(
+            (&summary.match_id, &summary.room_id),
+            (&p.match_id, &p.room_id)
+        );
+        let mut seated: Vec<&str> = summary.seats.iter().map(|s| s.user_id.as_str()).collect();
+        let mut paired: Vec<&str> = p.user_ids.iter().map(String::as_str).collect();
+        seated.sort_unstable();
+        paired.sort_unstable();
+        assert_eq!(seated, paired, "{summary:?}");
+        let winner = summary
+            .seats
+            .iter()
+            .find(|s| Some(s.side) == summary.winner_side)
+            .expect("a winning seat");
+        assert_eq!(winner.user_id, p.winner, "{summary:?}");
+        assert_eq!(replay.spectator, !p.user_ids.contains(&session.user_id));
+        assert!(!replay.events.is_empty());
+        replayed += 1;
+    }
+    assert!(
+        replayed > 0,
+        "a match of the event was played and replays: {state:?}"
+    );
 }
 
 /// The status `session`'s Play stream ends with when it joins `room` (as a player, or
@@ -408,7 +471,8 @@ async fn match_of(session: &Session, event: &str) -> GetMyMatchResponse {
 /// its two players only, so a player of another match of the event, or anyone else,
 /// is refused with PERMISSION_DENIED by game-session however they try (Play, its
 /// browser shape, an action, spectating an event without spectators), and
-/// matchmaking's JoinRoom does not know the room (NOT_FOUND); the match is then played
+/// matchmaking's JoinRoom does not know the room (NOT_FOUND), and its own players may
+/// not search meanwhile (FAILED_PRECONDITION naming it); the match is then played
 /// by its own two players as if nothing had happened, and once recorded anyone replays
 /// it (an event match, though it allowed no spectators), as a spectator.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -476,6 +540,30 @@ async fn nobody_but_its_two_players_joins_an_event_match() {
             .await
             .expect_err("an event room is no lobby room");
         assert_eq!(joined.code(), tonic::Code::NotFound, "{joined:?}");
+    }
+    // Its two players, seated in it (neither has joined yet), are in no queue meanwhile:
+    // FindMatch names the event's room.
+    for p in players.iter().filter(|p| owners.contains(&p.user_id)) {
+        let refused = p
+            .matchmaking()
+            .find_match(FindMatchRequest {
+                ticket_id: String::new(),
+                ranked: false,
+                preset: None,
+                allow_bots: Some(false),
+            })
+            .await
+            .expect_err("one match at a time");
+        assert_eq!(
+            refused.code(),
+            tonic::Code::FailedPrecondition,
+            "{refused:?}"
+        );
+        assert_eq!(
+            basra_platform::error::error_metadata_of(&refused, "room_id").as_deref(),
+            Some(room.as_str()),
+            "{refused:?}"
+        );
     }
     // Nothing changed: the intruder's own match is still theirs, and the room's two
     // players play it to its end.

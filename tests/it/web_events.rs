@@ -12,7 +12,10 @@
 //! asked of the server afterwards, name the same champion. Then a finalist opens the
 //! final's Replay from their match history and goes through it with Play, Pause and
 //! Step: the plays it shows and the final score are those of the match as accounts
-//! recorded it (its export, asked by an operator).
+//! recorded it (its export, asked by an operator). The seed, who had a bye in round 1,
+//! opens round 1's match from the event's bracket with its Replay button and steps
+//! through it: the match id the pairing names, the plays and the final score are those
+//! of round 1 as accounts recorded it.
 //! Screenshots are kept in `$CARGO_TARGET_TMPDIR/web-events` (the path is printed).
 //!
 //! Needs what every browser suite needs (`web.rs`: Node.js, Debian's `chromium`, the built
@@ -107,23 +110,44 @@ async fn browsers_play_a_knockout_to_its_final() {
     let export: serde_json::Value = serde_json::from_slice(&export).unwrap();
     let matches = export["matches"].as_array().unwrap();
     assert_eq!(matches.len(), 2, "the finalist played two matches");
+    let plays_of = |m: &serde_json::Value| {
+        m["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["action"].get("play").is_some())
+            .count() as u64
+    };
     let last = &matches[0];
-    let plays = last["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["action"].get("play").is_some())
-        .count();
+    let plays = plays_of(last);
     let replay = &report["replay"];
     println!(
         "replay: {replay}; recorded: {plays} plays, {}",
         last["final_totals"]
     );
-    assert_eq!(replay["plays"].as_u64(), Some(plays as u64), "{replay}");
+    assert_eq!(replay["plays"].as_u64(), Some(plays), "{replay}");
     assert_eq!(replay["totals"], last["final_totals"], "{replay}");
     assert!(
         replay["pausedAt"].as_u64().unwrap() >= 2,
         "Play went on by itself before Pause: {replay}"
     );
+
+    // Round 1's Replay in the bracket, opened by the seed (no player of it): the match
+    // its pairing names is round 1 as recorded, every play and the final score.
+    let round1 = &matches[1];
+    let bracket = &report["bracketReplay"];
+    println!(
+        "bracket replay by {}: {bracket}; recorded: {} plays, {}",
+        report["seed"],
+        plays_of(round1),
+        round1["final_totals"]
+    );
+    assert_eq!(bracket["matchId"], round1["match_id"], "{bracket}");
+    assert_eq!(
+        bracket["plays"].as_u64(),
+        Some(plays_of(round1)),
+        "{bracket}"
+    );
+    assert_eq!(bracket["totals"], round1["final_totals"], "{bracket}");
     dev.stop().await;
 }

@@ -813,7 +813,8 @@ pub fn match_ready_text(ready: &pb::GetMyMatchResponse, names: &HashMap<String, 
     )
 }
 
-/// One pairing in words: the players, and the result once there is one.
+/// One pairing in words: the players, the result once there is one, and a match played
+/// to its end's id (`basra replay MATCH_ID` replays it).
 pub fn pairing_text(p: &pb::Pairing, names: &HashMap<String, String>) -> String {
     let players: Vec<String> = p.user_ids.iter().map(|u| name_or_id(names, u)).collect();
     let who = players.join(" v ");
@@ -824,7 +825,12 @@ pub fn pairing_text(p: &pb::Pairing, names: &HashMap<String, String>) -> String 
         PairingResult::BothAbsent => "neither joined".to_owned(),
         PairingResult::Bye => "a bye".to_owned(),
     };
-    format!("  table {}: {who} — {result}", p.table)
+    let replay = if p.match_id.is_empty() {
+        String::new()
+    } else {
+        format!(" (match {})", p.match_id)
+    };
+    format!("  table {}: {who} — {result}{replay}", p.table)
 }
 
 /// An update of `basra tournament watch`: the event's state, its pairings, its
@@ -909,6 +915,7 @@ mod tests {
             room_id: room.into(),
             result: result as i32,
             winner: String::new(),
+            match_id: String::new(),
         }
     }
 
@@ -1037,6 +1044,7 @@ mod tests {
             )],
         );
         u.pairings[0].winner = "u-bob-5678".into();
+        u.pairings[0].match_id = "0190aaaa-0000-7000-8000-00000000000a".into();
         u.standings = vec![pb::Standing {
             rank: 1,
             user_id: "u-bob-5678".into(),
@@ -1055,9 +1063,18 @@ mod tests {
         );
         assert!(
             text.contains(
-                "table 1: \u{2068}u-alice-\u{2069} v \u{2068}Bob\u{2069} — \u{2068}Bob\u{2069} won"
+                "table 1: \u{2068}u-alice-\u{2069} v \u{2068}Bob\u{2069} — \u{2068}Bob\u{2069} won \
+                 (match 0190aaaa-0000-7000-8000-00000000000a)\n"
             ),
             "{text}"
+        );
+        // A match without a result (or without a match played) names no match.
+        assert!(
+            !update_text(&update(
+                event(EventStatus::Running, 0, 0),
+                vec![pairing(&["a", "b"], "r1", PairingResult::Unspecified)]
+            ))
+            .contains("(match")
         );
         assert!(
             text.contains("rank  points  played  round  player"),

@@ -11,7 +11,10 @@
 // bracket draws round 1 with its result and winner beside the final. Then the finalist
 // opens the final's Replay from the match history: Play runs it by itself, Pause holds it,
 // Step shows one event at a time to the end; the plays shown and the final totals are
-// reported (the test compares them with the match as recorded). No console errors.
+// reported (the test compares them with the match as recorded). The seed, who did not
+// play round 1, opens round 1's match from the event's bracket with its Replay (in the
+// page's language) and steps through it to the end: its match id, plays and final totals
+// are reported (compared with round 1 as recorded). No console errors.
 // Usage: node tests/run.mjs tests/browser_events.ts PAGE_URL ARTIFACT_DIR EVENT_ID EVENT_NAME [CHROMIUM]
 // Prints one JSON line with what it saw; exits non-zero on the first failed check.
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -225,6 +228,40 @@ async function watchReplay(page: Page): Promise<Record<string, unknown>> {
   return { plays, events: first.events, pausedAt, totals: end.totals.split(",").map(Number), historyRows: rows };
 }
 
+/**
+ * On the finished event's page, opens round 1's match with its Replay button in the
+ * bracket and steps through it to the end. Answers the match id, the button's words,
+ * the plays shown, the events and the totals at the end.
+ */
+async function replayFromBracket(page: Page, arabic: boolean): Promise<Record<string, unknown>> {
+  const m = page.locator("[data-testid=bracket] [data-testid=event-match][data-round='1']");
+  const matchId = await m.getAttribute("data-match-id");
+  check(matchId, `round 1's match names its match: ${await m.innerText()}`);
+  const open = m.getByTestId("event-match-replay");
+  const button = await open.innerText();
+  check(button === (arabic ? "إعادة" : "Replay"), `the Replay button in the page's language: ${button}`);
+  // The finished final has its Replay too; a bye has none (a knockout of three lists none).
+  const offered = await page.locator("[data-testid=bracket] [data-testid=event-match-replay]").count();
+  check(offered === 2, `both matches played offer a Replay: ${offered}`);
+  await open.click();
+  const panel = page.locator(`[data-testid=event-replay] [data-testid=replay][data-match-id="${matchId}"]`);
+  await panel.locator("[data-testid=replay-status][data-events]").waitFor();
+  const events = Number(await panel.getByTestId("replay-status").getAttribute("data-events"));
+  check(events > 0, `the replay has events: ${events}`);
+  let plays = 0;
+  for (let shown = 0; shown < events; shown++) {
+    await panel.getByTestId("replay-step").click();
+    check(Number(await panel.getByTestId("replay-status").getAttribute("data-shown")) === shown + 1, `a step shows event ${shown + 1}`);
+    if ((await panel.getByTestId("replay-mark").getAttribute("data-kind")) === "cardPlayed") plays += 1;
+  }
+  check(await panel.getByTestId("replay-step").isDisabled(), "Step is done at the end");
+  const totals = (await panel.getByTestId("replay-board").getAttribute("data-totals")) ?? "";
+  await page.screenshot({ path: join(artifacts, `event-replay${arabic ? "-ar" : ""}.png`), fullPage: true });
+  await panel.getByTestId("replay-close").click();
+  check((await page.locator("[data-testid=event-replay] [data-testid=replay]").count()) === 0, "Close takes the replay away");
+  return { matchId, button, plays, events, totals: totals.split(",").map(Number) };
+}
+
 async function main(): Promise<void> {
   const browser = await chromium.launch({ executablePath: executable, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
   try {
@@ -261,6 +298,13 @@ async function main(): Promise<void> {
     await pages[0].getByTestId("events-back").click();
     await pages[0].locator(`[data-testid=my-events] [data-event-id="${eventId}"]`).waitFor();
     report.history = await pages[0].locator(`[data-testid=my-events] [data-event-id="${eventId}"]`).innerText();
+    // The seed (a bye in round 1, then the final) replays round 1 from the bracket,
+    // before the finalist's page leaves the event for its match history.
+    const seed = names.findIndex((n, i) => joined[i] === 1 && n !== (report.reload as { name: string }).name);
+    check(seed >= 0 && seed !== finalist, `the seed's page: ${seed}`);
+    report.seed = names[seed];
+    if (seed === 0) await pages[0].locator(`[data-testid=my-events] [data-event-id="${eventId}"]`).getByTestId("event-open").click();
+    report.bracketReplay = await replayFromBracket(pages[seed], seed === 2);
     // The finalist replays the final from their match history.
     report.replay = await watchReplay(pages[finalist]);
   } finally {

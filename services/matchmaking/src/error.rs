@@ -17,11 +17,9 @@ pub enum MatchmakingError {
     #[error("{0}")]
     FailedPrecondition(String),
     /// The caller holds a seat in a match that is not finished, so may not take another
-    /// (FAILED_PRECONDITION, with the room in the `google.rpc.ErrorInfo`).
-    #[error(
-        "you are seated in room {room_id}, whose match is not finished: \
-         play it out or resign (or leave it, before it starts) first"
-    )]
+    /// (FAILED_PRECONDITION, with the room in the `google.rpc.ErrorInfo`): a room's, or
+    /// an event's match (its room `ev-…`) made and without a result yet.
+    #[error("{}", seated_message(.room_id))]
     Seated {
         /// The room the caller sits in.
         room_id: String,
@@ -122,6 +120,26 @@ impl ServiceError for MatchmakingError {
             MatchmakingError::Refused { reason, .. } => Some((reason, Default::default())),
             _ => None,
         }
+    }
+}
+
+/// What [`MatchmakingError::Seated`] says: an event's match (its room made by the event
+/// clock, `ev-<event>-<match>`) is named as such.
+fn seated_message(room_id: &str) -> String {
+    if let Some(event) = room_id
+        .strip_prefix("ev-")
+        .and_then(|rest| rest.rsplit_once('-'))
+        .map(|(event, _)| event)
+    {
+        format!(
+            "you have a match of event {event} waiting or being played (room {room_id}): \
+             play it out first (or withdraw from the event)"
+        )
+    } else {
+        format!(
+            "you are seated in room {room_id}, whose match is not finished: \
+             play it out or resign (or leave it, before it starts) first"
+        )
     }
 }
 

@@ -2,11 +2,14 @@
 // one event's page: register, check in, withdraw, the live bracket (knockout) or rounds
 // (Swiss), every earlier round included after a reload, or the arena's matches; the
 // standings, the champion and final standings once it is over.
-// The live state is follow.ts' (WatchEvent); "your match is ready" is its notice.
+// The live state is follow.ts' (WatchEvent); "your match is ready" is its notice. A match
+// played to its end has a Replay (Pairing.matchId), opened below the event's head in the
+// history's replay panel (replay.ts), which the live redraws leave alone.
 
 import { authed, currentUser } from "../api";
 import { el, errorText, screens, shared, Code, ConnectError } from "../shell";
-import { bdi } from "../i18n";
+import { bdi, t } from "../i18n";
+import { replayPanel } from "../replay";
 import type { Entry, Event, EventWithEntry, Pairing, Standing } from "../gen/basra/matchmaking/v1/events_pb";
 import { EventFormat, EventStatus, PairingResult } from "../gen/basra/matchmaking/v1/events_pb";
 import { actions, entryWord, errorReason, isOver, ms, until } from "./model";
@@ -148,6 +151,14 @@ function eventPage(eventId: string): HTMLElement {
   const head = el("div", {});
   const doing = el("div", { "data-testid": "event-actions" });
   const live = el("div", { "data-testid": "event-live" });
+  // The replay of a match of the event: kept across the live redraws.
+  const replaying = el("div", { "data-testid": "event-replay" });
+  const replay = (matchId: string) => {
+    const panel = replayPanel(matchId, () => panel.remove());
+    panel.dataset.matchId = matchId;
+    replaying.replaceChildren(panel);
+    panel.scrollIntoView({ block: "nearest" });
+  };
   const problem = el("p", { class: "problem", role: "alert", "data-testid": "event-problem" });
   const root = el(
     "div",
@@ -172,6 +183,7 @@ function eventPage(eventId: string): HTMLElement {
       doing,
       problem,
     ),
+    replaying,
     live,
   );
   const drawHead = () => {
@@ -221,8 +233,8 @@ function eventPage(eventId: string): HTMLElement {
     const parts: Node[] = [];
     // A knockout's bracket, a Swiss' rounds: every round, the earlier ones too after a
     // reload (the stream's first update brings them).
-    if ((format === EventFormat.KNOCKOUT || format === EventFormat.SWISS) && f.rounds.size) parts.push(bracket(f, update.event));
-    else if (update.pairings.length) parts.push(matches(f, update.event, update.pairings));
+    if ((format === EventFormat.KNOCKOUT || format === EventFormat.SWISS) && f.rounds.size) parts.push(bracket(f, update.event, replay));
+    else if (update.pairings.length) parts.push(matches(f, update.event, update.pairings, replay));
     parts.push(standings(f, update.standings, format ?? EventFormat.UNSPECIFIED, final));
     live.replaceChildren(...parts);
   };
@@ -298,21 +310,26 @@ function resultText(f: Followed, p: Pairing): Node[] {
   }
 }
 
-function match(f: Followed, event: Event, p: Pairing): HTMLElement {
+/** Opens the replay of a match of the event (by its match id). */
+type Replay = (matchId: string) => void;
+
+function match(f: Followed, event: Event, p: Pairing, replay: Replay): HTMLElement {
   const mine = p.userIds.includes(currentUser()?.userId ?? "");
   const watchable = event.definition?.allowSpectators && p.result === PairingResult.UNSPECIFIED && p.roomId && !mine;
   const names = p.userIds.flatMap((u, i) => (i ? [" – ", player(f, u, p.winner)] : [player(f, u, p.winner)]));
   return el(
     "li",
-    { class: "match", "data-testid": "event-match", "data-round": p.round, "data-result": PairingResult[p.result] },
+    { class: "match", "data-testid": "event-match", "data-round": p.round, "data-result": PairingResult[p.result], "data-match-id": p.matchId || undefined },
     ...names,
     el("span", { class: "hint-text" }, " · ", ...resultText(f, p)),
     watchable ? el("button", { class: "quiet", onclick: () => screens.table(p.roomId, { spectate: true }) }, w("watch")) : null,
+    // Played to its end (anyone may replay an event match).
+    p.matchId ? el("button", { class: "quiet", "data-testid": "event-match-replay", onclick: () => replay(p.matchId) }, t("replay")) : null,
   );
 }
 
 /** A knockout's (or Swiss') rounds, side by side. */
-function bracket(f: Followed, event: Event): HTMLElement {
+function bracket(f: Followed, event: Event, replay: Replay): HTMLElement {
   const rounds = [...f.rounds.entries()].sort(([a], [b]) => a - b);
   const knockout = event.definition?.format === EventFormat.KNOCKOUT;
   return el(
@@ -323,19 +340,19 @@ function bracket(f: Followed, event: Event): HTMLElement {
       "div",
       { class: "bracket", "data-testid": "bracket" },
       ...rounds.map(([round, pairings]) =>
-        el("div", { class: "round" }, el("h3", {}, w("round", { n: round })), el("ul", {}, ...pairings.map((p) => match(f, event, p)))),
+        el("div", { class: "round" }, el("h3", {}, w("round", { n: round })), el("ul", {}, ...pairings.map((p) => match(f, event, p, replay)))),
       ),
     ),
   );
 }
 
 /** The matches in progress and the last results (arena). */
-function matches(f: Followed, event: Event, pairings: Pairing[]): HTMLElement {
+function matches(f: Followed, event: Event, pairings: Pairing[], replay: Replay): HTMLElement {
   return el(
     "section",
     { class: "card-panel", "aria-labelledby": "matches-title" },
     el("h2", { id: "matches-title" }, w("pairings")),
-    el("ul", { class: "matches" }, ...pairings.map((p) => match(f, event, p))),
+    el("ul", { class: "matches" }, ...pairings.map((p) => match(f, event, p, replay))),
   );
 }
 

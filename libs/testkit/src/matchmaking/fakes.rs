@@ -328,6 +328,8 @@ impl FakeGameService {
                 .lock()
                 .unwrap()
                 .contains(&(request.room_id.clone(), request.user_id.clone())),
+            // A room's match is named after it (a finished event match's replay).
+            match_id: format!("match-{}", request.room_id),
         })
     }
 }

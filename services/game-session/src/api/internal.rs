@@ -156,6 +156,7 @@ pub(super) fn seat_answer(room: &Room, user_id: &str) -> GetSeatResponse {
         joined: seat
             .and_then(|s| room.seats.get(usize::from(s)))
             .is_some_and(|s| s.connected || s.connected_at_ms > 0),
+        match_id: room.match_id.clone(),
     }
 }
 

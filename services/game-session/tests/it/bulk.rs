@@ -293,7 +293,7 @@ async fn get_seats_answers_each_item_as_get_seat_and_an_unknown_room_in_its_item
             .into_inner();
         assert_eq!(item.seat.as_ref(), Some(&single), "{room_id} {user_id}");
     }
-    let seat = |i: usize| items[i].seat.unwrap();
+    let seat = |i: usize| items[i].seat.clone().unwrap();
     assert_eq!(seat(0).status(), pb::RoomStatus::InProgress);
     assert_eq!((seat(0).seat, seat(0).joined), (Some(0), true));
     assert_eq!(seat(2).status(), pb::RoomStatus::Finished);

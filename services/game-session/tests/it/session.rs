@@ -351,6 +351,69 @@ async fn get_seat_is_for_services_and_checks_its_input() {
     replica.stop().await;
 }
 
+/// GetSeat names the room's match as game-session records it to accounts (the id a
+/// finished event match is replayed by): none while the room waits for a player, the
+/// match's own from its start, the same from either seat and once it has ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_seat_names_the_match_played_in_the_room() {
+    let replica = single_replica(test_timing()).await;
+    let tokens = replica.tokens().clone();
+    let mut client = GameInternalServiceClient::new(replica.channel().await);
+    let mut match_of = async |room: &str, user: Uuid| {
+        client
+            .get_seat(authed(
+                game::GetSeatRequest {
+                    room_id: room.into(),
+                    user_id: user.to_string(),
+                },
+                &tokens.service(),
+            ))
+            .await
+            .expect("GetSeat")
+            .into_inner()
+            .match_id
+    };
+    let ua = Uuid::now_v7();
+    let waiting = Uuid::now_v7().to_string();
+    create_room(
+        replica.channel().await,
+        &tokens,
+        &waiting,
+        vec![
+            player_seat(ua),
+            game::SeatAssignment {
+                occupant: Some(game::seat_assignment::Occupant::Open(game::OpenSeat {})),
+                ..Default::default()
+            },
+        ],
+        pb::RuleSettings::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        match_of(&waiting, ua).await,
+        "",
+        "no match before the room fills"
+    );
+    let (room, mut a, mut b) = replica
+        .room()
+        .settings(pb::RuleSettings::default())
+        .join()
+        .await;
+    let started = match_of(&room, a.user).await;
+    assert!(!started.is_empty(), "a match from the start");
+    a.send(Kind::Resign(game::Resign {})).await;
+    let ended = match_ended(&mut a).await;
+    match_ended(&mut b).await;
+    assert_eq!(ended.match_id, started, "the match that ended");
+    assert_eq!(
+        match_of(&room, b.user).await,
+        started,
+        "from either seat, after the end"
+    );
+    replica.stop().await;
+}
+
 /// The service-to-service calls answered only at their internal paths: the previous
 /// release's paths in the client service (`GameService/GetSeat`, reachable through the
 /// gateway's route for `GameService`) are gone, UNIMPLEMENTED even with a service token.

@@ -46,6 +46,7 @@ pub(crate) fn from_results(
                 room_id: r.room_id.clone(),
                 result: result as i32,
                 winner: r.winner.clone().unwrap_or_default(),
+                match_id: r.match_id.clone(),
             })
         })
         .filter(|p| p.round <= current)
@@ -117,6 +118,12 @@ mod tests {
                     outcome,
                     recorded: outcome.is_some(),
                     told: true,
+                    // A played match's id (game-session's: a UUID), as a replay offers it.
+                    match_id: if outcome.is_some() {
+                        uuid::Uuid::now_v7().to_string()
+                    } else {
+                        String::new()
+                    },
                 });
             }
             if round == k.rounds_total() {
@@ -133,7 +140,7 @@ mod tests {
     /// The size the .proto states: a knockout of 1,024 (and of 4,096, the most players
     /// an event takes) at its final, the largest earlier_pairings it sends.
     #[test]
-    fn a_1024_knockout_at_its_final_sends_1022_earlier_pairings_in_under_200_kb() {
+    fn a_1024_knockout_at_its_final_sends_1022_earlier_pairings_in_under_230_kb() {
         let live = knockout_at_its_final(1024);
         let (current, total) = live.rounds();
         assert_eq!((current, total), (10, 10));
@@ -149,7 +156,7 @@ mod tests {
         );
         let bytes = encoded(rows);
         println!("1,024 knockout at its final: earlier_pairings {bytes} bytes");
-        assert!((150_000..200_000).contains(&bytes), "{bytes} bytes");
+        assert!((200_000..230_000).contains(&bytes), "{bytes} bytes");
         // Only the rounds asked for: a stream that saw round 8 gets rounds 8 and 9.
         let rounds: Vec<u32> = earlier(&live, 8, 10).iter().map(|p| p.round).collect();
         assert_eq!(rounds, [8, 8, 8, 8, 9, 9]);
@@ -159,7 +166,7 @@ mod tests {
         assert_eq!(rows.len(), 4094);
         let bytes = encoded(rows);
         println!("4,096 knockout at its final: earlier_pairings {bytes} bytes");
-        assert!(bytes < 800_000, "{bytes} bytes");
+        assert!(bytes < 900_000, "{bytes} bytes");
     }
 
     fn encoded(rows: Vec<pb::Pairing>) -> usize {
@@ -203,6 +210,11 @@ mod tests {
             winner: winner.map(str::to_owned),
             outcome: outcome.into(),
             recorded_at_ms: 0,
+            match_id: if outcome == "won" {
+                format!("m-{key}")
+            } else {
+                String::new()
+            },
         };
         let u1 = user(1);
         let u2 = user(2);
@@ -218,6 +230,9 @@ mod tests {
             (now[0].round, now[0].table, now[0].winner.as_str()),
             (2, 1, u2.as_str())
         );
+        // A played match's pairing offers its replay; a forfeit or an absence none.
+        assert_eq!(now[0].match_id, "m-r2t1");
+        assert!(before.iter().all(|p| p.match_id.is_empty()), "{before:?}");
         let got: Vec<(u32, u32, i32)> = before
             .iter()
             .map(|p| (p.round, p.table, p.result))

@@ -109,5 +109,6 @@ pub(crate) fn pairing(m: &LiveMatch) -> pb::Pairing {
         },
         result: result as i32,
         winner: m.winner().unwrap_or_default(),
+        match_id: m.match_id.clone(),
     }
 }

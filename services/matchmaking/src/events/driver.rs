@@ -458,8 +458,10 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
                 None
             }
         };
-        if let Some(outcome) = outcome {
-            live.record(&event, &m.key, outcome, now).map_err(corrupt)?;
+        if let Some((outcome, match_id)) = outcome {
+            if live.record(&event, &m.key, outcome, now).map_err(corrupt)? {
+                live.set_match_id(&m.key, match_id);
+            }
             changed = true;
         }
     }
@@ -714,6 +716,9 @@ async fn make_rooms(
     made
 }
 
+/// A seat's view and the id of the match in its room (GetSeat's `match_id`).
+type Seen = (SeatView, String);
+
 /// What game-session says of one player's seat in a match's room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct SeatView {
@@ -741,13 +746,15 @@ impl SeatView {
 /// with GetSeats, [`SEATS_PER_CALL`] seats a call, [`BULK_PARALLEL`] calls at once: the
 /// first player's seat of each match, and from its join deadline on the second's too
 /// (whether each joined). A match whose seats could not be read (the call failed, or
-/// an item's room is unknown) has its result unknown: asked again next step.
+/// an item's room is unknown) has its result unknown: asked again next step. A result
+/// comes with the id of the match played in the room when it ended there with a winner
+/// (empty otherwise: a forfeit or an absence has nothing to replay).
 async fn results_of(
     game: &Arc<dyn GameRooms>,
     in_play: &[LiveMatch],
     withdrawn: &[String],
     now: Millis,
-) -> Vec<Result<Option<Outcome>>> {
+) -> Vec<Result<Option<(Outcome, String)>>> {
     // (match, seat) of each question, in order.
     let mut asked: Vec<(usize, usize)> = Vec::new();
     for (i, m) in in_play.iter().enumerate() {
@@ -778,15 +785,14 @@ async fn results_of(
     })
     .await;
     answers.sort_by_key(|(at, _, _)| *at);
-    let mut views: Vec<[Option<Result<SeatView>>; 2]> =
-        in_play.iter().map(|_| [None, None]).collect();
+    let mut views: Vec<[Option<Result<Seen>>; 2]> = in_play.iter().map(|_| [None, None]).collect();
     let mut next = asked.into_iter();
     for (_, count, answer) in answers {
-        let items: Vec<Result<SeatView>> = match answer {
+        let items: Vec<Result<Seen>> = match answer {
             Ok(items) if items.len() == count => items
                 .into_iter()
                 .map(|item| {
-                    item.map(|a| SeatView::of(&a))
+                    item.map(|a| (SeatView::of(&a), a.match_id))
                         .map_err(|status| MatchmakingError::Upstream {
                             context: "game-session GetSeats (event)",
                             status,
@@ -818,13 +824,15 @@ async fn results_of(
         .iter()
         .zip(views)
         .map(|(m, [a, b])| {
-            let a = a.unwrap_or_else(|| Err(corrupt("a seat not asked")))?;
-            let b = b.transpose()?;
+            let (a, match_id) = a.unwrap_or_else(|| Err(corrupt("a seat not asked")))?;
+            let b = b.transpose()?.map(|(b, _)| b);
             let gone = [
                 withdrawn.contains(&m.players[0]),
                 withdrawn.contains(&m.players[1]),
             ];
-            Ok(outcome_of(m, a, b, gone, now))
+            let outcome = outcome_of(m, a, b, gone, now);
+            let played = a.finished && matches!(outcome, Some(Outcome::Won(_)));
+            Ok(outcome.map(|o| (o, if played { match_id } else { String::new() })))
         })
         .collect()
 }
@@ -890,6 +898,7 @@ async fn record_results(
             winner: m.winner(),
             outcome: outcome.to_owned(),
             recorded_at_ms: now,
+            match_id: m.match_id.clone(),
         };
         shared.store.record_result(&result).await?;
         m.recorded = true;

@@ -13,6 +13,7 @@
 //! | [`play`] | a running event's live state and its changes (pure) |
 //! | `driver` | the event clock: leases, starts, rooms, results, rounds, the end |
 //! | [`notices`] | what players are told (accounts' inbox) |
+//! | `seated` | a player's event match in play, which the queue and the lobby refuse another beside |
 //! | `api`, `admin` | the gRPC services; `convert` the API forms, `bracket` the earlier rounds |
 //! | `snapshot`, `hub`, `names` | what WatchEvent streams show: one snapshot per watched event per replica, shared by its watchers, rebuilt when the event changes (the clock's saves wake it), names kept a minute |
 
@@ -41,6 +42,7 @@ pub mod model;
 mod names;
 pub mod notices;
 pub mod play;
+pub(crate) mod seated;
 mod snapshot;
 pub mod spec;
 pub mod store;

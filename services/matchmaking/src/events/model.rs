@@ -264,6 +264,11 @@ pub struct ResultRecord {
     pub outcome: String,
     /// When it was recorded.
     pub recorded_at_ms: Millis,
+    /// The match played in the room, as accounts records it (`LiveMatch::match_id`);
+    /// empty for a match not played to its end, and for a result recorded by a release
+    /// without it.
+    #[serde(default)]
+    pub match_id: String,
 }
 
 /// Why a player's call about an event is refused: the gRPC code and the

@@ -55,6 +55,12 @@ pub struct LiveMatch {
     /// successor tells again (accounts keeps the notice once per player and key).
     #[serde(default)]
     pub told: bool,
+    /// The match played in the room (game-session's id, the one accounts records and
+    /// replays), taken with the result of a room whose match ended; empty otherwise (no
+    /// result yet, a forfeit, neither joined) and in a state saved by a release without
+    /// it.
+    #[serde(default)]
+    pub match_id: String,
 }
 
 impl LiveMatch {
@@ -214,6 +220,7 @@ impl LiveEvent {
                 outcome: None,
                 recorded: false,
                 told: false,
+                match_id: String::new(),
             });
         }
         Ok(())
@@ -260,6 +267,14 @@ impl LiveEvent {
         self.matches[index].outcome = Some(outcome);
         self.open_matches(event, now)?;
         Ok(true)
+    }
+
+    /// Keeps the id of the match played in the room of the match `key` (its result just
+    /// taken from game-session).
+    pub fn set_match_id(&mut self, key: &str, match_id: String) {
+        if let Some(m) = self.matches.iter_mut().find(|m| m.key == key) {
+            m.match_id = match_id;
+        }
     }
 
     /// Whether the event is over: the format has ended and (arena) no match is left

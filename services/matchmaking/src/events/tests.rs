@@ -117,7 +117,9 @@ impl Rooms {
                 .joined
                 .lock()
                 .unwrap()
-                .contains(&(request.room_id, request.user_id)),
+                .contains(&(request.room_id.clone(), request.user_id)),
+            // An event room's match starts when it is made (both seats taken).
+            match_id: match_in(&request.room_id),
         })
     }
 
@@ -169,6 +171,11 @@ impl GameRooms for Rooms {
         self.bulk.lock().unwrap().push(("GetSeats", seats.len()));
         Ok(seats.into_iter().map(|s| self.seat(s)).collect())
     }
+}
+
+/// The id of the match game-session plays in `room` (the stand-in's).
+fn match_in(room: &str) -> String {
+    format!("match-{room}")
 }
 
 struct Nobody;
@@ -471,6 +478,21 @@ async fn one_replica_drives_an_event_and_another_takes_over_when_it_dies() {
     assert_eq!(w.rooms.ids().len(), 7, "no room made twice");
     let live = w.live_state(&id).await;
     assert_rounds_sound(&live);
+    // Each match played to its end carries the id of the match played in its room, for
+    // its replay: in the durable results (those taken by a and by b) and in the
+    // bracket, live or rebuilt from the results.
+    for r in &results {
+        assert_eq!(r.match_id, match_in(&r.room_id), "{r:?}");
+    }
+    for m in &live.matches {
+        let pairing = super::convert::pairing(m);
+        assert_eq!(pairing.match_id, match_in(&m.room_id), "{pairing:?}");
+    }
+    let (last, before) = super::bracket::from_results(&results, 3);
+    assert_eq!(last.len() + before.len(), 7);
+    for p in last.iter().chain(&before) {
+        assert_eq!(p.match_id, match_in(&p.room_id), "{p:?}");
+    }
     let event = w.store.get(&id).await.unwrap().unwrap();
     assert!(users.contains(event.champion.as_ref().unwrap()));
     assert_eq!((event.current_round, event.rounds_total), (3, 3));
@@ -514,7 +536,45 @@ async fn a_player_who_does_not_join_forfeits_at_the_deadline() {
     let results = w.store.results(&id).await.unwrap();
     assert_eq!(results[0].outcome, "forfeit");
     assert_eq!(results[0].winner.as_deref(), Some(users[1].as_str()));
+    // Its room had a match, but a forfeit is no match played to its end: nothing to
+    // replay.
+    assert_eq!(results[0].match_id, "");
+    assert_eq!(
+        super::convert::pairing(&w.live_state(&id).await.matches[0]).match_id,
+        ""
+    );
     assert_final_entries(&w, &id).await;
+}
+
+/// A live state and a result saved by the release before match ids read back without
+/// one (an empty id: no Replay offered), and the rest of them as saved.
+#[tokio::test]
+async fn states_and_results_saved_without_match_ids_read_back_without_them() {
+    let w = World::new();
+    let a = w.replica("a");
+    let (id, _) = w.event(Format::Knockout, 2).await;
+    w.clock.set(START);
+    driver::tick_once(&a).await.unwrap();
+    let room = w.rooms.ids()[0].clone();
+    w.rooms.play(&room, 0);
+    driver::tick_once(&a).await.unwrap();
+    let live = w.live_state(&id).await;
+    let result = w.store.results(&id).await.unwrap().remove(0);
+    assert_eq!(live.matches[0].match_id, match_in(&room));
+    assert_eq!(result.match_id, match_in(&room));
+    // As the release before saved them: the same JSON without the field.
+    let id_field = format!(",\"match_id\":\"{}\"", match_in(&room));
+    let without = |json: String| {
+        assert!(json.contains(&id_field), "{json}");
+        json.replace(&id_field, "")
+    };
+    let old_live = without(serde_json::to_string(&live).unwrap());
+    let read: LiveEvent = serde_json::from_str(&old_live).unwrap();
+    assert_eq!(read.matches[0].match_id, "");
+    assert_eq!(read.matches[0].outcome, live.matches[0].outcome);
+    let old_result = without(serde_json::to_string(&result).unwrap());
+    let read: super::model::ResultRecord = serde_json::from_str(&old_result).unwrap();
+    assert_eq!((read.match_id.as_str(), &read.winner), ("", &result.winner));
 }
 
 #[tokio::test]

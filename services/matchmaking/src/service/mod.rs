@@ -37,6 +37,10 @@ pub struct MatchmakingApi {
     pub(crate) inner: Arc<Shared>,
 }
 
+/// The longest a search or a room waits to learn whether the player has an event match
+/// in play (the events' store unreachable must not stop quick play).
+const EVENT_CHECK: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// The FindMatch stream type.
 pub type FindMatchStream = Pin<Box<dyn Stream<Item = Result<FindMatchResponse, Status>> + Send>>;
 
@@ -111,13 +115,37 @@ impl MatchmakingApi {
     }
 
     /// The seat `user` holds in an unfinished match (a room waiting for players or
-    /// being played), if any. Which room a player sits in is remembered here; whether
-    /// they still hold a seat there and whether its match is finished, game-session says.
+    /// being played), if any: the room remembered here, else their event match made and
+    /// without a result yet (`events::seated`). Whether they still hold a seat there and
+    /// whether its match is finished, game-session says.
     pub(super) async fn current_seat(&self, user: &str) -> Result<Option<GetCurrentSeatResponse>> {
+        if let Some(room_id) = self.inner.deps.store.player_room(user).await?
+            && let Some(seat) = self.seat_in(user, room_id).await?
+        {
+            return Ok(Some(seat));
+        }
+        // Events are not needed to play: when their store cannot say (or not within
+        // EVENT_CHECK), the player is not held back (logged).
+        let events = &self.inner.deps.events;
+        match tokio::time::timeout(EVENT_CHECK, crate::events::seated::event_room(events, user))
+            .await
+        {
+            Ok(Ok(Some(room_id))) => self.seat_in(user, room_id).await,
+            Ok(Ok(None)) => Ok(None),
+            Ok(Err(err)) => {
+                tracing::warn!(error = %err, "event matches unknown: not checked");
+                Ok(None)
+            }
+            Err(_) => {
+                tracing::warn!("event matches not known in time: not checked");
+                Ok(None)
+            }
+        }
+    }
+
+    /// The seat `user` holds in `room_id` if its match is not finished.
+    async fn seat_in(&self, user: &str, room_id: String) -> Result<Option<GetCurrentSeatResponse>> {
         let inner = &self.inner;
-        let Some(room_id) = inner.deps.store.player_room(user).await? else {
-            return Ok(None);
-        };
         let answer = inner
             .deps
             .game

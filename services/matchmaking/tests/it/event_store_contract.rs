@@ -321,16 +321,28 @@ async fn phases_change_once_and_results_are_recorded_once(store: Arc<dyn EventSt
         winner: None,
         outcome: "both_absent".into(),
         recorded_at_ms: T0,
+        match_id: String::new(),
     };
     assert!(store.record_result(&result).await.unwrap());
     let mut again = result.clone();
     again.outcome = "won".into();
+    again.match_id = "m-late".into();
     assert!(
         !store.record_result(&again).await.unwrap(),
         "one result a match"
     );
+    // A match played to its end keeps the id of the match played (its replay).
+    let played = ResultRecord {
+        match_key: "r1t2".into(),
+        room_id: "ev-r1t2".into(),
+        winner: Some(result.players[0].clone()),
+        outcome: "won".into(),
+        match_id: "0190aaaa-0000-7000-8000-00000000000a".into(),
+        ..result.clone()
+    };
+    assert!(store.record_result(&played).await.unwrap());
     let results = store.results(&e.id).await.unwrap();
-    assert_eq!(results, vec![result]);
+    assert_eq!(results, vec![result, played]);
     let end = PhaseChange {
         from: Phase::Running,
         to: Phase::Finished,

@@ -103,6 +103,9 @@ fn result_row(row: &PgRow) -> Result<ResultRecord> {
         winner: row.try_get("winner")?,
         outcome: row.try_get("outcome")?,
         recorded_at_ms: row.try_get("recorded_at_ms")?,
+        match_id: row
+            .try_get::<Option<String>, _>("match_id")?
+            .unwrap_or_default(),
     })
 }
 
@@ -557,7 +560,8 @@ impl EventStore for PgEventStore {
         let mut tx = self.pool.begin().await?;
         let done = sqlx::query(
             "INSERT INTO event_results (event_id, match_key, room_id, player_a, player_b, winner, \
-             outcome, recorded_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+             outcome, recorded_at_ms, match_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, '')) \
              ON CONFLICT (event_id, match_key) DO NOTHING",
         )
         .bind(&result.event_id)
@@ -568,6 +572,7 @@ impl EventStore for PgEventStore {
         .bind(&result.winner)
         .bind(&result.outcome)
         .bind(result.recorded_at_ms)
+        .bind(&result.match_id)
         .execute(&mut *tx)
         .await?;
         let recorded = done.rows_affected() == 1;
@@ -581,7 +586,7 @@ impl EventStore for PgEventStore {
     async fn results(&self, event_id: &str) -> Result<Vec<ResultRecord>> {
         let rows = sqlx::query(
             "SELECT event_id, match_key, room_id, player_a, player_b, winner, outcome, \
-             recorded_at_ms FROM event_results WHERE event_id = $1 ORDER BY seq",
+             recorded_at_ms, match_id FROM event_results WHERE event_id = $1 ORDER BY seq",
         )
         .bind(event_id)
         .fetch_all(&self.pool)

@@ -1,18 +1,20 @@
 //! The event clock, served: a four-player knockout started on its second, rooms made in
 //! (the fake) game-session, "your match is ready" through GetMyMatch and the notices, a
 //! forfeit at the join deadline, the final, the champion and the standings; every
-//! result recorded once; the live standings on WatchEvent.
+//! result recorded once; the live standings on WatchEvent; a player in an event match
+//! held from the queue and the lobby.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use basra_proto::basra::matchmaking::v1::{CreateRoomRequest, GetCurrentSeatRequest};
 use basra_proto::basra::matchmaking::v1::{
     EventStatus, GetEventRequest, GetMyMatchRequest, GetStandingsRequest, ListMyEventsRequest,
     Pairing, PairingResult, RegisterRequest, WatchEventRequest, WatchEventResponse,
 };
 use basra_testkit::authed;
-use basra_testkit::matchmaking::{Player, TestApp};
+use basra_testkit::matchmaking::{Player, TestApp, find};
 use matchmaking::events::EventDeps;
 use matchmaking::events::live::RedisLiveStore;
 use matchmaking::events::notices::{Notice, RecordedNotices};
@@ -168,6 +170,17 @@ async fn a_knockout_on_postgres_and_a_redis_cluster(pool: sqlx::PgPool) {
     assert_eq!(rows(&asked.earlier_pairings), whole[..2]);
     assert_eq!(rows(&asked.pairings), whole[2..]);
     assert!(asked.earlier_pairings.iter().all(|p| !p.room_id.is_empty()));
+    // Each match played to its end still names its match, for its replay (kept in
+    // PostgreSQL with the result); the forfeit none.
+    for p in asked.earlier_pairings.iter().chain(&asked.pairings) {
+        let played = p.result == PairingResult::Won as i32;
+        let expected = if played {
+            format!("match-{}", p.room_id)
+        } else {
+            String::new()
+        };
+        assert_eq!(p.match_id, expected, "{p:?}");
+    }
     assert_eq!(first_message(&app, &app.player(), &event, 0).await, asked);
 }
 
@@ -287,6 +300,11 @@ async fn knockout_to_its_final(mut events: EventDeps, bulk: bool) -> (TestApp, S
         [(2, 1, PairingResult::Unspecified as i32, String::new())]
     );
     assert_eq!(asked.earlier_pairings[0].room_id, t1);
+    // The match played at table 1 replays by its id; a forfeit and a match not ended
+    // name none.
+    assert_eq!(asked.earlier_pairings[0].match_id, format!("match-{t1}"));
+    assert_eq!(asked.earlier_pairings[1].match_id, "", "a forfeit");
+    assert_eq!(asked.pairings[0].match_id, "", "the final is being played");
     assert_eq!(
         asked.earlier_pairings[0].user_ids,
         [seeds[0].id.to_string(), seeds[3].id.to_string()]
@@ -517,4 +535,93 @@ async fn players_are_told_once_that_the_event_starts_soon() {
     let told = starting(&notices);
     assert_eq!(told.len(), 3, "{told:?}");
     assert!(told.values().all(|n| *n == 1), "{told:?}");
+}
+
+/// "Two games at once" (issue 47): a player whose event match is made, joined or not, is
+/// refused a quick or ranked search and a room of their own exactly as a player seated
+/// in an unfinished room is (FAILED_PRECONDITION, `SEATED_IN_UNFINISHED_MATCH` with the
+/// event's room, the message naming the event), and GetCurrentSeat answers that room to
+/// go back to. A player without a match now (a bye) searches; so does one whose match
+/// has ended, and the next round's match holds its players again.
+#[tokio::test]
+async fn a_player_in_an_event_match_may_not_search_or_make_a_room() {
+    let app = TestApp::builder()
+        .memory()
+        .events(EventDeps::memory())
+        .settings(|s| s.events.tick_millis = 20)
+        .spawn()
+        .await;
+    let event = Operator::of(&app)
+        .create(knockout(8))
+        .await
+        .unwrap()
+        .event_id;
+    // Three players: seed 1 has a bye, seeds 2 and 3 meet in round 1.
+    let seeds: Vec<Player> = (0..3).map(|_| app.player()).collect();
+    for (i, p) in seeds.iter().enumerate() {
+        app.ratings().set(p.id, 1900.0 - 100.0 * i as f64);
+        events_client(&app)
+            .register(authed(
+                RegisterRequest {
+                    event_id: event.clone(),
+                },
+                &p.token,
+            ))
+            .await
+            .expect("registered");
+    }
+    app.clock().advance(60_000);
+    ready(&app, &seeds[1], &event).await;
+    let (room, seat) = my_match(&app, &seeds[1], &event).await.unwrap();
+    assert_eq!(seat, 0, "the better seed first");
+    let held = |err: tonic::Status, room: &str| {
+        assert_refused(
+            &err,
+            Code::FailedPrecondition,
+            Some("SEATED_IN_UNFINISHED_MATCH"),
+        );
+        assert_eq!(
+            basra_platform::error::error_metadata_of(&err, "room_id").as_deref(),
+            Some(room),
+            "{err:?}"
+        );
+        assert!(
+            err.message().contains(&format!("event {event}")),
+            "the message names the event: {err:?}"
+        );
+    };
+    // Neither has joined the room yet: both are held by it.
+    for p in &seeds[1..] {
+        held(p.search(find("quick", false)).await.unwrap_err(), &room);
+        held(p.search(find("ranked", true)).await.unwrap_err(), &room);
+        held(
+            p.create_room(CreateRoomRequest::default())
+                .await
+                .unwrap_err(),
+            &room,
+        );
+        let seat = p
+            .client()
+            .get_current_seat(p.request(GetCurrentSeatRequest::default()))
+            .await
+            .expect("the event match is where the player sits")
+            .into_inner();
+        assert_eq!((seat.room_id.as_str(), seat.started), (room.as_str(), true));
+    }
+    // The seed, on a bye, has no match now.
+    let mut bye = seeds[0].find_queued("bye", false).await;
+    seeds[0].cancel("bye").await.unwrap();
+    while bye.message().await.unwrap().is_some() {}
+
+    // Seed 2 wins: seed 3 is free at once; seed 2 and the seed are held by the final.
+    app.game().finish_won(&room, 0);
+    let mut free = seeds[2].find_queued("after", false).await;
+    seeds[2].cancel("after").await.unwrap();
+    while free.message().await.unwrap().is_some() {}
+    until("the final's room", || room_of(&app, "r2t1").is_some()).await;
+    let fin = room_of(&app, "r2t1").unwrap();
+    ready(&app, &seeds[0], &event).await;
+    for p in [&seeds[0], &seeds[1]] {
+        held(p.search(find("final", false)).await.unwrap_err(), &fin);
+    }
 }
