@@ -31,6 +31,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         // A snapshot (the whole game view) is many times larger than any other
         // event; boxing it keeps every `PlayResponse` small on the hot path.
         .boxed(".basra.game.v1.PlayResponse.event.snapshot")
+        // A kept notice (its whole body) beside a short error: boxed, the two are alike.
+        .boxed(".basra.accounts.v1.SendNoticeResult.outcome.sent")
         // Small per-call buffers: a replica holds thousands of long streams (codec.rs).
         .codec_path("crate::codec::LeanCodec")
         .compile_fds(fds)?;

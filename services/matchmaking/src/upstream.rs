@@ -455,6 +455,25 @@ impl GrpcPlayers {
     }
 }
 
+impl GrpcPlayers {
+    /// `AccountsInternalService/SendNotices` (notices in many players' inboxes).
+    pub async fn send_notices(
+        &self,
+        request: basra_proto::basra::accounts::v1::SendNoticesRequest,
+    ) -> Result<basra_proto::basra::accounts::v1::SendNoticesResponse, Status> {
+        let mut request = Request::new(request);
+        request
+            .metadata_mut()
+            .insert("authorization", authorization(&self.credentials)?);
+        Ok(self
+            .client
+            .clone()
+            .send_notices(request)
+            .await?
+            .into_inner())
+    }
+}
+
 #[tonic::async_trait]
 impl Invites for GrpcPlayers {
     async fn send_invite(&self, request: SendInviteRequest) -> Result<SendInviteResponse, Status> {

@@ -73,6 +73,7 @@ fn descriptor_set_lists_every_service_and_rpc() {
                 "ReportPresence",
                 "SendInvite",
                 "SendNotice",
+                "SendNotices",
             ]),
         ),
         (

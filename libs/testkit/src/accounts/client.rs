@@ -90,4 +90,10 @@ impl AccountsClient {
         pb::SendNoticeRequest,
         pb::SendNoticeResponse
     );
+    internal_call!(
+        /// `SendNotices`: notices for many players' inboxes at once (a service token).
+        send_notices,
+        pb::SendNoticesRequest,
+        pb::SendNoticesResponse
+    );
 }

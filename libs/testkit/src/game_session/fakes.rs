@@ -107,6 +107,12 @@ impl acc::accounts_internal_service_server::AccountsInternalService for FakeAcco
     ) -> Result<tonic::Response<acc::SendNoticeResponse>, Status> {
         Err(Status::unimplemented("fake"))
     }
+    async fn send_notices(
+        &self,
+        _: Request<acc::SendNoticesRequest>,
+    ) -> Result<tonic::Response<acc::SendNoticesResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
 }
 
 impl FakeAccounts {

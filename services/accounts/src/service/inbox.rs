@@ -1,5 +1,6 @@
 //! The inbox's RPCs (ListNotices, MarkNoticesRead, CountUnreadNotices; the services'
-//! SendNotice) and [`AccountsApi::keep_notice`], the one way a notice is kept: stored
+//! SendNotice, SendNotices) and [`AccountsApi::keep_notice`] (with its batch form,
+//! [`AccountsApi::keep_notices`]), the one way a notice is kept: stored
 //! (deduplicated, bounded, with its expiry; [`crate::inbox`]), handed to the
 //! [`NoticeHook`](crate::inbox::NoticeHook), then sent on the player's feed, once, as a
 //! numbered note: a resumed feed (`last_seen_seq`) never sends it twice, and its event
@@ -9,7 +10,10 @@
 //! Who keeps notices: friend requests and acceptances (`feed.rs`, after a friend
 //! action), invites (SendInvite), a match's result for each player without an open feed
 //! (RecordMatch: [`AccountsApi::keep_match_results`]), the reports' "handled" notice and
-//! the events' notices (SendNotice).
+//! the events' notices (SendNotice, and SendNotices for many players at once: one store
+//! step for the batch).
+
+use std::collections::HashMap;
 
 use basra_platform::auth::{Caller, Role};
 use basra_proto::basra::accounts::v1 as pb;
@@ -46,6 +50,37 @@ fn feed_event(notice: pb::Notice) -> pb::watch_friends_response::Event {
 
 /// Notices per ListNotices page when the request says 0.
 pub(super) const NOTICES_DEFAULT_PAGE: u32 = 20;
+
+/// The most notices one SendNotices call takes (its .proto).
+pub(crate) const MAX_NOTICES_PER_CALL: usize = 500;
+
+/// A SendNotice request checked as SendNotice checks it (at `now`): the addressee, the
+/// notice's body and its dedupe key.
+fn sent_notice(
+    req: pb::SendNoticeRequest,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(Uuid, pb::notice::Body, String)> {
+    let to = Uuid::parse_str(&req.to_user_id)
+        .map_err(|_| AccountsError::invalid("to_user_id", "is not a user id"))?;
+    inbox::check_dedupe_key(&req.dedupe_key)?;
+    use pb::send_notice_request::Body as Sent;
+    let body = match req.body {
+        Some(Sent::EventMatchReady(ready)) => pb::notice::Body::EventMatchReady(ready),
+        Some(Sent::EventStarting(starting)) => pb::notice::Body::EventStarting(starting),
+        Some(Sent::EventCancelled(cancelled)) => pb::notice::Body::EventCancelled(cancelled),
+        None => return Err(AccountsError::invalid("body", "is missing")),
+    };
+    inbox::check_sent_body(&body, now)?;
+    Ok((to, body, req.dedupe_key))
+}
+
+/// SendNotice's answer for a notice kept (now or before).
+fn sent_answer(sent: &Delivered) -> pb::SendNoticeResponse {
+    pb::SendNoticeResponse {
+        notice: Some(sent.kept.notice.to_proto()),
+        duplicate: sent.kept.duplicate,
+    }
+}
 
 impl<S: Store> AccountsApi<S> {
     pub(super) async fn do_list_notices(
@@ -142,24 +177,153 @@ impl<S: Store> AccountsApi<S> {
                 "SendNotice needs a service token",
             ));
         }
-        let to = Uuid::parse_str(&req.to_user_id)
-            .map_err(|_| AccountsError::invalid("to_user_id", "is not a user id"))?;
-        inbox::check_dedupe_key(&req.dedupe_key)?;
-        use pb::send_notice_request::Body as Sent;
-        let body = match req.body {
-            Some(Sent::EventMatchReady(ready)) => pb::notice::Body::EventMatchReady(ready),
-            Some(Sent::EventStarting(starting)) => pb::notice::Body::EventStarting(starting),
-            Some(Sent::EventCancelled(cancelled)) => pb::notice::Body::EventCancelled(cancelled),
-            None => return Err(AccountsError::invalid("body", "is missing")),
-        };
-        inbox::check_sent_body(&body, domain::now())?;
-        let sent = self
-            .keep_notice(to, body, Some(req.dedupe_key), None)
-            .await?;
-        Ok(pb::SendNoticeResponse {
-            notice: Some(sent.kept.notice.to_proto()),
-            duplicate: sent.kept.duplicate,
-        })
+        let (to, body, key) = sent_notice(req, domain::now())?;
+        let sent = self.keep_notice(to, body, Some(key), None).await?;
+        Ok(sent_answer(&sent))
+    }
+
+    pub(super) async fn do_send_notices(
+        &self,
+        caller: Caller,
+        req: pb::SendNoticesRequest,
+    ) -> Result<pb::SendNoticesResponse> {
+        if caller.role != Role::Service {
+            return Err(AccountsError::PermissionDenied(
+                "SendNotices needs a service token",
+            ));
+        }
+        if req.notices.is_empty() || req.notices.len() > MAX_NOTICES_PER_CALL {
+            return Err(AccountsError::invalid(
+                "notices",
+                format!("must hold 1 to {MAX_NOTICES_PER_CALL} notices"),
+            ));
+        }
+        let now = domain::now();
+        let checked: Vec<Result<(Uuid, pb::notice::Body, String)>> = req
+            .notices
+            .into_iter()
+            .map(|notice| sent_notice(notice, now))
+            .collect();
+        let valid: Vec<(Uuid, pb::notice::Body, Option<String>)> = checked
+            .iter()
+            .filter_map(|c| c.as_ref().ok())
+            .map(|(to, body, key)| (*to, body.clone(), Some(key.clone())))
+            .collect();
+        let mut delivered = self.keep_notices(valid).await?.into_iter();
+        let results = checked
+            .into_iter()
+            .map(|c| {
+                let outcome = match c {
+                    Err(err) => Err(err),
+                    Ok(_) => delivered.next().unwrap_or(Err(AccountsError::Internal(
+                        "a notice of the batch was not answered".into(),
+                    ))),
+                };
+                use pb::send_notice_result::Outcome;
+                pb::SendNoticeResult {
+                    outcome: Some(match outcome {
+                        Ok(sent) => Outcome::Sent(Box::new(sent_answer(&sent))),
+                        Err(err) => {
+                            let status = tonic::Status::from(err);
+                            Outcome::Error(pb::NoticeError {
+                                code: status.code() as i32,
+                                message: status.message().to_owned(),
+                            })
+                        }
+                    }),
+                }
+            })
+            .collect();
+        Ok(pb::SendNoticesResponse { results })
+    }
+
+    /// [`keep_notice`](Self::keep_notice) for many notices at once (each `(user, body,
+    /// dedupe_key)`): kept in one step of the store, each new one handed to the hook, then
+    /// put on its player's feed (the players' feeds at once, one player's notices in the
+    /// order they were kept). The answers in the same order, each as `keep_notice` would
+    /// answer it; the error of the whole call is the store's (nothing kept).
+    pub(crate) async fn keep_notices(
+        &self,
+        notices: Vec<(Uuid, pb::notice::Body, Option<String>)>,
+    ) -> Result<Vec<Result<Delivered>>> {
+        let limits = self.inner.config.inbox;
+        let now = domain::now();
+        let new: Vec<NewNotice> = notices
+            .into_iter()
+            .map(|(user, body, dedupe_key)| NewNotice {
+                user_id: user,
+                kind: NoticeKind::of(&body),
+                expires_at: inbox::expires_at(&body, now, limits.keep_for),
+                payload: inbox::encode_body(body),
+                dedupe_key,
+                about: None,
+                created_at: now,
+            })
+            .collect();
+        let kept = self.inner.store.keep_notices(new, limits.keep).await?;
+        let mut answers: Vec<Option<Result<Delivered>>> = Vec::with_capacity(kept.len());
+        // The new notices, by player: (answer's index, notice).
+        let mut fresh: HashMap<Uuid, Vec<(usize, Kept)>> = HashMap::new();
+        for (at, kept) in kept.into_iter().enumerate() {
+            match kept {
+                Ok(kept) if !kept.duplicate => {
+                    if let Some(hook) = &self.inner.config.notice_hook {
+                        hook.notice_kept(&KeptNotice {
+                            user_id: kept.notice.user_id,
+                            kind: kept.notice.kind,
+                            notice: kept.notice.to_proto(),
+                        });
+                    }
+                    fresh
+                        .entry(kept.notice.user_id)
+                        .or_default()
+                        .push((at, kept));
+                    answers.push(None);
+                }
+                Ok(kept) => answers.push(Some(Ok(Delivered { kept, seq: None }))),
+                Err(err) => answers.push(Some(Err(err))),
+            }
+        }
+        // The feeds' notes: every player's at once (concurrent calls share the Redis
+        // connection, so they go out pipelined), each player's in id order.
+        let mut notes = tokio::task::JoinSet::new();
+        for (user, kept) in fresh {
+            let api = self.clone();
+            notes.spawn(async move {
+                let mut done = Vec::with_capacity(kept.len());
+                for (at, kept) in kept {
+                    let shown = kept.notice.to_proto();
+                    let note = api.push_note(user, feed_event(shown), kept.notice.id).await;
+                    done.push((
+                        at,
+                        note.map(|seq| Delivered {
+                            kept,
+                            seq: Some(seq),
+                        }),
+                    ));
+                }
+                done
+            });
+        }
+        while let Some(done) = notes.join_next().await {
+            match done {
+                Ok(done) => {
+                    for (at, answer) in done {
+                        answers[at] = Some(answer);
+                    }
+                }
+                // Its notices are kept (and listed): answered INTERNAL below.
+                Err(err) => tracing::error!(error = %err, "a feed note's task failed"),
+            }
+        }
+        Ok(answers
+            .into_iter()
+            .map(|answer| {
+                answer.unwrap_or(Err(AccountsError::Internal(
+                    "a kept notice was not put on its feed".into(),
+                )))
+            })
+            .collect())
     }
 
     /// Keeps a notice of `body` for `user` (once per `dedupe_key`; naming the player

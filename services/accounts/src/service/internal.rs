@@ -1,7 +1,7 @@
 //! The gRPC glue of `AccountsInternalService`: the calls other services make with a
-//! service token (recording matches, player facts, presence, invites). Each method takes
-//! the caller the auth layer put in the request and calls the concern's `do_…` method;
-//! the concern refuses a caller that is not a service. No rule lives here.
+//! service token (recording matches, player facts, presence, invites, notices). Each
+//! method takes the caller the auth layer put in the request and calls the concern's
+//! `do_…` method; the concern refuses a caller that is not a service. No rule lives here.
 
 use basra_platform::auth;
 use basra_proto::basra::accounts::v1 as pb;
@@ -126,6 +126,20 @@ impl<S: Store> AccountsInternalService for AccountsApi<S> {
         tracing::Span::current().record("caller", tracing::field::display(caller.user_id));
         Ok(Response::new(
             self.do_send_notice(caller, request.into_inner()).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(caller, notices))]
+    async fn send_notices(
+        &self,
+        request: Request<pb::SendNoticesRequest>,
+    ) -> Result<Response<pb::SendNoticesResponse>, Status> {
+        let caller = auth::caller(&request)?;
+        let span = tracing::Span::current();
+        span.record("caller", tracing::field::display(caller.user_id));
+        span.record("notices", request.get_ref().notices.len());
+        Ok(Response::new(
+            self.do_send_notices(caller, request.into_inner()).await?,
         ))
     }
 }

@@ -21,6 +21,19 @@ pub trait Inbox: Send + Sync {
         keep: u32,
     ) -> impl Future<Output = Result<Kept>> + Send;
 
+    /// [`keep_notice`](Self::keep_notice) for each of `notices`, in one atomic step (on
+    /// PostgreSQL one transaction for the batch): the answers in the same order, each as
+    /// `keep_notice` would have answered had the notices been kept one by one in that
+    /// order (a later notice with a key an earlier one of the batch used for the same
+    /// player is its `duplicate`; ids rise in the batch's order). A notice for a user
+    /// without an account is answered `Err(UserNotFound)` and the others are kept. The
+    /// error of the whole call (nothing kept) is the store's.
+    fn keep_notices(
+        &self,
+        notices: Vec<NewNotice>,
+        keep: u32,
+    ) -> impl Future<Output = Result<Vec<Result<Kept>>>> + Send;
+
     /// `user`'s notices of `page`, newest first, none expired at `now`.
     fn notices(
         &self,

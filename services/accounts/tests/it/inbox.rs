@@ -1,5 +1,5 @@
 //! The inbox through real tonic clients (ListNotices, MarkNoticesRead, CountUnreadNotices,
-//! SendNotice, and the notices friend actions, invites and matches leave), on PostgreSQL
+//! SendNotice, SendNotices, and the notices friend actions, invites and matches leave), on PostgreSQL
 //! and on the in-memory store; and its read state across a restart on PostgreSQL.
 
 use std::sync::{Arc, Mutex};
@@ -22,6 +22,8 @@ on_both_stores! {
         the_inbox_rpcs_answer_their_documented_statuses,
         notices_expire_with_their_body_and_the_bound_holds,
         the_hook_hears_each_kept_notice_once,
+        send_notices_answers_each_notice_in_order_and_keeps_the_rest,
+        send_notices_answers_its_documented_statuses,
     }
 }
 
@@ -588,6 +590,139 @@ mod cases {
         assert_eq!(ends - made, 30 * 24 * 3600);
     }
 
+    pub(super) async fn send_notices_answers_each_notice_in_order_and_keeps_the_rest<S: Store>(
+        store: S,
+    ) {
+        let heard = Arc::new(Heard::default());
+        let app = TestApp::builder(store)
+            .notice_hook(heard.clone())
+            .spawn()
+            .await;
+        let amira = register(&app, "amira").await;
+        let badr = register(&app, "badr").await;
+        let mut amiras_feed = feed(&app, &amira, 0).await;
+        drain(&mut amiras_feed, Duration::from_millis(200)).await;
+        // No such player (never was, or deleted): its own NOT_FOUND.
+        let nobody = uuid::Uuid::now_v7().to_string();
+        let request = batch(vec![
+            ready(&amira.user_id, "r1", 600),
+            cancelled(&badr.user_id, "c1", "cup"),
+            cancelled(&nobody, "c1", "cup"),
+            cancelled("not-a-user", "c1", "cup"),
+            ready(&amira.user_id, "r1", 600),
+            ready(&badr.user_id, "late", -5),
+        ]);
+        let send_all = || {
+            let client = app.client();
+            let request = authed(request.clone(), &app.service_token());
+            async move {
+                client
+                    .await
+                    .send_notices(request)
+                    .await
+                    .expect("SendNotices")
+                    .into_inner()
+                    .results
+            }
+        };
+        let results = send_all().await;
+        assert_eq!(results.len(), 6, "one result per notice");
+        let answers: Vec<Result<(pb::Notice, bool), Code>> = results.iter().map(outcome).collect();
+        let (hers, dup) = answers[0].clone().expect("amira's kept");
+        assert!(!dup);
+        let (his, dup) = answers[1].clone().expect("badr's kept");
+        assert!(!dup);
+        assert_eq!(answers[2], Err(Code::NotFound));
+        assert_eq!(answers[3], Err(Code::InvalidArgument));
+        assert_eq!(
+            answers[4],
+            Ok((hers.clone(), true)),
+            "the same key later in the batch answers the first"
+        );
+        assert_eq!(answers[5], Err(Code::InvalidArgument), "a deadline past");
+        assert!(hers.id < his.id, "kept in the batch's order");
+        assert!(matches!(hers.body, Some(Body::EventMatchReady(_))));
+
+        // Each kept notice: on the open feed once, in the inbox, heard by the hook once.
+        let events = drain(&mut amiras_feed, Duration::from_millis(500)).await;
+        let on_feed: Vec<u64> = notices_on(&events).iter().map(|(_, id)| *id).collect();
+        assert_eq!(on_feed, [hers.id]);
+        let badrs = list(&app, &badr, pb::ListNoticesRequest::default()).await;
+        assert_eq!(badrs.notices, std::slice::from_ref(&his));
+        assert_eq!(heard.0.lock().unwrap().len(), 2);
+
+        // Sent again (a retried call): nothing new anywhere, the same notices answered.
+        let again: Vec<_> = send_all().await.iter().map(outcome).collect();
+        assert_eq!(again[0], Ok((hers.clone(), true)));
+        assert_eq!(again[1], Ok((his, true)));
+        assert_eq!(again[2], Err(Code::NotFound));
+        assert_eq!(again[4], Ok((hers, true)));
+        let events = drain(&mut amiras_feed, Duration::from_millis(300)).await;
+        assert!(notices_on(&events).is_empty(), "{events:?}");
+        assert_eq!(heard.0.lock().unwrap().len(), 2, "duplicates are not heard");
+        let hers_listed = list(&app, &amira, pb::ListNoticesRequest::default()).await;
+        assert_eq!(hers_listed.notices.len(), 1);
+    }
+
+    pub(super) async fn send_notices_answers_its_documented_statuses<S: Store>(store: S) {
+        let app = spawn_app(store).await;
+        let mut client = app.client().await;
+        let service = app.service_token();
+        let amira = register(&app, "amira").await;
+        let one = || batch(vec![cancelled(&amira.user_id, "k", "x")]);
+        let by_player = client
+            .send_notices(authed(one(), &amira.access_token))
+            .await;
+        assert_eq!(code(by_player), Code::PermissionDenied);
+        assert_eq!(
+            code(client.send_notices(one()).await),
+            Code::Unauthenticated
+        );
+        let none = client.send_notices(authed(batch(vec![]), &service)).await;
+        assert_eq!(code(none), Code::InvalidArgument);
+        let key = |i: usize| format!("k{i}");
+        let too_many: Vec<_> = (0..501)
+            .map(|i| cancelled(&amira.user_id, &key(i), "x"))
+            .collect();
+        let answer = client.send_notices(authed(batch(too_many), &service)).await;
+        assert_eq!(code(answer), Code::InvalidArgument);
+        // 500 notices of the longest fields: larger than accounts' largest request.
+        let long = "x".repeat(128);
+        let huge: Vec<_> = (0..500)
+            .map(|i| pb::SendNoticeRequest {
+                dedupe_key: format!("{i}{long}")[..128].to_owned(),
+                ..ready(&amira.user_id, "k", 600)
+            })
+            .map(|mut notice| {
+                if let Some(pb::send_notice_request::Body::EventMatchReady(ready)) =
+                    &mut notice.body
+                {
+                    ready.event_id = long.clone();
+                    ready.event_name = long.clone();
+                    ready.room_id = long.clone();
+                    ready.opponent_name = long.clone();
+                }
+                notice
+            })
+            .collect();
+        let answer = client.send_notices(authed(batch(huge), &service)).await;
+        assert_eq!(code(answer), Code::ResourceExhausted);
+        let hers = list(&app, &amira, pb::ListNoticesRequest::default()).await;
+        assert!(hers.notices.is_empty(), "no refused call kept anything");
+        // The largest batch whole: 500 notices, one call.
+        let most: Vec<_> = (0..500)
+            .map(|i| cancelled(&amira.user_id, &key(i), "x"))
+            .collect();
+        let results = client
+            .send_notices(authed(batch(most), &service))
+            .await
+            .expect("500 notices")
+            .into_inner()
+            .results;
+        assert_eq!(results.len(), 500);
+        assert!(results.iter().all(|r| matches!(outcome(r), Ok((_, false)))));
+    }
+
     pub(super) async fn the_hook_hears_each_kept_notice_once<S: Store>(store: S) {
         let heard = Arc::new(Heard::default());
         let app = TestApp::builder(store)
@@ -603,6 +738,43 @@ mod cases {
         assert_eq!(heard[0].kind, accounts::inbox::NoticeKind::EventMatchReady);
         assert_eq!(Some(&heard[0].notice), sent.notice.as_ref());
     }
+}
+
+fn batch(notices: Vec<pb::SendNoticeRequest>) -> pb::SendNoticesRequest {
+    pb::SendNoticesRequest { notices }
+}
+
+/// A result's error code, or the kept notice and whether it was a duplicate.
+fn outcome(result: &pb::SendNoticeResult) -> Result<(pb::Notice, bool), Code> {
+    use pb::send_notice_result::Outcome;
+    match result.outcome.as_ref().expect("an outcome") {
+        Outcome::Sent(sent) => Ok((sent.notice.clone().expect("the notice"), sent.duplicate)),
+        Outcome::Error(error) => {
+            assert!(!error.message.is_empty(), "{error:?}");
+            Err(Code::from_i32(error.code))
+        }
+    }
+}
+
+/// Without its database, SendNotices fails as a whole: UNAVAILABLE (nothing kept; the
+/// same request may be sent again).
+#[tokio::test]
+async fn send_notices_without_its_database_answers_unavailable() {
+    // Nothing listens on port 1: every connection attempt is refused.
+    let store =
+        accounts::PgStore::connect_lazy("postgres://postgres@127.0.0.1:1/postgres", 4).unwrap();
+    let app = TestApp::builder(store).env(&[]).spawn().await;
+    let someone = uuid::Uuid::now_v7().to_string();
+    let status = app
+        .client()
+        .await
+        .send_notices(authed(
+            batch(vec![cancelled(&someone, "k", "x")]),
+            &app.service_token(),
+        ))
+        .await
+        .expect_err("no database");
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
 }
 
 /// Read state is in PostgreSQL: a service started anew on the same database shows the

@@ -116,19 +116,23 @@ impl EventAdminService for EventsApi {
         let mut notified = 0;
         for event in told {
             tracing::info!(operator, event = %event.id, reason, series = r.series, "event cancelled");
-            for entry in inner.store.entries(&event.id).await? {
+            // Everyone in one batch (accounts takes a few hundred a call).
+            let entries = inner.store.entries(&event.id).await?;
+            let notices: Vec<(String, Notice)> = entries
+                .into_iter()
+                .map(|entry| {
+                    let notice = Notice::Cancelled {
+                        reason: reason.to_owned(),
+                    };
+                    (entry.user_id, notice)
+                })
+                .collect();
+            notified += notices.len() as u32;
+            if !notices.is_empty() {
                 inner
                     .notices
-                    .notify(
-                        &entry.user_id,
-                        &event.id,
-                        &event.spec.name,
-                        Notice::Cancelled {
-                            reason: reason.to_owned(),
-                        },
-                    )
+                    .notify_all(&event.id, &event.spec.name, notices)
                     .await;
-                notified += 1;
             }
         }
         let now = inner.now();

@@ -28,10 +28,12 @@
 //! 4. **Save** the live state under the lease, checking the version read (fencing).
 //! 5. **Tell**: both players of every match made, unfinished and not yet told (those
 //!    of this step, and those of a holder that died between its save and its telling)
-//!    are told "your match is ready", [`PARALLEL`] at a time, then the matches are
-//!    saved told (a match accounts could not take a notice of is told again next step). A holder that dies before that save is followed by one that tells
-//!    them again under the same keys (`event:ID:ROOM:ready`): accounts keeps each
-//!    player's notice once.
+//!    are told "your match is ready" in one batch (accounts' `SendNotices`, a few
+//!    hundred players a call; the opponents' names asked once for all), then the
+//!    matches are saved told (a match accounts could not take a notice of is told
+//!    again next step). A holder that dies before that save is followed by one that
+//!    tells them again under the same keys (`event:ID:ROOM:ready`): accounts keeps
+//!    each player's notice once.
 //! 6. **Record** the new results in the durable store (once each: keyed by the match). A
 //!    knockout's losers are ELIMINATED as soon as their results are in.
 //! 7. **End**: the standings become final, every entry gets its place and points, and
@@ -61,10 +63,6 @@ use crate::clock::Millis;
 use crate::error::{MatchmakingError, Result};
 use crate::upstream::{GameRooms, is_transient};
 
-/// The most calls one event's step has in flight at once (players told through
-/// accounts; game-session is asked in bulk, [`BULK_PARALLEL`]).
-const PARALLEL: usize = 64;
-
 /// Rooms asked of game-session in one CreateRooms (it takes up to 256): a round of 512
 /// matches is 8 calls, each short enough to finish well within matchmaking's per-call
 /// timeout on a loaded machine, so a slow step still keeps the rooms of the calls that
@@ -77,16 +75,6 @@ const SEATS_PER_CALL: usize = 1000;
 
 /// Bulk calls (CreateRooms, GetSeats) one event's step has in flight at once.
 const BULK_PARALLEL: usize = 4;
-
-/// Runs `f` over `items`, at most [`PARALLEL`] at once; the answers in any order.
-async fn in_parallel<T, F, Fut>(items: Vec<T>, f: F) -> Vec<Fut::Output>
-where
-    F: Fn(T) -> Fut,
-    Fut: std::future::Future + Send + 'static,
-    Fut::Output: Send + 'static,
-{
-    in_parallel_at(PARALLEL, items, f).await
-}
 
 /// Runs `f` over `items`, at most `parallel` at once; the answers in any order.
 async fn in_parallel_at<T, F, Fut>(parallel: usize, items: Vec<T>, f: F) -> Vec<Fut::Output>
@@ -405,8 +393,9 @@ async fn next_occurrence(shared: &EventsShared, event: &EventRecord) -> Result<(
     Ok(())
 }
 
-/// Tells each entry's player what `notice` says for them (nothing for `None`), a few at
-/// a time ([`PARALLEL`]).
+/// Tells each entry's player what `notice` says for them (nothing for `None`), in one
+/// batch ([`Notices::notify_all`](super::Notices::notify_all): accounts takes them a few
+/// hundred a call).
 async fn tell_all<F>(shared: &EventsShared, event: &EventRecord, entries: &[EntryRecord], notice: F)
 where
     F: Fn(&EntryRecord) -> Option<Notice>,
@@ -415,15 +404,13 @@ where
         .iter()
         .filter_map(|e| notice(e).map(|n| (e.user_id.clone(), n)))
         .collect();
-    let (id, name) = (
-        Arc::new(event.id.clone()),
-        Arc::new(event.spec.name.clone()),
-    );
-    in_parallel(told, |(user, notice)| {
-        let (notices, id, name) = (shared.notices.clone(), id.clone(), name.clone());
-        async move { notices.notify(&user, &id, &name, notice).await }
-    })
-    .await;
+    if told.is_empty() {
+        return;
+    }
+    shared
+        .notices
+        .notify_all(&event.id, &event.spec.name, told)
+        .await;
 }
 
 /// Steps a running event: rooms, results, the next round, the end.
@@ -528,17 +515,19 @@ async fn advance(shared: &EventsShared, event: EventRecord) -> Result<()> {
     Ok(())
 }
 
-/// Tells both players of every match made, unfinished and untold (step 5), [`PARALLEL`]
-/// at a time, and marks told the matches whose two notices are done (the caller saves
-/// them; one that accounts could not take is told again next step). Whether any match
-/// was marked. A match whose join deadline has passed is not told: its players forfeit
-/// it.
+/// Tells both players of every match made, unfinished and untold (step 5), in one batch
+/// ([`Notices::notify_all`](super::Notices::notify_all): the opponents' names asked once
+/// for all, the notices a few hundred a call), and marks told the matches whose two
+/// notices are done (the caller saves them; one that accounts could not take is told
+/// again next step). Whether any match was marked. A match whose join deadline has
+/// passed is not told: its players forfeit it.
 async fn tell_ready(
     shared: &EventsShared,
     event: &EventRecord,
     live: &mut LiveEvent,
     now: Millis,
 ) -> bool {
+    let mut matches = Vec::new();
     let mut told = Vec::new();
     for (at, m) in live.matches.iter().enumerate() {
         if !(m.created && m.outcome.is_none() && !m.told && now < m.deadline_ms) {
@@ -551,23 +540,19 @@ async fn tell_ready(
                 opponent: m.players[1 - i].clone(),
                 deadline_ms: m.deadline_ms,
             };
-            told.push((at, user.clone(), notice));
+            matches.push(at);
+            told.push((user.clone(), notice));
         }
     }
     if told.is_empty() {
         return false;
     }
-    let (id, name) = (
-        Arc::new(event.id.clone()),
-        Arc::new(event.spec.name.clone()),
-    );
-    let answers = in_parallel(told, |(at, user, notice)| {
-        let (notices, id, name) = (shared.notices.clone(), id.clone(), name.clone());
-        async move { (at, notices.notify(&user, &id, &name, notice).await) }
-    })
-    .await;
+    let answers = shared
+        .notices
+        .notify_all(&event.id, &event.spec.name, told)
+        .await;
     let mut done: std::collections::HashMap<usize, u8> = std::collections::HashMap::new();
-    for (at, delivered) in answers {
+    for (at, delivered) in matches.into_iter().zip(answers) {
         *done.entry(at).or_default() += u8::from(delivered);
     }
     let mut marked = false;

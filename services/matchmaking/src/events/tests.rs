@@ -199,25 +199,36 @@ struct Stalled;
 
 #[tonic::async_trait]
 impl Notices for Stalled {
-    async fn notify(&self, _: &str, _: &str, _: &str, _: Notice) -> bool {
-        std::future::pending::<bool>().await
+    async fn notify_all(&self, _: &str, _: &str, _: Vec<(String, Notice)>) -> Vec<bool> {
+        std::future::pending::<Vec<bool>>().await
     }
 }
 
 /// Notices that accounts cannot take the first time for each player (a transient
-/// status), then can.
+/// status), then can; or, with `only`, the first time for those players only.
 struct FlakyOnce {
     refused: Mutex<HashSet<String>>,
+    only: Option<HashSet<String>>,
     then: Arc<RecordedNotices>,
 }
 
 #[tonic::async_trait]
 impl Notices for FlakyOnce {
-    async fn notify(&self, user: &str, event: &str, name: &str, notice: Notice) -> bool {
-        if self.refused.lock().unwrap().insert(user.to_owned()) {
-            return false;
+    async fn notify_all(&self, event: &str, name: &str, told: Vec<(String, Notice)>) -> Vec<bool> {
+        let mut answers = Vec::new();
+        let mut taken = Vec::new();
+        for (user, notice) in told {
+            let flaky = self.only.as_ref().is_none_or(|only| only.contains(&user));
+            let refuse = flaky && self.refused.lock().unwrap().insert(user.clone());
+            answers.push(!refuse);
+            if !refuse {
+                taken.push((user, notice));
+            }
         }
-        self.then.notify(user, event, name, notice).await
+        if !taken.is_empty() {
+            self.then.notify_all(event, name, taken).await;
+        }
+        answers
     }
 }
 
@@ -768,6 +779,11 @@ async fn a_1024_player_knockout_starts_with_every_room_in_one_step() {
     assert_rounds_sound(&live);
     let paired: HashSet<&String> = live.matches.iter().flat_map(|m| &m.players).collect();
     assert_eq!(paired.len(), users.len(), "nobody left out");
+    // Every player told in the same step, in one batch (accounts takes it a few hundred
+    // a call), and every match saved told.
+    assert_eq!(*w.notices.calls.lock().unwrap(), [1024]);
+    assert_eq!(w.ready_told().len(), 1024);
+    assert!(live.matches.iter().all(|m| m.told));
     // The clock's own work (stores in memory, game-session answering at once).
     eprintln!("1,024-player knockout: started, 512 rooms made, in {took:?}");
     // In bulk: 8 CreateRooms of 64 rooms, not 512 CreateRoom.
@@ -936,6 +952,7 @@ async fn a_notice_accounts_could_not_take_is_told_again_next_step() {
     let a = EventsShared {
         notices: Arc::new(FlakyOnce {
             refused: Mutex::default(),
+            only: None,
             then: w.notices.clone(),
         }),
         ..w.replica("a")
@@ -1021,4 +1038,54 @@ async fn the_clocks_saves_wake_this_replicas_watchers() {
     assert!(ended.version() > started.version());
     assert_eq!(a.hub.polled(), 1);
     drop(watch);
+}
+
+/// A match is marked told only when both its players' notices are done: one refused
+/// (transient) leaves its match untold, and both its players are told again next step
+/// (under the same keys: accounts keeps each once); the other matches are done.
+#[tokio::test]
+async fn a_match_is_told_only_once_both_its_notices_are_done() {
+    let w = World::new();
+    let (id, users) = w.event(Format::Knockout, 8).await;
+    let a = EventsShared {
+        notices: Arc::new(FlakyOnce {
+            refused: Mutex::default(),
+            only: Some(HashSet::from([users[0].clone()])),
+            then: w.notices.clone(),
+        }),
+        ..w.replica("a")
+    };
+    w.clock.set(START);
+    driver::tick_once(&a).await.unwrap();
+    let live = w.live_state(&id).await;
+    let (hers, others): (Vec<_>, Vec<_>) = live
+        .matches
+        .iter()
+        .partition(|m| m.players.contains(&users[0]));
+    assert_eq!(hers.len(), 1);
+    assert!(!hers[0].told, "her notice was refused");
+    assert!(others.iter().all(|m| m.told));
+    let partner = hers[0].players.iter().find(|p| **p != users[0]).unwrap();
+    let room = hers[0].room_id.clone();
+    assert_eq!(
+        w.ready_told().get(&(partner.clone(), room.clone())),
+        Some(&1)
+    );
+    assert_eq!(w.ready_told().get(&(users[0].clone(), room.clone())), None);
+
+    w.clock.advance(500);
+    driver::tick_once(&a).await.unwrap();
+    assert!(w.live_state(&id).await.matches.iter().all(|m| m.told));
+    let told = w.ready_told();
+    assert_eq!(told.get(&(users[0].clone(), room.clone())), Some(&1));
+    assert_eq!(
+        told.get(&(partner.clone(), room)),
+        Some(&2),
+        "asked again, same key"
+    );
+    assert_eq!(*w.notices.calls.lock().unwrap(), [7, 2], "one batch a step");
+    // A third step tells nobody.
+    w.clock.advance(500);
+    driver::tick_once(&a).await.unwrap();
+    assert_eq!(w.notices.calls.lock().unwrap().len(), 2);
 }

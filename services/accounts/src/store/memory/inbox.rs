@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::MemoryStore;
+use super::{Inner, MemoryStore};
 use crate::error::{AccountsError, Result};
 use crate::inbox::{Kept, Marking, NewNotice, NoticeKind, NoticePage, StoredNotice, Unread};
 use crate::store::Inbox;
@@ -46,42 +46,55 @@ impl Notices {
     }
 }
 
+/// Keeps one notice in `inner` (the lock held), as [`Inbox::keep_notice`] says.
+fn keep_one(inner: &mut Inner, notice: NewNotice, keep: u32) -> Result<Kept> {
+    if !inner.users.contains_key(&notice.user_id) {
+        return Err(AccountsError::UserNotFound);
+    }
+    let now = notice.created_at;
+    let inbox = &mut inner.notices;
+    let list = inbox.by_user.entry(notice.user_id).or_default();
+    list.retain(|(kept, _, _)| kept.expires_at > now);
+    if let Some(key) = &notice.dedupe_key
+        && let Some((kept, _, _)) = list.iter().find(|(_, k, _)| k.as_ref() == Some(key))
+    {
+        return Ok(Kept {
+            notice: kept.clone(),
+            duplicate: true,
+        });
+    }
+    inbox.last_id += 1;
+    let stored = StoredNotice {
+        id: inbox.last_id,
+        user_id: notice.user_id,
+        kind: notice.kind,
+        payload: notice.payload,
+        created_at: notice.created_at,
+        expires_at: notice.expires_at,
+        read: false,
+    };
+    let list = inbox.by_user.entry(notice.user_id).or_default();
+    list.push((stored.clone(), notice.dedupe_key, notice.about));
+    let over = list.len().saturating_sub(keep as usize);
+    list.drain(..over);
+    Ok(Kept {
+        notice: stored,
+        duplicate: false,
+    })
+}
+
 impl Inbox for MemoryStore {
     async fn keep_notice(&self, notice: NewNotice, keep: u32) -> Result<Kept> {
+        keep_one(&mut self.lock(), notice, keep)
+    }
+
+    async fn keep_notices(&self, notices: Vec<NewNotice>, keep: u32) -> Result<Vec<Result<Kept>>> {
+        // One lock for the batch: nothing is seen half kept.
         let mut inner = self.lock();
-        if !inner.users.contains_key(&notice.user_id) {
-            return Err(AccountsError::UserNotFound);
-        }
-        let now = notice.created_at;
-        let inbox = &mut inner.notices;
-        let list = inbox.by_user.entry(notice.user_id).or_default();
-        list.retain(|(kept, _, _)| kept.expires_at > now);
-        if let Some(key) = &notice.dedupe_key
-            && let Some((kept, _, _)) = list.iter().find(|(_, k, _)| k.as_ref() == Some(key))
-        {
-            return Ok(Kept {
-                notice: kept.clone(),
-                duplicate: true,
-            });
-        }
-        inbox.last_id += 1;
-        let stored = StoredNotice {
-            id: inbox.last_id,
-            user_id: notice.user_id,
-            kind: notice.kind,
-            payload: notice.payload,
-            created_at: notice.created_at,
-            expires_at: notice.expires_at,
-            read: false,
-        };
-        let list = inbox.by_user.entry(notice.user_id).or_default();
-        list.push((stored.clone(), notice.dedupe_key, notice.about));
-        let over = list.len().saturating_sub(keep as usize);
-        list.drain(..over);
-        Ok(Kept {
-            notice: stored,
-            duplicate: false,
-        })
+        Ok(notices
+            .into_iter()
+            .map(|notice| keep_one(&mut inner, notice, keep))
+            .collect())
     }
 
     async fn notices(

@@ -1,6 +1,7 @@
 //! The inbox ([`Inbox`](accounts::store::Inbox)): notices kept once per dedupe key,
 //! listed newest first in pages, marked read by their owner only, bounded per player,
-//! expired on the store's clock (each call's `now`), gone with the account.
+//! expired on the store's clock (each call's `now`), gone with the account; a batch kept
+//! in one step answers each notice as if it were kept alone, in the batch's order.
 
 use accounts::inbox::{Marking, NewNotice, NoticeKind, NoticePage, StoredNotice};
 use basra_proto::basra::accounts::v1 as pb;
@@ -112,6 +113,117 @@ pub(super) async fn notices_are_kept_once_per_key_and_listed_newest_first_in_pag
             .await,
         Err(AccountsError::UserNotFound)
     ));
+}
+
+pub(super) async fn a_batch_of_notices_is_kept_as_one_by_one_in_its_order<S: Store>(store: S) {
+    let a = new_account(&store, "amira").await;
+    let b = new_account(&store, "badr").await;
+    let ghost = User {
+        id: Uuid::now_v7(),
+        ..a.clone()
+    };
+    assert!(store.keep_notices(Vec::new(), 10).await.unwrap().is_empty());
+    // Before the batch: one kept for good (k0), one that lapses at minute 5 (kx).
+    let before = store
+        .keep_notice(notice(&a, "before", Some("k0"), 0, 60), 10)
+        .await
+        .unwrap()
+        .notice;
+    store
+        .keep_notice(notice(&a, "lapsing", Some("kx"), 0, 5), 10)
+        .await
+        .unwrap();
+    let batch = vec![
+        notice(&a, "a1", Some("k1"), 10, 60),
+        notice(&b, "b1", Some("k1"), 10, 60),
+        notice(&ghost, "nobody", Some("k1"), 10, 60),
+        notice(&a, "k0 again", Some("k0"), 10, 60),
+        notice(&a, "k1 again", Some("k1"), 10, 60),
+        notice(&a, "a2", None, 10, 60),
+        notice(&a, "kx again", Some("kx"), 10, 60),
+    ];
+    let kept = store.keep_notices(batch.clone(), 10).await.unwrap();
+    assert_eq!(kept.len(), 7, "one answer per notice");
+    let ok = |i: usize| kept[i].as_ref().expect("kept").clone();
+    assert!(matches!(kept[2], Err(AccountsError::UserNotFound)));
+    let fresh: Vec<u64> = [0, 1, 5, 6].iter().map(|&i| ok(i).notice.id).collect();
+    assert!(
+        [0, 1, 5, 6].iter().all(|&i| !ok(i).duplicate),
+        "new keys are kept"
+    );
+    assert!(
+        fresh.windows(2).all(|w| w[0] < w[1]),
+        "ids rise in order: {fresh:?}"
+    );
+    assert!(fresh[0] > before.id);
+    assert_eq!(
+        (ok(3).duplicate, ok(3).notice),
+        (true, before),
+        "a key kept before answers its notice"
+    );
+    assert_eq!(
+        (ok(4).duplicate, ok(4).notice),
+        (true, ok(0).notice),
+        "a key kept earlier in the batch answers that one"
+    );
+    assert_eq!(ok(1).notice.user_id, b.id, "keys are per player");
+    assert_eq!(
+        ok(0).notice,
+        {
+            let listed = store
+                .notices(a.id, page(None, false, 10), at(11))
+                .await
+                .unwrap();
+            listed.into_iter().find(|n| n.id == fresh[0]).unwrap()
+        },
+        "the answer is the notice as kept"
+    );
+    // The lapsed notice went (its key is free again); nothing of the ghost's is kept.
+    let listed = store
+        .notices(a.id, page(None, false, 10), at(11))
+        .await
+        .unwrap();
+    assert_eq!(names(&listed), ["kx again", "a2", "a1", "before"]);
+    assert_eq!(
+        names(
+            &store
+                .notices(b.id, page(None, false, 10), at(11))
+                .await
+                .unwrap()
+        ),
+        ["b1"]
+    );
+    // The same batch again keeps nothing new: every notice answers the one kept.
+    let again = store.keep_notices(batch, 10).await.unwrap();
+    for i in [0, 1, 3, 4, 5, 6] {
+        let answer = again[i].as_ref().unwrap();
+        if i == 5 {
+            assert!(!answer.duplicate, "no key: kept again");
+        } else {
+            assert!(answer.duplicate, "notice {i}");
+        }
+    }
+    assert_eq!(again[0].as_ref().unwrap().notice, ok(0).notice);
+    // The bound holds per player: a batch past it keeps the newest `keep`.
+    let more: Vec<_> = ["m1", "m2", "m3"]
+        .iter()
+        .map(|name| notice(&b, name, Some(name), 12, 60))
+        .collect();
+    store.keep_notices(more, 2).await.unwrap();
+    assert_eq!(
+        names(
+            &store
+                .notices(b.id, page(None, false, 10), at(13))
+                .await
+                .unwrap()
+        ),
+        ["m3", "m2"]
+    );
+    assert_eq!(
+        store.unread_notices(a.id, at(13)).await.unwrap().count,
+        5,
+        "another player's bound is theirs"
+    );
 }
 
 pub(super) async fn notices_are_marked_read_by_their_owner_only<S: Store>(store: S) {

@@ -61,6 +61,7 @@ on_both_stores! {
         notices_are_marked_read_by_their_owner_only,
         notices_expire_and_the_bound_drops_the_oldest,
         a_deleted_account_takes_its_notices_and_those_naming_it,
+        a_batch_of_notices_is_kept_as_one_by_one_in_its_order,
     }
     cases in records {
         ranked_match_is_recorded_once_and_rates_once,
