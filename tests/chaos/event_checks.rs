@@ -456,13 +456,28 @@ pub async fn told(db: &PgPool, pattern: &str) -> anyhow::Result<Vec<(String, Str
 fn notices(row: &mut Row, o: &Observed, results: &[EventResult]) {
     let kept = &o.told;
     let mut untold = Vec::new();
+    // The players find their matches with GetMyMatch too: a match both played to its end
+    // before its notice went out (a notice accounts could not take, told again at the next
+    // step, or a driver killed between its save and its telling) is told no more — the
+    // clock tells only matches still to be played. Only a player untold of a match they
+    // did not play is a broken promise.
+    let mut played_first = 0;
     for r in results {
         let key = format!("event:{}:{}:ready", o.event, r.room_id);
         for p in [&r.player_a, &r.player_b] {
             if !kept.contains(&(p.clone(), key.clone())) {
-                untold.push(format!("{p} of {}", r.match_key));
+                if r.outcome == "won" {
+                    played_first += 1;
+                } else {
+                    untold.push(format!("{p} of {} ({})", r.match_key, r.outcome));
+                }
             }
         }
+    }
+    if played_first > 0 {
+        row.notes.push(format!(
+            "{played_first} players played a match to its end before its notice went out (not told after)"
+        ));
     }
     row.events += kept.len() as u64;
     if !untold.is_empty() {
