@@ -291,9 +291,10 @@ pub fn next_step(
             EntryStatus::Eliminated
             | EntryStatus::Withdrawn
             | EntryStatus::Paused
-            | EntryStatus::NotCheckedIn
-            | EntryStatus::Finished,
+            | EntryStatus::NotCheckedIn,
         ) => Next::Out,
+        // FINISHED is given to everyone still in at the event's end, just before the
+        // event itself reads finished: wait for it (the champion's place comes with it).
         Some(_) => Next::Wait,
     }
 }
@@ -985,6 +986,12 @@ mod tests {
         assert_eq!(
             next_step(&u, "me", Some(&out), &HashSet::new(), 0),
             Next::Out
+        );
+        // The entries are finished a moment before the event: not out, the end is near.
+        let done = entry(EntryStatus::Finished);
+        assert_eq!(
+            next_step(&u, "me", Some(&done), &HashSet::new(), 0),
+            Next::Wait
         );
         let u = update(event(EventStatus::Finished, 0, 0), vec![]);
         assert_eq!(

@@ -140,7 +140,13 @@ fn descriptor_set_lists_every_service_and_rpc() {
         (
             "basra.game.v1",
             "GameInternalService",
-            set(&["CreateRoom", "SeatPlayer", "GetSeat"]),
+            set(&[
+                "CreateRoom",
+                "CreateRooms",
+                "SeatPlayer",
+                "GetSeat",
+                "GetSeats",
+            ]),
         ),
         (
             "basra.game.v1",
