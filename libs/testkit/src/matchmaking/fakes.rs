@@ -169,11 +169,7 @@ impl GameInternalService for FakeGameService {
         &self,
         request: Request<CreateRoomRequest>,
     ) -> Result<Response<CreateRoomResponse>, Status> {
-        auth::require_role(&auth::caller(&request)?, Role::Service)?;
-        self.0.calls.fetch_add(1, Ordering::SeqCst);
-        if self.0.unavailable.load(Ordering::SeqCst) {
-            return Err(Status::unavailable("fake game-session is down"));
-        }
+        self.admit(&request, false)?;
         let answer = self.make(request.into_inner());
         if self.0.lose_replies.load(Ordering::SeqCst) {
             // tonic's answer when the client's timeout fires first.
@@ -186,11 +182,7 @@ impl GameInternalService for FakeGameService {
         &self,
         request: Request<SeatPlayerRequest>,
     ) -> Result<Response<SeatPlayerResponse>, Status> {
-        auth::require_role(&auth::caller(&request)?, Role::Service)?;
-        self.0.calls.fetch_add(1, Ordering::SeqCst);
-        if self.0.unavailable.load(Ordering::SeqCst) {
-            return Err(Status::unavailable("fake game-session is down"));
-        }
+        self.admit(&request, false)?;
         let request = request.into_inner();
         self.0.seated.lock().unwrap().push(request.clone());
         let rooms = self.0.rooms.lock().unwrap();
@@ -208,11 +200,7 @@ impl GameInternalService for FakeGameService {
         &self,
         request: Request<GetSeatRequest>,
     ) -> Result<Response<GetSeatResponse>, Status> {
-        auth::require_role(&auth::caller(&request)?, Role::Service)?;
-        self.0.calls.fetch_add(1, Ordering::SeqCst);
-        if self.0.unavailable.load(Ordering::SeqCst) {
-            return Err(Status::unavailable("fake game-session is down"));
-        }
+        self.admit(&request, false)?;
         self.get_seat_answer(request.get_ref()).map(Response::new)
     }
 
@@ -220,17 +208,7 @@ impl GameInternalService for FakeGameService {
         &self,
         request: Request<CreateRoomsRequest>,
     ) -> Result<Response<CreateRoomsResponse>, Status> {
-        auth::require_role(&auth::caller(&request)?, Role::Service)?;
-        self.0.calls.fetch_add(1, Ordering::SeqCst);
-        if self.0.unavailable.load(Ordering::SeqCst) {
-            return Err(Status::unavailable("fake game-session is down"));
-        }
-        if self.0.no_bulk.load(Ordering::SeqCst) {
-            return Err(Status::unimplemented(
-                "a game-session before the bulk calls",
-            ));
-        }
-        self.0.bulk_served.fetch_add(1, Ordering::SeqCst);
+        self.admit(&request, true)?;
         let rooms = request
             .into_inner()
             .rooms
@@ -247,17 +225,7 @@ impl GameInternalService for FakeGameService {
         &self,
         request: Request<GetSeatsRequest>,
     ) -> Result<Response<GetSeatsResponse>, Status> {
-        auth::require_role(&auth::caller(&request)?, Role::Service)?;
-        self.0.calls.fetch_add(1, Ordering::SeqCst);
-        if self.0.unavailable.load(Ordering::SeqCst) {
-            return Err(Status::unavailable("fake game-session is down"));
-        }
-        if self.0.no_bulk.load(Ordering::SeqCst) {
-            return Err(Status::unimplemented(
-                "a game-session before the bulk calls",
-            ));
-        }
-        self.0.bulk_served.fetch_add(1, Ordering::SeqCst);
+        self.admit(&request, true)?;
         let seats = request
             .get_ref()
             .seats
@@ -295,6 +263,26 @@ impl FakeGameService {
             settings: request.settings,
             created,
         }
+    }
+
+    /// What every call of the fake checks first: a service token, counted, refused while
+    /// "down", and (`bulk`) refused as UNIMPLEMENTED while acting as a game-session
+    /// before the bulk calls (counted as served otherwise).
+    fn admit<T>(&self, request: &Request<T>, bulk: bool) -> Result<(), Status> {
+        auth::require_role(&auth::caller(request)?, Role::Service)?;
+        self.0.calls.fetch_add(1, Ordering::SeqCst);
+        if self.0.unavailable.load(Ordering::SeqCst) {
+            return Err(Status::unavailable("fake game-session is down"));
+        }
+        if bulk {
+            if self.0.no_bulk.load(Ordering::SeqCst) {
+                return Err(Status::unimplemented(
+                    "a game-session before the bulk calls",
+                ));
+            }
+            self.0.bulk_served.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
     }
 
     fn get_seat_answer(&self, request: &GetSeatRequest) -> Result<GetSeatResponse, Status> {
