@@ -15,7 +15,8 @@ use basra_proto::basra::accounts::v1::watch_friends_response::Event as FeedEvent
 use basra_proto::basra::game::v1::game_service_client::GameServiceClient;
 use basra_proto::basra::game::v1::{Join, PlayRequest, ResignRequest, play_request};
 use basra_proto::basra::matchmaking::v1::event_service_client::EventServiceClient;
-use basra_proto::basra::matchmaking::v1::{RegisterRequest, WatchEventRequest};
+use basra_proto::basra::matchmaking::v1::{RegisterRequest, WatchEventRequest, WatchEventResponse};
+use basra_proto::event_changes;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_stream::wrappers::ReceiverStream;
@@ -141,12 +142,14 @@ pub struct Seen {
     pub at_ms: i64,
 }
 
-/// Opens a `WatchEvent` stream on `event` for each of `watchers`; forwards each result
-/// the first time a stream shows it. Returns once every stream has sent its first state.
+/// Opens a `WatchEvent` stream on `event` for each of `watchers` (asking for changes
+/// only, as the web page does, when `changes_only`); forwards each result the first time
+/// a stream shows it. Returns once every stream has sent its first state.
 pub async fn open_watchers(
     matchmaking: &Pool,
     watchers: &[Player],
     event: &str,
+    changes_only: bool,
 ) -> anyhow::Result<(mpsc::UnboundedReceiver<Seen>, JoinSet<()>)> {
     let (tx, rx) = mpsc::unbounded_channel();
     let (open_tx, mut open_rx) = mpsc::channel::<anyhow::Result<()>>(watchers.len().max(1));
@@ -160,6 +163,7 @@ pub async fn open_watchers(
                 WatchEventRequest {
                     event_id: event,
                     last_seen_version: 0,
+                    changes_only,
                 },
                 &player.bearer,
             );
@@ -174,12 +178,23 @@ pub async fn open_watchers(
             };
             let mut open = Some(open_tx);
             let mut known = std::collections::HashSet::new();
+            // The state the stream stands for, its changes applied (checked as a client
+            // keeps it, though only the results are timed).
+            let mut held = WatchEventResponse::default();
             while let Ok(Some(update)) = stream.message().await {
                 let at_ms = now_ms();
                 if let Some(open) = open.take() {
                     let _ = open.send(Ok(())).await;
                 }
-                for pairing in update.pairings {
+                let changed = match &update.changes {
+                    Some(changes) => changes.pairings.clone(),
+                    None => update.pairings.clone(),
+                };
+                if let Err(err) = event_changes::apply(&mut held, update) {
+                    eprintln!("watcher {i}: {err}");
+                    return;
+                }
+                for pairing in changed {
                     if !pairing.winner.is_empty() && known.insert(pairing.room_id.clone()) {
                         let _ = tx.send(Seen {
                             watcher: i,

@@ -4,16 +4,17 @@
 //! them, `tests/chaos/stack.rs`, here without its fault proxies), a knockout of N
 //! registered players and an arena of M start at their second, and every player's feed
 //! (`WatchFriends`, what clients watch) is timed until "your match is ready" arrives;
-//! then W players watch the knockout (`WatchEvent`) while E of its matches end one after
-//! another (both players join, one resigns) and each watcher's stream is timed until it
-//! shows each result. Prints p50/p99/max of each, and fails when a player is never told
+//! then W players watch the knockout (`WatchEvent`, asking for changes only as the web
+//! page does; `--whole`: whole states) while E of its matches end one after another
+//! (both players join, one resigns) and each watcher's stream is timed until it shows
+//! each result. Prints p50/p99/max of each, and fails when a player is never told
 //! or a watcher never sees a result.
 //!
 //! ```text
 //! cargo build --release -p accounts -p game-session -p matchmaking --bins
 //! cargo build --release -p basra-e2e --example events_bench
 //! target/release/examples/events_bench --bin-dir target/release [--short]
-//!     [--knockout N] [--arena M] [--watchers W] [--ends E] [--tick-millis T]
+//!     [--knockout N] [--arena M] [--watchers W] [--ends E] [--tick-millis T] [--whole]
 //! ```
 
 #![allow(missing_docs, unreachable_pub)]
@@ -54,6 +55,8 @@ struct Args {
     watchers: usize,
     ends: usize,
     tick_millis: Option<u64>,
+    /// The watchers ask for whole states (not changes only).
+    whole: bool,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -65,10 +68,15 @@ fn parse_args() -> anyhow::Result<Args> {
         watchers: if short { 50 } else { 1000 },
         ends: if short { 4 } else { 20 },
         tick_millis: None,
+        whole: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--short" {
+            continue;
+        }
+        if flag == "--whole" {
+            args.whole = true;
             continue;
         }
         let value = it.next().with_context(|| format!("{flag} needs a value"))?;
@@ -86,7 +94,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--tick-millis" => args.tick_millis = Some(number()? as u64),
             other => bail!(
                 "unknown flag {other}; flags: --bin-dir DIR --short --knockout N --arena M \
-                 --watchers W --ends E --tick-millis T"
+                 --watchers W --ends E --tick-millis T --whole"
             ),
         }
     }
@@ -358,7 +366,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // Its watchers, and matches ended one after another (300 ms apart, so that the
     // ends fall at every point of the clock's tick).
     let (mut seen, watch_tasks) =
-        clients::open_watchers(&mm, &players[..args.watchers], &start.event).await?;
+        clients::open_watchers(&mm, &players[..args.watchers], &start.event, !args.whole).await?;
     let by_user: HashMap<&str, &Player> =
         knockout.iter().map(|p| (p.user_id.as_str(), p)).collect();
     let mut rooms: Vec<(String, Vec<&str>)> = Vec::new();
@@ -412,8 +420,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     println!(
-        "events_bench: knockout standings: {} watchers x {} matches ended: result shown after the end: {}",
+        "events_bench: knockout standings: {} watchers ({}) x {} matches ended: result shown after the end: {}",
         args.watchers,
+        if args.whole {
+            "whole states"
+        } else {
+            "changes only"
+        },
         ended.len(),
         summary(&mut lags)
     );

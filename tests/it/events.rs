@@ -352,6 +352,7 @@ async fn whole_bracket_after_the_end(session: &Session, event: &str, champion: &
         .watch_event(WatchEventRequest {
             event_id: event.into(),
             last_seen_version: 0,
+            changes_only: false,
         })
         .await
         .expect("WatchEvent")
@@ -760,6 +761,7 @@ async fn the_standings_of_an_event_of_more_than_100_players_name_every_player() 
         .watch_event(WatchEventRequest {
             event_id: event.clone(),
             last_seen_version: 0,
+            changes_only: false,
         })
         .await
         .expect("WatchEvent")

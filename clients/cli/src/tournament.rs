@@ -574,6 +574,7 @@ async fn open_watch(
     let request = WatchEventRequest {
         event_id: event_id.to_owned(),
         last_seen_version: seen,
+        changes_only: false,
     };
     call(session, request, |mut c, r| async move {
         c.watch_event(r).await
@@ -926,7 +927,7 @@ mod tests {
             event: Some(event),
             standings: vec![],
             pairings,
-            earlier_pairings: vec![],
+            ..Default::default()
         }
     }
 

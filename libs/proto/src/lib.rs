@@ -64,6 +64,7 @@ pub mod basra {
 
 pub mod codec;
 pub mod convert;
+pub mod event_changes;
 
 /// The encoded `google.protobuf.FileDescriptorSet` of every Basra proto file
 /// (and the well-known types they import), for gRPC server reflection.

@@ -11,7 +11,7 @@ import { el, screens, shared, Code, ConnectError } from "../shell";
 import { bdi, lang } from "../i18n";
 import type { GetMyMatchResponse, Pairing, WatchEventResponse } from "../gen/basra/matchmaking/v1/events_pb";
 import { EventStatus } from "../gen/basra/matchmaking/v1/events_pb";
-import { isOver, myOpenMatch, namesOf, withRound } from "./model";
+import { applyChanges, isOver, myOpenMatch, namesOf, withRound } from "./model";
 import { w, wx } from "./words";
 
 export interface Followed {
@@ -113,12 +113,26 @@ async function watch(f: Followed): Promise<void> {
   let backoff = 500;
   while (!signal.aborted) {
     try {
-      const stream = api.events.watchEvent({ eventId: f.eventId, lastSeenVersion: f.last?.version ?? 0n }, { signal });
+      // Changes only: after the first whole state, a result is a few hundred bytes.
+      const stream = api.events.watchEvent(
+        { eventId: f.eventId, lastSeenVersion: f.last?.version ?? 0n, changesOnly: true },
+        { signal },
+      );
       for await (const update of stream) {
         backoff = 500;
-        f.last = update;
-        f.rounds = withRound(f.rounds, update);
-        f.names = namesOf(update.standings, f.names);
+        let state: WatchEventResponse;
+        try {
+          state = applyChanges(f.last, update);
+        } catch {
+          // Changes to a state not held: start again from a whole one.
+          f.last = undefined;
+          break;
+        }
+        f.last = state;
+        // Into the bracket and the names: what this update brought.
+        const changes = update.changes;
+        f.rounds = withRound(f.rounds, changes ? { ...state, earlierPairings: [], pairings: changes.pairings } : state);
+        f.names = namesOf(changes ? changes.standings.flatMap((r) => (r.standing ? [r.standing] : [])) : state.standings, f.names);
         await lookForMatch(f);
         changed();
       }

@@ -59,6 +59,34 @@ export function withRound(rounds: ReadonlyMap<number, Pairing[]>, update: WatchE
   return next;
 }
 
+/**
+ * The whole state `update` stands for: `update` itself when it is whole (no `changes`),
+ * else `held` with its changes applied (the stream asked for `changesOnly`; the server
+ * makes them with libs/proto/src/event_changes.rs, whose `apply` this mirrors). Throws
+ * when the changes are not since the state held: reopen the stream from version 0.
+ */
+export function applyChanges(held: WatchEventResponse | undefined, update: WatchEventResponse): WatchEventResponse {
+  const changes = update.changes;
+  if (!changes) return update;
+  if (!held || held.version !== changes.sinceVersion) {
+    throw new Error(`changes since version ${changes.sinceVersion} arrived, but the state held is version ${held?.version ?? "none"}`);
+  }
+  const count = changes.standingsCount;
+  const standings = held.standings.slice(0, count);
+  for (const row of changes.standings) {
+    if (!row.standing || row.index >= count || row.index > standings.length) {
+      throw new Error(`standings row ${row.index} of ${count} out of place`);
+    }
+    standings[row.index] = row.standing;
+  }
+  if (standings.length !== count) throw new Error(`${standings.length} standings rows of ${count} after the changes`);
+  const removed = new Set(changes.removedTables);
+  const byTable = new Map(held.pairings.filter((p) => !removed.has(p.table)).map((p) => [p.table, p]));
+  for (const p of changes.pairings) byTable.set(p.table, p);
+  const pairings = [...byTable.values()].sort((a, b) => a.table - b.table);
+  return { ...held, version: update.version, event: update.event, standings, pairings };
+}
+
 /** The players' names the standings give, by user id. */
 export function namesOf(standings: readonly Standing[], known: ReadonlyMap<string, string> = new Map()): Map<string, string> {
   const names = new Map(known);

@@ -7,14 +7,16 @@ import assert from "node:assert/strict";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { actions, errorReason, myOpenMatch, namesOf, until, withRound } from "../../src/events/model";
+import { actions, applyChanges, errorReason, myOpenMatch, namesOf, until, withRound } from "../../src/events/model";
 import {
   EntrySchema,
   EntryStatus,
   EventDefinitionSchema,
   EventFormat,
   EventSchema,
+  EventChangesSchema,
   EventStatus,
+  IndexedStandingSchema,
   PairingResult,
   PairingSchema,
   StandingSchema,
@@ -74,6 +76,40 @@ test("the bracket keeps every round seen, each table's newest result", () => {
   assert.equal(withRound(new Map(), arena).size, 0, "an arena has no bracket");
   const names = namesOf([create(StandingSchema, { userId: "a", displayName: "Amal" }), create(StandingSchema, { userId: "b" })], new Map([["c", "Camil"]]));
   assert.deepEqual([...names.entries()].sort(), [["a", "Amal"], ["c", "Camil"]]);
+});
+
+test("changes applied to the state held give the state they stand for; changes to another version throw", () => {
+  const row = (userId: string, rank: number, points: number) => create(StandingSchema, { userId, displayName: userId.toUpperCase(), rank, points });
+  const held = create(WatchEventResponseSchema, {
+    version: 7n,
+    event: event(EventStatus.RUNNING),
+    standings: [row("a", 1, 0), row("b", 1, 0), row("c", 1, 0)],
+    pairings: [pairing(1, 1, ["a", "b"], "r1"), pairing(1, 2, ["c", "d"], "r2"), pairing(1, 3, ["e", "f"], "r3")],
+  });
+  const update = create(WatchEventResponseSchema, {
+    version: 9n,
+    event: event(EventStatus.RUNNING),
+    changes: create(EventChangesSchema, {
+      sinceVersion: 7n,
+      standingsCount: 4,
+      standings: [create(IndexedStandingSchema, { index: 0, standing: row("a", 1, 1) }), create(IndexedStandingSchema, { index: 3, standing: row("g", 4, 0) })],
+      pairings: [pairing(1, 4, ["g", "h"], "r4"), pairing(1, 1, ["a", "b"], "r1", PairingResult.WON, "a")],
+      removedTables: [2],
+    }),
+  });
+  const state = applyChanges(held, update);
+  assert.equal(state.version, 9n);
+  assert.deepEqual(state.standings.map((s) => [s.userId, s.points]), [["a", 1], ["b", 0], ["c", 0], ["g", 0]]);
+  assert.deepEqual(state.pairings.map((p) => [p.table, p.winner]), [[1, "a"], [3, ""], [4, ""]]);
+  assert.equal(held.standings[0].points, 0, "the state held is left as it was");
+  const shrunk = applyChanges(state, create(WatchEventResponseSchema, { version: 10n, changes: create(EventChangesSchema, { sinceVersion: 9n, standingsCount: 1 }) }));
+  assert.deepEqual(shrunk.standings.map((s) => s.userId), ["a"]);
+  const whole = create(WatchEventResponseSchema, { version: 11n, standings: [row("z", 1, 5)] });
+  assert.equal(applyChanges(state, whole), whole, "a whole update replaces the state");
+  assert.throws(() => applyChanges(held, { ...update, changes: { ...update.changes!, sinceVersion: 8n } }), /since version 8/);
+  assert.throws(() => applyChanges(undefined, update), /state held is version none/);
+  const gap = { ...update, changes: { ...update.changes!, standings: [create(IndexedStandingSchema, { index: 4, standing: row("g", 4, 0) })], standingsCount: 5 } };
+  assert.throws(() => applyChanges(held, gap), /out of place/);
 });
 
 test("after a reload, the first update's earlier rounds make the whole bracket", () => {

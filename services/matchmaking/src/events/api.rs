@@ -128,7 +128,12 @@ impl EventService for EventsApi {
             .entry(&event.id, &caller.user_id.to_string())
             .await?;
         let state = if request.get_ref().with_state {
-            Some(inner.state(&event.id).await?.message(None, inner.now()))
+            Some(
+                inner
+                    .state(&event.id)
+                    .await?
+                    .message(None, None, inner.now()),
+            )
         } else {
             None
         };
@@ -239,16 +244,20 @@ impl EventService for EventsApi {
             // The current round of the last message sent (none yet: the first carries
             // every earlier round).
             let mut sent: Option<u32> = None;
+            // The version of the last message sent, for a stream that asked for
+            // changes only (the next may carry what changed since it).
+            let mut changes_since: Option<u64> = None;
             loop {
                 let published = snapshots.borrow_and_update().clone();
                 match published {
                     Some(Ok(state)) => {
                         if seen.is_none_or(|v| state.version() > v) {
                             seen = Some(state.version());
-                            let message = state.message(sent, inner.now());
+                            let message = state.message(sent, changes_since, inner.now());
                             if tx.send(Ok(message)).await.is_err() {
                                 return;
                             }
+                            changes_since = r.changes_only.then_some(state.version());
                             sent = Some(sent.map_or(state.round(), |r| r.max(state.round())));
                         }
                         if state.is_over() {

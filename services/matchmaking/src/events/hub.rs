@@ -14,7 +14,8 @@
 //!
 //! So 1,000 watchers of one event cost one version read a poll and one snapshot a
 //! change, not 1,000 of each; each stream still makes its own message from the shared
-//! snapshot (what it has sent so far is its own).
+//! snapshot (what it has sent so far is its own), the snapshot's changes when it asked
+//! for changes only and sent the snapshot before.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

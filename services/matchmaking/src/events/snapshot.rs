@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use basra_proto::basra::matchmaking::v1 as pb;
+use basra_proto::event_changes;
 
 use super::hub::{Source, Version};
 use super::model::{EntryRecord, EventRecord, Phase};
@@ -38,6 +39,9 @@ pub(crate) struct Snapshot {
     live: Option<(u64, Arc<LiveEvent>)>,
     /// The update, `event` unset and `earlier_pairings` empty.
     update: pb::WatchEventResponse,
+    /// What changed since the snapshot before it, when that one was of the same round
+    /// (for the streams that asked for changes only and sent that one last).
+    changes: Option<pb::EventChanges>,
     /// The current round (0: none).
     round: u32,
     rounds: Rounds,
@@ -64,10 +68,29 @@ impl Snapshot {
     }
 
     /// The update a stream sends at `now` after one of round `sent` (`None`: its
-    /// first), with the rounds the client has not had whole: every earlier one on a
-    /// first message, those from `sent` on when the round has moved past it, none
-    /// otherwise.
-    pub(crate) fn message(&self, sent: Option<u32>, now: Millis) -> pb::WatchEventResponse {
+    /// first). To a stream that asked for changes only and whose last message was of
+    /// version `changes_since`: only what changed, when this snapshot has the changes
+    /// since that version. Else the whole state, with the rounds the client has not had
+    /// whole: every earlier one on a first message, those from `sent` on when the round
+    /// has moved past it, none otherwise.
+    pub(crate) fn message(
+        &self,
+        sent: Option<u32>,
+        changes_since: Option<u64>,
+        now: Millis,
+    ) -> pb::WatchEventResponse {
+        if let Some(changes) = self
+            .changes
+            .as_ref()
+            .filter(|c| sent.is_some() && changes_since == Some(c.since_version))
+        {
+            return pb::WatchEventResponse {
+                version: self.update.version,
+                event: Some(convert::event(&self.event, now)),
+                changes: Some(changes.clone()),
+                ..Default::default()
+            };
+        }
         let earlier = match sent {
             None => self.earlier(0),
             Some(r) if self.round > r => self.earlier(r),
@@ -111,7 +134,7 @@ impl EventsShared {
             .standings(&event, live.as_ref().map(|(_, l)| &**l))
             .await?;
         let version = event.version + live.as_ref().map_or(0, |(v, _)| *v);
-        let (pairings, round, rounds) = match &live {
+        let (mut pairings, round, rounds) = match &live {
             Some((_, l)) => {
                 let current = l.rounds().0;
                 let rows: Vec<pb::Pairing> = if event.is_arena() {
@@ -137,6 +160,18 @@ impl EventsShared {
             }
             None => (Vec::new(), 0, Rounds::None),
         };
+        // In table order, as the changes keep them.
+        pairings.sort_by_key(|p| p.table);
+        let changes = last
+            .map(|(l, _)| l)
+            .filter(|l| l.round == round && l.update.version < version)
+            .map(|l| {
+                event_changes::diff(
+                    l.update.version,
+                    (&l.update.standings, &l.update.pairings),
+                    (&standings, &pairings),
+                )
+            });
         Ok(Snapshot {
             update: pb::WatchEventResponse {
                 version,
@@ -144,7 +179,9 @@ impl EventsShared {
                 standings,
                 pairings,
                 earlier_pairings: Vec::new(),
+                changes: None,
             },
+            changes,
             event,
             live,
             round,

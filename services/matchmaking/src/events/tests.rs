@@ -1008,19 +1008,24 @@ async fn the_clocks_saves_wake_this_replicas_watchers() {
     let mut watch = a.hub.subscribe(&a, &id).await.expect("watched");
     let first = until_snapshot(&mut watch, "the first snapshot", |_| true).await;
     assert_eq!(first.round(), 0);
-    assert!(first.message(None, w.clock.now_ms()).pairings.is_empty());
+    assert!(
+        first
+            .message(None, None, w.clock.now_ms())
+            .pairings
+            .is_empty()
+    );
 
     w.clock.set(START);
     driver::tick_once(&a).await.unwrap();
     let started = until_snapshot(&mut watch, "round 1 made", |s| {
         s.round() == 1
-            && s.message(None, START)
+            && s.message(None, None, START)
                 .pairings
                 .iter()
                 .all(|p| !p.room_id.is_empty())
     })
     .await;
-    let round1 = started.message(None, START).pairings;
+    let round1 = started.message(None, None, START).pairings;
     assert_eq!(round1.len(), 256, "the whole round");
     assert!(started.version() > first.version());
 
@@ -1029,7 +1034,7 @@ async fn the_clocks_saves_wake_this_replicas_watchers() {
     w.clock.advance(500);
     driver::tick_once(&a).await.unwrap();
     let ended = until_snapshot(&mut watch, "the result", |s| {
-        s.message(Some(1), START)
+        s.message(Some(1), None, START)
             .pairings
             .iter()
             .any(|p| p.room_id == room && !p.winner.is_empty())

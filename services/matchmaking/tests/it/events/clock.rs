@@ -127,6 +127,7 @@ async fn first_message(
             WatchEventRequest {
                 event_id: event.into(),
                 last_seen_version,
+                changes_only: false,
             },
             &p.token,
         ))
@@ -218,6 +219,7 @@ async fn knockout_to_its_final(mut events: EventDeps, bulk: bool) -> (TestApp, S
             WatchEventRequest {
                 event_id: event.clone(),
                 last_seen_version: 0,
+                changes_only: false,
             },
             &seeds[0].token,
         ))
@@ -225,6 +227,19 @@ async fn knockout_to_its_final(mut events: EventDeps, bulk: bool) -> (TestApp, S
         .expect("WatchEvent")
         .into_inner();
     let first = watch.message().await.unwrap().unwrap();
+    // A stream that asked for changes only, read at the end.
+    let mut changes_watch = events_client(&app)
+        .watch_event(authed(
+            WatchEventRequest {
+                event_id: event.clone(),
+                last_seen_version: 0,
+                changes_only: true,
+            },
+            &seeds[1].token,
+        ))
+        .await
+        .expect("WatchEvent")
+        .into_inner();
     assert_eq!(
         first.event.unwrap().status,
         EventStatus::Registration as i32
@@ -340,6 +355,7 @@ async fn knockout_to_its_final(mut events: EventDeps, bulk: bool) -> (TestApp, S
                     WatchEventRequest {
                         event_id: event,
                         last_seen_version: resumed_at,
+                        changes_only: false,
                     },
                     &token,
                 ))
@@ -401,6 +417,28 @@ async fn knockout_to_its_final(mut events: EventDeps, bulk: bool) -> (TestApp, S
     whole.push((2, 1, PairingResult::Won as i32, seeds[2].id.to_string()));
     assert_eq!(rows(&bracket.into_values().collect::<Vec<_>>()), whole);
     let end = end.expect("the last update");
+    // The stream of changes: each message applied to what the ones before left gives
+    // the same last state as the whole one's; within a round, results came as changes.
+    let mut held = WatchEventResponse::default();
+    let mut partial = 0;
+    while let Some(update) = tokio::time::timeout(Duration::from_secs(10), changes_watch.message())
+        .await
+        .expect("an update")
+        .unwrap()
+    {
+        if let Some(changes) = &update.changes {
+            partial += 1;
+            assert!(update.standings.is_empty() && update.pairings.is_empty());
+            assert!(update.earlier_pairings.is_empty());
+            assert_eq!(changes.since_version, held.version);
+        }
+        basra_proto::event_changes::apply(&mut held, update).expect("changes that apply");
+    }
+    assert!(partial > 0, "no message carried changes");
+    assert_eq!(held.version, end.version);
+    assert_eq!(held.event, end.event);
+    assert_eq!(held.standings, end.standings);
+    assert_eq!(held.pairings, end.pairings);
     let ended = end.event.unwrap();
     assert_eq!(ended.status, EventStatus::Finished as i32);
     assert_eq!(ended.champion, seeds[2].id.to_string());

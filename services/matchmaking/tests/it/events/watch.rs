@@ -23,6 +23,7 @@ async fn watch(
             WatchEventRequest {
                 event_id: event.into(),
                 last_seen_version,
+                changes_only: false,
             },
             &p.token,
         ))
