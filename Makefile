@@ -10,7 +10,7 @@ export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 
-.PHONY: help deps run web web-test api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak sdk chaos-upgrade capacity capacity-long capacity-pods bench-events bench-events-short
+.PHONY: help deps run web web-test api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak sdk chaos-upgrade capacity capacity-long capacity-pods capacity-model bench-events bench-events-short
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -182,6 +182,11 @@ capacity-long: ## Whole-system long form: PLAYERS (default 20000) at human pace 
 capacity-pods: ## Scale-out: the short form with 1, 2 and 4 game-session replicas, each under a CPU quota of QUOTA cores (default 0.25)
 	$(capacity_build)
 	for n in 1 2 4; do $(CAPACITY_BIN_DIR)/capacity --bin-dir $(CAPACITY_BIN_DIR) --short --games $$n --game-quota $(or $(QUOTA),0.25) $(CAPACITY_FLAGS) || exit 1; done
+
+capacity-model: ## The capacity model's predictions before measurement (docs/scaling.md): 20,000 players, pods at 1 and 2 cores, 1,000,000 with the deployment and its cost (MARKDOWN=1: tables for the docs)
+	python3 scripts/capacity_model.py --self-test > /dev/null
+	python3 scripts/capacity_model.py --players 20000 --quota 1 --quota 2 $(if $(MARKDOWN),--markdown)
+	python3 scripts/capacity_model.py --players 1000000 --quota 1 --quota 2 --plan $(if $(MARKDOWN),--markdown)
 
 redis-cluster: ## Start the local Redis Cluster the tests use (127.0.0.1:7001-7006)
 	scripts/redis-cluster.sh start
