@@ -38,6 +38,8 @@ pub struct Observed {
     pub kills: Vec<(Fault, i64, Option<u32>)>,
     /// The process ids of the matchmaking replicas still running.
     pub survivors: Vec<u32>,
+    /// The event's start (wall ms).
+    pub start_ms: i64,
 }
 
 /// One stored result.
@@ -500,27 +502,39 @@ fn notices(row: &mut Row, o: &Observed, results: &[EventResult]) {
 }
 
 /// One driver at a time: the lease passed from one holder to another only after the
-/// first was killed, and to a replica still running.
+/// first was killed, and to a replica still running. Before the start it may also lapse
+/// and be taken by the other replica: a replica leases an upcoming event only to tell
+/// its players that it starts soon, and nobody holds it from then until its start (the
+/// first replica to tick at the start takes it).
 fn lease(row: &mut Row, o: &Observed) {
-    let mut holders: Vec<(i64, &str)> = Vec::new();
+    // Each holder in turn, when it took the lease, and whether the lease was seen free
+    // before the start just before it.
+    let mut holders: Vec<(i64, &str, bool)> = Vec::new();
+    let mut lapsed_before_start = false;
     for (at, holder) in &o.leases {
-        if let Some(holder) = holder
-            && holders.last().is_none_or(|(_, last)| last != holder)
-        {
-            holders.push((*at, holder));
+        match holder {
+            None => lapsed_before_start = *at < o.start_ms,
+            Some(holder) => {
+                if holders.last().is_none_or(|(_, last, _)| last != holder) {
+                    holders.push((*at, holder, lapsed_before_start));
+                }
+                lapsed_before_start = false;
+            }
         }
     }
+    let since_start = |at: i64| format!("{:+.1} s", (at - o.start_ms) as f64 / 1e3);
     let killed = |holder: &str, by: i64| {
         o.kills.iter().any(|(fault, at, pid)| {
             *fault == Fault::KillDriver && *at <= by && *pid == holder_pid(holder)
         })
     };
     for pair in holders.windows(2) {
-        let ((_, from), (at, to)) = (pair[0], pair[1]);
-        if !killed(from, at) {
+        let ((_, from, _), (at, to, lapsed)) = (pair[0], pair[1]);
+        if !killed(from, at) && !lapsed {
             row.failures.push(format!(
-                "the lease passed from {from} to {to} while {from} ran (it did not renew \
-                 it in time: the two replicas drove the event in turn)"
+                "the lease passed from {from} to {to} at {} from the start while {from} \
+                 ran (it did not renew it in time: the two replicas drove the event in turn)",
+                since_start(at)
             ));
         }
     }
@@ -530,15 +544,15 @@ fn lease(row: &mut Row, o: &Observed) {
         }
         match holders
             .iter()
-            .find(|(t, h)| t > at && holder_pid(h) != *pid)
+            .find(|(t, h, _)| t > at && holder_pid(h) != *pid)
         {
-            Some((t, h)) if holder_pid(h).is_some_and(|p| o.survivors.contains(&p)) => {
+            Some((t, h, _)) if holder_pid(h).is_some_and(|p| o.survivors.contains(&p)) => {
                 row.notes.push(format!(
                     "the lease was taken over by {h} {:.1} s after the kill",
                     (t - at) as f64 / 1e3
                 ));
             }
-            Some((_, h)) => row.failures.push(format!(
+            Some((_, h, _)) => row.failures.push(format!(
                 "after the kill the lease went to {h}, no running replica"
             )),
             None => row
@@ -547,10 +561,19 @@ fn lease(row: &mut Row, o: &Observed) {
         }
     }
     row.notes.push(format!(
-        "lease holders in turn: {}",
+        "lease holders in turn (taken, from the start): {}",
         holders
             .iter()
-            .map(|(_, h)| h.split('-').take(2).collect::<Vec<_>>().join("-"))
+            .map(|(at, h, lapsed)| format!(
+                "{}{} at {}",
+                if *lapsed {
+                    "(lapsed before the start) "
+                } else {
+                    ""
+                },
+                h.split('-').take(2).collect::<Vec<_>>().join("-"),
+                since_start(*at)
+            ))
             .collect::<Vec<_>>()
             .join(" → ")
     ));

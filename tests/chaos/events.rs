@@ -478,6 +478,7 @@ async fn run(
         told,
         kills,
         survivors: stack.matchmakers.iter().filter_map(|m| m.pid()).collect(),
+        start_ms,
     };
     event_checks::check(&mut row, db, &observed, &players[0], &matchmakers).await?;
     row.notes.push(format!(
