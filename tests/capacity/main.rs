@@ -54,7 +54,7 @@ use crate::schedule::{Arrivals, Range, exponential};
 use crate::sim::{Behaviour, Counters, Sim, lock};
 use crate::stack::{Stack, Tuning};
 
-const HELP: &str = "flags: --bin-dir DIR --short --players N (mean present) --session-s S (mean \
+const HELP: &str = "flags: --bin-dir DIR --short --players N (mean sessions in progress, as drawn; present is about 1.5x) --session-s S (mean \
 session) --seconds S (arrivals) --warmup S --ramp-s S --think-ms LOW-HIGH --between-ms LOW-HIGH \
 --watch-ms LOW-HIGH --target N --mix quick=35,ranked=20,friends=20,computer=15,watch=10 \
 --sign-in guest=50,returning=35,password=15 --connections N (per service) --games N \
@@ -263,7 +263,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let dir =
         std::env::temp_dir().join(format!("basra-capacity-{}", uuid::Uuid::now_v7().simple()));
     println!(
-        "capacity: {} players present on average (sessions of {:.0} s), arrivals for {} s, measured after {} s; {} game-session replica(s){}, {} matchmaking; stack in {}",
+        "capacity: {} sessions in progress on average as drawn (sessions of {:.0} s; players present are about 1.5x that), arrivals for {} s, measured after {} s; {} game-session replica(s){}, {} matchmaking; stack in {}",
         args.players,
         args.session.as_secs_f64(),
         args.seconds,
