@@ -73,20 +73,19 @@ pub fn apply(
     for row in changes.standings {
         let index = row.index as usize;
         let standing = row.standing.unwrap_or_default();
-        match index.cmp(&held.standings.len()) {
-            _ if index >= count => {
-                return Err(ChangesError(format!(
-                    "standings row {index} of a list of {count}"
-                )));
-            }
-            std::cmp::Ordering::Less => held.standings[index] = standing,
-            std::cmp::Ordering::Equal => held.standings.push(standing),
-            std::cmp::Ordering::Greater => {
-                return Err(ChangesError(format!(
-                    "standings row {index} arrived before row {}",
-                    held.standings.len()
-                )));
-            }
+        let len = held.standings.len();
+        if index >= count {
+            return Err(ChangesError(format!(
+                "standings row {index} of a list of {count}"
+            )));
+        } else if index < len {
+            held.standings[index] = standing;
+        } else if index == len {
+            held.standings.push(standing);
+        } else {
+            return Err(ChangesError(format!(
+                "standings row {index} arrived before row {len}"
+            )));
         }
     }
     if held.standings.len() != count {

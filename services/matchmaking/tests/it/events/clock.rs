@@ -201,19 +201,7 @@ async fn knockout_to_its_final(mut events: EventDeps, bulk: bool) -> (TestApp, S
     let op = Operator::of(&app);
     let event = op.create(knockout(8)).await.unwrap().event_id;
     // Seeds 1-4 by rating.
-    let seeds: Vec<Player> = (0..4).map(|_| app.player()).collect();
-    for (i, p) in seeds.iter().enumerate() {
-        app.ratings().set(p.id, 1900.0 - 100.0 * i as f64);
-        events_client(&app)
-            .register(authed(
-                RegisterRequest {
-                    event_id: event.clone(),
-                },
-                &p.token,
-            ))
-            .await
-            .expect("registered");
-    }
+    let seeds = seeded(&app, 4, &event).await;
     let mut watch = events_client(&app)
         .watch_event(authed(
             WatchEventRequest {
@@ -500,6 +488,16 @@ async fn knockout_to_its_final(mut events: EventDeps, bulk: bool) -> (TestApp, S
     (app, event, whole)
 }
 
+/// `n` new players registered for `event`, seeded in order (ratings 1900, 1800, …).
+async fn seeded(app: &TestApp, n: usize, event: &str) -> Vec<Player> {
+    let seeds: Vec<Player> = (0..n).map(|_| app.player()).collect();
+    for (i, p) in seeds.iter().enumerate() {
+        app.ratings().set(p.id, 1900.0 - 100.0 * i as f64);
+        register(app, p, event).await;
+    }
+    seeds
+}
+
 async fn register(app: &TestApp, p: &Player, event: &str) {
     events_client(app)
         .register(authed(
@@ -595,19 +593,7 @@ async fn a_player_in_an_event_match_may_not_search_or_make_a_room() {
         .unwrap()
         .event_id;
     // Three players: seed 1 has a bye, seeds 2 and 3 meet in round 1.
-    let seeds: Vec<Player> = (0..3).map(|_| app.player()).collect();
-    for (i, p) in seeds.iter().enumerate() {
-        app.ratings().set(p.id, 1900.0 - 100.0 * i as f64);
-        events_client(&app)
-            .register(authed(
-                RegisterRequest {
-                    event_id: event.clone(),
-                },
-                &p.token,
-            ))
-            .await
-            .expect("registered");
-    }
+    let seeds = seeded(&app, 3, &event).await;
     app.clock().advance(60_000);
     ready(&app, &seeds[1], &event).await;
     let (room, seat) = my_match(&app, &seeds[1], &event).await.unwrap();
