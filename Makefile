@@ -57,6 +57,8 @@ test: ## Run every test (unit, property, integration, doc, the web client's unit
 	@[ -d libs/analytics/tests/browser/node_modules/playwright-core ] || npm ci --prefix libs/analytics/tests/browser --no-audit --no-fund --silent
 	$(MAKE) --no-print-directory web
 	$(MAKE) --no-print-directory web-test
+	python3 scripts/capacity_model.py --self-test > /dev/null
+	python3 scripts/capacity_fit.py --self-test > /dev/null
 	$(CARGO) test --workspace --all-targets --no-fail-fast
 	$(CARGO) test --workspace --doc
 
@@ -183,10 +185,12 @@ capacity-pods: ## Scale-out: the short form with 1, 2 and 4 game-session replica
 	$(capacity_build)
 	for n in 1 2 4; do $(CAPACITY_BIN_DIR)/capacity --bin-dir $(CAPACITY_BIN_DIR) --short --games $$n --game-quota $(or $(QUOTA),0.25) $(CAPACITY_FLAGS) || exit 1; done
 
-capacity-model: ## The capacity model's predictions before measurement (docs/scaling.md): 20,000 players, pods at 1 and 2 cores, 1,000,000 with the deployment and its cost (MARKDOWN=1: tables for the docs)
+capacity-model: ## The capacity model (docs/scaling.md): its predictions before measurement (20,000 players, pods at 1 and 2 cores, 1,000,000 with the deployment and its cost), then the cost curves fitted to the whole-system runs and their checks (MARKDOWN=1: tables for the docs)
 	python3 scripts/capacity_model.py --self-test > /dev/null
+	python3 scripts/capacity_fit.py --self-test > /dev/null
 	python3 scripts/capacity_model.py --players 20000 --quota 1 --quota 2 $(if $(MARKDOWN),--markdown)
 	python3 scripts/capacity_model.py --players 1000000 --quota 1 --quota 2 --plan $(if $(MARKDOWN),--markdown)
+	-python3 scripts/capacity_fit.py --quota 0.25 --quota 1 $(if $(MARKDOWN),--markdown)
 
 redis-cluster: ## Start the local Redis Cluster the tests use (127.0.0.1:7001-7006)
 	scripts/redis-cluster.sh start

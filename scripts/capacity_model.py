@@ -156,8 +156,15 @@ ASSUMED_MM_MIB = (30.0, 60.0)
 # to a round's compact events, 14–30 bytes each, perf §"A play at the cost of its
 # transport"; key overhead) and closed (kept closed_room_ttl_seconds = 86,400), KB.
 ASSUMED_REDIS_KB_PER_LIVE_ROOM = (1.5, 4.0)
-ASSUMED_REDIS_KB_PER_CLOSED_ROOM = (1.5, 4.0)
+# Closed, MEASURED in the whole system: Redis's RSS grew 897 MiB over the 25,928 matches
+# that ended in the 30-minute soak (docs/performance.md, "The soak"): 35 KiB a match,
+# everything Redis keeps after a match included (the room with its event log, kept a day).
+# Before that run this was assumed at 1.5-4 KB, 10x too little.
+REDIS_KB_PER_CLOSED_ROOM = (30.0, 40.0)
 CLOSED_ROOM_TTL_S = 86_400
+# What the plan to a million sets game.closed_room_ttl_seconds to: the match record is in
+# PostgreSQL from the moment it ends, so a closed room serves only a look back.
+CLOSED_ROOM_TTL_PLAN_S = 900
 # PostgreSQL storage per recorded match (the matches row with its binary action log, two
 # match_players rows, indexes), KB.
 ASSUMED_PG_KB_PER_MATCH = (1.0, 3.0)
@@ -527,7 +534,7 @@ def memory_mib(rt: Rates, w: Workload, i: int, hours_of_closed_rooms: float | No
         replicas = math.ceil(rt.play_streams / 10_000)
     conns = max(w.connections_per_service, rt.play_streams / 100)
     game = replicas * GS_IDLE_MIB + rt.play_streams * GS_KIB_PER_STREAM[i] / 1024 + conns * GS_KIB_PER_CONNECTION / 1024
-    redis = (rt.live_rooms * ASSUMED_REDIS_KB_PER_LIVE_ROOM[i] + rt.matches_per_s * held_s * ASSUMED_REDIS_KB_PER_CLOSED_ROOM[i]) / 1024
+    redis = (rt.live_rooms * ASSUMED_REDIS_KB_PER_LIVE_ROOM[i] + rt.matches_per_s * held_s * REDIS_KB_PER_CLOSED_ROOM[i]) / 1024
     return {
         f"game-session (all {replicas} replicas)": game,
         "accounts": ACC_MIB[i],
@@ -626,9 +633,9 @@ def plan(n: float, w: Workload = LONG) -> list:
     mm = max(2, math.ceil(hi["matchmaking"] / (0.7 * 2)) + 1)
     rows.append(("matchmaking", f"{mm} pods of 2 cores: {lo['matchmaking']:.1f}–{hi['matchmaking']:.1f} cores at 70 %, one spare", mm * 2, 0))
     prim = REDIS_ROOM_SHARDS
-    rooms_gib = [(rt.live_rooms * ASSUMED_REDIS_KB_PER_LIVE_ROOM[i] + rt.matches_per_s * CLOSED_ROOM_TTL_S * ASSUMED_REDIS_KB_PER_CLOSED_ROOM[i]) / 2**20 for i in (0, 1)]
-    rooms_1h = [(rt.live_rooms * ASSUMED_REDIS_KB_PER_LIVE_ROOM[i] + rt.matches_per_s * 3600 * ASSUMED_REDIS_KB_PER_CLOSED_ROOM[i]) / 2**20 for i in (0, 1)]
-    rows.append(("Redis Cluster", f"{prim} primaries + {prim} replicas, 2 vCPU each: {lo['Redis']:.1f}–{hi['Redis']:.1f} cores in all; memory {rooms_gib[0]:.0f}–{rooms_gib[1]:.0f} GiB with closed rooms kept 24 h, {rooms_1h[0]:.0f}–{rooms_1h[1]:.0f} GiB kept 1 h", 2 * prim * 2, 0))
+    rooms_gib = [(rt.live_rooms * ASSUMED_REDIS_KB_PER_LIVE_ROOM[i] + rt.matches_per_s * CLOSED_ROOM_TTL_S * REDIS_KB_PER_CLOSED_ROOM[i]) / 2**20 for i in (0, 1)]
+    rooms_plan = [(rt.live_rooms * ASSUMED_REDIS_KB_PER_LIVE_ROOM[i] + rt.matches_per_s * CLOSED_ROOM_TTL_PLAN_S * REDIS_KB_PER_CLOSED_ROOM[i]) / 2**20 for i in (0, 1)]
+    rows.append(("Redis Cluster", f"{prim} primaries + {prim} replicas, 2 vCPU each: {lo['Redis']:.1f}–{hi['Redis']:.1f} cores in all; memory {rooms_gib[0]:.0f}–{rooms_gib[1]:.0f} GiB with closed rooms kept 24 h, {rooms_plan[0]:.0f}–{rooms_plan[1]:.0f} GiB kept {CLOSED_ROOM_TTL_PLAN_S // 60} minutes (the plan's game.closed_room_ttl_seconds)", 2 * prim * 2, 0))
     pg_cores = hi["PostgreSQL"]
     pg_vcpu = 2 ** math.ceil(math.log2(max(2.0, pg_cores / 0.5)))  # at most half busy
     storage_gb_month = rt.matches_per_s * 86_400 * 30 * ASSUMED_PG_KB_PER_MATCH[1] / 1e6

@@ -48,7 +48,7 @@ use crate::front::{Front, Pool};
 use crate::latency::{Recorder, quantile};
 use crate::mix::{ACTIVITIES, DEFAULT_ACTIVITIES, DEFAULT_SIGN_INS, SIGN_INS, Shares};
 use crate::pods::Pod;
-use crate::procs::{Pids, Usage, usage};
+use crate::procs::{Pids, Usage};
 use crate::report::GroupRow;
 use crate::schedule::{Arrivals, Range, exponential};
 use crate::sim::{Behaviour, Counters, Sim, lock};
@@ -255,7 +255,7 @@ fn sample(groups: &[(String, Pids)], counters: &Counters) -> Sample {
     Sample {
         at: Instant::now(),
         present: counters.present.load(std::sync::atomic::Ordering::Relaxed),
-        usage: groups.iter().map(|(_, pids)| usage(&pids.now())).collect(),
+        usage: groups.iter().map(|(_, pids)| pids.usage()).collect(),
     }
 }
 

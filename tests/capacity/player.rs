@@ -32,6 +32,10 @@ use crate::sim::{Sim, Watchable, lock, sleep_until};
 
 type Failed = String;
 
+/// How long a host's access token is used by a watcher asking to be friends: a minute
+/// short of accounts' `access_ttl_seconds` (900, its default and the stack's).
+const HOST_TOKEN_USABLE: Duration = Duration::from_secs(14 * 60);
+
 fn u() -> f64 {
     rand::rng().random()
 }
@@ -234,6 +238,8 @@ pub async fn session(sim: Arc<Sim>, arrival: Instant, length: Duration) {
             refresh_if_old(&sim, &links, &mut player).await?;
             let activity = sim.activities.pick(u());
             let played = run_activity(&sim, &links, &player, activity, next).await;
+            // A match outlasts an access token's quarter hour: renew it before the reads.
+            refresh_if_old(&sim, &links, &mut player).await?;
             let now = Instant::now();
             if played.is_ok() {
                 if u() < sim.behaviour.history_share {
@@ -495,8 +501,19 @@ async fn befriend(
             &a.bearer,
         ))
         .await;
-    sim.rec.rpc("AddFriend", scheduled, &answer);
-    answer.map_err(|s| format!("AddFriend: {s}"))?;
+    // A friend signing in as a returning player may be an earlier friend already (or the
+    // earlier request may still wait): ALREADY_EXISTS is the friendship asked for.
+    let already = matches!(&answer, Err(s) if s.code() == tonic::Code::AlreadyExists);
+    if already {
+        sim.rec.rpc(
+            "AddFriend (friends already)",
+            scheduled,
+            &Ok::<(), tonic::Status>(()),
+        );
+    } else {
+        sim.rec.rpc("AddFriend", scheduled, &answer);
+        answer.map_err(|s| format!("AddFriend: {s}"))?;
+    }
     let now = Instant::now();
     let answer = accounts
         .accept_friend(authed(
@@ -506,6 +523,10 @@ async fn befriend(
             &b.bearer,
         ))
         .await;
+    if already && matches!(&answer, Err(s) if s.code() == tonic::Code::NotFound) {
+        // No request waiting: they were friends before.
+        return Ok(());
+    }
     sim.rec.rpc("AcceptFriend", now, &answer);
     answer.map_err(|s| format!("AcceptFriend: {s}"))?;
     Ok(())
@@ -656,9 +677,16 @@ async fn watch(
     player: &Player,
     scheduled: Instant,
 ) -> Result<(), Failed> {
+    // The host's copy holds the token it created the room with: its phone renews it
+    // between activities, this copy cannot (a refresh rotates the refresh token), so a
+    // host whose token is near its end is one not to ask now.
     let pick = {
         let rooms = lock(&sim.watchable);
-        (!rooms.is_empty()).then(|| rooms[rand::rng().random_range(0..rooms.len())].clone())
+        let fresh: Vec<&Watchable> = rooms
+            .iter()
+            .filter(|w| w.host.since.elapsed() < HOST_TOKEN_USABLE)
+            .collect();
+        (!fresh.is_empty()).then(|| fresh[rand::rng().random_range(0..fresh.len())].clone())
     };
     let Some(room) = pick else {
         sim.counters

@@ -18,6 +18,21 @@ pub enum Pids {
 }
 
 impl Pids {
+    /// The group's usage now. PostgreSQL's counts the backends that exited too (the
+    /// services' pools replace their connections, every 30 minutes at the latest): the
+    /// postmaster reaps them, and the kernel adds their CPU time to its children's.
+    pub fn usage(&self) -> Usage {
+        let pids = self.now();
+        let mut usage = usage(&pids);
+        if let (Pids::Postgres(_), Some(&master)) = (self, pids.first()) {
+            usage.cpu_seconds += std::fs::read_to_string(format!("/proc/{master}/stat"))
+                .ok()
+                .and_then(|stat| reaped_children_cpu_seconds(&stat))
+                .unwrap_or(0.0);
+        }
+        usage
+    }
+
     /// The process ids now.
     pub fn now(&self) -> Vec<u32> {
         match self {
@@ -62,12 +77,20 @@ fn parent_of(stat: &str) -> Option<u32> {
         .ok()
 }
 
+/// Fields 16 and 17 (cutime, cstime) of `/proc/<pid>/stat`: the CPU time of the
+/// children it has waited for, in seconds (`USER_HZ` is 100 on Linux).
+fn reaped_children_cpu_seconds(stat: &str) -> Option<f64> {
+    let mut fields = stat.get(stat.rfind(')')? + 1..)?.split_whitespace().skip(13);
+    let cutime: u64 = fields.next()?.parse().ok()?;
+    let cstime: u64 = fields.next()?.parse().ok()?;
+    Some((cutime + cstime) as f64 / 100.0)
+}
+
 /// One read of a group.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct Usage {
-    /// CPU seconds of the group's live processes since they started. (A backend that
-    /// exited took its CPU time with it: PostgreSQL's are pooled by the services and
-    /// live for the run.)
+    /// CPU seconds of the group's processes since they started (PostgreSQL's: with
+    /// the backends that exited, see [`Pids::usage`]).
     pub cpu_seconds: f64,
     /// Resident memory, bytes.
     pub rss_bytes: u64,
@@ -100,6 +123,10 @@ mod tests {
     #[test]
     fn reads_parents_and_a_live_group() {
         assert_eq!(parent_of("42 (post gres: (idle)) S 7 42 42 0 -1"), Some(7));
+        // utime 250, stime 50, cutime 1200, cstime 34 ticks.
+        let stat = "42 (postgres) S 1 42 42 0 -1 4194560 10 20 0 0 250 50 1200 34 20 0 1 0 4200";
+        assert_eq!(reaped_children_cpu_seconds(stat), Some(12.34));
+        assert_eq!(reaped_children_cpu_seconds("42 (postgres) S 1"), None);
         let me = std::process::id();
         let mut child = std::process::Command::new("sleep")
             .arg("5")
