@@ -80,7 +80,10 @@ fn parent_of(stat: &str) -> Option<u32> {
 /// Fields 16 and 17 (cutime, cstime) of `/proc/<pid>/stat`: the CPU time of the
 /// children it has waited for, in seconds (`USER_HZ` is 100 on Linux).
 fn reaped_children_cpu_seconds(stat: &str) -> Option<f64> {
-    let mut fields = stat.get(stat.rfind(')')? + 1..)?.split_whitespace().skip(13);
+    let mut fields = stat
+        .get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .skip(13);
     let cutime: u64 = fields.next()?.parse().ok()?;
     let cstime: u64 = fields.next()?.parse().ok()?;
     Some((cutime + cstime) as f64 / 100.0)
