@@ -10,7 +10,7 @@ export DATABASE_URL REDIS_URL REDIS_CLUSTER_URL
 CARGO_TARGET_DIR_OR_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 
-.PHONY: help deps run web web-test api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak sdk chaos-upgrade capacity capacity-long capacity-pods capacity-model bench-events bench-events-short
+.PHONY: help deps run web web-test api-check api-release play test bench bench-bots analytics-bench lint fmt rules k8s-check fuzz bench-streams release images redis-cluster redis-cluster-stop chaos chaos-short soak sdk chaos-upgrade capacity capacity-long capacity-soak capacity-pods capacity-model bench-events bench-events-short
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -180,6 +180,10 @@ capacity: ## Whole-system short form: 150 simulated players through every servic
 capacity-long: ## Whole-system long form: PLAYERS (default 20000) at human pace for 12 minutes (10 measured)
 	$(capacity_build)
 	$(CAPACITY_BIN_DIR)/capacity --bin-dir $(CAPACITY_BIN_DIR) --players $(or $(PLAYERS),20000) --session-s 1200 --seconds 720 --warmup 120 --ramp-s 300 --connections 400 $(CAPACITY_FLAGS)
+
+capacity-soak: ## The soak: PLAYERS (default 8600, about 13,800 present: 70 % of where the 2 cores fill) for 30 minutes measured after 5 of warm-up; memory start -> end per process in the report
+	$(capacity_build)
+	$(CAPACITY_BIN_DIR)/capacity --bin-dir $(CAPACITY_BIN_DIR) --players $(or $(PLAYERS),8600) --session-s 1200 --seconds 2100 --warmup 300 --ramp-s 240 --connections 400 $(CAPACITY_FLAGS)
 
 capacity-pods: ## Scale-out: the short form with 1, 2 and 4 game-session replicas, each under a CPU quota of QUOTA cores (default 0.25)
 	$(capacity_build)
