@@ -33,6 +33,8 @@ import math
 import sys
 from dataclasses import dataclass, replace
 
+from capacity_model import table  # the same tables, plain or Markdown
+
 # The process groups of the capacity report, and whether a run has several replicas of it
 # (the fit is per replica: replicas share the load evenly, players spread by connection).
 PROCESSES = ("game-session", "matchmaking", "accounts", "Redis", "PostgreSQL", "simulator")
@@ -226,36 +228,28 @@ POD_RUNS = [
 ]
 
 
+def saturated(run: PodRun) -> bool:
+    """Whether the run's replicas used their whole quota."""
+    return run.game_cores / run.replicas >= SATURATED * run.quota
+
+
 def pod_check(curve: Curve, run: PodRun) -> tuple:
     """(what is compared, predicted, measured) for one quota run: a saturated replica's
     plays a second against the curve's plays at the quota, else its cores against the
     curve's cores at its plays."""
     x = run.plays_per_s / run.replicas
-    used = run.game_cores / run.replicas
-    if used >= SATURATED * run.quota:
+    if saturated(run):
         return "plays/s a replica carries at its quota", curve.plays_at(run.quota), x
-    return "cores of a replica", curve.cores(x), used
+    return "cores of a replica", curve.cores(x), run.game_cores / run.replicas
 
 
 def players_at_quota(curve: Curve, run: PodRun) -> float:
     """Players present one replica carries at its quota, from a quota run: what it carried
     when saturated, else its share scaled to the quota along the curve's exponent."""
     share = run.present / run.replicas
-    used = run.game_cores / run.replicas
-    if used >= SATURATED * run.quota:
+    if saturated(run):
         return share
-    return share * (run.quota / used) ** (1.0 / curve.b)
-
-
-def table(headers: list, rows: list, markdown: bool) -> str:
-    if markdown:
-        lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-        lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-        return "\n".join(lines)
-    widths = [max(len(str(r[i])) for r in [headers] + rows) for i in range(len(headers))]
-    lines = ["  ".join(str(c).ljust(widths[i]) for i, c in enumerate(headers))]
-    lines += ["  ".join(str(c).ljust(widths[i]) for i, c in enumerate(row)) for row in rows]
-    return "\n".join(lines)
+    return share * (run.quota * run.replicas / run.game_cores) ** (1.0 / curve.b)
 
 
 def report(runs: list, quotas: list, markdown: bool, pod_runs: list = (), per_replica_players: float = 10_000) -> tuple:
