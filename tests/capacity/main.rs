@@ -320,6 +320,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
         accounts: Mutex::new(Vec::new()),
     });
     let groups = groups(&stack);
+    println!(
+        "capacity: the progress lines' RSS MiB, in order: {}",
+        groups
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .collect::<Vec<_>>()
+            .join(" / ")
+    );
 
     // The open loop: the initial population arrives spread over the ramp (each with a
     // full session: the exponential forgets how long it has been there), then a Poisson
@@ -379,14 +387,19 @@ async fn run(args: Args) -> anyhow::Result<()> {
             next_print += Duration::from_secs(10);
             let ended = lock(&sim.ended).len();
             println!(
-                "capacity: t={:>4.0} s present {:>6} ended matches {:>6} plays {:>8} load {}",
+                "capacity: t={:>4.0} s present {:>6} ended matches {:>6} plays {:>8} load {} RSS MiB {}",
                 (now - start).as_secs_f64(),
                 s.present,
                 ended,
                 sim.counters
                     .plays
                     .load(std::sync::atomic::Ordering::Relaxed),
-                loadavg()
+                loadavg(),
+                s.usage
+                    .iter()
+                    .map(|u| (u.rss_bytes >> 20).to_string())
+                    .collect::<Vec<_>>()
+                    .join("/")
             );
         }
         if opened.is_some() {
@@ -412,6 +425,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
             name: name.clone(),
             start: opened.usage[i],
             end: closed.usage[i],
+            mid_rss: samples
+                .get(samples.len() / 2)
+                .map_or(0, |s| s.usage[i].rss_bytes),
             peak_rss: samples
                 .iter()
                 .map(|s| s.usage[i].rss_bytes)

@@ -17,6 +17,9 @@ pub struct GroupRow {
     pub start: Usage,
     /// At its end.
     pub end: Usage,
+    /// Resident memory halfway through the window: growth in the second half that
+    /// matches the first is a leak, growth only in the first a level being reached.
+    pub mid_rss: u64,
     /// The most resident memory seen.
     pub peak_rss: u64,
     /// The most sockets seen.
@@ -62,7 +65,7 @@ pub fn groups_table(groups: &[GroupRow], seconds: f64, player_hours: f64) -> Str
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| process | CPU s | cores (mean) | CPU s per player-hour | RSS start → end MiB (peak) | sockets end (peak) | throttled periods (whole run) |"
+        "| process | CPU s | cores (mean) | CPU s per player-hour | RSS start → half → end MiB (peak) | sockets end (peak) | throttled periods (whole run) |"
     );
     let _ = writeln!(out, "|---|---:|---:|---:|---|---|---:|");
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
@@ -70,11 +73,12 @@ pub fn groups_table(groups: &[GroupRow], seconds: f64, player_hours: f64) -> Str
         let cpu = (g.end.cpu_seconds - g.start.cpu_seconds).max(0.0);
         let _ = writeln!(
             out,
-            "| {} | {cpu:.1} | {:.2} | {:.2} | {:.0} → {:.0} ({:.0}) | {} ({}) | {} |",
+            "| {} | {cpu:.1} | {:.2} | {:.2} | {:.0} → {:.0} → {:.0} ({:.0}) | {} ({}) | {} |",
             g.name,
             cpu / seconds.max(1e-9),
             cpu / player_hours.max(1e-9),
             mib(g.start.rss_bytes),
+            mib(g.mid_rss),
             mib(g.end.rss_bytes),
             mib(g.peak_rss),
             g.end.sockets,
@@ -149,6 +153,7 @@ mod tests {
                 sockets: 9,
                 processes: 1,
             },
+            mid_rss: 11 << 20,
             peak_rss: 13 << 20,
             peak_sockets: 11,
             throttled: None,
@@ -156,7 +161,7 @@ mod tests {
         // 30 CPU s in 60 s (0.5 cores) for 2 player-hours: 15 CPU s per player-hour.
         let table = groups_table(&[group], 60.0, 2.0);
         assert!(
-            table.contains("| game-0 | 30.0 | 0.50 | 15.00 | 10 → 12 (13) | 9 (11) | - |"),
+            table.contains("| game-0 | 30.0 | 0.50 | 15.00 | 10 → 11 → 12 (13) | 9 (11) | - |"),
             "{table}"
         );
     }
