@@ -194,7 +194,7 @@ capacity-model: ## The capacity model (docs/scaling.md): its predictions before 
 	python3 scripts/capacity_fit.py --self-test > /dev/null
 	python3 scripts/capacity_model.py --players 20000 --quota 1 --quota 2 $(if $(MARKDOWN),--markdown)
 	python3 scripts/capacity_model.py --players 1000000 --quota 1 --quota 2 --plan $(if $(MARKDOWN),--markdown)
-	-python3 scripts/capacity_fit.py --quota 0.25 --quota 1 $(if $(MARKDOWN),--markdown)
+	python3 scripts/capacity_fit.py --quota 0.25 --quota 1 $(if $(MARKDOWN),--markdown)
 
 redis-cluster: ## Start the local Redis Cluster the tests use (127.0.0.1:7001-7006)
 	scripts/redis-cluster.sh start

@@ -425,9 +425,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
             name: name.clone(),
             start: opened.usage[i],
             end: closed.usage[i],
-            mid_rss: samples
-                .get(samples.len() / 2)
-                .map_or(0, |s| s.usage[i].rss_bytes),
+            rss_levels: report::rss_levels(
+                &samples
+                    .iter()
+                    .map(|s| s.usage[i].rss_bytes)
+                    .collect::<Vec<_>>(),
+            ),
             peak_rss: samples
                 .iter()
                 .map(|s| s.usage[i].rss_bytes)

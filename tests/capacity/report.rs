@@ -17,9 +17,8 @@ pub struct GroupRow {
     pub start: Usage,
     /// At its end.
     pub end: Usage,
-    /// Resident memory halfway through the window: growth in the second half that
-    /// matches the first is a leak, growth only in the first a level being reached.
-    pub mid_rss: u64,
+    /// Resident memory over the window's first, middle and last tenth ([`rss_levels`]).
+    pub rss_levels: [u64; 3],
     /// The most resident memory seen.
     pub peak_rss: u64,
     /// The most sockets seen.
@@ -65,7 +64,7 @@ pub fn groups_table(groups: &[GroupRow], seconds: f64, player_hours: f64) -> Str
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| process | CPU s | cores (mean) | CPU s per player-hour | RSS start → half → end MiB (peak) | sockets end (peak) | throttled periods (whole run) |"
+        "| process | CPU s | cores (mean) | CPU s per player-hour | RSS first → middle → last tenth, median MiB (peak) | sockets end (peak) | throttled periods (whole run) |"
     );
     let _ = writeln!(out, "|---|---:|---:|---:|---|---|---:|");
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
@@ -77,9 +76,9 @@ pub fn groups_table(groups: &[GroupRow], seconds: f64, player_hours: f64) -> Str
             g.name,
             cpu / seconds.max(1e-9),
             cpu / player_hours.max(1e-9),
-            mib(g.start.rss_bytes),
-            mib(g.mid_rss),
-            mib(g.end.rss_bytes),
+            mib(g.rss_levels[0]),
+            mib(g.rss_levels[1]),
+            mib(g.rss_levels[2]),
             mib(g.peak_rss),
             g.end.sockets,
             g.peak_sockets,
@@ -87,6 +86,29 @@ pub fn groups_table(groups: &[GroupRow], seconds: f64, player_hours: f64) -> Str
         );
     }
     out
+}
+
+/// The median resident memory over the first, the middle and the last tenth of `rss`
+/// (one read a second over the window; at least one read each). Medians, not single
+/// reads: a process's memory swings by what it holds for a moment (accounts: 19 MiB a
+/// password hash in flight), and a leak shows as a level that keeps rising from one
+/// tenth to the next where a level being reached rises only at first.
+pub fn rss_levels(rss: &[u64]) -> [u64; 3] {
+    if rss.is_empty() {
+        return [0; 3];
+    }
+    let tenth = (rss.len() / 10).max(1);
+    let middle = (rss.len() - tenth) / 2;
+    let median = |part: &[u64]| {
+        let mut part = part.to_vec();
+        part.sort_unstable();
+        part[(part.len() - 1) / 2]
+    };
+    [
+        median(&rss[..tenth]),
+        median(&rss[middle..middle + tenth]),
+        median(&rss[rss.len() - tenth..]),
+    ]
 }
 
 /// The worst p99 among unary calls (names without `:` or `→`, which mark streams and
@@ -104,6 +126,23 @@ pub fn worst_unary_p99(series: &BTreeMap<String, Series>) -> Option<(String, u32
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rss_levels_are_medians_of_the_first_middle_and_last_tenth() {
+        // A level with spikes of a hash in flight: no growth.
+        let spiky: Vec<u64> = (0..100)
+            .map(|i| if i % 3 == 0 { 120 } else { 100 })
+            .collect();
+        assert_eq!(rss_levels(&spiky), [100, 100, 100]);
+        // A leak: the level rises through the window.
+        let leak: Vec<u64> = (0..100).map(|i| 100 + i).collect();
+        assert_eq!(rss_levels(&leak), [104, 149, 194]);
+        // A level being reached: growth in the first half only.
+        let settling: Vec<u64> = (0..100).map(|i| 100 + i.min(40)).collect();
+        assert_eq!(rss_levels(&settling), [104, 140, 140]);
+        assert_eq!(rss_levels(&[7]), [7, 7, 7]);
+        assert_eq!(rss_levels(&[]), [0, 0, 0]);
+    }
 
     #[test]
     fn tables_and_the_worst_unary_call() {
@@ -153,7 +192,7 @@ mod tests {
                 sockets: 9,
                 processes: 1,
             },
-            mid_rss: 11 << 20,
+            rss_levels: [10 << 20, 11 << 20, 12 << 20],
             peak_rss: 13 << 20,
             peak_sockets: 11,
             throttled: None,

@@ -594,6 +594,8 @@ struct Shared {
     think_ms: (u64, u64),
     /// The open loop's schedule (`--rate`), the same for every room.
     schedule: Option<open_loop::Schedule>,
+    /// The bots' think delay (`--bot-delay-ms`).
+    bot_delay_ms: u64,
 }
 
 impl Shared {
@@ -619,7 +621,13 @@ struct Figures {
     /// timer woke past the scheduled instant (µs): the load generator's share of the
     /// latency.
     overshoot_us: Vec<u32>,
+    /// Bot rooms: the events this player received between its play and a bot's card
+    /// that came more than [`SLOW_ANSWER_MS`] after the think delay (a few per player).
+    slow_answers: Vec<String>,
 }
+
+/// A bot's card later than this past its think delay has its events printed.
+const SLOW_ANSWER_MS: u64 = 100;
 
 fn token(issuer: &TokenIssuer, user_id: Uuid, role: Role) -> anyhow::Result<String> {
     Ok(issuer
@@ -750,6 +758,10 @@ async fn player(
     let mut my_turn = false;
     let mut started = *start.borrow();
     let mut last_seq = 0;
+    // Bot rooms: what came since this player's last play (ms after it, event), for the
+    // slow answers' report.
+    let bot_room = Arc::ptr_eq(&mine, &theirs);
+    let mut trail: Vec<(u64, &'static str)> = Vec::new();
     loop {
         if started && my_turn && shared.running.load(Ordering::Relaxed) {
             my_turn = false;
@@ -789,6 +801,7 @@ async fn player(
                 _ => shared.now_ns(),
             };
             mine.store(measured_from.max(1), Ordering::Relaxed);
+            trail.clear();
             tx.send(PlayRequest {
                 kind: Some(Kind::PlayCard(game::PlayCard {
                     card: Some(card_to_pb(card)),
@@ -817,6 +830,11 @@ async fn player(
         if !matches!(event.event, Some(E::Rejected(_) | E::Pong(_))) {
             last_seq = event.seq;
         }
+        if bot_room && trail.len() < 64 {
+            let sent = mine.load(Ordering::Relaxed);
+            let after_ms = shared.now_ns().saturating_sub(sent) / 1_000_000;
+            trail.push((after_ms, event_kind(event.event.as_ref())));
+        }
         match event.event {
             Some(E::HandDealt(dealt)) => {
                 hand = dealt
@@ -841,6 +859,19 @@ async fn player(
                         let micros = open_loop::latency_us(sent, shared.now_ns());
                         figures.latencies_us.push(micros);
                         figures.plays_seen += 1;
+                        let slow_ms = (shared.bot_delay_ms + SLOW_ANSWER_MS) * 1000;
+                        if bot_room && u64::from(micros) > slow_ms && figures.slow_answers.len() < 3
+                        {
+                            let events: Vec<String> = trail
+                                .iter()
+                                .map(|(ms, kind)| format!("{ms} {kind}"))
+                                .collect();
+                            figures.slow_answers.push(format!(
+                                "{} ms after the play: {}",
+                                micros / 1000,
+                                events.join(", ")
+                            ));
+                        }
                     }
                 }
             }
@@ -860,6 +891,24 @@ async fn player(
             }
             _ => {}
         }
+    }
+}
+
+/// The name of an event's kind, for the slow answers' report.
+fn event_kind(event: Option<&E>) -> &'static str {
+    match event {
+        Some(E::MatchStarted(_)) => "match_started",
+        Some(E::RoundStarted(_)) => "round_started",
+        Some(E::TableDealt(_)) => "table_dealt",
+        Some(E::HandDealt(_)) => "hand_dealt",
+        Some(E::CardPlayed(_)) => "card_played",
+        Some(E::TurnStarted(_)) => "turn_started",
+        Some(E::RoundEnded(_)) => "round_ended",
+        Some(E::MatchEnded(_)) => "match_ended",
+        Some(E::RematchOffered(_)) => "rematch_offered",
+        Some(E::Rejected(_)) => "rejected",
+        Some(E::Pong(_)) => "pong",
+        _ => "other",
     }
 }
 
@@ -966,6 +1015,7 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         schedule: args
             .rate
             .map(|rate| open_loop::Schedule::new(rate, args.matches)),
+        bot_delay_ms: args.bot_delay_ms,
     });
     // Open loop: each two-player room's next scheduled instant, set when the run starts.
     let slots: Vec<Arc<AtomicU64>> = (0..args.matches)
@@ -1106,10 +1156,12 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     let (mut plays, mut ended, mut rejects) = (0u64, 0u64, 0u64);
     let (mut late_sends, mut overshoots) = (0u64, Vec::new());
     let (mut bot_plays, mut bot_ended, mut human_plays_against_bots) = (0u64, 0u64, 0u64);
+    let mut slow_answers = Vec::new();
     while let Some(result) = tasks.join_next().await {
         match result? {
             (true, Ok(figures)) => {
                 bot_latencies.extend(figures.latencies_us);
+                slow_answers.extend(figures.slow_answers);
                 bot_plays += figures.plays_seen;
                 human_plays_against_bots += figures.own_plays;
                 bot_ended += figures.matches_ended;
@@ -1207,6 +1259,17 @@ async fn drive(args: Args) -> anyhow::Result<()> {
             cpu * 1000.0 / decisions.max(1) as f64,
             cpu / elapsed * 100.0
         );
+        let slow = bot_latencies
+            .iter()
+            .filter(|&&us| u64::from(us) > (args.bot_delay_ms + SLOW_ANSWER_MS) * 1000)
+            .count();
+        println!(
+            "bot's cards more than {SLOW_ANSWER_MS} ms past the delay: {slow} ({:.2} %); what the player received from its play to such a card (ms after the play, event), a few:",
+            slow as f64 * 100.0 / bot_latencies.len().max(1) as f64
+        );
+        for answer in slow_answers.iter().take(12) {
+            println!("  {answer}");
+        }
     }
     // Each match has at most one play in flight (a player plays on its turn), so by
     // Little's law the mean latency is the plays in flight over plays/s: with no think
