@@ -33,7 +33,7 @@ import math
 import sys
 from dataclasses import dataclass, replace
 
-from capacity_model import table  # the same tables, plain or Markdown
+from capacity_model import Checks, table  # the same tables and self-test checks
 
 # The process groups of the capacity report, and whether a run has several replicas of it
 # (the fit is per replica: replicas share the load evenly, players spread by connection).
@@ -370,12 +370,7 @@ def report(runs: list, quotas: list, markdown: bool, pod_runs: list = (), per_re
 
 
 def self_test() -> None:
-    failures = []
-
-    def check(name, ok, detail=""):
-        print(f"{'ok  ' if ok else 'FAIL'} {name} {detail}")
-        if not ok:
-            failures.append(name)
+    check = Checks()
 
     truth = Curve(0.002, 0.7)
     got = fit([(x, truth.cores(x)) for x in (50.0, 200.0, 800.0)])
@@ -416,10 +411,7 @@ def self_test() -> None:
     check("an unsaturated run's players at the quota scale along the curve",
           abs(players_at_quota(truth, PodRun("p", "", 1, 0.25, 1000, 100.0, truth.cores(100.0), 0)) / 1000 - (0.25 / truth.cores(100.0)) ** (1 / 0.7)) < 1e-9)
     check("a quota run 30 % off fails the report", not report(base, [1.0], False, [replace(full, plays_per_s=truth.plays_at(0.25) * 1.3)])[1])
-    if failures:
-        print(f"{len(failures)} failed")
-        sys.exit(1)
-    print("all passed")
+    check.finish()
 
 
 def main() -> None:

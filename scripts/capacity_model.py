@@ -823,13 +823,26 @@ def window_present(players_flag: float, w: Workload = LONG, scale: int = 4000, s
     return covered / (hi - lo) / scale, peak / scale
 
 
-def self_test() -> None:
-    failures = []
+class Checks:
+    """A self-test's checks: each printed ok or FAIL; `finish` exits 1 if any failed."""
 
-    def check(name, ok, detail=""):
+    def __init__(self) -> None:
+        self.failures = []
+
+    def __call__(self, name: str, ok: bool, detail: str = "") -> None:
         print(f"{'ok  ' if ok else 'FAIL'} {name} {detail}")
         if not ok:
-            failures.append(name)
+            self.failures.append(name)
+
+    def finish(self) -> None:
+        if self.failures:
+            print(f"{len(self.failures)} failed")
+            sys.exit(1)
+        print("all passed")
+
+
+def self_test() -> None:
+    check = Checks()
 
     for label, w in (("long", LONG), ("short", SHORT)):
         s = sessions(w)
@@ -886,10 +899,7 @@ def self_test() -> None:
     # Spectator stay: a watch never outlasts its draw or the match.
     st = spectator_stay(LONG.watch_s, 600)
     check("a spectator's stay is below its draw's mean and the match", st < mean(LONG.watch_s) and st < 600, f"({st:.1f} s)")
-    if failures:
-        print(f"{len(failures)} failed")
-        sys.exit(1)
-    print("all passed")
+    check.finish()
 
 
 def main() -> None:
