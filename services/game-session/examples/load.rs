@@ -295,10 +295,11 @@ fn serve() -> anyhow::Result<()> {
                 };
                 if line == "report" {
                     println!(
-                        "bots {} {} {}",
+                        "bots {} {} {} {}",
                         m.hard_bot_decisions.get(),
                         m.hard_bot_fallbacks.get(),
-                        m.hard_bot_cpu_seconds.get()
+                        m.hard_bot_cpu_seconds.get(),
+                        m.hard_bot_late_answers.get()
                     );
                     let _ = std::io::stdout().flush();
                 }
@@ -434,8 +435,9 @@ impl Server {
         })
     }
 
-    /// The replica's hard bot counters: decisions, fallbacks to greedy, CPU seconds.
-    fn bot_counters(&mut self) -> anyhow::Result<(u64, u64, f64)> {
+    /// The replica's hard bot counters: decisions, fallbacks to greedy (no slot in
+    /// time), CPU seconds, answers too late (greedy played at the delay's end).
+    fn bot_counters(&mut self) -> anyhow::Result<(u64, u64, f64, u64)> {
         let stdin = self.child.stdin.as_mut().context("the replica's stdin")?;
         writeln!(stdin, "report")?;
         stdin.flush()?;
@@ -443,9 +445,12 @@ impl Server {
         self.output.read_line(&mut line)?;
         let fields: Vec<&str> = line.split_whitespace().collect();
         match fields.as_slice() {
-            ["bots", decisions, fallbacks, cpu] => {
-                Ok((decisions.parse()?, fallbacks.parse()?, cpu.parse()?))
-            }
+            ["bots", decisions, fallbacks, cpu, late] => Ok((
+                decisions.parse()?,
+                fallbacks.parse()?,
+                cpu.parse()?,
+                late.parse()?,
+            )),
             _ => bail!("unexpected replica output {line:?}"),
         }
     }
@@ -1114,7 +1119,7 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     let bots0 = if args.bot_rooms > 0 {
         server.bot_counters()?
     } else {
-        (0, 0, 0.0)
+        (0, 0, 0.0, 0)
     };
     let (cpu0, redis_cpu0) = (server.cpu_seconds(), redis_cpu(&mut redis_nodes).await);
     let own_cpu0 = own_cpu_seconds();
@@ -1130,7 +1135,7 @@ async fn drive(args: Args) -> anyhow::Result<()> {
     let bots1 = if args.bot_rooms > 0 {
         server.bot_counters()?
     } else {
-        (0, 0, 0.0)
+        (0, 0, 0.0, 0)
     };
     let redis_used: Vec<f64> = redis_cpu1
         .iter()
@@ -1237,7 +1242,12 @@ async fn drive(args: Args) -> anyhow::Result<()> {
         // The bot answers no sooner than its think delay: what is left is the replica's.
         let delay_us = args.bot_delay_ms as f64 * 1000.0;
         let answer = |p: f64| (percentile(&bot_latencies, p) - delay_us / 1000.0).max(0.0);
-        let (decisions, fallbacks, cpu) = (bots1.0 - bots0.0, bots1.1 - bots0.1, bots1.2 - bots0.2);
+        let (decisions, fallbacks, cpu, late) = (
+            bots1.0 - bots0.0,
+            bots1.1 - bots0.1,
+            bots1.2 - bots0.2,
+            bots1.3 - bots0.3,
+        );
         println!(
             "bot rooms {} ({:?}, think delay {} ms): {} bot plays ({:.0}/s), {} matches ended",
             args.bot_rooms,
@@ -1254,7 +1264,7 @@ async fn drive(args: Args) -> anyhow::Result<()> {
             answer(100.0)
         );
         println!(
-            "hard decisions {decisions} ({:.0}/s), fell back to greedy {fallbacks}; search CPU {:.2} ms a decision ({:.0} % of a core)",
+            "hard decisions {decisions} ({:.0}/s), played greedy: no slot in time {fallbacks}, no answer by the delay's end {late}; search CPU {:.2} ms a decision ({:.0} % of a core)",
             decisions as f64 / elapsed,
             cpu * 1000.0 / decisions.max(1) as f64,
             cpu / elapsed * 100.0

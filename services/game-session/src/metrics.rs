@@ -71,6 +71,9 @@ pub struct GameMetrics {
     pub hard_bot_decisions: Counter,
     /// Hard bot turns that got no thinking slot within `bots.queue_ms` and played greedy.
     pub hard_bot_fallbacks: Counter,
+    /// Hard bot turns whose search, started with the turn, had not answered by the end of
+    /// the think delay and `bots.hard_max_ms`: played greedy (`crate::replica::timers`).
+    pub hard_bot_late_answers: Counter,
     /// Wall time of one hard bot search.
     pub hard_bot_think_seconds: Histogram,
     /// CPU time the hard bot searches used (the thread's own CPU time, Linux).
@@ -103,6 +106,7 @@ impl GameMetrics {
             max_streams: Gauge::default(),
             hard_bot_decisions: Counter::default(),
             hard_bot_fallbacks: Counter::default(),
+            hard_bot_late_answers: Counter::default(),
             hard_bot_think_seconds: Histogram::new(basra_platform::metrics::latency_buckets()),
             hard_bot_cpu_seconds: Counter::default(),
         };
@@ -208,6 +212,11 @@ impl GameMetrics {
             "hard_bot_fallbacks",
             "Hard bot turns that found no thinking slot in time and played greedy",
             m.hard_bot_fallbacks.clone(),
+        );
+        registry.register(
+            "hard_bot_late_answers",
+            "Hard bot turns whose search had not answered by the end of the think delay and one search's time, played greedy",
+            m.hard_bot_late_answers.clone(),
         );
         registry.register(
             "hard_bot_think_seconds",

@@ -17,8 +17,11 @@
 //!    card instead of thinking again.
 //!
 //! The timer's claim on the room ([`RoomStore::claim_due`](crate::store::RoomStore::claim_due))
-//! keeps other replicas from playing the same turn while the search runs. The bot's think
-//! delay (`game.bot_delay_ms`) is unchanged: the search starts when it has passed.
+//! keeps other replicas from playing the same turn while the search runs. The search
+//! runs through the bot's think delay (`game.bot_delay_ms`): the replica whose commit
+//! gave the bot its turn starts it then ([`super::timers`]), and the card is played when
+//! the delay has passed (a replica that fires the room without having started it, as
+//! after a failover, thinks when it fires).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -121,8 +124,14 @@ impl Bots {
         }
     }
 
+    /// The most a decision computes (`hard_max_ms`).
+    pub fn max_think(&self) -> Duration {
+        self.max_think
+    }
+
     /// The search's card for `turn`, computed on the search threads; `None` when no slot
-    /// came within the queue time (or the search failed). `metrics` count the
+    /// came within the queue time (or the search failed). Dropping the future stops the
+    /// search (at its next world) or skips it. `metrics` count the
     /// decisions, the fallbacks, and the searches' wall and CPU time.
     pub async fn think(&self, turn: BotTurn, metrics: &Arc<GameMetrics>) -> Option<BotChoice> {
         let slot = tokio::time::timeout(self.queue, Arc::clone(&self.slots).acquire_owned()).await;
@@ -135,10 +144,15 @@ impl Bots {
         let (answer, answered) = oneshot::channel();
         self.threads.run(move || {
             let _permit = permit;
+            // Nobody waits for the card any more (the turn was played without it): the
+            // slot goes to the next decision at once.
+            if answer.is_closed() {
+                return;
+            }
             let (started, cpu_started) = (Instant::now(), thread_cpu_ns());
             let mut rng = rand::rng();
             let card = search::best_card(&turn.view, &turn.memory, &budget, &mut rng, || {
-                started.elapsed() >= max_think
+                started.elapsed() >= max_think || answer.is_closed()
             });
             let think = started.elapsed();
             metrics.hard_bot_decisions.inc();
@@ -309,6 +323,35 @@ mod tests {
             Some(Action::Play { card, .. }) => card,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_search_nobody_waits_for_stops_and_frees_its_slot() {
+        // One slot, and a search that would run for ten seconds.
+        let bots = Bots::new(&BotSettings {
+            concurrent: 1,
+            hard_worlds: 100_000,
+            hard_max_ms: 10_000,
+            queue_ms: 2_000,
+            ..BotSettings::default()
+        });
+        let room = room_against(BotLevel::Hard);
+        let turn = room.hard_bot_turn(room.bot_due_ms.unwrap()).unwrap();
+        let metrics = Arc::new(GameMetrics::default());
+        let long = tokio::spawn({
+            let (bots, turn, metrics) = (bots.clone(), turn.clone(), Arc::clone(&metrics));
+            async move { bots.think(turn, &metrics).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        long.abort();
+        // The next decision gets the slot within its queue time: the first search
+        // stopped when its caller went away.
+        let quick = Bots {
+            budget: Budget { worlds: 10 },
+            ..bots
+        };
+        assert!(quick.think(turn, &metrics).await.is_some());
+        assert_eq!(metrics.hard_bot_fallbacks.get(), 0);
     }
 
     #[tokio::test]

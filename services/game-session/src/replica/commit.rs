@@ -227,7 +227,7 @@ impl Replica {
                         batch,
                     };
                     in_flight.committed(&committed, if plain_play { loaded.tail + 1 } else { 0 });
-                    timers::schedule(self, room_id, committed.room.next_deadline());
+                    timers::schedule(self, &committed.room);
                     return Ok(Mutation::Done { value, committed });
                 }
                 CommitOutcome::AlreadyApplied { seq } => return Ok(Mutation::AlreadyApplied(seq)),
@@ -296,7 +296,7 @@ impl Replica {
         match outcome? {
             CommitOutcome::Committed { .. } => {
                 self.metrics.rooms_created.inc();
-                timers::schedule(self, &room.id, room.next_deadline());
+                timers::schedule(self, room);
                 Ok(true)
             }
             _ => Ok(false),

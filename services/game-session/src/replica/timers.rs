@@ -2,6 +2,11 @@
 //! bot's play, a grace period or a rematch window ending. Every replica's loop also
 //! refreshes its presence lease and sweeps the expired ones of others ([`super::lease`]);
 //! the rooms due are found through the shards this replica walks ([`super::walks`]).
+//!
+//! A hard bot thinks through its think delay: when the commit that gives it the turn
+//! schedules the room's deadline here, its search starts at once ([`Early`]) and its card
+//! is played when the delay ends, so the card comes on time whenever the search and its
+//! wait for a slot take less than the delay.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{GameError, Result};
 use crate::room::timing::now_ms;
 use crate::room::{BotChoice, BotTurn, Reject, Room};
+use tokio::task::JoinHandle;
 
 use super::{Mutation, Replica, lease};
 
@@ -23,9 +29,12 @@ pub const TIMERS_IN_FLIGHT: usize = 64;
 /// delay — fires it from here at that moment rather than on the timer loop's next
 /// tick: a bot answers on time, and the rooms due spread over time instead of
 /// firing in a burst each tick. The claim keeps it to one replica (the timer loop
-/// still fires it if this replica dies meanwhile).
-pub(crate) fn schedule(replica: &Arc<Replica>, room_id: &str, deadline: Option<i64>) {
-    let Some(at) = deadline else { return };
+/// still fires it if this replica dies meanwhile). A hard bot due then starts its search
+/// now, for the room as `room` is ([`Early`]).
+pub(crate) fn schedule(replica: &Arc<Replica>, room: &Room) {
+    let Some(at) = room.next_deadline() else {
+        return;
+    };
     let wait = at - now_ms();
     let close = replica
         .config
@@ -34,22 +43,84 @@ pub(crate) fn schedule(replica: &Arc<Replica>, room_id: &str, deadline: Option<i
     if wait > close.as_millis() as i64 {
         return;
     }
+    let due = tokio::time::Instant::now() + Duration::from_millis(wait.max(0) as u64);
+    let early = room
+        .hard_bot_turn(at)
+        .map(|turn| Early::start(replica, turn, due));
     let replica = Arc::clone(replica);
-    let room_id = room_id.to_owned();
+    let room_id = room.id.clone();
     tokio::spawn(async move {
         if wait > 0 {
             tokio::time::sleep(Duration::from_millis(wait as u64)).await;
         }
-        if let Err(err) = fire(&replica, &room_id).await {
+        if let Err(err) = fire(&replica, &room_id, early).await {
             tracing::warn!(room_id, error = %err, "timer failed");
         }
     });
 }
 
+/// A hard bot's search started when its turn began, for the room at `seq`; its answer is
+/// awaited until `by` (the end of the think delay and one search's time), then the bot
+/// plays greedy: the card comes on time even when the search could not. Dropped, it
+/// stops the search (its turn was played, or fired elsewhere).
+pub(crate) struct Early {
+    seq: u64,
+    by: tokio::time::Instant,
+    answer: JoinHandle<Option<BotChoice>>,
+}
+
+impl Early {
+    fn start(replica: &Arc<Replica>, turn: BotTurn, due: tokio::time::Instant) -> Early {
+        let seq = turn.seq;
+        let by = due + replica.config.bots.max_think();
+        let replica = Arc::clone(replica);
+        let answer =
+            tokio::spawn(async move { replica.config.bots.think(turn, &replica.metrics).await });
+        Early { seq, by, answer }
+    }
+
+    /// The card for `turn`: the early search's when it was for the same state of the
+    /// room (`None` when it found no slot, or had not answered by `by`: the bot plays
+    /// greedy), otherwise a search now.
+    async fn card_for(
+        early: Option<Early>,
+        replica: &Arc<Replica>,
+        turn: BotTurn,
+    ) -> Option<BotChoice> {
+        match early {
+            Some(mut early) if early.seq == turn.seq => {
+                match tokio::time::timeout_at(early.by, &mut early.answer).await {
+                    Ok(answer) => answer.ok().flatten(),
+                    Err(_) => {
+                        replica.metrics.hard_bot_late_answers.inc();
+                        None
+                    }
+                }
+            }
+            stale => {
+                drop(stale);
+                replica.config.bots.think(turn, &replica.metrics).await
+            }
+        }
+    }
+}
+
+/// The search is of no use once its turn is played: stop it, or skip it if it has not
+/// started, so that its slot goes to the next decision.
+impl Drop for Early {
+    fn drop(&mut self) {
+        self.answer.abort();
+    }
+}
+
 /// Claims the room's due deadline and does what is due (one trace per firing: a
 /// bot's play, an automatic play, a grace period ending).
-#[tracing::instrument(name = "game.timer", skip(replica))]
-pub(crate) async fn fire(replica: &Arc<Replica>, room_id: &str) -> Result<()> {
+#[tracing::instrument(name = "game.timer", skip(replica, early))]
+pub(crate) async fn fire(
+    replica: &Arc<Replica>,
+    room_id: &str,
+    early: Option<Early>,
+) -> Result<()> {
     let now = now_ms();
     let lease = 5_000;
     if !replica.store.claim_due(room_id, now, lease).await? {
@@ -57,7 +128,7 @@ pub(crate) async fn fire(replica: &Arc<Replica>, room_id: &str) -> Result<()> {
     }
     replica.metrics.timers_fired.inc();
     // A hard bot thinks away from the runtime (crate::replica::bots).
-    let outcome = on_timer(replica, room_id).await;
+    let outcome = on_timer(replica, room_id, early).await;
     match outcome {
         Ok(Mutation::Rejected(_)) => {
             // Nothing was due after all (another replica acted first): put the real
@@ -67,7 +138,7 @@ pub(crate) async fn fire(replica: &Arc<Replica>, room_id: &str) -> Result<()> {
                     .store
                     .sync_deadline(room_id, loaded.version, loaded.room.next_deadline())
                     .await?;
-                schedule(replica, room_id, loaded.room.next_deadline());
+                schedule(replica, &loaded.room);
             }
             Ok(())
         }
@@ -120,7 +191,7 @@ pub(crate) async fn run(replica: Arc<Replica>, shutdown: CancellationToken) {
             let replica = Arc::clone(&replica);
             tokio::spawn(async move {
                 let _slot = slot;
-                if let Err(err) = fire(&replica, &room_id).await {
+                if let Err(err) = fire(&replica, &room_id, None).await {
                     tracing::warn!(room_id, error = %err, "timer failed");
                 }
             });
@@ -129,8 +200,13 @@ pub(crate) async fn run(replica: Arc<Replica>, shutdown: CancellationToken) {
 }
 
 /// Does what is due in the room, as [`Room::on_timer`] does, with a due hard bot's card
-/// thought of away from the runtime (see [`super::bots`]).
-async fn on_timer(replica: &Arc<Replica>, room_id: &str) -> Result<Mutation<()>> {
+/// thought of away from the runtime (see [`super::bots`]), or by the search `early`
+/// started.
+async fn on_timer(
+    replica: &Arc<Replica>,
+    room_id: &str,
+    mut early: Option<Early>,
+) -> Result<Mutation<()>> {
     // After one search (`thought`), the change plays its card, or greedy without one.
     let (mut thought, mut choice) = (false, None::<BotChoice>);
     loop {
@@ -153,7 +229,7 @@ async fn on_timer(replica: &Arc<Replica>, room_id: &str) -> Result<Mutation<()>>
             .await?;
         match (turn, outcome) {
             (Some(turn), Mutation::Rejected(_)) if !thought => {
-                choice = replica.config.bots.think(turn, &replica.metrics).await;
+                choice = Early::card_for(early.take(), replica, turn).await;
                 thought = true;
             }
             (_, outcome) => return Ok(outcome),

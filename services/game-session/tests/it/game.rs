@@ -659,6 +659,66 @@ async fn bot_plays_a_whole_match(level: pb::BotLevel, name: &str) {
     replica.stop().await;
 }
 
+/// The hard bot searches through its think delay (game_session::replica::timers::Early):
+/// with a search of 300 ms and a delay of 400 ms, its card comes when the delay ends,
+/// not 300 ms after (as when the search started only then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hard_bot_thinks_through_its_think_delay() {
+    const DELAY_MS: u64 = 400;
+    const SEARCH_MS: u64 = 300;
+    let tokens = Tokens::new();
+    let mut timing = test_timing();
+    timing.bot_delay_ms = DELAY_MS;
+    let mut config = test_config("r1", timing);
+    // Far more worlds than 300 ms can deal: every search runs its whole time.
+    config.bots =
+        game_session::replica::bots::Bots::new(&game_session::replica::bots::BotSettings {
+            hard_worlds: 100_000,
+            hard_max_ms: SEARCH_MS,
+            ..Default::default()
+        });
+    let replica = TestApp::builder(&tokens).config(config).spawn().await;
+    let ua = Uuid::now_v7();
+    let room = Uuid::now_v7().to_string();
+    create_room(
+        replica.channel().await,
+        &tokens,
+        &room,
+        vec![player_seat(ua), bot_seat(pb::BotLevel::Hard)],
+        low_target(),
+    )
+    .await
+    .unwrap();
+    let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
+    let mut answers = Vec::new();
+    while answers.len() < 4 {
+        a.until(|e| matches!(e, E::TurnStarted(t) if t.seat == 0))
+            .await;
+        let card = a.hand.iter().next().expect("a card to play");
+        let played = std::time::Instant::now();
+        a.play(card, &Uuid::now_v7().to_string()).await;
+        let answer = a
+            .until(|e| matches!(e, E::CardPlayed(p) if p.seat == 1))
+            .await;
+        if let Some(E::CardPlayed(p)) = answer.event {
+            assert!(!p.automatic, "the bot played its own card");
+        }
+        answers.push(played.elapsed());
+    }
+    let delay = Duration::from_millis(DELAY_MS);
+    assert!(
+        answers.iter().all(|&answer| answer >= delay),
+        "never before the delay: {answers:?}"
+    );
+    // Thinking only after the delay, every answer would take DELAY_MS + SEARCH_MS.
+    let fastest = *answers.iter().min().unwrap();
+    assert!(
+        fastest < Duration::from_millis(DELAY_MS + SEARCH_MS * 3 / 4),
+        "the search ran through the delay: {answers:?}"
+    );
+    replica.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_outbox_records_a_finished_match_once_even_when_accounts_is_down_at_first() {
     // Down long enough for a backoff without the 2 s cap to reach 6.4 s.
