@@ -209,6 +209,15 @@ async fn on_timer(
 ) -> Result<Mutation<()>> {
     // After one search (`thought`), the change plays its card, or greedy without one.
     let (mut thought, mut choice) = (false, None::<BotChoice>);
+    // The room as this replica last committed it, looked at rather than taken or loaded:
+    // a hard bot's turn due there is thought of (its early search awaited) before the one
+    // change that plays the card. A stale look costs the commit's version check, and a
+    // card made for another state of the room gives way to greedy.
+    let held = replica.hub.cached(room_id);
+    if let Some(turn) = held.and_then(|held| held.room.hard_bot_turn(now_ms())) {
+        choice = Early::card_for(early.take(), replica, turn).await;
+        thought = true;
+    }
     loop {
         let mut turn: Option<BotTurn> = None;
         let outcome = replica
