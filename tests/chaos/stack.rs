@@ -716,7 +716,11 @@ impl Stack {
         };
         let pg_url = format!("postgres://postgres@{}/postgres", pg_proxy.addr);
         let redis_url = format!("redis://{}", redis_proxy.addr);
-        let mut accounts = service("accounts-0", "accounts", accounts_config(&keys, &pg_url))?;
+        let mut accounts = service(
+            "accounts-0",
+            "accounts",
+            accounts_config(&keys, &pg_url, &redis_url),
+        )?;
         accounts.start().await?;
         let mut games = Vec::new();
         for i in 0..2 {
@@ -845,12 +849,22 @@ impl Stack {
 
 const QUIET: &str = "[telemetry]\nfilter = \"warn\"\njson = false\n";
 
-fn accounts_config(keys: &Keys, pg_url: &str) -> String {
+/// accounts as deployed (`deploy/k8s/base/accounts/config.toml`): presence, the friends'
+/// feeds and the banned accounts in Redis, the revocations under the shared prefix every
+/// service defaults to (`basra`; not written here: the previous release, which the
+/// upgrade scenario runs, does not know the key). Without `[redis]` it would keep them in
+/// its memory: a week of feed notes for every player away from a feed, and bans the
+/// other services never see.
+fn accounts_config(keys: &Keys, pg_url: &str, redis_url: &str) -> String {
     format!(
         r#"[server]
 listen = "127.0.0.1:{{PORT}}"
 drain_seconds = 1
 {QUIET}
+[redis]
+url = "{redis_url}"
+prefix = "chaos:acc"
+
 [database]
 url = "{pg_url}"
 max_connections = 16
