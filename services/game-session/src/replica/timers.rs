@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use basra_proto::basra::game::v1::RejectCode;
 use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{GameError, Result};
 use crate::room::timing::now_ms;
 use crate::room::{BotChoice, BotTurn, Reject, Room};
-use tokio::task::JoinHandle;
 
 use super::{Mutation, Replica, lease};
 
