@@ -4,7 +4,7 @@
 //! the rooms due are found through the shards this replica walks ([`super::walks`]).
 //!
 //! A hard bot thinks through its think delay: when the commit that gives it the turn
-//! schedules the room's deadline here, its search starts at once ([`Early`]) and its card
+//! schedules the room's deadline here, its search starts at once (`Early`) and its card
 //! is played when the delay ends, so the card comes on time whenever the search and its
 //! wait for a slot take less than the delay.
 
