@@ -150,6 +150,23 @@ impl TestApp {
         &self.tokens
     }
 
+    /// A new player in a room of their own against a bot of `level` ([`low_target`]),
+    /// their stream joined from the room's start.
+    pub async fn player_against_bot(&self, level: pb::BotLevel) -> Player {
+        let user = Uuid::now_v7();
+        let room = Uuid::now_v7().to_string();
+        create_room(
+            self.channel().await,
+            &self.tokens,
+            &room,
+            vec![player_seat(user), bot_seat(level)],
+            low_target(),
+        )
+        .await
+        .expect("a room against a bot");
+        Player::join(self.channel().await, &self.tokens, user, 0, &room, Some(0)).await
+    }
+
     /// Its store.
     pub fn store(&self) -> &Arc<dyn RoomStore> {
         &self.store

@@ -628,18 +628,7 @@ async fn bot_plays_a_whole_match(level: pb::BotLevel, name: &str) {
     let tokens = Tokens::new();
     let store = redis_store(&test_prefix()).await;
     let replica = TestApp::builder(&tokens).store(store.clone()).spawn().await;
-    let ua = Uuid::now_v7();
-    let room = Uuid::now_v7().to_string();
-    create_room(
-        replica.channel().await,
-        &tokens,
-        &room,
-        vec![player_seat(ua), bot_seat(level)],
-        low_target(),
-    )
-    .await
-    .unwrap();
-    let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
+    let mut a = replica.player_against_bot(level).await;
     let ended = a.play_on(None).await.unwrap();
     assert_eq!(ended.reason, pb::MatchEndReason::TargetReached as i32);
     let bot_seat = logged(&a.log)
@@ -678,18 +667,7 @@ async fn a_hard_bot_thinks_through_its_think_delay() {
             ..Default::default()
         });
     let replica = TestApp::builder(&tokens).config(config).spawn().await;
-    let ua = Uuid::now_v7();
-    let room = Uuid::now_v7().to_string();
-    create_room(
-        replica.channel().await,
-        &tokens,
-        &room,
-        vec![player_seat(ua), bot_seat(pb::BotLevel::Hard)],
-        low_target(),
-    )
-    .await
-    .unwrap();
-    let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
+    let mut a = replica.player_against_bot(pb::BotLevel::Hard).await;
     let mut answers = Vec::new();
     while answers.len() < 4 {
         a.until(|e| matches!(e, E::TurnStarted(t) if t.seat == 0))
@@ -1088,18 +1066,7 @@ async fn the_embedded_memory_store_serves_a_whole_match_too() {
         .config(test_config("dev", test_timing()))
         .spawn()
         .await;
-    let ua = Uuid::now_v7();
-    let room = Uuid::now_v7().to_string();
-    create_room(
-        replica.channel().await,
-        &tokens,
-        &room,
-        vec![player_seat(ua), bot_seat(pb::BotLevel::Easy)],
-        low_target(),
-    )
-    .await
-    .unwrap();
-    let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
+    let mut a = replica.player_against_bot(pb::BotLevel::Easy).await;
     let ended = a.play_on(None).await.unwrap();
     check_against_replay(&[&a], &ended, &commitment(&a));
     replica.stop().await;

@@ -507,19 +507,7 @@ async fn a_rematch_accepted_by_both_starts_a_new_match() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bot_accepts_a_rematch_at_once() {
     let replica = single_replica(test_timing()).await;
-    let tokens = replica.tokens().clone();
-    let ua = Uuid::now_v7();
-    let room = Uuid::now_v7().to_string();
-    create_room(
-        replica.channel().await,
-        &tokens,
-        &room,
-        vec![player_seat(ua), bot_seat(pb::BotLevel::Medium)],
-        low_target(),
-    )
-    .await
-    .unwrap();
-    let mut a = Player::join(replica.channel().await, &tokens, ua, 0, &room, Some(0)).await;
+    let mut a = replica.player_against_bot(pb::BotLevel::Medium).await;
     a.send(Kind::Resign(game::Resign {})).await;
     let first = match_ended(&mut a).await;
     a.send(Kind::Rematch(game::RematchRequest {})).await;
