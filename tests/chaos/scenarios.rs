@@ -990,8 +990,8 @@ pub async fn kill_cluster_primary(
     Ok(row)
 }
 
-/// What the cluster (any node: `port`) holds of a game-session room: its last seq,
-/// version and status, its deadline, the length of its log.
+/// What the cluster (any node: `port`) holds of a game-session room: its snapshot's seq,
+/// version and status, its deadline, the length of its log (its last seq).
 fn stored_room(port: u16, room: &str) -> String {
     let shard = game_session::store::shard_of(room);
     let key = |name: &str| format!("chaos:{{gs:{shard}}}:{name}");
@@ -1004,7 +1004,7 @@ fn stored_room(port: u16, room: &str) -> String {
             .unwrap_or_default()
     };
     format!(
-        "q/v/st {} deadline {} log {} (now {})",
+        "snapshot seq/v/st {} deadline {} log {} (now {})",
         ask(&["HMGET", &key(&format!("room:{room}:state")), "q", "v", "st"]),
         ask(&["ZSCORE", &key("deadlines"), room]),
         ask(&["LLEN", &key(&format!("room:{room}:log"))]),

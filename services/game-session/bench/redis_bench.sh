@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # The "comparable EVALSHA" of the game-session load benchmark (docs/performance.md, "Game-session"):
-# redis-benchmark runs the real scripts with their two early returns taken out (version
+# redis-benchmark runs the real scripts with their early returns taken out (version
 # mismatch, move already applied) so that every call writes, over 1000 rooms of one shard:
 #
 # - `play`: plain plays (src/store/lua/play.lua), 47 plays of a round's 48, BATCH rooms'
-#   (8) a call as the replica sends them flat out: for each, version and move read, the
-#   two compact events appended, version and move answer written; then the deadlines and one
-#   SPUBLISH; a 36-character client move id and the compact forms' sizes (card_played 16
-#   bytes, turn_started 14);
+#   (8) a call as the replica sends them flat out: for each, the version bumped and the
+#   two compact events appended; then the deadlines and one SPUBLISH; the compact forms'
+#   sizes (card_played 16 bytes and a 36-character client move id, turn_started 14);
 # - `snapshot`: the commit that writes the whole room (src/store/lua/commit.lua), the
 #   round's last play and every other change: the room state (DATA bytes, ~2.4 KB of JSON on
 #   average over a match; ~340 in binary), a card_played and a turn_started event (223
@@ -49,13 +48,11 @@ bench() {
 }
 p="rb-$$"
 t="$p:{gs:1}"
-sha=$(loaded play.lua \
-  "  if not cur[1] or tonumber(cur[1]) ~= tonumber(version) then" "  if false then" \
-  "  elseif move ~= '' and cur[4] then" "  elseif false then")
+sha=$(loaded play.lua "  if v ~= version + 1 then" "  if false then")
 plays=() rooms=()
 for _ in $(seq "$batch"); do
   rooms+=("$t:room:__rand_int__:")
-  plays+=(0 1 "$(pad 24 m)-__rand_int__" 1795951866515 2 "$(pad 16 c)" "$(pad 14 t)")
+  plays+=(0 1795951866515 2 "$(pad 16 c)$(pad 24 m)-__rand_int__" "$(pad 14 t)")
 done
 echo "play ($batch plays a call): $(bench evalsha "$sha" "$batch" "${rooms[@]}" '' "${plays[@]}")"
 sha=$(loaded commit.lua "if cur ~= tonumber(ARGV[1]) then return {0, 0} end" "" \

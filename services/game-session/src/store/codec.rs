@@ -17,8 +17,9 @@
 //! from format 2 without `guest`. The room tests pin formats 1, 2 and 3 with stored samples (`tests/fixtures/`), so such a change cannot go unnoticed. Which
 //! form a replica writes is [`RoomFormat`] (`game.room_state_format`): JSON while
 //! replicas that read only JSON still run, `binary_1` while replicas that read only
-//! format 1 do, `binary_2` (format 2, whole) while replicas that read no tail or no
-//! format 3 do.
+//! format 1 do, `binary_2` (format 2, whole) while replicas that read no tail, or no
+//! format 3, or whose plain plays wrote the room's state (before `lua/play.lua`'s version
+//! bump) do.
 //!
 //! With `binary` (the default) the state is a snapshot: the Redis store keeps a plain
 //! play as its events alone, and a load replays the plain plays logged after the

@@ -75,8 +75,12 @@ pub struct Commit<'a> {
     /// The changes to the running match's action log (kept apart from the room so that
     /// a play never reads or rewrites the whole match).
     pub actions: &'a PendingActions,
-    /// An idempotency key (seat and client move id) and the seq answering it. When the
-    /// key is already recorded, nothing is written.
+    /// An idempotency key (seat and client move id) and the seq answering it. A snapshot's
+    /// commit checks and records it: when the key is already recorded, nothing is
+    /// written. A plain play's answer is its `card_played` on the log, and the version
+    /// check stands for the key's: the play was computed on the room as stored, in which a
+    /// move already made has no card left to play again (the rules refuse the retry, and
+    /// [`RoomStore::applied_move`] answers it).
     pub applied_move: Option<(String, u64)>,
     /// A finished match's record for the outbox.
     pub outbox: Option<OutboxRecord>,
@@ -245,7 +249,8 @@ pub trait RoomStore: Send + Sync + 'static {
     /// The running (or last) match's action log, in order.
     async fn match_actions(&self, room_id: &str) -> Result<Vec<ActionRecord>>;
 
-    /// The seq recorded for an idempotency key.
+    /// The seq recorded for an idempotency key: by a snapshot's commit, or a plain
+    /// play's `card_played` among the room's last events (see [`Commit::applied_move`]).
     async fn applied_move(&self, room_id: &str, key: &str) -> Result<Option<u64>>;
 
     /// Rooms of `shards` whose next deadline is at or before `now_ms`.

@@ -2,14 +2,16 @@
 //! deal the next hands: 47 plays of a two-player round's 48). Such a play is stored as
 //! its events alone,
 //! in a compact binary form, not as the whole room: the room's snapshot stays as the last
-//! other commit wrote it, and the plain plays on the log after it (from seq `st`, see
-//! `redis_store.rs`) are the room's tail, replayed on load. The next other commit writes a
-//! snapshot and moves the tail's plays to the match's action log.
+//! other commit wrote it, and the plain plays on the log after it (after the snapshot's
+//! seq, see `redis_store.rs`) are the room's tail, replayed on load. The next other commit
+//! writes a snapshot and moves the tail's plays to the match's action log. A plain play's
+//! commit bumps the room's version and appends these events, nothing else (`lua/play.lua`):
+//! its move's answer is its `card_played` on the log.
 //!
 //! | stored | first byte | form |
 //! |---|---|---|
 //! | log event, action | `{` | JSON (`StoredEvent`, `ActionRecord`), what every other commit writes |
-//! | log event, action | [`CARD_PLAYED`] | postcard of `card_played`'s fields with the play's own (see `CardPlayedForm`), then the client move id's UTF-8 bytes to the end (the commit script appends it, so the id is sent once) |
+//! | log event, action | [`CARD_PLAYED`] | postcard of `card_played`'s fields with the play's own (see `CardPlayedForm`), then the client move id's UTF-8 bytes to the end: the move's answer is this event's seq ([`played_move`]) |
 //! | log event | [`TURN_STARTED`] | postcard of `turn_started`'s fields |
 //! | log event | [`HAND_DEALT`] | postcard of `hand_dealt`'s fields, each hand as its card set |
 //!
@@ -93,9 +95,9 @@ pub fn is_plain_play(events: &[StoredEvent], actions: &PendingActions) -> bool {
     one_play && !actions.reset && plain_events
 }
 
-/// A plain play's events in their compact form, `card_played` (first) without its client
-/// move id (the reader takes the bytes after the fields as the id). `None`: not a plain
-/// play (see [`is_plain_play`]) or its capture named is not what it took.
+/// A plain play's events in their compact form, `card_played` (first) ending with its
+/// client move id (the reader takes the bytes after the fields as the id). `None`: not a
+/// plain play (see [`is_plain_play`]) or its capture named is not what it took.
 pub fn encode(events: &[StoredEvent], action: &ActionRecord) -> Option<Vec<Vec<u8>>> {
     let Action::Play { take, .. } = action.action else {
         return None;
@@ -115,7 +117,7 @@ pub fn encode(events: &[StoredEvent], action: &ActionRecord) -> Option<Vec<Vec<u
                         },
                     basra_points,
                     automatic,
-                    ..
+                    client_move_id,
                 },
                 0,
             ) => {
@@ -133,7 +135,10 @@ pub fn encode(events: &[StoredEvent], action: &ActionRecord) -> Option<Vec<Vec<u
                     server_played: action.automatic,
                     named: take.is_some(),
                 };
-                postcard::to_extend(&form, vec![CARD_PLAYED])
+                postcard::to_extend(&form, vec![CARD_PLAYED]).map(|mut bytes| {
+                    bytes.extend_from_slice(client_move_id.as_bytes());
+                    bytes
+                })
             }
             (
                 LogEvent::HandDealt {
@@ -180,6 +185,16 @@ fn card_played(bytes: &[u8]) -> Result<(CardPlayedForm, &str)> {
     let move_id =
         std::str::from_utf8(rest).map_err(|err| corrupt("card_played's client move id", err))?;
     Ok((form, move_id))
+}
+
+/// The seat and client move id of a compact `card_played` (`None`: another event, or a
+/// `card_played` in JSON, whose answer its commit recorded in the moves hash).
+pub fn played_move(bytes: &[u8]) -> Result<Option<(Seat, &str)>> {
+    if bytes.first() != Some(&CARD_PLAYED) {
+        return Ok(None);
+    }
+    let (form, move_id) = card_played(bytes)?;
+    Ok(Some((form.seat, move_id)))
 }
 
 /// A log event in any stored form.
@@ -323,10 +338,13 @@ mod tests {
                 }
                 plain += 1;
                 dealt += usize::from(events.len() == 3);
-                let mut compact = encode(&events, &actions.actions[0]).unwrap();
+                let compact = encode(&events, &actions.actions[0]).unwrap();
                 assert_eq!(decode_action(&compact[0]).unwrap(), actions.actions[0]);
-                compact[0].extend_from_slice(move_id.as_bytes());
-                assert_eq!(decode_action(&compact[0]).unwrap(), actions.actions[0]);
+                assert_eq!(
+                    played_move(&compact[0]).unwrap(),
+                    Some((turn, move_id.as_str()))
+                );
+                assert_eq!(played_move(&compact[1]).unwrap(), None);
                 for (bytes, event) in compact.iter().zip(&events) {
                     assert_eq!(&decode_event(bytes).unwrap(), event);
                 }

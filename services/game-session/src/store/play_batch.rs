@@ -26,8 +26,8 @@ pub(super) struct QueuedPlay {
     pub key: String,
     /// Its room's id (for the replica-wait log).
     pub room_id: String,
-    /// Its arguments: expected version, seat, client move id, next deadline, the number
-    /// of events and the events (see `lua/play.lua`).
+    /// Its arguments: expected version, next deadline, the number of events and the
+    /// events (see `lua/play.lua`).
     pub args: Vec<Vec<u8>>,
 }
 

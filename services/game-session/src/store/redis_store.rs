@@ -13,9 +13,9 @@
 //!
 //! | key (`P` the prefix, `S` the shard) | type | holds |
 //! |---|---|---|
-//! | `P:{gs:S}:room:ID:state` | hash | `v` version, `data` the room's snapshot (binary, a format byte first; JSON before: see `codec.rs`), `st` "closed", "", or the snapshot's seq when plain plays followed it (the room is the snapshot with the plays of the log after that seq replayed: `plain_play.rs`), `q` last seq, `m:seat:client_move_id` the seq of that move's card played |
+//! | `P:{gs:S}:room:ID:state` | hash | `v` version, `data` the room's snapshot (binary, a format byte first; JSON before: see `codec.rs`), `st` "closed" or "" (or, from releases before `lua/play.lua`'s present form, the snapshot's seq when their plain plays followed it), `q` the snapshot's seq (the room is the snapshot with the plays of the log after that seq replayed: `plain_play.rs`; the last seq is the log's length), `m:seat:client_move_id` the seq of that move's card played (written by releases before that form; still read) |
 //! | `P:{gs:S}:room:ID:log` | list | the events, JSON, a plain play's compact; index `seq - 1` |
-//! | `P:{gs:S}:room:ID:moves` | hash | `seat:client_move_id` → seq of the card played, as the state's `m:` fields, written by every commit but a plain play's (what releases before those fields read) |
+//! | `P:{gs:S}:room:ID:moves` | hash | `seat:client_move_id` → seq of the card played, written by every commit but a plain play's (whose card_played on the log ends with the id: `lua/moves.lua`) |
 //! | `P:{gs:S}:room:ID:actions` | list | the running match's actions but the plain plays after the snapshot, JSON or compact (read at its end) |
 //! | `P:{gs:S}:deadlines` | sorted set | the shard's room ids by next deadline (Unix ms) |
 //! | `P:{gs:S}:rooms` | sorted set | the shard's room ids by creation time |
@@ -97,6 +97,7 @@ struct Scripts {
     commit: Script,
     play: Script,
     load: Script,
+    moves: Script,
     actions: Script,
     claim: Script,
     sync: Script,
@@ -113,6 +114,7 @@ impl Scripts {
             commit: Script::new(COMMIT_LUA),
             play: Script::new(include_str!("lua/play.lua")),
             load: Script::new(include_str!("lua/load.lua")),
+            moves: Script::new(include_str!("lua/moves.lua")),
             actions: Script::new(include_str!("lua/actions.lua")),
             claim: Script::new(include_str!("lua/claim_due.lua")),
             sync: Script::new(include_str!("lua/sync_deadline.lua")),
@@ -139,6 +141,11 @@ pub const COMMIT_LUA: &str = include_str!("lua/commit.lua");
 /// is 48 plays and its last scores, which writes one anyway; this bounds what a load
 /// replays in four-player rooms (96 plays a round).
 const TAIL_LIMIT: usize = 48;
+
+/// How many of a room's last events a client move's answer is looked for among
+/// ([`RoomStore::applied_move`]): a plain play's answer is its `card_played` on the log.
+/// Two rounds of a two-player match; the round's last play (a snapshot's) is recorded.
+const MOVES_LOOKED_THROUGH: usize = 256;
 
 /// Connections to a single Redis node that the store's calls take in turn (see
 /// `basra_platform::redis::Redis::connect_pool`: one connection carries only about 16 KiB
@@ -454,20 +461,14 @@ impl RedisStore {
     }
 
     /// A plain play as its shard's next call carries it (`play_batch.rs`, `lua/play.lua`):
-    /// its events, compact; about 200 bytes with a 36-character room id and client move
-    /// id, the call's own header aside. `None`: not a plain play.
+    /// its events, compact (the client move id at the end of the first); about 200 bytes
+    /// with a 36-character room id and client move id, the call's own header aside.
+    /// `None`: not a plain play.
     fn queued_play(&self, commit: &Commit<'_>) -> Option<QueuedPlay> {
         let room = commit.room;
         let events = plain_play::encode(commit.events, commit.actions.actions.first()?)?;
-        // The move key is `seat:client_move_id` (`store::move_key`): the script joins them.
-        let (seat, move_id) = match &commit.applied_move {
-            Some((key, _)) => key.split_once(':')?,
-            None => ("", ""),
-        };
-        let mut args = Vec::with_capacity(5 + events.len());
+        let mut args = Vec::with_capacity(3 + events.len());
         args.push(commit.expected_version.to_string().into_bytes());
-        args.push(seat.as_bytes().to_vec());
-        args.push(move_id.as_bytes().to_vec());
         args.push(room.next_deadline()?.to_string().into_bytes());
         args.push(events.len().to_string().into_bytes());
         args.extend(events);
@@ -626,16 +627,18 @@ impl RoomStore for RedisStore {
         let mut calls = tokio::task::JoinSet::new();
         for indexes in by_shard.into_iter().filter(|ix| !ix.is_empty()) {
             let mut pipe = redis::pipe();
+            // The last seq is the log's length (a plain play writes no field).
             for &i in &indexes {
                 pipe.cmd("HMGET")
                     .arg(self.room_key(&room_ids[i], "state"))
-                    .arg("q")
-                    .arg("st");
+                    .arg("v")
+                    .arg("st")
+                    .llen(self.room_key(&room_ids[i], "log"));
             }
             let mut conn = self.conn();
             calls.spawn(async move {
-                let heads: redis::RedisResult<Vec<(Option<u64>, Option<String>)>> =
-                    pipe.query_async(&mut conn).await;
+                type Head = ((Option<u64>, Option<String>), u64);
+                let heads: redis::RedisResult<Vec<Head>> = pipe.query_async(&mut conn).await;
                 heads.map(|heads| (indexes, heads))
             });
         }
@@ -643,8 +646,8 @@ impl RoomStore for RedisStore {
         while let Some(joined) = calls.join_next().await {
             let (indexes, heads) =
                 joined.map_err(|err| GameError::Unavailable(format!("room heads: {err}")))??;
-            for (i, (seq, status)) in indexes.into_iter().zip(heads) {
-                out[i] = seq.map(|seq| RoomHead {
+            for (i, ((version, status), seq)) in indexes.into_iter().zip(heads) {
+                out[i] = version.map(|_| RoomHead {
                     seq,
                     closed: status.as_deref() == Some("closed"),
                 });
@@ -667,13 +670,31 @@ impl RoomStore for RedisStore {
     }
 
     async fn applied_move(&self, room_id: &str, key: &str) -> Result<Option<u64>> {
-        // The state's field; the moves hash holds what releases before the field wrote.
-        let (answered, before): (Option<u64>, Option<u64>) = redis::pipe()
-            .hget(self.room_key(room_id, "state"), format!("m:{key}"))
-            .hget(self.room_key(room_id, "moves"), key)
-            .query_async(&mut self.conn())
-            .await?;
-        Ok(answered.or(before))
+        // Recorded by a snapshot's commit, or a plain play's card_played among the last
+        // events (a client retries a move whose answer it lost, seconds later).
+        let mut call = script_call(&self.scripts.moves, 3, 5, 4 * (room_id.len() + 48));
+        call.arg(self.room_key(room_id, "state"))
+            .arg(self.room_key(room_id, "moves"))
+            .arg(self.room_key(room_id, "log"))
+            .arg(key)
+            .arg(MOVES_LOOKED_THROUGH);
+        let (recorded, before, events): (u64, u64, Vec<Vec<u8>>) =
+            run_script(&self.scripts.moves, &call, &mut self.conn()).await?;
+        if recorded > 0 {
+            return Ok(Some(recorded));
+        }
+        let (seat, move_id) = key
+            .split_once(':')
+            .ok_or_else(|| GameError::Invalid(format!("move key {key:?}")))?;
+        for (i, event) in events.iter().enumerate() {
+            if let Some((played_by, id)) = plain_play::played_move(event)?
+                && id == move_id
+                && played_by.0.to_string() == seat
+            {
+                return Ok(Some(before + i as u64 + 1));
+            }
+        }
+        Ok(None)
     }
 
     async fn due_rooms(&self, shards: &[u32], now_ms: i64, limit: usize) -> Result<Vec<String>> {

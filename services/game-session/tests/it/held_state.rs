@@ -596,34 +596,30 @@ async fn plain_plays_at_once(store: Arc<dyn RoomStore>, other: Arc<dyn RoomStore
         let loaded = other.load(id).await.unwrap().unwrap();
         assert_eq!((loaded.tail, loaded.room.seq), (1, written[id]));
     }
-    // A move played again (its seat and id, on the room as it is now) is answered with
-    // the seq of the first one, and nothing is written.
+    // A move played again (its seat, card and id, on the room as it is now) is refused by
+    // the rules (its card is gone: the version check makes the room the one stored) and
+    // answered with the seq of the first one, found on the log.
     let (id, first_seat) = (&ids[1], 1 - turn_of(&*other, &ids[1]).await);
     let loaded = other.load(id).await.unwrap().unwrap();
-    let mut room = loaded.room.clone();
-    let game = room.game.as_ref().unwrap();
-    let (seat, card) = (game.turn().unwrap().0, game.legal_plays()[0].card);
-    room.play(seat, card, None, false, "m0".into(), now_ms())
-        .unwrap();
-    let (events, actions) = (room.take_pending(), room.take_pending_actions());
-    let again = other
-        .commit(Commit {
-            room: &room,
-            expected_version: loaded.version,
-            events: &events,
-            actions: &actions,
-            applied_move: Some((move_key(first_seat, "m0"), room.seq)),
-            outbox: None,
-            plain_play: true,
-        })
+    let first_card = match &other
+        .events_after(id, written[id] - 2)
         .await
-        .unwrap();
-    let played = written[id] - 1;
-    assert_eq!(again, CommitOutcome::AlreadyApplied { seq: played });
-    assert_eq!(
-        other.load(id).await.unwrap().unwrap().version,
-        loaded.version
+        .unwrap()
+        .events[0]
+        .event
+    {
+        LogEvent::CardPlayed {
+            played: basra_engine::Event::CardPlayed { card, .. },
+            ..
+        } => *card,
+        other => panic!("not the play: {other:?}"),
+    };
+    let mut room = loaded.room.clone();
+    assert!(
+        room.play(first_seat, first_card, None, false, "m0".into(), now_ms())
+            .is_err()
     );
+    let played = written[id] - 1;
     assert_eq!(
         other
             .applied_move(id, &move_key(first_seat, "m0"))
@@ -631,6 +627,52 @@ async fn plain_plays_at_once(store: Arc<dyn RoomStore>, other: Arc<dyn RoomStore
             .unwrap(),
         Some(played)
     );
+    assert_eq!(
+        other
+            .applied_move(id, &move_key(1 - first_seat, "m0"))
+            .await
+            .unwrap(),
+        None,
+        "the same id from the other seat is another move"
+    );
+    // A play on a stale version, or on a room that does not exist, writes nothing.
+    let game = room.game.as_ref().unwrap();
+    let (seat, card) = (game.turn().unwrap().0, game.legal_plays()[0].card);
+    room.play(seat, card, None, false, "m1".into(), now_ms())
+        .unwrap();
+    let (events, actions) = (room.take_pending(), room.take_pending_actions());
+    for (room_id, version) in [(id.as_str(), loaded.version - 1), ("no-such-room", 3)] {
+        let mut room = room.clone();
+        room.id = room_id.to_owned();
+        let refused = other
+            .commit(Commit {
+                room: &room,
+                expected_version: version,
+                events: &events,
+                actions: &actions,
+                applied_move: Some((move_key(seat, "m1"), room.seq)),
+                outbox: None,
+                plain_play: true,
+            })
+            .await
+            .unwrap();
+        assert_eq!(refused, CommitOutcome::Conflict, "{room_id}");
+    }
+    let after = other.load(id).await.unwrap().unwrap();
+    assert_eq!(
+        (after.version, after.room.seq),
+        (loaded.version, loaded.room.seq)
+    );
+    assert_eq!(
+        other.events_after(id, 0).await.unwrap().events.len() as u64,
+        loaded.room.seq
+    );
+    assert!(other.load("no-such-room").await.unwrap().is_none());
+    let heads = other
+        .room_heads(&[Arc::from("no-such-room")])
+        .await
+        .unwrap();
+    assert_eq!(heads, vec![None], "the refused play left no key behind");
     tokio::time::timeout(std::time::Duration::from_secs(5), async {
         while !written.is_empty() {
             let notice = heard.recv().await.unwrap();
@@ -653,4 +695,124 @@ async fn plain_plays_at_once_are_each_their_rooms_step_on_redis() {
 async fn plain_plays_at_once_are_each_their_rooms_step_on_a_cluster() {
     let (a, b) = two_replicas_stores(true).await;
     plain_plays_at_once(a, b).await;
+}
+
+/// Rooms whose plain plays a release before the version-bump form stored (its play script,
+/// `tests/fixtures/play-before-version-bump.lua`: the version, last seq, `st` and the
+/// move's answer written in the room's state) are read and carried on: their tail
+/// replayed, their answers found, new plain plays added to that tail, and the next
+/// snapshot folding both into the action log.
+#[tokio::test]
+async fn plain_plays_stored_the_previous_way_are_read_and_carried_on() {
+    use game_session::store::plain_play;
+    let prefix = kit::test_prefix();
+    let store = kit::redis_store(&prefix).await;
+    let core = replica("new", Arc::clone(&store));
+    let id = uuid::Uuid::now_v7().to_string();
+    assert!(core.create(&mut started_room(&id, 41)).await.unwrap());
+    let mut redis = redis::Client::open(basra_testkit::redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let room_prefix = basra_platform::redis::Keys::new(&prefix).unwrap().key(
+        &format!("gs:{}", game_session::store::shard_of(&id)),
+        &format!("room:{id}:"),
+    );
+    let old_script = redis::Script::new(include_str!("../fixtures/play-before-version-bump.lua"));
+    let mut answers = Vec::new();
+    for n in 0..3 {
+        let loaded = store.load(&id).await.unwrap().unwrap();
+        let mut room = loaded.room;
+        let game = room.game.as_ref().unwrap();
+        let (seat, card) = (game.turn().unwrap().0, game.legal_plays()[0].card);
+        let move_id = format!("old-{n}");
+        room.play(seat, card, None, false, move_id.clone(), now_ms())
+            .unwrap();
+        let (events, actions) = (room.take_pending(), room.take_pending_actions());
+        let mut compact = plain_play::encode(&events, &actions.actions[0]).unwrap();
+        // That script appended the move id itself.
+        let played = &mut compact[0];
+        played.truncate(played.len() - move_id.len());
+        let mut call = old_script.key(&room_prefix);
+        call.arg("")
+            .arg(loaded.version)
+            .arg(seat)
+            .arg(&move_id)
+            .arg(room.next_deadline().unwrap())
+            .arg(compact.len());
+        for event in &compact {
+            call.arg(event.as_slice());
+        }
+        let answer: Vec<u64> = call.invoke_async(&mut redis).await.unwrap();
+        assert_eq!(answer, vec![1, loaded.version + 1]);
+        answers.push((move_key(seat, &move_id), room.seq + 1 - events.len() as u64));
+        let read = store.load(&id).await.unwrap().unwrap();
+        assert_eq!(read.tail, n + 1);
+        assert_eq!(
+            game_session::store::encode_room(&read.room).unwrap(),
+            game_session::store::encode_room(&room).unwrap()
+        );
+    }
+    // This release's plain plays go on that tail; its answers are on the log.
+    for n in 0..2 {
+        let (seat, card) = next_play(&*store, &id).await;
+        let move_id = format!("new-{n}");
+        let Mutation::Done { committed, .. } = core
+            .mutate_play(&id, Some((seat, &move_id)), |room, now| {
+                room.play(seat, card, None, false, move_id.clone(), now)
+            })
+            .await
+            .unwrap()
+        else {
+            panic!("not applied");
+        };
+        answers.push((move_key(seat, &move_id), committed.batch.first_seq));
+    }
+    let loaded = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(loaded.tail, 5);
+    let head = store.room_heads(&[Arc::from(id.as_str())]).await.unwrap();
+    assert_eq!(head[0].map(|head| head.seq), Some(loaded.room.seq));
+    assert_eq!(
+        store.match_actions(&id).await.unwrap().len(),
+        loaded.room.action_count as usize
+    );
+    for (key, seq) in &answers {
+        assert_eq!(
+            store.applied_move(&id, key).await.unwrap(),
+            Some(*seq),
+            "{key}"
+        );
+    }
+    // A snapshot (a chat is no plain play) folds the whole tail into the action log.
+    done_version(
+        &core
+            .mutate(&id, None, |room, now| {
+                room.chat(0, 2, now);
+                Ok(())
+            })
+            .await
+            .unwrap(),
+    );
+    let folded = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(folded.tail, 0);
+    assert_eq!(
+        store.match_actions(&id).await.unwrap().len(),
+        folded.room.action_count as usize
+    );
+    for (key, seq) in &answers {
+        assert_eq!(
+            store.applied_move(&id, key).await.unwrap(),
+            Some(*seq),
+            "{key}"
+        );
+    }
+    // And plays go on, on a tail after the snapshot.
+    done_version(&stream_play(&core, &*store, &id).await);
+    let loaded = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(loaded.tail, 1);
+    assert_eq!(
+        store.events_after(&id, 0).await.unwrap().events.len() as u64,
+        loaded.room.seq
+    );
 }

@@ -1,8 +1,10 @@
--- One room's atomic step: version check, idempotency check, state, log append, move
--- answer, the room's deadline and listing in its shard, outbox, notification. The state
--- written is a snapshot: the plain plays after the previous one (play.lua: from seq `st`
--- on the log) are in it, so their card_played (first byte 1) go to the action log,
--- before this step's actions, and `st` no longer names a seq.
+-- One room's atomic step: version check, idempotency check (the moves hash; the state's
+-- `m:` field where releases before play.lua's present form wrote it), state, log append,
+-- move answer (in the moves hash), the room's deadline and listing in its shard, outbox,
+-- notification. The state written is a snapshot: the plain plays after the previous one
+-- (play.lua: on the log after seq `q`, or `st` where a release before that form named it)
+-- are in it, so their card_played (first byte 1) go to the action log, before this step's
+-- actions, and `q` names this snapshot's seq (`st` no longer names a seq).
 -- Every key is in the room's shard slot ({gs:S}); the notification is a shard channel
 -- of that slot (SPUBLISH), declared as KEYS[8].
 -- KEYS: 1 state, 2 log, 3 moves, 4 deadlines, 5 rooms, 6 outbox, 7 actions, 8 channel
@@ -19,10 +21,15 @@ if ARGV[3] ~= '' then
   local done = redis.call('HGET', KEYS[1], 'm:' .. ARGV[3]) or redis.call('HGET', KEYS[3], ARGV[3])
   if done then return {2, tonumber(done)} end
 end
-local from = tonumber(redis.call('HGET', KEYS[1], 'st') or '')
+local mark = redis.call('HMGET', KEYS[1], 'st', 'q')
+local from = tonumber(mark[1] or '') or tonumber(mark[2] or '')
 if from then
+  local played = {}
   for _, e in ipairs(redis.call('LRANGE', KEYS[2], from, -1)) do
-    if string.byte(e, 1) == 1 then redis.call('RPUSH', KEYS[7], e) end
+    if string.byte(e, 1) == 1 then played[#played + 1] = e end
+  end
+  for i = 1, #played, 500 do
+    redis.call('RPUSH', KEYS[7], unpack(played, i, math.min(i + 499, #played)))
   end
 end
 local n = tonumber(ARGV[13])
@@ -36,10 +43,7 @@ for i = 1, m, 500 do
 end
 local v = cur + 1
 redis.call('HSET', KEYS[1], 'v', v, 'data', ARGV[2], 'st', ARGV[5], 'q', ARGV[16])
-if ARGV[3] ~= '' then
-  redis.call('HSET', KEYS[1], 'm:' .. ARGV[3], ARGV[4])
-  redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
-end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) end
 if ARGV[6] == '' then
   redis.call('ZREM', KEYS[4], ARGV[7])
 else

@@ -1,44 +1,33 @@
 -- Plain plays of several rooms of one shard, each its own atomic step (store/plain_play.rs,
--- store/play_batch.rs): version check, idempotency check and move answer (the state's
--- field `m:seat:client_move_id`), its events on the log (compact); then the rooms'
--- deadlines and one notification for them all. A
--- room's snapshot is not rewritten: the plays on the log after it (from seq `st`, set by
--- the first of them) are its tail, replayed on load. Each room is named by the prefix of
--- its keys, from which its keys are built; they and the shard's keys share its hash tag
--- (one slot: a cluster node checks no more).
+-- store/play_batch.rs): the version bumped and checked, the play's events appended to the
+-- log (compact; the first, card_played, ends with the client move id, which is the move's
+-- answer: its seq is its index on the log + 1); then the rooms' deadlines and one
+-- notification for them all. Two calls a play: the room's snapshot, `st` and `q` stay as
+-- the last other commit wrote them (`q` is the snapshot's seq, unless `st` names it:
+-- rooms from releases before this form); the plays on the log after it are its tail,
+-- replayed on load. Each room is named by the prefix of its keys, from which its keys are
+-- built; they and the shard's keys share its hash tag (one slot: a cluster node checks no
+-- more).
 -- KEYS: the rooms' key prefixes ('P:{gs:S}:room:ID:'), all of one shard
 -- ARGV: 1 '1' to report the primary's connected replicas or '', then for each room:
---       expected version, seat, client move id or '', the room's next deadline, the
---       number of events n, the n events (compact; the client move id is appended to the
---       first, card_played)
--- Returns two values a room: {0, 0} another writer changed it first, {2, seq} the move
--- was already played (answered by seq), {1, version} written; then the connected
--- replicas when asked.
+--       expected version, the room's next deadline, the number of events n, the n events
+-- Returns two values a room: {0, 0} another writer changed it first (nothing written),
+-- {1, version} written; then the connected replicas when asked.
 local out, deadlines, notices = {}, {}, {}
 local shard = string.sub(KEYS[1], 1, string.find(KEYS[1], '}:', 1, true) + 1)
 local a = 2
 for _, room in ipairs(KEYS) do
-  local version, seat, move, deadline = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  local n = tonumber(ARGV[a + 4])
-  local events = a + 5
+  local version, deadline, n = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
+  local events = a + 3
   a = events + n
   local state = room .. 'state'
-  local answer = 'm:' .. seat .. ':' .. move
-  local cur = redis.call('HMGET', state, 'v', 'q', 'st', answer)
-  local first = tonumber(cur[2] or '0') + 1
-  if not cur[1] or tonumber(cur[1]) ~= tonumber(version) then
+  local v = redis.call('HINCRBY', state, 'v', 1)
+  if v ~= version + 1 then
+    -- Undone: a room that did not exist is not created, a changed one keeps its version.
+    if v == 1 then redis.call('DEL', state) else redis.call('HINCRBY', state, 'v', -1) end
     out[#out + 1], out[#out + 2] = 0, 0
-  elseif move ~= '' and cur[4] then
-    out[#out + 1], out[#out + 2] = 2, tonumber(cur[4])
   else
-    ARGV[events] = ARGV[events] .. move
-    redis.call('RPUSH', room .. 'log', unpack(ARGV, events, events + n - 1))
-    local v = tonumber(cur[1] or '0') + 1
-    local last = first + n - 1
-    local set = {'v', v, 'q', last}
-    if cur[3] == '' or not cur[3] then set[5], set[6] = 'st', first - 1 end
-    if move ~= '' then set[#set + 1], set[#set + 2] = answer, first end
-    redis.call('HSET', state, unpack(set))
+    local last = redis.call('RPUSH', room .. 'log', unpack(ARGV, events, events + n - 1))
     local id = string.sub(room, #shard + 6, -2)
     deadlines[#deadlines + 1], deadlines[#deadlines + 2] = deadline, id
     notices[#notices + 1] = last .. ' ' .. id
