@@ -685,11 +685,12 @@ impl RoomStore for RedisStore {
         }
         let (seat, move_id) = key
             .split_once(':')
+            .and_then(|(seat, id)| Some((seat.parse::<u8>().ok()?, id)))
             .ok_or_else(|| GameError::Invalid(format!("move key {key:?}")))?;
         for (i, event) in events.iter().enumerate() {
             if let Some((played_by, id)) = plain_play::played_move(event)?
                 && id == move_id
-                && played_by.0.to_string() == seat
+                && played_by.0 == seat
             {
                 return Ok(Some(before + i as u64 + 1));
             }

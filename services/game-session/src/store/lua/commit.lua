@@ -15,14 +15,14 @@
 --       17..16+n events, 17+n..16+n+m actions, 17+n+m '1' to report the primary's
 --       connected replicas (a third value; the store waits for them only if there are
 --       enough: a WAIT that must time out would block the shared connection)
-local cur = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+local head = redis.call('HMGET', KEYS[1], 'v', 'st', 'q')
+local cur = tonumber(head[1] or '0')
 if cur ~= tonumber(ARGV[1]) then return {0, 0} end
 if ARGV[3] ~= '' then
   local done = redis.call('HGET', KEYS[1], 'm:' .. ARGV[3]) or redis.call('HGET', KEYS[3], ARGV[3])
   if done then return {2, tonumber(done)} end
 end
-local mark = redis.call('HMGET', KEYS[1], 'st', 'q')
-local from = tonumber(mark[1] or '') or tonumber(mark[2] or '')
+local from = tonumber(head[2] or '') or tonumber(head[3] or '')
 if from then
   local played = {}
   for _, e in ipairs(redis.call('LRANGE', KEYS[2], from, -1)) do
