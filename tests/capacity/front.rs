@@ -1,19 +1,25 @@
 //! The services' front doors as a deployment's clients reach them: each service's
 //! replicas behind a pool of connections, the pool's connections spread round-robin over
 //! the replicas (what per-connection balancing — a Kubernetes Service, an L4 load
-//! balancer — does), each player keeping the connections it picked for its session.
+//! balancer — does), each player keeping the connections it picked for its session. A
+//! call that never reached its server (its connection going away at the server's
+//! connection age) is sent again, as gRPC's own clients do (`basra_platform::unsent`).
 
 use std::time::Duration;
 
+use basra_platform::unsent::Resending;
 use rand::Rng as _;
 use tonic::Request;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
 
+/// One connection of a pool.
+pub type Link = Resending<Channel>;
+
 /// A pool of connections to one service's replicas.
 #[derive(Clone)]
 pub struct Pool {
-    channels: Vec<Channel>,
+    channels: Vec<Link>,
 }
 
 impl Pool {
@@ -22,18 +28,19 @@ impl Pool {
         anyhow::ensure!(!urls.is_empty(), "no replica to connect to");
         let channels = (0..size.max(urls.len()))
             .map(|i| {
-                Ok(Endpoint::from_shared(urls[i % urls.len()].clone())?
+                let channel = Endpoint::from_shared(urls[i % urls.len()].clone())?
                     .tcp_nodelay(true)
                     .connect_timeout(Duration::from_secs(5))
                     .http2_keep_alive_interval(Duration::from_secs(30))
-                    .connect_lazy())
+                    .connect_lazy();
+                Ok(Resending::new(channel))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(Pool { channels })
     }
 
     /// A connection picked at random (a new client's).
-    pub fn pick(&self) -> Channel {
+    pub fn pick(&self) -> Link {
         self.channels[rand::rng().random_range(0..self.channels.len())].clone()
     }
 }
@@ -53,11 +60,11 @@ pub struct Front {
 #[derive(Clone)]
 pub struct Links {
     /// To accounts.
-    pub accounts: Channel,
+    pub accounts: Link,
     /// To matchmaking.
-    pub matchmaking: Channel,
+    pub matchmaking: Link,
     /// To game-session.
-    pub game: Channel,
+    pub game: Link,
 }
 
 impl Front {

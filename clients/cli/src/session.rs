@@ -19,7 +19,6 @@ use tonic::Request;
 use tonic::metadata::MetadataValue;
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::Channel;
 
 /// What this client calls itself in the `basra-client` metadata of every call
 /// (`cli/<version>`): the services keep it with the session and the seat, for analytics.
@@ -87,6 +86,10 @@ impl Held {
             .unwrap_or_default()
     }
 }
+
+/// A connection to a service: a call that never reached the server (its connection
+/// going away at the server's connection age, or the server restarting) is sent again.
+pub type Channel = basra_platform::unsent::Resending<tonic::transport::Channel>;
 
 /// The tokens shared by a session's clones and its refresher. Refresh tokens work once
 /// (a second use revokes the sign-in), so refreshes take turns.
@@ -185,11 +188,12 @@ pub struct Session {
 }
 
 async fn connect(url: &str) -> anyhow::Result<Channel> {
-    crate::tls::endpoint(url)?
+    let channel = crate::tls::endpoint(url)?
         .tcp_nodelay(true)
         .connect()
         .await
-        .map_err(|error| anyhow::anyhow!("cannot reach {url}: {error}"))
+        .map_err(|error| anyhow::anyhow!("cannot reach {url}: {error}"))?;
+    Ok(Channel::new(channel))
 }
 
 impl Session {

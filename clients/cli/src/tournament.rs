@@ -18,10 +18,9 @@ use clap::Subcommand;
 use crate::admin_output::iso;
 use crate::player::{Driver, play_room};
 use crate::render::isolate;
-use crate::session::{Bearer, Session};
+use crate::session::{Bearer, Channel, Session};
 use basra_proto::basra::matchmaking::v1::event_service_client::EventServiceClient;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::Channel;
 
 /// `basra tournament …`.
 #[derive(Subcommand, Debug, Clone)]

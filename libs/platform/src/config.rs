@@ -195,8 +195,9 @@ pub struct ConnectionLimits {
     /// Open connections; one beyond this is closed at once (the client sees
     /// UNAVAILABLE and retries, elsewhere behind a load balancer).
     pub max_connections: usize,
-    /// After this long a connection is asked to go away (clients reconnect), with the
-    /// drain time to finish its calls; 0 keeps connections as long as they live.
+    /// After this long a connection is asked to go away (HTTP/2 GOAWAY: clients open a
+    /// new connection for their next calls), and after the drain time more it is ended
+    /// with whatever is still open on it; 0 keeps connections as long as they live.
     /// Bounds idle connections; game streams resume on their new connection.
     pub max_connection_age_seconds: u64,
     /// A new connection that has not begun its first call this long after it was

@@ -17,6 +17,7 @@
 //! | [`search_threads`] | threads at the lowest CPU priority for searches (hard bots, match analysis) |
 //! | [`stream_limit`] | per-account limits on open streams (RESOURCE_EXHAUSTED with a retry hint beyond them) |
 //! | [`ratelimit`] | an in-process rate limiter keyed by string (login attempts, sign-ups), on `governor` |
+//! | [`unsent`] | a call that never reached the server (refused by a connection going away) sent again: gRPC's transparent retry, which tonic lacks |
 //!
 //! A service's `main` is, in order: its `Settings::load()` ([`config::load`]),
 //! [`telemetry::init`], its `App::build(settings)`, bind the listener, and
@@ -41,6 +42,7 @@ pub mod serve;
 pub mod shutdown;
 pub mod stream_limit;
 pub mod telemetry;
+pub mod unsent;
 mod watched_body;
 
 pub use auth::{AuthLayer, Caller, Role, TokenIssuer, TokenVerifier};

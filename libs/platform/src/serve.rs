@@ -199,6 +199,13 @@ pub async fn serve(
     let timeouts = Timeouts {
         handshake: limits.handshake_timeout(),
         idle: limits.idle_timeout(),
+        // The connection age's grace, ended here rather than by tonic: given a grace,
+        // tonic 0.14 only cuts the connection at age + grace, without ever asking the
+        // client to go away first, so every call in flight then failed as a broken
+        // connection. Without one it sends GOAWAY at the age (its clients move their new
+        // calls to a new connection), and `Connection` ends what is still open after
+        // the grace (a long stream, resumed by its client).
+        lifetime: limits.max_connection_age().map(|age| age + drain),
     };
     let incoming = TcpIncoming::from(listener)
         // Game events are small and latency-sensitive: no Nagle delay.
@@ -233,9 +240,8 @@ pub async fn serve(
         )?;
     }
     if let Some(age) = limits.max_connection_age() {
-        builder = builder
-            .max_connection_age(age)
-            .max_connection_age_grace(drain);
+        // GOAWAY at the age; the grace is `timeouts.lifetime`'s.
+        builder = builder.max_connection_age(age);
     }
     let server = builder
         .trace_fn(crate::telemetry::grpc_span)

@@ -208,13 +208,20 @@ impl tonic::service::Interceptor for TraceContext {
     }
 }
 
-/// A channel whose calls carry the caller's trace context.
-pub type TracedChannel =
-    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, TraceContext>;
+/// A channel whose calls carry the caller's trace context, and are sent again when they
+/// never reached the server ([`Resending`](crate::unsent::Resending)).
+pub type TracedChannel = tonic::service::interceptor::InterceptedService<
+    crate::unsent::Resending<tonic::transport::Channel>,
+    TraceContext,
+>;
 
-/// `channel`, its calls carrying the caller's trace context ([`TraceContext`]).
+/// `channel`, its calls carrying the caller's trace context ([`TraceContext`]) and sent
+/// again when they never reached the server.
 pub fn traced(channel: tonic::transport::Channel) -> TracedChannel {
-    tonic::service::interceptor::InterceptedService::new(channel, TraceContext)
+    tonic::service::interceptor::InterceptedService::new(
+        crate::unsent::Resending::new(channel),
+        TraceContext,
+    )
 }
 
 /// The current span's trace context as text (`traceparent=…`, and `tracestate=…`

@@ -1,6 +1,6 @@
 //! The calls open on each connection, and what they say about the connection's life: a
 //! connection that begins no call within the handshake time, or has none open for the
-//! idle time, is closed ([`Calls::verdict`], read by the
+//! idle time, or has lived past its lifetime, is closed ([`Calls::verdict`], read by the
 //! [`Connection`](super::connection::Connection) itself). [`CallsLayer`] counts a call
 //! from its request until hyper drops its response body (sent, or reset by the client).
 
@@ -31,6 +31,10 @@ pub(super) struct Timeouts {
     pub(super) handshake: Duration,
     /// From the end of its last call to the start of the next.
     pub(super) idle: Duration,
+    /// From its acceptance to its end, calls open or not: the connection age, at which
+    /// the server asks its client to go away (GOAWAY), plus the grace its calls get to
+    /// finish. `None`: no limit.
+    pub(super) lifetime: Option<Duration>,
 }
 
 /// What a connection should do now.
@@ -89,9 +93,16 @@ impl Calls {
 }
 
 fn verdict(state: State, now: Instant, accepted: Instant, timeouts: Timeouts) -> Verdict {
+    let end = timeouts.lifetime.map(|lifetime| accepted + lifetime);
+    if let Some(end) = end
+        && now >= end
+    {
+        return Verdict::Close("past the connection age and its grace");
+    }
+    let check_at = |at: Instant| Verdict::CheckAt(end.map_or(at, |end| at.min(end)));
     if state.open > 0 {
         // Busy: look again in an idle period at the latest (when its calls have ended).
-        return Verdict::CheckAt(now + timeouts.idle);
+        return check_at(now + timeouts.idle);
     }
     let (deadline, reason) = if state.begun {
         (
@@ -107,7 +118,7 @@ fn verdict(state: State, now: Instant, accepted: Instant, timeouts: Timeouts) ->
     if now >= deadline {
         Verdict::Close(reason)
     } else {
-        Verdict::CheckAt(deadline)
+        check_at(deadline)
     }
 }
 
@@ -191,6 +202,7 @@ mod tests {
     const TIMEOUTS: Timeouts = Timeouts {
         handshake: Duration::from_secs(10),
         idle: Duration::from_secs(300),
+        lifetime: None,
     };
 
     fn state(open: usize, begun: bool, idle_since: Instant) -> State {
@@ -234,6 +246,38 @@ mod tests {
             verdict(ended, late + TIMEOUTS.idle, accepted, TIMEOUTS),
             Verdict::Close(_)
         ));
+    }
+
+    #[test]
+    fn a_connection_ends_at_its_lifetime_calls_open_or_not() {
+        let accepted = Instant::now();
+        let lifetime = Duration::from_secs(1800 + 30);
+        let timeouts = Timeouts {
+            lifetime: Some(lifetime),
+            ..TIMEOUTS
+        };
+        let end = accepted + lifetime;
+        // Busy near its end: looked at again at its end, not an idle period later.
+        let near = end - Duration::from_secs(60);
+        assert_eq!(
+            verdict(state(3, true, accepted), near, accepted, timeouts),
+            Verdict::CheckAt(end)
+        );
+        // Idle, with its idle deadline after its end: the end comes first.
+        assert_eq!(
+            verdict(state(0, true, near), near, accepted, timeouts),
+            Verdict::CheckAt(end)
+        );
+        // Early on, the other deadlines still apply.
+        assert_eq!(
+            verdict(state(0, false, accepted), accepted, accepted, timeouts),
+            Verdict::CheckAt(accepted + TIMEOUTS.handshake)
+        );
+        // At its end it closes, with calls open too.
+        assert_eq!(
+            verdict(state(3, true, accepted), end, accepted, timeouts),
+            Verdict::Close("past the connection age and its grace")
+        );
     }
 
     #[test]

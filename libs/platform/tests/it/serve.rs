@@ -10,6 +10,7 @@ use basra_platform::{
     auth::{self, AuthLayer, Caller, Role, SigningKey, TokenIssuer},
     config::ConnectionLimits,
     serve::{ServeError, ServeOptions, serve},
+    unsent::Resending,
 };
 use basra_proto::basra::game::v1::{
     CloseRoomRequest, CloseRoomResponse, DrainReplicaRequest, DrainReplicaResponse, GetRoomRequest,
@@ -64,7 +65,14 @@ impl GameAdminService for Probe {
             Ok(caller) => format!("caller {}", caller.user_id),
             Err(_) => "anonymous".to_owned(),
         };
-        Err(Status::not_found(seen))
+        // Which of the client's connections it came on.
+        let mut status = Status::not_found(seen);
+        if let Some(peer) = request.remote_addr() {
+            status
+                .metadata_mut()
+                .insert("x-peer-port", peer.port().to_string().parse().unwrap());
+        }
+        Err(status)
     }
 
     /// Operators only.
@@ -530,4 +538,93 @@ async fn calls_beyond_the_per_connection_stream_cap_wait_their_turn() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// A server that ends its connections at their age (GOAWAY, then the drain as grace)
+/// loses no call of a client that sends again what never reached it (without that, tonic
+/// fails a few dozen of these calls: checked), with calls in flight
+/// at every moment: each call is answered by the handler, on connection after connection.
+#[tokio::test]
+async fn calls_go_on_across_the_connection_age() {
+    let mut options = ServeOptions::with_drain(Duration::from_secs(1));
+    options.limits.max_connection_age_seconds = 1;
+    let app = App::spawn_with(options).await;
+    let channel = Resending::new(
+        Endpoint::from_shared(format!("http://{}", app.addr))
+            .unwrap()
+            .connect_lazy(),
+    );
+    let until = Instant::now() + Duration::from_millis(4500);
+    let mut callers = tokio::task::JoinSet::new();
+    for caller in 0..64u64 {
+        let mut client = GameAdminServiceClient::new(channel.clone());
+        callers.spawn(async move {
+            let mut ports = std::collections::BTreeSet::new();
+            let mut calls = 0u64;
+            while Instant::now() < until {
+                calls += 1;
+                // Spread over the connection's life, not in lockstep.
+                let pause = (calls * 7919 + caller * 104_729) % 3000;
+                tokio::time::sleep(Duration::from_micros(pause)).await;
+                let status = client
+                    .get_room(GetRoomRequest::default())
+                    .await
+                    .expect_err("the probe answers NOT_FOUND");
+                assert_eq!(
+                    (status.code(), status.message()),
+                    (Code::NotFound, "anonymous"),
+                    "call {calls} of caller {caller} failed: {status:?}"
+                );
+                ports.insert(status.metadata().get("x-peer-port").cloned());
+            }
+            (calls, ports)
+        });
+    }
+    let (mut calls, mut ports) = (0, std::collections::BTreeSet::new());
+    while let Some(done) = callers.join_next().await {
+        let (made, seen) = done.unwrap();
+        calls += made;
+        ports.extend(seen);
+    }
+    // At least one new connection a second of age (more when calls raced a closing one).
+    assert!(
+        ports.len() >= 4,
+        "{calls} calls on only {} connections",
+        ports.len()
+    );
+}
+
+/// A stream open past the connection age and its grace (the drain) is ended, and the
+/// client's next call goes over a new connection.
+#[tokio::test]
+async fn a_stream_ends_at_the_connection_age_and_grace() {
+    let mut options = ServeOptions::with_drain(Duration::from_secs(1));
+    options.limits.max_connection_age_seconds = 1;
+    let app = App::spawn_with(options).await;
+    let channel = app.channel().await;
+    let mut health = HealthClient::new(channel.clone());
+    let opened = Instant::now();
+    let mut watch = health
+        .watch(HealthCheckRequest {
+            service: GAME_ADMIN.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status(),
+        ServingStatus::Serving
+    );
+    let ended = tokio::time::timeout(Duration::from_secs(5), watch.message()).await;
+    assert!(
+        matches!(ended, Ok(Err(_) | Ok(None))),
+        "the stream should have ended: {ended:?}"
+    );
+    let lived = opened.elapsed();
+    assert!(
+        lived >= Duration::from_secs(2) && lived < Duration::from_secs(4),
+        "{lived:?}"
+    );
+    let mut client = GameAdminServiceClient::new(channel);
+    assert!(reaches_the_handler(&mut client).await);
 }
