@@ -94,11 +94,12 @@ bench: ## Run the benchmarks (figures in docs/performance.md)
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --join-storm 2000
 	$(MAKE) --no-print-directory bench-events-short
 
-bench-streams: ## One replica holding 20,000 paced streams (19,900 connections: the fd limit here is 20,000), then a storm of 19,800 joins, then 40,000 streams on 400 connections as behind a proxy (docs/performance.md)
+bench-streams: ## One replica holding 20,000 paced streams (19,900 connections: the fd limit here is 20,000), then a storm of 19,800 joins, then 40,000 streams on 400 connections as behind a proxy, then 100,000 on 1,000 pausing 5-12 s (docs/performance.md)
 	$(CARGO) build --quiet --release -p game-session --example load
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 10000 --connections 19900 --think-ms 3500 --seconds 30 --warmup 5 --idle-seconds 10
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --join-storm 19800
 	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 20000 --connections 400 --think-ms 2000-5000 --seconds 30 --warmup 5 --idle-seconds 10
+	$(CARGO_TARGET_DIR_OR_TARGET)/release/examples/load --matches 50000 --connections 1000 --think-ms 5000-12000 --seconds 30 --warmup 10 --idle-seconds 10
 
 # Events start on time (issue 47): the real service binaries, one replica each, on a
 # private PostgreSQL and Redis (tests/events_bench; docs/performance.md, "Events: start on time").

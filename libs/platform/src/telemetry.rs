@@ -20,7 +20,10 @@ use opentelemetry_otlp::WithExportConfig as _;
 use opentelemetry_sdk::{Resource, propagation::TraceContextPropagator, trace::SdkTracerProvider};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use tracing_subscriber::{
-    EnvFilter, Layer as _, filter, fmt, layer::SubscriberExt as _, util::SubscriberInitExt as _,
+    EnvFilter, Layer as _, filter,
+    fmt::{self, writer::BoxMakeWriter},
+    layer::SubscriberExt as _,
+    util::SubscriberInitExt as _,
 };
 
 use crate::config::TelemetrySettings;
@@ -90,6 +93,17 @@ pub fn init(
     service: &'static str,
     settings: &TelemetrySettings,
 ) -> Result<TelemetryGuard, TelemetryError> {
+    init_with_writer(service, settings, BoxMakeWriter::new(std::io::stdout))
+}
+
+/// [`init`] with the log lines going to `writer` instead of stdout (a benchmark's
+/// replica, whose stdout is its parent's, keeps the spans and events it would have in
+/// production and writes its lines to `std::io::sink`).
+pub fn init_with_writer(
+    service: &'static str,
+    settings: &TelemetrySettings,
+    writer: BoxMakeWriter,
+) -> Result<TelemetryGuard, TelemetryError> {
     let filter_text = std::env::var("RUST_LOG")
         .ok()
         .filter(|value| !value.is_empty())
@@ -103,10 +117,11 @@ pub fn init(
         let json = fmt::layer()
             .json()
             .flatten_event(true)
-            .with_current_span(true);
+            .with_current_span(true)
+            .with_writer(writer);
         (Some(json.with_span_list(false)), None)
     } else {
-        (None, Some(fmt::layer()))
+        (None, Some(fmt::layer().with_writer(writer)))
     };
 
     let provider = match settings.otlp_endpoint() {

@@ -43,7 +43,9 @@
 //! histogram in millisecond buckets.
 //!
 //! `LOAD_LISTEN=127.0.0.1:PORT` pins the replica's address (default: any free port);
-//! `LOAD_JOIN_CONCURRENCY=N` sets its `game.join_concurrency` (default 64).
+//! `LOAD_JOIN_CONCURRENCY=N` sets its `game.join_concurrency` (default 64). The replica's
+//! telemetry is as deployed (info, JSON: every call's span kept as in production, the lines
+//! discarded); `LOAD_TELEMETRY=off` runs it without any.
 //!
 //! `REDIS_URL=memory` runs the replica on the in-memory store (what `basra dev` uses):
 //! the game without Redis. `--replica relay` runs no game at all but a relay on the same
@@ -284,6 +286,21 @@ fn serve() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
+        // Telemetry as deployed (`deploy/k8s/base/game-session/config.toml`: info, JSON),
+        // so that every call's span lives as it does in production; the lines go nowhere
+        // (stdout is the parent's). `LOAD_TELEMETRY=off`: none, to see what it costs.
+        let _telemetry = match std::env::var("LOAD_TELEMETRY").as_deref() {
+            Ok("off") => None,
+            _ => Some(basra_platform::telemetry::init_with_writer(
+                "game-session",
+                &basra_platform::config::TelemetrySettings {
+                    filter: "info".into(),
+                    json: true,
+                    otlp_endpoint: None,
+                },
+                tracing_subscriber::fmt::writer::BoxMakeWriter::new(std::io::sink),
+            )?),
+        };
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
         let metrics = Arc::new(std::sync::OnceLock::<Arc<GameMetrics>>::new());
