@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// A `basra dev` child, killed when dropped.
+/// A `basra dev` child, stopped when dropped.
 struct Dev {
     child: Child,
     api: SocketAddr,
@@ -17,8 +17,7 @@ struct Dev {
 
 impl Drop for Dev {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::dev_process::stop(&mut self.child);
     }
 }
 

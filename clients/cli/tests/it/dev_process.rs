@@ -1,6 +1,6 @@
 //! A `basra dev --listen 127.0.0.1:0` child process for the suites that talk to it from
 //! outside (another language's client, TLS): started with extra arguments and variables,
-//! killed when dropped.
+//! stopped when dropped.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// A running `basra dev`, killed when dropped.
+/// A running `basra dev`, stopped when dropped ([`stop`]).
 pub(crate) struct DevProcess {
     child: Child,
     /// Where it serves the API.
@@ -69,9 +69,28 @@ impl DevProcess {
 
 impl Drop for DevProcess {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
+}
+
+/// Stops a `basra dev` as Ctrl-C or Kubernetes would (SIGTERM), so that it removes its
+/// temporary directory and the development key in it (a killed one leaves them in
+/// /tmp); killed if it is still running 10 s later.
+pub(crate) fn stop(child: &mut Child) {
+    let asked = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .is_ok_and(|status| status.success());
+    if asked {
+        for _ in 0..200 {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 impl DevProcess {
