@@ -39,7 +39,7 @@ use super::calls::{Calls, Timeouts, Verdict};
 
 /// How long a connection the server ended gracefully goes on reading what its client
 /// still sends before its socket is closed (see the module's documentation).
-pub(super) const LINGER: Duration = Duration::from_secs(2);
+const LINGER: Duration = Duration::from_secs(2);
 
 /// What the server knows of a connection, in every request's extensions (tonic puts it
 /// there): its addresses and its [`Calls`]. [`CallsLayer`](super::calls::CallsLayer)

@@ -308,17 +308,7 @@ async fn health_serves_then_goes_not_serving_on_shutdown() {
         .await;
     assert_eq!(unknown.unwrap_err().code(), Code::NotFound);
 
-    let mut watch = health
-        .watch(HealthCheckRequest {
-            service: GAME_ADMIN.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(
-        watch.message().await.unwrap().unwrap().status(),
-        ServingStatus::Serving
-    );
+    let mut watch = serving_watch(&mut health).await;
 
     let stopping = Instant::now();
     app.shutdown.cancel();
@@ -340,11 +330,7 @@ async fn health_serves_then_goes_not_serving_on_shutdown() {
         "{took:?}"
     );
     // Cut, not left hanging: the client sees the stream end.
-    let after = tokio::time::timeout(Duration::from_secs(2), watch.message()).await;
-    assert!(
-        matches!(after, Ok(Err(_) | Ok(None))),
-        "the stream should have ended: {after:?}"
-    );
+    assert_ends_within(&mut watch, Duration::from_secs(2)).await;
 }
 
 #[tokio::test]
@@ -466,6 +452,44 @@ pub(crate) fn limited(limits: ConnectionLimits) -> ServeOptions {
     }
 }
 
+/// Connections asked to go away after 1 s, and ended a drain (1 s) later.
+fn aged_one_second() -> ServeOptions {
+    limited(ConnectionLimits {
+        max_connection_age_seconds: 1,
+        ..ConnectionLimits::default()
+    })
+}
+
+/// The health Watch of the probe's service, past its first answer (SERVING).
+async fn serving_watch(
+    health: &mut HealthClient<Channel>,
+) -> tonic::Streaming<tonic_health::pb::HealthCheckResponse> {
+    let mut watch = health
+        .watch(HealthCheckRequest {
+            service: GAME_ADMIN.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status(),
+        ServingStatus::Serving
+    );
+    watch
+}
+
+/// The stream ends (an error or its end, not silence) within `within`.
+async fn assert_ends_within(
+    watch: &mut tonic::Streaming<tonic_health::pb::HealthCheckResponse>,
+    within: Duration,
+) {
+    let after = tokio::time::timeout(within, watch.message()).await;
+    assert!(
+        matches!(after, Ok(Err(_) | Ok(None))),
+        "the stream should have ended: {after:?}"
+    );
+}
+
 /// The public GetRoom answers NOT_FOUND "anonymous" once it reaches the handler.
 pub(crate) async fn reaches_the_handler(client: &mut GameAdminServiceClient<Channel>) -> bool {
     let status = client
@@ -546,9 +570,7 @@ async fn calls_beyond_the_per_connection_stream_cap_wait_their_turn() {
 /// at every moment: each call is answered by the handler, on connection after connection.
 #[tokio::test]
 async fn calls_go_on_across_the_connection_age() {
-    let mut options = ServeOptions::with_drain(Duration::from_secs(1));
-    options.limits.max_connection_age_seconds = 1;
-    let app = App::spawn_with(options).await;
+    let app = App::spawn_with(aged_one_second()).await;
     let channel = Resending::new(
         Endpoint::from_shared(format!("http://{}", app.addr))
             .unwrap()
@@ -598,28 +620,12 @@ async fn calls_go_on_across_the_connection_age() {
 /// client's next call goes over a new connection.
 #[tokio::test]
 async fn a_stream_ends_at_the_connection_age_and_grace() {
-    let mut options = ServeOptions::with_drain(Duration::from_secs(1));
-    options.limits.max_connection_age_seconds = 1;
-    let app = App::spawn_with(options).await;
+    let app = App::spawn_with(aged_one_second()).await;
     let channel = app.channel().await;
     let mut health = HealthClient::new(channel.clone());
     let opened = Instant::now();
-    let mut watch = health
-        .watch(HealthCheckRequest {
-            service: GAME_ADMIN.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(
-        watch.message().await.unwrap().unwrap().status(),
-        ServingStatus::Serving
-    );
-    let ended = tokio::time::timeout(Duration::from_secs(5), watch.message()).await;
-    assert!(
-        matches!(ended, Ok(Err(_) | Ok(None))),
-        "the stream should have ended: {ended:?}"
-    );
+    let mut watch = serving_watch(&mut health).await;
+    assert_ends_within(&mut watch, Duration::from_secs(5)).await;
     let lived = opened.elapsed();
     assert!(
         lived >= Duration::from_secs(2) && lived < Duration::from_secs(4),
