@@ -27,6 +27,7 @@ mod procs;
 mod report;
 mod schedule;
 mod seat;
+mod served;
 mod sim;
 
 #[allow(dead_code)]
@@ -51,6 +52,7 @@ use crate::pods::Pod;
 use crate::procs::{Pids, Usage};
 use crate::report::GroupRow;
 use crate::schedule::{Arrivals, Range, exponential};
+use crate::served::Histograms;
 use crate::sim::{Behaviour, Counters, Sim, lock};
 use crate::stack::{Stack, Tuning};
 
@@ -58,7 +60,8 @@ const HELP: &str = "flags: --bin-dir DIR --short --players N (mean sessions in p
 session) --seconds S (arrivals) --warmup S --ramp-s S --think-ms LOW-HIGH --between-ms LOW-HIGH \
 --watch-ms LOW-HIGH --target N --mix quick=35,ranked=20,friends=20,computer=15,watch=10 \
 --sign-in guest=50,returning=35,password=15 --connections N (per service) --games N \
---matchmakers 1|2 --game-quota CORES --turn-seconds S --drop-share F --timeout-share F";
+--matchmakers 1|2 --game-quota CORES --turn-seconds S --drop-share F --timeout-share F \
+--redis-fsync always|everysec (the AOF's appendfsync: always, as the fault suite runs it, or everysec)";
 
 #[derive(Debug, Clone)]
 struct Args {
@@ -76,6 +79,7 @@ struct Args {
     matchmakers: usize,
     game_quota: Option<f64>,
     turn_seconds: u64,
+    redis_fsync: String,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -105,6 +109,7 @@ fn parse_args() -> anyhow::Result<Args> {
         matchmakers: 2,
         game_quota: None,
         turn_seconds: if short { 5 } else { 15 },
+        redis_fsync: "always".into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -146,6 +151,13 @@ fn parse_args() -> anyhow::Result<Args> {
             "--matchmakers" => args.matchmakers = number()? as usize,
             "--game-quota" => args.game_quota = Some(number()?),
             "--turn-seconds" => args.turn_seconds = (number()? as u64).max(1),
+            "--redis-fsync" => {
+                anyhow::ensure!(
+                    ["always", "everysec"].contains(&value.as_str()),
+                    "--redis-fsync is always or everysec"
+                );
+                args.redis_fsync = value;
+            }
             other => bail!("unknown flag {other}; {HELP}"),
         }
     }
@@ -244,6 +256,30 @@ fn groups(stack: &Stack) -> Vec<(String, Pids)> {
     groups
 }
 
+/// Every service's latency histograms now (a service that does not answer is left out).
+async fn served(stack: &Stack) -> Histograms {
+    let mut all = Histograms::default();
+    let services = std::iter::once(&stack.accounts)
+        .chain(&stack.matchmakers)
+        .chain(&stack.games);
+    for service in services {
+        if let Some(text) = service.metrics_text().await {
+            all.add(&service.name, &text);
+        }
+    }
+    all
+}
+
+/// `redis-cli -p <the run's Redis> args…`, its output (empty if it could not run).
+fn redis_cli(stack: &Stack, args: &[&str]) -> String {
+    std::process::Command::new("redis-cli")
+        .args(["-p", &stack.redis.port.to_string()])
+        .args(args)
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        .unwrap_or_default()
+}
+
 /// A periodic read of every group and of the population.
 struct Sample {
     at: Instant,
@@ -263,7 +299,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let dir =
         std::env::temp_dir().join(format!("basra-capacity-{}", uuid::Uuid::now_v7().simple()));
     println!(
-        "capacity: {} sessions in progress on average as drawn (sessions of {:.0} s; players present are about 1.5x that), arrivals for {} s, measured after {} s; {} game-session replica(s){}, {} matchmaking; stack in {}",
+        "capacity: {} sessions in progress on average as drawn (sessions of {:.0} s; players present are about 1.5x that), arrivals for {} s, measured after {} s; {} game-session replica(s){}, {} matchmaking; Redis appendfsync {}; stack in {}",
         args.players,
         args.session.as_secs_f64(),
         args.seconds,
@@ -272,6 +308,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         args.game_quota
             .map_or(String::new(), |q| format!(" each limited to {q} cores")),
         args.matchmakers,
+        args.redis_fsync,
         dir.display()
     );
     let activities = Shares::parse(&args.mix, ACTIVITIES)?;
@@ -299,6 +336,18 @@ async fn run(args: Args) -> anyhow::Result<()> {
             );
         }
     }
+    // Redis notes every event of its loop that took 10 ms or more (a command, an fsync
+    // of the AOF, an expiry cycle…): printed at the end.
+    redis_cli(
+        &stack,
+        &["CONFIG", "SET", "latency-monitor-threshold", "10"],
+    );
+    let fsync = redis_cli(&stack, &["CONFIG", "SET", "appendfsync", &args.redis_fsync]);
+    anyhow::ensure!(
+        fsync.trim() == "OK",
+        "redis-cli CONFIG SET appendfsync {}: {fsync:?}",
+        args.redis_fsync
+    );
     let db = sqlx::PgPool::connect(&stack.pg.url()).await?;
     let matchmaking_urls: Vec<String> = stack.matchmakers.iter().map(stack::Service::url).collect();
     let sim = Arc::new(Sim {
@@ -370,6 +419,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let mut samples = Vec::new();
     let mut next_print = start + Duration::from_secs(10);
     let mut opened: Option<Sample> = None;
+    let mut served_open = Histograms::default();
     let mut ticker = tokio::time::interval(Duration::from_secs(1));
     loop {
         ticker.tick().await;
@@ -377,6 +427,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         if opened.is_none() && now >= window_open {
             sim.rec.open(now);
             opened = Some(sample(&groups, &sim.counters));
+            served_open = served(&stack).await;
+            redis_cli(&stack, &["LATENCY", "RESET"]);
         }
         if now >= window_close {
             sim.rec.close(now);
@@ -407,6 +459,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     let closed = sample(&groups, &sim.counters);
+    let served_window = served_open.since(&served(&stack).await);
+    let redis_latency = redis_cli(&stack, &["LATENCY", "LATEST"]);
     let opened = opened.context("the window never opened")?;
     spawner.abort();
     let _ = spawner.await;
@@ -482,6 +536,21 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let series = sim.rec.snapshot();
     println!("\n{}", report::series_table(&series, window));
     println!("{}", report::groups_table(&rows, window, player_hours));
+    println!("{}", served_window.table(window));
+    println!(
+        "redis: events of its loop of 10 ms or more in the window (LATENCY LATEST: event, last at, last ms, max ms)\n{}",
+        if redis_latency.trim().is_empty() {
+            "none".to_owned()
+        } else {
+            redis_latency
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .chunks(4)
+                .map(|event| event.join(" "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+    );
     let c = &sim.counters;
     let load = std::sync::atomic::Ordering::Relaxed;
     println!(

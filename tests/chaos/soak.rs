@@ -36,8 +36,8 @@ struct Tally {
     rooms: Vec<String>,
 }
 
-async fn outbox(port: u16) -> Option<(f64, f64)> {
-    let body = reqwest_free_get(port).await?;
+async fn outbox(game: &crate::stack::Service) -> Option<(f64, f64)> {
+    let body = game.metrics_text().await?;
     let value = |name: &str| {
         body.lines()
             .filter(|l| !l.starts_with('#'))
@@ -53,24 +53,6 @@ async fn outbox(port: u16) -> Option<(f64, f64)> {
         value("outbox_pending")?,
         value("outbox_oldest_age_seconds")?,
     ))
-}
-
-/// GET /metrics over a plain TCP socket (no HTTP client in this crate).
-async fn reqwest_free_get(port: u16) -> Option<String> {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut socket = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    socket
-        .write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        .await
-        .ok()?;
-    let mut body = String::new();
-    tokio::time::timeout(Duration::from_secs(5), socket.read_to_string(&mut body))
-        .await
-        .ok()?
-        .ok()?;
-    Some(body)
 }
 
 fn rss_line(stack: &Stack) -> Vec<(String, u64)> {
@@ -152,8 +134,7 @@ pub async fn run(stack: &mut Stack, db: &PgPool, minutes: u64) -> anyhow::Result
                     rss_start = Some(rss_line(stack));
                 }
                 for game in &stack.games {
-                    if let Some(port) = game.metrics_port
-                        && let Some((pending, lag)) = outbox(port).await
+                    if let Some((pending, lag)) = outbox(game).await
                     {
                         samples += 1;
                         pending_max = pending_max.max(pending);

@@ -594,6 +594,26 @@ impl Service {
         Ok(())
     }
 
+    /// Its Prometheus text (GET /metrics over a plain TCP socket: no HTTP client in the
+    /// suites), if it serves metrics and answers within 5 s.
+    pub async fn metrics_text(&self) -> Option<String> {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let port = self.metrics_port?;
+        let mut socket = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()?;
+        socket
+            .write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            .await
+            .ok()?;
+        let mut body = String::new();
+        tokio::time::timeout(Duration::from_secs(5), socket.read_to_string(&mut body))
+            .await
+            .ok()?
+            .ok()?;
+        Some(body)
+    }
+
     /// Its process id, while it runs (the capacity simulator reads its `/proc`).
     #[allow(dead_code)]
     pub fn pid(&self) -> Option<u32> {
@@ -895,6 +915,9 @@ per_peer_max = 1000000
 
 [leaderboard]
 min_ranked_matches = 1
+
+[metrics]
+listen = "127.0.0.1:{{MPORT}}"
 "#,
         a_priv = toml_path(&keys.accounts.1),
         a_kid = keys.accounts.0,
@@ -983,6 +1006,9 @@ url = "{accounts}"
 [queue]
 lease_millis = 4000
 ticket_ttl_seconds = 5
+
+[metrics]
+listen = "127.0.0.1:{{MPORT}}"
 
 [identity]
 signing_key_file = {m_priv}
