@@ -358,12 +358,10 @@ impl<S: Store> AccountsApi<S> {
                             tracing::warn!(error = %err, "an acceptance's notice was not kept");
                         }
                     }
-                    social.friends_changed(caller).await?;
-                    social.friends_changed(other).await?;
+                    friends_changed(social, caller, other).await?;
                 }
                 Outcome::Done if matches!(action, Action::Remove | Action::Block) => {
-                    social.friends_changed(caller).await?;
-                    social.friends_changed(other).await?;
+                    friends_changed(social, caller, other).await?;
                 }
                 Outcome::Done => {}
             }
@@ -701,4 +699,10 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
+}
+
+/// Both players' friend lists changed: the two announcements sent at once.
+async fn friends_changed(social: &SocialStore, one: Uuid, other: Uuid) -> Result<()> {
+    let (one, other) = tokio::join!(social.friends_changed(one), social.friends_changed(other));
+    one.and(other)
 }

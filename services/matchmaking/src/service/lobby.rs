@@ -67,42 +67,43 @@ impl MatchmakingApi {
             }
         };
         let user = caller.user_id.to_string();
-        let mut room_id = Uuid::now_v7().to_string();
-        if !request.request_id.is_empty() {
-            check_client_id("request_id", &request.request_id)?;
-            room_id = inner
-                .deps
-                .store
-                .claim_request(&user, &request.request_id, &room_id)
-                .await?;
-            if let Some(room) = inner.deps.store.room(&room_id).await? {
-                return Ok(CreateRoomResponse {
-                    room_id: room.id,
-                    join_code: room.code,
-                    seat: 0,
-                    settings: Some(settings_to_pb(&room.settings)),
-                    expires_at: expiry_to_pb(room.expires_ms),
-                });
+        let store = &inner.deps.store;
+        // The room this request made already (a retry), the queue and the seat the player
+        // holds: independent reads, made at once and judged in that order.
+        let made = async {
+            let fresh = Uuid::now_v7().to_string();
+            if request.request_id.is_empty() {
+                return Ok((fresh, None));
             }
+            check_client_id("request_id", &request.request_id)?;
+            let room_id = store
+                .claim_request(&user, &request.request_id, &fresh)
+                .await?;
+            let room = store.room(&room_id).await?;
+            Ok::<_, MatchmakingError>((room_id, room))
+        };
+        let (made, queued, seated) = tokio::join!(
+            made,
+            store.queued_ticket(&user),
+            self.ensure_not_seated(&user, None)
+        );
+        let (room_id, made) = made?;
+        if let Some(room) = made {
+            return Ok(CreateRoomResponse {
+                room_id: room.id,
+                join_code: room.code,
+                seat: 0,
+                settings: Some(settings_to_pb(&room.settings)),
+                expires_at: expiry_to_pb(room.expires_ms),
+            });
         }
-        if inner.deps.store.queued_ticket(&user).await?.is_some() {
+        if queued?.is_some() {
             return Err(MatchmakingError::FailedPrecondition(
                 "you are in the queue: cancel the search (CancelFind) before creating a room"
                     .into(),
             ));
         }
-        self.ensure_not_seated(&user, None).await?;
-        let mut code = None;
-        for _ in 0..16 {
-            let candidate = new_join_code();
-            if inner.deps.store.claim_code(&candidate, &room_id).await? {
-                code = Some(candidate);
-                break;
-            }
-        }
-        let code = code.ok_or_else(|| {
-            MatchmakingError::ResourceExhausted("no free join code found: retry".into())
-        })?;
+        seated?;
         let seats: Vec<Occupant> = (0..seat_count)
             .map(|seat| {
                 if seat == 0 {
@@ -120,26 +121,38 @@ impl MatchmakingApi {
                 }
             })
             .collect();
-        let response = inner
-            .deps
-            .game
-            .create_room(game::CreateRoomRequest {
-                room_id: room_id.clone(),
-                seats: seats
-                    .iter()
-                    .map(|occupant| seat_assignment(occupant, common::SeatFill::Host))
-                    .collect(),
-                settings: Some(settings_to_pb(&settings)),
-                ranked: request.ranked,
-                allow_spectators: public,
-                visibility: if public {
-                    common::RoomVisibility::Public
-                } else {
-                    common::RoomVisibility::Private
-                } as i32,
-            })
-            .await
-            .map_err(|status| game_error(status, "game-session CreateRoom"))?;
+        // The join code and game-session's room at once: neither needs the other. A code
+        // claimed for a room game-session then refuses stays taken, as it did when the two
+        // were made one after the other.
+        let code = async {
+            for _ in 0..16 {
+                let candidate = new_join_code();
+                if store.claim_code(&candidate, &room_id).await? {
+                    return Ok(candidate);
+                }
+            }
+            Err(MatchmakingError::ResourceExhausted(
+                "no free join code found: retry".into(),
+            ))
+        };
+        let create = inner.deps.game.create_room(game::CreateRoomRequest {
+            room_id: room_id.clone(),
+            seats: seats
+                .iter()
+                .map(|occupant| seat_assignment(occupant, common::SeatFill::Host))
+                .collect(),
+            settings: Some(settings_to_pb(&settings)),
+            ranked: request.ranked,
+            allow_spectators: public,
+            visibility: if public {
+                common::RoomVisibility::Public
+            } else {
+                common::RoomVisibility::Private
+            } as i32,
+        });
+        let (code, response) = tokio::join!(code, create);
+        let code = code?;
+        let response = response.map_err(|status| game_error(status, "game-session CreateRoom"))?;
         let settings = response
             .settings
             .as_ref()
@@ -159,7 +172,7 @@ impl MatchmakingApi {
             status: Default::default(),
             list_seq: 0,
         };
-        inner.deps.store.insert_room(&room).await?;
+        store.insert_room(&room).await?;
         self.remember_seat(&room.owner, &room_id).await?;
         tracing::info!(room = %room_id, public, ranked = request.ranked, "room created");
         Ok(CreateRoomResponse {
@@ -193,10 +206,7 @@ impl MatchmakingApi {
                         "give a room_id or a join_code".into(),
                     ));
                 }
-                match store.room(&id).await? {
-                    Some(room) if room.public => id,
-                    _ => return Err(not_found()),
-                }
+                id
             }
             Some(Target::JoinCode(code)) => {
                 let code = normalize_join_code(&code).ok_or_else(|| {
@@ -208,12 +218,16 @@ impl MatchmakingApi {
                 let rooms = &inner.config.rooms;
                 let window_ms = (rooms.wrong_code_window_seconds * 1000) as i64;
                 let bucket = inner.now() / window_ms;
-                if store.wrong_codes(&user, bucket).await? >= rooms.wrong_code_max {
+                // The player's wrong codes and the code's room at once; a player past the
+                // limit learns nothing from the answer.
+                let (wrong, found) =
+                    tokio::join!(store.wrong_codes(&user, bucket), store.room_by_code(&code));
+                if wrong? >= rooms.wrong_code_max {
                     return Err(MatchmakingError::ResourceExhausted(
                         "too many wrong join codes: wait a few minutes".into(),
                     ));
                 }
-                match store.room_by_code(&code).await? {
+                match found? {
                     Some(id) => id,
                     None => {
                         store.add_wrong_code(&user, bucket, window_ms * 2).await?;
@@ -222,15 +236,25 @@ impl MatchmakingApi {
                 }
             }
         };
-        let room = store.room(&room_id).await?.ok_or_else(not_found)?;
+        // The room and the seat the player holds elsewhere at once, judged in that order.
+        let (room, seated) = tokio::join!(
+            store.room(&room_id),
+            self.ensure_not_seated(&user, Some(&room_id))
+        );
+        let room = room?.ok_or_else(not_found)?;
+        if !by_code && !room.public {
+            return Err(not_found());
+        }
         if room.ranked {
             self.check_ranked_allowed(&caller)?;
         }
-        self.ensure_not_seated(&user, Some(&room_id)).await?;
-        let (seat, fresh) = match store
-            .take_seat(&room_id, &user, caller.guest, request.preferred_seat)
-            .await?
-        {
+        seated?;
+        // The seat, and whether the player was invited (for the match record), at once.
+        let (taken, invited) = tokio::join!(
+            store.take_seat(&room_id, &user, caller.guest, request.preferred_seat),
+            store.invited(&user, &room_id)
+        );
+        let (seat, fresh) = match taken? {
             TakeSeat::Seated { seat, .. } => (seat, true),
             TakeSeat::Already { seat } => (seat, false),
             TakeSeat::NotFound => return Err(not_found()),
@@ -258,7 +282,7 @@ impl MatchmakingApi {
         };
         // How the player came: an invite (by code or from the list), else the way
         // they joined. Kept by game-session for the match record.
-        let fill = if store.invited(&user, &room_id).await? {
+        let fill = if invited? {
             common::SeatFill::Invite
         } else if by_code {
             common::SeatFill::Code

@@ -146,21 +146,31 @@ impl LobbyStore for RedisStore {
         Ok(set.is_some())
     }
 
-    /// Three steps, each atomic in its slot: the mode joins the registry, the room's
-    /// locator names the mode, the room goes into the mode's slot (listed under a fresh
-    /// lobby sequence number when public). A crash between them leaves at most a mode
-    /// with no room (listed as empty) or a locator with no room (the room is not found,
-    /// as it was never made).
+    /// Steps each atomic in its slot: the mode joins the registry and the room's locator
+    /// names the mode (with, for a public room, a fresh lobby sequence number: the three
+    /// sent at once, one round trip), then the room goes into the mode's slot. A crash
+    /// before the last leaves at most a mode with no room (listed as empty) or a locator
+    /// with no room (the room is not found, as it was never made).
     async fn insert_room(&self, room: &RoomRecord) -> Result<()> {
         let mode = room.format();
         let mut conn = self.conn();
-        let _: () = conn.sadd(self.modes_registry(), mode.key()).await?;
-        let _: () = conn.set(self.room_locator(&room.id), mode.key()).await?;
-        let seq: u64 = if room.public {
-            conn.incr(self.keys.key("lb", "seq"), 1).await?
-        } else {
-            0
-        };
+        let (mut registry, mut locator, mut sequence) = (self.conn(), self.conn(), self.conn());
+        let (registered, located, seq) = tokio::join!(
+            registry.sadd::<_, _, ()>(self.modes_registry(), mode.key()),
+            locator.set::<_, _, ()>(self.room_locator(&room.id), mode.key()),
+            async {
+                if room.public {
+                    sequence
+                        .incr::<_, _, u64>(self.keys.key("lb", "seq"), 1)
+                        .await
+                } else {
+                    Ok(0)
+                }
+            }
+        );
+        registered?;
+        located?;
+        let seq = seq?;
         let _: i64 = self
             .lobby_scripts
             .insert_room
