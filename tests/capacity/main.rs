@@ -270,16 +270,6 @@ async fn served(stack: &Stack) -> Histograms {
     all
 }
 
-/// `redis-cli -p <the run's Redis> args…`, its output (empty if it could not run).
-fn redis_cli(stack: &Stack, args: &[&str]) -> String {
-    std::process::Command::new("redis-cli")
-        .args(["-p", &stack.redis.port.to_string()])
-        .args(args)
-        .output()
-        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
-        .unwrap_or_default()
-}
-
 /// A periodic read of every group and of the population.
 struct Sample {
     at: Instant,
@@ -338,11 +328,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     // Redis notes every event of its loop that took 10 ms or more (a command, an fsync
     // of the AOF, an expiry cycle…): printed at the end.
-    redis_cli(
-        &stack,
-        &["CONFIG", "SET", "latency-monitor-threshold", "10"],
-    );
-    let fsync = redis_cli(&stack, &["CONFIG", "SET", "appendfsync", &args.redis_fsync]);
+    stack
+        .redis
+        .cli(&["CONFIG", "SET", "latency-monitor-threshold", "10"])?;
+    let fsync = stack
+        .redis
+        .cli(&["CONFIG", "SET", "appendfsync", &args.redis_fsync])?;
     anyhow::ensure!(
         fsync.trim() == "OK",
         "redis-cli CONFIG SET appendfsync {}: {fsync:?}",
@@ -428,7 +419,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             sim.rec.open(now);
             opened = Some(sample(&groups, &sim.counters));
             served_open = served(&stack).await;
-            redis_cli(&stack, &["LATENCY", "RESET"]);
+            stack.redis.cli(&["LATENCY", "RESET"])?;
         }
         if now >= window_close {
             sim.rec.close(now);
@@ -460,7 +451,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     let closed = sample(&groups, &sim.counters);
     let served_window = served_open.since(&served(&stack).await);
-    let redis_latency = redis_cli(&stack, &["LATENCY", "LATEST"]);
+    let redis_latency = stack.redis.cli(&["LATENCY", "LATEST"])?;
     let opened = opened.context("the window never opened")?;
     spawner.abort();
     let _ = spawner.await;

@@ -103,6 +103,16 @@ impl Redis {
         self.child.as_ref().map(Child::id)
     }
 
+    /// `redis-cli -p <its port> args…`: what it printed.
+    pub fn cli(&self, args: &[&str]) -> anyhow::Result<String> {
+        let out = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .context("redis-cli must be installed (apt-get install redis-tools)")?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
     /// SIGKILL: no shutdown, the AOF is what survives.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -119,19 +129,13 @@ impl Redis {
 
     /// A backup as an operator takes one: `BGSAVE`, then a copy of the RDB file at `to`.
     pub async fn backup(&self, to: &Path) -> anyhow::Result<()> {
-        let cli = |args: &[&str]| -> anyhow::Result<String> {
-            let out = Command::new("redis-cli")
-                .args(["-p", &self.port.to_string()])
-                .args(args)
-                .output()
-                .context("redis-cli must be installed (apt-get install redis-tools)")?;
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        };
-        let before = cli(&["LASTSAVE"])?;
-        cli(&["BGSAVE"])?;
+        let before = self.cli(&["LASTSAVE"])?;
+        self.cli(&["BGSAVE"])?;
         let started = Instant::now();
-        while cli(&["LASTSAVE"])? == before
-            || cli(&["INFO", "persistence"])?.contains("rdb_bgsave_in_progress:1")
+        while self.cli(&["LASTSAVE"])? == before
+            || self
+                .cli(&["INFO", "persistence"])?
+                .contains("rdb_bgsave_in_progress:1")
         {
             if started.elapsed() > Duration::from_secs(20) {
                 bail!("BGSAVE did not finish within 20 s");
@@ -173,17 +177,7 @@ impl Redis {
         // moment): the operator waits, and so does this.
         let loaded_by = std::time::Instant::now() + Duration::from_secs(20);
         loop {
-            let out = Command::new("redis-cli")
-                .args([
-                    "-p",
-                    &self.port.to_string(),
-                    "CONFIG",
-                    "SET",
-                    "appendonly",
-                    "yes",
-                ])
-                .output()?;
-            let answer = String::from_utf8_lossy(&out.stdout);
+            let answer = self.cli(&["CONFIG", "SET", "appendonly", "yes"])?;
             if answer.contains("OK") {
                 return Ok(());
             }
