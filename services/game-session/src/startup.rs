@@ -73,6 +73,10 @@ impl GameSession {
                 }
             }
         });
+        tokio::spawn(crate::replica::signals::run(
+            Arc::clone(&replica),
+            shutdown.clone(),
+        ));
         tokio::spawn(Arc::clone(&replica.hub).run(store.notices(), shutdown.clone()));
         tokio::spawn(Arc::clone(&replica.hub).run_resync(
             Arc::clone(&store),

@@ -162,24 +162,63 @@ struct Watched {
 /// shards whose notices were heard (see [`Hub::run_resync`]).
 const FULL_RESYNC_EVERY: u64 = 15;
 
+/// How many locks the rooms are spread over: a play takes its room's lock three times
+/// (its held state, the commit's start and end, waking the room's streams under it), and
+/// with one lock for every room the replica's threads queued on it and slept.
+const LOCKS: u32 = 32;
+
+type Rooms = HashMap<Arc<str>, Watched>;
+
 /// The rooms this replica has streams on.
 #[derive(Debug, Default)]
 pub struct Hub {
-    rooms: Mutex<HashMap<Arc<str>, Watched>>,
+    /// The rooms, spread over [`LOCKS`] maps by their id.
+    rooms: [Mutex<Rooms>; LOCKS as usize],
     /// The notices heard from each shard's channel so far (see [`Hub::run_resync`]).
     heard: [AtomicU64; SHARDS as usize],
+    /// Bumped by [`Hub::signal_all`]: a stream compares it on every wake-up.
+    signals: AtomicU64,
 }
 
 impl Hub {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Watched>> {
-        self.rooms
+    /// The map that holds `room_id`, locked.
+    fn lock(&self, room_id: &str) -> std::sync::MutexGuard<'_, Rooms> {
+        Self::locked(&self.rooms[basra_platform::redis::shard_of(room_id, LOCKS) as usize])
+    }
+
+    /// Every map, each locked in turn.
+    fn each(&self) -> impl Iterator<Item = std::sync::MutexGuard<'_, Rooms>> {
+        self.rooms.iter().map(Self::locked)
+    }
+
+    fn locked(rooms: &Mutex<Rooms>) -> std::sync::MutexGuard<'_, Rooms> {
+        rooms
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Wakes every local stream to look at the replica's rare signals (a drain, the stop,
+    /// a lost presence lease, a changed list of revoked accounts): the count a stream
+    /// compares on each wake-up ([`Hub::signals`]) moves, then every room's watch. A
+    /// stream's loop thus waits on its client and its room's watch alone, and looks at
+    /// the signals with one atomic load when it wakes.
+    pub fn signal_all(&self) {
+        self.signals.fetch_add(1, Ordering::SeqCst);
+        for rooms in self.each() {
+            for watched in rooms.values() {
+                watched.sender.send_modify(|_| {});
+            }
+        }
+    }
+
+    /// How many times [`Hub::signal_all`] was called.
+    pub fn signals(&self) -> u64 {
+        self.signals.load(Ordering::Acquire)
+    }
+
     /// A receiver woken whenever the room gets new events.
     pub fn watch(&self, room_id: &str) -> watch::Receiver<Wake> {
-        let mut rooms = self.lock();
+        let mut rooms = self.lock(room_id);
         if let Some(watched) = rooms.get(room_id) {
             return watched.sender.subscribe();
         }
@@ -196,7 +235,7 @@ impl Hub {
 
     /// Forgets the room (and its state) if no stream watches it any more.
     pub fn release(&self, room_id: &str) {
-        let mut rooms = self.lock();
+        let mut rooms = self.lock(room_id);
         if rooms
             .get(room_id)
             .is_some_and(|watched| watched.sender.receiver_count() == 0)
@@ -209,7 +248,7 @@ impl Hub {
     /// noticed since: a look at what [`Hub::take_cached`] would hand the next change (a
     /// guess to commit against: the version check decides).
     pub fn cached(&self, room_id: &str) -> Option<Held> {
-        self.lock()
+        self.lock(room_id)
             .get(room_id)
             .and_then(|watched| watched.state.clone())
     }
@@ -221,7 +260,7 @@ impl Hub {
     /// last one).
     pub fn take_cached(&self, room_id: &str) -> Option<Loaded> {
         let held = self
-            .lock()
+            .lock(room_id)
             .get_mut(room_id)
             .and_then(|watched| watched.state.take())?;
         Some(Loaded {
@@ -233,17 +272,21 @@ impl Hub {
 
     /// Drops the room's state (a commit against it found a newer version).
     pub fn forget_state(&self, room_id: &str) {
-        if let Some(watched) = self.lock().get_mut(room_id) {
+        if let Some(watched) = self.lock(room_id).get_mut(room_id) {
             watched.state = None;
         }
     }
 
     /// Rooms whose state is held here.
     pub fn cached_rooms(&self) -> usize {
-        self.lock()
-            .values()
-            .filter(|watched| watched.state.is_some())
-            .count()
+        self.each()
+            .map(|rooms| {
+                rooms
+                    .values()
+                    .filter(|watched| watched.state.is_some())
+                    .count()
+            })
+            .sum()
     }
 
     /// Wakes the room's streams (`seq` 0: all of them, see [`Notice`]). A notice that
@@ -259,7 +302,7 @@ impl Hub {
             self.notify_all();
             return;
         }
-        if let Some(watched) = self.lock().get_mut(room_id) {
+        if let Some(watched) = self.lock(room_id).get_mut(room_id) {
             if watched
                 .state
                 .as_ref()
@@ -289,7 +332,7 @@ impl Hub {
     /// Marks a commit of this replica to the room as in progress until the returned
     /// guard is dropped or [`InFlight::committed`] is called.
     pub fn commit_started(self: &Arc<Self>, room_id: &str) -> InFlight {
-        let counted = self.lock().get(room_id).is_some_and(|watched| {
+        let counted = self.lock(room_id).get(room_id).is_some_and(|watched| {
             watched.sender.send_if_modified(|wake| {
                 wake.in_flight += 1;
                 false
@@ -312,7 +355,7 @@ impl Hub {
     }
 
     fn finish(&self, room_id: &str, counted: bool, stored: Stored, state: Option<Held>) {
-        let mut rooms = self.lock();
+        let mut rooms = self.lock(room_id);
         let Some(watched) = rooms.get_mut(room_id) else {
             return;
         };
@@ -380,23 +423,29 @@ impl Hub {
 
     /// Wakes every local stream (after missed notices).
     pub fn notify_all(&self) {
-        for watched in self.lock().values_mut() {
-            watched.state = None;
-            watched.sender.send_modify(|wake| wake.epoch += 1);
+        for mut rooms in self.each() {
+            for watched in rooms.values_mut() {
+                watched.state = None;
+                watched.sender.send_modify(|wake| wake.epoch += 1);
+            }
         }
     }
 
     /// Number of rooms watched here.
     pub fn rooms(&self) -> usize {
-        self.lock().len()
+        self.each().map(|rooms| rooms.len()).sum()
     }
 
     /// The rooms watched here on the `shards` marked, each with its announced seq.
     fn rooms_of(&self, shards: &[bool; SHARDS as usize]) -> Vec<(Arc<str>, u64)> {
-        self.lock()
-            .iter()
-            .filter(|(id, _)| shards[shard_of(id) as usize])
-            .map(|(id, watched)| (Arc::clone(id), watched.sender.borrow().seq))
+        self.each()
+            .flat_map(|rooms| {
+                rooms
+                    .iter()
+                    .filter(|(id, _)| shards[shard_of(id) as usize])
+                    .map(|(id, watched)| (Arc::clone(id), watched.sender.borrow().seq))
+                    .collect::<Vec<_>>()
+            })
             .collect()
     }
 
@@ -818,5 +867,30 @@ mod tests {
             hub.rooms_of(&[true; SHARDS as usize])
                 .contains(&(Arc::from(busy.as_str()), 4))
         );
+    }
+
+    /// A signal wakes the streams of every room, over all the locks, and moves the count
+    /// they compare; it announces nothing and drops no held state, so a stream that wakes
+    /// for it reads nothing.
+    #[test]
+    fn a_signal_wakes_every_room_and_moves_the_count() {
+        let hub = Hub::default();
+        let ids: Vec<String> = std::iter::once("r".to_owned())
+            .chain((1..100).map(|n| format!("room-{n}")))
+            .collect();
+        let mut watches: Vec<_> = ids.iter().map(|id| hub.watch(id)).collect();
+        assert_eq!(hub.rooms(), 100);
+        hub.finish(&ids[0], false, Stored::Nothing, Some(state(5, 7)));
+        let before = hub.signals();
+        hub.signal_all();
+        assert_eq!(hub.signals(), before + 1);
+        for watch in &mut watches {
+            assert!(watch.has_changed().unwrap());
+            let wake = watch.borrow_and_update();
+            assert!(!wake.news_for(0, 0));
+        }
+        assert_eq!(held_version(&hub), Some(7));
+        // Nothing moves without a signal.
+        assert!(watches.iter().all(|watch| !watch.has_changed().unwrap()));
     }
 }

@@ -15,6 +15,7 @@
 //! - [`bots`]: the hard bot's search off the runtime, on [`search_threads`];
 //! - [`walks`]: which shards this replica walks;
 //! - [`drain`]: draining the replica and taking it back;
+//! - [`signals`]: a drain, the stop, a lost lease or a revocation passed to every stream;
 //! - [`shared_bytes`]: a commit's events encoded once for the room's local streams.
 
 use std::sync::Arc;
@@ -38,6 +39,7 @@ pub mod outbox;
 /// The search threads, shared with accounts' analysis (`basra-platform`).
 pub use basra_platform::search_threads;
 pub mod shared_bytes;
+pub(crate) mod signals;
 pub mod timers;
 pub mod walks;
 

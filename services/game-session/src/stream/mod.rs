@@ -17,6 +17,7 @@ use basra_proto::basra::game::v1::{
 };
 use rand::Rng as _;
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 use tonic::{Status, Streaming};
 use tracing::Instrument as _;
 
@@ -86,6 +87,9 @@ pub(crate) struct Session {
     delivered: u64,
     /// The room watch's epoch when this stream last looked (see [`Wake`]).
     epoch: u64,
+    /// The replica's signal count when this stream last looked at its rare signals
+    /// ([`crate::replica::signals`]).
+    signals: u64,
     seats: usize,
     settings: basra_engine::Settings,
     /// Whether the stream sends the shared bytes of this replica's commits' events it sees
@@ -301,40 +305,20 @@ impl Session {
         watch: &mut watch::Receiver<Wake>,
         lease_lost: &mut watch::Receiver<u64>,
     ) -> End {
-        // Made once, not on every turn of the loop: a fresh `cancelled()` registers with
-        // the token and unregisters when dropped, twice per event otherwise. One token:
-        // stopping cancels the drain too, and each poll of a token takes its lock.
-        let leave = self.replica.drain.token().cancelled_owned();
-        tokio::pin!(leave);
-        let revocations = self.replica.config.revocations.clone();
-        let mut revoked = revocations.subscribe();
+        // Taken once: stopping cancels the drain's token too.
+        let leave = self.replica.drain.token();
+        // The rare signals are looked at now, and again whenever their count has moved
+        // when the stream wakes (`replica::signals`): the count is read before looking, so
+        // a signal after the look wakes the stream through its room's watch.
+        self.signals = self.replica.hub.signals();
+        if let Some(end) = self.signalled(&leave, lease_lost).await {
+            return end;
+        }
         loop {
             let step = tokio::select! {
                 biased;
-                Ok(()) = revoked.changed() => {
-                    // The list changed: a banned or deleted player's stream ends with why.
-                    match self.user.and_then(|user| revocations.check(user)) {
-                        Some(revoked) => return End::Status(revoked.status()),
-                        None => Ok(None),
-                    }
-                }
-                () = &mut leave => {
-                    if self.replica.shutdown.is_cancelled() {
-                        return End::Status(Status::unavailable("the replica is stopping; resume elsewhere with last_seen_seq"));
-                    }
-                    self.drain_delay().await;
-                    return End::Status(Status::unavailable("the replica is draining; resume elsewhere with last_seen_seq"));
-                }
-                _ = lease_lost.changed(), if self.leased.is_some() => {
-                    return End::Status(Status::unavailable("this replica lost its presence lease; resume with last_seen_seq"));
-                }
                 message = next_message(inbound) => match message {
-                    // A commit of ours moved the room's watch: look at it now rather
-                    // than on another turn of the loop (usually nothing is new).
-                    Ok(Some(message)) => match Box::pin(self.handle(message)).await {
-                        Ok(None) => Box::pin(self.on_wake(watch)).await,
-                        other => other,
-                    },
+                    Ok(Some(message)) => Box::pin(self.handle(message)).await,
                     Ok(None) => return End::Gone,
                     Err(status) => {
                         tracing::debug!(code = ?status.code(), message = status.message(), "inbound stream failed");
@@ -344,19 +328,62 @@ impl Session {
                         return End::Gone;
                     }
                 },
-                changed = watch.changed() => {
-                    if changed.is_err() {
-                        return End::Status(Status::unavailable("the replica is stopping"));
-                    }
-                    Box::pin(self.on_wake(watch)).await
-                }
+                changed = watch.changed() => match changed {
+                    Ok(()) => Ok(None),
+                    Err(_) => return End::Status(Status::unavailable("the replica is stopping")),
+                },
             };
             match step {
                 Ok(None) => {}
                 Ok(Some(end)) => return end,
                 Err(err) => return End::Status(err.into()),
             }
+            let signals = self.replica.hub.signals();
+            if signals != self.signals {
+                self.signals = signals;
+                if let Some(end) = self.signalled(&leave, lease_lost).await {
+                    return end;
+                }
+            }
+            // The room's watch moved, or a commit of ours did: look at it now rather than
+            // on another turn of the loop (after our own commit usually nothing is new).
+            match Box::pin(self.on_wake(watch)).await {
+                Ok(None) => {}
+                Ok(Some(end)) => return end,
+                Err(err) => return End::Status(err.into()),
+            }
         }
+    }
+
+    /// How the stream ends, if a rare signal concerns it: its account was banned or
+    /// deleted, the replica drains or stops, or the presence lease it was connected under
+    /// was lost.
+    async fn signalled(
+        &self,
+        leave: &CancellationToken,
+        lease_lost: &mut watch::Receiver<u64>,
+    ) -> Option<End> {
+        let revocations = &self.replica.config.revocations;
+        if let Some(revoked) = self.user.and_then(|user| revocations.check(user)) {
+            return Some(End::Status(revoked.status()));
+        }
+        if leave.is_cancelled() {
+            if self.replica.shutdown.is_cancelled() {
+                return Some(End::Status(Status::unavailable(
+                    "the replica is stopping; resume elsewhere with last_seen_seq",
+                )));
+            }
+            self.drain_delay().await;
+            return Some(End::Status(Status::unavailable(
+                "the replica is draining; resume elsewhere with last_seen_seq",
+            )));
+        }
+        if self.leased.is_some() && lease_lost.has_changed().unwrap_or(true) {
+            return Some(End::Status(Status::unavailable(
+                "this replica lost its presence lease; resume with last_seen_seq",
+            )));
+        }
+        None
     }
 
     /// The room's watch changed: delivers what this replica committed from the watch,

@@ -120,6 +120,7 @@ impl Session {
             connect_seq,
             delivered: 0,
             epoch: 0,
+            signals: 0,
             seats: loaded.room.seats.len(),
             settings: loaded.room.settings,
             // A Play stream's messages go out as they are; Watch wraps each one.

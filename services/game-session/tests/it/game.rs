@@ -1015,39 +1015,59 @@ async fn admin_needs_the_operator_role_and_closes_rooms() {
     replica.stop().await;
 }
 
-/// A draining replica makes no new rooms: nobody would serve their streams.
+/// A draining replica makes no new rooms (nobody would serve their streams), and the
+/// streams open on it end with UNAVAILABLE to resume elsewhere, by the drain's deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_draining_replica_refuses_new_rooms() {
+async fn a_draining_replica_refuses_new_rooms_and_ends_its_streams() {
     let tokens = Tokens::new();
     let replica = TestApp::builder(&tokens).spawn().await;
-    let seats = || vec![player_seat(Uuid::now_v7()), bot_seat(pb::BotLevel::Easy)];
+    let player = Uuid::now_v7();
+    let seats = |user| vec![player_seat(user), bot_seat(pb::BotLevel::Easy)];
     let room = Uuid::now_v7().to_string();
     create_room(
         replica.channel().await,
         &tokens,
         &room,
-        seats(),
+        seats(player),
         low_target(),
     )
     .await
     .unwrap();
+    let mut open = Player::join(replica.channel().await, &tokens, player, 0, &room, None).await;
+    open.next().await.unwrap();
     let operator = tokens.token(Uuid::now_v7(), Role::Operator);
     GameAdminServiceClient::new(replica.channel().await)
         .drain_replica(authed(
             game::DrainReplicaRequest {
                 replica: String::new(),
-                deadline: None,
+                deadline: Some(prost_types::Duration {
+                    seconds: 1,
+                    nanos: 0,
+                }),
             },
             &operator,
         ))
         .await
         .unwrap();
+    let ended = loop {
+        match tokio::time::timeout(WAIT, open.events.message()).await {
+            Ok(Ok(Some(_))) => {}
+            other => break other,
+        }
+    };
+    match ended {
+        Ok(Err(status)) => {
+            assert_eq!(status.code(), Code::Unavailable, "{status}");
+            assert!(status.message().contains("draining"), "{status}");
+        }
+        other => panic!("the stream should end UNAVAILABLE: {other:?}"),
+    }
     let room = Uuid::now_v7().to_string();
     let err = create_room(
         replica.channel().await,
         &tokens,
         &room,
-        seats(),
+        seats(Uuid::now_v7()),
         low_target(),
     )
     .await
