@@ -65,13 +65,19 @@ impl RedisStore {
         self.keys.key(&format!("pl:{user_id}"), name)
     }
 
-    /// The slot of a room's mode, or `None` for an unknown room.
+    /// The slot of a room's mode, or `None` for an unknown room: remembered (a room made
+    /// or looked up by this process), else from its locator. Room ids are fresh UUIDs and
+    /// a room's mode never changes, so the memory is never wrong; a room gone since reads
+    /// as unknown in its slot as it would at its locator.
     async fn room_slot(&self, room_id: &str) -> Result<Option<String>> {
+        if let Some(mode) = self.room_modes.get(room_id) {
+            return Ok(Some(self.mode_slot(mode)));
+        }
         let mode: Option<String> = self.conn().get(self.room_locator(room_id)).await?;
         mode.map(|m| {
-            Format::parse(&m)
-                .map(|f| self.mode_slot(f))
-                .ok_or_else(|| corrupt("room mode"))
+            let mode = Format::parse(&m).ok_or_else(|| corrupt("room mode"))?;
+            self.room_modes.remember(room_id, mode);
+            Ok(self.mode_slot(mode))
         })
         .transpose()
     }
@@ -183,6 +189,7 @@ impl LobbyStore for RedisStore {
             .arg(room.expires_ms)
             .invoke_async(&mut conn)
             .await?;
+        self.room_modes.remember(&room.id, mode);
         Ok(())
     }
 

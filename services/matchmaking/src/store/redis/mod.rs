@@ -57,18 +57,15 @@
 
 mod lobby;
 mod queue;
+mod remembered;
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::collections::HashSet;
 
 use basra_platform::redis::{Connection, Keys, Redis};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::{
-    domain::Format,
-    error::{MatchmakingError, Result},
-};
+use crate::error::{MatchmakingError, Result};
 
 pub use self::queue::pairing_script;
 
@@ -94,7 +91,9 @@ pub struct RedisStore {
     /// Formats this process has registered and whose channel it listens on.
     known: tokio::sync::Mutex<HashSet<String>>,
     /// Ticket → format, for the tickets this process has looked up.
-    formats: Mutex<HashMap<String, Format>>,
+    formats: remembered::Remembered,
+    /// Room → mode, for the rooms this process made or looked up.
+    room_modes: remembered::Remembered,
 }
 
 impl Drop for RedisStore {
@@ -124,7 +123,8 @@ impl RedisStore {
             events: broadcast::channel(16 * 1024).0,
             listening: CancellationToken::new(),
             known: tokio::sync::Mutex::new(HashSet::new()),
-            formats: Mutex::new(HashMap::new()),
+            formats: remembered::Remembered::default(),
+            room_modes: remembered::Remembered::default(),
         })
     }
 

@@ -75,10 +75,6 @@ pub fn pairing_script() -> Script {
     script(include_str!("queue/form.lua"))
 }
 
-/// Formats whose ticket locations this process remembers at most (a ticket's format
-/// never changes, so the memory is only a shortcut past its locator).
-const REMEMBERED_TICKETS: usize = 100_000;
-
 impl RedisStore {
     /// `P:{q:F}`: format `F`'s slot, the key its scripts are called with.
     fn format_slot(&self, format: &str) -> String {
@@ -134,29 +130,6 @@ impl RedisStore {
         Ok(())
     }
 
-    fn remember(&self, id: &str, format: Format) {
-        let mut formats = self.formats.lock().unwrap_or_else(|p| p.into_inner());
-        if formats.len() >= REMEMBERED_TICKETS {
-            formats.clear();
-        }
-        formats.insert(id.to_owned(), format);
-    }
-
-    fn forget_format(&self, id: &str) {
-        self.formats
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
-    }
-
-    fn remembered(&self, id: &str) -> Option<Format> {
-        self.formats
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(id)
-            .copied()
-    }
-
     /// The ticket's locator: its format and owner.
     async fn locate(&self, id: &str) -> Result<Option<(Format, String)>> {
         let value: Option<String> = self.conn().get(self.ticket_locator(id)).await?;
@@ -164,13 +137,13 @@ impl RedisStore {
             return Ok(None);
         };
         let (format, owner) = parse_locator(&value)?;
-        self.remember(id, format);
+        self.formats.remember(id, format);
         Ok(Some((format, owner)))
     }
 
     /// The ticket's format: remembered, else from its locator.
     async fn format_of(&self, id: &str) -> Result<Option<Format>> {
-        if let Some(format) = self.remembered(id) {
+        if let Some(format) = self.formats.get(id) {
             return Ok(Some(format));
         }
         Ok(self.locate(id).await?.map(|(format, _)| format))
@@ -322,7 +295,7 @@ impl QueueStore for RedisStore {
                 format
             }
         };
-        self.remember(&t.id, format);
+        self.formats.remember(&t.id, format);
         self.know(&format.key()).await?;
         if claimed.is_some() {
             // A resume, in the ticket's own format whatever the request says; a ticket
@@ -389,7 +362,7 @@ impl QueueStore for RedisStore {
     }
 
     async fn poll(&self, id: &str, now: Millis, ttl_ms: Millis) -> Result<Option<TicketView>> {
-        let remembered = self.remembered(id);
+        let remembered = self.formats.get(id);
         let Some(format) = remembered.or(self.locate(id).await?.map(|(f, _)| f)) else {
             return Ok(None);
         };
@@ -397,7 +370,7 @@ impl QueueStore for RedisStore {
         if out.is_none() && remembered.is_some() {
             // Gone, or expired and its id taken again in another format: ask its
             // locator rather than this process's memory.
-            self.forget_format(id);
+            self.formats.forget(id);
             if let Some((located, _)) = self.locate(id).await?
                 && located != format
             {
@@ -602,7 +575,7 @@ impl QueueStore for RedisStore {
                 };
                 budget = budget.saturating_sub(1);
                 let _: i64 = self.conn().del(self.ticket_locator(id)).await?;
-                self.forget_format(id);
+                self.formats.forget(id);
                 self.forget_search(user_id, id).await?;
             }
         }

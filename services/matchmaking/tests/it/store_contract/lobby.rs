@@ -10,7 +10,14 @@ use matchmaking::{
     store::{LobbyFilter, LobbyStore, Occupant, RoomRecord, RoomStatus, TakeSeat},
 };
 
-fn room(id: &str, code: &str, public: bool, seats: u8, target: u32, ranked: bool) -> RoomRecord {
+pub(super) fn room(
+    id: &str,
+    code: &str,
+    public: bool,
+    seats: u8,
+    target: u32,
+    ranked: bool,
+) -> RoomRecord {
     let settings = Settings {
         seats: if seats == 4 {
             basra_engine::Seats::Four

@@ -84,3 +84,71 @@ mod two_replicas {
         .await;
     }
 }
+
+/// A room's mode is looked up at its locator once per process: the process that made
+/// the room, or once read its locator, finds the room without it (one round trip less
+/// before each read and seat), and a process that never did finds nothing once the
+/// locator is gone. On one Redis and on the cluster.
+mod room_modes {
+    use super::*;
+
+    use basra_platform::redis::Redis;
+    use matchmaking::store::{LobbyStore, TakeSeat};
+
+    #[tokio::test]
+    async fn redis() {
+        remembered_past_the_locator(test_prefix()).await;
+    }
+
+    #[tokio::test]
+    async fn redis_cluster() {
+        remembered_past_the_locator(cluster_prefix()).await;
+    }
+
+    async fn remembered_past_the_locator(prefix: TestPrefix) {
+        let (maker, reader, stranger) = (
+            redis_store(&prefix).await,
+            redis_store(&prefix).await,
+            redis_store(&prefix).await,
+        );
+        for (id, code) in [("m1", "MMMMM1"), ("m2", "MMMMM2")] {
+            maker
+                .insert_room(&lobby::room(id, code, false, 2, 101, false))
+                .await
+                .unwrap();
+        }
+        // `reader` reads m1 through its locator (and remembers its mode).
+        assert!(reader.room("m1").await.unwrap().is_some());
+        let mut raw = Redis::connect(&prefix.url()).await.unwrap().conn();
+        for id in ["m1", "m2"] {
+            let deleted: i64 = ::redis::cmd("DEL")
+                .arg(format!("{prefix}:{{rm:{id}}}:mode"))
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            assert_eq!(deleted, 1, "the locator of {id}");
+        }
+        assert!(maker.room("m1").await.unwrap().is_some());
+        assert!(maker.room("m2").await.unwrap().is_some());
+        assert!(reader.room("m1").await.unwrap().is_some());
+        assert!(reader.room("m2").await.unwrap().is_none());
+        assert!(stranger.room("m1").await.unwrap().is_none());
+        assert!(matches!(
+            reader.take_seat("m1", "joiner", false, None).await.unwrap(),
+            TakeSeat::Seated { seat: 1, .. }
+        ));
+        assert!(matches!(
+            stranger
+                .take_seat("m2", "joiner", false, None)
+                .await
+                .unwrap(),
+            TakeSeat::NotFound
+        ));
+        // Closing goes to the remembered slot too.
+        maker.close_room("m2").await.unwrap();
+        assert_eq!(
+            maker.room("m2").await.unwrap().map(|room| room.status),
+            Some(matchmaking::store::RoomStatus::Closed)
+        );
+    }
+}
