@@ -1,7 +1,9 @@
 //! Friends and blocks on PostgreSQL ([`Friends`]; `friend_links`, `friend_request_days`, `users.friend_code`).
 //! Every action is one transaction that first locks both players' `users` rows (in id
 //! order, so two actions never wait on each other in a circle): actions on a pair, and
-//! on either player's friend count, happen one at a time.
+//! on either player's friend count, happen one at a time. Then one statement reads the
+//! pair's state and one writes all the action's changes: five round trips with the
+//! transaction's begin and commit.
 
 use chrono::{DateTime, Utc};
 use sqlx::Row as _;
@@ -132,46 +134,11 @@ impl Friends for PgStore {
                 .map_or(0, |n| u32::try_from(n).unwrap_or(0)),
         };
         let (outcome, changes) = decide(action, &pair, &limits)?;
-        for change in changes {
-            let (from, to) = match change {
-                Change::SetOut(_) | Change::ClearOut => (actor, other),
-                Change::SetIn(_) | Change::ClearIn => (other, actor),
-                Change::CountRequest => (actor, other),
-            };
-            match change {
-                Change::SetOut(link) | Change::SetIn(link) => {
-                    sqlx::query(
-                        "INSERT INTO friend_links (from_id, to_id, link, since)
-                         VALUES ($1, $2, $3, $4)
-                         ON CONFLICT (from_id, to_id)
-                         DO UPDATE SET link = EXCLUDED.link, since = EXCLUDED.since",
-                    )
-                    .bind(from)
-                    .bind(to)
-                    .bind(link.as_str())
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                Change::ClearOut | Change::ClearIn => {
-                    sqlx::query("DELETE FROM friend_links WHERE from_id = $1 AND to_id = $2")
-                        .bind(from)
-                        .bind(to)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                Change::CountRequest => {
-                    sqlx::query(
-                        "INSERT INTO friend_request_days (user_id, day, sent) VALUES ($1, $2, 1)
-                         ON CONFLICT (user_id, day)
-                         DO UPDATE SET sent = friend_request_days.sent + 1",
-                    )
-                    .bind(actor)
-                    .bind(day)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-            }
+        if !changes.is_empty() {
+            changes_statement(&changes, actor, other, day, now)
+                .build()
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(outcome)
@@ -208,4 +175,71 @@ impl Friends for PgStore {
         }
         Ok(list.sorted())
     }
+}
+
+/// An action's changes as one statement (one round trip): each change a data-modifying
+/// `WITH` part when there are several, which PostgreSQL runs once each, to completion.
+/// The changes of one action touch distinct rows (the two directions of the pair, the
+/// actor's request count of the day), so no two parts write the same row.
+fn changes_statement(
+    changes: &[Change],
+    actor: Uuid,
+    other: Uuid,
+    day: chrono::NaiveDate,
+    now: DateTime<Utc>,
+) -> sqlx::QueryBuilder<sqlx::Postgres> {
+    let mut q = sqlx::QueryBuilder::new("");
+    let several = changes.len() > 1;
+    if several {
+        q.push("WITH ");
+    }
+    for (i, change) in changes.iter().enumerate() {
+        if several {
+            q.push(if i > 0 { ", " } else { "" });
+            q.push(format_args!("c{i} AS ("));
+        }
+        let (from, to) = match change {
+            Change::SetOut(_) | Change::ClearOut | Change::CountRequest => (actor, other),
+            Change::SetIn(_) | Change::ClearIn => (other, actor),
+        };
+        match change {
+            Change::SetOut(link) | Change::SetIn(link) => {
+                q.push("INSERT INTO friend_links (from_id, to_id, link, since) VALUES (");
+                q.push_bind(from);
+                q.push(", ");
+                q.push_bind(to);
+                q.push(", ");
+                q.push_bind(link.as_str());
+                q.push(", ");
+                q.push_bind(now);
+                q.push(
+                    ") ON CONFLICT (from_id, to_id)
+                     DO UPDATE SET link = EXCLUDED.link, since = EXCLUDED.since",
+                );
+            }
+            Change::ClearOut | Change::ClearIn => {
+                q.push("DELETE FROM friend_links WHERE from_id = ");
+                q.push_bind(from);
+                q.push(" AND to_id = ");
+                q.push_bind(to);
+            }
+            Change::CountRequest => {
+                q.push("INSERT INTO friend_request_days (user_id, day, sent) VALUES (");
+                q.push_bind(actor);
+                q.push(", ");
+                q.push_bind(day);
+                q.push(
+                    ", 1) ON CONFLICT (user_id, day)
+                     DO UPDATE SET sent = friend_request_days.sent + 1",
+                );
+            }
+        }
+        if several {
+            q.push(")");
+        }
+    }
+    if several {
+        q.push(" SELECT 1");
+    }
+    q
 }
