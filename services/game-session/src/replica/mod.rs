@@ -39,7 +39,7 @@ pub mod outbox;
 /// The search threads, shared with accounts' analysis (`basra-platform`).
 pub use basra_platform::search_threads;
 pub mod shared_bytes;
-pub(crate) mod signals;
+pub mod signals;
 pub mod timers;
 pub mod walks;
 
