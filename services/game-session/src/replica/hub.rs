@@ -438,15 +438,16 @@ impl Hub {
 
     /// The rooms watched here on the `shards` marked, each with its announced seq.
     fn rooms_of(&self, shards: &[bool; SHARDS as usize]) -> Vec<(Arc<str>, u64)> {
-        self.each()
-            .flat_map(|rooms| {
+        let mut out = Vec::new();
+        for rooms in self.each() {
+            out.extend(
                 rooms
                     .iter()
                     .filter(|(id, _)| shards[shard_of(id) as usize])
-                    .map(|(id, watched)| (Arc::clone(id), watched.sender.borrow().seq))
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+                    .map(|(id, watched)| (Arc::clone(id), watched.sender.borrow().seq)),
+            );
+        }
+        out
     }
 
     /// A notice from the store: counted for its shard, then the room's streams woken.

@@ -361,7 +361,7 @@ impl Session {
     async fn signalled(
         &self,
         leave: &CancellationToken,
-        lease_lost: &mut watch::Receiver<u64>,
+        lease_lost: &watch::Receiver<u64>,
     ) -> Option<End> {
         let revocations = &self.replica.config.revocations;
         if let Some(revoked) = self.user.and_then(|user| revocations.check(user)) {
