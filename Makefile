@@ -59,6 +59,7 @@ test: ## Run every test (unit, property, integration, doc, the web client's unit
 	$(MAKE) --no-print-directory web-test
 	python3 scripts/capacity_model.py --self-test > /dev/null
 	python3 scripts/capacity_fit.py --self-test > /dev/null
+	python3 scripts/redis_profile.py --self-test > /dev/null
 	$(CARGO) test --workspace --all-targets --no-fail-fast
 	$(CARGO) test --workspace --doc
 

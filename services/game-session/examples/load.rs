@@ -42,6 +42,10 @@
 //! HTTP/2 keepalive), given per 10,000 streams. The latencies are also printed as a
 //! histogram in millisecond buckets.
 //!
+//! `--workers N`: the replica's runtime runs N worker threads (default: one a core, as a
+//! service's `#[tokio::main]` does); the relay's too, so that both are measured on the same
+//! runtime shape.
+//!
 //! `LOAD_LISTEN=127.0.0.1:PORT` pins the replica's address (default: any free port);
 //! `LOAD_JOIN_CONCURRENCY=N` sets its `game.join_concurrency` (default 64). The replica's
 //! telemetry is as deployed (info, JSON: every call's span kept as in production, the lines
@@ -139,6 +143,8 @@ struct Args {
     bot_rooms: usize,
     bot_level: pb::BotLevel,
     bot_delay_ms: u64,
+    /// The replica's worker threads (None: tokio's default, one a core).
+    workers: Option<usize>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
@@ -159,6 +165,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
         bot_rooms: 0,
         bot_level: pb::BotLevel::Hard,
         bot_delay_ms: 800,
+        workers: None,
     };
     while let Some(flag) = args.next() {
         let value = args
@@ -192,6 +199,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
             "--spectators" => parsed.spectators = number()? as usize,
             "--bot-rooms" => parsed.bot_rooms = number()? as usize,
             "--bot-delay-ms" => parsed.bot_delay_ms = number()?,
+            "--workers" => match number()? {
+                0 => bail!("--workers 0: at least one worker thread"),
+                n => parsed.workers = Some(n as usize),
+            },
             "--bot-level" => {
                 parsed.bot_level = match value.as_str() {
                     "easy" => pb::BotLevel::Easy,
@@ -206,7 +217,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
                 other => bail!("--replica {other}: game or relay"),
             },
             other => bail!(
-                "unknown flag {other}; flags: --matches N --seconds S --warmup S --think-ms T|LOW-HIGH --rate R --connections C --stream-window B --connection-window B --wait-replicas N --join-storm N --idle-seconds S --spectators N --bot-rooms N --bot-level L --bot-delay-ms D --replica game|relay"
+                "unknown flag {other}; flags: --matches N --seconds S --warmup S --think-ms T|LOW-HIGH --rate R --connections C --stream-window B --connection-window B --wait-replicas N --join-storm N --idle-seconds S --spectators N --bot-rooms N --bot-level L --bot-delay-ms D --replica game|relay --workers N"
             ),
         }
     }
@@ -282,9 +293,12 @@ fn serve() -> anyhow::Result<()> {
     let kid = std::env::var("LOAD_KID").context("LOAD_KID")?;
     let pem = std::env::var("LOAD_PEM").context("LOAD_PEM")?;
     let verifier = TokenVerifier::new(vec![(kid, pem)], ISSUER, AUDIENCE)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    // `--workers N` (the parent's flag).
+    if let Ok(workers) = std::env::var("LOAD_WORKERS") {
+        runtime.worker_threads(workers.parse().context("LOAD_WORKERS: a number")?);
+    }
+    let runtime = runtime.enable_all().build()?;
     runtime.block_on(async move {
         // Telemetry as deployed (`deploy/k8s/base/game-session/config.toml`: info, JSON),
         // so that every call's span lives as it does in production; the lines go nowhere
@@ -422,6 +436,9 @@ impl Server {
         }
         if let Some(window) = args.connection_window {
             command.env("LOAD_CONNECTION_WINDOW", window.to_string());
+        }
+        if let Some(workers) = args.workers {
+            command.env("LOAD_WORKERS", workers.to_string());
         }
         let mut child = command
             .arg("serve")

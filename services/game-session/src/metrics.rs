@@ -50,6 +50,10 @@ pub struct GameMetrics {
     /// Commits made against the room state this replica held, refused because the room
     /// had moved on (reloaded and retried at once; not contention).
     pub stale_states: Counter,
+    /// Changes that read their room whole from the store: this replica held no current
+    /// state for it (another replica committed the room's last change, a held state was
+    /// refused as stale, or none of the room's streams is here).
+    pub room_loads: Counter,
     /// Changes given up after every retry conflicted (UNAVAILABLE to the caller).
     pub contention_failures: Counter,
     /// Deadlines (turns, bots, grace, rematch) this replica claimed and fired.
@@ -96,6 +100,7 @@ impl GameMetrics {
             commit_seconds: Histogram::new(basra_platform::metrics::latency_buckets()),
             cas_conflicts: Counter::default(),
             stale_states: Counter::default(),
+            room_loads: Counter::default(),
             contention_failures: Counter::default(),
             timers_fired: Counter::default(),
             outbox_pending: Gauge::default(),
@@ -167,6 +172,11 @@ impl GameMetrics {
             "stale_states",
             "Commits against a held room state that had moved on (reloaded, retried at once)",
             m.stale_states.clone(),
+        );
+        registry.register(
+            "room_loads",
+            "Changes that read their room whole from the store (no current state held here)",
+            m.room_loads.clone(),
         );
         registry.register(
             "contention_failures",

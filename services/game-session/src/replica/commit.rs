@@ -152,11 +152,13 @@ impl Replica {
             let from_cache = cached.is_some();
             let loaded = match cached.take() {
                 Some(loaded) => loaded,
-                None => self
-                    .store
-                    .load(room_id)
-                    .await?
-                    .ok_or_else(|| GameError::RoomNotFound(room_id.to_owned()))?,
+                None => {
+                    self.metrics.room_loads.inc();
+                    self.store
+                        .load(room_id)
+                        .await?
+                        .ok_or_else(|| GameError::RoomNotFound(room_id.to_owned()))?
+                }
             };
             let mut room = loaded.room;
             let first_seq = room.seq + 1;

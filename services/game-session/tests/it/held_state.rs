@@ -95,6 +95,11 @@ async fn stale_state_is_detected(store_a: Arc<dyn RoomStore>, store_b: Arc<dyn R
     let (seat, card) = next_play(&*store, &id).await;
     let v = done_version(&play(&a, &id, seat, card, "a1").await);
     assert_eq!(a.hub().cached(&id).map(|held| held.version), Some(v));
+    assert_eq!(
+        a.metrics().room_loads.get(),
+        1,
+        "the first play read the room (no stream watched it when it was created)"
+    );
 
     // 2. b commits a chat (the game is unchanged, the room is not): a's state is stale
     // and a does not know it.
@@ -138,6 +143,11 @@ async fn stale_state_is_detected(store_a: Arc<dyn RoomStore>, store_b: Arc<dyn R
         0,
         "and not taken for contention"
     );
+    assert_eq!(
+        a.metrics().room_loads.get(),
+        2,
+        "the stale state refused, the room was read whole"
+    );
     let log = store.events_after(&id, 0).await.unwrap().events;
     assert!(matches!(
         log[chat_seq as usize - 1].event,
@@ -168,6 +178,16 @@ async fn stale_state_is_detected(store_a: Arc<dyn RoomStore>, store_b: Arc<dyn R
     assert_ne!(seat, seat_b);
     let outcome = play(&a, &id, seat, card, "a3").await;
     assert_eq!(done_version(&outcome), by_b + 1);
+    assert_eq!(
+        b.metrics().room_loads.get(),
+        2,
+        "b, with no stream of the room, read it for each of its changes"
+    );
+    assert_eq!(
+        a.metrics().room_loads.get(),
+        3,
+        "a's state went stale again"
+    );
     let stored = store.load(&id).await.unwrap().unwrap();
     assert_eq!(stored.version, by_b + 1);
     assert_eq!(stored.room.action_count, 4);
