@@ -54,6 +54,9 @@ pub struct GameMetrics {
     /// state for it (another replica committed the room's last change, a held state was
     /// refused as stale, or none of the room's streams is here).
     pub room_loads: Counter,
+    /// Held room states brought up to another replica's plain plays as a stream delivered
+    /// them (a load saved).
+    pub room_refreshes: Counter,
     /// Changes given up after every retry conflicted (UNAVAILABLE to the caller).
     pub contention_failures: Counter,
     /// Deadlines (turns, bots, grace, rematch) this replica claimed and fired.
@@ -101,6 +104,7 @@ impl GameMetrics {
             cas_conflicts: Counter::default(),
             stale_states: Counter::default(),
             room_loads: Counter::default(),
+            room_refreshes: Counter::default(),
             contention_failures: Counter::default(),
             timers_fired: Counter::default(),
             outbox_pending: Gauge::default(),
@@ -177,6 +181,11 @@ impl GameMetrics {
             "room_loads",
             "Changes that read their room whole from the store (no current state held here)",
             m.room_loads.clone(),
+        );
+        registry.register(
+            "room_refreshes",
+            "Held room states brought up to another replica's plain plays (a load saved)",
+            m.room_refreshes.clone(),
         );
         registry.register(
             "contention_failures",

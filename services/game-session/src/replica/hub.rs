@@ -27,7 +27,7 @@ use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::room::Room;
-use crate::store::{Loaded, Notice, RoomStore, SHARDS, shard_of};
+use crate::store::{EventsAfter, Loaded, Notice, RoomStore, SHARDS, shard_of};
 
 use super::commit::{Batch, Committed};
 
@@ -156,6 +156,9 @@ struct Watched {
     /// The room as this replica last committed it, with its version; `None` when
     /// another change (or none yet) was noticed since.
     state: Option<Held>,
+    /// The state dropped by a notice of another replica's commit, kept to be brought up
+    /// to that commit's plain plays ([`Hub::refresh`]).
+    stale: Option<Held>,
 }
 
 /// Every how many resync periods the resync reads every room's head, also the rooms of
@@ -228,6 +231,7 @@ impl Hub {
             Watched {
                 sender,
                 state: None,
+                stale: None,
             },
         );
         receiver
@@ -274,7 +278,56 @@ impl Hub {
     pub fn forget_state(&self, room_id: &str) {
         if let Some(watched) = self.lock(room_id).get_mut(room_id) {
             watched.state = None;
+            watched.stale = None;
         }
+    }
+
+    /// Brings the state this replica held before another replica's commits up to them,
+    /// so that its next change to the room need not load it: `after` holds the events
+    /// read after seq `from` with, when they were all stored by plain plays, the room's
+    /// version and those plays (read in one step). Done only when the held state is
+    /// within the events read, every change since it was one of those plays (one version
+    /// each), they replay onto it to the last event read, and no commit of this replica
+    /// to the room is in progress; otherwise the next change loads the room, as before.
+    /// The store's compare-and-set stays the authority. Whether it was brought up.
+    pub fn refresh(&self, room_id: &str, from: u64, after: &EventsAfter) -> bool {
+        let Some(plain) = after.plain.as_ref().filter(|_| !after.closed) else {
+            return false;
+        };
+        let end = from + after.events.len() as u64;
+        let mut rooms = self.lock(room_id);
+        let Some(watched) = rooms.get_mut(room_id) else {
+            return false;
+        };
+        if watched.state.is_some() || watched.sender.borrow().in_flight > 0 {
+            return false;
+        }
+        let Some(stale) = watched.stale.take() else {
+            return false;
+        };
+        let held = stale.room.seq;
+        if held < from || held >= end || plain.snapshot_seq > held {
+            return false;
+        }
+        let plays: Vec<_> = plain
+            .plays
+            .iter()
+            .filter(|(seq, _)| *seq > held)
+            .map(|(_, action)| action)
+            .collect();
+        if stale.version + plays.len() as u64 != plain.version {
+            return false;
+        }
+        let mut room = Room::clone(&stale.room);
+        if plays.iter().any(|action| room.replay(action).is_err()) || room.seq != end {
+            return false;
+        }
+        watched.state = Some(Held {
+            room: Arc::new(room),
+            version: plain.version,
+            tail: stale.tail + plays.len(),
+        });
+        true
     }
 
     /// Rooms whose state is held here.
@@ -308,8 +361,10 @@ impl Hub {
                 .as_ref()
                 .is_some_and(|held| seq == 0 || seq > held.room.seq)
             {
-                // The room changed after the state held here.
-                watched.state = None;
+                // The room changed after the state held here: kept aside, to be brought
+                // up to the change if it was plain plays (a seq 0 notice says nothing).
+                let held = watched.state.take();
+                watched.stale = if seq == 0 { None } else { held };
             }
             watched.sender.send_if_modified(|wake| {
                 if seq == 0 {
@@ -364,6 +419,7 @@ impl Hub {
             let newer = watched.sender.borrow().deferred > state.room.seq;
             let closed = state.room.status == crate::room::Status::Closed;
             watched.state = (!newer && !closed).then_some(state);
+            watched.stale = None;
         }
         watched.sender.send_if_modified(|wake| {
             if counted {
@@ -426,6 +482,7 @@ impl Hub {
         for mut rooms in self.each() {
             for watched in rooms.values_mut() {
                 watched.state = None;
+                watched.stale = None;
                 watched.sender.send_modify(|wake| wake.epoch += 1);
             }
         }

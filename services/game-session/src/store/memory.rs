@@ -185,6 +185,8 @@ impl RoomStore for MemoryStore {
             events: stored.log[from..].to_vec(),
             closed: stored.closed,
             exists: true,
+            // This store's rooms live in one process: no other replica's plays to catch.
+            plain: None,
         })
     }
 

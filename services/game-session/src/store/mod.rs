@@ -118,6 +118,21 @@ pub struct EventsAfter {
     pub closed: bool,
     /// Whether the room exists.
     pub exists: bool,
+    /// When every one of the events was stored by a plain play: what a replica needs to
+    /// bring a state it held before them up to them (`Hub::refresh`). `None` otherwise,
+    /// or when the store does not say (the memory store).
+    pub plain: Option<PlainPlays>,
+}
+
+/// Plain plays read with the events, in the same atomic step.
+#[derive(Debug, Clone, Default)]
+pub struct PlainPlays {
+    /// The room's version after the events.
+    pub version: u64,
+    /// The seq of the room's last snapshot (at most the seq the events follow).
+    pub snapshot_seq: u64,
+    /// Each play's action with the seq of its `card_played`, in order.
+    pub plays: Vec<(u64, ActionRecord)>,
 }
 
 /// A room got new events (or changed status): its id and last seq.

@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 use super::play_batch::{PlayBatches, QueuedPlay};
 use super::{
     Commit, CommitOutcome, EventsAfter, ExpiredLease, LeasedSeat, Loaded, Notice, OutboxEntry,
-    OutboxRecord, RoomHead, RoomStore, SHARDS, WalkLease, plain_play, shard_of,
+    OutboxRecord, PlainPlays, RoomHead, RoomStore, SHARDS, WalkLease, plain_play, shard_of,
 };
 use crate::error::{GameError, Result};
 use crate::room::{ActionRecord, Status};
@@ -598,11 +598,16 @@ impl RoomStore for RedisStore {
     }
 
     async fn events_after(&self, room_id: &str, after: u64) -> Result<EventsAfter> {
-        let ((version, status), raw): ((Option<u64>, Option<String>), Vec<Vec<u8>>) = redis::pipe()
+        // In one step (MULTI; the room's keys share a slot): the version and the
+        // snapshot's seq are those of the log read.
+        type Head = (Option<u64>, Option<String>, Option<u64>);
+        let ((version, status, snapshot), raw): (Head, Vec<Vec<u8>>) = redis::pipe()
+            .atomic()
             .cmd("HMGET")
             .arg(self.room_key(room_id, "state"))
             .arg("v")
             .arg("st")
+            .arg("q")
             .lrange(self.room_key(room_id, "log"), after as isize, -1)
             .query_async(&mut self.conn())
             .await?;
@@ -611,10 +616,33 @@ impl RoomStore for RedisStore {
             .iter()
             .map(|bytes| plain_play::decode_event(bytes))
             .collect::<Result<Vec<_>>>()?;
+        // The snapshot's seq is `q`, or `st` where a release before that form named it.
+        let snapshot = status
+            .as_deref()
+            .and_then(|status| status.parse().ok())
+            .or(snapshot);
+        let plain = match (version, snapshot) {
+            // Every event read was stored after the snapshot: by plain plays.
+            (Some(version), Some(snapshot_seq)) if snapshot_seq <= after => {
+                let mut plays = Vec::new();
+                for (seq, bytes) in (after + 1..).zip(&raw) {
+                    if bytes.first() == Some(&plain_play::CARD_PLAYED) {
+                        plays.push((seq, plain_play::decode_action(bytes)?));
+                    }
+                }
+                Some(PlainPlays {
+                    version,
+                    snapshot_seq,
+                    plays,
+                })
+            }
+            _ => None,
+        };
         Ok(EventsAfter {
             events,
             closed: status.as_deref() == Some("closed"),
             exists,
+            plain,
         })
     }
 

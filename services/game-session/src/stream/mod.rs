@@ -240,6 +240,16 @@ impl Session {
                 GameError::RoomNotFound(self.room_id.clone()).into(),
             )));
         }
+        // Another replica's plays: the room's state held here follows them, so that this
+        // replica's next change to the room (likely this stream's player's answer) does
+        // not read it whole.
+        if self
+            .replica
+            .hub
+            .refresh(&self.room_id, self.delivered, &after)
+        {
+            self.replica.metrics.room_refreshes.inc();
+        }
         self.deliver(&after.events, None, after.closed).await
     }
 

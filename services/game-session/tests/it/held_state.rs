@@ -492,6 +492,123 @@ async fn plain_plays_are_stored_on_the_tail_and_replayed_on_a_cluster() {
     plain_plays_replay(a, b).await;
 }
 
+/// A room split over two replicas, as when its players' streams are on different ones:
+/// seat 0 plays through `a`, seat 1 through `b`, each replica with a stream of the room.
+/// After each commit the other replica hears the notice and its stream catches up
+/// (`events_after`, then `Hub::refresh`, as `stream::catch_up` does). A replica whose
+/// held state was brought up to the other's plain play makes its player's next play
+/// without reading the room, and that play is the room as stored; after a snapshot commit
+/// (a deal's end, a round's) the state is not brought up and the next play reads the room.
+async fn split_room_follows_plain_plays(
+    store_a: Arc<dyn RoomStore>,
+    store_b: Arc<dyn RoomStore>,
+    reader: Arc<dyn RoomStore>,
+) {
+    let replicas = [
+        replica("a", Arc::clone(&store_a)),
+        replica("b", Arc::clone(&store_b)),
+    ];
+    let stores = [store_a, store_b];
+    let id = uuid::Uuid::now_v7().to_string();
+    let mut room = started_room(&id, 13);
+    assert!(replicas[0].create(&mut room).await.unwrap());
+    let _watches = replicas.each_ref().map(|core| core.hub().watch(&id));
+    let start = reader.events_after(&id, 0).await.unwrap().events.len() as u64;
+    let mut delivered = [start; 2];
+    let (mut plays, mut refreshed, mut loads) = (0, 0, 0);
+    loop {
+        let stored = reader.load(&id).await.unwrap().unwrap().room;
+        let Some(seat) = stored.game.as_ref().unwrap().turn() else {
+            break;
+        };
+        let (me, other) = (usize::from(seat.0), 1 - usize::from(seat.0));
+        let held = replicas[me].hub().cached(&id).is_some();
+        let loads_before = replicas[me].metrics().room_loads.get();
+        let card = stored.game.as_ref().unwrap().legal_plays()[0].card;
+        let move_id = format!("{plays}-{}", uuid::Uuid::now_v7());
+        let outcome = replicas[me]
+            .mutate_play(&id, Some((seat.0, &move_id)), |room, now| {
+                room.play(seat.0, card, None, false, move_id.clone(), now)
+            })
+            .await
+            .unwrap();
+        let Mutation::Done {
+            committed: Committed { room, version, .. },
+            ..
+        } = outcome
+        else {
+            panic!("play {plays} not applied: {outcome:?}");
+        };
+        plays += 1;
+        let read = replicas[me].metrics().room_loads.get() - loads_before;
+        assert_eq!(
+            read,
+            u64::from(!held),
+            "play {plays}: read the room only without a state"
+        );
+        loads += read;
+        let loaded = reader.load(&id).await.unwrap().unwrap();
+        assert_eq!(loaded.version, version);
+        assert_eq!(
+            game_session::store::encode_room(&loaded.room).unwrap(),
+            game_session::store::encode_room(&room).unwrap(),
+            "play {plays}: the room committed is the room stored"
+        );
+        delivered[me] = room.seq;
+        // The other replica hears of the commit and its stream catches up.
+        let had_state = replicas[other].hub().cached(&id).is_some();
+        replicas[other].hub().notify(&id, room.seq);
+        assert!(
+            replicas[other].hub().cached(&id).is_none(),
+            "the notice drops the state"
+        );
+        let after = stores[other]
+            .events_after(&id, delivered[other])
+            .await
+            .unwrap();
+        let up = replicas[other].hub().refresh(&id, delivered[other], &after);
+        let plain = loaded.tail > 0;
+        assert_eq!(
+            up,
+            plain && had_state,
+            "play {plays}: plain {plain}, held {had_state}"
+        );
+        if up {
+            refreshed += 1;
+            assert_eq!(
+                replicas[other].hub().cached(&id).map(|held| held.version),
+                Some(version)
+            );
+        }
+        delivered[other] = room.seq;
+    }
+    assert!(plays > 40, "a whole match: {plays} plays");
+    assert!(
+        refreshed * 4 >= plays * 3,
+        "{refreshed} of {plays} states brought up"
+    );
+    assert!(loads * 4 <= plays, "{loads} rooms read for {plays} plays");
+    for core in &replicas {
+        assert_eq!(
+            core.metrics().stale_states.get(),
+            0,
+            "no state brought up was stale"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_split_room_follows_the_other_replicas_plain_plays_on_redis() {
+    let (a, b) = two_replicas_stores(false).await;
+    split_room_follows_plain_plays(Arc::clone(&a), b, a).await;
+}
+
+#[tokio::test]
+async fn a_split_room_follows_the_other_replicas_plain_plays_on_a_cluster() {
+    let (a, b) = two_replicas_stores(true).await;
+    split_room_follows_plain_plays(Arc::clone(&a), b, a).await;
+}
+
 /// A play as the Play stream makes it, by `core`, on the room as `store` has it.
 async fn stream_play(core: &Arc<Replica>, store: &dyn RoomStore, id: &str) -> Mutation<()> {
     let (seat, card) = next_play(store, id).await;
