@@ -16,7 +16,10 @@
 //! compare-and-set on the version stays the authority: a stale state fails its commit,
 //! which then reloads. A notice of a newer seq (another replica's commit, or a change
 //! without events) drops the state at once, so that case is rare; the state goes with
-//! the room's last local stream.
+//! the room's last local stream. When the room's streams catch up with another replica's
+//! commits and those were plain plays, the dropped state is brought up to them
+//! ([`Hub::refresh`]): a room whose players stream from different replicas is not read
+//! whole before each play.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
