@@ -309,7 +309,9 @@ impl Hub {
             return false;
         };
         let held = stale.room.seq;
-        if held < from || held >= end || plain.snapshot_seq > held {
+        // Within the events read: no snapshot after it (the store answers plain plays
+        // only when the snapshot is at or before `from`).
+        if held < from || held >= end {
             return false;
         }
         let plays: Vec<_> = plain

@@ -124,13 +124,12 @@ pub struct EventsAfter {
     pub plain: Option<PlainPlays>,
 }
 
-/// Plain plays read with the events, in the same atomic step.
-#[derive(Debug, Clone, Default)]
+/// Plain plays read with the events, in the same atomic step (the room's last snapshot is
+/// at or before the seq the events follow).
+#[derive(Debug, Clone)]
 pub struct PlainPlays {
     /// The room's version after the events.
     pub version: u64,
-    /// The seq of the room's last snapshot (at most the seq the events follow).
-    pub snapshot_seq: u64,
     /// Each play's action with the seq of its `card_played`, in order.
     pub plays: Vec<(u64, ActionRecord)>,
 }

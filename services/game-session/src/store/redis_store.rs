@@ -623,18 +623,14 @@ impl RoomStore for RedisStore {
             .or(snapshot);
         let plain = match (version, snapshot) {
             // Every event read was stored after the snapshot: by plain plays.
-            (Some(version), Some(snapshot_seq)) if snapshot_seq <= after => {
+            (Some(version), Some(snapshot)) if snapshot <= after => {
                 let mut plays = Vec::new();
                 for (seq, bytes) in (after + 1..).zip(&raw) {
                     if bytes.first() == Some(&plain_play::CARD_PLAYED) {
                         plays.push((seq, plain_play::decode_action(bytes)?));
                     }
                 }
-                Some(PlainPlays {
-                    version,
-                    snapshot_seq,
-                    plays,
-                })
+                Some(PlainPlays { version, plays })
             }
             _ => None,
         };
