@@ -110,12 +110,21 @@ async fn play_through(
             tokio::time::sleep(Duration::from_millis(15)).await;
             let card = p.hand.iter().next().expect("a card to play");
             let id = Uuid::now_v7().to_string();
-            p.play(card, &id).await;
+            send_play(&p, card, &id, Some(p.last_seq)).await;
             pending = Some((card, id));
         }
-        let message = tokio::time::timeout(WAIT, p.events.message())
-            .await
-            .expect("an event in time");
+        let Ok(message) = tokio::time::timeout(WAIT, p.events.message()).await else {
+            panic!(
+                "no event in {WAIT:?} on room {room}, seat {} (last seq {}, turn {:?}, \
+                 pending {pending:?}, {} cards held, {} breaks so far); its last events: {:?}",
+                p.seat,
+                p.last_seq,
+                p.turn,
+                p.hand.len(),
+                breaks.load(Ordering::Relaxed),
+                &p.log[p.log.len().saturating_sub(4)..],
+            );
+        };
         let status = match message {
             Ok(Some(event)) => {
                 p.observe(&event);
@@ -173,15 +182,21 @@ async fn play_through(
         p.tx = tx;
         p.events = events;
         if let Some((card, id)) = &pending {
-            p.send(Kind::PlayCard(game::PlayCard {
-                card: Some(basra_proto::convert::card_to_pb(*card)),
-                capture_choice: None,
-                based_on_seq: None,
-                client_move_id: id.clone(),
-            }))
-            .await;
+            send_play(&p, *card, id, None).await;
         }
     }
+}
+
+/// Sends a play on `p`'s stream. A stream the server has just ended refuses it: the read
+/// that follows gets the stream's status, and the play is sent again after the resume.
+async fn send_play(p: &Player, card: basra_engine::Card, id: &str, based_on_seq: Option<u64>) {
+    let play = Kind::PlayCard(game::PlayCard {
+        card: Some(basra_proto::convert::card_to_pb(card)),
+        capture_choice: None,
+        based_on_seq,
+        client_move_id: id.into(),
+    });
+    let _ = p.tx.send(game::PlayRequest { kind: Some(play) }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
