@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use basra_platform::auth::Role;
 use basra_proto::basra::common::v1 as pb;
-use basra_proto::basra::game::v1::{self as game, RejectCode, play_request::Kind};
+use basra_proto::basra::game::v1::{self as game, RejectCode};
 use basra_testkit::game_session::*;
 use basra_testkit::redis_cluster_url;
 use tonic::Code;
@@ -110,7 +110,9 @@ async fn play_through(
             tokio::time::sleep(Duration::from_millis(15)).await;
             let card = p.hand.iter().next().expect("a card to play");
             let id = Uuid::now_v7().to_string();
-            send_play(&p, card, &id, Some(p.last_seq)).await;
+            // A stream the server has just ended refuses it: the read that follows gets
+            // the stream's status, and the play is sent again after the resume.
+            p.try_send(play_card(card, &id, Some(p.last_seq))).await;
             pending = Some((card, id));
         }
         let Ok(message) = tokio::time::timeout(WAIT, p.events.message()).await else {
@@ -182,21 +184,9 @@ async fn play_through(
         p.tx = tx;
         p.events = events;
         if let Some((card, id)) = &pending {
-            send_play(&p, *card, id, None).await;
+            p.try_send(play_card(*card, id, None)).await;
         }
     }
-}
-
-/// Sends a play on `p`'s stream. A stream the server has just ended refuses it: the read
-/// that follows gets the stream's status, and the play is sent again after the resume.
-async fn send_play(p: &Player, card: basra_engine::Card, id: &str, based_on_seq: Option<u64>) {
-    let play = Kind::PlayCard(game::PlayCard {
-        card: Some(basra_proto::convert::card_to_pb(card)),
-        capture_choice: None,
-        based_on_seq,
-        client_move_id: id.into(),
-    });
-    let _ = p.tx.send(game::PlayRequest { kind: Some(play) }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

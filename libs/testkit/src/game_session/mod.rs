@@ -41,7 +41,9 @@ pub use app::{
     spawn_app,
 };
 pub use fakes::{FakeAccounts, ServedAccounts, fake_name, serve_accounts};
-pub use player::{Player, card, join_message, logged, open, spectate_message, stream_end};
+pub use player::{
+    Player, card, join_message, logged, open, play_card, spectate_message, stream_end,
+};
 
 /// How long a test waits for an event (or a stream's end) before it fails.
 pub const WAIT: Duration = Duration::from_secs(20);

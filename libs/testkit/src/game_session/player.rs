@@ -66,6 +66,16 @@ pub fn spectate_message(room_id: &str) -> PlayRequest {
     }
 }
 
+/// A PlayCard of `card` with client move id `move_id`, based on `based_on_seq`.
+pub fn play_card(card: Card, move_id: &str, based_on_seq: Option<u64>) -> Kind {
+    Kind::PlayCard(game::PlayCard {
+        card: Some(basra_proto::convert::card_to_pb(card)),
+        capture_choice: None,
+        based_on_seq,
+        client_move_id: move_id.into(),
+    })
+}
+
 /// Opens a Play stream and sends Join; the error status if the server refuses.
 pub async fn open(
     channel: Channel,
@@ -182,24 +192,22 @@ impl Player {
         self.log.push(event.clone());
     }
 
-    /// Sends a client message of `kind`.
+    /// Sends a client message of `kind`; false if the stream has ended (the next read
+    /// returns its status).
+    pub async fn try_send(&self, kind: Kind) -> bool {
+        self.tx.send(PlayRequest { kind: Some(kind) }).await.is_ok()
+    }
+
+    /// Sends a client message of `kind` on a stream that must still be up.
     pub async fn send(&self, kind: Kind) {
-        self.tx
-            .send(PlayRequest { kind: Some(kind) })
-            .await
-            .unwrap();
+        assert!(self.try_send(kind).await, "the stream is up");
     }
 
     /// Plays `card` with client move id `move_id`, based on the last seq seen.
     pub async fn play(&mut self, card: Card, move_id: &str) {
         self.moves += 1;
-        self.send(Kind::PlayCard(game::PlayCard {
-            card: Some(basra_proto::convert::card_to_pb(card)),
-            capture_choice: None,
-            based_on_seq: Some(self.last_seq),
-            client_move_id: move_id.into(),
-        }))
-        .await;
+        self.send(play_card(card, move_id, Some(self.last_seq)))
+            .await;
     }
 
     /// Plays whenever it is this seat's turn until the match ends (or `stop_after` of
