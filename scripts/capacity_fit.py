@@ -78,7 +78,8 @@ LONG_FORM = "capacity --bin-dir target/release --session-s 1200 --connections 40
 # instead of reading it whole): one line through three sizes, since on a shared machine
 # one run of three can sit 15 % off the others for every process, the simulator too
 # (docs/performance.md). The 6 Dec runs, the build before on another machine, are shown.
-STEADY = "--games 2 --seconds 1320 --warmup 720 --ramp-s 150"
+WINDOW = "--seconds 1320 --warmup 720 --ramp-s 150"
+STEADY = f"--games 2 {WINDOW}"
 RUNS = [
     Run(
         label="5,228 present, 22 minutes (7 Dec 21:09)",
@@ -129,7 +130,7 @@ RUNS = [
     # 0.73x the next run's, which synced every write).
     Run(
         label="20,053 present, 22 minutes (8 Dec 00:20, 3 game-session replicas, Redis everysec)",
-        command=f"{LONG_FORM} --players 12700 --games 3 --seconds 1320 --warmup 720 --ramp-s 150 --redis-fsync everysec",
+        command=f"{LONG_FORM} --players 12700 --games 3 {WINDOW} --redis-fsync everysec",
         use="check",
         present=20_053,
         plays_per_s=2078.1,
@@ -141,7 +142,7 @@ RUNS = [
     # the check too.
     Run(
         label="20,088 present, 22 minutes (8 Dec 00:49, 3 game-session replicas, Redis always)",
-        command=f"{LONG_FORM} --players 12700 --games 3 --seconds 1320 --warmup 720 --ramp-s 150 --redis-fsync always",
+        command=f"{LONG_FORM} --players 12700 --games 3 {WINDOW} --redis-fsync always",
         use="check",
         present=20_088,
         plays_per_s=2071.7,
@@ -151,7 +152,7 @@ RUNS = [
     ),
     Run(
         label="5,259 present, 22 minutes (6 Dec 23:03, the build before, another machine)",
-        command=f"{LONG_FORM} --players 3300 --games 2 --seconds 1320 --warmup 720 --ramp-s 150",
+        command=f"{LONG_FORM} --players 3300 {STEADY}",
         use="",
         present=5_259,
         plays_per_s=542.2,
@@ -161,7 +162,7 @@ RUNS = [
     ),
     Run(
         label="10,349 present, 22 minutes (6 Dec 23:25, the build before, another machine)",
-        command=f"{LONG_FORM} --players 6600 --games 2 --seconds 1320 --warmup 720 --ramp-s 150",
+        command=f"{LONG_FORM} --players 6600 {STEADY}",
         use="",
         present=10_349,
         plays_per_s=1068.7,
